@@ -1,0 +1,15 @@
+/*
+ * relay/relay.h - the librelay umbrella header.
+ *
+ * Includes every public module header. Backend authors additionally
+ * include the headers under relay/sys/.
+ */
+#ifndef RELAY_RELAY_H
+#define RELAY_RELAY_H
+
+#include "common.h"
+#include "clock.h"
+#include "log.h"
+#include "pattern.h"
+
+#endif /* RELAY_RELAY_H */

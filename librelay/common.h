@@ -1,0 +1,63 @@
+/*
+ * librelay/common.h - private helpers shared by every module: allocation,
+ * error detail, logging. Never installed.
+ */
+#ifndef RELAY__COMMON_H
+#define RELAY__COMMON_H
+
+#include <stdarg.h>
+#include <stdbool.h>
+#include <stddef.h>
+#include <stdint.h>
+
+#include "relay/common.h"
+#include "relay/log.h"
+
+#define RELAY__ARRAY_SIZE(a) (sizeof(a) / sizeof((a)[0]))
+
+#if defined(__GNUC__)
+#define RELAY__PRINTF(f, a) __attribute__((format(printf, f, a)))
+#define RELAY__LIKELY(x) __builtin_expect(!!(x), 1)
+#define RELAY__UNLIKELY(x) __builtin_expect(!!(x), 0)
+#else
+#define RELAY__PRINTF(f, a)
+#define RELAY__LIKELY(x) (x)
+#define RELAY__UNLIKELY(x) (x)
+#endif
+
+/* Allocation through the hooks of relay_set_allocator(). */
+void *relay__malloc(size_t n);
+void *relay__calloc(size_t nmemb, size_t n);
+void *relay__realloc(void *p, size_t n);
+void relay__free(void *p);
+char *relay__strdup(const char *s);
+char *relay__strndup(const char *s, size_t n);
+/* Like asprintf(); returns NULL on failure. Free with relay__free(). */
+char *relay__sprintf(const char *fmt, ...) RELAY__PRINTF(1, 2);
+
+/*
+ * Fill a caller's optional relay_error. @path may be NULL; text is
+ * truncated to fit. Returns @code so callers can `return relay__error_set(…)`.
+ */
+int relay__error_set(relay_error *err, int code, const char *path, int line,
+		     int column, const char *fmt, ...) RELAY__PRINTF(6, 7);
+void relay__error_clear(relay_error *err);
+
+/* Logging through a host logger (NULL-safe). */
+bool relay__log_enabled(const relay_logger *lg, relay_log_level lvl);
+void relay__log(const relay_logger *lg, relay_log_level lvl, const char *msgid,
+		const char *fmt, ...) RELAY__PRINTF(4, 5);
+
+/* Growable byte buffer. */
+typedef struct relay__buf {
+	char *data;  /* NUL-terminated when len < cap */
+	size_t len;  /* bytes used */
+	size_t cap;  /* bytes allocated */
+} relay__buf;
+
+int relay__buf_reserve(relay__buf *b, size_t extra);
+int relay__buf_append(relay__buf *b, const void *p, size_t n);
+int relay__buf_printf(relay__buf *b, const char *fmt, ...) RELAY__PRINTF(2, 3);
+void relay__buf_free(relay__buf *b);
+
+#endif /* RELAY__COMMON_H */

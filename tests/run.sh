@@ -1,0 +1,102 @@
+#!/usr/bin/env bash
+# tests/run.sh - build Relay-C with ASan/UBSan and run every test suite.
+#
+# On a fresh Debian 12 machine this installs what it needs (as root, with
+# apt-get), configures build-tests/ with -Db_sanitize=address,undefined and
+# test hooks, runs `meson test`, then runs each libFuzzer target for a short
+# bounded time when clang is present. The last line is "N passed, M failed";
+# the exit status is non-zero on any failure.
+#
+# Environment: RELAY_BUILD_DIR (default: build-tests), RELAY_FUZZ_SECONDS
+# (default 20 per target; 0 skips fuzzing), RELAY_TEST_SUITES (meson
+# --suite list, default: all), RELAY_SKIP_INSTALL=1 to skip apt-get.
+set -euo pipefail
+
+here=$(cd "$(dirname "$0")/.." && pwd)
+cd "$here"
+build=${RELAY_BUILD_DIR:-build-tests}
+fuzz_seconds=${RELAY_FUZZ_SECONDS:-20}
+
+packages=(gcc clang libclang-rt-14-dev meson ninja-build pkg-config
+	libhiredis-dev libjansson-dev libfyaml-dev libev-dev libmicrohttpd-dev
+	redis-server redis-tools bubblewrap python3 nodejs scdoc procps)
+
+install_packages() {
+	local missing=()
+	for p in "${packages[@]}"; do
+		dpkg-query -W -f='${Status}' "$p" 2>/dev/null |
+			grep -q 'install ok installed' || missing+=("$p")
+	done
+	[ ${#missing[@]} -eq 0 ] && return 0
+	if [ "$(id -u)" != 0 ]; then
+		echo "tests/run.sh: missing packages (run as root to install):" \
+			"${missing[*]}" >&2
+		return 0
+	fi
+	echo "tests/run.sh: installing ${missing[*]}"
+	export DEBIAN_FRONTEND=noninteractive
+	apt-get update -qq
+	apt-get install -y -qq --no-install-recommends "${missing[@]}" >/dev/null
+}
+
+[ "${RELAY_SKIP_INSTALL:-0}" = 1 ] || install_packages
+
+if [ ! -f "$build/build.ninja" ]; then
+	meson setup "$build" -Db_sanitize=address,undefined -Db_lundef=false \
+		-Dtest_hooks=true -Dbuildtype=debug
+fi
+ninja -C "$build"
+
+suite_args=()
+if [ -n "${RELAY_TEST_SUITES:-}" ]; then
+	for s in $RELAY_TEST_SUITES; do suite_args+=(--suite "$s"); done
+fi
+set +e
+meson test -C "$build" --print-errorlogs --num-processes 2 "${suite_args[@]}"
+meson_rc=$?
+set -e
+
+read -r passed failed skipped < <(python3 - "$build/meson-logs/testlog.json" <<'PY'
+import json, sys
+p = f = s = 0
+for line in open(sys.argv[1]):
+    r = json.loads(line)["result"]
+    if r in ("OK", "EXPECTEDFAIL"): p += 1
+    elif r == "SKIP": s += 1
+    else: f += 1
+print(p, f, s)
+PY
+)
+
+# Fuzzers: a separate clang build, each target for a bounded time.
+if [ "$fuzz_seconds" != 0 ] && command -v clang >/dev/null; then
+	fbuild="$build-fuzz"
+	if [ ! -f "$fbuild/build.ninja" ]; then
+		CC=clang meson setup "$fbuild" -Dfuzz=true -Dbench=false \
+			-Db_lundef=false -Dbuildtype=debugoptimized >/dev/null
+	fi
+	if ninja -C "$fbuild" >/dev/null; then
+		for t in "$fbuild"/tests/fuzz/fuzz-*; do
+			[ -x "$t" ] || continue
+			name=$(basename "$t")
+			corpus="tests/fuzz/corpus/${name#fuzz-}"
+			work=$(mktemp -d)
+			[ -d "$corpus" ] && cp -r "$corpus"/. "$work"/
+			if "$t" -max_total_time="$fuzz_seconds" -rss_limit_mb=2048 \
+				-timeout=10 "$work" >"$work.log" 2>&1; then
+				echo "fuzz $name: ok (${fuzz_seconds}s)"
+				passed=$((passed + 1))
+			else
+				echo "fuzz $name: FAILED"; tail -40 "$work.log"
+				failed=$((failed + 1))
+			fi
+			rm -rf "$work" "$work.log"
+		done
+	else
+		echo "fuzz build: FAILED"; failed=$((failed + 1))
+	fi
+fi
+
+echo "${skipped} skipped"
+echo "${passed} passed, ${failed} failed"
+[ "$failed" = 0 ] && [ "$meson_rc" = 0 ]
