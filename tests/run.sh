@@ -73,7 +73,9 @@ if [ "$fuzz_seconds" != 0 ] && command -v clang >/dev/null; then
 	fbuild="$build-fuzz"
 	if [ ! -f "$fbuild/build.ninja" ]; then
 		CC=clang meson setup "$fbuild" -Dfuzz=true -Dbench=false \
-			-Db_lundef=false -Dbuildtype=debugoptimized >/dev/null
+			-Db_sanitize=address,undefined -Db_lundef=false \
+			-Dc_args=-fsanitize=fuzzer-no-link \
+			-Dbuildtype=debugoptimized >/dev/null
 	fi
 	if ninja -C "$fbuild" >/dev/null; then
 		for t in "$fbuild"/tests/fuzz/fuzz-*; do
