@@ -17,7 +17,7 @@ cd "$here"
 build=${RELAY_BUILD_DIR:-build-tests}
 fuzz_seconds=${RELAY_FUZZ_SECONDS:-20}
 
-packages=(gcc clang libclang-rt-14-dev meson ninja-build pkg-config
+packages=(gcc g++ clang libclang-rt-14-dev meson ninja-build pkg-config
 	libhiredis-dev libjansson-dev libfyaml-dev libev-dev libmicrohttpd-dev
 	redis-server redis-tools bubblewrap python3 nodejs scdoc procps)
 
