@@ -11,5 +11,6 @@
 #include "clock.h"
 #include "log.h"
 #include "pattern.h"
+#include "app.h"
 
 #endif /* RELAY_RELAY_H */
