@@ -1,0 +1,91 @@
+/*
+ * match.c - relay_pattern_match(): the reference evaluator on json_t.
+ *
+ * This is the plain tree walk that states the semantics; the ruleset's
+ * raw matcher must agree with it on every input (tests/pattern compares
+ * them). Arrays are values like any other: no element-wise matching.
+ */
+#include <string.h>
+
+#include "pattern_int.h"
+
+static bool str_eq(const json_t *v, const relay__pat_alt *a)
+{
+	return json_string_length(v) == a->len &&
+	       memcmp(json_string_value(v), a->str, a->len) == 0;
+}
+
+static bool alt_match(const relay__pat_alt *a, const json_t *v,
+		      relay_wall_ms now)
+{
+	relay__instant t;
+	size_t n;
+
+	if (a->kind == RELAY__PAT_EXISTS)
+		return (v != NULL) == (a->boolean != 0);
+	if (a->kind == RELAY__PAT_MAP)
+		return relay__pat_map_match(a->map, v, now);
+	if (!v)
+		return false;
+	switch (a->kind) {
+	case RELAY__PAT_EQ_STR:
+		return json_is_string(v) && str_eq(v, a);
+	case RELAY__PAT_EQ_NUM:
+		return json_is_number(v) && json_number_value(v) == a->num;
+	case RELAY__PAT_EQ_BOOL:
+		return json_is_boolean(v) && json_is_true(v) == a->boolean;
+	case RELAY__PAT_EQ_NULL:
+		return json_is_null(v);
+	case RELAY__PAT_PREFIX:
+		return json_is_string(v) && json_string_length(v) >= a->len &&
+		       memcmp(json_string_value(v), a->str, a->len) == 0;
+	case RELAY__PAT_SUFFIX:
+		if (!json_is_string(v))
+			return false;
+		n = json_string_length(v);
+		return n >= a->len &&
+		       memcmp(json_string_value(v) + n - a->len, a->str,
+			      a->len) == 0;
+	case RELAY__PAT_CMP_NUM:
+		return json_is_number(v) &&
+		       relay__num_cmp(json_number_value(v), a->num, a->op);
+	case RELAY__PAT_CMP_TIME:
+		return json_is_string(v) &&
+		       relay__rfc3339_parse(json_string_value(v),
+					    json_string_length(v), &t) == 0 &&
+		       relay__instant_cmp(&t, now + a->offset_ms, a->op);
+	default:
+		return false;
+	}
+}
+
+bool relay__pat_map_match(const relay__pat_map *m, const json_t *obj,
+			  relay_wall_ms now)
+{
+	size_t i, j;
+
+	if (obj && !json_is_object(obj))
+		obj = NULL;
+	for (i = 0; i < m->nfields; i++) {
+		const relay__pat_field *f = &m->fields[i];
+		const json_t *v = NULL;
+		bool any = false;
+
+		/* jansson keys cannot hold NUL, so such a field is absent */
+		if (obj && memchr(f->name, '\0', f->name_len) == NULL)
+			v = json_object_get(obj, f->name);
+		for (j = 0; j < f->nalts && !any; j++)
+			any = alt_match(&f->alts[j], v, now);
+		if (!any)
+			return false;
+	}
+	return true;
+}
+
+int relay_pattern_match(const relay_pattern *p, const json_t *event,
+			relay_wall_ms now)
+{
+	if (!p || !event || !json_is_object(event))
+		return 0;
+	return relay__pat_map_match(&p->root, event, now) ? 1 : 0;
+}

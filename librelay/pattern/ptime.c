@@ -1,0 +1,271 @@
+/*
+ * ptime.c - RFC3339 instants, now() expressions and JSON numbers.
+ *
+ * These three parsers sit on the match path (every temporal comparison
+ * parses an event string; every numeric condition parses an event number),
+ * so they are written to be exact first and cheap second: no locale, no
+ * libc time functions, no allocation.
+ */
+#include <float.h>
+#include <locale.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "pattern_int.h"
+
+static int digits(const char *s, size_t n, int *out)
+{
+	int v = 0;
+	size_t i;
+
+	for (i = 0; i < n; i++) {
+		if (s[i] < '0' || s[i] > '9')
+			return -1;
+		v = v * 10 + (s[i] - '0');
+	}
+	*out = v;
+	return 0;
+}
+
+static bool is_leap(int y)
+{
+	return (y % 4 == 0 && y % 100 != 0) || y % 400 == 0;
+}
+
+static int days_in_month(int y, int m)
+{
+	static const int dim[12] = { 31, 28, 31, 30, 31, 30,
+				     31, 31, 30, 31, 30, 31 };
+
+	return m == 2 && is_leap(y) ? 29 : dim[m - 1];
+}
+
+/*
+ * Days from 1970-01-01 to y-m-d in the proleptic Gregorian calendar. The
+ * year is shifted to start in March so that the leap day is the last day
+ * of the shifted year; eras of 400 years have exactly 146097 days.
+ */
+static int64_t days_from_civil(int y, int m, int d)
+{
+	int64_t era, yoe, doy, doe;
+
+	y -= m <= 2;
+	era = (y >= 0 ? y : y - 399) / 400;
+	yoe = y - era * 400;
+	doy = (153 * (m + (m > 2 ? -3 : 9)) + 2) / 5 + d - 1;
+	doe = yoe * 365 + yoe / 4 - yoe / 100 + doy;
+	return era * 146097 + doe - 719468;
+}
+
+/*
+ * Fixed layout: YYYY-MM-DD T HH:MM:SS, then an optional fraction of one or
+ * more digits, then Z or a numeric offset. Any number of fraction digits
+ * is accepted; the first three give milliseconds and any nonzero digit
+ * after them sets `sub` so that comparisons stay exact.
+ */
+int relay__rfc3339_parse(const char *s, size_t len, relay__instant *out)
+{
+	int y, mo, d, h, mi, sec, oh = 0, om = 0, ms = 0, sub = 0, sign = 0;
+	size_t i;
+	int64_t t;
+
+	if (len < 20)
+		return -1;
+	if (digits(s, 4, &y) || s[4] != '-' || digits(s + 5, 2, &mo) ||
+	    s[7] != '-' || digits(s + 8, 2, &d) ||
+	    (s[10] != 'T' && s[10] != 't') || digits(s + 11, 2, &h) ||
+	    s[13] != ':' || digits(s + 14, 2, &mi) || s[16] != ':' ||
+	    digits(s + 17, 2, &sec))
+		return -1;
+	i = 19;
+	if (s[i] == '.') {
+		size_t start = ++i;
+
+		while (i < len && s[i] >= '0' && s[i] <= '9') {
+			if (i - start < 3)
+				ms = ms * 10 + (s[i] - '0');
+			else if (s[i] != '0')
+				sub = 1;
+			i++;
+		}
+		if (i == start)
+			return -1;
+		for (size_t k = i - start; k < 3; k++)
+			ms *= 10;
+	}
+	if (i >= len)
+		return -1;
+	if (s[i] == 'Z' || s[i] == 'z') {
+		i++;
+	} else if (s[i] == '+' || s[i] == '-') {
+		sign = s[i] == '-' ? -1 : 1;
+		if (len - i < 6 || digits(s + i + 1, 2, &oh) ||
+		    s[i + 3] != ':' || digits(s + i + 4, 2, &om))
+			return -1;
+		i += 6;
+	} else {
+		return -1;
+	}
+	if (i != len)
+		return -1;
+	if (mo < 1 || mo > 12 || d < 1 || d > days_in_month(y, mo) ||
+	    h > 23 || mi > 59 || sec > 59 || oh > 23 || om > 59)
+		return -1;
+	t = days_from_civil(y, mo, d) * 86400 + h * 3600 + mi * 60 + sec;
+	t -= sign * (oh * 3600 + om * 60);
+	out->ms = t * 1000 + ms;
+	out->sub = sub;
+	return 0;
+}
+
+/* Durations are bounded so that now ± offset can never overflow. */
+#define MAX_DURATION_PART 999999999LL
+
+int relay__now_parse(const char *s, size_t len, int64_t *offset_ms)
+{
+	static const char units[3] = { 'h', 'm', 's' };
+	static const int64_t unit_ms[3] = { 3600000, 60000, 1000 };
+	int64_t total = 0;
+	size_t i = 5;
+	int u = 0, parts = 0, neg;
+
+	if (len < 5 || memcmp(s, "now()", 5) != 0)
+		return -1;
+	if (len == 5) {
+		*offset_ms = 0;
+		return 0;
+	}
+	if (s[5] != '+' && s[5] != '-')
+		return -1;
+	neg = s[5] == '-';
+	i = 6;
+	while (i < len) {
+		int64_t v = 0;
+		size_t start = i;
+
+		while (i < len && s[i] >= '0' && s[i] <= '9') {
+			v = v * 10 + (s[i] - '0');
+			if (v > MAX_DURATION_PART)
+				return -1;
+			i++;
+		}
+		if (i == start || i == len)
+			return -1;
+		while (u < 3 && units[u] != s[i])
+			u++;
+		if (u == 3)
+			return -1;
+		total += v * unit_ms[u];
+		u++;
+		i++;
+		parts++;
+	}
+	if (!parts)
+		return -1;
+	*offset_ms = neg ? -total : total;
+	return 0;
+}
+
+bool relay__instant_cmp(const relay__instant *t, int64_t cutoff,
+			enum relay__pat_op op)
+{
+	switch (op) {
+	case RELAY__OP_GT:
+		return t->ms > cutoff || (t->ms == cutoff && t->sub);
+	case RELAY__OP_GTE:
+		return t->ms >= cutoff;
+	case RELAY__OP_LT:
+		return t->ms < cutoff;
+	default:
+		return t->ms < cutoff || (t->ms == cutoff && !t->sub);
+	}
+}
+
+static const double pow10_exact[] = {
+	1e0, 1e1, 1e2, 1e3, 1e4, 1e5, 1e6, 1e7, 1e8, 1e9, 1e10, 1e11,
+	1e12, 1e13, 1e14, 1e15, 1e16, 1e17, 1e18, 1e19, 1e20, 1e21, 1e22,
+};
+
+/*
+ * Clinger's fast path: when the decimal mantissa is below 2^53 and the
+ * power of ten is at most 22, both are exact doubles and one IEEE
+ * multiplication or division rounds correctly. Everything else goes to
+ * strtod on a NUL-terminated copy with the locale's decimal point (as
+ * jansson does), so both match paths see the same value.
+ */
+double relay__json_number(const char *s, size_t len)
+{
+	uint64_t mant = 0;
+	int ndig = 0, exp10 = 0, neg = 0, eneg = 0, e = 0;
+	size_t i = 0;
+	char stackbuf[256], *buf = stackbuf, *dst;
+	const char *point;
+	double v;
+
+	if (i < len && s[i] == '-') {
+		neg = 1;
+		i++;
+	}
+	while (i < len && s[i] >= '0' && s[i] <= '9') {
+		if (mant || s[i] != '0') {
+			mant = mant * 10 + (uint64_t)(s[i] - '0');
+			ndig++;
+		}
+		if (ndig > 15)
+			goto slow;
+		i++;
+	}
+	if (i < len && s[i] == '.') {
+		i++;
+		while (i < len && s[i] >= '0' && s[i] <= '9') {
+			if (mant || s[i] != '0') {
+				mant = mant * 10 + (uint64_t)(s[i] - '0');
+				ndig++;
+			}
+			if (ndig > 15)
+				goto slow;
+			exp10--;
+			i++;
+		}
+	}
+	if (i < len && (s[i] == 'e' || s[i] == 'E')) {
+		i++;
+		if (i < len && (s[i] == '+' || s[i] == '-'))
+			eneg = s[i++] == '-';
+		while (i < len && s[i] >= '0' && s[i] <= '9') {
+			e = e * 10 + (s[i] - '0');
+			if (e > 10000)
+				goto slow;
+			i++;
+		}
+		exp10 += eneg ? -e : e;
+	}
+	if (i != len)
+		goto slow;
+	v = (double)mant;
+	if (mant == 0)
+		return neg ? -0.0 : 0.0;
+	if (exp10 < -22 || exp10 > 22)
+		goto slow;
+	v = exp10 < 0 ? v / pow10_exact[-exp10] : v * pow10_exact[exp10];
+	return neg ? -v : v;
+slow:
+	if (len >= sizeof(stackbuf)) {
+		/* absurdly long numbers only: not the steady state */
+		buf = relay__malloc(len + 1);
+		if (!buf)
+			return 0.0;
+	}
+	memcpy(buf, s, len);
+	buf[len] = '\0';
+	point = localeconv()->decimal_point;
+	if (point[0] != '.' && point[0] && !point[1]) {
+		dst = strchr(buf, '.');
+		if (dst)
+			*dst = point[0];
+	}
+	v = strtod(buf, NULL);
+	if (buf != stackbuf)
+		relay__free(buf);
+	return v;
+}
