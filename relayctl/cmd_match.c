@@ -1,11 +1,150 @@
 /*
- * cmd_match.c - relayctl match (placeholder until implemented).
+ * cmd_match.c - relayctl match --apps DIR EVENT_FILE|-
+ *
+ * Prints "<app>/<handler>" for each rule the event matches, in dispatch
+ * order (apps by name, rules in declaration order), through the same
+ * relay_appset_match() path relayd uses. Nothing is printed when no rule
+ * matches; the exit status is still 0. Any invalid template fails the
+ * whole command (exit 1, validate-style lines), because matching against
+ * a partial set would silently drop rules.
  */
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "cmdutil.h"
 #include "relayctl.h"
+
+static void usage(FILE *f)
+{
+	fputs("usage: relayctl match --apps DIR [--now MS] EVENT_FILE|-\n\n"
+	      "Print <app>/<handler> for each rule the JSON event matches, in\n"
+	      "dispatch order. \"-\" reads the event from stdin.\n\n"
+	      "  --apps DIR  the apps directory\n"
+	      "  --now MS    evaluate now() as this Unix time in milliseconds\n"
+	      "              (default: the wall clock)\n"
+	      "  -h, --help  show this help\n\n"
+	      "Exit status: 0 success (also when nothing matches), 1 invalid\n"
+	      "template or event, 2 usage error.\n",
+	      f);
+}
+
+static int parse_now(const char *s, relay_wall_ms *now)
+{
+	char *end;
+	long long v;
+
+	if (!*s)
+		return -1;
+	v = strtoll(s, &end, 10);
+	if (*end)
+		return -1;
+	*now = v;
+	return 0;
+}
+
+static int run(relay_appset *set, const char *event_path, relay_wall_ms now)
+{
+	relay_matcher *m = NULL;
+	relay_app_match *v = NULL;
+	size_t n = 0, i, len;
+	char *json = NULL;
+	const char *what;
+	int rc;
+
+	rc = relayctl_read_all("match", event_path, &json, &len);
+	if (rc)
+		return rc;
+	what = strcmp(event_path, "-") ? event_path : "stdin";
+	if (relay_matcher_new(&m, relay_appset_ruleset(set))) {
+		rc = relayctl_error(RELAYCTL_FAIL, "match: out of memory");
+		goto done;
+	}
+	rc = relay_appset_match(set, m, json, len, now, &v, &n);
+	if (rc == RELAY_EPARSE) {
+		rc = relayctl_error(RELAYCTL_FAIL, "match: %s: invalid JSON: %s",
+				    what, relay_matcher_errstr(m));
+		goto done;
+	}
+	if (rc == RELAY_ETYPE) {
+		rc = relayctl_error(RELAYCTL_FAIL, "match: %s: the event is "
+				    "not a JSON object", what);
+		goto done;
+	}
+	if (rc) {
+		rc = relayctl_error(RELAYCTL_FAIL, "match: %s",
+				    relay_strerror(rc));
+		goto done;
+	}
+	for (i = 0; i < n; i++)
+		printf("%s/%s\n", relay_app_name(v[i].app),
+		       relay_app_rule_handler(v[i].rule));
+	rc = fflush(stdout) ? RELAYCTL_FAIL : RELAYCTL_OK;
+done:
+	relay_free(v);
+	relay_matcher_free(m);
+	free(json);
+	return rc;
+}
 
 int relayctl_cmd_match(int argc, char **argv)
 {
-	(void)argc;
-	(void)argv;
-	return relayctl_error(RELAYCTL_FAIL, "match: not implemented yet");
+	const char *dir = NULL, *event = NULL, *now_s = NULL;
+	relay_wall_ms now = relay_clock_wall_ms(NULL);
+	relay_appset *set = NULL;
+	int i, rc;
+
+	for (i = 1; i < argc; i++) {
+		const char *v;
+		int o;
+
+		if (relayctl_is_help(argv[i])) {
+			usage(stdout);
+			return RELAYCTL_OK;
+		}
+		o = relayctl_opt_value(argc, argv, &i, "--apps", "match", &v);
+		if (o == 0 && (o = relayctl_opt_value(argc, argv, &i, "--now",
+						      "match", &now_s)) > 0)
+			continue;
+		if (o < 0)
+			goto usage_error;
+		if (o > 0) {
+			dir = v;
+			continue;
+		}
+		if (argv[i][0] == '-' && argv[i][1] != '\0') {
+			relayctl_error(RELAYCTL_USAGE, "match: unknown option "
+				       "\"%s\"", argv[i]);
+			goto usage_error;
+		}
+		if (event) {
+			relayctl_error(RELAYCTL_USAGE, "match: more than one "
+				       "event file");
+			goto usage_error;
+		}
+		event = argv[i];
+	}
+	if (!dir || !*dir || !event) {
+		relayctl_error(RELAYCTL_USAGE, "match: %s is required",
+			       !dir || !*dir ? "--apps DIR" : "EVENT_FILE|-");
+		goto usage_error;
+	}
+	if (now_s && parse_now(now_s, &now)) {
+		relayctl_error(RELAYCTL_USAGE, "match: --now takes Unix "
+			       "milliseconds, got \"%s\"", now_s);
+		goto usage_error;
+	}
+	rc = relayctl_load_apps(&set, "match", dir);
+	if (rc)
+		return rc;
+	if (relay_appset_invalid_count(set))
+		rc = RELAYCTL_FAIL;
+	else
+		rc = run(set, event, now);
+	relay_appset_free(set);
+	return rc;
+
+usage_error:
+	usage(stderr);
+	return RELAYCTL_USAGE;
 }

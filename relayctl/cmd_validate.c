@@ -1,11 +1,94 @@
 /*
- * cmd_validate.c - relayctl validate (placeholder until implemented).
+ * cmd_validate.c - relayctl validate --apps DIR
+ *
+ * Exit 0 when every DIR/<app>/template.yaml is valid (also when there are
+ * none), 1 with one "app: file:line:col: message" line per problem on
+ * stderr otherwise, 2 on a usage error. Quiet on success unless
+ * --verbose, which prints one summary line per app on stdout.
  */
+#include <stdio.h>
+#include <string.h>
+
+#include "cmdutil.h"
 #include "relayctl.h"
+
+static void usage(FILE *f)
+{
+	fputs("usage: relayctl validate --apps DIR [--verbose]\n\n"
+	      "Check every DIR/<app>/template.yaml. Problems are printed to\n"
+	      "stderr, one per line: \"app: file:line:col: message\".\n\n"
+	      "  --apps DIR     the apps directory\n"
+	      "  -v, --verbose  print a summary line per app on stdout\n"
+	      "  -h, --help     show this help\n\n"
+	      "Exit status: 0 all valid, 1 problems found, 2 usage error.\n",
+	      f);
+}
+
+static void summary(const relay_appset *set)
+{
+	size_t i, n = relay_appset_entry_count(set);
+
+	for (i = 0; i < n; i++) {
+		const relay_app *app = relay_appset_entry_app(set, i);
+
+		if (!app) {
+			printf("%s: invalid\n", relay_appset_entry_name(set, i));
+			continue;
+		}
+		printf("%s: ok (%s, %zu rule%s, %zu schedule%s)\n",
+		       relay_app_name(app),
+		       relay_app_runtime_name(relay_app_runtime(app)),
+		       relay_app_rule_count(app),
+		       relay_app_rule_count(app) == 1 ? "" : "s",
+		       relay_app_schedule_count(app),
+		       relay_app_schedule_count(app) == 1 ? "" : "s");
+	}
+}
 
 int relayctl_cmd_validate(int argc, char **argv)
 {
-	(void)argc;
-	(void)argv;
-	return relayctl_error(RELAYCTL_FAIL, "validate: not implemented yet");
+	const char *dir = NULL;
+	relay_appset *set = NULL;
+	int i, verbose = 0, rc;
+
+	for (i = 1; i < argc; i++) {
+		const char *v;
+		int o;
+
+		if (relayctl_is_help(argv[i])) {
+			usage(stdout);
+			return RELAYCTL_OK;
+		}
+		o = relayctl_opt_value(argc, argv, &i, "--apps", "validate", &v);
+		if (o < 0)
+			goto usage_error;
+		if (o > 0) {
+			dir = v;
+			continue;
+		}
+		if (!strcmp(argv[i], "-v") || !strcmp(argv[i], "--verbose")) {
+			verbose = 1;
+			continue;
+		}
+		relayctl_error(RELAYCTL_USAGE, "validate: unexpected argument "
+			       "\"%s\"", argv[i]);
+		goto usage_error;
+	}
+	if (!dir || !*dir) {
+		relayctl_error(RELAYCTL_USAGE, "validate: --apps DIR is "
+			       "required");
+		goto usage_error;
+	}
+	rc = relayctl_load_apps(&set, "validate", dir);
+	if (rc)
+		return rc;
+	if (verbose)
+		summary(set);
+	rc = relay_appset_invalid_count(set) ? RELAYCTL_FAIL : RELAYCTL_OK;
+	relay_appset_free(set);
+	return rc;
+
+usage_error:
+	usage(stderr);
+	return RELAYCTL_USAGE;
 }

@@ -1,0 +1,378 @@
+/*
+ * appset.c - every app under an apps directory, and the one ruleset that
+ * matches an event against all of them.
+ *
+ * Dispatch order is a contract (spec/events.md): apps in sorted name
+ * order, each app's rules in declaration order. We get it for free by
+ * sorting the entries bytewise (strcmp, i.e. the C locale, so the order
+ * does not depend on the host's LC_COLLATE) and adding rules to the
+ * ruleset in that order: rule ids then grow in dispatch order, and the
+ * matcher returns ids ascending.
+ *
+ * An invalid app is kept as an entry with its diagnostics and no app, so
+ * `relayctl app ls` and relayd's health can say why it is missing; its
+ * rules are simply not in the ruleset. The ruleset and the id map are
+ * built by rebuild(), separate from loading, so that replacing one entry
+ * (reload of one app) only has to swap that entry and rebuild.
+ */
+#include <dirent.h>
+#include <errno.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/stat.h>
+
+#include "app.h"
+
+typedef struct entry {
+	char *name;              /* directory name */
+	relay_app *app;          /* NULL when invalid */
+	int status;              /* 0 or the load error */
+	relay__diags diags;      /* sorted */
+} entry;
+
+typedef struct rule_ref {
+	uint32_t entry;
+	uint32_t rule;
+} rule_ref;
+
+struct relay_appset {
+	char *dir;
+	entry *v;
+	size_t n;
+	size_t ninvalid;
+	relay_ruleset *rs;       /* built */
+	rule_ref *map;           /* rule id -> (entry, rule) */
+	size_t nmap;
+};
+
+static int cmp_names(const void *a, const void *b)
+{
+	return strcmp(*(char *const *)a, *(char *const *)b);
+}
+
+/* "<dir>/<name><tail>" without doubling a trailing '/' of @dir. */
+static char *join(const char *dir, const char *name, const char *tail)
+{
+	size_t dl = strlen(dir);
+
+	return relay__sprintf("%s%s%s%s", dir,
+			      dl && dir[dl - 1] == '/' ? "" : "/", name, tail);
+}
+
+static int has_template(const char *dir, const char *name)
+{
+	struct stat st;
+	char *p = join(dir, name, "/template.yaml");
+	int ok;
+
+	if (!p)
+		return -1;
+	ok = stat(p, &st) == 0 && S_ISREG(st.st_mode);
+	relay__free(p);
+	return ok;
+}
+
+/* The sorted names of the subdirectories of @dir holding template.yaml. */
+static int list_apps(const char *dir, char ***names, size_t *n,
+		     relay_app_diag_fn fn, void *payload)
+{
+	DIR *d = opendir(dir);
+	struct dirent *de;
+	char **v = NULL;
+	size_t cap = 0;
+	int rc = 0;
+
+	*names = NULL;
+	*n = 0;
+	if (!d) {
+		relay_error e;
+
+		rc = errno == ENOENT ? RELAY_ENOTFOUND : RELAY_ERROR;
+		relay__error_set(&e, rc, dir, 0, 0,
+				 "cannot open apps directory: %s",
+				 strerror(errno));
+		if (fn)
+			fn(NULL, &e, payload);
+		return rc;
+	}
+	while ((de = readdir(d)) != NULL) {
+		int t;
+
+		if (!strcmp(de->d_name, ".") || !strcmp(de->d_name, ".."))
+			continue;
+		t = has_template(dir, de->d_name);
+		if (t < 0) {
+			rc = RELAY_ENOMEM;
+			break;
+		}
+		if (!t)
+			continue;
+		if (*n == cap) {
+			size_t c = cap ? cap * 2 : 16;
+			char **nv = relay__realloc(v, c * sizeof(*nv));
+
+			if (!nv) {
+				rc = RELAY_ENOMEM;
+				break;
+			}
+			v = nv;
+			cap = c;
+		}
+		v[*n] = relay__strdup(de->d_name);
+		if (!v[*n]) {
+			rc = RELAY_ENOMEM;
+			break;
+		}
+		(*n)++;
+	}
+	closedir(d);
+	if (*n)
+		qsort(v, *n, sizeof(*v), cmp_names);
+	*names = v;
+	return rc;
+}
+
+/* (Re)build the ruleset and id map over the valid entries. */
+static int rebuild(relay_appset *set)
+{
+	relay_ruleset *rs = NULL;
+	rule_ref *map = NULL;
+	size_t total = 0, i, j, k = 0;
+	int rc;
+
+	for (i = 0; i < set->n; i++)
+		if (set->v[i].app)
+			total += relay_app_rule_count(set->v[i].app);
+	map = relay__calloc(total ? total : 1, sizeof(*map));
+	rc = map ? relay_ruleset_new(&rs) : RELAY_ENOMEM;
+	for (i = 0; !rc && i < set->n; i++) {
+		const relay_app *app = set->v[i].app;
+
+		for (j = 0; app && !rc && j < relay_app_rule_count(app); j++) {
+			uint32_t id;
+
+			rc = relay_ruleset_add(rs, app->rules[j].pattern, &id);
+			if (!rc && id != k)
+				rc = RELAY_ERROR; /* ids must be dense */
+			if (!rc) {
+				map[k].entry = (uint32_t)i;
+				map[k].rule = (uint32_t)j;
+				k++;
+			}
+		}
+	}
+	if (!rc)
+		rc = relay_ruleset_build(rs);
+	if (rc) {
+		relay_ruleset_free(rs);
+		relay__free(map);
+		return rc;
+	}
+	relay_ruleset_free(set->rs);
+	relay__free(set->map);
+	set->rs = rs;
+	set->map = map;
+	set->nmap = k;
+	return 0;
+}
+
+static int load_entry(relay_appset *set, entry *e, relay_app_diag_fn fn,
+		      void *payload)
+{
+	char *dir = join(set->dir, e->name, "");
+	size_t i;
+	int rc;
+
+	if (!dir)
+		return RELAY_ENOMEM;
+	rc = relay__app_load_dir(&e->app, e->name, dir, &e->diags);
+	relay__free(dir);
+	if (rc == RELAY_ENOMEM || e->diags.oom)
+		return RELAY_ENOMEM;
+	e->status = rc == RELAY_EINVAL ? RELAY_EPARSE : rc;
+	relay__diags_sort(&e->diags);
+	for (i = 0; fn && i < e->diags.n; i++)
+		fn(e->name, &e->diags.v[i], payload);
+	return 0;
+}
+
+void relay_appset_free(relay_appset *set)
+{
+	size_t i;
+
+	if (!set)
+		return;
+	for (i = 0; i < set->n; i++) {
+		relay__free(set->v[i].name);
+		relay_app_free(set->v[i].app);
+		relay__diags_free(&set->v[i].diags);
+	}
+	relay__free(set->v);
+	relay_ruleset_free(set->rs);
+	relay__free(set->map);
+	relay__free(set->dir);
+	relay__free(set);
+}
+
+int relay_appset_load(relay_appset **out, const char *apps_dir,
+		      relay_app_diag_fn fn, void *payload)
+{
+	relay_appset *set;
+	char **names = NULL;
+	size_t n = 0, i;
+	int rc;
+
+	*out = NULL;
+	set = relay__calloc(1, sizeof(*set));
+	if (!set)
+		return RELAY_ENOMEM;
+	set->dir = relay__strdup(apps_dir);
+	if (!set->dir) {
+		rc = RELAY_ENOMEM;
+		goto done;
+	}
+	rc = list_apps(apps_dir, &names, &n, fn, payload);
+	if (rc)
+		goto done;
+	set->v = relay__calloc(n ? n : 1, sizeof(*set->v));
+	if (!set->v) {
+		rc = RELAY_ENOMEM;
+		goto done;
+	}
+	for (i = 0; i < n; i++) {
+		set->v[i].name = names[i];
+		names[i] = NULL;
+		set->n++;
+		rc = load_entry(set, &set->v[i], fn, payload);
+		if (rc)
+			goto done;
+		if (!set->v[i].app)
+			set->ninvalid++;
+	}
+	rc = rebuild(set);
+done:
+	for (i = 0; i < n; i++)
+		relay__free(names[i]);
+	relay__free(names);
+	if (rc) {
+		relay_appset_free(set);
+		return rc;
+	}
+	*out = set;
+	return 0;
+}
+
+const char *relay_appset_dir(const relay_appset *set) { return set->dir; }
+size_t relay_appset_entry_count(const relay_appset *set) { return set->n; }
+size_t relay_appset_invalid_count(const relay_appset *set)
+{
+	return set->ninvalid;
+}
+
+const char *relay_appset_entry_name(const relay_appset *set, size_t i)
+{
+	return i < set->n ? set->v[i].name : NULL;
+}
+
+const relay_app *relay_appset_entry_app(const relay_appset *set, size_t i)
+{
+	return i < set->n ? set->v[i].app : NULL;
+}
+
+int relay_appset_entry_status(const relay_appset *set, size_t i)
+{
+	return i < set->n ? set->v[i].status : RELAY_ENOTFOUND;
+}
+
+size_t relay_appset_entry_error_count(const relay_appset *set, size_t i)
+{
+	return i < set->n ? set->v[i].diags.n : 0;
+}
+
+const relay_error *relay_appset_entry_error(const relay_appset *set,
+					    size_t i, size_t j)
+{
+	if (i >= set->n || j >= set->v[i].diags.n)
+		return NULL;
+	return &set->v[i].diags.v[j];
+}
+
+const relay_app *relay_appset_find(const relay_appset *set, const char *name)
+{
+	size_t lo = 0, hi = set->n;
+
+	while (lo < hi) {
+		size_t mid = lo + (hi - lo) / 2;
+		int c = strcmp(name, set->v[mid].name);
+
+		if (c == 0)
+			return set->v[mid].app;
+		if (c < 0)
+			hi = mid;
+		else
+			lo = mid + 1;
+	}
+	return NULL;
+}
+
+const relay_ruleset *relay_appset_ruleset(const relay_appset *set)
+{
+	return set->rs;
+}
+
+int relay_appset_rule(const relay_appset *set, uint32_t id,
+		      const relay_app **app, const relay_app_rule **rule)
+{
+	const relay_app *a;
+
+	if (id >= set->nmap)
+		return RELAY_ENOTFOUND;
+	a = set->v[set->map[id].entry].app;
+	if (app)
+		*app = a;
+	if (rule)
+		*rule = &a->rules[set->map[id].rule];
+	return 0;
+}
+
+int relay_appset_match(const relay_appset *set, relay_matcher *m,
+		       const char *json, size_t len, relay_wall_ms now,
+		       relay_app_match **out, size_t *count)
+{
+	relay_matcher *tmp = NULL;
+	relay_app_match *v = NULL;
+	const uint32_t *ids;
+	size_t n = 0, i;
+	int rc;
+
+	*out = NULL;
+	*count = 0;
+	if (!m) {
+		rc = relay_matcher_new(&tmp, set->rs);
+		if (rc)
+			return rc;
+		m = tmp;
+	}
+	rc = relay_matcher_match(m, json, len, now, &ids, &n);
+	if (rc || n == 0)
+		goto done;
+	v = relay__calloc(n, sizeof(*v));
+	if (!v) {
+		rc = RELAY_ENOMEM;
+		goto done;
+	}
+	for (i = 0; i < n; i++) {
+		v[i].id = ids[i];
+		rc = relay_appset_rule(set, ids[i], &v[i].app, &v[i].rule);
+		if (rc)
+			goto done;
+	}
+	*out = v;
+	*count = n;
+	v = NULL;
+done:
+	relay__free(v);
+	relay_matcher_free(tmp);
+	return rc;
+}

@@ -1,0 +1,427 @@
+/*
+ * yaml.c - template text to a relay__pnode tree, with marks and typing.
+ *
+ * The only file of librelay that includes libfyaml. We read the parser's
+ * event stream rather than building an fy_document because events carry
+ * start marks for every node (mappings and sequences included), which the
+ * document API of libfyaml 0.7 does not expose. libfyaml is told to collect
+ * its diagnostics instead of printing them, so a syntax error becomes one
+ * of our diagnostics with its own line and column.
+ *
+ * What we refuse on purpose, each with a located message:
+ *   - aliases (*x): templates are small, and expanding aliases is how a
+ *     few bytes of YAML become gigabytes ("billion laughs");
+ *   - explicit tags (!!str 70): typing is by the core schema only; quote a
+ *     value to make it a string;
+ *   - non-scalar mapping keys and duplicate keys;
+ *   - more than one document, and nesting deeper than
+ *     RELAY__APP_MAX_DEPTH.
+ * Anchors without aliases are harmless and ignored.
+ *
+ * Typing (YAML 1.2 core schema) applies to plain scalars only: null is
+ * ~, null, Null, NULL or empty; booleans are true/True/TRUE/false/False/
+ * FALSE; numbers are decimal, 0o octal and 0x hex integers, decimal floats
+ * with optional exponent, .inf/-.inf/.nan in their three spellings. NUMBER
+ * nodes keep the literal text. Quoted and block scalars are STRING.
+ */
+#include <libfyaml.h>
+#include <string.h>
+
+#include "app.h"
+
+typedef struct builder {
+	struct fy_parser *fyp;
+	const char *path;
+	relay__diags *d;
+	int failed;              /* a problem was recorded */
+	int oom;
+} builder;
+
+static void mark_of(struct fy_event *ev, int *line, int *col)
+{
+	const struct fy_mark *m = fy_event_start_mark(ev);
+
+	*line = m ? m->line + 1 : 1;
+	*col = m ? m->column + 1 : 1;
+}
+
+static int streq(const char *s, size_t n, const char *lit)
+{
+	return strlen(lit) == n && memcmp(s, lit, n) == 0;
+}
+
+static int any_of(const char *s, size_t n, const char *const *lits)
+{
+	for (; *lits; lits++)
+		if (streq(s, n, *lits))
+			return 1;
+	return 0;
+}
+
+static size_t digits(const char *s, size_t n, const char *set)
+{
+	size_t i = 0;
+
+	while (i < n && strchr(set, s[i]) && s[i])
+		i++;
+	return i;
+}
+
+static int is_core_float(const char *s, size_t n)
+{
+	size_t i = 0, d1, d2 = 0;
+
+	if (i < n && (s[i] == '-' || s[i] == '+'))
+		i++;
+	d1 = digits(s + i, n - i, "0123456789");
+	i += d1;
+	if (i < n && s[i] == '.') {
+		i++;
+		d2 = digits(s + i, n - i, "0123456789");
+		i += d2;
+	}
+	if (d1 == 0 && d2 == 0)
+		return 0;
+	if (i < n && (s[i] == 'e' || s[i] == 'E')) {
+		size_t de;
+
+		i++;
+		if (i < n && (s[i] == '-' || s[i] == '+'))
+			i++;
+		de = digits(s + i, n - i, "0123456789");
+		if (!de)
+			return 0;
+		i += de;
+	}
+	return i == n;
+}
+
+enum relay__pnode_kind relay__yaml_plain_kind(const char *s, size_t n)
+{
+	static const char *const nulls[] = { "~", "null", "Null", "NULL",
+					     NULL };
+	static const char *const trues[] = { "true", "True", "TRUE", NULL };
+	static const char *const falses[] = { "false", "False", "FALSE",
+					      NULL };
+	static const char *const specials[] = {
+		".inf", ".Inf", ".INF", "+.inf", "+.Inf", "+.INF", "-.inf",
+		"-.Inf", "-.INF", ".nan", ".NaN", ".NAN", NULL };
+
+	if (n == 0 || any_of(s, n, nulls))
+		return RELAY__PNODE_NULL;
+	if (any_of(s, n, trues) || any_of(s, n, falses))
+		return RELAY__PNODE_BOOL;
+	if (any_of(s, n, specials))
+		return RELAY__PNODE_NUMBER;
+	if (n > 2 && s[0] == '0' && s[1] == 'o' &&
+	    digits(s + 2, n - 2, "01234567") == n - 2)
+		return RELAY__PNODE_NUMBER;
+	if (n > 2 && s[0] == '0' && s[1] == 'x' &&
+	    digits(s + 2, n - 2, "0123456789abcdefABCDEF") == n - 2)
+		return RELAY__PNODE_NUMBER;
+	if (is_core_float(s, n))
+		return RELAY__PNODE_NUMBER;
+	return RELAY__PNODE_STRING;
+}
+
+static void problem(builder *b, struct fy_event *ev, const char *what)
+{
+	int line = 1, col = 1;
+
+	if (ev)
+		mark_of(ev, &line, &col);
+	if (relay__diags_add(b->d, RELAY_EPARSE, b->path, line, col, "%s",
+			     what))
+		b->oom = 1;
+	b->failed = 1;
+}
+
+static void free_children(relay__pnode *n)
+{
+	size_t i;
+
+	for (i = 0; i < n->nchildren; i++) {
+		free_children(&n->children[i]);
+		relay__free((char *)n->children[i].text);
+		relay__free((char *)n->children[i].key);
+	}
+	relay__free(n->children);
+	n->children = NULL;
+	n->nchildren = 0;
+}
+
+void relay__pnode_free(relay__pnode *root)
+{
+	if (!root)
+		return;
+	free_children(root);
+	relay__free((char *)root->text);
+	relay__free((char *)root->key);
+	relay__free(root);
+}
+
+static int build_node(builder *b, struct fy_event *ev, relay__pnode *n,
+		      int depth);
+
+static int scalar_node(builder *b, struct fy_event *ev, relay__pnode *n)
+{
+	size_t len = 0;
+	const char *t = fy_token_get_text(ev->scalar.value, &len);
+	enum fy_scalar_style st = fy_token_scalar_style(ev->scalar.value);
+
+	if (ev->scalar.tag) {
+		problem(b, ev, "explicit YAML tags are not supported");
+		return 0;
+	}
+	if (!t) {
+		t = "";
+		len = 0;
+	}
+	n->kind = st == FYSS_PLAIN ? relay__yaml_plain_kind(t, len)
+				   : RELAY__PNODE_STRING;
+	if (n->kind == RELAY__PNODE_BOOL)
+		n->boolean = t[0] == 't' || t[0] == 'T';
+	if (n->kind == RELAY__PNODE_STRING || n->kind == RELAY__PNODE_NUMBER) {
+		n->text = relay__strndup(t, len);
+		if (!n->text)
+			return RELAY_ENOMEM;
+		n->text_len = len;
+	}
+	return 0;
+}
+
+static int push_child(relay__pnode *n, size_t *cap, relay__pnode **slot)
+{
+	if (n->nchildren == *cap) {
+		size_t c = *cap ? *cap * 2 : 4;
+		relay__pnode *v = relay__realloc(n->children, c * sizeof(*v));
+
+		if (!v)
+			return RELAY_ENOMEM;
+		n->children = v;
+		*cap = c;
+	}
+	*slot = &n->children[n->nchildren++];
+	memset(*slot, 0, sizeof(**slot));
+	return 0;
+}
+
+/* Read the key of a mapping entry into @child (the entry's value node). */
+static int map_key(builder *b, relay__pnode *map, relay__pnode *child,
+		   struct fy_event *ev, int depth)
+{
+	size_t len = 0, i;
+	const char *t;
+
+	mark_of(ev, &child->key_line, &child->key_column);
+	if (ev->type != FYET_SCALAR) {
+		relay__pnode skip = { 0 };
+		int rc;
+
+		problem(b, ev, "mapping keys must be strings");
+		/* Build and discard it to keep the event stream in step. */
+		rc = build_node(b, ev, &skip, depth);
+		free_children(&skip);
+		relay__free((char *)skip.text);
+		return rc;
+	}
+	t = fy_token_get_text(ev->scalar.value, &len);
+	if (!t) {
+		t = "";
+		len = 0;
+	}
+	for (i = 0; i + 1 < map->nchildren; i++) {
+		const relay__pnode *o = &map->children[i];
+
+		if (o->key && o->key_len == len && memcmp(o->key, t, len) == 0) {
+			char msg[RELAY_ERROR_TEXT_MAX];
+
+			snprintf(msg, sizeof(msg),
+				 "duplicate key \"%.*s\" (first at line %d)",
+				 (int)(len > 60 ? 60 : len), t, o->key_line);
+			problem(b, ev, msg);
+			break;
+		}
+	}
+	child->key = relay__strndup(t, len);
+	if (!child->key)
+		return RELAY_ENOMEM;
+	child->key_len = len;
+	return 0;
+}
+
+static int collection(builder *b, struct fy_event *start, relay__pnode *n,
+		      int depth)
+{
+	int is_map = start->type == FYET_MAPPING_START;
+	enum fy_event_type end = is_map ? FYET_MAPPING_END : FYET_SEQUENCE_END;
+	size_t cap = 0;
+	int rc = 0;
+
+	n->kind = is_map ? RELAY__PNODE_MAP : RELAY__PNODE_SEQ;
+	if (depth >= RELAY__APP_MAX_DEPTH)
+		problem(b, start, "nesting is too deep");
+	for (;;) {
+		struct fy_event *ev = fy_parser_parse(b->fyp);
+		relay__pnode *child;
+
+		if (!ev)
+			return RELAY_EPARSE; /* syntax error, reported */
+		if (ev->type == end) {
+			fy_parser_event_free(b->fyp, ev);
+			return 0;
+		}
+		rc = push_child(n, &cap, &child);
+		if (!rc && is_map) {
+			int k = map_key(b, n, child, ev, depth + 1);
+
+			fy_parser_event_free(b->fyp, ev);
+			if (k)
+				return k;
+			ev = fy_parser_parse(b->fyp);
+			if (!ev)
+				return RELAY_EPARSE;
+		}
+		if (!rc)
+			rc = build_node(b, ev, child, depth + 1);
+		fy_parser_event_free(b->fyp, ev);
+		if (rc)
+			return rc;
+	}
+}
+
+/* Build @n from @ev (a node-starting event); the caller frees @ev. */
+static int build_node(builder *b, struct fy_event *ev, relay__pnode *n,
+		      int depth)
+{
+	mark_of(ev, &n->line, &n->column);
+	switch (ev->type) {
+	case FYET_SCALAR:
+		return scalar_node(b, ev, n);
+	case FYET_ALIAS:
+		problem(b, ev, "YAML aliases are not supported");
+		n->kind = RELAY__PNODE_NULL;
+		return 0;
+	case FYET_MAPPING_START:
+	case FYET_SEQUENCE_START:
+		if ((ev->type == FYET_MAPPING_START && ev->mapping_start.tag) ||
+		    (ev->type == FYET_SEQUENCE_START &&
+		     ev->sequence_start.tag))
+			problem(b, ev, "explicit YAML tags are not supported");
+		return collection(b, ev, n, depth);
+	default:
+		return RELAY_EPARSE;
+	}
+}
+
+/* Move libfyaml's collected errors into our list. */
+static void take_fy_errors(builder *b, struct fy_diag *diag)
+{
+	void *it = NULL;
+	struct fy_diag_error *e;
+	int any = 0;
+
+	while ((e = fy_diag_errors_iterate(diag, &it)) != NULL) {
+		if (e->type < FYET_ERROR)
+			continue;
+		if (relay__diags_add(b->d, RELAY_EPARSE, b->path,
+				     e->line > 0 ? e->line : 1,
+				     e->column > 0 ? e->column : 1,
+				     "YAML syntax error: %s",
+				     e->msg ? e->msg : "invalid YAML"))
+			b->oom = 1;
+		any = 1;
+	}
+	if (!any) {
+		if (relay__diags_add(b->d, RELAY_EPARSE, b->path, 1, 1,
+				     "YAML syntax error"))
+			b->oom = 1;
+	}
+	b->failed = 1;
+}
+
+/* Walk the stream: STREAM_START DOCUMENT_START node DOCUMENT_END
+ * [more documents…] STREAM_END. */
+static int parse_stream(builder *b, relay__pnode *root, int *ndocs)
+{
+	struct fy_event *ev;
+	int rc = 0;
+
+	while ((ev = fy_parser_parse(b->fyp)) != NULL) {
+		enum fy_event_type t = ev->type;
+
+		if (t == FYET_DOCUMENT_START && ++*ndocs == 2)
+			problem(b, ev, "a template must be a single YAML "
+				       "document");
+		if ((t == FYET_SCALAR || t == FYET_ALIAS ||
+		     t == FYET_MAPPING_START || t == FYET_SEQUENCE_START) &&
+		    *ndocs == 1)
+			rc = build_node(b, ev, root, 0);
+		else if (t == FYET_MAPPING_START || t == FYET_SEQUENCE_START) {
+			relay__pnode skip = { 0 };
+
+			rc = build_node(b, ev, &skip, 0);
+			free_children(&skip);
+		}
+		fy_parser_event_free(b->fyp, ev);
+		if (rc || t == FYET_STREAM_END)
+			break;
+	}
+	if (!rc && fy_parser_get_stream_error(b->fyp))
+		rc = RELAY_EPARSE;
+	return rc;
+}
+
+int relay__yaml_parse(relay__pnode **out, const char *yaml, size_t len,
+		      const char *path, relay__diags *d)
+{
+	struct fy_diag_cfg dcfg;
+	struct fy_diag *diag = NULL;
+	struct fy_parse_cfg cfg;
+	builder b = { 0 };
+	relay__pnode *root = NULL;
+	int rc = RELAY_ENOMEM, ndocs = 0;
+
+	*out = NULL;
+	b.path = path;
+	b.d = d;
+	fy_diag_cfg_default(&dcfg);
+	dcfg.fp = NULL;
+	dcfg.output_fn = NULL;
+	dcfg.colorize = false;
+	diag = fy_diag_create(&dcfg);
+	if (!diag)
+		goto done;
+	fy_diag_set_collect_errors(diag, true);
+	memset(&cfg, 0, sizeof(cfg));
+	cfg.flags = FYPCF_QUIET | FYPCF_DEFAULT_VERSION_1_2 | FYPCF_JSON_NONE;
+	cfg.diag = diag;
+	b.fyp = fy_parser_create(&cfg);
+	root = relay__calloc(1, sizeof(*root));
+	if (!b.fyp || !root)
+		goto done;
+	if (fy_parser_set_string(b.fyp, len ? yaml : "", len) != 0)
+		goto done;
+	rc = parse_stream(&b, root, &ndocs);
+	if (rc == RELAY_EPARSE || fy_diag_got_error(diag))
+		take_fy_errors(&b, diag);
+	else if (!rc && ndocs == 0)
+		problem(&b, NULL, "template is empty");
+	if (!rc && root->kind == RELAY__PNODE_NULL && !b.failed)
+		problem(&b, NULL, "template is empty");
+	if (b.oom)
+		rc = RELAY_ENOMEM;
+	else if (b.failed && rc != RELAY_ENOMEM)
+		rc = RELAY_EPARSE;
+done:
+	if (b.fyp)
+		fy_parser_destroy(b.fyp);
+	if (diag)
+		fy_diag_destroy(diag);
+	if (rc) {
+		relay__pnode_free(root);
+		return rc;
+	}
+	*out = root;
+	return 0;
+}

@@ -1,0 +1,128 @@
+/*
+ * cmdutil.c - helpers shared by the template-loading relayctl commands.
+ */
+#include <errno.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "cmdutil.h"
+#include "relayctl.h"
+
+/* Print @s with control characters replaced, so each problem stays one
+ * line whatever a template's keys contain. */
+static void put_clean(const char *s, FILE *f)
+{
+	for (; *s; s++)
+		fputc((unsigned char)*s < 0x20 || *s == 0x7f ? '?' : *s, f);
+}
+
+struct diag_ctx {
+	const char *cmd;
+	int dir_failed;
+};
+
+static void print_diag(const char *app, const relay_error *err,
+		       void *payload)
+{
+	struct diag_ctx *ctx = payload;
+
+	if (!app) {
+		/* The apps directory itself. */
+		fprintf(stderr, "relayctl: %s: %s: ", ctx->cmd, err->path);
+		put_clean(err->text, stderr);
+		fputc('\n', stderr);
+		ctx->dir_failed = 1;
+		return;
+	}
+	put_clean(app, stderr);
+	fputs(": ", stderr);
+	put_clean(err->path, stderr);
+	fprintf(stderr, ":%d:%d: ", err->line > 0 ? err->line : 1,
+		err->column > 0 ? err->column : 1);
+	put_clean(err->text, stderr);
+	fputc('\n', stderr);
+}
+
+int relayctl_load_apps(relay_appset **out, const char *cmd, const char *dir)
+{
+	struct diag_ctx ctx = { cmd, 0 };
+	int rc;
+
+	rc = relay_appset_load(out, dir, print_diag, &ctx);
+	if (rc == 0)
+		return RELAYCTL_OK;
+	if (!ctx.dir_failed)
+		relayctl_error(RELAYCTL_FAIL, "%s: %s: %s", cmd, dir,
+			       relay_strerror(rc));
+	return RELAYCTL_FAIL;
+}
+
+int relayctl_opt_value(int argc, char **argv, int *i, const char *name,
+		       const char *cmd, const char **value)
+{
+	const char *a = argv[*i];
+	size_t n = strlen(name);
+
+	if (strncmp(a, name, n) != 0)
+		return 0;
+	if (a[n] == '=') {
+		*value = a + n + 1;
+		return 1;
+	}
+	if (a[n] != '\0')
+		return 0;
+	if (*i + 1 >= argc) {
+		relayctl_error(RELAYCTL_USAGE, "%s: option %s needs a value",
+			       cmd, name);
+		return -1;
+	}
+	*value = argv[++*i];
+	return 1;
+}
+
+int relayctl_read_all(const char *cmd, const char *path, char **data,
+		      size_t *len)
+{
+	FILE *f = strcmp(path, "-") == 0 ? stdin : fopen(path, "rb");
+	char *buf = NULL;
+	size_t cap = 0, n = 0, r;
+
+	if (!f)
+		return relayctl_error(RELAYCTL_FAIL, "%s: %s: %s", cmd, path,
+				      strerror(errno));
+	do {
+		if (cap - n < 4096) {
+			char *nb;
+
+			cap = cap ? cap * 2 : 8192;
+			nb = realloc(buf, cap);
+			if (!nb) {
+				free(buf);
+				if (f != stdin)
+					fclose(f);
+				return relayctl_error(RELAYCTL_FAIL,
+						      "%s: out of memory", cmd);
+			}
+			buf = nb;
+		}
+		r = fread(buf + n, 1, cap - n - 1, f);
+		n += r;
+	} while (r > 0);
+	if (ferror(f)) {
+		int e = errno;
+
+		free(buf);
+		if (f != stdin)
+			fclose(f);
+		return relayctl_error(RELAYCTL_FAIL, "%s: %s: %s", cmd,
+				      strcmp(path, "-") ? path : "stdin",
+				      strerror(e));
+	}
+	if (f != stdin)
+		fclose(f);
+	buf[n] = '\0';
+	*data = buf;
+	*len = n;
+	return RELAYCTL_OK;
+}
