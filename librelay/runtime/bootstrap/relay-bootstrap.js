@@ -1,0 +1,75 @@
+// relay-bootstrap.js - run one Relay node handler.
+//
+// Usage: node relay-bootstrap.js MODULE.FUNCTION
+// Run with the app directory as working directory and the event JSON on
+// stdin. Loads MODULE (text before the last dot; dots become directories,
+// so "events.created" is ./events/created.js, .cjs or .mjs) from the app
+// directory and calls its export FUNCTION with the decoded event; a
+// returned promise is awaited (async handlers). Exit 0 when it settles,
+// 1 with the stack on stderr when it throws or rejects; process.exit(N)
+// inside the handler exits N. Exit 2 on bad usage.
+'use strict';
+
+const fs = require('fs');
+const path = require('path');
+const { pathToFileURL } = require('url');
+
+function usage() {
+	process.stderr.write('usage: relay-bootstrap.js MODULE.FUNCTION\n');
+	process.exit(2);
+}
+
+async function load(base) {
+	for (const ext of ['.js', '.cjs', '.mjs', '/index.js']) {
+		const file = base + ext;
+		if (!fs.existsSync(file))
+			continue;
+		if (ext === '.mjs')
+			return import(pathToFileURL(file).href);
+		try {
+			return require(file);
+		} catch (e) {
+			if (e && e.code === 'ERR_REQUIRE_ESM')
+				return import(pathToFileURL(file).href);
+			throw e;
+		}
+	}
+	const err = new Error(`Cannot find handler module '${base}'`);
+	err.code = 'MODULE_NOT_FOUND';
+	throw err;
+}
+
+async function main() {
+	const target = process.argv[2] || '';
+	const dot = target.lastIndexOf('.');
+	if (process.argv.length !== 3 || dot <= 0 || dot === target.length - 1)
+		usage();
+	const modName = target.slice(0, dot);
+	const fnName = target.slice(dot + 1);
+	const raw = fs.readFileSync(0);
+	let event = null;
+	if (raw.toString('utf8').trim() !== '') {
+		try {
+			event = JSON.parse(raw.toString('utf8'));
+		} catch (e) {
+			process.stderr.write(
+				`relay-bootstrap: event is not valid JSON: ${e.message}\n`);
+			process.exit(1);
+		}
+	}
+	const mod = await load(path.join(process.cwd(), ...modName.split('.')));
+	const fn = mod[fnName] !== undefined ? mod[fnName]
+		: (mod.default && mod.default[fnName]);
+	if (typeof fn !== 'function')
+		throw new TypeError(`${modName}: export '${fnName}' is not a function`);
+	await fn(event);
+}
+
+main().then(() => {
+	if (process.exitCode === undefined)
+		process.exitCode = 0;
+}, (err) => {
+	process.stderr.write(
+		`${err && err.stack ? err.stack : String(err)}\n`);
+	process.exit(1);
+});

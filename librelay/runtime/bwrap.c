@@ -1,0 +1,249 @@
+/*
+ * bwrap.c - the "bwrap" backend: each handler in a bubblewrap sandbox.
+ *
+ * The sandbox (see doc/sandbox.md for the full list and its limits):
+ * new user, pid, ipc, uts, net and (where available) cgroup namespaces;
+ * the handler runs as uid/gid 65534 inside; a read-only root built from
+ * /usr, the merged-/usr symlinks and a short list of /etc files (never all
+ * of /etc); a fresh /proc and minimal /dev; a private tmpfs /tmp; the app
+ * directory read-only at /app (the working directory); the bootstrap
+ * scripts read-only at /run/relay-bootstrap; no network unless the
+ * template sets `network: true`; --die-with-parent so a dying daemon takes
+ * its sandboxes along. Nothing of the daemon (its files, sockets, Redis,
+ * environment, /proc) is reachable.
+ *
+ * bwrap itself is spawned exactly like a "process" handler (new session,
+ * clean environment, limits joined before exec), so cgroup limits cover
+ * the sandbox's own helper processes too: a pids limit is raised by
+ * BWRAP_PIDS_OVERHEAD to pay for them.
+ */
+#define _GNU_SOURCE
+#include <errno.h>
+#include <signal.h>
+#include <string.h>
+#include <sys/stat.h>
+#include <sys/wait.h>
+#include <unistd.h>
+
+#include "runtime.h"
+
+/* bwrap outside the namespace + its init inside (pid 1). */
+#define BWRAP_PIDS_OVERHEAD 2u
+
+/* /etc entries a handler may need (dynamic linker, TLS roots, name
+ * resolution, users, time zone); the rest of /etc stays hidden. */
+static const char *const etc_files[] = {
+	"/etc/ld.so.cache", "/etc/ld.so.conf", "/etc/ld.so.conf.d",
+	"/etc/alternatives", "/etc/localtime", "/etc/ssl",
+	"/etc/ca-certificates", "/etc/resolv.conf", "/etc/hosts",
+	"/etc/nsswitch.conf", "/etc/host.conf", "/etc/gai.conf",
+	"/etc/passwd", "/etc/group", "/etc/mime.types",
+};
+
+/* Top-level entries that merged-/usr systems make symlinks into /usr. */
+static const char *const usr_links[] = {
+	"/bin", "/sbin", "/lib", "/lib32", "/lib64", "/libx32",
+};
+
+static int push_root(relay__strv *a)
+{
+	size_t i;
+	int rc = 0;
+
+	rc |= relay__strv_push(a, "--ro-bind");
+	rc |= relay__strv_push(a, "/usr");
+	rc |= relay__strv_push(a, "/usr");
+	for (i = 0; rc == 0 && i < RELAY__ARRAY_SIZE(usr_links); i++) {
+		char target[256];
+		struct stat st;
+		ssize_t n;
+
+		if (lstat(usr_links[i], &st) != 0)
+			continue;
+		if (S_ISLNK(st.st_mode)) {
+			n = readlink(usr_links[i], target, sizeof(target) - 1);
+			if (n <= 0)
+				continue;
+			target[n] = '\0';
+			rc |= relay__strv_push(a, "--symlink");
+			rc |= relay__strv_push(a, target);
+		} else {
+			rc |= relay__strv_push(a, "--ro-bind");
+			rc |= relay__strv_push(a, usr_links[i]);
+		}
+		rc |= relay__strv_push(a, usr_links[i]);
+	}
+	for (i = 0; rc == 0 && i < RELAY__ARRAY_SIZE(etc_files); i++) {
+		rc |= relay__strv_push(a, "--ro-bind-try");
+		rc |= relay__strv_push(a, etc_files[i]);
+		rc |= relay__strv_push(a, etc_files[i]);
+	}
+	return rc ? RELAY_ENOMEM : 0;
+}
+
+static int build_argv(relay__builtin *b, const relay_exec_spec *spec,
+		      relay__strv *a, relay_error *err)
+{
+	relay__strv inner = { 0 };
+	int rc = 0;
+	size_t i;
+
+	rc |= relay__strv_push(a, b->bwrap);
+	rc |= relay__strv_push(a, "--unshare-all");
+	if (spec->network)
+		rc |= relay__strv_push(a, "--share-net");
+	rc |= relay__strv_push(a, "--die-with-parent");
+	rc |= relay__strv_push(a, "--uid");
+	rc |= relay__strv_push(a, "65534");
+	rc |= relay__strv_push(a, "--gid");
+	rc |= relay__strv_push(a, "65534");
+	rc |= relay__strv_push(a, "--hostname");
+	rc |= relay__strv_push(a, "relay");
+	if (rc == 0)
+		rc = push_root(a);
+	rc |= relay__strv_push(a, "--proc");
+	rc |= relay__strv_push(a, "/proc");
+	rc |= relay__strv_push(a, "--dev");
+	rc |= relay__strv_push(a, "/dev");
+	rc |= relay__strv_push(a, "--tmpfs");
+	rc |= relay__strv_push(a, "/tmp");
+	rc |= relay__strv_push(a, "--ro-bind");
+	rc |= relay__strv_push(a, spec->app_dir);
+	rc |= relay__strv_push(a, RELAY__SANDBOX_APP_DIR);
+	if (spec->runtime != RELAY_RUNTIME_EXEC) {
+		rc |= relay__strv_push(a, "--ro-bind");
+		rc |= relay__strv_push(a, b->bootstrap_dir);
+		rc |= relay__strv_push(a, RELAY__SANDBOX_BOOTSTRAP_DIR);
+	}
+	/* The root tmpfs bwrap built everything on becomes read-only too. */
+	rc |= relay__strv_push(a, "--remount-ro");
+	rc |= relay__strv_push(a, "/");
+	rc |= relay__strv_push(a, "--chdir");
+	rc |= relay__strv_push(a, RELAY__SANDBOX_APP_DIR);
+	rc |= relay__strv_push(a, "--");
+	if (rc != 0)
+		return relay__error_set(err, RELAY_ENOMEM, NULL, 0, 0,
+					"out of memory");
+	rc = relay__runtime_argv(spec, RELAY__SANDBOX_BOOTSTRAP_DIR, &inner,
+				 err);
+	for (i = 0; rc == 0 && i < inner.n; i++)
+		rc = relay__strv_push(a, inner.v[i]);
+	relay__strv_free(&inner);
+	return rc;
+}
+
+static int bwrap_spawn(relay_runtime_backend *rb, const relay_exec_spec *spec,
+		       relay_proc *proc, relay_error *err)
+{
+	relay__builtin *b = (relay__builtin *)rb;
+	relay__builtin_proc *bp = (relay__builtin_proc *)proc;
+	relay__strv argv = { 0 }, env = { 0 };
+	relay_exec_spec lim = *spec;
+	relay__spawn_req req;
+	int rc;
+
+	relay__limits_inv_init(&bp->inv);
+	rc = build_argv(b, spec, &argv, err);
+	if (rc != 0)
+		goto done;
+	rc = relay__runtime_env(spec, &env);
+	if (rc != 0) {
+		relay__error_set(err, rc, NULL, 0, 0, "out of memory");
+		goto done;
+	}
+	if (lim.pids)
+		lim.pids += BWRAP_PIDS_OVERHEAD;
+	rc = relay__limits_prepare(b->limits, &lim, &bp->inv, err);
+	if (rc != 0)
+		goto done;
+	req.path = b->bwrap;
+	req.argv = argv.v;
+	req.envp = env.v;
+	req.cwd = "/";
+	req.limits = &bp->inv;
+	rc = relay__spawn(&req, proc, err);
+	if (rc != 0)
+		relay__limits_release(&bp->inv, NULL);
+	else
+		relay__limits_spawned(&bp->inv);
+done:
+	relay__strv_free(&argv);
+	relay__strv_free(&env);
+	return rc;
+}
+
+/*
+ * Can bwrap create its namespaces here? Run the real sandbox around
+ * /usr/bin/true (blocking; once, at startup) and keep bwrap's complaint.
+ */
+static int probe(relay__builtin *b, relay_error *err)
+{
+	static const char *const env[] = { "PATH=" RELAY__RT_PATH, NULL };
+	relay_exec_spec spec = RELAY_EXEC_SPEC_INIT;
+	const char *argv[] = { "true", NULL };
+	relay__strv a = { 0 };
+	relay_proc proc;
+	relay__spawn_req req;
+	char msg[200] = "";
+	int rc, status = 0;
+	ssize_t n;
+
+	spec.app = spec.handler = "probe";
+	spec.app_dir = "/usr";
+	spec.argv = argv;
+	rc = build_argv(b, &spec, &a, err);
+	if (rc != 0)
+		return rc;
+	req.path = b->bwrap;
+	req.argv = a.v;
+	req.envp = (char *const *)env;
+	req.cwd = "/";
+	req.limits = NULL;
+	rc = relay__spawn(&req, &proc, err);
+	relay__strv_free(&a);
+	if (rc != 0)
+		return rc;
+	close(proc.stdin_fd);
+	while (waitpid(proc.pid, &status, 0) < 0 && errno == EINTR)
+		;
+	n = read(proc.stderr_fd, msg, sizeof(msg) - 1);
+	msg[n > 0 ? n : 0] = '\0';
+	msg[strcspn(msg, "\n")] = '\0';
+	close(proc.stdout_fd);
+	close(proc.stderr_fd);
+	if (!WIFEXITED(status) || WEXITSTATUS(status) != 0)
+		return relay__error_set(err, RELAY_EBACKEND, NULL, 0, 0,
+					"bwrap cannot run here: %s",
+					*msg ? msg : "sandbox setup failed");
+	return 0;
+}
+
+int relay__runtime_bwrap_new(relay_runtime_backend **out,
+			     const relay_runtime_options *opts,
+			     relay_error *err)
+{
+	relay__builtin *b = relay__calloc(1, sizeof(*b));
+	int rc;
+
+	if (!b)
+		return relay__error_set(err, RELAY_ENOMEM, NULL, 0, 0,
+					"out of memory");
+	rc = relay__builtin_init(b, "bwrap", opts, err);
+	if (rc != 0)
+		goto fail;
+	b->parent.spawn = bwrap_spawn;
+	b->bwrap = relay__runtime_which("bwrap");
+	if (!b->bwrap) {
+		rc = relay__error_set(err, RELAY_EBACKEND, NULL, 0, 0,
+				      "bwrap not found in %s", RELAY__RT_PATH);
+		goto fail;
+	}
+	rc = probe(b, err);
+	if (rc != 0)
+		goto fail;
+	*out = &b->parent;
+	return 0;
+fail:
+	relay__builtin_free(&b->parent);
+	return rc;
+}

@@ -1,0 +1,530 @@
+/*
+ * limits.c - per-invocation resource limits: cgroups (v2 or v1) or rlimits.
+ *
+ * At runtime creation we find, for each controller we use (memory, pids,
+ * cpu), a hierarchy where we may create children: the cgroup this process
+ * is in (from /proc/self/cgroup) under the controller's mount (from
+ * /proc/self/mounts), plus "relay-<pid>". That directory is created once;
+ * each limited invocation gets "relay-<pid>/<n>", whose limit files are
+ * written and whose cgroup.procs is opened by the parent, and which the
+ * child joins (writing "0") between fork and exec, so even the first
+ * instruction of the handler is accounted. After the child is reaped we
+ * SIGKILL anything left in it (a handler's daemonised grandchildren) and
+ * remove it.
+ *
+ * Fallback without a writable hierarchy: RLIMIT_AS for memory (address
+ * space, a stricter measure than resident memory) and RLIMIT_NPROC for
+ * pids (counted per real uid, and not enforced for root: see
+ * doc/sandbox.md). cpus has no rlimit equivalent and is not enforced then.
+ *
+ * cgroup v2 is used only where the controllers are already enabled for
+ * our cgroup's children (delegation, e.g. systemd Delegate=yes with the
+ * daemon in a leaf) or can be enabled by writing cgroup.subtree_control.
+ */
+#define _GNU_SOURCE
+#include <errno.h>
+#include <fcntl.h>
+#include <signal.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/stat.h>
+#include <time.h>
+#include <unistd.h>
+
+#include "runtime.h"
+
+enum { CG_MEMORY, CG_PIDS, CG_CPU };
+static const char *const cg_names[RELAY__CG_MAX] = { "memory", "pids", "cpu" };
+
+struct relay__limits {
+	relay_limits_mode mode;
+	char *base[RELAY__CG_MAX];  /* ".../relay-<pid>" per controller */
+	unsigned int seq;           /* invocation counter */
+	char desc[128];
+};
+
+static int write_file(const char *dir, const char *file, const char *val)
+{
+	char path[512];
+	ssize_t n;
+	int fd;
+
+	snprintf(path, sizeof(path), "%s/%s", dir, file);
+	fd = open(path, O_WRONLY | O_CLOEXEC);
+	if (fd < 0)
+		return -1;
+	n = write(fd, val, strlen(val));
+	close(fd);
+	return n == (ssize_t)strlen(val) ? 0 : -1;
+}
+
+static ssize_t read_file(const char *path, char *buf, size_t size)
+{
+	ssize_t n, total = 0;
+	int fd = open(path, O_RDONLY | O_CLOEXEC);
+
+	if (fd < 0)
+		return -1;
+	while ((size_t)total + 1 < size) {
+		n = read(fd, buf + total, size - 1 - (size_t)total);
+		if (n <= 0)
+			break;
+		total += n;
+	}
+	close(fd);
+	buf[total] = '\0';
+	return total;
+}
+
+/* Does comma-separated @list contain @word? */
+static bool has_word(const char *list, const char *word)
+{
+	size_t wl = strlen(word);
+	const char *p = list;
+
+	while (p && *p) {
+		const char *e = strchr(p, ',');
+		size_t l = e ? (size_t)(e - p) : strlen(p);
+
+		if (l == wl && strncmp(p, word, wl) == 0)
+			return true;
+		p = e ? e + 1 : NULL;
+	}
+	return false;
+}
+
+/* Mount point of the v1 hierarchy carrying @ctl, or of cgroup2 if @ctl is
+ * NULL. New string or NULL. */
+static char *find_mount(const char *ctl)
+{
+	char line[1024], dev[256], dir[512], type[64], opts[512];
+	char *res = NULL;
+	FILE *f = fopen("/proc/self/mounts", "re");
+
+	if (!f)
+		return NULL;
+	while (!res && fgets(line, sizeof(line), f)) {
+		if (sscanf(line, "%255s %511s %63s %511s", dev, dir, type,
+			   opts) != 4)
+			continue;
+		if (!ctl && strcmp(type, "cgroup2") == 0)
+			res = relay__strdup(dir);
+		else if (ctl && strcmp(type, "cgroup") == 0 &&
+			 has_word(opts, ctl))
+			res = relay__strdup(dir);
+	}
+	fclose(f);
+	return res;
+}
+
+/* Our path in the hierarchy carrying @ctl (NULL: the v2 "0::" line).
+ * Lines look like "4:memory:/a/b" (v1) or "0::/a/b" (v2). */
+static char *own_path(const char *ctl)
+{
+	char line[1024];
+	char *res = NULL;
+	FILE *f = fopen("/proc/self/cgroup", "re");
+
+	if (!f)
+		return NULL;
+	while (!res && fgets(line, sizeof(line), f)) {
+		char *ctls = strchr(line, ':'), *path;
+
+		if (!ctls)
+			continue;
+		*ctls++ = '\0';
+		path = strchr(ctls, ':');
+		if (!path)
+			continue;
+		*path++ = '\0';
+		path[strcspn(path, "\n")] = '\0';
+		if (ctl ? has_word(ctls, ctl)
+			: strcmp(line, "0") == 0 && *ctls == '\0')
+			res = relay__strdup(path);
+	}
+	fclose(f);
+	return res;
+}
+
+static char *make_base(const char *mnt, const char *path)
+{
+	char *base = relay__sprintf("%s%s/relay-%ld", mnt,
+				    strcmp(path, "/") == 0 ? "" : path,
+				    (long)getpid());
+
+	if (base && mkdir(base, 0755) != 0 && errno != EEXIST) {
+		relay__free(base);
+		return NULL;
+	}
+	return base;
+}
+
+static int probe_v1(relay__limits *l)
+{
+	int i, found = 0;
+
+	for (i = 0; i < RELAY__CG_MAX; i++) {
+		char *mnt = find_mount(cg_names[i]);
+		char *path = mnt ? own_path(cg_names[i]) : NULL;
+
+		if (mnt && path)
+			l->base[i] = make_base(mnt, path);
+		found += l->base[i] != NULL;
+		relay__free(mnt);
+		relay__free(path);
+	}
+	return found;
+}
+
+static int probe_v2(relay__limits *l)
+{
+	char *mnt = find_mount(NULL), *path = NULL, *base = NULL;
+	char ctl[256], file[600];
+	int i, found = 0;
+
+	if (!mnt)
+		return 0;
+	path = own_path(NULL);
+	if (!path)
+		goto done;
+	snprintf(file, sizeof(file), "%s%s/cgroup.controllers", mnt, path);
+	if (read_file(file, ctl, sizeof(ctl)) <= 0)
+		goto done;
+	base = make_base(mnt, path);
+	if (!base)
+		goto done;
+	/* Enable what we can for our children (fails harmlessly when our
+	 * cgroup holds processes and was not delegated). */
+	(void)write_file(base, "cgroup.subtree_control",
+			 "+memory +pids +cpu");
+	snprintf(file, sizeof(file), "%s/cgroup.subtree_control", base);
+	if (read_file(file, ctl, sizeof(ctl)) < 0)
+		goto done;
+	for (i = 0; i < RELAY__CG_MAX; i++) {
+		char *w, *save = NULL;
+		char tmp[256];
+
+		snprintf(tmp, sizeof(tmp), "%s", ctl);
+		for (w = strtok_r(tmp, " \n", &save); w;
+		     w = strtok_r(NULL, " \n", &save))
+			if (strcmp(w, cg_names[i]) == 0)
+				break;
+		if (w) {
+			l->base[i] = relay__strdup(base);
+			found++;
+		}
+	}
+	if (!found)
+		(void)rmdir(base);
+done:
+	relay__free(base);
+	relay__free(path);
+	relay__free(mnt);
+	return found;
+}
+
+static void clear_bases(relay__limits *l)
+{
+	int i;
+
+	for (i = 0; i < RELAY__CG_MAX; i++) {
+		if (l->base[i] && (i == 0 || !l->base[i - 1] ||
+				   strcmp(l->base[i], l->base[i - 1]) != 0))
+			(void)rmdir(l->base[i]);
+		relay__free(l->base[i]);
+		l->base[i] = NULL;
+	}
+}
+
+int relay__limits_new(relay__limits **out, relay_limits_mode want,
+		      relay_error *err)
+{
+	relay__limits *l = relay__calloc(1, sizeof(*l));
+	int found = 0, i;
+	size_t off;
+
+	if (!l)
+		return relay__error_set(err, RELAY_ENOMEM, NULL, 0, 0,
+					"out of memory");
+	if (want == RELAY_LIMITS_AUTO || want == RELAY_LIMITS_CGROUP_V2) {
+		found = probe_v2(l);
+		l->mode = RELAY_LIMITS_CGROUP_V2;
+	}
+	if (!found &&
+	    (want == RELAY_LIMITS_AUTO || want == RELAY_LIMITS_CGROUP_V1)) {
+		found = probe_v1(l);
+		l->mode = RELAY_LIMITS_CGROUP_V1;
+	}
+	if (!found && (want == RELAY_LIMITS_CGROUP_V1 ||
+		       want == RELAY_LIMITS_CGROUP_V2)) {
+		clear_bases(l);
+		relay__free(l);
+		return relay__error_set(err, RELAY_EBACKEND, NULL, 0, 0,
+					"no writable cgroup hierarchy");
+	}
+	if (!found)
+		l->mode = want == RELAY_LIMITS_NONE ? RELAY_LIMITS_NONE
+						    : RELAY_LIMITS_RLIMIT;
+	off = (size_t)snprintf(l->desc, sizeof(l->desc), "%s",
+			       relay_limits_mode_name(l->mode));
+	if (found) {
+		off += (size_t)snprintf(l->desc + off, sizeof(l->desc) - off,
+					" (");
+		for (i = 0; i < RELAY__CG_MAX && off < sizeof(l->desc); i++)
+			off += (size_t)snprintf(l->desc + off,
+						sizeof(l->desc) - off, "%s%s",
+						cg_names[i],
+						l->base[i] ? "" : ":rlimit");
+		if (off < sizeof(l->desc))
+			snprintf(l->desc + off, sizeof(l->desc) - off, ")");
+	}
+	*out = l;
+	return 0;
+}
+
+void relay__limits_free(relay__limits *l)
+{
+	if (!l)
+		return;
+	clear_bases(l);
+	relay__free(l);
+}
+
+relay_limits_mode relay__limits_mode(const relay__limits *l)
+{
+	return l->mode;
+}
+
+const char *relay__limits_describe(const relay__limits *l)
+{
+	return l->desc;
+}
+
+void relay__limits_inv_init(relay__limits_inv *inv)
+{
+	int i;
+
+	memset(inv, 0, sizeof(*inv));
+	for (i = 0; i < RELAY__CG_MAX; i++)
+		inv->cg_procs_fd[i] = -1;
+}
+
+bool relay__limits_inv_needed(const relay__limits_inv *inv)
+{
+	return inv->ncg > 0 || inv->nrl > 0;
+}
+
+static void add_rlimit(relay__limits_inv *inv, int res, uint64_t v)
+{
+	inv->rl_res[inv->nrl] = res;
+	inv->rl_val[inv->nrl].rlim_cur = (rlim_t)v;
+	inv->rl_val[inv->nrl].rlim_max = (rlim_t)v;
+	inv->nrl++;
+}
+
+/* Create the invocation cgroup for controller @i and write its limit. */
+static int cg_create(relay__limits *l, relay__limits_inv *inv, int i,
+		     const relay_exec_spec *spec, unsigned int seq)
+{
+	bool v2 = l->mode == RELAY_LIMITS_CGROUP_V2;
+	char val[64], procs[600];
+	char *dir = NULL;
+	int k, rc = -1;
+
+	/* On v2 all controllers share one directory. */
+	for (k = 0; k < inv->ncg; k++)
+		if (v2)
+			dir = inv->cg_dir[k];
+	if (!dir) {
+		dir = relay__sprintf("%s/%u", l->base[i], seq);
+		if (!dir || mkdir(dir, 0755) != 0) {
+			relay__free(dir);
+			return -1;
+		}
+		inv->cg_dir[inv->ncg] = dir;
+		snprintf(procs, sizeof(procs), "%s/cgroup.procs", dir);
+		inv->cg_procs_fd[inv->ncg] = open(procs, O_WRONLY | O_CLOEXEC);
+		inv->ncg++;
+		if (inv->cg_procs_fd[inv->ncg - 1] < 0)
+			return -1;
+	}
+	if (i == CG_MEMORY) {
+		inv->cg_memory_dir = dir;
+		snprintf(val, sizeof(val), "%llu",
+			 (unsigned long long)spec->memory_bytes);
+		rc = write_file(dir, v2 ? "memory.max" : "memory.limit_in_bytes",
+				val);
+		/* No swapping around the limit (ignored if absent). */
+		(void)write_file(dir, v2 ? "memory.swap.max"
+					 : "memory.memsw.limit_in_bytes",
+				 v2 ? "0" : val);
+	} else if (i == CG_PIDS) {
+		snprintf(val, sizeof(val), "%u", spec->pids);
+		rc = write_file(dir, "pids.max", val);
+	} else {
+		unsigned long quota = (unsigned long)spec->cpus_milli * 100ul;
+
+		if (v2) {
+			snprintf(val, sizeof(val), "%lu 100000", quota);
+			rc = write_file(dir, "cpu.max", val);
+		} else {
+			snprintf(val, sizeof(val), "%lu", quota);
+			rc = write_file(dir, "cpu.cfs_period_us", "100000");
+			if (rc == 0)
+				rc = write_file(dir, "cpu.cfs_quota_us", val);
+		}
+	}
+	return rc;
+}
+
+int relay__limits_prepare(relay__limits *l, const relay_exec_spec *spec,
+			  relay__limits_inv *inv, relay_error *err)
+{
+	bool want[RELAY__CG_MAX];
+	unsigned int seq;
+	int i;
+
+	want[CG_MEMORY] = spec->memory_bytes > 0;
+	want[CG_PIDS] = spec->pids > 0;
+	want[CG_CPU] = spec->cpus_milli > 0;
+	if (!l || l->mode == RELAY_LIMITS_NONE)
+		return 0;
+	seq = ++l->seq;
+	for (i = 0; i < RELAY__CG_MAX; i++) {
+		if (!want[i])
+			continue;
+		if (l->base[i]) {
+			if (cg_create(l, inv, i, spec, seq) != 0) {
+				int e = errno;
+
+				relay__limits_release(inv, NULL);
+				return relay__error_set(err, RELAY_EBACKEND,
+							NULL, 0, 0,
+							"cgroup %s: %s",
+							cg_names[i],
+							strerror(e));
+			}
+		} else if (i == CG_MEMORY) {
+			add_rlimit(inv, RLIMIT_AS, spec->memory_bytes);
+		} else if (i == CG_PIDS) {
+			add_rlimit(inv, RLIMIT_NPROC, spec->pids);
+		}
+	}
+	return 0;
+}
+
+int relay__limits_child(const relay__limits_inv *inv)
+{
+	int i;
+
+	if (!inv)
+		return 0;
+	for (i = 0; i < inv->ncg; i++)
+		if (write(inv->cg_procs_fd[i], "0", 1) != 1)
+			return errno;
+	for (i = 0; i < inv->nrl; i++)
+		if (setrlimit(inv->rl_res[i], &inv->rl_val[i]) != 0)
+			return errno;
+	return 0;
+}
+
+void relay__limits_spawned(relay__limits_inv *inv)
+{
+	int i;
+
+	for (i = 0; i < RELAY__CG_MAX; i++) {
+		if (inv->cg_procs_fd[i] >= 0)
+			close(inv->cg_procs_fd[i]);
+		inv->cg_procs_fd[i] = -1;
+	}
+}
+
+/* Kill every process listed in @dir; returns how many were listed. */
+static int kill_members(const char *dir)
+{
+	char path[600], buf[4096];
+	char *p, *end;
+	int n = 0;
+
+	snprintf(path, sizeof(path), "%s/cgroup.procs", dir);
+	if (read_file(path, buf, sizeof(buf)) <= 0)
+		return 0;
+	for (p = buf; *p; p = end) {
+		long pid = strtol(p, &end, 10);
+
+		if (end == p)
+			break;
+		if (pid > 0) {
+			(void)kill((pid_t)pid, SIGKILL);
+			n++;
+		}
+	}
+	return n;
+}
+
+static bool oom_seen(const char *dir)
+{
+	char path[600], buf[1024];
+	const char *files[] = { "memory.events", "memory.oom_control" };
+	size_t i;
+
+	for (i = 0; i < RELAY__ARRAY_SIZE(files); i++) {
+		char *p;
+
+		snprintf(path, sizeof(path), "%s/%s", dir, files[i]);
+		if (read_file(path, buf, sizeof(buf)) <= 0)
+			continue;
+		p = strstr(buf, "oom_kill ");
+		if (p && strtol(p + 9, NULL, 10) > 0)
+			return true;
+	}
+	return false;
+}
+
+/*
+ * Killed processes leave the cgroup asynchronously and rmdir fails with
+ * EBUSY until they have; retry for up to ~200ms (normally microseconds).
+ */
+void relay__limits_release(relay__limits_inv *inv, int *oom_killed)
+{
+	int i, tries;
+
+	relay__limits_spawned(inv);
+	for (i = 0; i < inv->ncg; i++) {
+		if (oom_killed && inv->cg_dir[i] == inv->cg_memory_dir &&
+		    inv->cg_memory_dir && oom_seen(inv->cg_memory_dir))
+			*oom_killed = 1;
+		for (tries = 0; tries < 200; tries++) {
+			struct timespec ms = { 0, 1000000 };
+
+			if (rmdir(inv->cg_dir[i]) == 0 || errno == ENOENT)
+				break;
+			if (errno != EBUSY)
+				break;
+			kill_members(inv->cg_dir[i]);
+			nanosleep(&ms, NULL);
+		}
+		relay__free(inv->cg_dir[i]);
+		inv->cg_dir[i] = NULL;
+	}
+	inv->ncg = 0;
+	inv->cg_memory_dir = NULL;
+}
+
+const char *relay_limits_mode_name(relay_limits_mode m)
+{
+	switch (m) {
+	case RELAY_LIMITS_AUTO:
+		return "auto";
+	case RELAY_LIMITS_CGROUP_V2:
+		return "cgroup-v2";
+	case RELAY_LIMITS_CGROUP_V1:
+		return "cgroup-v1";
+	case RELAY_LIMITS_RLIMIT:
+		return "rlimit";
+	case RELAY_LIMITS_NONE:
+		return "none";
+	}
+	return "unknown";
+}

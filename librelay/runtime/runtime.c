@@ -1,0 +1,419 @@
+/*
+ * runtime.c - the runtime object, the backend registry, and what both
+ * built-in backends share: the clean environment and the command line of
+ * each runtime kind.
+ */
+#define _GNU_SOURCE
+#include <errno.h>
+#include <stdarg.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <unistd.h>
+
+#include "relay_config.h"
+#include "runtime.h"
+
+/* ---- string vectors ---------------------------------------------- */
+
+static int strv_take(relay__strv *sv, char *s)
+{
+	if (!s)
+		return RELAY_ENOMEM;
+	if (sv->n + 2 > sv->cap) {
+		size_t cap = sv->cap ? sv->cap * 2 : 16;
+		char **v = relay__realloc(sv->v, cap * sizeof(*v));
+
+		if (!v) {
+			relay__free(s);
+			return RELAY_ENOMEM;
+		}
+		sv->v = v;
+		sv->cap = cap;
+	}
+	sv->v[sv->n++] = s;
+	sv->v[sv->n] = NULL;
+	return 0;
+}
+
+int relay__strv_push(relay__strv *sv, const char *s)
+{
+	return strv_take(sv, relay__strdup(s));
+}
+
+int relay__strv_pushf(relay__strv *sv, const char *fmt, ...)
+{
+	va_list ap;
+	char *s = NULL;
+	int n;
+
+	va_start(ap, fmt);
+	n = vasprintf(&s, fmt, ap);
+	va_end(ap);
+	if (n < 0)
+		return RELAY_ENOMEM;
+	/* vasprintf used malloc; hand a relay__ copy to the vector. */
+	n = relay__strv_push(sv, s);
+	free(s);
+	return n;
+}
+
+void relay__strv_free(relay__strv *sv)
+{
+	size_t i;
+
+	for (i = 0; i < sv->n; i++)
+		relay__free(sv->v[i]);
+	relay__free(sv->v);
+	memset(sv, 0, sizeof(*sv));
+}
+
+/* ---- environment and command line -------------------------------- */
+
+static bool env_has_key(const relay__strv *sv, const char *kv)
+{
+	size_t kl = strcspn(kv, "="), i;
+
+	for (i = 0; i < sv->n; i++)
+		if (strncmp(sv->v[i], kv, kl) == 0 && sv->v[i][kl] == '=')
+			return true;
+	return false;
+}
+
+/*
+ * Order matters only for duplicates: the RELAY_* variables come first and
+ * win, then the app's env (which may override PATH, HOME or LANG), then
+ * the defaults for whatever the app left unset. Nothing is taken from the
+ * host's own environment.
+ */
+int relay__runtime_env(const relay_exec_spec *spec, relay__strv *out)
+{
+	static const char *const defaults[] = {
+		"PATH=" RELAY__RT_PATH, "HOME=/tmp", "LANG=C.UTF-8",
+	};
+	size_t i;
+	int rc;
+
+	rc = relay__strv_pushf(out, "RELAY_HANDLER=%s", spec->handler);
+	if (rc == 0)
+		rc = relay__strv_pushf(out, "RELAY_APP=%s", spec->app);
+	if (rc == 0 && spec->message_id && *spec->message_id)
+		rc = relay__strv_pushf(out, "RELAY_MESSAGE_ID=%s",
+				       spec->message_id);
+	for (i = 0; rc == 0 && spec->env && spec->env[i]; i++)
+		if (strchr(spec->env[i], '=') && !env_has_key(out, spec->env[i]))
+			rc = relay__strv_push(out, spec->env[i]);
+	for (i = 0; rc == 0 && i < RELAY__ARRAY_SIZE(defaults); i++)
+		if (!env_has_key(out, defaults[i]))
+			rc = relay__strv_push(out, defaults[i]);
+	return rc;
+}
+
+int relay__runtime_argv(const relay_exec_spec *spec, const char *bootstrap_dir,
+			relay__strv *out, relay_error *err)
+{
+	size_t i;
+	int rc = 0;
+
+	switch (spec->runtime) {
+	case RELAY_RUNTIME_EXEC:
+		for (i = 0; rc == 0 && spec->argv[i]; i++)
+			rc = relay__strv_push(out, spec->argv[i]);
+		break;
+	case RELAY_RUNTIME_PYTHON3:
+		/* -u: output reaches the log even if the handler is killed;
+		 * -B: no __pycache__ written into the app directory. */
+		rc = relay__strv_push(out, "python3");
+		if (rc == 0)
+			rc = relay__strv_push(out, "-u");
+		if (rc == 0)
+			rc = relay__strv_push(out, "-B");
+		if (rc == 0)
+			rc = relay__strv_pushf(out, "%s/relay-bootstrap.py",
+					       bootstrap_dir);
+		if (rc == 0)
+			rc = relay__strv_push(out, spec->handler);
+		break;
+	case RELAY_RUNTIME_NODE:
+		rc = relay__strv_push(out, "node");
+		if (rc == 0)
+			rc = relay__strv_pushf(out, "%s/relay-bootstrap.js",
+					       bootstrap_dir);
+		if (rc == 0)
+			rc = relay__strv_push(out, spec->handler);
+		break;
+	default:
+		return relay__error_set(err, RELAY_EINVAL, NULL, 0, 0,
+					"unknown runtime %d",
+					(int)spec->runtime);
+	}
+	if (rc != 0)
+		return relay__error_set(err, rc, NULL, 0, 0, "out of memory");
+	return 0;
+}
+
+char *relay__runtime_which(const char *name)
+{
+	const char *p = RELAY__RT_PATH;
+
+	while (*p) {
+		size_t l = strcspn(p, ":");
+		char *cand = relay__sprintf("%.*s/%s", (int)l, p, name);
+
+		if (cand && access(cand, X_OK) == 0)
+			return cand;
+		relay__free(cand);
+		p += l;
+		if (*p == ':')
+			p++;
+	}
+	return NULL;
+}
+
+const char *relay__runtime_bootstrap_dir(const char *opt)
+{
+	const char *env;
+
+	if (opt && *opt)
+		return opt;
+	env = getenv("RELAY_BOOTSTRAP_DIR");
+	if (env && *env)
+		return env;
+	return RELAY_LIBEXECDIR;
+}
+
+int relay__runtime_check_spec(const relay_exec_spec *spec, relay_error *err)
+{
+	const char *dot;
+
+	if (!spec || spec->version == 0 ||
+	    spec->version > RELAY_EXEC_SPEC_VERSION)
+		return relay__error_set(err, RELAY_EINVAL, NULL, 0, 0,
+					"unsupported exec spec version");
+	if (!spec->app || !*spec->app || !spec->handler || !*spec->handler)
+		return relay__error_set(err, RELAY_EINVAL, NULL, 0, 0,
+					"app and handler are required");
+	if (!spec->app_dir || spec->app_dir[0] != '/')
+		return relay__error_set(err, RELAY_EINVAL, NULL, 0, 0,
+					"app directory must be absolute");
+	if (spec->timeout_ms > RELAY_RUNTIME_TIMEOUT_MAX_MS)
+		return relay__error_set(err, RELAY_EINVAL, NULL, 0, 0,
+					"timeout %ums exceeds 5m",
+					spec->timeout_ms);
+	if (spec->event_len && !spec->event)
+		return relay__error_set(err, RELAY_EINVAL, NULL, 0, 0,
+					"event bytes missing");
+	if (spec->runtime == RELAY_RUNTIME_EXEC) {
+		if (!spec->argv || !spec->argv[0] || !*spec->argv[0])
+			return relay__error_set(err, RELAY_EINVAL, NULL, 0, 0,
+						"exec runtime needs a command");
+		return 0;
+	}
+	if (spec->runtime != RELAY_RUNTIME_PYTHON3 &&
+	    spec->runtime != RELAY_RUNTIME_NODE)
+		return relay__error_set(err, RELAY_EINVAL, NULL, 0, 0,
+					"unknown runtime %d",
+					(int)spec->runtime);
+	dot = strrchr(spec->handler, '.');
+	if (!dot || dot == spec->handler || !dot[1])
+		return relay__error_set(err, RELAY_EINVAL, NULL, 0, 0,
+					"handler \"%s\" is not module.function",
+					spec->handler);
+	return 0;
+}
+
+/* ---- kinds ------------------------------------------------------- */
+
+static const char *const kind_names[] = { "exec", "python3", "node" };
+
+int relay_runtime_kind_parse(const char *s, relay_runtime_kind *out)
+{
+	size_t i;
+
+	for (i = 0; s && i < RELAY__ARRAY_SIZE(kind_names); i++) {
+		if (strcmp(s, kind_names[i]) == 0) {
+			*out = (relay_runtime_kind)i;
+			return 0;
+		}
+	}
+	return RELAY_EINVAL;
+}
+
+const char *relay_runtime_kind_name(relay_runtime_kind k)
+{
+	if ((unsigned int)k < RELAY__ARRAY_SIZE(kind_names))
+		return kind_names[k];
+	return "unknown";
+}
+
+/* ---- registry ---------------------------------------------------- */
+
+static const struct {
+	const char *name;
+	int (*ctor)(relay_runtime_backend **, const relay_runtime_options *,
+		    relay_error *);
+} builtins[] = {
+	{ "bwrap", relay__runtime_bwrap_new },
+	{ "process", relay__runtime_process_new },
+};
+
+int relay_runtime_backend_init(relay_runtime_backend *rb,
+			       unsigned int version)
+{
+	if (version == 0 || version > RELAY_RUNTIME_BACKEND_VERSION)
+		return RELAY_EINVAL;
+	memset(rb, 0, sizeof(*rb));
+	rb->version = version;
+	rb->proc_size = sizeof(relay_proc);
+	return 0;
+}
+
+int relay_runtime_backend_new(relay_runtime_backend **out, const char *name,
+			      const relay_runtime_options *opts,
+			      relay_error *err)
+{
+	size_t i;
+
+	if (!name || !*name)
+		name = "bwrap";
+	for (i = 0; i < RELAY__ARRAY_SIZE(builtins); i++)
+		if (strcmp(name, builtins[i].name) == 0)
+			return builtins[i].ctor(out, opts, err);
+	return relay__error_set(err, RELAY_ENOTFOUND, NULL, 0, 0,
+				"unknown runtime backend \"%s\"", name);
+}
+
+static void backend_free(relay_runtime_backend *rb)
+{
+	if (rb && rb->free)
+		rb->free(rb);
+}
+
+static int runtime_new(relay_runtime **out, relay_runtime_backend *rb,
+		       bool builtin, const relay_runtime_options *opts,
+		       relay_error *err)
+{
+	relay_runtime_options def = RELAY_RUNTIME_OPTIONS_INIT;
+	relay_runtime *rt;
+
+	if (!opts)
+		opts = &def;
+	if (!rb || rb->version == 0 ||
+	    rb->version > RELAY_RUNTIME_BACKEND_VERSION || !rb->spawn ||
+	    !rb->signal || rb->proc_size < sizeof(relay_proc)) {
+		backend_free(rb);
+		return relay__error_set(err, RELAY_EINVAL, NULL, 0, 0,
+					"invalid runtime backend table");
+	}
+	rt = relay__calloc(1, sizeof(*rt));
+	if (!rt) {
+		backend_free(rb);
+		return relay__error_set(err, RELAY_ENOMEM, NULL, 0, 0,
+					"out of memory");
+	}
+	rt->rb = rb;
+	rt->builtin = builtin;
+	rt->grace_ms = opts->kill_grace_ms ? opts->kill_grace_ms
+					   : RELAY__RT_GRACE_MS;
+	rt->max_line = opts->max_line_bytes ? opts->max_line_bytes
+					    : RELAY__RT_MAX_LINE;
+	rt->max_output = opts->max_output_bytes ? opts->max_output_bytes
+						: RELAY__RT_MAX_OUTPUT;
+	rt->logger = opts->logger;
+	*out = rt;
+	return 0;
+}
+
+int relay_runtime_new_with_backend(relay_runtime **out,
+				   relay_runtime_backend *rb,
+				   const relay_runtime_options *opts,
+				   relay_error *err)
+{
+	return runtime_new(out, rb, false, opts, err);
+}
+
+int relay_runtime_new(relay_runtime **out, const relay_runtime_options *opts,
+		      relay_error *err)
+{
+	relay_runtime_backend *rb = NULL;
+	relay_runtime *rt = NULL;
+	int rc;
+
+	if (opts && (opts->version == 0 ||
+		     opts->version > RELAY_RUNTIME_OPTIONS_VERSION))
+		return relay__error_set(err, RELAY_EINVAL, NULL, 0, 0,
+					"unsupported runtime options version");
+	rc = relay_runtime_backend_new(&rb, opts ? opts->backend : NULL, opts,
+				       err);
+	if (rc != 0)
+		return rc;
+	rc = runtime_new(&rt, rb, true, opts, err);
+	if (rc != 0)
+		return rc;
+	relay__log(&rt->logger, RELAY_LOG_INFO, "RELAY-RT01",
+		   "runtime: backend %s, resource limits: %s", rb->name,
+		   relay__limits_describe(((relay__builtin *)rb)->limits));
+	*out = rt;
+	return 0;
+}
+
+void relay_runtime_free(relay_runtime *rt)
+{
+	if (!rt)
+		return;
+	relay__runtime_cancel_all(rt);
+	backend_free(rt->rb);
+	relay__free(rt);
+}
+
+const char *relay_runtime_backend_name(const relay_runtime *rt)
+{
+	return rt->rb->name ? rt->rb->name : "";
+}
+
+relay_limits_mode relay_runtime_limits_mode(const relay_runtime *rt)
+{
+	if (!rt->builtin)
+		return RELAY_LIMITS_NONE;
+	return relay__limits_mode(((relay__builtin *)rt->rb)->limits);
+}
+
+unsigned int relay_runtime_active(const relay_runtime *rt)
+{
+	return rt->nactive;
+}
+
+/* ---- C6 wrappers ------------------------------------------------- */
+
+int relay__runtime_spawn(relay_runtime *rt, const relay_exec_spec *spec,
+			 relay_proc **out, relay_error *err)
+{
+	relay_proc *proc = relay__calloc(1, rt->rb->proc_size);
+	int rc;
+
+	if (!proc)
+		return relay__error_set(err, RELAY_ENOMEM, NULL, 0, 0,
+					"out of memory");
+	proc->stdin_fd = proc->stdout_fd = proc->stderr_fd = -1;
+	rc = rt->rb->spawn(rt->rb, spec, proc, err);
+	if (rc != 0) {
+		relay__free(proc);
+		return rc;
+	}
+	relay__log(&rt->logger, RELAY_LOG_DEBUG, "RELAY-RT02",
+		   "runtime: started %s/%s pid %ld", spec->app, spec->handler,
+		   (long)proc->pid);
+	*out = proc;
+	return 0;
+}
+
+int relay__runtime_signal(relay_runtime *rt, relay_proc *proc, int sig)
+{
+	return rt->rb->signal(rt->rb, proc, sig);
+}
+
+void relay__runtime_release(relay_runtime *rt, relay_proc *proc)
+{
+	if (rt->rb->release)
+		rt->rb->release(rt->rb, proc);
+}

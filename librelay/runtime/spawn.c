@@ -1,0 +1,235 @@
+/*
+ * spawn.c - start a handler process with piped stdio.
+ *
+ * Two paths with identical results. The common one is posix_spawn(3)
+ * (glibc implements it with a CLONE_VFORK clone, so it is as cheap as a
+ * process creation gets): new session, chdir, dup2 of the three pipes,
+ * closefrom(3), default dispositions for every signal and an empty mask.
+ * When resource limits must hold from the first instruction of the handler
+ * (joining a cgroup, setting rlimits), posix_spawn has no hook for them,
+ * and doing it from the parent after the spawn would race a fork bomb; so
+ * that path uses vfork(2) and does the same steps plus the limits in the
+ * child, calling only async-signal-safe functions, before execve.
+ */
+#define _GNU_SOURCE
+#include <errno.h>
+#include <fcntl.h>
+#include <pthread.h>
+#include <signal.h>
+#include <spawn.h>
+#include <string.h>
+#include <sys/syscall.h>
+#include <sys/wait.h>
+#include <time.h>
+#include <unistd.h>
+
+#include "runtime.h"
+
+/*
+ * Create a pipe whose child end is >= 3 (so dup2 onto 0..2 always clears
+ * close-on-exec) and whose parent end is non-blocking. @child_reads says
+ * which end the child gets. Both ends are close-on-exec.
+ */
+static int make_pipe(int *parent, int *child, bool child_reads)
+{
+	int fds[2], c, p;
+
+	if (pipe2(fds, O_CLOEXEC) != 0)
+		return -1;
+	c = child_reads ? fds[0] : fds[1];
+	p = child_reads ? fds[1] : fds[0];
+	if (c < 3) {
+		int d = fcntl(c, F_DUPFD_CLOEXEC, 3);
+
+		close(c);
+		if (d < 0) {
+			close(p);
+			return -1;
+		}
+		c = d;
+	}
+	if (fcntl(p, F_SETFL, fcntl(p, F_GETFL) | O_NONBLOCK) != 0) {
+		close(p);
+		close(c);
+		return -1;
+	}
+	*parent = p;
+	*child = c;
+	return 0;
+}
+
+static int spawn_posix(const relay__spawn_req *req, const int cfd[3],
+		       pid_t *pid)
+{
+	posix_spawn_file_actions_t fa;
+	posix_spawnattr_t at;
+	sigset_t none, all;
+	int rc, i;
+
+	sigemptyset(&none);
+	sigfillset(&all);
+	rc = posix_spawn_file_actions_init(&fa);
+	if (rc != 0)
+		return rc;
+	rc = posix_spawnattr_init(&at);
+	if (rc != 0) {
+		posix_spawn_file_actions_destroy(&fa);
+		return rc;
+	}
+	for (i = 0; i < 3 && rc == 0; i++)
+		rc = posix_spawn_file_actions_adddup2(&fa, cfd[i], i);
+	if (rc == 0)
+		rc = posix_spawn_file_actions_addclosefrom_np(&fa, 3);
+	if (rc == 0 && req->cwd)
+		rc = posix_spawn_file_actions_addchdir_np(&fa, req->cwd);
+	if (rc == 0)
+		rc = posix_spawnattr_setflags(&at, POSIX_SPAWN_SETSID |
+					      POSIX_SPAWN_SETSIGMASK |
+					      POSIX_SPAWN_SETSIGDEF);
+	if (rc == 0)
+		rc = posix_spawnattr_setsigmask(&at, &none);
+	if (rc == 0)
+		rc = posix_spawnattr_setsigdefault(&at, &all);
+	if (rc == 0)
+		rc = posix_spawn(pid, req->path, &fa, &at, req->argv,
+				 req->envp);
+	posix_spawnattr_destroy(&at);
+	posix_spawn_file_actions_destroy(&fa);
+	return rc;
+}
+
+/*
+ * The vfork child. Shares the parent's memory until execve, so it touches
+ * nothing but its stack and *err; signal dispositions are per process
+ * (no CLONE_SIGHAND), so resetting them here leaves the parent's alone.
+ */
+static void __attribute__((noreturn))
+vfork_child(const relay__spawn_req *req, const int cfd[3], volatile int *err)
+{
+	struct sigaction sa;
+	sigset_t none;
+	int sig, i, e;
+
+	memset(&sa, 0, sizeof(sa));
+	sa.sa_handler = SIG_DFL;
+	for (sig = 1; sig < NSIG; sig++)
+		if (sig != SIGKILL && sig != SIGSTOP)
+			(void)sigaction(sig, &sa, NULL);
+	if (setsid() < 0)
+		goto fail;
+	e = relay__limits_child(req->limits);
+	if (e != 0) {
+		errno = e;
+		goto fail;
+	}
+	for (i = 0; i < 3; i++)
+		if (dup2(cfd[i], i) < 0)
+			goto fail;
+	if (req->cwd && chdir(req->cwd) != 0)
+		goto fail;
+	if (syscall(SYS_close_range, 3u, ~0u, 0u) != 0)
+		for (i = 3; i < 1024; i++)
+			(void)close(i);
+	sigemptyset(&none);
+	sigprocmask(SIG_SETMASK, &none, NULL);
+	execve(req->path, req->argv, req->envp);
+fail:
+	*err = errno ? errno : EINVAL;
+	_exit(127);
+}
+
+static int spawn_vfork(const relay__spawn_req *req, const int cfd[3],
+		       pid_t *pid)
+{
+	volatile int child_err = 0;
+	sigset_t all, old;
+	pid_t p;
+
+	/* No handler of the host may run in the shared-memory child. */
+	sigfillset(&all);
+	pthread_sigmask(SIG_SETMASK, &all, &old);
+	p = vfork();
+	if (p == 0)
+		vfork_child(req, cfd, &child_err);
+	pthread_sigmask(SIG_SETMASK, &old, NULL);
+	if (p < 0)
+		return errno;
+	if (child_err != 0) {
+		while (waitpid(p, NULL, 0) < 0 && errno == EINTR)
+			;
+		return child_err;
+	}
+	*pid = p;
+	return 0;
+}
+
+int relay__spawn(const relay__spawn_req *req, relay_proc *proc,
+		 relay_error *err)
+{
+	int pfd[3] = { -1, -1, -1 }, cfd[3] = { -1, -1, -1 };
+	pid_t pid = -1;
+	int rc = RELAY_EBACKEND, e, i;
+
+	for (i = 0; i < 3; i++) {
+		if (make_pipe(&pfd[i], &cfd[i], i == 0) != 0) {
+			relay__error_set(err, RELAY_EBACKEND, NULL, 0, 0,
+					 "pipe: %s", strerror(errno));
+			goto done;
+		}
+	}
+	if (req->limits && relay__limits_inv_needed(req->limits))
+		e = spawn_vfork(req, cfd, &pid);
+	else
+		e = spawn_posix(req, cfd, &pid);
+	if (e != 0) {
+		relay__error_set(err, RELAY_EBACKEND, NULL, 0, 0,
+				 "spawn %s: %s", req->argv[0], strerror(e));
+		goto done;
+	}
+	proc->pid = pid;
+	proc->stdin_fd = pfd[0];
+	proc->stdout_fd = pfd[1];
+	proc->stderr_fd = pfd[2];
+	pfd[0] = pfd[1] = pfd[2] = -1;
+	rc = 0;
+done:
+	for (i = 0; i < 3; i++) {
+		if (pfd[i] >= 0)
+			close(pfd[i]);
+		if (cfd[i] >= 0)
+			close(cfd[i]);
+	}
+	return rc;
+}
+
+/*
+ * SIGPIPE is process-wide and the host may not ignore it, so block it on
+ * this thread for the write; if the write produced one (EPIPE) and none was
+ * pending before, consume it with a zero-timeout sigtimedwait before
+ * unblocking, so it is never delivered (the technique of git and curl).
+ */
+ssize_t relay__write_nosigpipe(int fd, const void *buf, size_t len)
+{
+	sigset_t pipe_set, old, pending;
+	bool was_pending;
+	ssize_t n;
+	int e;
+
+	sigemptyset(&pipe_set);
+	sigaddset(&pipe_set, SIGPIPE);
+	sigpending(&pending);
+	was_pending = sigismember(&pending, SIGPIPE);
+	pthread_sigmask(SIG_BLOCK, &pipe_set, &old);
+	n = write(fd, buf, len);
+	e = errno;
+	if (n < 0 && e == EPIPE && !was_pending) {
+		struct timespec zero = { 0, 0 };
+
+		while (sigtimedwait(&pipe_set, NULL, &zero) < 0 &&
+		       errno == EINTR)
+			;
+	}
+	pthread_sigmask(SIG_SETMASK, &old, NULL);
+	errno = e;
+	return n;
+}

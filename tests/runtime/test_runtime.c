@@ -1,0 +1,615 @@
+/*
+ * test_runtime.c - the runtime module over the "process" backend: real
+ * processes, exact outcomes, output forwarding, timeouts, stdin, the async
+ * API on libev loops, python3/node bootstraps.
+ */
+#define _GNU_SOURCE
+#include <errno.h>
+#include <signal.h>
+#include <stdio.h>
+#include <sys/wait.h>
+#include <unistd.h>
+
+#include <ev.h>
+
+#include "relay/relay_libev.h"
+#include "relaytest.h"
+#include "rt_helpers.h"
+
+static relay_runtime *rt;
+
+/* Dead (or a zombie waiting for init) within a second. */
+static bool pid_gone(pid_t pid)
+{
+	int i;
+
+	for (i = 0; i < 100; i++) {
+		char path[64], buf[256];
+		FILE *f;
+
+		if (kill(pid, 0) != 0 && errno == ESRCH)
+			return true;
+		snprintf(path, sizeof(path), "/proc/%ld/stat", (long)pid);
+		f = fopen(path, "r");
+		if (f && fgets(buf, sizeof(buf), f) && strstr(buf, ") Z ")) {
+			fclose(f);
+			return true;
+		}
+		if (f)
+			fclose(f);
+		usleep(10000);
+	}
+	return false;
+}
+
+static void open_rt(void)
+{
+	relay_error err;
+
+	rt = make_rt("process", RELAY_LIMITS_NONE, 200, &err);
+	if (!rt)
+		RT_FAILF("relay_runtime_new: %s", err.text);
+	RT_ASSERT(rt != NULL);
+}
+
+static void close_rt(void)
+{
+	relay_runtime_free(rt);
+	rt = NULL;
+}
+
+static void test_runtime__ok(void)
+{
+	relay_run_outcome o;
+	cap c = { 0 };
+
+	open_rt();
+	RT_EQ_INT(run_sh(rt, "echo hi", 5000, &c, &o), 0);
+	RT_EQ_INT(o.status, RELAY_RUN_OK);
+	RT_EQ_INT(o.exit_code, 0);
+	RT_EQ_INT(o.term_signal, 0);
+	RT_EQ_INT(o.timed_out, 0);
+	RT_EQ_STR(o.reason, "");
+	RT_EQ_INT(o.stdout_bytes, 3);
+	RT_EQ_INT(c.n, 1);
+	RT_EQ_STR(c.text[0], "[demo/h@1-0] stdout: hi");
+	RT_EQ_INT(c.stream[0], RELAY_OUTPUT_STDOUT);
+	RT_CHECK(o.duration_us > 0 && o.duration_us < 2000000);
+	cap_free(&c);
+	close_rt();
+}
+
+static void test_runtime__fail_exit3(void)
+{
+	relay_run_outcome o;
+	cap c = { 0 };
+
+	open_rt();
+	RT_EQ_INT(run_sh(rt, "echo oops >&2; exit 3", 5000, &c, &o), 0);
+	RT_EQ_INT(o.status, RELAY_RUN_FAILED);
+	RT_EQ_INT(o.exit_code, 3);
+	RT_EQ_STR(o.reason, "exit status 3");
+	RT_EQ_INT(c.n, 1);
+	RT_EQ_STR(c.text[0], "[demo/h@1-0] stderr: oops");
+	RT_EQ_INT(c.stream[0], RELAY_OUTPUT_STDERR);
+	RT_EQ_INT(o.stderr_bytes, 5);
+	cap_free(&c);
+	close_rt();
+}
+
+static void test_runtime__killed_by_signal(void)
+{
+	relay_run_outcome o;
+	cap c = { 0 };
+
+	open_rt();
+	RT_EQ_INT(run_sh(rt, "kill -SEGV $$", 5000, &c, &o), 0);
+	RT_EQ_INT(o.status, RELAY_RUN_FAILED);
+	RT_EQ_INT(o.exit_code, -1);
+	RT_EQ_INT(o.term_signal, SIGSEGV);
+	RT_EQ_STR(o.reason, "killed by signal 11 (SIGSEGV)");
+	cap_free(&c);
+	close_rt();
+}
+
+static void test_runtime__timeout_sigterm(void)
+{
+	relay_run_outcome o;
+	cap c = { 0 };
+
+	open_rt();
+	RT_EQ_INT(run_sh(rt, "echo start; exec sleep 30", 300, &c, &o), 0);
+	RT_EQ_INT(o.status, RELAY_RUN_TIMEOUT);
+	RT_EQ_INT(o.timed_out, 1);
+	RT_EQ_INT(o.term_signal, SIGTERM);
+	RT_EQ_STR(o.reason, "timed out after 300ms");
+	RT_CHECK(o.duration_us >= 300000 && o.duration_us < 1500000);
+	RT_CHECK(cap_has(&c, "start"));
+	cap_free(&c);
+	close_rt();
+}
+
+/* A handler that ignores SIGTERM is SIGKILLed after the grace (200ms). */
+static void test_runtime__timeout_sigkill_after_grace(void)
+{
+	relay_run_outcome o;
+	cap c = { 0 };
+
+	open_rt();
+	RT_EQ_INT(run_sh(rt, "trap '' TERM; sleep 30", 300, &c, &o), 0);
+	RT_EQ_INT(o.status, RELAY_RUN_TIMEOUT);
+	RT_EQ_INT(o.term_signal, SIGKILL);
+	RT_CHECK(o.duration_us >= 500000 && o.duration_us < 2000000);
+	cap_free(&c);
+	close_rt();
+}
+
+static void test_runtime__default_and_max_timeout(void)
+{
+	const char *argv[] = { "/bin/true", NULL };
+	relay_exec_spec s = sh_spec(argv, RELAY_RUNTIME_TIMEOUT_MAX_MS + 1);
+	relay_run_outcome o;
+	relay_error err;
+
+	open_rt();
+	RT_EQ_INT(relay_runtime_run_sync(rt, &s, NULL, NULL, &o, &err),
+		  RELAY_EINVAL);
+	RT_CHECK(strstr(err.text, "exceeds 5m") != NULL);
+	s.timeout_ms = RELAY_RUNTIME_TIMEOUT_MAX_MS;
+	RT_EQ_INT(relay_runtime_run_sync(rt, &s, NULL, NULL, &o, NULL), 0);
+	RT_EQ_INT(o.status, RELAY_RUN_OK);
+	s.timeout_ms = 0; /* default 6s */
+	RT_EQ_INT(relay_runtime_run_sync(rt, &s, NULL, NULL, &o, NULL), 0);
+	RT_EQ_INT(o.status, RELAY_RUN_OK);
+	close_rt();
+}
+
+/* The handler sees exactly the event bytes on stdin. */
+static void test_runtime__event_on_stdin_byte_identical(void)
+{
+	static const char ev[] = "{\"event_name\":\"INSERT\",\"s\":\"\xc3\xa9 \\n"
+				 " \\u0000 tab\\t\",\"n\":[1,2.5e3,null]}";
+	const char *argv[] = { "/bin/cat", NULL };
+	relay_exec_spec s = sh_spec(argv, 5000);
+	relay_run_outcome o;
+	cap c = { 0 };
+
+	open_rt();
+	s.event = ev;
+	s.event_len = sizeof(ev) - 1;
+	RT_EQ_INT(relay_runtime_run_sync(rt, &s, cap_cb, &c, &o, NULL), 0);
+	RT_EQ_INT(o.status, RELAY_RUN_OK);
+	RT_EQ_INT(o.stdout_bytes, sizeof(ev) - 1);
+	RT_EQ_INT(c.n, 1);
+	RT_EQ_STR(cap_line(&c, 0), ev);
+	cap_free(&c);
+	close_rt();
+}
+
+/* A handler that never reads stdin, with an event far larger than a pipe
+ * buffer, neither wedges nor kills the host with SIGPIPE. */
+static void test_runtime__ignores_stdin(void)
+{
+	const char *argv[] = { "/bin/sh", "-c", "exec 0<&-; sleep 0.1; "
+			       "echo done", NULL };
+	relay_exec_spec s = sh_spec(argv, 5000);
+	size_t len = 4u << 20;
+	char *big = malloc(len);
+	relay_run_outcome o;
+	cap c = { 0 };
+
+	open_rt();
+	memset(big, 'x', len);
+	s.event = big;
+	s.event_len = len;
+	RT_EQ_INT(relay_runtime_run_sync(rt, &s, cap_cb, &c, &o, NULL), 0);
+	RT_EQ_INT(o.status, RELAY_RUN_OK);
+	RT_CHECK(cap_has(&c, "done"));
+	argv[2] = "echo early";  /* exits without reading at all */
+	RT_EQ_INT(relay_runtime_run_sync(rt, &s, NULL, NULL, &o, NULL), 0);
+	RT_EQ_INT(o.status, RELAY_RUN_OK);
+	RT_CHECK(o.duration_us < 2000000);
+	free(big);
+	cap_free(&c);
+	close_rt();
+}
+
+static bool env_line(const cap *c, const char *kv)
+{
+	return cap_has(c, kv);
+}
+
+static void test_runtime__clean_environment(void)
+{
+	const char *argv[] = { "/usr/bin/env", NULL };
+	const char *env[] = { "FOO=bar", "RELAY_HANDLER=spoofed", NULL };
+	relay_exec_spec s = sh_spec(argv, 5000);
+	relay_run_outcome o;
+	cap c = { 0 };
+
+	open_rt();
+	setenv("RELAY_TEST_DAEMON_SECRET", "hunter2", 1);
+	s.env = env;
+	RT_EQ_INT(relay_runtime_run_sync(rt, &s, cap_cb, &c, &o, NULL), 0);
+	RT_EQ_INT(o.status, RELAY_RUN_OK);
+	RT_CHECK(env_line(&c, "RELAY_HANDLER=h"));
+	RT_CHECK(env_line(&c, "RELAY_APP=demo"));
+	RT_CHECK(env_line(&c, "RELAY_MESSAGE_ID=1-0"));
+	RT_CHECK(env_line(&c, "FOO=bar"));
+	RT_CHECK(env_line(&c, "HOME=/tmp"));
+	RT_CHECK(env_line(&c, "LANG=C.UTF-8"));
+	RT_CHECK(env_line(&c, "PATH=/usr/local/bin:/usr/bin:/bin"));
+	RT_CHECK(!cap_contains(&c, "hunter2"));
+	RT_EQ_INT(c.n, 7);
+	cap_free(&c);
+	/* Without a message id there is no RELAY_MESSAGE_ID. */
+	s.message_id = NULL;
+	RT_EQ_INT(relay_runtime_run_sync(rt, &s, cap_cb, &c, &o, NULL), 0);
+	RT_EQ_INT(c.n, 6);
+	RT_CHECK(!cap_contains(&c, "RELAY_MESSAGE_ID"));
+	RT_CHECK(strncmp(c.text[0], "[demo/h] stdout: ", 17) == 0);
+	unsetenv("RELAY_TEST_DAEMON_SECRET");
+	cap_free(&c);
+	close_rt();
+}
+
+/* Relative commands resolve in the app directory, which is the cwd. */
+static void test_runtime__cwd_is_app_dir(void)
+{
+	const char *argv[] = { "./hello.sh", NULL };
+	relay_exec_spec s = sh_spec(argv, 5000);
+	relay_run_outcome o;
+	cap c = { 0 };
+
+	open_rt();
+	RT_EQ_INT(relay_runtime_run_sync(rt, &s, cap_cb, &c, &o, NULL), 0);
+	RT_EQ_INT(o.status, RELAY_RUN_OK);
+	RT_EQ_INT(c.n, 2);
+	RT_EQ_STR(cap_line(&c, 0), "hello h");
+	RT_EQ_STR(cap_line(&c, 1), demo_app_dir());
+	cap_free(&c);
+	close_rt();
+}
+
+static void test_runtime__command_not_found(void)
+{
+	const char *argv[] = { "no-such-command-relay", NULL };
+	relay_exec_spec s = sh_spec(argv, 5000);
+	relay_run_outcome o;
+	relay_error err;
+
+	open_rt();
+	RT_EQ_INT(relay_runtime_run_sync(rt, &s, NULL, NULL, &o, &err),
+		  RELAY_EBACKEND);
+	RT_EQ_STR(err.text, "spawn no-such-command-relay: command not found");
+	argv[0] = "./missing.sh";
+	RT_EQ_INT(relay_runtime_run_sync(rt, &s, NULL, NULL, &o, &err),
+		  RELAY_EBACKEND);
+	RT_EQ_STR(err.text, "spawn ./missing.sh: No such file or directory");
+	RT_EQ_INT(relay_runtime_active(rt), 0);
+	close_rt();
+}
+
+/* Pieces of a line across writes join; an unterminated last line is
+ * delivered; over-long lines are split into max_line pieces. */
+static void test_runtime__partial_and_long_lines(void)
+{
+	relay_run_outcome o;
+	cap c = { 0 };
+
+	open_rt();
+	RT_EQ_INT(run_sh(rt, "printf abc; sleep 0.1; printf 'def\\n\\nxyz'",
+			 5000, &c, &o), 0);
+	RT_EQ_INT(c.n, 3);
+	RT_EQ_STR(cap_line(&c, 0), "abcdef");
+	RT_EQ_STR(cap_line(&c, 1), "");
+	RT_EQ_STR(cap_line(&c, 2), "xyz");
+	RT_EQ_INT(c.partial[2], 0);
+	cap_free(&c);
+	RT_EQ_INT(run_sh(rt, "head -c 40000 /dev/zero | tr '\\0' x", 5000,
+			 &c, &o), 0);
+	RT_EQ_INT(c.n, 3);
+	RT_EQ_INT(strlen(cap_line(&c, 0)), 16384);
+	RT_EQ_INT(c.partial[0], 1);
+	RT_EQ_INT(strlen(cap_line(&c, 1)), 16384);
+	RT_EQ_INT(c.partial[1], 1);
+	RT_EQ_INT(strlen(cap_line(&c, 2)), 40000 - 2 * 16384);
+	RT_EQ_INT(c.partial[2], 0);
+	cap_free(&c);
+	close_rt();
+}
+
+#define NOTE "[relay: output limit reached, further output dropped]"
+
+/* 10 MB of output: all of it is read (counted), forwarding stops at the
+ * cap with one note, memory stays bounded by the line buffer. */
+static void test_runtime__ten_megabytes(void)
+{
+	relay_run_outcome o;
+	cap c = { 0 };
+
+	open_rt();
+	RT_EQ_INT(run_sh(rt, "yes 0123456789abcdef | head -c 10485760",
+			 20000, &c, &o), 0);
+	RT_EQ_INT(o.status, RELAY_RUN_OK);
+	RT_EQ_INT(o.stdout_bytes, 10485760);
+	RT_CHECK(cap_has(&c, NOTE));
+	/* forwarded content + their newlines + dropped = everything read */
+	RT_CHECK(c.bytes - strlen(NOTE) <= 1024 * 1024);
+	RT_CHECK(c.bytes - strlen(NOTE) > 1024 * 1024 - 64);
+	RT_EQ_INT(c.bytes - strlen(NOTE) + (c.n - 1) + o.dropped_bytes,
+		  10485760);
+	cap_free(&c);
+	close_rt();
+}
+
+static void test_runtime__ten_megabytes_unlimited(void)
+{
+	relay_runtime_options opt = RELAY_RUNTIME_OPTIONS_INIT;
+	relay_run_outcome o;
+	cap c = { 0 };
+
+	opt.backend = "process";
+	opt.limits = RELAY_LIMITS_NONE;
+	opt.max_output_bytes = UINT64_MAX;
+	RT_ASSERT(relay_runtime_new(&rt, &opt, NULL) == 0);
+	RT_EQ_INT(run_sh(rt, "yes 0123456789abcdef | head -c 10485760",
+			 20000, &c, &o), 0);
+	RT_EQ_INT(o.stdout_bytes, 10485760);
+	RT_EQ_INT(o.dropped_bytes, 0);
+	/* 17-byte lines: 616809 full ones and a 7-byte tail. */
+	RT_EQ_INT(c.n, 10485760 / 17 + 1);
+	RT_EQ_STR(cap_line(&c, c.n - 1), "0123456");
+	cap_free(&c);
+	close_rt();
+}
+
+/* Background children do not keep a finished invocation alive, and die. */
+static void test_runtime__leftover_children_killed(void)
+{
+	relay_run_outcome o;
+	cap c = { 0 };
+	long pid;
+
+	open_rt();
+	RT_EQ_INT(run_sh(rt, "sleep 30 & echo $!", 5000, &c, &o), 0);
+	RT_EQ_INT(o.status, RELAY_RUN_OK);
+	RT_CHECK(o.duration_us < 1000000);
+	RT_ASSERT(c.n == 1);
+	pid = strtol(cap_line(&c, 0), NULL, 10);
+	RT_CHECK(pid > 0);
+	RT_CHECK(pid_gone((pid_t)pid));
+	cap_free(&c);
+	close_rt();
+}
+
+/* ---- the async API ------------------------------------------------- */
+
+struct acount {
+	int done, ok, cancelled;
+	relay_run_status last;
+};
+
+static void count_done(const relay_run_outcome *o, void *payload)
+{
+	struct acount *a = payload;
+
+	a->done++;
+	a->ok += o->status == RELAY_RUN_OK;
+	a->cancelled += o->status == RELAY_RUN_CANCELLED;
+	a->last = o->status;
+}
+
+static void run_async_on(struct ev_loop *loop)
+{
+	const char *argv[] = { "/bin/sh", "-c", "sleep 0.2; cat", NULL };
+	relay_exec_spec s = sh_spec(argv, 5000);
+	struct acount a = { 0 };
+	ev_tstamp t0;
+	int i;
+
+	open_rt();
+	RT_EQ_INT(relay_runtime_run(rt, &s, NULL, count_done, &a, NULL, NULL),
+		  RELAY_EINVAL); /* not attached */
+	RT_EQ_INT(relay_runtime_libev_attach(rt, loop), 0);
+	s.event = "{}";
+	s.event_len = 2;
+	ev_now_update(loop);
+	t0 = ev_now(loop);
+	for (i = 0; i < 4; i++)
+		RT_EQ_INT(relay_runtime_run(rt, &s, NULL, count_done, &a,
+					    NULL, NULL), 0);
+	RT_EQ_INT(relay_runtime_active(rt), 4);
+	RT_EQ_INT(a.done, 0); /* never from inside the call */
+	ev_run(loop, 0);
+	ev_now_update(loop);
+	RT_EQ_INT(a.done, 4);
+	RT_EQ_INT(a.ok, 4);
+	/* They ran concurrently: well under 4 * 0.2s. */
+	RT_CHECK(ev_now(loop) - t0 < 0.6);
+	RT_EQ_INT(relay_runtime_active(rt), 0);
+	close_rt();
+}
+
+static void test_runtime__async_private_loop(void)
+{
+	struct ev_loop *loop = ev_loop_new(EVFLAG_AUTO);
+
+	run_async_on(loop);
+	ev_loop_destroy(loop);
+}
+
+static void test_runtime__async_default_loop(void)
+{
+	run_async_on(ev_default_loop(0));
+}
+
+static void test_runtime__cancel(void)
+{
+	const char *argv[] = { "/bin/sleep", "30", NULL };
+	relay_exec_spec s = sh_spec(argv, 5000);
+	struct ev_loop *loop = ev_loop_new(EVFLAG_AUTO);
+	struct acount a = { 0 };
+	relay_run *run = NULL;
+
+	open_rt();
+	relay_runtime_libev_attach(rt, loop);
+	RT_EQ_INT(relay_runtime_run(rt, &s, NULL, count_done, &a, &run, NULL),
+		  0);
+	RT_ASSERT(run != NULL);
+	relay_run_cancel(run);
+	ev_run(loop, 0);
+	RT_EQ_INT(a.done, 1);
+	RT_EQ_INT(a.cancelled, 1);
+	/* Freeing the runtime with runs in flight reports them cancelled. */
+	RT_EQ_INT(relay_runtime_run(rt, &s, NULL, count_done, &a, NULL, NULL),
+		  0);
+	RT_EQ_INT(relay_runtime_run(rt, &s, NULL, count_done, &a, NULL, NULL),
+		  0);
+	close_rt();
+	RT_EQ_INT(a.done, 3);
+	RT_EQ_INT(a.cancelled, 3);
+	ev_loop_destroy(loop);
+}
+
+/* ---- runtimes ------------------------------------------------------ */
+
+static relay_exec_spec lang_spec(relay_runtime_kind k, const char *handler,
+				 const char *event)
+{
+	relay_exec_spec s = sh_spec(NULL, 10000);
+
+	s.runtime = k;
+	s.handler = handler;
+	s.event = event;
+	s.event_len = strlen(event);
+	return s;
+}
+
+static void check_lang(relay_runtime_kind k)
+{
+	relay_exec_spec s;
+	relay_run_outcome o;
+	cap c = { 0 };
+
+	s = lang_spec(k, "events.created.handler", "{\"name\":\"ada\"}");
+	RT_EQ_INT(relay_runtime_run_sync(rt, &s, cap_cb, &c, &o, NULL), 0);
+	RT_EQ_INT(o.status, RELAY_RUN_OK);
+	RT_CHECK(cap_has(&c, "name=ada"));
+	RT_EQ_STR(c.text[0], "[demo/events.created.handler@1-0] stdout: "
+		  "name=ada");
+	cap_free(&c);
+
+	s = lang_spec(k, "events.created.fail", "{}");
+	RT_EQ_INT(relay_runtime_run_sync(rt, &s, cap_cb, &c, &o, NULL), 0);
+	RT_EQ_INT(o.status, RELAY_RUN_FAILED);
+	RT_EQ_INT(o.exit_code, 1);
+	RT_CHECK(cap_contains(&c, k == RELAY_RUNTIME_PYTHON3
+			      ? "ValueError: boom" : "Error: boom"));
+	RT_CHECK(cap_contains(&c, k == RELAY_RUNTIME_PYTHON3
+			      ? "Traceback" : "at exports.fail"));
+	RT_CHECK(c.n > 0 && c.stream[c.n - 1] == RELAY_OUTPUT_STDERR);
+	cap_free(&c);
+
+	s = lang_spec(k, "events.created.exit3", "{}");
+	RT_EQ_INT(relay_runtime_run_sync(rt, &s, cap_cb, &c, &o, NULL), 0);
+	RT_EQ_INT(o.exit_code, 3);
+	cap_free(&c);
+
+	s = lang_spec(k, "events.created.later", "{\"n\":7}");
+	RT_EQ_INT(relay_runtime_run_sync(rt, &s, cap_cb, &c, &o, NULL), 0);
+	RT_EQ_INT(o.status, RELAY_RUN_OK);
+	RT_CHECK(cap_has(&c, "async 7"));
+	cap_free(&c);
+
+	s = lang_spec(k, "events.missing.handler", "{}");
+	RT_EQ_INT(relay_runtime_run_sync(rt, &s, cap_cb, &c, &o, NULL), 0);
+	RT_EQ_INT(o.exit_code, 1);
+	cap_free(&c);
+
+	s = lang_spec(k, "nodot", "{}");
+	RT_EQ_INT(relay_runtime_run_sync(rt, &s, cap_cb, &c, &o, NULL),
+		  RELAY_EINVAL);
+}
+
+static void test_runtime__python3(void)
+{
+	if (!have_prog("/usr/bin/python3"))
+		RT_SKIP("python3 not installed");
+	open_rt();
+	check_lang(RELAY_RUNTIME_PYTHON3);
+	close_rt();
+}
+
+static void test_runtime__node(void)
+{
+	if (!have_prog("/usr/bin/node"))
+		RT_SKIP("node not installed");
+	open_rt();
+	check_lang(RELAY_RUNTIME_NODE);
+	close_rt();
+}
+
+static void test_runtime__kind_names(void)
+{
+	relay_runtime_kind k;
+
+	RT_EQ_INT(relay_runtime_kind_parse("python3", &k), 0);
+	RT_EQ_INT(k, RELAY_RUNTIME_PYTHON3);
+	RT_EQ_INT(relay_runtime_kind_parse("node", &k), 0);
+	RT_EQ_INT(k, RELAY_RUNTIME_NODE);
+	RT_EQ_INT(relay_runtime_kind_parse("exec", &k), 0);
+	RT_EQ_INT(k, RELAY_RUNTIME_EXEC);
+	RT_EQ_INT(relay_runtime_kind_parse("python", &k), RELAY_EINVAL);
+	RT_EQ_STR(relay_runtime_kind_name(RELAY_RUNTIME_NODE), "node");
+}
+
+static void test_runtime__backend_registry(void)
+{
+	relay_runtime_options opt = RELAY_RUNTIME_OPTIONS_INIT;
+	relay_runtime_backend tbl;
+	relay_error err;
+
+	opt.backend = "docker";
+	RT_EQ_INT(relay_runtime_new(&rt, &opt, &err), RELAY_ENOTFOUND);
+	RT_EQ_STR(err.text, "unknown runtime backend \"docker\"");
+	RT_EQ_INT(relay_runtime_backend_init(&tbl, 0), RELAY_EINVAL);
+	RT_EQ_INT(relay_runtime_backend_init(&tbl, 2), RELAY_EINVAL);
+	RT_EQ_INT(relay_runtime_backend_init(&tbl, 1), 0);
+	RT_EQ_INT(tbl.proc_size, sizeof(relay_proc));
+	open_rt();
+	RT_EQ_STR(relay_runtime_backend_name(rt), "process");
+	RT_EQ_INT(relay_runtime_limits_mode(rt), RELAY_LIMITS_NONE);
+	close_rt();
+	relay_runtime_free(NULL);
+}
+
+static const rt_case cases[] = {
+	RT_CASE(test_runtime__ok),
+	RT_CASE(test_runtime__fail_exit3),
+	RT_CASE(test_runtime__killed_by_signal),
+	RT_CASE(test_runtime__timeout_sigterm),
+	RT_CASE(test_runtime__timeout_sigkill_after_grace),
+	RT_CASE(test_runtime__default_and_max_timeout),
+	RT_CASE(test_runtime__event_on_stdin_byte_identical),
+	RT_CASE(test_runtime__ignores_stdin),
+	RT_CASE(test_runtime__clean_environment),
+	RT_CASE(test_runtime__cwd_is_app_dir),
+	RT_CASE(test_runtime__command_not_found),
+	RT_CASE(test_runtime__partial_and_long_lines),
+	RT_CASE(test_runtime__ten_megabytes),
+	RT_CASE(test_runtime__ten_megabytes_unlimited),
+	RT_CASE(test_runtime__leftover_children_killed),
+	RT_CASE(test_runtime__async_private_loop),
+	RT_CASE(test_runtime__async_default_loop),
+	RT_CASE(test_runtime__cancel),
+	RT_CASE(test_runtime__python3),
+	RT_CASE(test_runtime__node),
+	RT_CASE(test_runtime__kind_names),
+	RT_CASE(test_runtime__backend_registry),
+};
+
+int main(int argc, char **argv)
+{
+	return rt_main(argc, argv, cases, RT_NCASES(cases));
+}
