@@ -37,12 +37,29 @@ typedef struct builder {
 	int oom;
 } builder;
 
+/*
+ * The 1-based start of @ev, or 0:0 when libfyaml has none (an empty plain
+ * scalar, as in "key:" with no value: the caller then uses the key's).
+ * libfyaml marks an alias at the anchor name (one past the '*') and a
+ * quoted scalar at its first content character (one past the quote); we
+ * point at the '*' and the opening quote, as editors do.
+ */
 static void mark_of(struct fy_event *ev, int *line, int *col)
 {
 	const struct fy_mark *m = fy_event_start_mark(ev);
+	int back = 0;
 
-	*line = m ? m->line + 1 : 1;
-	*col = m ? m->column + 1 : 1;
+	*line = m ? m->line + 1 : 0;
+	*col = m ? m->column + 1 : 0;
+	if (ev->type == FYET_ALIAS)
+		back = 1;
+	else if (ev->type == FYET_SCALAR) {
+		enum fy_scalar_style st = fy_token_scalar_style(ev->scalar.value);
+
+		back = st == FYSS_SINGLE_QUOTED || st == FYSS_DOUBLE_QUOTED;
+	}
+	if (m && back && *col > 1)
+		(*col)--;
 }
 
 static int streq(const char *s, size_t n, const char *lit)
@@ -126,10 +143,14 @@ enum relay__pnode_kind relay__yaml_plain_kind(const char *s, size_t n)
 
 static void problem(builder *b, struct fy_event *ev, const char *what)
 {
-	int line = 1, col = 1;
+	int line = 0, col = 0;
 
 	if (ev)
 		mark_of(ev, &line, &col);
+	if (line == 0) {
+		line = 1;
+		col = 1;
+	}
 	if (relay__diags_add(b->d, RELAY_EPARSE, b->path, line, col, "%s",
 			     what))
 		b->oom = 1;
@@ -284,6 +305,10 @@ static int collection(builder *b, struct fy_event *start, relay__pnode *n,
 		}
 		if (!rc)
 			rc = build_node(b, ev, child, depth + 1);
+		if (!rc && child->line == 0) {
+			child->line = is_map ? child->key_line : n->line;
+			child->column = is_map ? child->key_column : n->column;
+		}
 		fy_parser_event_free(b->fyp, ev);
 		if (rc)
 			return rc;
