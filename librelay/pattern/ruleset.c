@@ -1,23 +1,586 @@
 /*
- * ruleset.c - FIRST CUT: a ruleset is a list of pattern copies; raw JSON is
- * decoded with jansson. Replaced by the indexed matcher.
+ * ruleset.c - building the match index (see ruleset_int.h for its shape).
+ *
+ * relay_ruleset_add() only keeps a private copy of the pattern; the index
+ * is built by relay_ruleset_build(), when every rule is known, because the
+ * choice of anchors uses statistics over all rules (how many distinct
+ * literals are tested at a path). Building is linear in the size of the
+ * patterns: children and string literals are found through hash maps, so
+ * a thousand rules load in well under a millisecond.
  */
-#include <stdio.h>
+#include <math.h>
 #include <string.h>
 
-#include "pattern_int.h"
+#include "ruleset_int.h"
 
-struct relay_ruleset {
-	relay_pattern **pats;
-	size_t n, cap;
-	bool built;
-};
+/* ---------------------------------------------------------------- smap */
 
-struct relay_matcher {
-	const relay_ruleset *rs;
-	uint32_t *ids;
-	char errstr[200];
-};
+uint32_t relay__hash(const char *s, size_t len)
+{
+	uint64_t h = 0x9e3779b97f4a7c15ULL ^ len, w;
+
+	while (len >= 8) {
+		memcpy(&w, s, 8);
+		h = (h ^ w) * 0xbf58476d1ce4e5b9ULL;
+		h ^= h >> 31;
+		s += 8;
+		len -= 8;
+	}
+	if (len) {
+		w = 0;
+		memcpy(&w, s, len);
+		h = (h ^ w) * 0xbf58476d1ce4e5b9ULL;
+		h ^= h >> 31;
+	}
+	h *= 0x94d049bb133111ebULL;
+	h ^= h >> 29;
+	return (uint32_t)h;
+}
+
+uint32_t relay__smap_get(const relay__smap *m, const char *s, size_t len)
+{
+	uint32_t i, e, hash;
+
+	if (m->n <= 4) {
+		for (i = 0; i < m->n; i++)
+			if (m->ents[i].len == len &&
+			    memcmp(m->ents[i].s, s, len) == 0)
+				return m->ents[i].val;
+		return RELAY__NONE;
+	}
+	hash = relay__hash(s, len);
+	for (i = hash & m->mask;; i = (i + 1) & m->mask) {
+		e = m->tab[i];
+		if (e == RELAY__NONE)
+			return RELAY__NONE;
+		if (m->ents[e].hash == hash && m->ents[e].len == len &&
+		    memcmp(m->ents[e].s, s, len) == 0)
+			return m->ents[e].val;
+	}
+}
+
+static int smap_rehash(relay__smap *m, uint32_t size)
+{
+	uint32_t *tab = relay__malloc(size * sizeof(*tab)), i, j;
+
+	if (!tab)
+		return RELAY_ENOMEM;
+	memset(tab, 0xff, size * sizeof(*tab));
+	for (i = 0; i < m->n; i++) {
+		for (j = m->ents[i].hash & (size - 1); tab[j] != RELAY__NONE;
+		     j = (j + 1) & (size - 1))
+			;
+		tab[j] = i;
+	}
+	relay__free(m->tab);
+	m->tab = tab;
+	m->mask = size - 1;
+	return 0;
+}
+
+/* Add s -> val; the caller checked that s is not present yet. */
+static int smap_put(relay__smap *m, const char *s, size_t len, uint32_t val)
+{
+	uint32_t hash = relay__hash(s, len), i;
+
+	if (len > UINT32_MAX)
+		return RELAY_EINVAL;
+	if (m->n == m->cap) {
+		uint32_t cap = m->cap ? m->cap * 2 : 4;
+		relay__sent *e = relay__realloc(m->ents, cap * sizeof(*e));
+
+		if (!e)
+			return RELAY_ENOMEM;
+		m->ents = e;
+		m->cap = cap;
+	}
+	m->ents[m->n].s = s;
+	m->ents[m->n].len = (uint32_t)len;
+	m->ents[m->n].hash = hash;
+	m->ents[m->n].val = val;
+	m->n++;
+	/* keep the load factor at most 1/2 */
+	if (!m->tab || m->n * 2 > m->mask + 1)
+		return smap_rehash(m, m->tab ? (m->mask + 1) * 2 : 16);
+	for (i = hash & m->mask; m->tab[i] != RELAY__NONE;
+	     i = (i + 1) & m->mask)
+		;
+	m->tab[i] = m->n - 1;
+	return 0;
+}
+
+static void smap_fini(relay__smap *m)
+{
+	relay__free(m->ents);
+	relay__free(m->tab);
+}
+
+/* ---------------------------------------------------------------- nodes */
+
+static int grow(void **p, uint32_t *cap, uint32_t need, size_t size)
+{
+	uint32_t c = *cap ? *cap : 8;
+	void *np;
+
+	if (need <= *cap)
+		return 0;
+	while (c < need)
+		c *= 2;
+	np = relay__realloc(*p, (size_t)c * size);
+	if (!np)
+		return RELAY_ENOMEM;
+	*p = np;
+	*cap = c;
+	return 0;
+}
+
+static int node_new(relay_ruleset *rs, uint32_t *out)
+{
+	relay__tnode *n;
+	void *p = rs->nodes;
+	int rc = grow(&p, &rs->cap_nodes, rs->nnodes + 1, sizeof(*n));
+
+	rs->nodes = p;
+	if (rc)
+		return rc;
+	n = &rs->nodes[rs->nnodes];
+	memset(n, 0, sizeof(*n));
+	n->present = n->eq_true = n->eq_false = n->eq_null = RELAY__NONE;
+	*out = rs->nnodes++;
+	return 0;
+}
+
+static int node_child(relay_ruleset *rs, uint32_t node, const char *name,
+		      size_t len, uint32_t *out)
+{
+	uint32_t c = relay__smap_get(&rs->nodes[node].kids, name, len);
+	int rc;
+
+	if (c != RELAY__NONE) {
+		*out = c;
+		return 0;
+	}
+	rc = node_new(rs, &c);
+	if (!rc)
+		rc = smap_put(&rs->nodes[node].kids, name, len, c);
+	*out = c;
+	return rc;
+}
+
+static int leaf_new(relay_ruleset *rs, uint32_t node,
+		    enum relay__pat_kind kind, uint32_t *out)
+{
+	relay__tnode *n = &rs->nodes[node];
+	uint32_t cap = rs->cap_leaves, *nl;
+	void *p;
+	int rc;
+
+	p = rs->leaf_node;
+	rc = grow(&p, &cap, rs->nleaves + 1, sizeof(uint32_t));
+	rs->leaf_node = p;
+	if (rc)
+		return rc;
+	if (cap != rs->cap_leaves) {
+		uint8_t *k = relay__realloc(rs->leaf_kind, cap);
+
+		if (!k)
+			return RELAY_ENOMEM;
+		rs->leaf_kind = k;
+		rs->cap_leaves = cap;
+	}
+	nl = relay__realloc(n->leaves, (n->nleaves + 1) * sizeof(*nl));
+	if (!nl)
+		return RELAY_ENOMEM;
+	n->leaves = nl;
+	n->leaves[n->nleaves++] = rs->nleaves;
+	rs->leaf_node[rs->nleaves] = node;
+	rs->leaf_kind[rs->nleaves] = (uint8_t)kind;
+	*out = rs->nleaves++;
+	return 0;
+}
+
+/* A slot leaf (presence, true, false, null): made on first use. */
+static int slot_leaf(relay_ruleset *rs, uint32_t node, uint32_t *slot,
+		     enum relay__pat_kind kind, uint32_t *out)
+{
+	int rc;
+
+	if (*slot != RELAY__NONE) {
+		*out = *slot;
+		return 0;
+	}
+	rc = leaf_new(rs, node, kind, out); /* does not move rs->nodes */
+	if (!rc)
+		*slot = *out;
+	return rc;
+}
+
+static int sent_leaf(relay_ruleset *rs, uint32_t node, int suffix,
+		     const relay__pat_alt *a, uint32_t *out)
+{
+	relay__tnode *n = &rs->nodes[node];
+	relay__sent **arr = suffix ? &n->suffix : &n->prefix;
+	uint32_t *cnt = suffix ? &n->nsuffix : &n->nprefix, i;
+	relay__sent *na;
+	int rc;
+
+	for (i = 0; i < *cnt; i++)
+		if ((*arr)[i].len == a->len &&
+		    memcmp((*arr)[i].s, a->str, a->len) == 0) {
+			*out = (*arr)[i].val;
+			return 0;
+		}
+	if (a->len > UINT32_MAX)
+		return RELAY_EINVAL;
+	rc = leaf_new(rs, node, a->kind, out);
+	if (rc)
+		return rc;
+	n = &rs->nodes[node];
+	arr = suffix ? &n->suffix : &n->prefix;
+	na = relay__realloc(*arr, (*cnt + 1) * sizeof(*na));
+	if (!na)
+		return RELAY_ENOMEM;
+	*arr = na;
+	na[*cnt].s = a->str;
+	na[*cnt].len = (uint32_t)a->len;
+	na[*cnt].hash = 0;
+	na[*cnt].val = *out;
+	(*cnt)++;
+	n->want_str = 1;
+	return 0;
+}
+
+static int num_leaf(relay_ruleset *rs, uint32_t node, const relay__pat_alt *a,
+		    uint32_t *out)
+{
+	relay__tnode *n = &rs->nodes[node];
+	int eq = a->kind == RELAY__PAT_EQ_NUM;
+	relay__numleaf **arr = eq ? &n->eq_num : &n->cmp_num, *na;
+	uint32_t *cnt = eq ? &n->neq_num : &n->ncmp_num, i;
+	int rc;
+
+	for (i = 0; i < *cnt; i++)
+		if ((*arr)[i].num == a->num && (eq || (*arr)[i].op == a->op)) {
+			*out = (*arr)[i].leaf;
+			return 0;
+		}
+	rc = leaf_new(rs, node, a->kind, out);
+	if (rc)
+		return rc;
+	na = relay__realloc(*arr, (*cnt + 1) * sizeof(*na));
+	if (!na)
+		return RELAY_ENOMEM;
+	*arr = na;
+	na[*cnt].num = a->num;
+	na[*cnt].op = a->op;
+	na[*cnt].leaf = *out;
+	(*cnt)++;
+	n->want_num = 1;
+	return 0;
+}
+
+static int time_leaf(relay_ruleset *rs, uint32_t node,
+		     const relay__pat_alt *a, uint32_t *out)
+{
+	relay__tnode *n = &rs->nodes[node];
+	relay__timeleaf *na;
+	uint32_t i;
+	int rc;
+
+	for (i = 0; i < n->ncmp_time; i++)
+		if (n->cmp_time[i].offset_ms == a->offset_ms &&
+		    n->cmp_time[i].op == a->op) {
+			*out = n->cmp_time[i].leaf;
+			return 0;
+		}
+	rc = leaf_new(rs, node, a->kind, out);
+	if (rc)
+		return rc;
+	na = relay__realloc(n->cmp_time, (n->ncmp_time + 1) * sizeof(*na));
+	if (!na)
+		return RELAY_ENOMEM;
+	n->cmp_time = na;
+	na[n->ncmp_time].offset_ms = a->offset_ms;
+	na[n->ncmp_time].op = a->op;
+	na[n->ncmp_time].leaf = *out;
+	n->ncmp_time++;
+	n->want_str = 1;
+	return 0;
+}
+
+static int str_leaf(relay_ruleset *rs, uint32_t node, const relay__pat_alt *a,
+		    uint32_t *out)
+{
+	relay__tnode *n = &rs->nodes[node];
+	uint32_t l = relay__smap_get(&n->eq_str, a->str, a->len);
+	int rc;
+
+	if (l != RELAY__NONE) {
+		*out = l;
+		return 0;
+	}
+	rc = leaf_new(rs, node, a->kind, out);
+	if (rc)
+		return rc;
+	rs->nodes[node].want_str = 1;
+	return smap_put(&rs->nodes[node].eq_str, a->str, a->len, *out);
+}
+
+/* The leaf that alternative @a (not a MAP, not exists) tests at @node. */
+static int alt_leaf(relay_ruleset *rs, uint32_t node, const relay__pat_alt *a,
+		    uint32_t *out)
+{
+	relay__tnode *n = &rs->nodes[node];
+
+	switch (a->kind) {
+	case RELAY__PAT_EQ_STR:
+		return str_leaf(rs, node, a, out);
+	case RELAY__PAT_PREFIX:
+	case RELAY__PAT_SUFFIX:
+		return sent_leaf(rs, node, a->kind == RELAY__PAT_SUFFIX, a,
+				 out);
+	case RELAY__PAT_EQ_NUM:
+	case RELAY__PAT_CMP_NUM:
+		return num_leaf(rs, node, a, out);
+	case RELAY__PAT_CMP_TIME:
+		return time_leaf(rs, node, a, out);
+	case RELAY__PAT_EQ_BOOL:
+		return slot_leaf(rs, node, a->boolean ? &n->eq_true :
+				 &n->eq_false, a->kind, out);
+	case RELAY__PAT_EQ_NULL:
+		return slot_leaf(rs, node, &n->eq_null, a->kind, out);
+	default:
+		return slot_leaf(rs, node, &n->present, RELAY__PAT_EXISTS,
+				 out);
+	}
+}
+
+/* ---------------------------------------------------------------- programs */
+
+static int emit(relay_ruleset *rs, uint32_t op, uint32_t arg, uint32_t *at)
+{
+	void *p = rs->prog;
+	int rc = grow(&p, &rs->cap_prog, rs->nprog + 1, sizeof(relay__expr));
+
+	rs->prog = p;
+	if (rc)
+		return rc;
+	rs->prog[rs->nprog].op = op;
+	rs->prog[rs->nprog].arg = arg;
+	rs->prog[rs->nprog].end = rs->nprog + 1;
+	*at = rs->nprog++;
+	return 0;
+}
+
+static int gen_map(relay_ruleset *rs, const relay__pat_map *m, uint32_t node);
+
+static int gen_alt(relay_ruleset *rs, const relay__pat_alt *a, uint32_t node)
+{
+	uint32_t leaf, at;
+	int rc;
+
+	if (a->kind == RELAY__PAT_MAP)
+		return gen_map(rs, a->map, node);
+	rc = alt_leaf(rs, node, a, &leaf);
+	if (rc)
+		return rc;
+	if (a->kind == RELAY__PAT_EXISTS && !a->boolean)
+		return emit(rs, RELAY__X_NLEAF, leaf, &at);
+	return emit(rs, RELAY__X_LEAF, leaf, &at);
+}
+
+static int gen_field(relay_ruleset *rs, const relay__pat_field *f,
+		     uint32_t node)
+{
+	uint32_t child, at = 0, i;
+	int rc = node_child(rs, node, f->name, f->name_len, &child);
+
+	if (!rc && f->nalts > 1)
+		rc = emit(rs, RELAY__X_OR, 0, &at);
+	for (i = 0; !rc && i < f->nalts; i++)
+		rc = gen_alt(rs, &f->alts[i], child);
+	if (!rc && f->nalts > 1)
+		rs->prog[at].end = rs->nprog;
+	return rc;
+}
+
+static int gen_map(relay_ruleset *rs, const relay__pat_map *m, uint32_t node)
+{
+	uint32_t at = 0, i;
+	int rc = 0;
+
+	if (m->nfields > 1)
+		rc = emit(rs, RELAY__X_AND, 0, &at);
+	for (i = 0; !rc && i < m->nfields; i++)
+		rc = gen_field(rs, &m->fields[i], node);
+	if (!rc && m->nfields > 1)
+		rs->prog[at].end = rs->nprog;
+	return rc;
+}
+
+/* ---------------------------------------------------------------- anchors */
+
+/*
+ * How likely a leaf is to fire on a random event, roughly. An equality at
+ * a path where many distinct literals are tested is the best anchor (one
+ * value fires at most one of them); presence is the worst.
+ */
+static double leaf_cost(const relay_ruleset *rs, uint32_t leaf)
+{
+	const relay__tnode *n = &rs->nodes[rs->leaf_node[leaf]];
+
+	switch (rs->leaf_kind[leaf]) {
+	case RELAY__PAT_EQ_STR:
+		return 1.0 / (1.0 + n->eq_str.n);
+	case RELAY__PAT_EQ_NUM:
+		return 1.0 / (1.0 + n->neq_num);
+	case RELAY__PAT_EQ_BOOL:
+	case RELAY__PAT_EQ_NULL:
+	case RELAY__PAT_PREFIX:
+	case RELAY__PAT_SUFFIX:
+		return 0.3;
+	case RELAY__PAT_CMP_NUM:
+	case RELAY__PAT_CMP_TIME:
+		return 0.5;
+	default:
+		return 0.9;
+	}
+}
+
+typedef struct leafvec {
+	uint32_t *v;
+	uint32_t n, cap;
+} leafvec;
+
+static int lv_push(leafvec *lv, uint32_t x)
+{
+	void *p = lv->v;
+	int rc = grow(&p, &lv->cap, lv->n + 1, sizeof(uint32_t));
+
+	lv->v = p;
+	if (!rc)
+		lv->v[lv->n++] = x;
+	return rc;
+}
+
+/*
+ * The cheapest anchor of expression @i: appends its leaves to @out and
+ * returns its cost, or INFINITY when the expression can be true with no
+ * leaf fired (NOT, or an OR with such a branch). An AND needs only one
+ * conjunct's anchor; an OR needs all of its branches'.
+ */
+static double anchor(const relay_ruleset *rs, uint32_t i, leafvec *out,
+		     int *oom)
+{
+	const relay__expr *e = &rs->prog[i];
+	leafvec best = { 0 }, tmp = { 0 };
+	double cost = 0, bc = INFINITY, c;
+	uint32_t j, k;
+
+	switch (e->op) {
+	case RELAY__X_LEAF:
+		*oom |= lv_push(out, e->arg) != 0;
+		return leaf_cost(rs, e->arg);
+	case RELAY__X_NLEAF:
+		return INFINITY;
+	case RELAY__X_OR:
+		for (j = i + 1; j < e->end; j = rs->prog[j].end) {
+			c = anchor(rs, j, out, oom);
+			if (isinf(c))
+				return INFINITY;
+			cost += c;
+		}
+		return cost;
+	default:
+		for (j = i + 1; j < e->end; j = rs->prog[j].end) {
+			tmp.n = 0;
+			c = anchor(rs, j, &tmp, oom);
+			if (c < bc) {
+				leafvec t = best;
+
+				bc = c;
+				best = tmp;
+				tmp = t;
+			}
+		}
+		for (k = 0; !isinf(bc) && k < best.n; k++)
+			*oom |= lv_push(out, best.v[k]) != 0;
+		relay__free(best.v);
+		relay__free(tmp.v);
+		return bc;
+	}
+}
+
+/* Sort a rule's anchor leaves and drop repeats ([a, a] names a twice). */
+static void lv_sort_unique(leafvec *lv)
+{
+	uint32_t i, j, n = 0;
+
+	for (i = 1; i < lv->n; i++) {
+		uint32_t x = lv->v[i];
+
+		for (j = i; j > 0 && lv->v[j - 1] > x; j--)
+			lv->v[j] = lv->v[j - 1];
+		lv->v[j] = x;
+	}
+	for (i = 0; i < lv->n; i++)
+		if (!n || lv->v[n - 1] != lv->v[i])
+			lv->v[n++] = lv->v[i];
+	lv->n = n;
+}
+
+static int build_anchors(relay_ruleset *rs)
+{
+	leafvec *per = NULL, lv = { 0 };
+	uint32_t r, k, *cursor = NULL;
+	int oom = 0, rc = RELAY_ENOMEM;
+
+	per = relay__calloc(rs->npats ? rs->npats : 1, sizeof(*per));
+	rs->anchor_off = relay__calloc((size_t)rs->nleaves + 1,
+				       sizeof(uint32_t));
+	rs->always = relay__calloc(rs->npats ? rs->npats : 1,
+				   sizeof(uint32_t));
+	cursor = relay__calloc((size_t)rs->nleaves + 1, sizeof(uint32_t));
+	if (!per || !rs->anchor_off || !rs->always || !cursor)
+		goto done;
+	for (r = 0; r < rs->npats; r++) {
+		lv.n = 0;
+		if (isinf(anchor(rs, rs->prog_start[r], &lv, &oom))) {
+			rs->always[rs->nalways++] = r;
+			continue;
+		}
+		lv_sort_unique(&lv);
+		per[r] = lv;
+		lv = (leafvec){ 0 };
+	}
+	if (oom)
+		goto done;
+	/* CSR lists leaf -> rules, each ascending by rule id */
+	for (r = 0; r < rs->npats; r++)
+		for (k = 0; k < per[r].n; k++)
+			rs->anchor_off[per[r].v[k] + 1]++;
+	for (k = 0; k < rs->nleaves; k++)
+		rs->anchor_off[k + 1] += rs->anchor_off[k];
+	memcpy(cursor, rs->anchor_off, (size_t)rs->nleaves * sizeof(*cursor));
+	k = rs->anchor_off[rs->nleaves];
+	rs->anchor_rules = relay__calloc(k ? k : 1, sizeof(uint32_t));
+	if (!rs->anchor_rules)
+		goto done;
+	for (r = 0; r < rs->npats; r++)
+		for (k = 0; k < per[r].n; k++)
+			rs->anchor_rules[cursor[per[r].v[k]]++] = r;
+	rc = 0;
+done:
+	if (per)
+		for (r = 0; r < rs->npats; r++)
+			relay__free(per[r].v);
+	relay__free(per);
+	relay__free(lv.v);
+	relay__free(cursor);
+	return rc;
+}
+
+/* ---------------------------------------------------------------- API */
 
 int relay_ruleset_new(relay_ruleset **out)
 {
@@ -28,18 +591,15 @@ int relay_ruleset_new(relay_ruleset **out)
 int relay_ruleset_add(relay_ruleset *rs, const relay_pattern *p, uint32_t *id)
 {
 	relay_pattern *c;
+	void *arr = rs ? rs->pats : NULL;
+	int rc;
 
-	if (rs->built || !p)
+	if (!rs || !p || rs->built || rs->npats == UINT32_MAX - 1)
 		return RELAY_EINVAL;
-	if (rs->n == rs->cap) {
-		size_t cap = rs->cap ? rs->cap * 2 : 16;
-		relay_pattern **np = relay__realloc(rs->pats, cap * sizeof(*np));
-
-		if (!np)
-			return RELAY_ENOMEM;
-		rs->pats = np;
-		rs->cap = cap;
-	}
+	rc = grow(&arr, &rs->cap, rs->npats + 1, sizeof(relay_pattern *));
+	rs->pats = arr;
+	if (rc)
+		return rc;
 	c = relay__calloc(1, sizeof(*c));
 	if (!c)
 		return RELAY_ENOMEM;
@@ -48,100 +608,68 @@ int relay_ruleset_add(relay_ruleset *rs, const relay_pattern *p, uint32_t *id)
 		return RELAY_ENOMEM;
 	}
 	if (id)
-		*id = (uint32_t)rs->n;
-	rs->pats[rs->n++] = c;
+		*id = rs->npats;
+	rs->pats[rs->npats++] = c;
 	return 0;
 }
 
 int relay_ruleset_build(relay_ruleset *rs)
 {
+	uint32_t r, root;
+	int rc;
+
+	if (!rs || rs->built)
+		return RELAY_EINVAL;
+	rs->prog_start = relay__calloc(rs->npats ? rs->npats : 1,
+				       sizeof(uint32_t));
+	if (!rs->prog_start)
+		return RELAY_ENOMEM;
+	rc = node_new(rs, &root);
+	for (r = 0; !rc && r < rs->npats; r++) {
+		rs->prog_start[r] = rs->nprog;
+		rc = gen_map(rs, &rs->pats[r]->root, root);
+	}
+	if (!rc)
+		rc = build_anchors(rs);
+	if (rc)
+		return rc;
 	rs->built = true;
 	return 0;
 }
 
 size_t relay_ruleset_count(const relay_ruleset *rs)
 {
-	return rs->n;
+	return rs ? rs->npats : 0;
 }
 
 void relay_ruleset_free(relay_ruleset *rs)
 {
-	size_t i;
+	uint32_t i;
 
 	if (!rs)
 		return;
-	for (i = 0; i < rs->n; i++)
+	for (i = 0; i < rs->npats; i++)
 		relay_pattern_free(rs->pats[i]);
+	for (i = 0; i < rs->nnodes; i++) {
+		relay__tnode *n = &rs->nodes[i];
+
+		smap_fini(&n->kids);
+		smap_fini(&n->eq_str);
+		relay__free(n->prefix);
+		relay__free(n->suffix);
+		relay__free(n->eq_num);
+		relay__free(n->cmp_num);
+		relay__free(n->cmp_time);
+		relay__free(n->leaves);
+	}
 	relay__free(rs->pats);
+	relay__free(rs->nodes);
+	relay__free(rs->leaf_node);
+	relay__free(rs->leaf_kind);
+	relay__free(rs->prog);
+	relay__free(rs->prog_start);
+	relay__free(rs->anchor_off);
+	relay__free(rs->anchor_rules);
+	relay__free(rs->always);
 	relay__free(rs);
-}
-
-int relay_matcher_new(relay_matcher **out, const relay_ruleset *rs)
-{
-	relay_matcher *m;
-
-	if (!rs->built)
-		return RELAY_EINVAL;
-	m = relay__calloc(1, sizeof(*m));
-	if (!m)
-		return RELAY_ENOMEM;
-	m->rs = rs;
-	m->ids = relay__calloc(rs->n + 1, sizeof(*m->ids));
-	if (!m->ids) {
-		relay__free(m);
-		return RELAY_ENOMEM;
-	}
-	*out = m;
-	return 0;
-}
-
-void relay_matcher_free(relay_matcher *m)
-{
-	if (!m)
-		return;
-	relay__free(m->ids);
-	relay__free(m);
-}
-
-int relay_matcher_match_json(relay_matcher *m, const json_t *event,
-			     relay_wall_ms now, const uint32_t **ids,
-			     size_t *count)
-{
-	size_t i, n = 0;
-
-	*ids = m->ids;
-	*count = 0;
-	if (!json_is_object(event))
-		return RELAY_ETYPE;
-	for (i = 0; i < m->rs->n; i++)
-		if (relay_pattern_match(m->rs->pats[i], event, now))
-			m->ids[n++] = (uint32_t)i;
-	*count = n;
-	return 0;
-}
-
-int relay_matcher_match(relay_matcher *m, const char *json, size_t len,
-			relay_wall_ms now, const uint32_t **ids, size_t *count)
-{
-	json_error_t jerr;
-	json_t *ev;
-	int rc;
-
-	*ids = m->ids;
-	*count = 0;
-	ev = json_loadb(json, len, JSON_DECODE_ANY | JSON_ALLOW_NUL, &jerr);
-	if (!ev) {
-		snprintf(m->errstr, sizeof(m->errstr), "%s at offset %d",
-			 jerr.text, jerr.position);
-		return RELAY_EPARSE;
-	}
-	m->errstr[0] = '\0';
-	rc = relay_matcher_match_json(m, ev, now, ids, count);
-	json_decref(ev);
-	return rc;
-}
-
-const char *relay_matcher_errstr(const relay_matcher *m)
-{
-	return m->errstr;
 }

@@ -1,0 +1,138 @@
+/*
+ * ruleset_int.h - the match index of a ruleset and the matcher's scratch.
+ *
+ * A built ruleset is a trie of field paths (only objects are descended).
+ * Each trie node holds the distinct leaf predicates that some rule tests
+ * on the value at that path, deduplicated across rules: a hash of string
+ * literals, short lists of prefixes, suffixes, numbers, numeric and
+ * temporal cutoffs, and single slots for true/false/null and presence.
+ * Every rule is a small AND/OR/NOT program over leaf ids.
+ *
+ * Matching an event fires leaves (stamped with the event's epoch, so
+ * nothing is cleared between events). A rule is evaluated only when one of
+ * its anchor leaves fired: the anchor is a set of leaves at least one of
+ * which must fire for the rule to match (chosen at build time to fire
+ * rarely). Rules without an anchor (e.g. only exists: false) are evaluated
+ * for every event.
+ */
+#ifndef RELAY__RULESET_INT_H
+#define RELAY__RULESET_INT_H
+
+#include "pattern_int.h"
+
+#define RELAY__NONE UINT32_MAX
+
+/* Deepest JSON nesting accepted by the raw matcher: a value nested in N
+ * containers is at depth N + 1, at most this (as jansson's parser). */
+#define RELAY__JSON_MAX_DEPTH 2048
+
+/* A string keyed entry: a child node (val = node index) or a leaf. */
+typedef struct relay__sent {
+	const char *s;       /* borrowed from the ruleset's pattern copies */
+	uint32_t len;
+	uint32_t hash;
+	uint32_t val;
+} relay__sent;
+
+/* String -> uint32 map: insertion-ordered entries plus a hash index. */
+typedef struct relay__smap {
+	relay__sent *ents;
+	uint32_t n, cap;
+	uint32_t *tab;       /* indices into ents; RELAY__NONE = empty */
+	uint32_t mask;       /* table size - 1 */
+} relay__smap;
+
+typedef struct relay__numleaf {
+	double num;
+	enum relay__pat_op op;  /* unused for equality */
+	uint32_t leaf;
+} relay__numleaf;
+
+typedef struct relay__timeleaf {
+	int64_t offset_ms;
+	enum relay__pat_op op;
+	uint32_t leaf;
+} relay__timeleaf;
+
+typedef struct relay__tnode {
+	relay__smap kids;         /* field name -> child node index */
+	relay__smap eq_str;       /* literal -> leaf */
+	relay__sent *prefix;      /* val = leaf */
+	relay__sent *suffix;
+	relay__numleaf *eq_num;
+	relay__numleaf *cmp_num;
+	relay__timeleaf *cmp_time;
+	uint32_t nprefix, nsuffix, neq_num, ncmp_num, ncmp_time;
+	uint32_t present;         /* leaf fired by any value, or NONE */
+	uint32_t eq_true, eq_false, eq_null;  /* leaves or NONE */
+	uint32_t *leaves;         /* every leaf of this node (for resets) */
+	uint32_t nleaves;
+	uint8_t want_str;         /* some string predicate here */
+	uint8_t want_num;         /* some number predicate here */
+} relay__tnode;
+
+enum relay__expr_op {
+	RELAY__X_LEAF,   /* arg fired */
+	RELAY__X_NLEAF,  /* arg did not fire */
+	RELAY__X_AND,
+	RELAY__X_OR,
+};
+
+typedef struct relay__expr {
+	uint32_t op;     /* enum relay__expr_op */
+	uint32_t arg;    /* LEAF/NLEAF: leaf id */
+	uint32_t end;    /* index just past this subtree */
+} relay__expr;
+
+struct relay_ruleset {
+	bool built;
+	relay_pattern **pats;     /* owned copies, in id order */
+	uint32_t npats, cap;
+	relay__tnode *nodes;      /* nodes[0] is the event object */
+	uint32_t nnodes, cap_nodes;
+	uint32_t nleaves;
+	uint32_t *leaf_node;      /* leaf -> node (build statistics) */
+	uint8_t *leaf_kind;       /* leaf -> enum relay__pat_kind */
+	uint32_t cap_leaves;
+	relay__expr *prog;        /* all rule programs */
+	uint32_t nprog, cap_prog;
+	uint32_t *prog_start;     /* rule -> index of its root expr */
+	uint32_t *anchor_off;     /* leaf -> [off, off') into anchor_rules */
+	uint32_t *anchor_rules;
+	uint32_t *always;         /* rules without an anchor, ascending */
+	uint32_t nalways;
+};
+
+struct relay_matcher {
+	const relay_ruleset *rs;
+	uint32_t epoch;
+	uint32_t *leaf_stamp;     /* leaf fired iff stamp == epoch */
+	uint32_t *rule_stamp;     /* rule already a candidate */
+	uint32_t *node_seen;      /* node visited (duplicate keys) */
+	uint32_t *cand;
+	uint32_t ncand;
+	uint32_t *ids;            /* results */
+	relay__buf scratch;       /* unescaped strings */
+	relay_wall_ms now;
+	const char *base;         /* start of the raw text, for offsets */
+	const char *end;
+	char errstr[96];
+};
+
+uint32_t relay__hash(const char *s, size_t len);
+/* The value of key @s, or RELAY__NONE. */
+uint32_t relay__smap_get(const relay__smap *m, const char *s, size_t len);
+
+/* matcher.c: leaf evaluation shared by the raw and json_t paths. */
+void relay__fire(relay_matcher *m, uint32_t leaf);
+void relay__eval_string(relay_matcher *m, const relay__tnode *n,
+			const char *s, size_t len);
+void relay__eval_number(relay_matcher *m, const relay__tnode *n, double v);
+void relay__node_reset(relay_matcher *m, uint32_t node);
+void relay__match_begin(relay_matcher *m, relay_wall_ms now);
+size_t relay__match_end(relay_matcher *m);
+
+/* scan.c */
+int relay__scan_event(relay_matcher *m, const char *json, size_t len);
+
+#endif /* RELAY__RULESET_INT_H */

@@ -1,0 +1,550 @@
+/*
+ * scan.c - one pass over raw JSON bytes: strict validation plus matching.
+ *
+ * The scanner validates the whole text as RFC 8259 JSON (structure,
+ * literals, number grammar, escapes including surrogate pairs, no raw
+ * control characters, well-formed UTF-8 without overlongs or surrogates,
+ * nesting at most RELAY__JSON_MAX_DEPTH) and, at the same time, walks the
+ * ruleset's trie: an object member whose key is a trie child is visited
+ * (its leaves are evaluated), everything else is only validated. Values no
+ * rule looks at are never decoded; a string is unescaped (into the
+ * matcher's scratch buffer) only when it contains a backslash and some
+ * rule compares it. Numbers are converted only where a rule compares them.
+ *
+ * Every function takes the current position and returns the position after
+ * what it consumed, or NULL after recording an error ("invalid literal at
+ * offset 12"). The end of input reads as byte 0, which is invalid
+ * everywhere outside strings, so most bounds checks fold into the grammar.
+ *
+ * Recursion follows the trie only (bounded by the pattern depth); values
+ * off the trie are skipped by an iterative loop with a bit stack.
+ */
+#include <stdio.h>
+#include <string.h>
+
+#if defined(__SSE2__)
+#include <emmintrin.h>
+#endif
+
+#include "ruleset_int.h"
+
+typedef unsigned char uchar;
+
+typedef struct scan {
+	relay_matcher *m;
+	const relay__tnode *nodes;
+	const uchar *base, *end;
+} scan;
+
+#define AT(s, p) ((p) < (s)->end ? *(p) : 0)
+
+static const uchar *fail(scan *s, const uchar *p, const char *what)
+{
+	snprintf(s->m->errstr, sizeof(s->m->errstr), "%s at offset %zu", what,
+		 (size_t)(p - s->base));
+	return NULL;
+}
+
+static inline const uchar *ws(const scan *s, const uchar *p)
+{
+	while (p < s->end &&
+	       (*p == ' ' || *p == '\n' || *p == '\r' || *p == '\t'))
+		p++;
+	return p;
+}
+
+static int hexval(uchar c)
+{
+	if (c >= '0' && c <= '9')
+		return c - '0';
+	c |= 0x20;
+	if (c >= 'a' && c <= 'f')
+		return c - 'a' + 10;
+	return -1;
+}
+
+static long hex4(const scan *s, const uchar *p)
+{
+	long v = 0;
+	int i, d;
+
+	if (s->end - p < 4)
+		return -1;
+	for (i = 0; i < 4; i++) {
+		d = hexval(p[i]);
+		if (d < 0)
+			return -1;
+		v = v * 16 + d;
+	}
+	return v;
+}
+
+/* p at a backslash: validate one escape, return what follows it. */
+static const uchar *escape(scan *s, const uchar *p)
+{
+	long hi, lo;
+
+	switch (AT(s, p + 1)) {
+	case '"': case '\\': case '/': case 'b': case 'f': case 'n': case 'r':
+	case 't':
+		return p + 2;
+	case 'u':
+		break;
+	default:
+		return fail(s, p, "invalid escape");
+	}
+	hi = hex4(s, p + 2);
+	if (hi < 0)
+		return fail(s, p, "invalid \\u escape");
+	if (hi >= 0xdc00 && hi <= 0xdfff)
+		return fail(s, p, "lone low surrogate");
+	if (hi < 0xd800 || hi > 0xdbff)
+		return p + 6;
+	if (AT(s, p + 6) != '\\' || AT(s, p + 7) != 'u')
+		return fail(s, p, "lone high surrogate");
+	lo = hex4(s, p + 8);
+	if (lo < 0xdc00 || lo > 0xdfff)
+		return fail(s, p, "lone high surrogate");
+	return p + 12;
+}
+
+/* p at a byte >= 0x80: validate one UTF-8 scalar value. */
+static const uchar *utf8(scan *s, const uchar *p)
+{
+	uchar c = *p, lo = 0x80, hi = 0xbf;
+	int n, i;
+
+	if (c < 0xc2)
+		return fail(s, p, "invalid UTF-8");
+	if (c < 0xe0) {
+		n = 1;
+	} else if (c < 0xf0) {
+		n = 2;
+		if (c == 0xe0)
+			lo = 0xa0;
+		else if (c == 0xed)
+			hi = 0x9f; /* no UTF-16 surrogates */
+	} else if (c < 0xf5) {
+		n = 3;
+		if (c == 0xf0)
+			lo = 0x90;
+		else if (c == 0xf4)
+			hi = 0x8f; /* nothing above U+10FFFF */
+	} else {
+		return fail(s, p, "invalid UTF-8");
+	}
+	if (s->end - p <= n)
+		return fail(s, p, "invalid UTF-8");
+	if (p[1] < lo || p[1] > hi)
+		return fail(s, p, "invalid UTF-8");
+	for (i = 2; i <= n; i++)
+		if ((p[i] & 0xc0) != 0x80)
+			return fail(s, p, "invalid UTF-8");
+	return p + n + 1;
+}
+
+/*
+ * p just after an opening quote: find the closing quote, validating on the
+ * way; *esc is set when a backslash was seen. The fast loop stops only on
+ * '"', '\\', a control character or a non-ASCII byte (the signed compare
+ * against 0x20 catches both of the last two).
+ */
+static const uchar *string_end(scan *s, const uchar *p, int *esc)
+{
+	const uchar *end = s->end;
+	uchar c;
+
+	for (;;) {
+#if defined(__SSE2__)
+		const __m128i quote = _mm_set1_epi8('"');
+		const __m128i bslash = _mm_set1_epi8('\\');
+		const __m128i space = _mm_set1_epi8(0x20);
+
+		while (end - p >= 16) {
+			__m128i v = _mm_loadu_si128((const __m128i *)p);
+			__m128i x = _mm_or_si128(
+				_mm_or_si128(_mm_cmpeq_epi8(v, quote),
+					     _mm_cmpeq_epi8(v, bslash)),
+				_mm_cmplt_epi8(v, space));
+			int mask = _mm_movemask_epi8(x);
+
+			if (mask) {
+				p += __builtin_ctz((unsigned)mask);
+				goto special;
+			}
+			p += 16;
+		}
+#endif
+		while (p < end && *p != '"' && *p != '\\' && *p >= 0x20 &&
+		       *p < 0x80)
+			p++;
+		if (p >= end)
+			return fail(s, p, "unterminated string");
+#if defined(__SSE2__)
+special:
+#endif
+		c = *p;
+		if (c == '"')
+			return p;
+		if (c == '\\') {
+			*esc = 1;
+			p = escape(s, p);
+		} else if (c < 0x20) {
+			return fail(s, p, "control character in string");
+		} else {
+			p = utf8(s, p);
+		}
+		if (!p)
+			return NULL;
+	}
+}
+
+static void put_utf8(char *o, size_t *n, unsigned long cp)
+{
+	if (cp < 0x80) {
+		o[(*n)++] = (char)cp;
+	} else if (cp < 0x800) {
+		o[(*n)++] = (char)(0xc0 | (cp >> 6));
+		o[(*n)++] = (char)(0x80 | (cp & 0x3f));
+	} else if (cp < 0x10000) {
+		o[(*n)++] = (char)(0xe0 | (cp >> 12));
+		o[(*n)++] = (char)(0x80 | ((cp >> 6) & 0x3f));
+		o[(*n)++] = (char)(0x80 | (cp & 0x3f));
+	} else {
+		o[(*n)++] = (char)(0xf0 | (cp >> 18));
+		o[(*n)++] = (char)(0x80 | ((cp >> 12) & 0x3f));
+		o[(*n)++] = (char)(0x80 | ((cp >> 6) & 0x3f));
+		o[(*n)++] = (char)(0x80 | (cp & 0x3f));
+	}
+}
+
+/*
+ * Unescape a validated string body [p, q) into the scratch buffer. The
+ * result is never longer than the input (\uXXXX is 6 bytes for at most 3,
+ * a surrogate pair 12 for 4), so one reservation suffices; it grows only
+ * when an event has a longer escaped string than any before.
+ */
+static const char *unescape(scan *s, const uchar *p, const uchar *q,
+			    size_t *len)
+{
+	relay__buf *b = &s->m->scratch;
+	size_t n = 0;
+	unsigned long cp, lo;
+	char *o;
+
+	b->len = 0;
+	if (relay__buf_reserve(b, (size_t)(q - p)))
+		return NULL;
+	o = b->data;
+	while (p < q) {
+		if (*p != '\\') {
+			o[n++] = (char)*p++;
+			continue;
+		}
+		switch (p[1]) {
+		case 'b': o[n++] = '\b'; break;
+		case 'f': o[n++] = '\f'; break;
+		case 'n': o[n++] = '\n'; break;
+		case 'r': o[n++] = '\r'; break;
+		case 't': o[n++] = '\t'; break;
+		case 'u':
+			cp = (unsigned long)hex4(s, p + 2);
+			if (cp >= 0xd800 && cp <= 0xdbff) {
+				lo = (unsigned long)hex4(s, p + 8);
+				cp = 0x10000 + ((cp - 0xd800) << 10) +
+				     (lo - 0xdc00);
+				p += 6;
+			}
+			put_utf8(o, &n, cp);
+			p += 6;
+			continue;
+		default: o[n++] = (char)p[1]; break;
+		}
+		p += 2;
+	}
+	*len = n;
+	return o;
+}
+
+static const uchar *number_end(scan *s, const uchar *p)
+{
+	const uchar *q = p;
+
+	if (AT(s, q) == '-')
+		q++;
+	if (AT(s, q) == '0') {
+		q++;
+	} else if (AT(s, q) >= '1' && AT(s, q) <= '9') {
+		while (AT(s, q) >= '0' && AT(s, q) <= '9')
+			q++;
+	} else {
+		return fail(s, p, "invalid number");
+	}
+	if (AT(s, q) == '.') {
+		q++;
+		if (AT(s, q) < '0' || AT(s, q) > '9')
+			return fail(s, p, "invalid number");
+		while (AT(s, q) >= '0' && AT(s, q) <= '9')
+			q++;
+	}
+	if (AT(s, q) == 'e' || AT(s, q) == 'E') {
+		q++;
+		if (AT(s, q) == '+' || AT(s, q) == '-')
+			q++;
+		if (AT(s, q) < '0' || AT(s, q) > '9')
+			return fail(s, p, "invalid number");
+		while (AT(s, q) >= '0' && AT(s, q) <= '9')
+			q++;
+	}
+	return q;
+}
+
+static const uchar *literal(scan *s, const uchar *p, const char *word,
+			    size_t n)
+{
+	if ((size_t)(s->end - p) < n || memcmp(p, word, n) != 0)
+		return fail(s, p, "invalid literal");
+	return p + n;
+}
+
+/* p at a string key's opening quote: validate key and ':'; returns the
+ * position of the value (whitespace skipped). */
+static const uchar *member_key(scan *s, const uchar *p, const uchar **k,
+			       const uchar **kend, int *esc)
+{
+	if (AT(s, p) != '"')
+		return fail(s, p, "expected string key");
+	*k = p + 1;
+	*esc = 0;
+	p = string_end(s, p + 1, esc);
+	if (!p)
+		return NULL;
+	*kend = p;
+	p = ws(s, p + 1);
+	if (AT(s, p) != ':')
+		return fail(s, p, "expected ':'");
+	return ws(s, p + 1);
+}
+
+/*
+ * Validate one value of any shape at p (whitespace skipped), nested at
+ * @depth, without looking at its contents. Containers are tracked in a
+ * bit stack (1 = object) instead of recursion.
+ */
+static const uchar *skip_value(scan *s, const uchar *p, int depth)
+{
+	uint64_t stack[RELAY__JSON_MAX_DEPTH / 64 + 1];
+	const uchar *k, *kend;
+	int sp = 0, esc, obj;
+
+value:
+	if (depth + sp > RELAY__JSON_MAX_DEPTH)
+		return fail(s, p, "nesting too deep");
+	switch (AT(s, p)) {
+	case '"':
+		esc = 0;
+		p = string_end(s, p + 1, &esc);
+		if (!p)
+			return NULL;
+		p++;
+		break;
+	case '{':
+	case '[':
+		obj = *p == '{';
+		if (obj)
+			stack[sp / 64] |= 1ULL << (sp % 64);
+		else
+			stack[sp / 64] &= ~(1ULL << (sp % 64));
+		sp++;
+		p = ws(s, p + 1);
+		if (AT(s, p) == (obj ? '}' : ']')) {
+			sp--;
+			p++;
+			break;
+		}
+		if (obj) {
+			p = member_key(s, p, &k, &kend, &esc);
+			if (!p)
+				return NULL;
+		}
+		goto value;
+	case 't':
+		p = literal(s, p, "true", 4);
+		break;
+	case 'f':
+		p = literal(s, p, "false", 5);
+		break;
+	case 'n':
+		p = literal(s, p, "null", 4);
+		break;
+	case '-': case '0': case '1': case '2': case '3': case '4': case '5':
+	case '6': case '7': case '8': case '9':
+		p = number_end(s, p);
+		break;
+	case 0:
+		return fail(s, p, p >= s->end ? "unexpected end of input" :
+			    "unexpected character");
+	default:
+		return fail(s, p, "unexpected character");
+	}
+	if (!p)
+		return NULL;
+	while (sp > 0) {
+		obj = (stack[(sp - 1) / 64] >> ((sp - 1) % 64)) & 1;
+		p = ws(s, p);
+		if (AT(s, p) == ',') {
+			p = ws(s, p + 1);
+			if (obj) {
+				p = member_key(s, p, &k, &kend, &esc);
+				if (!p)
+					return NULL;
+			}
+			goto value;
+		}
+		if (AT(s, p) != (obj ? '}' : ']'))
+			return fail(s, p, obj ? "expected ',' or '}'" :
+				    "expected ',' or ']'");
+		sp--;
+		p++;
+	}
+	return p;
+}
+
+static const uchar *scan_object(scan *s, const uchar *p, uint32_t node,
+				int depth);
+
+/* Visit the value at p of the member that leads to trie node @node. */
+static const uchar *visit(scan *s, const uchar *p, uint32_t node, int depth)
+{
+	relay_matcher *m = s->m;
+	const relay__tnode *n = &s->nodes[node];
+	const uchar *q;
+	const char *str;
+	size_t len;
+	int esc = 0;
+
+	if (depth > RELAY__JSON_MAX_DEPTH)
+		return fail(s, p, "nesting too deep");
+	if (m->node_seen[node] == m->epoch)
+		relay__node_reset(m, node);
+	m->node_seen[node] = m->epoch;
+	if (n->present != RELAY__NONE)
+		relay__fire(m, n->present);
+	switch (AT(s, p)) {
+	case '"':
+		q = string_end(s, p + 1, &esc);
+		if (!q || !n->want_str)
+			return q ? q + 1 : NULL;
+		str = (const char *)p + 1;
+		len = (size_t)(q - p - 1);
+		if (esc) {
+			str = unescape(s, p + 1, q, &len);
+			if (!str)
+				return fail(s, p, "out of memory");
+		}
+		relay__eval_string(m, n, str, len);
+		return q + 1;
+	case '{':
+		if (n->kids.n)
+			return scan_object(s, p, node, depth);
+		return skip_value(s, p, depth);
+	case 't':
+		q = literal(s, p, "true", 4);
+		if (q && n->eq_true != RELAY__NONE)
+			relay__fire(m, n->eq_true);
+		return q;
+	case 'f':
+		q = literal(s, p, "false", 5);
+		if (q && n->eq_false != RELAY__NONE)
+			relay__fire(m, n->eq_false);
+		return q;
+	case 'n':
+		q = literal(s, p, "null", 4);
+		if (q && n->eq_null != RELAY__NONE)
+			relay__fire(m, n->eq_null);
+		return q;
+	case '-': case '0': case '1': case '2': case '3': case '4': case '5':
+	case '6': case '7': case '8': case '9':
+		q = number_end(s, p);
+		if (q && n->want_num)
+			relay__eval_number(m, n, relay__json_number(
+				(const char *)p, (size_t)(q - p)));
+		return q;
+	default:
+		return skip_value(s, p, depth);
+	}
+}
+
+/* p at '{' of an object that trie node @node describes. */
+static const uchar *scan_object(scan *s, const uchar *p, uint32_t node,
+				int depth)
+{
+	const relay__smap *kids = &s->nodes[node].kids;
+	const uchar *k, *kend;
+	const char *key;
+	size_t klen;
+	uint32_t kid;
+	int esc;
+
+	p = ws(s, p + 1);
+	if (AT(s, p) == '}')
+		return p + 1;
+	for (;;) {
+		p = member_key(s, p, &k, &kend, &esc);
+		if (!p)
+			return NULL;
+		key = (const char *)k;
+		klen = (size_t)(kend - k);
+		if (esc) {
+			key = unescape(s, k, kend, &klen);
+			if (!key)
+				return fail(s, p, "out of memory");
+		}
+		kid = relay__smap_get(kids, key, klen);
+		if (kid != RELAY__NONE)
+			p = visit(s, p, kid, depth + 1);
+		else
+			p = skip_value(s, p, depth + 1);
+		if (!p)
+			return NULL;
+		p = ws(s, p);
+		if (AT(s, p) == ',') {
+			p = ws(s, p + 1);
+			continue;
+		}
+		if (AT(s, p) == '}')
+			return p + 1;
+		return fail(s, p, "expected ',' or '}'");
+	}
+}
+
+int relay__scan_event(relay_matcher *m, const char *json, size_t len)
+{
+	scan s = { m, m->rs->nodes, (const uchar *)json,
+		   (const uchar *)json + len };
+	const uchar *p = ws(&s, s.base);
+	int object = AT(&s, p) == '{';
+
+	if (p == s.end) {
+		fail(&s, p, "empty input");
+		return RELAY_EPARSE;
+	}
+	if (object) {
+		m->node_seen[0] = m->epoch;
+		p = scan_object(&s, p, 0, 1);
+	} else {
+		p = skip_value(&s, p, 1);
+	}
+	if (!p)
+		return RELAY_EPARSE;
+	p = ws(&s, p);
+	if (p != s.end) {
+		fail(&s, p, "trailing data");
+		return RELAY_EPARSE;
+	}
+	if (!object) {
+		snprintf(m->errstr, sizeof(m->errstr), "not a JSON object");
+		return RELAY_ETYPE;
+	}
+	return 0;
+}
