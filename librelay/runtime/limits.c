@@ -37,9 +37,12 @@
 enum { CG_MEMORY, CG_PIDS, CG_CPU };
 static const char *const cg_names[RELAY__CG_MAX] = { "memory", "pids", "cpu" };
 
+static unsigned int next_id;
+
 struct relay__limits {
 	relay_limits_mode mode;
 	char *base[RELAY__CG_MAX];  /* ".../relay-<pid>" per controller */
+	unsigned int id;            /* distinguishes runtimes of a process */
 	unsigned int seq;           /* invocation counter */
 	char desc[128];
 };
@@ -147,11 +150,13 @@ static char *own_path(const char *ctl)
 	return res;
 }
 
-static char *make_base(const char *mnt, const char *path)
+/* "<mount><own path>/relay-<pid>-<n>": unique per runtime of the process,
+ * so several runtimes never share invocation directories. */
+static char *make_base(const char *mnt, const char *path, unsigned int n)
 {
-	char *base = relay__sprintf("%s%s/relay-%ld", mnt,
+	char *base = relay__sprintf("%s%s/relay-%ld-%u", mnt,
 				    strcmp(path, "/") == 0 ? "" : path,
-				    (long)getpid());
+				    (long)getpid(), n);
 
 	if (base && mkdir(base, 0755) != 0 && errno != EEXIST) {
 		relay__free(base);
@@ -169,7 +174,7 @@ static int probe_v1(relay__limits *l)
 		char *path = mnt ? own_path(cg_names[i]) : NULL;
 
 		if (mnt && path)
-			l->base[i] = make_base(mnt, path);
+			l->base[i] = make_base(mnt, path, l->id);
 		found += l->base[i] != NULL;
 		relay__free(mnt);
 		relay__free(path);
@@ -191,7 +196,7 @@ static int probe_v2(relay__limits *l)
 	snprintf(file, sizeof(file), "%s%s/cgroup.controllers", mnt, path);
 	if (read_file(file, ctl, sizeof(ctl)) <= 0)
 		goto done;
-	base = make_base(mnt, path);
+	base = make_base(mnt, path, l->id);
 	if (!base)
 		goto done;
 	/* Enable what we can for our children (fails harmlessly when our
@@ -247,6 +252,7 @@ int relay__limits_new(relay__limits **out, relay_limits_mode want,
 	if (!l)
 		return relay__error_set(err, RELAY_ENOMEM, NULL, 0, 0,
 					"out of memory");
+	l->id = __atomic_add_fetch(&next_id, 1, __ATOMIC_RELAXED);
 	if (want == RELAY_LIMITS_AUTO || want == RELAY_LIMITS_CGROUP_V2) {
 		found = probe_v2(l);
 		l->mode = RELAY_LIMITS_CGROUP_V2;
