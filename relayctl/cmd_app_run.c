@@ -1,11 +1,285 @@
 /*
- * cmd_app_run.c - relayctl app run (placeholder until implemented).
+ * cmd_app_run.c - relayctl app run NAME --apps DIR [--event JSON|--file
+ * PATH|stdin] [--sandbox bwrap|none]
+ *
+ * Local development without Redis: load the apps directory, match the
+ * event through relay_appset_match() (the daemon's code path), keep the
+ * rules of app NAME, and run each matching handler in turn through the
+ * runtime, exactly as relayd would (same sandbox, limits, environment,
+ * timeout). Forwarded handler output is printed as it arrives, stdout
+ * lines on stdout and stderr lines on stderr, with their
+ * "[app/handler] stdout: " prefix; then one summary line per invocation:
+ *
+ *	app/handler ok 12ms
+ *	app/handler failed exit=3 40ms
+ *	app/handler failed signal=9 40ms (memory limit exceeded)
+ *	app/handler timeout 6000ms
+ *
+ * Exit status: 0 when every invocation succeeded (also when nothing
+ * matched: "No matching handlers"), 1 otherwise, 2 usage.
  */
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "cmdutil.h"
+#include "relay/clock.h"
+#include "relay/runtime.h"
 #include "relayctl.h"
+
+static void usage(FILE *f)
+{
+	fputs("usage: relayctl app run NAME --apps DIR [--event JSON|--file "
+	      "PATH] [--sandbox bwrap|none]\n\n"
+	      "Run app NAME's handlers that match the event, locally and one\n"
+	      "at a time, through the same runtime as relayd (no Redis). The\n"
+	      "event is --event JSON, the contents of --file PATH, or stdin.\n\n"
+	      "  --apps DIR        the apps directory\n"
+	      "  --sandbox MODE    bwrap (isolated) or none (plain process);\n"
+	      "                    default: $RELAY_SANDBOX, else bwrap\n"
+	      "  -h, --help        show this help\n\n"
+	      "Exit status: 0 all handlers succeeded (or none matched), 1 a\n"
+	      "handler failed or the app/event is invalid, 2 usage error.\n",
+	      f);
+}
+
+struct opts {
+	const char *name, *apps, *event, *file, *sandbox;
+};
+
+static int parse(int argc, char **argv, struct opts *o)
+{
+	static const char *const names[] = { "--apps", "--event", "--file",
+					     "--sandbox" };
+	const char **slots[] = { &o->apps, &o->event, &o->file, &o->sandbox };
+	int i;
+	size_t k;
+
+	for (i = 1; i < argc; i++) {
+		int m = 0;
+
+		if (relayctl_is_help(argv[i])) {
+			usage(stdout);
+			return -1;
+		}
+		for (k = 0; k < 4 && m == 0; k++) {
+			m = relayctl_opt_value(argc, argv, &i, names[k],
+					       "app run", slots[k]);
+		}
+		if (m < 0)
+			return RELAYCTL_USAGE;
+		if (m > 0)
+			continue;
+		if (argv[i][0] == '-' && argv[i][1] != '\0') {
+			relayctl_error(RELAYCTL_USAGE, "app run: unknown option "
+				       "\"%s\"", argv[i]);
+			return RELAYCTL_USAGE;
+		}
+		if (o->name) {
+			relayctl_error(RELAYCTL_USAGE, "app run: unexpected "
+				       "argument \"%s\"", argv[i]);
+			return RELAYCTL_USAGE;
+		}
+		o->name = argv[i];
+	}
+	if (!o->name || !o->apps) {
+		relayctl_error(RELAYCTL_USAGE, "app run: %s is required",
+			       !o->name ? "NAME" : "--apps DIR");
+		return RELAYCTL_USAGE;
+	}
+	if (o->event && o->file) {
+		relayctl_error(RELAYCTL_USAGE, "app run: --event and --file "
+			       "are exclusive");
+		return RELAYCTL_USAGE;
+	}
+	if (o->sandbox && strcmp(o->sandbox, "bwrap") != 0 &&
+	    strcmp(o->sandbox, "none") != 0) {
+		relayctl_error(RELAYCTL_USAGE, "app run: --sandbox must be "
+			       "bwrap or none, not \"%s\"", o->sandbox);
+		return RELAYCTL_USAGE;
+	}
+	return 0;
+}
+
+static void print_line(const relay_output_line *l, void *payload)
+{
+	FILE *f = l->stream == RELAY_OUTPUT_STDERR ? stderr : stdout;
+
+	(void)payload;
+	fwrite(l->text, 1, l->len, f);
+	fputc('\n', f);
+	fflush(f);
+}
+
+static relay_runtime_kind kind_of(relay_app_runtime_kind k)
+{
+	switch (k) {
+	case RELAY_APP_RUNTIME_PYTHON3:
+		return RELAY_RUNTIME_PYTHON3;
+	case RELAY_APP_RUNTIME_NODE:
+		return RELAY_RUNTIME_NODE;
+	case RELAY_APP_RUNTIME_EXEC:
+		break;
+	}
+	return RELAY_RUNTIME_EXEC;
+}
+
+static void summary(const char *app, const char *handler,
+		    const relay_run_outcome *o)
+{
+	unsigned long ms = (unsigned long)(o->duration_us / 1000);
+	const char *oom = strncmp(o->reason, "memory limit", 12) == 0
+			  ? " (memory limit exceeded)" : "";
+
+	if (o->status == RELAY_RUN_OK)
+		printf("%s/%s ok %lums\n", app, handler, ms);
+	else if (o->status == RELAY_RUN_TIMEOUT)
+		printf("%s/%s timeout %lums\n", app, handler, ms);
+	else if (o->term_signal)
+		printf("%s/%s failed signal=%d %lums%s\n", app, handler,
+		       o->term_signal, ms, oom);
+	else if (o->exit_code >= 0)
+		printf("%s/%s failed exit=%d %lums%s\n", app, handler,
+		       o->exit_code, ms, oom);
+	else
+		printf("%s/%s failed %lums (%s)\n", app, handler, ms,
+		       o->reason);
+	fflush(stdout);
+}
+
+/* Run one matched rule; returns 1 on success. */
+static int run_one(relay_runtime *rt, const relay_app *app,
+		   const relay_app_rule *rule, const char *event, size_t len)
+{
+	relay_exec_spec s = RELAY_EXEC_SPEC_INIT;
+	relay_run_outcome o;
+	relay_error err;
+	int64_t t = relay_app_rule_timeout_ms(rule);
+
+	s.app = relay_app_name(app);
+	s.handler = relay_app_rule_handler(rule);
+	s.app_dir = relay_app_dir(app);
+	s.runtime = kind_of(relay_app_runtime(app));
+	s.argv = relay_app_command(app, NULL);
+	s.env = relay_app_envp(app);
+	s.network = relay_app_network(app);
+	s.memory_bytes = relay_app_memory(app);
+	s.cpus_milli = relay_app_cpus_milli(app);
+	s.pids = relay_app_pids(app);
+	s.timeout_ms = t > 0 ? (uint32_t)t : 0;
+	s.event = event;
+	s.event_len = len;
+	if (relay_runtime_run_sync(rt, &s, print_line, NULL, &o, &err) != 0) {
+		printf("%s/%s failed 0ms (%s)\n", s.app, s.handler, err.text);
+		fflush(stdout);
+		return 0;
+	}
+	summary(s.app, s.handler, &o);
+	return o.status == RELAY_RUN_OK;
+}
+
+static int open_runtime(relay_runtime **rt, const char *sandbox)
+{
+	relay_runtime_options ro = RELAY_RUNTIME_OPTIONS_INIT;
+	relay_error err;
+
+	ro.backend = strcmp(sandbox, "none") == 0 ? "process" : "bwrap";
+	if (relay_runtime_new(rt, &ro, &err) != 0)
+		return relayctl_error(RELAYCTL_FAIL, "app run: %s%s", err.text,
+				      strcmp(sandbox, "bwrap") == 0
+				      ? " (--sandbox none runs without "
+					"isolation)" : "");
+	return 0;
+}
+
+static int run(const struct opts *o, const char *sandbox)
+{
+	relay_appset *set = NULL;
+	relay_runtime *rt = NULL;
+	relay_app_match *v = NULL;
+	const relay_app *app;
+	size_t n = 0, i, len = 0, ran = 0, ok = 0;
+	char *json = NULL;
+	int rc;
+
+	rc = relayctl_load_apps(&set, "app run", o->apps);
+	if (rc)
+		return rc;
+	app = relay_appset_find(set, o->name);
+	if (!app) {
+		rc = relayctl_error(RELAYCTL_FAIL, "app run: no valid app "
+				    "\"%s\" in %s", o->name, o->apps);
+		goto done;
+	}
+	if (o->event) {
+		len = strlen(o->event);
+		json = malloc(len + 1);
+		if (json)
+			memcpy(json, o->event, len + 1);
+		rc = json ? 0 : relayctl_error(RELAYCTL_FAIL, "app run: out "
+					       "of memory");
+	} else {
+		rc = relayctl_read_all("app run", o->file ? o->file : "-",
+				       &json, &len);
+	}
+	if (rc)
+		goto done;
+	rc = relay_appset_match(set, NULL, json, len,
+				relay_clock_wall_ms(NULL), &v, &n);
+	if (rc) {
+		rc = relayctl_error(RELAYCTL_FAIL, "app run: %s",
+				    rc == RELAY_ETYPE
+				    ? "the event is not a JSON object"
+				    : rc == RELAY_EPARSE ? "invalid JSON event"
+							 : relay_strerror(rc));
+		goto done;
+	}
+	for (i = 0; i < n && rc == 0; i++) {
+		if (v[i].app != app)
+			continue;
+		if (!rt)
+			rc = open_runtime(&rt, sandbox);
+		if (rc == 0) {
+			ran++;
+			ok += (size_t)run_one(rt, app, v[i].rule, json, len);
+		}
+	}
+	if (rc == 0 && ran == 0)
+		printf("No matching handlers\n");
+	if (rc == 0)
+		rc = ok == ran ? RELAYCTL_OK : RELAYCTL_FAIL;
+done:
+	relay_runtime_free(rt);
+	relay_free(v);
+	free(json);
+	relay_appset_free(set);
+	return rc;
+}
 
 int relayctl_cmd_app_run(int argc, char **argv)
 {
-	(void)argc;
-	(void)argv;
-	return relayctl_error(RELAYCTL_FAIL, "app run: not implemented yet");
+	struct opts o;
+	const char *sandbox;
+	int rc;
+
+	memset(&o, 0, sizeof(o));
+	rc = parse(argc, argv, &o);
+	if (rc < 0)
+		return RELAYCTL_OK;
+	if (rc) {
+		usage(stderr);
+		return rc;
+	}
+	sandbox = o.sandbox;
+	if (!sandbox) {
+		sandbox = getenv("RELAY_SANDBOX");
+		if (!sandbox || !*sandbox)
+			sandbox = "bwrap";
+		if (strcmp(sandbox, "bwrap") != 0 &&
+		    strcmp(sandbox, "none") != 0)
+			return relayctl_error(RELAYCTL_FAIL, "app run: "
+					      "RELAY_SANDBOX must be bwrap or "
+					      "none, not \"%s\"", sandbox);
+	}
+	return run(&o, sandbox);
 }

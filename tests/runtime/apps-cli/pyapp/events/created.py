@@ -1,0 +1,2 @@
+def handler(event):
+    print("python got %s" % event["event_name"])
