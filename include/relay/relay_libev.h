@@ -17,6 +17,28 @@ extern "C" {
 
 /* ---- redis (owner: redis module) ---------------------------------- */
 
+struct relay_redis_backend;
+struct relay_redis_options;
+
+/**
+ * relay_redis_open_libev() - open a Redis backend driven by the host's loop.
+ * @out: set to the new backend.
+ * @loop: the host's libev loop (borrowed; must outlive the backend).
+ * @uri: as relay_redis_open() ("memory://" gives a memory backend).
+ * @opts: options, or NULL for defaults.
+ * @err: optional error detail.
+ *
+ * The backend connects lazily, reconnects with jittered backoff (1 s to
+ * 30 s) and times commands out with its own timers. Synchronous wrappers
+ * refuse it (RELAY_EINVAL). Free it with relay_redis_free(), not from
+ * inside one of its callbacks.
+ * Returns: 0, RELAY_EINVAL or RELAY_ENOMEM. Ownership: *out is new.
+ */
+RELAY_EXTERN int relay_redis_open_libev(struct relay_redis_backend **out,
+					struct ev_loop *loop, const char *uri,
+					const struct relay_redis_options *opts,
+					relay_error *err);
+
 /* ---- runtime (owner: runtime module) ------------------------------ */
 
 #include "runtime.h"

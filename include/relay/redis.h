@@ -1,0 +1,203 @@
+/*
+ * relay/redis.h - Redis backends: open by URI, issue commands, read replies.
+ *
+ * A relay_redis_backend is an asynchronous connection-like handle. Two
+ * implementations ship with librelay: "hiredis" (a real server, driven by a
+ * libev loop, see relay/relay_libev.h) and "memory" (an in-process store
+ * with the same observable semantics, for tests). Backend authors implement
+ * the vtable in relay/sys/redis.h.
+ *
+ * Every asynchronous call follows one rule: a nonzero return means the
+ * callback will never run; zero means it runs exactly once, with
+ * RELAY_ECLOSED if the backend is freed or disconnects first, and
+ * RELAY_ETIMEOUT if the reply takes longer than the command timeout.
+ *
+ * The synchronous wrappers (relay_redis_sync_*) run the backend's private
+ * loop until the reply arrives; they are meant for relayctl and tests and
+ * fail with RELAY_EINVAL on a backend attached to a host loop.
+ */
+#ifndef RELAY_REDIS_H
+#define RELAY_REDIS_H
+
+#include "common.h"
+#include "clock.h"
+#include "log.h"
+
+#ifdef __cplusplus
+extern "C" {
+#endif
+
+typedef struct relay_redis_backend relay_redis_backend;
+
+/**
+ * enum relay_redis_reply_type - the RESP2 type of a reply element.
+ */
+typedef enum relay_redis_reply_type {
+	RELAY_REDIS_REPLY_NIL = 0,
+	RELAY_REDIS_REPLY_INTEGER = 1,
+	RELAY_REDIS_REPLY_STRING = 2,  /* bulk string */
+	RELAY_REDIS_REPLY_STATUS = 3,  /* +OK style */
+	RELAY_REDIS_REPLY_ERROR = 4,   /* -ERR style; str holds the text */
+	RELAY_REDIS_REPLY_ARRAY = 5,
+} relay_redis_reply_type;
+
+/**
+ * struct relay_redis_reply - an owned copy of a server reply.
+ *
+ * A transparent value type, like hiredis' redisReply, but owned by librelay
+ * allocation: free the root with relay_redis_reply_free(). str is
+ * NUL-terminated (len excludes the NUL) for STRING, STATUS and ERROR.
+ */
+typedef struct relay_redis_reply {
+	relay_redis_reply_type type;
+	long long integer;                   /* INTEGER */
+	char *str;                           /* STRING, STATUS, ERROR */
+	size_t len;                          /* bytes in str */
+	size_t elements;                     /* ARRAY */
+	struct relay_redis_reply **element;  /* ARRAY */
+} relay_redis_reply;
+
+/**
+ * relay_redis_reply_cb - completion of an asynchronous command.
+ * @b: the backend.
+ * @status: 0 when a reply arrived (it may be an ERROR reply), otherwise
+ *   RELAY_ETIMEOUT, RELAY_ECLOSED, RELAY_EBACKEND or RELAY_ENOMEM.
+ * @reply: the reply when @status is 0, else NULL. Ownership: new; the
+ *   callback owns it and frees it with relay_redis_reply_free().
+ * @payload: the caller's payload.
+ */
+typedef void (*relay_redis_reply_cb)(relay_redis_backend *b, int status,
+				     relay_redis_reply *reply, void *payload);
+
+/** relay_redis_reply_free() - free a reply tree; NULL is a no-op. */
+RELAY_EXTERN void relay_redis_reply_free(relay_redis_reply *r);
+
+/**
+ * struct relay_redis_options - how to open a backend (versioned).
+ *
+ * Initialise with RELAY_REDIS_OPTIONS_INIT and set what you need.
+ */
+typedef struct relay_redis_options {
+	unsigned int version;          /* RELAY_REDIS_OPTIONS_VERSION */
+	const relay_clock *clock;      /* borrowed; NULL = system clock */
+	relay_logger logger;           /* copied; NULL fn discards */
+	int connect_timeout_ms;        /* 0 = default 2000 */
+	int command_timeout_ms;        /* 0 = default 5000; <0 = none */
+	int reconnect_min_ms;          /* 0 = default 1000 */
+	int reconnect_max_ms;          /* 0 = default 30000 */
+	/* version 1 ends here; later versions append only */
+} relay_redis_options;
+
+#define RELAY_REDIS_OPTIONS_VERSION 1
+#define RELAY_REDIS_OPTIONS_INIT { RELAY_REDIS_OPTIONS_VERSION, NULL, \
+		{ NULL, NULL, RELAY_LOG_INFO }, 0, 0, 0, 0 }
+
+/**
+ * relay_redis_open() - open a backend by URI, for synchronous use.
+ * @out: set to the new backend on success.
+ * @uri: "host:port", "redis://[user:pass@]host:port[/db]",
+ *   "unix:///path/to/sock" (hiredis backend) or "memory://" (a fresh,
+ *   empty memory backend).
+ * @opts: options, or NULL for defaults.
+ * @err: optional error detail.
+ *
+ * A hiredis backend opened this way owns a private libev loop, which the
+ * synchronous wrappers run; to drive it from the host's loop, use
+ * relay_redis_open_libev() instead. Connection happens lazily on the
+ * first command.
+ * Returns: 0, RELAY_EINVAL (bad URI or options) or RELAY_ENOMEM.
+ * Ownership: *out is new; free with relay_redis_free().
+ * Thread-safety: a backend is used from one thread at a time.
+ */
+RELAY_EXTERN int relay_redis_open(relay_redis_backend **out, const char *uri,
+				  const relay_redis_options *opts,
+				  relay_error *err);
+
+/**
+ * relay_redis_memory_new() - create an empty in-process memory backend.
+ * @out: set to the new backend.
+ * @clock: clock used for TTLs and PEL idle times (borrowed, must outlive
+ *   the backend); NULL = system clock.
+ *
+ * Commands complete before the call returns (the callback runs inside
+ * relay_redis_command()). XREADGROUP BLOCK never waits: an empty read
+ * returns a nil reply at once.
+ * Returns: 0 or RELAY_ENOMEM. Ownership: *out is new.
+ */
+RELAY_EXTERN int relay_redis_memory_new(relay_redis_backend **out,
+					const relay_clock *clock);
+
+/**
+ * relay_redis_free() - close and free a backend.
+ * @b: the backend, or NULL (no-op).
+ *
+ * Callbacks of commands still in flight run with RELAY_ECLOSED before this
+ * returns.
+ */
+RELAY_EXTERN void relay_redis_free(relay_redis_backend *b);
+
+/** relay_redis_name() - the backend's registry name ("hiredis", "memory"). */
+RELAY_EXTERN const char *relay_redis_name(const relay_redis_backend *b);
+
+/**
+ * relay_redis_errstr() - the last error message of a backend.
+ * Returns: a borrowed string valid until the next call on @b; "" if none.
+ */
+RELAY_EXTERN const char *relay_redis_errstr(const relay_redis_backend *b);
+
+/**
+ * relay_redis_command() - send one command asynchronously.
+ * @b: the backend.
+ * @argc: number of arguments (>= 1).
+ * @argv: the arguments (command name first); borrowed for the call.
+ * @argvlen: their lengths, or NULL to use strlen().
+ * @cb: completion callback (may be NULL to ignore the reply).
+ * @payload: passed to @cb.
+ *
+ * Returns: 0 (the callback will run exactly once) or a negative code (it
+ * never runs).
+ */
+RELAY_EXTERN int relay_redis_command(relay_redis_backend *b, int argc,
+				     const char *const *argv,
+				     const size_t *argvlen,
+				     relay_redis_reply_cb cb, void *payload);
+
+/**
+ * relay_redis_sync_command() - send one command and wait for its reply.
+ * @b: a backend opened with relay_redis_open() or relay_redis_memory_new().
+ * @out: set to the reply (which may be an ERROR reply) on success.
+ * Other parameters as relay_redis_command().
+ *
+ * Returns: 0, or the failure status (RELAY_ETIMEOUT, RELAY_ECLOSED,
+ * RELAY_EBACKEND, RELAY_EINVAL when @b is attached to a host loop).
+ * Ownership: *out is new.
+ */
+RELAY_EXTERN int relay_redis_sync_command(relay_redis_backend *b,
+					  relay_redis_reply **out, int argc,
+					  const char *const *argv,
+					  const size_t *argvlen);
+
+/**
+ * relay_redis_sync_wait() - run the backend's private loop until *@done
+ * becomes nonzero.
+ * @b: a backend opened for synchronous use.
+ * @done: flag set by the caller's callback.
+ *
+ * The building block of every relay_*_sync function: issue asynchronous
+ * calls, then wait. Returns: 0, or RELAY_EINVAL on a host-loop backend.
+ */
+RELAY_EXTERN int relay_redis_sync_wait(relay_redis_backend *b,
+				       const int *done);
+
+/**
+ * relay_redis_reply_error() - classify a reply as an error.
+ * Returns: RELAY_ETYPE for a WRONGTYPE error, RELAY_EBACKEND for any other
+ * ERROR reply, 0 otherwise (including NULL).
+ */
+RELAY_EXTERN int relay_redis_reply_error(const relay_redis_reply *r);
+
+#ifdef __cplusplus
+}
+#endif
+
+#endif /* RELAY_REDIS_H */

@@ -1,0 +1,114 @@
+/*
+ * relay/sys/redis.h - the Redis backend vtable, for backend authors.
+ *
+ * A backend implements generic commands (RESP2 semantics of Redis 7 for the
+ * commands librelay sends: streams, consumer groups, hashes, TTLs) and the
+ * atomic invocation-state transitions listed in enum relay_redis_script.
+ * The hiredis backend runs each transition as one EVALSHA of the script in
+ * librelay/lua/; the memory backend runs C code. Both must agree; the
+ * shared behavioural suite in tests/redis/ proves it.
+ *
+ * Callback rule (CONVENTIONS C7): a slot that returns nonzero never runs
+ * the callback; zero means it runs exactly once (RELAY_ECLOSED when the
+ * backend is freed first).
+ */
+#ifndef RELAY_SYS_REDIS_H
+#define RELAY_SYS_REDIS_H
+
+#include "../redis.h"
+
+#ifdef __cplusplus
+extern "C" {
+#endif
+
+/**
+ * enum relay_redis_script - the atomic transitions (DESIGN.md §4).
+ *
+ * Every transition replies with an ARRAY of four elements
+ * [result (string), attempt (integer), deadline_ms (integer), token
+ * (string)]; elements that do not apply are 0 or "". Arguments are passed
+ * as strings; integers in decimal. KEYS[1] is always the invocation hash.
+ *
+ * TRY_START      ARGV field now_ms timeout_ms token
+ *                result claimed|running|backoff|ok|exhausted|exhausted_dlq|
+ *                retained; attempt/deadline/token describe the new claim
+ *                (claimed) or the current state.
+ * RECORD_FAILURE ARGV field attempt token now_ms backoff_ms
+ *                result recorded|stale|retained; deadline = next attempt.
+ * MARK_COMPLETE  ARGV field attempt token       result recorded|stale|retained
+ * MARK_EXHAUSTED ARGV field attempt token       result recorded|stale|retained
+ * CLAIM_CLASSIFICATION (no ARGV)                result claimed|already|retained
+ * RETAIN         ARGV ttl_ms                    result recorded|already|absent
+ * DLQ_PERSIST    KEYS[2] the DLQ stream; ARGV field attempt token
+ *                name value [name value ...]; field "" = placeholder
+ *                entry. result written (token = new entry id)|already|
+ *                stale|retained; an ERROR reply (e.g. WRONGTYPE) when the
+ *                XADD fails, with the marker untouched.
+ */
+typedef enum relay_redis_script {
+	RELAY_REDIS_SCRIPT_TRY_START = 0,
+	RELAY_REDIS_SCRIPT_RECORD_FAILURE = 1,
+	RELAY_REDIS_SCRIPT_MARK_COMPLETE = 2,
+	RELAY_REDIS_SCRIPT_MARK_EXHAUSTED = 3,
+	RELAY_REDIS_SCRIPT_CLAIM_CLASSIFICATION = 4,
+	RELAY_REDIS_SCRIPT_RETAIN = 5,
+	RELAY_REDIS_SCRIPT_DLQ_PERSIST = 6,
+	RELAY_REDIS_SCRIPT_COUNT_ = 7
+} relay_redis_script;
+
+/**
+ * struct relay_redis_backend - a Redis backend (versioned vtable).
+ *
+ * Implementations embed this struct first and fill every slot of the
+ * version they declare. Core code calls the slots only through the
+ * relay_redis_* and relay__redis_* wrappers.
+ */
+struct relay_redis_backend {
+	unsigned int version;  /* RELAY_REDIS_BACKEND_VERSION */
+	const char *name;      /* registry key: "hiredis", "memory" */
+
+	/* One command; argv/argvlen borrowed for the call. */
+	int (*command)(relay_redis_backend *b, int argc,
+		       const char *const *argv, const size_t *argvlen,
+		       relay_redis_reply_cb cb, void *payload);
+
+	/* One atomic transition; the first @numkeys of argv are keys. */
+	int (*script)(relay_redis_backend *b, relay_redis_script op,
+		      int numkeys, int argc, const char *const *argv,
+		      const size_t *argvlen, relay_redis_reply_cb cb,
+		      void *payload);
+
+	/*
+	 * Drive private I/O until *done is nonzero; RELAY_EINVAL when the
+	 * backend is driven by a host loop. NULL: replies are immediate.
+	 */
+	int (*wait)(relay_redis_backend *b, const int *done);
+
+	/* Last error message, borrowed; never NULL. */
+	const char *(*errstr)(const relay_redis_backend *b);
+
+	/* Fail in-flight callbacks with RELAY_ECLOSED, then free. */
+	void (*free)(relay_redis_backend *b);
+	/* version 1 ends here; later versions append only */
+};
+
+#define RELAY_REDIS_BACKEND_VERSION 1
+
+/**
+ * relay_redis_backend_check() - validate a backend's version and slots.
+ * Returns: 0 or RELAY_EINVAL (version 0, too new, or a missing slot).
+ */
+RELAY_EXTERN int relay_redis_backend_check(const relay_redis_backend *b);
+
+/**
+ * relay_redis_reply_new() - allocate a reply element for a backend to fill.
+ * @type: its type. Returns: a zeroed reply, or NULL. Ownership: new.
+ */
+RELAY_EXTERN relay_redis_reply *relay_redis_reply_new(
+	relay_redis_reply_type type);
+
+#ifdef __cplusplus
+}
+#endif
+
+#endif /* RELAY_SYS_REDIS_H */

@@ -1,0 +1,60 @@
+-- prelude.lua - shared by every transition script (prepended at build time
+-- by embed.py). Mirrors relay_inv_state_parse() in librelay/inv/inv.c: the
+-- grammar is strict, and anything unparseable counts as absent.
+local function relay_num(s, max)
+	if not s or #s == 0 or #s > 18 or not string.match(s, '^%d+$') then
+		return nil
+	end
+	local n = tonumber(s)
+	if max and (n < 1 or n > max) then
+		return nil
+	end
+	return n
+end
+
+local function relay_token_ok(t)
+	return t and #t == 32 and string.match(t, '^[0-9a-f]+$') ~= nil
+end
+
+local function relay_parse(v)
+	local s = { kind = 'absent', attempt = 0, deadline = 0, token = '',
+		    dlq = false }
+	if not v then
+		return s
+	end
+	if v == 'ok' then
+		s.kind = 'ok'
+		return s
+	end
+	local k, dl, at, tok = string.match(v, '^([a-z_]+):(%d+):(%d+):([^:]*)$')
+	if k == 'running' or k == 'next_attempt_at' then
+		local d, a = relay_num(dl), relay_num(at, 1000000)
+		if d and a and relay_token_ok(tok) then
+			s.kind = (k == 'running') and 'running' or 'backoff'
+			s.deadline, s.attempt, s.token = d, a, tok
+			return s
+		end
+	else
+		local a2, t2, tail = string.match(v, '^exhausted:(%d+):([^:]*)(.*)$')
+		local a = relay_num(a2, 1000000)
+		if a and relay_token_ok(t2) and (tail == '' or tail == ':dlq') then
+			s.kind, s.attempt, s.token = 'exhausted', a, t2
+			s.dlq = (tail == ':dlq')
+			return s
+		end
+	end
+	s.kind = 'invalid'
+	return s
+end
+
+local function relay_fmt(n)
+	return string.format('%.0f', n)
+end
+
+local function relay_reply(result, s)
+	return { result, s.attempt, s.deadline, s.token }
+end
+
+local function relay_is_err(r)
+	return type(r) == 'table' and r.err ~= nil
+end

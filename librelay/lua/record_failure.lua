@@ -1,0 +1,21 @@
+-- record_failure.lua KEYS[1]=state hash
+-- ARGV: field attempt token now_ms backoff_ms
+-- Twin of relay__inv_decide_failure(): only the current running claim.
+local key, field = KEYS[1], ARGV[1]
+local attempt, token = tonumber(ARGV[2]), ARGV[3]
+local r = redis.pcall('HMGET', key, '__terminal', field)
+if relay_is_err(r) then
+	return r
+end
+if r[1] then
+	return { 'retained', 0, 0, '' }
+end
+local s = relay_parse(r[2])
+if s.kind ~= 'running' or s.attempt ~= attempt or s.token ~= token then
+	return relay_reply('stale', s)
+end
+s.deadline = tonumber(ARGV[4]) + tonumber(ARGV[5])
+redis.call('HSET', key, field, 'next_attempt_at:' .. relay_fmt(s.deadline) ..
+	':' .. relay_fmt(s.attempt) .. ':' .. token)
+redis.call('PERSIST', key)
+return relay_reply('recorded', s)

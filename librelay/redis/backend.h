@@ -1,0 +1,57 @@
+/*
+ * librelay/redis/backend.h - private: the wrappers every caller of a Redis
+ * backend goes through (CONVENTIONS C6), reply builders for backends, and
+ * URI parsing. Never installed.
+ */
+#ifndef RELAY__REDIS_BACKEND_H
+#define RELAY__REDIS_BACKEND_H
+
+#include "common.h"
+#include "relay/redis.h"
+#include "relay/sys/redis.h"
+
+struct ev_loop;
+
+/* The one place that calls b->script (C6). */
+int relay__redis_script(relay_redis_backend *b, relay_redis_script op,
+			int numkeys, int argc, const char *const *argv,
+			const size_t *argvlen, relay_redis_reply_cb cb,
+			void *payload);
+
+/* Number of keys each transition takes. */
+int relay__redis_script_numkeys(relay_redis_script op);
+
+/* Reply builders; NULL on allocation failure. */
+relay_redis_reply *relay__reply_str(relay_redis_reply_type type,
+				    const char *s, size_t len);
+relay_redis_reply *relay__reply_int(long long v);
+relay_redis_reply *relay__reply_nil(void);
+relay_redis_reply *relay__reply_array(size_t n);
+relay_redis_reply *relay__reply_errorf(const char *fmt, ...)
+	RELAY__PRINTF(1, 2);
+
+/* A parsed REDIS_URI (DESIGN.md §5). */
+typedef struct relay__redis_uri {
+	char *host;  /* NULL for unix sockets */
+	int port;
+	char *path;  /* unix socket path, or NULL */
+	char *user;  /* NULL when absent */
+	char *pass;  /* NULL when absent */
+	int db;      /* 0 unless /db given */
+	int memory;  /* "memory://" */
+} relay__redis_uri;
+
+int relay__redis_uri_parse(relay__redis_uri *out, const char *uri,
+			   relay_error *err);
+void relay__redis_uri_clear(relay__redis_uri *u);
+
+/* The hiredis backend (redis_async.c). @loop NULL = private loop. */
+int relay__redis_hiredis_new(relay_redis_backend **out,
+			     const relay__redis_uri *uri,
+			     const relay_redis_options *opts,
+			     struct ev_loop *loop, relay_error *err);
+
+/* The transition scripts as embedded Lua source (lua_scripts.c). */
+extern const char *const relay__lua_source[RELAY_REDIS_SCRIPT_COUNT_];
+
+#endif /* RELAY__REDIS_BACKEND_H */

@@ -1,0 +1,263 @@
+/*
+ * memory_script.c - the invocation-state transitions of the memory
+ * backend: the C twin of the scripts in librelay/lua/. Each function
+ * reads the hash like the script does (HMGET), asks the pure decision in
+ * inv.c, and writes like the script does (HSET + PERSIST). Keep the order of checks the same
+ * as the Lua: wrong type, retained, then the decision.
+ */
+#include <stdio.h>
+#include <string.h>
+
+#include "common.h"
+#include "inv.h"
+#include "memory.h"
+
+static relay_redis_reply *reply4(const char *result, long long attempt,
+				 long long deadline, const char *token)
+{
+	relay_redis_reply *r = relay__reply_array(4);
+
+	if (!r)
+		return NULL;
+	r->element[0] = relay__reply_str(RELAY_REDIS_REPLY_STRING, result,
+					 strlen(result));
+	r->element[1] = relay__reply_int(attempt);
+	r->element[2] = relay__reply_int(deadline);
+	r->element[3] = relay__reply_str(RELAY_REDIS_REPLY_STRING, token,
+					 strlen(token));
+	if (!r->element[0] || !r->element[1] || !r->element[2] ||
+	    !r->element[3]) {
+		relay_redis_reply_free(r);
+		return NULL;
+	}
+	return r;
+}
+
+static relay_redis_reply *outcome_reply(const relay_inv_outcome *o)
+{
+	const char *name = relay__inv_result_wire(o->result);
+
+	if (o->result == RELAY_INV_R_EXHAUSTED && o->dlq)
+		name = "exhausted_dlq";
+	return reply4(name, o->attempt, o->deadline_ms, o->token);
+}
+
+static relay_redis_reply *wrongtype(void)
+{
+	return relay__reply_errorf("WRONGTYPE Operation against a key holding "
+				   "the wrong kind of value");
+}
+
+static relay_redis_reply *badargs(void)
+{
+	return relay__reply_errorf("ERR relay: bad script arguments");
+}
+
+static int arg_num(const mem_args *a, int i, int64_t *out)
+{
+	return i < a->argc ? relay__parse_i64(a->argv[i], a->len[i], out)
+			   : RELAY_EPARSE;
+}
+
+static int arg_token(const mem_args *a, int i, char *tok)
+{
+	if (i >= a->argc || a->len[i] > RELAY_INV_TOKEN_LEN)
+		return RELAY_EPARSE;
+	memcpy(tok, a->argv[i], a->len[i]);
+	tok[a->len[i]] = '\0';
+	return 0;
+}
+
+static int is_retained(const mem_key *k)
+{
+	return k && relay__mem_hget(k, RELAY__INV_F_TERMINAL,
+				    strlen(RELAY__INV_F_TERMINAL)) != NULL;
+}
+
+static void read_state(const mem_key *k, const mem_args *a, int fi,
+		       relay_inv_state *cur)
+{
+	const mem_str *v = k ? relay__mem_hget(k, a->argv[fi], a->len[fi])
+			     : NULL;
+
+	relay_inv_state_parse(cur, v ? v->s : NULL, v ? v->len : 0);
+}
+
+/* HSET field value + PERSIST, creating the hash when needed. */
+static int write_field(mem_backend *m, mem_key **k, const mem_args *a,
+		       const char *f, size_t flen, const char *v)
+{
+	if (!*k)
+		*k = relay__mem_create(m, a->argv[0], a->len[0], MEM_HASH);
+	if (!*k || relay__mem_hset(*k, f, flen, v, strlen(v)) < 0)
+		return RELAY_ENOMEM;
+	(*k)->expire_at = 0;
+	return 0;
+}
+
+static relay_redis_reply *fenced(mem_backend *m, mem_key *k,
+				 relay_redis_script op, const mem_args *a)
+{
+	relay_inv_state cur, next;
+	relay_inv_outcome o;
+	char tok[RELAY_INV_TOKEN_LEN + 1], val[96];
+	int64_t n1 = 0, n2 = 0, n3 = 0;
+	int write;
+
+	read_state(k, a, 1, &cur);
+	if (op == RELAY_REDIS_SCRIPT_TRY_START) {
+		if (a->argc != 5 || arg_num(a, 2, &n1) || arg_num(a, 3, &n2) ||
+		    arg_token(a, 4, tok))
+			return badargs();
+		write = relay__inv_decide_try_start(&cur, n1, n2, tok, &o,
+						    &next);
+	} else {
+		if (arg_num(a, 2, &n1) || n1 < 1 || arg_token(a, 3, tok))
+			return badargs();
+		if (op == RELAY_REDIS_SCRIPT_RECORD_FAILURE) {
+			if (a->argc != 6 || arg_num(a, 4, &n2) ||
+			    arg_num(a, 5, &n3))
+				return badargs();
+			write = relay__inv_decide_failure(
+				&cur, (unsigned)n1, tok, n2, n3, &o, &next);
+		} else if (a->argc != 4) {
+			return badargs();
+		} else if (op == RELAY_REDIS_SCRIPT_MARK_COMPLETE) {
+			write = relay__inv_decide_complete(&cur, (unsigned)n1,
+							   tok, &o, &next);
+		} else {
+			write = relay__inv_decide_exhausted(&cur, (unsigned)n1,
+							    tok, &o, &next);
+		}
+	}
+	if (write) {
+		if (relay_inv_state_format(&next, val, sizeof(val)) < 0 ||
+		    write_field(m, &k, a, a->argv[1], a->len[1], val))
+			return NULL;
+	}
+	return outcome_reply(&o);
+}
+
+static relay_redis_reply *classification(mem_backend *m, mem_key *k,
+					 const mem_args *a)
+{
+	static const char f[] = RELAY__INV_F_CLASSIFICATION;
+
+	if (k && relay__mem_hget(k, f, sizeof(f) - 1))
+		return reply4("already", 0, 0, "");
+	if (write_field(m, &k, a, f, sizeof(f) - 1, "1"))
+		return NULL;
+	return reply4("claimed", 0, 0, "");
+}
+
+static relay_redis_reply *retain(mem_backend *m, mem_key *k,
+				 const mem_args *a)
+{
+	static const char f[] = RELAY__INV_F_TERMINAL;
+	int64_t ttl;
+
+	if (a->argc != 2 || arg_num(a, 1, &ttl) || ttl < 1)
+		return badargs();
+	if (!k)
+		return reply4("absent", 0, 0, "");
+	if (relay__mem_hget(k, f, sizeof(f) - 1))
+		return reply4("already", 0, 0, "");
+	if (relay__mem_hset(k, f, sizeof(f) - 1, "1", 1) < 0)
+		return NULL;
+	k->expire_at = relay__mem_now(m) + ttl;
+	return reply4("recorded", 0, 0, "");
+}
+
+static const char *const persist_wire[] = { "written", "already", "stale",
+					    "retained" };
+
+/*
+ * DLQ_PERSIST: decide first (nothing is written unless the marker says
+ * so), then append to the DLQ stream, then upgrade the marker. A DLQ key
+ * of another type fails the XADD before anything is written.
+ */
+static relay_redis_reply *dlq_persist(mem_backend *m, mem_key *k,
+				      const mem_args *a)
+{
+	static const char ph[] = RELAY__INV_F_PLACEHOLDER;
+	relay_dlq_persist_result res = RELAY_DLQ_WRITTEN;
+	relay_inv_state cur, next;
+	relay_redis_reply *id = NULL, *out;
+	char tok[RELAY_INV_TOKEN_LEN + 1], val[96];
+	int64_t attempt = 0;
+	mem_args xa;
+	mem_key *dlq;
+	int placeholder = a->len[2] == 0;
+
+	if (a->argc < 7 || (a->argc - 5) % 2 ||
+	    (!placeholder && (arg_num(a, 3, &attempt) || attempt < 1 ||
+			      arg_token(a, 4, tok))))
+		return badargs();
+	if (placeholder) {
+		if (k && relay__mem_hget(k, ph, sizeof(ph) - 1))
+			res = RELAY_DLQ_ALREADY;
+	} else {
+		read_state(k, a, 2, &cur);
+		relay__inv_decide_dlq(&cur, (unsigned)attempt, tok, &res,
+				      &next);
+	}
+	if (res != RELAY_DLQ_WRITTEN)
+		return reply4(persist_wire[res], 0, 0, "");
+	dlq = relay__mem_lookup(m, a->argv[1], a->len[1]);
+	if (dlq && dlq->type != MEM_STREAM)
+		return wrongtype();
+	if (!dlq)
+		dlq = relay__mem_create(m, a->argv[1], a->len[1], MEM_STREAM);
+	if (!dlq)
+		return NULL;
+	xa = *a;
+	if (relay__mem_xadd(dlq, (mem_sid){ UINT64_MAX, UINT64_MAX }, &xa, 5,
+			    relay__mem_now(m), &id) ||
+	    !id)
+		return NULL;
+	if (id->type != RELAY_REDIS_REPLY_STRING)
+		return id;
+	if (placeholder) {
+		if (write_field(m, &k, a, ph, sizeof(ph) - 1, "1"))
+			goto fail;
+	} else {
+		if (relay_inv_state_format(&next, val, sizeof(val)) < 0 ||
+		    write_field(m, &k, a, a->argv[2], a->len[2], val))
+			goto fail;
+	}
+	out = reply4("written", 0, 0, id->str);
+	relay_redis_reply_free(id);
+	return out;
+fail:
+	relay_redis_reply_free(id);
+	return NULL;
+}
+
+relay_redis_reply *relay__mem_script_run(mem_backend *m,
+					 relay_redis_script op,
+					 const mem_args *a)
+{
+	mem_key *k = relay__mem_lookup(m, a->argv[0], a->len[0]);
+
+	if (k && k->type != MEM_HASH)
+		return wrongtype();
+	if (op == RELAY_REDIS_SCRIPT_RETAIN)
+		return retain(m, k, a);
+	if (is_retained(k))
+		return reply4("retained", 0, 0, "");
+	switch (op) {
+	case RELAY_REDIS_SCRIPT_TRY_START:
+	case RELAY_REDIS_SCRIPT_RECORD_FAILURE:
+	case RELAY_REDIS_SCRIPT_MARK_COMPLETE:
+	case RELAY_REDIS_SCRIPT_MARK_EXHAUSTED:
+		if (a->argc < 2)
+			return badargs();
+		return fenced(m, k, op, a);
+	case RELAY_REDIS_SCRIPT_CLAIM_CLASSIFICATION:
+		return classification(m, k, a);
+	case RELAY_REDIS_SCRIPT_DLQ_PERSIST:
+		return dlq_persist(m, k, a);
+	default:
+		return badargs();
+	}
+}

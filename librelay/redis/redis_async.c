@@ -1,0 +1,563 @@
+/*
+ * redis_async.c - the "hiredis" Redis backend: hiredis' async API on a
+ * libev loop (the host's, or a private one for synchronous use), with what
+ * hiredis 0.14 lacks added here: connect and command timeouts as our own
+ * ev_timers, reconnect with jittered exponential backoff (1 s → 30 s),
+ * AUTH/SELECT from the URI, and the transition scripts run by EVALSHA.
+ *
+ * Scripts: the SHA1 of each script is learned from SCRIPT LOAD's reply.
+ * Until it is known, a call goes out as EVAL (which also caches the script
+ * server-side); a NOSCRIPT reply (SCRIPT FLUSH, failover to a fresh
+ * server) forgets the SHA1 and retries the same call once with EVAL.
+ *
+ * Failure model: a command that times out fails with RELAY_ETIMEOUT and
+ * drops the connection (an unresponsive server cannot be trusted with the
+ * commands queued behind it); every other command in flight then fails
+ * with RELAY_ECLOSED. While a host-loop backend waits to reconnect, new
+ * commands fail at once with RELAY_ECLOSED (nonzero return, no callback).
+ * A private-loop backend (relayctl) reconnects on the next command.
+ *
+ * Do not free a backend from inside one of its callbacks.
+ */
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include <ev.h>
+#include <hiredis/adapters/libev.h>
+#include <hiredis/async.h>
+#include <hiredis/hiredis.h>
+
+#include "backend.h"
+#include "common.h"
+#include "relay/relay_libev.h"
+
+enum hr_state { HR_DISCONNECTED, HR_CONNECTING, HR_CONNECTED };
+
+typedef struct hr_backend {
+	relay_redis_backend parent;     /* must be first */
+	struct ev_loop *loop;
+	int own_loop;                   /* private loop for sync use */
+	relay__redis_uri uri;
+	relay_redis_options opts;
+	redisAsyncContext *ac;
+	enum hr_state state;
+	int closing;
+	ev_timer connect_timer;
+	ev_timer reconnect_timer;
+	int reconnect_ms;               /* next backoff delay */
+	unsigned int seed;              /* jitter */
+	char sha[RELAY_REDIS_SCRIPT_COUNT_][41];
+	int loading[RELAY_REDIS_SCRIPT_COUNT_];
+	char errstr[160];
+} hr_backend;
+
+typedef struct hr_cmd {
+	hr_backend *b;
+	relay_redis_reply_cb cb;
+	void *payload;
+	ev_timer timer;
+	int done;                       /* callback already ran */
+	int script;                     /* op + 1 for EVALSHA calls, else 0 */
+	int argc;                       /* saved script call for NOSCRIPT */
+	char **argv;
+	size_t *argvlen;
+} hr_cmd;
+
+static void hr_connect(hr_backend *b);
+
+static void set_err(hr_backend *b, const char *msg)
+{
+	snprintf(b->errstr, sizeof(b->errstr), "%s", msg ? msg : "");
+}
+
+static relay_redis_reply *convert(const redisReply *r)
+{
+	relay_redis_reply *o = NULL;
+	size_t i;
+
+	switch (r->type) {
+	case REDIS_REPLY_STRING:
+		return relay__reply_str(RELAY_REDIS_REPLY_STRING, r->str,
+					r->len);
+	case REDIS_REPLY_STATUS:
+		return relay__reply_str(RELAY_REDIS_REPLY_STATUS, r->str,
+					r->len);
+	case REDIS_REPLY_ERROR:
+		return relay__reply_str(RELAY_REDIS_REPLY_ERROR, r->str,
+					r->len);
+	case REDIS_REPLY_INTEGER:
+		return relay__reply_int(r->integer);
+	case REDIS_REPLY_ARRAY:
+		o = relay__reply_array(r->elements);
+		for (i = 0; o && i < r->elements; i++) {
+			o->element[i] = convert(r->element[i]);
+			if (!o->element[i]) {
+				relay_redis_reply_free(o);
+				o = NULL;
+			}
+		}
+		return o;
+	default:
+		return relay__reply_nil();
+	}
+}
+
+static void cmd_free(hr_cmd *c)
+{
+	int i;
+
+	for (i = 0; i < c->argc; i++)
+		relay__free(c->argv[i]);
+	relay__free(c->argv);
+	relay__free(c->argvlen);
+	relay__free(c);
+}
+
+/* Run the caller's callback once; the hr_cmd lives on until hiredis is
+ * done with it. */
+static void complete(hr_cmd *c, int status, relay_redis_reply *r)
+{
+	if (c->done) {
+		relay_redis_reply_free(r);
+		return;
+	}
+	c->done = 1;
+	ev_timer_stop(c->b->loop, &c->timer);
+	if (c->cb)
+		c->cb(&c->b->parent, status, r, c->payload);
+	else
+		relay_redis_reply_free(r);
+}
+
+static void schedule_reconnect(hr_backend *b)
+{
+	double d;
+
+	if (b->closing || b->own_loop || ev_is_active(&b->reconnect_timer))
+		return;
+	d = b->reconnect_ms / 1000.0;
+	d = d / 2 + d / 2 * ((double)rand_r(&b->seed) / RAND_MAX);
+	ev_timer_set(&b->reconnect_timer, d, 0.);
+	ev_timer_start(b->loop, &b->reconnect_timer);
+	b->reconnect_ms *= 2;
+	if (b->reconnect_ms > b->opts.reconnect_max_ms)
+		b->reconnect_ms = b->opts.reconnect_max_ms;
+}
+
+static void drop_connection(hr_backend *b)
+{
+	redisAsyncContext *ac = b->ac;
+
+	if (!ac)
+		return;
+	b->ac = NULL;
+	b->state = HR_DISCONNECTED;
+	ev_timer_stop(b->loop, &b->connect_timer);
+	ac->data = NULL;
+	redisAsyncFree(ac); /* in-flight callbacks get NULL: ECLOSED */
+	schedule_reconnect(b);
+}
+
+static int send_cmd(hr_backend *b, hr_cmd *c, int argc, const char **argv,
+		    const size_t *argvlen);
+
+static void on_reply(redisAsyncContext *ac, void *reply, void *privdata)
+{
+	hr_cmd *c = privdata;
+	hr_backend *b = c->b;
+	redisReply *r = reply;
+	relay_redis_reply *o;
+	int op = c->script - 1;
+
+	if (!r) {
+		complete(c, RELAY_ECLOSED, NULL);
+		cmd_free(c);
+		return;
+	}
+	if (c->script && !c->done && r->type == REDIS_REPLY_ERROR &&
+	    strncmp(r->str, "NOSCRIPT", 8) == 0 && c->argv[0][4] == 'S') {
+		/* Forget the SHA1 and retry once as EVAL. */
+		b->sha[op][0] = '\0';
+		c->argv[0][4] = '\0';
+		relay__free(c->argv[1]);
+		c->argv[1] = relay__strdup(relay__lua_source[op]);
+		if (c->argv[1]) {
+			c->argvlen[1] = strlen(c->argv[1]);
+			c->argvlen[0] = 4;
+			if (redisAsyncCommandArgv(ac, on_reply, c, c->argc,
+						  (const char **)c->argv,
+						  c->argvlen) == REDIS_OK)
+				return;
+		}
+		complete(c, RELAY_EBACKEND, NULL);
+		cmd_free(c);
+		return;
+	}
+	o = convert(r);
+	complete(c, o ? 0 : RELAY_ENOMEM, o);
+	cmd_free(c);
+}
+
+static void on_timeout(struct ev_loop *loop, ev_timer *w, int revents)
+{
+	hr_cmd *c = w->data;
+	hr_backend *b = c->b;
+
+	set_err(b, "command timed out");
+	complete(c, RELAY_ETIMEOUT, NULL);
+	drop_connection(b);
+}
+
+static void on_connect(const redisAsyncContext *ac, int status)
+{
+	hr_backend *b = ac->data;
+
+	if (!b)
+		return;
+	ev_timer_stop(b->loop, &b->connect_timer);
+	if (status != REDIS_OK) {
+		set_err(b, ac->errstr);
+		b->ac = NULL; /* hiredis frees it after this callback */
+		b->state = HR_DISCONNECTED;
+		schedule_reconnect(b);
+		return;
+	}
+	b->state = HR_CONNECTED;
+	b->reconnect_ms = b->opts.reconnect_min_ms;
+}
+
+static void on_disconnect(const redisAsyncContext *ac, int status)
+{
+	hr_backend *b = ac->data;
+
+	if (!b)
+		return;
+	if (status != REDIS_OK)
+		set_err(b, ac->errstr);
+	else
+		set_err(b, "connection closed");
+	b->ac = NULL;
+	b->state = HR_DISCONNECTED;
+	schedule_reconnect(b);
+}
+
+static void on_connect_timeout(struct ev_loop *loop, ev_timer *w,
+			       int revents)
+{
+	hr_backend *b = w->data;
+
+	set_err(b, "connect timed out");
+	drop_connection(b);
+}
+
+static void on_reconnect(struct ev_loop *loop, ev_timer *w, int revents)
+{
+	hr_backend *b = w->data;
+
+	if (!b->ac)
+		hr_connect(b);
+}
+
+static void on_setup_reply(redisAsyncContext *ac, void *reply, void *priv)
+{
+	hr_backend *b = ac->data;
+	redisReply *r = reply;
+
+	if (!b || !r || r->type != REDIS_REPLY_ERROR)
+		return;
+	set_err(b, r->str);
+	redisAsyncDisconnect(ac);
+}
+
+static void hr_connect(hr_backend *b)
+{
+	redisAsyncContext *ac;
+	char db[8];
+
+	if (b->uri.path)
+		ac = redisAsyncConnectUnix(b->uri.path);
+	else
+		ac = redisAsyncConnect(b->uri.host, b->uri.port);
+	if (!ac || ac->err) {
+		set_err(b, ac ? ac->errstr : "out of memory");
+		if (ac)
+			redisAsyncFree(ac);
+		schedule_reconnect(b);
+		return;
+	}
+	ac->data = b;
+	if (redisLibevAttach(b->loop, ac) != REDIS_OK) {
+		set_err(b, "cannot attach to the loop");
+		redisAsyncFree(ac);
+		return;
+	}
+	redisAsyncSetConnectCallback(ac, on_connect);
+	redisAsyncSetDisconnectCallback(ac, on_disconnect);
+	b->ac = ac;
+	b->state = HR_CONNECTING;
+	ev_timer_set(&b->connect_timer, b->opts.connect_timeout_ms / 1000.0,
+		     0.);
+	ev_timer_start(b->loop, &b->connect_timer);
+	if (b->uri.pass && b->uri.user)
+		redisAsyncCommand(ac, on_setup_reply, NULL, "AUTH %s %s",
+				  b->uri.user, b->uri.pass);
+	else if (b->uri.pass)
+		redisAsyncCommand(ac, on_setup_reply, NULL, "AUTH %s",
+				  b->uri.pass);
+	if (b->uri.db) {
+		snprintf(db, sizeof(db), "%d", b->uri.db);
+		redisAsyncCommand(ac, on_setup_reply, NULL, "SELECT %s", db);
+	}
+}
+
+/* Connected or connecting, or fail with RELAY_ECLOSED. */
+static int ensure_connection(hr_backend *b)
+{
+	if (b->closing)
+		return RELAY_ECLOSED;
+	if (b->ac)
+		return 0;
+	if (ev_is_active(&b->reconnect_timer))
+		return RELAY_ECLOSED;
+	hr_connect(b);
+	return b->ac ? 0 : RELAY_ECLOSED;
+}
+
+static int send_cmd(hr_backend *b, hr_cmd *c, int argc, const char **argv,
+		    const size_t *argvlen)
+{
+	if (redisAsyncCommandArgv(b->ac, on_reply, c, argc, argv,
+				  argvlen) != REDIS_OK)
+		return RELAY_ECLOSED;
+	if (b->opts.command_timeout_ms > 0) {
+		ev_timer_init(&c->timer, on_timeout,
+			      b->opts.command_timeout_ms / 1000.0, 0.);
+		c->timer.data = c;
+		ev_timer_start(b->loop, &c->timer);
+	}
+	return 0;
+}
+
+static hr_cmd *cmd_new(hr_backend *b, relay_redis_reply_cb cb, void *payload)
+{
+	hr_cmd *c = relay__calloc(1, sizeof(*c));
+
+	if (!c)
+		return NULL;
+	c->b = b;
+	c->cb = cb;
+	c->payload = payload;
+	ev_timer_init(&c->timer, on_timeout, 0., 0.);
+	c->timer.data = c;
+	return c;
+}
+
+static int hr_command(relay_redis_backend *rb, int argc,
+		      const char *const *argv, const size_t *argvlen,
+		      relay_redis_reply_cb cb, void *payload)
+{
+	hr_backend *b = (hr_backend *)rb;
+	hr_cmd *c;
+	int rc;
+
+	rc = ensure_connection(b);
+	if (rc)
+		return rc;
+	c = cmd_new(b, cb, payload);
+	if (!c)
+		return RELAY_ENOMEM;
+	rc = send_cmd(b, c, argc, (const char **)argv, argvlen);
+	if (rc)
+		cmd_free(c);
+	return rc;
+}
+
+static void on_script_load(redisAsyncContext *ac, void *reply, void *priv)
+{
+	hr_backend *b = ac->data;
+	redisReply *r = reply;
+	int op = (int)(intptr_t)priv;
+
+	if (!b)
+		return;
+	b->loading[op] = 0;
+	if (r && r->type == REDIS_REPLY_STRING && r->len == 40)
+		memcpy(b->sha[op], r->str, 41);
+}
+
+/*
+ * EVALSHA sha numkeys keys... args... (or EVAL source ... while the SHA1
+ * is unknown). The call is saved so a NOSCRIPT reply can resend it.
+ */
+static int hr_script(relay_redis_backend *rb, relay_redis_script op,
+		     int numkeys, int argc, const char *const *argv,
+		     const size_t *argvlen, relay_redis_reply_cb cb,
+		     void *payload)
+{
+	hr_backend *b = (hr_backend *)rb;
+	char nk[8];
+	hr_cmd *c;
+	int rc, i, known;
+
+	rc = ensure_connection(b);
+	if (rc)
+		return rc;
+	known = b->sha[op][0] != '\0';
+	if (!known && !b->loading[op]) {
+		if (redisAsyncCommand(b->ac, on_script_load,
+				      (void *)(intptr_t)op, "SCRIPT LOAD %s",
+				      relay__lua_source[op]) == REDIS_OK)
+			b->loading[op] = 1;
+	}
+	c = cmd_new(b, cb, payload);
+	if (!c)
+		return RELAY_ENOMEM;
+	c->script = op + 1;
+	c->argc = argc + 3;
+	c->argv = relay__calloc((size_t)c->argc, sizeof(*c->argv));
+	c->argvlen = relay__calloc((size_t)c->argc, sizeof(*c->argvlen));
+	if (!c->argv || !c->argvlen)
+		goto nomem;
+	snprintf(nk, sizeof(nk), "%d", numkeys);
+	c->argv[0] = relay__strdup(known ? "EVALSHA" : "EVAL");
+	c->argv[1] = relay__strdup(known ? b->sha[op] : relay__lua_source[op]);
+	c->argv[2] = relay__strdup(nk);
+	for (i = 0; i < argc; i++) {
+		size_t n = argvlen ? argvlen[i] : strlen(argv[i]);
+
+		c->argv[i + 3] = relay__strndup(argv[i], n);
+		c->argvlen[i + 3] = n;
+	}
+	for (i = 0; i < c->argc; i++) {
+		if (!c->argv[i])
+			goto nomem;
+		if (i < 3)
+			c->argvlen[i] = strlen(c->argv[i]);
+	}
+	rc = send_cmd(b, c, c->argc, (const char **)c->argv, c->argvlen);
+	if (rc)
+		cmd_free(c);
+	return rc;
+nomem:
+	cmd_free(c);
+	return RELAY_ENOMEM;
+}
+
+static int hr_wait(relay_redis_backend *rb, const int *done)
+{
+	hr_backend *b = (hr_backend *)rb;
+
+	if (!b->own_loop)
+		return RELAY_EINVAL;
+	while (!*done)
+		ev_run(b->loop, EVRUN_ONCE);
+	return 0;
+}
+
+static const char *hr_errstr(const relay_redis_backend *rb)
+{
+	return ((const hr_backend *)rb)->errstr;
+}
+
+static void hr_free(relay_redis_backend *rb)
+{
+	hr_backend *b = (hr_backend *)rb;
+	redisAsyncContext *ac = b->ac;
+
+	b->closing = 1;
+	ev_timer_stop(b->loop, &b->connect_timer);
+	ev_timer_stop(b->loop, &b->reconnect_timer);
+	if (ac) {
+		b->ac = NULL;
+		redisAsyncFree(ac); /* callbacks: RELAY_ECLOSED */
+	}
+	if (b->own_loop)
+		ev_loop_destroy(b->loop);
+	relay__redis_uri_clear(&b->uri);
+	relay__free(b);
+}
+
+static int copy_uri(relay__redis_uri *dst, const relay__redis_uri *src)
+{
+	*dst = *src;
+	dst->host = relay__strdup(src->host);
+	dst->path = relay__strdup(src->path);
+	dst->user = relay__strdup(src->user);
+	dst->pass = relay__strdup(src->pass);
+	if ((src->host && !dst->host) || (src->path && !dst->path) ||
+	    (src->user && !dst->user) || (src->pass && !dst->pass)) {
+		relay__redis_uri_clear(dst);
+		return RELAY_ENOMEM;
+	}
+	return 0;
+}
+
+int relay__redis_hiredis_new(relay_redis_backend **out,
+			     const relay__redis_uri *uri,
+			     const relay_redis_options *opts,
+			     struct ev_loop *loop, relay_error *err)
+{
+	relay_redis_options defaults = RELAY_REDIS_OPTIONS_INIT;
+	hr_backend *b;
+
+	*out = NULL;
+	b = relay__calloc(1, sizeof(*b));
+	if (!b || copy_uri(&b->uri, uri)) {
+		relay__free(b);
+		return RELAY_ENOMEM;
+	}
+	b->opts = opts ? *opts : defaults;
+	if (b->opts.connect_timeout_ms <= 0)
+		b->opts.connect_timeout_ms = 2000;
+	if (b->opts.command_timeout_ms == 0)
+		b->opts.command_timeout_ms = 5000;
+	if (b->opts.reconnect_min_ms <= 0)
+		b->opts.reconnect_min_ms = 1000;
+	if (b->opts.reconnect_max_ms <= 0)
+		b->opts.reconnect_max_ms = 30000;
+	b->reconnect_ms = b->opts.reconnect_min_ms;
+	b->seed = (unsigned int)relay_clock_mono_us(b->opts.clock);
+	b->own_loop = loop == NULL;
+	b->loop = loop ? loop : ev_loop_new(EVFLAG_AUTO);
+	if (!b->loop) {
+		relay__redis_uri_clear(&b->uri);
+		relay__free(b);
+		return relay__error_set(err, RELAY_ERROR, NULL, 0, 0,
+					"cannot create an event loop");
+	}
+	ev_timer_init(&b->connect_timer, on_connect_timeout, 0., 0.);
+	b->connect_timer.data = b;
+	ev_timer_init(&b->reconnect_timer, on_reconnect, 0., 0.);
+	b->reconnect_timer.data = b;
+	b->parent.version = RELAY_REDIS_BACKEND_VERSION;
+	b->parent.name = "hiredis";
+	b->parent.command = hr_command;
+	b->parent.script = hr_script;
+	b->parent.wait = hr_wait;
+	b->parent.errstr = hr_errstr;
+	b->parent.free = hr_free;
+	*out = &b->parent;
+	return 0;
+}
+
+int relay_redis_open_libev(relay_redis_backend **out, struct ev_loop *loop,
+			   const char *uri, const relay_redis_options *opts,
+			   relay_error *err)
+{
+	relay__redis_uri u;
+	int rc;
+
+	*out = NULL;
+	if (!loop)
+		return RELAY_EINVAL;
+	rc = relay__redis_uri_parse(&u, uri, err);
+	if (rc)
+		return rc;
+	if (u.memory)
+		rc = relay_redis_memory_new(out, opts ? opts->clock : NULL);
+	else
+		rc = relay__redis_hiredis_new(out, &u, opts, loop, err);
+	relay__redis_uri_clear(&u);
+	return rc;
+}

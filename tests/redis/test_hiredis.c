@@ -1,0 +1,283 @@
+/*
+ * test_hiredis.c - the shared backend suite (suite.h) on the hiredis
+ * backend against a throwaway redis-server on a unix socket, plus what
+ * only a real server shows: EVALSHA with NOSCRIPT recovery, outages
+ * (errors reported, nothing half-written), command timeouts, reconnect on
+ * a host loop, and exactly-once callbacks on close. SKIP when
+ * redis-server is not installed.
+ */
+#include <ev.h>
+#include <time.h>
+
+#include "relaytest.h"
+
+#include "redis_server.h"
+#include "relay/redis.h"
+#include "relay/relay_libev.h"
+
+static relay_redis_backend *rs_b;
+static rt_redis_server srv;
+static int srv_state = -1; /* rt_redis_server_start() result */
+
+static void rs_open(relay_redis_backend **b, int timeout_ms)
+{
+	relay_redis_options o = RELAY_REDIS_OPTIONS_INIT;
+	relay_error err;
+
+	o.command_timeout_ms = timeout_ms;
+	RT_ASSERT(relay_redis_open(b, srv.uri, &o, &err) == 0);
+}
+
+static void rs_setup(void)
+{
+	relay_redis_reply *r = NULL;
+	const char *argv[] = { "FLUSHALL" };
+
+	if (srv_state == RT_REDIS_SKIP)
+		RT_SKIP("redis-server not installed");
+	RT_ASSERT(srv_state == 0);
+	if (!srv.pid)
+		RT_ASSERT(rt_redis_server_restart(&srv) == 0);
+	rs_open(&rs_b, 5000);
+	RT_ASSERT(relay_redis_sync_command(rs_b, &r, 1, argv, NULL) == 0);
+	relay_redis_reply_free(r);
+}
+
+static void rs_teardown(void)
+{
+	relay_redis_free(rs_b);
+	rs_b = NULL;
+}
+
+static void rs_sleep_ms(int ms)
+{
+	struct timespec ts = { ms / 1000, (long)(ms % 1000) * 1000000L };
+
+	nanosleep(&ts, NULL);
+}
+
+#include "suite.h"
+
+static void test_hiredis__evalsha_after_first_call(void)
+{
+	relay_inv_outcome o;
+	const char *info;
+	int i;
+
+	rs_setup();
+	RS_STR("CONFIG", "RESETSTAT");
+	for (i = 0; i < 4; i++)
+		RT_EQ_INT(rs_try("a/h", RS_NOW, 6000, &o), 0);
+	info = RS_STR("INFO", "commandstats");
+	if (!strstr(info, "cmdstat_evalsha:calls=3"))
+		RT_FAILF("%s", info);
+	RT_CHECK(strstr(info, "cmdstat_eval:calls=1") != NULL);
+	rs_teardown();
+}
+
+static void test_hiredis__noscript_reloads_and_retries(void)
+{
+	relay_inv_outcome o;
+
+	rs_setup();
+	RT_EQ_INT(rs_try("a/h", RS_NOW, 6000, &o), 0);
+	RT_EQ_STR(RS_STR("SCRIPT", "FLUSH"), "OK");
+	RT_EQ_INT(rs_try("a/h", RS_NOW + 1, 6000, &o), 0);
+	RT_EQ_INT(o.result, RELAY_INV_R_RUNNING);
+	RT_EQ_INT(rs_try("a/h", RS_NOW + 6000, 6000, &o), 0);
+	RT_EQ_INT(o.result, RELAY_INV_R_CLAIMED);
+	RT_EQ_INT(o.attempt, 2);
+	rs_teardown();
+}
+
+/* Redis down: every operation reports an error (try_start fails closed);
+ * back up: the same backend works again. */
+static void test_hiredis__outage_reports_errors_then_recovers(void)
+{
+	relay_dlq_entry e = rs_entry("a", "h");
+	relay_dlq_persist_result res;
+	relay_inv_outcome o, claim;
+	int rc;
+
+	rs_setup();
+	RT_ASSERT(rs_try("a/h", RS_NOW, 6000, &claim) == 0);
+	rt_redis_server_stop(&srv);
+	rc = rs_try("a/h", RS_NOW + 6000, 6000, &o);
+	RT_CHECK(rc == RELAY_ECLOSED || rc == RELAY_EBACKEND);
+	rc = rs_complete("a/h", claim.attempt, claim.token, &o);
+	RT_CHECK(rc != 0);
+	rc = rs_persist(RS_KEY, "a/h", 1, claim.token, &e, &res, NULL);
+	RT_CHECK(rc != 0);
+	RT_CHECK(relay_redis_errstr(rs_b)[0] != '\0');
+	RT_ASSERT(rt_redis_server_restart(&srv) == 0);
+	/* the restarted server is empty (no persistence): attempt 1 again */
+	RT_EQ_INT(rs_try("a/h", RS_NOW, 6000, &o), 0);
+	RT_EQ_INT(o.result, RELAY_INV_R_CLAIMED);
+	RT_EQ_INT(o.attempt, 1);
+	rs_teardown();
+}
+
+/* An unresponsive server: the persist times out; whatever the server did
+ * with the script once resumed, entry and marker agree, and a retry
+ * converges on exactly one entry. */
+static void test_hiredis__timeout_never_half_writes(void)
+{
+	relay_dlq_entry e = rs_entry("a", "h");
+	relay_dlq_persist_result res;
+	relay_redis_backend *slow;
+	char tok[40], val[128];
+	long long len;
+	int rc;
+
+	rs_setup();
+	rs_make_exhausted("a/h", tok);
+	rs_open(&slow, 200);
+	RT_EQ_INT(RS_INT("PING") == -999, 1); /* PONG is a status */
+	{
+		/* warm the SHA1 so the timed-out call is an EVALSHA */
+		relay_redis_backend *keep = rs_b;
+
+		rs_b = slow;
+		RT_EQ_INT(rs_persist("relay:invocation:x:g:9-9", "a/h", 1, tok,
+				     &e, &res, NULL), 0);
+		RT_EQ_INT(res, RELAY_DLQ_STALE);
+		rt_redis_server_pause(&srv);
+		rc = rs_persist(RS_KEY, "a/h", 1, tok, &e, &res, NULL);
+		RT_EQ_INT(rc, RELAY_ETIMEOUT);
+		rt_redis_server_resume(&srv);
+		rs_b = keep;
+	}
+	relay_redis_free(slow);
+	rs_sleep_ms(50);
+	len = RS_INT("XLEN", RS_DLQ);
+	snprintf(val, sizeof(val), "%s", RS_STR("HGET", RS_KEY, "a/h"));
+	RT_CHECK(len == 0 || len == 1);
+	RT_CHECK((len == 1) == (strstr(val, ":dlq") != NULL));
+	rc = rs_persist(RS_KEY, "a/h", 1, tok, &e, &res, NULL);
+	RT_EQ_INT(rc, 0);
+	RT_CHECK(res == (len ? RELAY_DLQ_ALREADY : RELAY_DLQ_WRITTEN));
+	RT_EQ_INT(RS_INT("XLEN", RS_DLQ), 1);
+	rs_teardown();
+}
+
+struct ping_state {
+	int done, status;
+};
+
+static void ping_cb(relay_redis_backend *b, int status,
+		    relay_redis_reply *r, void *payload)
+{
+	struct ping_state *p = payload;
+
+	p->done++;
+	p->status = status;
+	relay_redis_reply_free(r);
+}
+
+static void test_hiredis__host_loop_reconnects_with_backoff(void)
+{
+	relay_redis_options o = RELAY_REDIS_OPTIONS_INIT;
+	const char *argv[] = { "PING" };
+	struct ev_loop *loop = ev_loop_new(EVFLAG_AUTO);
+	relay_redis_backend *b = NULL;
+	struct ping_state p = { 0, 0 };
+	relay_redis_reply *r = NULL;
+	relay_error err;
+	int rc, i, ok = 0;
+
+	rs_setup();
+	o.reconnect_min_ms = 50;
+	o.reconnect_max_ms = 200;
+	RT_ASSERT(relay_redis_open_libev(&b, loop, srv.uri, &o, &err) == 0);
+	RT_EQ_INT(relay_redis_sync_command(b, &r, 1, argv, NULL),
+		  RELAY_EINVAL);
+	RT_EQ_INT(relay_redis_command(b, 1, argv, NULL, ping_cb, &p), 0);
+	while (!p.done)
+		ev_run(loop, EVRUN_ONCE);
+	RT_EQ_INT(p.status, 0);
+	rt_redis_server_stop(&srv);
+	p.done = 0;
+	rc = relay_redis_command(b, 1, argv, NULL, ping_cb, &p);
+	if (rc == 0) {
+		while (!p.done)
+			ev_run(loop, EVRUN_ONCE);
+		RT_CHECK(p.status != 0);
+	}
+	RT_ASSERT(rt_redis_server_restart(&srv) == 0);
+	for (i = 0; i < 100 && !ok; i++) {
+		p.done = 0;
+		rc = relay_redis_command(b, 1, argv, NULL, ping_cb, &p);
+		if (rc == 0) {
+			while (!p.done)
+				ev_run(loop, EVRUN_ONCE);
+			ok = p.status == 0;
+		} else {
+			ev_run(loop, EVRUN_ONCE); /* wait for the timer */
+		}
+	}
+	RT_CHECK(ok);
+	RT_EQ_INT(p.done, 1);
+	relay_redis_free(b);
+	ev_loop_destroy(loop);
+	rs_teardown();
+}
+
+static void test_hiredis__free_fails_inflight_once(void)
+{
+	const char *argv[] = { "PING" };
+	struct ping_state p[3] = { { 0, 0 } };
+	relay_redis_backend *b;
+	int i;
+
+	rs_setup();
+	rs_open(&b, 5000);
+	for (i = 0; i < 3; i++)
+		RT_EQ_INT(relay_redis_command(b, 1, argv, NULL, ping_cb, &p[i]),
+			  0);
+	relay_redis_free(b);
+	for (i = 0; i < 3; i++) {
+		RT_EQ_INT(p[i].done, 1);
+		RT_EQ_INT(p[i].status, RELAY_ECLOSED);
+	}
+	rs_teardown();
+}
+
+static void test_hiredis__connect_refused(void)
+{
+	const char *argv[] = { "PING" };
+	relay_redis_backend *b;
+	relay_redis_reply *r = NULL;
+	relay_error err;
+	int rc;
+
+	if (srv_state == RT_REDIS_SKIP)
+		RT_SKIP("redis-server not installed");
+	RT_ASSERT(relay_redis_open(&b, "unix:///nonexistent/redis.sock", NULL,
+				   &err) == 0);
+	rc = relay_redis_sync_command(b, &r, 1, argv, NULL);
+	RT_CHECK(rc == RELAY_ECLOSED || rc == RELAY_EBACKEND);
+	RT_CHECK(r == NULL);
+	RT_CHECK(relay_redis_errstr(b)[0] != '\0');
+	relay_redis_free(b);
+}
+
+static const rt_case cases[] = {
+	RS_SHARED_CASES,
+	RT_CASE(test_hiredis__evalsha_after_first_call),
+	RT_CASE(test_hiredis__noscript_reloads_and_retries),
+	RT_CASE(test_hiredis__outage_reports_errors_then_recovers),
+	RT_CASE(test_hiredis__timeout_never_half_writes),
+	RT_CASE(test_hiredis__host_loop_reconnects_with_backoff),
+	RT_CASE(test_hiredis__free_fails_inflight_once),
+	RT_CASE(test_hiredis__connect_refused),
+};
+
+int main(int argc, char **argv)
+{
+	int rc;
+
+	srv_state = rt_redis_server_start(&srv);
+	rc = rt_main(argc, argv, cases, RT_NCASES(cases));
+	rt_redis_server_cleanup(&srv);
+	return rc;
+}
