@@ -45,8 +45,9 @@ int relay__diags_add(relay__diags *d, int code, const char *path, int line,
 	memset(e, 0, sizeof(*e));
 	e->code = code;
 	snprintf(e->path, sizeof(e->path), "%s", path ? path : "");
-	e->line = line;
-	e->column = column;
+	/* Positions are 1-based; anything unknown is the file's start. */
+	e->line = line > 0 ? line : 1;
+	e->column = line > 0 && column > 0 ? column : 1;
 	va_start(ap, fmt);
 	vsnprintf(e->text, sizeof(e->text), fmt, ap);
 	va_end(ap);

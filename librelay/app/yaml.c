@@ -157,6 +157,62 @@ static void problem(builder *b, struct fy_event *ev, const char *what)
 	b->failed = 1;
 }
 
+static int cmp_keys(const void *pa, const void *pb)
+{
+	const relay__pnode *a = *(const relay__pnode *const *)pa;
+	const relay__pnode *b = *(const relay__pnode *const *)pb;
+	size_t n = a->key_len < b->key_len ? a->key_len : b->key_len;
+	int c = memcmp(a->key, b->key, n);
+
+	if (c)
+		return c;
+	if (a->key_len != b->key_len)
+		return a->key_len < b->key_len ? -1 : 1;
+	return a < b ? -1 : a > b; /* document order among equals */
+}
+
+/*
+ * Report every key of @map that repeats an earlier one. Sorting pointers
+ * keeps this O(n log n): a 1 MiB template can hold ~100k keys.
+ */
+static int check_duplicates(builder *b, const relay__pnode *map)
+{
+	const relay__pnode **v;
+	size_t i, n = 0;
+
+	if (map->nchildren < 2)
+		return 0;
+	v = relay__calloc(map->nchildren, sizeof(*v));
+	if (!v)
+		return RELAY_ENOMEM;
+	for (i = 0; i < map->nchildren; i++)
+		if (map->children[i].key)
+			v[n++] = &map->children[i];
+	qsort(v, n, sizeof(*v), cmp_keys);
+	for (i = 1; i < n; i++) {
+		const relay__pnode *first = v[i - 1];
+
+		if (v[i]->key_len != first->key_len ||
+		    memcmp(v[i]->key, first->key, first->key_len) != 0)
+			continue;
+		while (i < n && v[i]->key_len == first->key_len &&
+		       memcmp(v[i]->key, first->key, first->key_len) == 0) {
+			if (relay__diags_add(b->d, RELAY_EPARSE, b->path,
+					     v[i]->key_line, v[i]->key_column,
+					     "duplicate key \"%.*s\" (first at "
+					     "line %d)", (int)(first->key_len > 60
+							       ? 60
+							       : first->key_len),
+					     first->key, first->key_line))
+				b->oom = 1;
+			b->failed = 1;
+			i++;
+		}
+	}
+	relay__free(v);
+	return 0;
+}
+
 static void free_children(relay__pnode *n)
 {
 	size_t i;
@@ -231,7 +287,7 @@ static int push_child(relay__pnode *n, size_t *cap, relay__pnode **slot)
 static int map_key(builder *b, relay__pnode *map, relay__pnode *child,
 		   struct fy_event *ev, int depth)
 {
-	size_t len = 0, i;
+	size_t len = 0;
 	const char *t;
 
 	mark_of(ev, &child->key_line, &child->key_column);
@@ -251,23 +307,35 @@ static int map_key(builder *b, relay__pnode *map, relay__pnode *child,
 		t = "";
 		len = 0;
 	}
-	for (i = 0; i + 1 < map->nchildren; i++) {
-		const relay__pnode *o = &map->children[i];
-
-		if (o->key && o->key_len == len && memcmp(o->key, t, len) == 0) {
-			char msg[RELAY_ERROR_TEXT_MAX];
-
-			snprintf(msg, sizeof(msg),
-				 "duplicate key \"%.*s\" (first at line %d)",
-				 (int)(len > 60 ? 60 : len), t, o->key_line);
-			problem(b, ev, msg);
-			break;
-		}
-	}
 	child->key = relay__strndup(t, len);
 	if (!child->key)
 		return RELAY_ENOMEM;
 	child->key_len = len;
+	return 0;
+}
+
+/*
+ * Consume the rest of a collection whose start event was just read,
+ * without building it: a loop with a counter, so no input can make us
+ * recurse past RELAY__APP_MAX_DEPTH.
+ */
+static int skip_subtree(builder *b)
+{
+	size_t open = 1;
+
+	while (open) {
+		struct fy_event *ev = fy_parser_parse(b->fyp);
+
+		if (!ev)
+			return RELAY_EPARSE;
+		if (ev->type == FYET_MAPPING_START ||
+		    ev->type == FYET_SEQUENCE_START)
+			open++;
+		else if (ev->type == FYET_MAPPING_END ||
+			 ev->type == FYET_SEQUENCE_END)
+			open--;
+		fy_parser_event_free(b->fyp, ev);
+	}
 	return 0;
 }
 
@@ -280,8 +348,10 @@ static int collection(builder *b, struct fy_event *start, relay__pnode *n,
 	int rc = 0;
 
 	n->kind = is_map ? RELAY__PNODE_MAP : RELAY__PNODE_SEQ;
-	if (depth >= RELAY__APP_MAX_DEPTH)
-		problem(b, start, "nesting is too deep");
+	if (depth >= RELAY__APP_MAX_DEPTH) {
+		problem(b, start, "nesting is too deep (at most 64 levels)");
+		return skip_subtree(b);
+	}
 	for (;;) {
 		struct fy_event *ev = fy_parser_parse(b->fyp);
 		relay__pnode *child;
@@ -290,7 +360,7 @@ static int collection(builder *b, struct fy_event *start, relay__pnode *n,
 			return RELAY_EPARSE; /* syntax error, reported */
 		if (ev->type == end) {
 			fy_parser_event_free(b->fyp, ev);
-			return 0;
+			return is_map ? check_duplicates(b, n) : 0;
 		}
 		rc = push_child(n, &cap, &child);
 		if (!rc && is_map) {
@@ -305,6 +375,12 @@ static int collection(builder *b, struct fy_event *start, relay__pnode *n,
 		}
 		if (!rc)
 			rc = build_node(b, ev, child, depth + 1);
+		/* Empty plain scalars have no mark: borrow a neighbour's. */
+		if (!rc && is_map && child->key_line == 0) {
+			child->key_line = child->line ? child->line : n->line;
+			child->key_column = child->line ? child->column
+							: n->column;
+		}
 		if (!rc && child->line == 0) {
 			child->line = is_map ? child->key_line : n->line;
 			child->column = is_map ? child->key_column : n->column;
@@ -397,6 +473,28 @@ static int parse_stream(builder *b, relay__pnode *root, int *ndocs)
 	return rc;
 }
 
+/*
+ * YAML excludes NUL from the character stream, and libfyaml 0.7.12 can
+ * loop forever on a NUL inside a directive line (found by fuzz-template),
+ * so the text is checked before libfyaml sees it.
+ */
+static int find_nul(const char *s, size_t len, int *line, int *col)
+{
+	const char *nul = memchr(s, '\0', len);
+	const char *p, *bol = s;
+
+	if (!nul)
+		return 0;
+	*line = 1;
+	for (p = s; p < nul; p++)
+		if (*p == '\n') {
+			(*line)++;
+			bol = p + 1;
+		}
+	*col = (int)(nul - bol) + 1;
+	return 1;
+}
+
 int relay__yaml_parse(relay__pnode **out, const char *yaml, size_t len,
 		      const char *path, relay__diags *d)
 {
@@ -405,11 +503,15 @@ int relay__yaml_parse(relay__pnode **out, const char *yaml, size_t len,
 	struct fy_parse_cfg cfg;
 	builder b = { 0 };
 	relay__pnode *root = NULL;
-	int rc = RELAY_ENOMEM, ndocs = 0;
+	int rc = RELAY_ENOMEM, ndocs = 0, line, col;
 
 	*out = NULL;
 	b.path = path;
 	b.d = d;
+	if (len && find_nul(yaml, len, &line, &col))
+		return relay__diags_add(d, RELAY_EPARSE, path, line, col,
+					"YAML syntax error: NUL byte in the "
+					"text") ? RELAY_ENOMEM : RELAY_EPARSE;
 	fy_diag_cfg_default(&dcfg);
 	dcfg.fp = NULL;
 	dcfg.output_fn = NULL;
