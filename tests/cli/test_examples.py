@@ -5,7 +5,8 @@ usage: test_examples.py [SOURCE_ROOT]
 
 Runs each handler of doc/examples/apps as a one-shot process with the
 event JSON on stdin, RELAY_HANDLER set and the template's env only:
-python3/node through a minimal stand-in of the runtime bootstrap (import
+python3/node through the runtime's bootstrap scripts (or, if they are
+missing, a minimal stand-in that does the same: import
 the module named by the text before the last dot from the app directory,
 call the function after it with the decoded event), exec apps through
 their command. Checks exit codes and output, including the deliberate
@@ -39,6 +40,12 @@ process.stdin.on('data', (c) => { data += c; });
 process.stdin.on('end', () => { mod[h.slice(i + 1)](JSON.parse(data)); });
 """
 
+# The runtime's real bootstraps, when present; the stand-ins above
+# otherwise (the runtime module is developed in parallel).
+BOOT_DIR = os.path.join(ROOT, "librelay", "runtime", "bootstrap")
+BOOT_PY = os.path.join(BOOT_DIR, "relay-bootstrap.py")
+BOOT_JS = os.path.join(BOOT_DIR, "relay-bootstrap.js")
+
 BILLING_ENV = {"CURRENCY": "EUR", "APPROVAL_LIMIT": "10000"}
 
 
@@ -46,9 +53,11 @@ def invoke(app, runtime, handler, event, env, command=None):
     e = {"PATH": os.environ.get("PATH", "/usr/bin:/bin"),
          "PYTHONDONTWRITEBYTECODE": "1", "RELAY_HANDLER": handler, **env}
     if runtime == "python3":
-        argv = ["python3", "-c", PY_BOOT, handler]
+        argv = (["python3", BOOT_PY, handler] if os.path.exists(BOOT_PY)
+                else ["python3", "-c", PY_BOOT, handler])
     elif runtime == "node":
-        argv = ["node", "-e", NODE_BOOT, handler]
+        argv = (["node", BOOT_JS, handler] if os.path.exists(BOOT_JS)
+                else ["node", "-e", NODE_BOOT, handler])
     else:
         argv = command
     p = subprocess.run(argv, cwd=os.path.join(APPS, app), env=e,
