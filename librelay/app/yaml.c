@@ -474,25 +474,73 @@ static int parse_stream(builder *b, relay__pnode *root, int *ndocs)
 }
 
 /*
- * YAML excludes NUL from the character stream, and libfyaml 0.7.12 can
- * loop forever on a NUL inside a directive line (found by fuzz-template),
- * so the text is checked before libfyaml sees it.
+ * The length of the valid UTF-8 sequence at @s (at most @n bytes), or 0.
+ * Overlong forms, surrogates and code points past U+10FFFF are invalid.
  */
-static int find_nul(const char *s, size_t len, int *line, int *col)
+static size_t utf8_len(const unsigned char *s, size_t n)
 {
-	const char *nul = memchr(s, '\0', len);
-	const char *p, *bol = s;
+	unsigned c = s[0];
+	size_t len, i;
+	uint32_t cp;
 
-	if (!nul)
+	if (c < 0x80)
+		return 1;
+	if (c >= 0xc2 && c <= 0xdf) {
+		len = 2;
+		cp = c & 0x1f;
+	} else if (c >= 0xe0 && c <= 0xef) {
+		len = 3;
+		cp = c & 0x0f;
+	} else if (c >= 0xf0 && c <= 0xf4) {
+		len = 4;
+		cp = c & 0x07;
+	} else {
 		return 0;
+	}
+	if (n < len)
+		return 0;
+	for (i = 1; i < len; i++) {
+		if ((s[i] & 0xc0) != 0x80)
+			return 0;
+		cp = cp << 6 | (s[i] & 0x3f);
+	}
+	if ((len == 3 && (cp < 0x800 || (cp >= 0xd800 && cp <= 0xdfff))) ||
+	    (len == 4 && (cp < 0x10000 || cp > 0x10ffff)))
+		return 0;
+	return len;
+}
+
+/*
+ * A template is UTF-8 text without NUL bytes (YAML excludes NUL from the
+ * character stream). Checked before libfyaml sees the text, because
+ * libfyaml 0.7.12 can loop forever on a NUL or an invalid UTF-8 sequence
+ * inside a directive line (both found by fuzz-template). Returns the
+ * problem and its 1-based position, or NULL.
+ */
+static const char *check_text(const char *text, size_t len, int *line,
+			      int *col)
+{
+	const unsigned char *s = (const unsigned char *)text;
+	size_t i = 0, bol = 0, k;
+
 	*line = 1;
-	for (p = s; p < nul; p++)
-		if (*p == '\n') {
-			(*line)++;
-			bol = p + 1;
+	while (i < len) {
+		if (s[i] == '\0' || (k = utf8_len(s + i, len - i)) == 0) {
+			const unsigned char *p;
+
+			/* column in characters, as editors count */
+			*col = 1;
+			for (p = s + bol; p < s + i; p++)
+				*col += (*p & 0xc0) != 0x80;
+			return s[i] ? "invalid UTF-8" : "NUL byte in the text";
 		}
-	*col = (int)(nul - bol) + 1;
-	return 1;
+		if (s[i] == '\n') {
+			(*line)++;
+			bol = i + 1;
+		}
+		i += k;
+	}
+	return NULL;
 }
 
 int relay__yaml_parse(relay__pnode **out, const char *yaml, size_t len,
@@ -504,14 +552,16 @@ int relay__yaml_parse(relay__pnode **out, const char *yaml, size_t len,
 	builder b = { 0 };
 	relay__pnode *root = NULL;
 	int rc = RELAY_ENOMEM, ndocs = 0, line, col;
+	const char *bad;
 
 	*out = NULL;
 	b.path = path;
 	b.d = d;
-	if (len && find_nul(yaml, len, &line, &col))
+	bad = check_text(len ? yaml : "", len, &line, &col);
+	if (bad)
 		return relay__diags_add(d, RELAY_EPARSE, path, line, col,
-					"YAML syntax error: NUL byte in the "
-					"text") ? RELAY_ENOMEM : RELAY_EPARSE;
+					"YAML syntax error: %s", bad)
+			       ? RELAY_ENOMEM : RELAY_EPARSE;
 	fy_diag_cfg_default(&dcfg);
 	dcfg.fp = NULL;
 	dcfg.output_fn = NULL;
