@@ -178,7 +178,8 @@ done:
  */
 static int probe(relay__builtin *b, relay_error *err)
 {
-	static const char *const env[] = { "PATH=" RELAY__RT_PATH, NULL };
+	static const char path_kv[] = "PATH=" RELAY__RT_PATH;
+	static const char *const env[] = { path_kv, NULL };
 	relay_exec_spec spec = RELAY_EXEC_SPEC_INIT;
 	const char *argv[] = { "true", NULL };
 	relay__strv a = { 0 };

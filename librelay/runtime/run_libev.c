@@ -387,6 +387,9 @@ static int run_start(relay_runtime *rt, struct ev_loop *loop,
 		close_fd(&r->proc->stdin_fd);
 	ev_io_start(loop, &r->w_out);
 	ev_io_start(loop, &r->w_err);
+	/* The loop's cached "now" may predate the spawn by a whole callback
+	 * or, for a new loop, by the spawn itself: time from here. */
+	ev_now_update(loop);
 	ev_timer_set(&r->w_timeout, r->timeout_ms / 1000.0, 0.);
 	ev_timer_start(loop, &r->w_timeout);
 	r->next = rt->runs;

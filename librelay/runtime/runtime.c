@@ -88,8 +88,9 @@ static bool env_has_key(const relay__strv *sv, const char *kv)
  */
 int relay__runtime_env(const relay_exec_spec *spec, relay__strv *out)
 {
+	static const char path_kv[] = "PATH=" RELAY__RT_PATH;
 	static const char *const defaults[] = {
-		"PATH=" RELAY__RT_PATH, "HOME=/tmp", "LANG=C.UTF-8",
+		path_kv, "HOME=/tmp", "LANG=C.UTF-8",
 	};
 	size_t i;
 	int rc;
