@@ -16,7 +16,9 @@
  *
  * Thread-safety: loading is reentrant (no global state). Loaded apps and
  * sets are immutable and may be read from any number of threads at once;
- * matching additionally needs one relay_matcher per thread.
+ * matching additionally needs one relay_matcher per thread. Reloading
+ * builds a new set (relay_appset_reload()) that shares unchanged apps
+ * with the old one, so readers of the old set are never disturbed.
  */
 #ifndef RELAY_APP_H
 #define RELAY_APP_H
@@ -117,8 +119,23 @@ RELAY_EXTERN int relay_app_load_buffer(relay_app **out, const char *name,
 				       const char *yaml, size_t len,
 				       relay_app_diag_fn fn, void *payload);
 
-/** relay_app_free() - free an app and its compiled patterns; NULL is a
- * no-op. Thread-safety: no other thread may be using @app. */
+/**
+ * relay_app_ref() - take another reference to an app.
+ * @app: the app (a loaded app, or one borrowed from a set).
+ *
+ * Apps are reference-counted so that a holder (an in-flight invocation)
+ * can keep one alive after the set it came from is replaced or freed.
+ * Returns: @app, to be released with relay_app_free().
+ * Thread-safety: safe from any thread (atomic count).
+ */
+RELAY_EXTERN relay_app *relay_app_ref(const relay_app *app);
+
+/**
+ * relay_app_free() - release a reference; the last one frees the app and
+ * its compiled patterns. NULL is a no-op.
+ * Thread-safety: safe from any thread; no thread may use @app after
+ * releasing its own reference.
+ */
 RELAY_EXTERN void relay_app_free(relay_app *app);
 
 /*
@@ -289,9 +306,36 @@ RELAY_EXTERN int relay_app_schedule_retries(const relay_app_schedule *s);
 RELAY_EXTERN int relay_appset_load(relay_appset **out, const char *apps_dir,
 				   relay_app_diag_fn fn, void *payload);
 
-/** relay_appset_free() - free the set, its apps and ruleset; NULL is a
- * no-op. Every matcher made from its ruleset must be freed first. */
+/** relay_appset_free() - free the set and its ruleset and release its
+ * references to its apps; NULL is a no-op. Every matcher made from its
+ * ruleset must be freed first. */
 RELAY_EXTERN void relay_appset_free(relay_appset *set);
+
+/**
+ * relay_appset_reload() - a new set with one app re-read from disk.
+ * @out: receives the new set (**new**; free with relay_appset_free());
+ *   NULL on failure.
+ * @old: the current set (**borrowed**; not modified, stays valid and
+ *   usable, and may be freed before or after the new one).
+ * @name: the entry to re-read, a directory name under
+ *   relay_appset_dir(@old). If it now holds a template.yaml, the entry is
+ *   replaced (or added, in name order); if not, it is dropped.
+ * @fn, @payload: as for relay_appset_load(), for that app's problems.
+ *
+ * The other entries, with their apps and errors, are shared with @old
+ * (apps are reference-counted), so this costs one template load plus a
+ * ruleset rebuild. The new set has its own ruleset: make new matchers.
+ * A template that became invalid makes the entry invalid (its rules drop
+ * out), exactly as in a full load.
+ *
+ * Returns: 0; RELAY_EINVAL if @name is not a plain directory name
+ * (empty, ".", "..", or containing '/'); RELAY_ENOMEM.
+ * Thread-safety: reentrant; @old may be in use by other threads.
+ */
+RELAY_EXTERN int relay_appset_reload(relay_appset **out,
+				     const relay_appset *old,
+				     const char *name, relay_app_diag_fn fn,
+				     void *payload);
 
 /** relay_appset_dir() - the apps directory as given (**borrowed**). */
 RELAY_EXTERN const char *relay_appset_dir(const relay_appset *set);

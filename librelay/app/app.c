@@ -92,11 +92,19 @@ static void free_strv(char **v, size_t n)
 	relay__free(v);
 }
 
+relay_app *relay_app_ref(const relay_app *app)
+{
+	relay_app *a = (relay_app *)app; /* the count is not the contents */
+
+	__atomic_add_fetch(&a->refs, 1, __ATOMIC_RELAXED);
+	return a;
+}
+
 void relay_app_free(relay_app *app)
 {
 	size_t i;
 
-	if (!app)
+	if (!app || __atomic_sub_fetch(&app->refs, 1, __ATOMIC_ACQ_REL) > 0)
 		return;
 	relay__free(app->name);
 	relay__free(app->dir);
@@ -144,6 +152,7 @@ int relay__app_load_diags(relay_app **out, const char *name,
 	app = relay__calloc(1, sizeof(*app));
 	if (!app)
 		return RELAY_ENOMEM;
+	app->refs = 1;
 	app->name = relay__strdup(name ? name : "");
 	app->dir = absolute_dir(app_dir ? app_dir : ".");
 	app->path = relay__strdup(path ? path : "template.yaml");

@@ -55,6 +55,7 @@ struct relay_app_schedule {
 };
 
 struct relay_app {
+	int refs;                /* atomic; relay_app_ref / relay_app_free */
 	char *name;
 	char *dir;               /* absolute when it exists */
 	char *path;              /* template path as named in diagnostics */

@@ -263,6 +263,80 @@ done:
 	return 0;
 }
 
+/* Share @src's app and copy its name and diagnostics into @dst. */
+static int copy_entry(entry *dst, const entry *src)
+{
+	memset(dst, 0, sizeof(*dst));
+	dst->name = relay__strdup(src->name);
+	if (!dst->name)
+		return RELAY_ENOMEM;
+	if (src->diags.n) {
+		dst->diags.v = relay__calloc(src->diags.n, sizeof(relay_error));
+		if (!dst->diags.v)
+			return RELAY_ENOMEM;
+		memcpy(dst->diags.v, src->diags.v,
+		       src->diags.n * sizeof(relay_error));
+		dst->diags.n = dst->diags.cap = src->diags.n;
+	}
+	dst->status = src->status;
+	dst->app = src->app ? relay_app_ref(src->app) : NULL;
+	return 0;
+}
+
+static int plain_name(const char *name)
+{
+	return name && *name && strcmp(name, ".") != 0 &&
+	       strcmp(name, "..") != 0 && strchr(name, '/') == NULL;
+}
+
+int relay_appset_reload(relay_appset **out, const relay_appset *old,
+			const char *name, relay_app_diag_fn fn, void *payload)
+{
+	relay_appset *set;
+	entry *fresh = NULL;
+	size_t i;
+	int rc, present;
+
+	*out = NULL;
+	if (!plain_name(name))
+		return RELAY_EINVAL;
+	set = relay__calloc(1, sizeof(*set));
+	if (!set)
+		return RELAY_ENOMEM;
+	set->dir = relay__strdup(old->dir);
+	set->v = relay__calloc(old->n + 1, sizeof(*set->v));
+	present = set->dir ? has_template(old->dir, name) : -1;
+	rc = !set->dir || !set->v || present < 0 ? RELAY_ENOMEM : 0;
+	/* Copy the other entries, leaving a slot for @name in order. */
+	for (i = 0; !rc && i <= old->n; i++) {
+		const entry *e = i < old->n ? &old->v[i] : NULL;
+		int c = e ? strcmp(name, e->name) : -1;
+
+		if (c <= 0 && present && !fresh) {
+			fresh = &set->v[set->n++];
+			fresh->name = relay__strdup(name);
+			if (!fresh->name)
+				rc = RELAY_ENOMEM;
+		}
+		if (!rc && e && c != 0) {
+			rc = copy_entry(&set->v[set->n], e);
+			set->n++; /* counted even on failure: freed below */
+		}
+	}
+	if (!rc && fresh)
+		rc = load_entry(set, fresh, fn, payload);
+	for (i = 0; !rc && i < set->n; i++)
+		set->ninvalid += set->v[i].app == NULL;
+	if (!rc)
+		rc = rebuild(set);
+	if (rc) {
+		relay_appset_free(set);
+		return rc;
+	}
+	*out = set;
+	return 0;
+}
+
 const char *relay_appset_dir(const relay_appset *set) { return set->dir; }
 size_t relay_appset_entry_count(const relay_appset *set) { return set->n; }
 size_t relay_appset_invalid_count(const relay_appset *set)

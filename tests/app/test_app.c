@@ -648,6 +648,63 @@ static void test_appset__empty_dir(void)
 	rm_tmp();
 }
 
+static void test_appset__reload(void)
+{
+	relay_appset *s1 = NULL, *s2 = NULL, *s3 = NULL, *s4 = NULL;
+	relay_app *kept;
+	diag_log l = { 0 };
+	char path[600];
+
+	make_tmp();
+	write_file("b/template.yaml", rule_yaml);
+	write_file("d/template.yaml", rule_yaml);
+	RT_EQ_INT(relay_appset_load(&s1, tmp_root, NULL, NULL), 0);
+	RT_ASSERT(s1 != NULL);
+	/* b gains a rule */
+	write_file("b/template.yaml", "runtime: exec\ncommand: [x]\nevents:\n"
+		   RULE("h1", "{k: [1]}") RULE("h2", "{k: [1]}")
+		   RULE("h3", "{k: [1]}") RULE("h4", "{k: [1]}"));
+	RT_EQ_INT(relay_appset_reload(&s2, s1, "b", log_diag, &l), 0);
+	RT_ASSERT(s2 != NULL);
+	RT_EQ_INT(l.n, 0);
+	RT_EQ_INT(relay_ruleset_count(relay_appset_ruleset(s1)), 6);
+	RT_EQ_INT(relay_ruleset_count(relay_appset_ruleset(s2)), 7);
+	RT_CHECK(relay_appset_find(s2, "d") == relay_appset_find(s1, "d"));
+	RT_CHECK(relay_appset_find(s2, "b") != relay_appset_find(s1, "b"));
+	/* a new app "c" is inserted in name order; an invalid one listed */
+	write_file("c/template.yaml", "runtime: nope\n");
+	RT_EQ_INT(relay_appset_reload(&s3, s2, "c", log_diag, &l), 0);
+	RT_ASSERT(s3 != NULL);
+	RT_EQ_INT(l.n, 1);
+	RT_EQ_STR(l.app[0], "c");
+	RT_EQ_INT(relay_appset_entry_count(s3), 3);
+	RT_EQ_STR(relay_appset_entry_name(s3, 1), "c");
+	RT_EQ_INT(relay_appset_invalid_count(s3), 1);
+	RT_EQ_INT(relay_appset_entry_error_count(s3, 1), 1);
+	/* b removed from disk: dropped; other entries keep their errors */
+	snprintf(path, sizeof(path), "%s/b/template.yaml", tmp_root);
+	RT_EQ_INT(unlink(path), 0);
+	RT_EQ_INT(relay_appset_reload(&s4, s3, "b", NULL, NULL), 0);
+	RT_ASSERT(s4 != NULL);
+	RT_EQ_INT(relay_appset_entry_count(s4), 2);
+	RT_EQ_STR(relay_appset_entry_name(s4, 0), "c");
+	RT_EQ_INT(relay_appset_entry_error_count(s4, 0), 1);
+	RT_EQ_INT(relay_ruleset_count(relay_appset_ruleset(s4)), 3);
+	relay_appset_free(s4);
+	RT_EQ_INT(relay_appset_reload(&s4, s3, "../x", NULL, NULL), RELAY_EINVAL);
+	RT_CHECK(s4 == NULL);
+	RT_EQ_INT(relay_appset_reload(&s4, s3, "", NULL, NULL), RELAY_EINVAL);
+	/* an app outlives the sets it came from */
+	kept = relay_app_ref(relay_appset_find(s3, "d"));
+	relay_appset_free(s1);
+	relay_appset_free(s3);
+	relay_appset_free(s2);
+	RT_EQ_STR(relay_app_name(kept), "d");
+	RT_EQ_INT(relay_app_rule_count(kept), 3);
+	relay_app_free(kept);
+	rm_tmp();
+}
+
 static const rt_case cases[] = {
 	RT_CASE(test_app__defaults),
 	RT_CASE(test_app__all_keys),
@@ -666,6 +723,7 @@ static const rt_case cases[] = {
 	RT_CASE(test_appset__match_dispatch_order),
 	RT_CASE(test_appset__missing_dir),
 	RT_CASE(test_appset__empty_dir),
+	RT_CASE(test_appset__reload),
 };
 
 int main(int argc, char **argv)
