@@ -29,6 +29,7 @@ int relay__diags_add(relay__diags *d, int code, const char *path, int line,
 {
 	relay_error *e;
 	va_list ap;
+	char *p;
 
 	if (d->n == d->cap) {
 		size_t cap = d->cap ? d->cap * 2 : 8;
@@ -51,6 +52,10 @@ int relay__diags_add(relay__diags *d, int code, const char *path, int line,
 	va_start(ap, fmt);
 	vsnprintf(e->text, sizeof(e->text), fmt, ap);
 	va_end(ap);
+	/* Messages quote template text; keep them one printable line. */
+	for (p = e->text; *p; p++)
+		if ((unsigned char)*p < 0x20 || *p == 0x7f)
+			*p = '?';
 	return 0;
 }
 
