@@ -50,12 +50,14 @@ static int answers(const char *sock)
 	int fd, ok = 0;
 	ssize_t n;
 
+	if (strlen(sock) >= sizeof(sa.sun_path))
+		return 0;
 	fd = socket(AF_UNIX, SOCK_STREAM, 0);
 	if (fd < 0)
 		return 0;
 	memset(&sa, 0, sizeof(sa));
 	sa.sun_family = AF_UNIX;
-	snprintf(sa.sun_path, sizeof(sa.sun_path), "%s", sock);
+	memcpy(sa.sun_path, sock, strlen(sock) + 1);
 	if (connect(fd, (struct sockaddr *)&sa, sizeof(sa)) == 0 &&
 	    write(fd, "PING\r\n", 6) == 6) {
 		n = read(fd, buf, sizeof(buf) - 1);
