@@ -4,7 +4,7 @@
  * against a bare posix_spawn + waitpid loop of /bin/true measured in the
  * same run.
  *
- *	bench-spawn [-n N] [-b N_BWRAP]
+ *	bench-spawn [-n N] [-b N_BWRAP] [-r ROUNDS]
  *
  * Invocations run one after another (the next starts from the previous
  * one's done callback) on one libev loop, so the figures compare per-
@@ -137,38 +137,72 @@ static double through_runtime(const char *backend, int limited, int n)
 	return rate;
 }
 
+static int cmp_double(const void *a, const void *b)
+{
+	double x = *(const double *)a, y = *(const double *)b;
+
+	return (x > y) - (x < y);
+}
+
+static double median(double *v, int n)
+{
+	qsort(v, (size_t)n, sizeof(*v), cmp_double);
+	return n % 2 ? v[n / 2] : (v[n / 2 - 1] + v[n / 2]) / 2;
+}
+
+#define MAX_ROUNDS 31
+enum { V_BARE, V_PROC, V_LIM, V_BWRAP, NV };
+
+/*
+ * Rounds interleave the variants, and each variant's ratio is taken
+ * within its round (against that round's bare loop), so load from other
+ * processes on the machine hits numerator and denominator alike; the
+ * medians over rounds are reported.
+ */
 int main(int argc, char **argv)
 {
-	int n = 2000, nb = 300, opt;
-	double bare, proc, lim, bw, bare2;
+	static const char *const names[NV] = {
+		"bare posix_spawn /bin/true", "process",
+		"process + cgroup limits", "bwrap",
+	};
+	double rate[NV][MAX_ROUNDS], ratio[NV][MAX_ROUNDS];
+	int n = 1000, nb = 100, rounds = 7, opt, r, v;
 
-	while ((opt = getopt(argc, argv, "n:b:")) != -1) {
+	while ((opt = getopt(argc, argv, "n:b:r:")) != -1) {
 		if (opt == 'n')
 			n = atoi(optarg);
 		else if (opt == 'b')
 			nb = atoi(optarg);
+		else if (opt == 'r')
+			rounds = atoi(optarg);
 		else {
 			fprintf(stderr, "usage: bench-spawn [-n N] "
-				"[-b N_BWRAP]\n");
+				"[-b N_BWRAP] [-r ROUNDS]\n");
 			return 2;
 		}
 	}
+	if (rounds < 1 || rounds > MAX_ROUNDS || n < 1 || nb < 1) {
+		fprintf(stderr, "bench-spawn: bad arguments\n");
+		return 2;
+	}
 	bare_spawn(n / 10);  /* warm up */
-	bare = bare_spawn(n);
-	proc = through_runtime("process", 0, n);
-	lim = through_runtime("process", 1, n);
-	bw = through_runtime("bwrap", 0, nb);
-	bare2 = bare_spawn(n);  /* drift check */
-	printf("%-28s %10s %8s\n", "variant", "inv/s", "ratio");
-	printf("%-28s %10.0f %8.2f\n", "bare posix_spawn /bin/true", bare,
-	       1.0);
-	printf("%-28s %10.0f %8.2f\n", "process", proc, proc / bare);
-	if (lim > 0)
-		printf("%-28s %10.0f %8.2f\n", "process + cgroup limits", lim,
-		       lim / bare);
-	if (bw > 0)
-		printf("%-28s %10.0f %8.3f\n", "bwrap", bw, bw / bare);
-	printf("%-28s %10.0f %8.2f\n", "bare again (drift check)", bare2,
-	       bare2 / bare);
+	for (r = 0; r < rounds; r++) {
+		rate[V_BARE][r] = bare_spawn(n);
+		rate[V_PROC][r] = through_runtime("process", 0, n);
+		rate[V_LIM][r] = through_runtime("process", 1, n);
+		rate[V_BWRAP][r] = through_runtime("bwrap", 0, nb);
+		for (v = 0; v < NV; v++)
+			ratio[v][r] = rate[v][r] / rate[V_BARE][r];
+	}
+	printf("%d rounds; per round %d invocations (bwrap %d)\n", rounds, n,
+	       nb);
+	printf("%-28s %12s %14s\n", "variant", "median inv/s",
+	       "median ratio");
+	for (v = 0; v < NV; v++) {
+		if (rate[v][0] <= 0)
+			continue;
+		printf("%-28s %12.0f %14.3f\n", names[v],
+		       median(rate[v], rounds), median(ratio[v], rounds));
+	}
 	return 0;
 }

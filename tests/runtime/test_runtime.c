@@ -588,6 +588,53 @@ static void test_runtime__backend_registry(void)
 	relay_runtime_free(NULL);
 }
 
+struct logged {
+	int n;
+	char last[256];
+	char msgid[32];
+};
+
+static void log_cb(void *payload, relay_log_level lvl, const char *msgid,
+		   const char *msg)
+{
+	struct logged *l = payload;
+
+	(void)lvl;
+	l->n++;
+	snprintf(l->last, sizeof(l->last), "%s", msg);
+	snprintf(l->msgid, sizeof(l->msgid), "%s", msgid);
+}
+
+/* One startup line names the backend and the limit mechanism; handler
+ * output reaches the output callback whatever the log level. */
+static void test_runtime__startup_log_and_output_at_any_level(void)
+{
+	relay_runtime_options opt = RELAY_RUNTIME_OPTIONS_INIT;
+	struct logged l = { 0 };
+	relay_run_outcome o;
+	cap c = { 0 };
+
+	opt.backend = "process";
+	opt.limits = RELAY_LIMITS_RLIMIT;
+	opt.logger.fn = log_cb;
+	opt.logger.payload = &l;
+	opt.logger.level = RELAY_LOG_INFO;
+	RT_ASSERT(relay_runtime_new(&rt, &opt, NULL) == 0);
+	RT_EQ_INT(l.n, 1);
+	RT_EQ_STR(l.msgid, "RELAY-RT01");
+	RT_EQ_STR(l.last, "runtime: backend process, resource limits: "
+		  "rlimit");
+	close_rt();
+	opt.logger.level = RELAY_LOG_ERROR;
+	RT_ASSERT(relay_runtime_new(&rt, &opt, NULL) == 0);
+	RT_EQ_INT(l.n, 1);
+	RT_EQ_INT(run_sh(rt, "echo out; echo err >&2", 5000, &c, &o), 0);
+	RT_EQ_INT(c.n, 2);
+	RT_EQ_INT(l.n, 1);
+	cap_free(&c);
+	close_rt();
+}
+
 static const rt_case cases[] = {
 	RT_CASE(test_runtime__ok),
 	RT_CASE(test_runtime__fail_exit3),
@@ -611,6 +658,7 @@ static const rt_case cases[] = {
 	RT_CASE(test_runtime__node),
 	RT_CASE(test_runtime__kind_names),
 	RT_CASE(test_runtime__backend_registry),
+	RT_CASE(test_runtime__startup_log_and_output_at_any_level),
 };
 
 int main(int argc, char **argv)

@@ -495,6 +495,39 @@ static void test_sandbox__pids_exact(void)
 	relay_runtime_free(r);
 }
 
+/* cpus: a CFS quota of 0.2 CPU lets a busy loop use ~0.2s per second. */
+static void test_sandbox__cpus_quota(void)
+{
+	const char *argv[] = { "/usr/bin/python3", "-c",
+			       "import time\n"
+			       "t = time.monotonic()\n"
+			       "while time.monotonic() - t < 1.0: pass\n"
+			       "print('%.3f' % time.process_time())", NULL };
+	relay_exec_spec s = sh_spec(argv, 10000);
+	relay_run_outcome o;
+	relay_runtime *r;
+	cap c = { 0 };
+	double cpu;
+
+	if (!have_prog("/usr/bin/python3"))
+		RT_SKIP("python3 not installed");
+	r = limited_rt("process", RELAY_LIMITS_AUTO);
+	RT_ASSERT(r != NULL);
+	if (relay_runtime_limits_mode(r) == RELAY_LIMITS_RLIMIT) {
+		relay_runtime_free(r);
+		RT_SKIP("no writable cgroup hierarchy (cpus unenforced)");
+	}
+	s.cpus_milli = 200;
+	RT_EQ_INT(relay_runtime_run_sync(r, &s, cap_cb, &c, &o, NULL), 0);
+	RT_EQ_INT(o.status, RELAY_RUN_OK);
+	RT_ASSERT(c.n == 1);
+	cpu = strtod(cap_line(&c, 0), NULL);
+	if (cpu > 0.45 || cpu < 0.05)
+		RT_FAILF("busy loop used %.3fs of CPU in 1s at cpus 0.2", cpu);
+	cap_free(&c);
+	relay_runtime_free(r);
+}
+
 static const rt_case cases[] = {
 	RT_CASE(test_sandbox__outcomes),
 	RT_CASE(test_sandbox__event_env_cwd),
@@ -510,6 +543,7 @@ static const rt_case cases[] = {
 	RT_CASE(test_sandbox__fork_bomb_process),
 	RT_CASE(test_sandbox__fork_bomb_bwrap),
 	RT_CASE(test_sandbox__pids_exact),
+	RT_CASE(test_sandbox__cpus_quota),
 };
 
 int main(int argc, char **argv)
