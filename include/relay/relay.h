@@ -12,5 +12,8 @@
 #include "log.h"
 #include "pattern.h"
 #include "app.h"
+#include "redis.h"
+#include "invocation.h"
+#include "dlq.h"
 
 #endif /* RELAY_RELAY_H */
