@@ -304,7 +304,7 @@ int relay_app_load_buffer(relay_app **out, const char *name,
 
 	rc = relay__app_load_diags(out, name, app_dir, path, yaml, len, &d);
 	relay__diags_sort(&d);
-	report(&d, name, fn, payload);
+	report(&d, name ? name : "", fn, payload);
 	relay__diags_free(&d);
 	return rc == RELAY_EINVAL ? RELAY_EPARSE : rc;
 }

@@ -515,16 +515,17 @@ static void do_schedule(walker *w, const relay__pnode *n, size_t idx)
 			handler = c;
 		else if (key_is(c, "cron"))
 			cron = c;
-		else if (key_is(c, "timezone") && want_string(w, c, wk))
-			s->timezone = dup_or_oom(w, c->text);
-		else if (key_is(c, "timeout"))
+		else if (key_is(c, "timezone")) {
+			if (want_string(w, c, wk))
+				s->timezone = dup_or_oom(w, c->text);
+		} else if (key_is(c, "timeout"))
 			want_timeout(w, c, wk, &s->timeout_ms);
 		else if (key_is(c, "retries"))
 			want_retries(w, c, wk, &s->retries);
-		else if (!key_is(c, "timezone"))
+		else
 			unknown_key(w, c, where, schedule_keys);
 	}
-	if (!s->timezone && !child(n, "timezone"))
+	if (!child(n, "timezone"))
 		s->timezone = dup_or_oom(w, "UTC");
 	snprintf(wk, sizeof(wk), "%s.name", where);
 	if (!name) {

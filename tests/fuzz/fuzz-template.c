@@ -63,6 +63,19 @@ static void walk(const relay_app *app)
 }
 
 int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size);
+const char *__lsan_default_suppressions(void);
+
+/*
+ * libfyaml 0.7.12 leaks a 4 KiB scan buffer on some unterminated quoted
+ * scalars (tests/fuzz/corpus/template/regress-libfyaml-leak.yaml; it
+ * reproduces with libfyaml alone, parser and diag destroyed). That is
+ * upstream's to fix; suppress leaks allocated inside libfyaml only, so
+ * leaks of ours still fail the run.
+ */
+const char *__lsan_default_suppressions(void)
+{
+	return "leak:libfyaml.so\n";
+}
 
 int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size)
 {
