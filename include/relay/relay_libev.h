@@ -46,12 +46,14 @@ RELAY_EXTERN int relay_redis_open_libev(struct relay_redis_backend **out,
 /**
  * relay_runtime_libev_attach() - drive a runtime's runs from a libev loop.
  * @rt: the runtime.
- * @loop: the host's loop (borrowed; must outlive @rt or be detached).
+ * @loop: the host's loop (borrowed; must outlive @rt or be detached by
+ *   attaching NULL while no run is active).
  *
  * Child exits are watched with ev_child on libev's default loop (which
  * reaps every child itself) and with pidfd_open(2) descriptors on any
  * other loop, so any loop works on Linux >= 5.3.
- * Returns: 0, or RELAY_EINVAL when runs are active on another loop.
+ * Returns: 0, or RELAY_EINVAL when runs are still active on the
+ * previously attached loop.
  * Thread-safety: call from the loop's thread.
  */
 RELAY_EXTERN int relay_runtime_libev_attach(relay_runtime *rt,

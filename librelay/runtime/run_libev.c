@@ -429,37 +429,28 @@ void relay_run_cancel(relay_run *run)
 	relay__runtime_signal(run->rt, run->proc, SIGKILL);
 }
 
-struct sync_state {
+/* relay_runtime_run_sync(): the caller's output callback and payload plus
+ * where the outcome goes; one payload serves both callbacks. */
+struct sync_run {
+	relay_output_fn fn;
+	void *payload;
 	relay_run_outcome *outcome;
 	bool done;
 };
 
-static void sync_done(const relay_run_outcome *o, void *payload)
-{
-	struct sync_state *s = payload;
-
-	*s->outcome = *o;
-	s->done = true;
-}
-
-struct sync_output {
-	relay_output_fn fn;
-	void *payload;
-	struct sync_state st;
-};
-
 static void sync_output_cb(const relay_output_line *l, void *payload)
 {
-	struct sync_output *so = payload;
+	struct sync_run *sr = payload;
 
-	so->fn(l, so->payload);
+	sr->fn(l, sr->payload);
 }
 
 static void sync_done_cb(const relay_run_outcome *o, void *payload)
 {
-	struct sync_output *so = payload;
+	struct sync_run *sr = payload;
 
-	sync_done(o, &so->st);
+	*sr->outcome = *o;
+	sr->done = true;
 }
 
 /*
@@ -471,19 +462,19 @@ int relay_runtime_run_sync(relay_runtime *rt, const relay_exec_spec *spec,
 			   relay_run_outcome *outcome, relay_error *err)
 {
 	struct ev_loop *loop = ev_loop_new(EVFLAG_AUTO);
-	struct sync_output so;
+	struct sync_run sr;
 	int rc;
 
 	if (!loop)
 		return relay__error_set(err, RELAY_EBACKEND, NULL, 0, 0,
 					"cannot create an event loop");
-	so.fn = output;
-	so.payload = payload;
-	so.st.outcome = outcome;
-	so.st.done = false;
+	sr.fn = output;
+	sr.payload = payload;
+	sr.outcome = outcome;
+	sr.done = false;
 	rc = run_start(rt, loop, spec, output ? sync_output_cb : NULL,
-		       sync_done_cb, &so, NULL, err);
-	while (rc == 0 && !so.st.done)
+		       sync_done_cb, &sr, NULL, err);
+	while (rc == 0 && !sr.done)
 		ev_run(loop, EVRUN_ONCE);
 	ev_loop_destroy(loop);
 	return rc;
