@@ -426,7 +426,9 @@ int relay_runtime_run(relay_runtime *rt, const relay_exec_spec *spec,
 void relay_run_cancel(relay_run *run)
 {
 	run->cancelled = true;
-	relay__runtime_signal(run->rt, run->proc, SIGKILL);
+	/* After the exit (draining output) the group is already gone. */
+	if (!run->exited)
+		relay__runtime_signal(run->rt, run->proc, SIGKILL);
 }
 
 /* relay_runtime_run_sync(): the caller's output callback and payload plus

@@ -9,6 +9,7 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <sys/stat.h>
 #include <unistd.h>
 
 #include "relay_config.h"
@@ -185,6 +186,7 @@ const char *relay__runtime_bootstrap_dir(const char *opt)
 
 int relay__runtime_check_spec(const relay_exec_spec *spec, relay_error *err)
 {
+	struct stat st;
 	const char *dot;
 
 	if (!spec || spec->version == 0 ||
@@ -197,6 +199,14 @@ int relay__runtime_check_spec(const relay_exec_spec *spec, relay_error *err)
 	if (!spec->app_dir || spec->app_dir[0] != '/')
 		return relay__error_set(err, RELAY_EINVAL, NULL, 0, 0,
 					"app directory must be absolute");
+	if (stat(spec->app_dir, &st) != 0)
+		return relay__error_set(err, RELAY_EINVAL, NULL, 0, 0,
+					"app directory %s: %s", spec->app_dir,
+					strerror(errno));
+	if (!S_ISDIR(st.st_mode))
+		return relay__error_set(err, RELAY_EINVAL, NULL, 0, 0,
+					"app directory %s: not a directory",
+					spec->app_dir);
 	if (spec->timeout_ms > RELAY_RUNTIME_TIMEOUT_MAX_MS)
 		return relay__error_set(err, RELAY_EINVAL, NULL, 0, 0,
 					"timeout %ums exceeds 5m",

@@ -5,6 +5,7 @@
  */
 #define _GNU_SOURCE
 #include <errno.h>
+#include <fcntl.h>
 #include <signal.h>
 #include <stdio.h>
 #include <sys/wait.h>
@@ -387,6 +388,173 @@ static void test_runtime__leftover_children_killed(void)
 	close_rt();
 }
 
+/* A grandchild that leaves the session keeps a pipe open after the
+ * handler exits: the invocation still ends (after the drain time). */
+static void test_runtime__escaped_grandchild_does_not_hang(void)
+{
+	relay_run_outcome o;
+	cap c = { 0 };
+
+	open_rt();
+	RT_EQ_INT(run_sh(rt, "setsid sleep 2 & echo started", 5000, &c, &o),
+		  0);
+	RT_EQ_INT(o.status, RELAY_RUN_OK);
+	RT_CHECK(cap_has(&c, "started"));
+	RT_CHECK(o.duration_us < 1000000);
+	cap_free(&c);
+	close_rt();
+}
+
+static void test_runtime__bad_app_dir(void)
+{
+	const char *argv[] = { "/bin/true", NULL };
+	relay_exec_spec s = sh_spec(argv, 5000);
+	relay_run_outcome o;
+	relay_error err;
+
+	open_rt();
+	s.app_dir = "/nonexistent/relay-app";
+	RT_EQ_INT(relay_runtime_run_sync(rt, &s, NULL, NULL, &o, &err),
+		  RELAY_EINVAL);
+	RT_EQ_STR(err.text, "app directory /nonexistent/relay-app: No such "
+		  "file or directory");
+	s.app_dir = "relative/dir";
+	RT_EQ_INT(relay_runtime_run_sync(rt, &s, NULL, NULL, &o, &err),
+		  RELAY_EINVAL);
+	s.app_dir = "/bin/true";
+	RT_EQ_INT(relay_runtime_run_sync(rt, &s, NULL, NULL, &o, &err),
+		  RELAY_EINVAL);
+	RT_EQ_STR(err.text, "app directory /bin/true: not a directory");
+	s.app_dir = demo_app_dir();
+	s.app = NULL;
+	RT_EQ_INT(relay_runtime_run_sync(rt, &s, NULL, NULL, &o, &err),
+		  RELAY_EINVAL);
+	close_rt();
+}
+
+/* ---- a backend written against relay/sys/runtime.h ----------------- */
+
+struct fake_backend {
+	relay_runtime_backend parent;
+	int spawns, signals, releases, frees, last_sig;
+};
+
+struct fake_proc {
+	relay_proc parent;
+	int magic;
+};
+
+static int fake_spawn(relay_runtime_backend *rb, const relay_exec_spec *spec,
+		      relay_proc *proc, relay_error *err)
+{
+	struct fake_backend *fb = (struct fake_backend *)rb;
+	struct fake_proc *fp = (struct fake_proc *)proc;
+	int in[2], out[2], errp[2];
+	pid_t pid;
+
+	(void)err;
+	fb->spawns++;
+	fp->magic = 42;
+	if (pipe2(in, O_CLOEXEC) || pipe2(out, O_CLOEXEC) ||
+	    pipe2(errp, O_CLOEXEC))
+		return RELAY_EBACKEND;
+	pid = fork();
+	if (pid == 0) {
+		setpgid(0, 0);
+		dup2(in[0], 0);
+		dup2(out[1], 1);
+		dup2(errp[1], 2);
+		execl("/bin/sh", "sh", "-c", spec->handler, (char *)NULL);
+		_exit(127);
+	}
+	setpgid(pid, pid);
+	close(in[0]);
+	close(out[1]);
+	close(errp[1]);
+	fcntl(in[1], F_SETFL, O_NONBLOCK);
+	fcntl(out[0], F_SETFL, O_NONBLOCK);
+	fcntl(errp[0], F_SETFL, O_NONBLOCK);
+	proc->pid = pid;
+	proc->stdin_fd = in[1];
+	proc->stdout_fd = out[0];
+	proc->stderr_fd = errp[0];
+	return 0;
+}
+
+static int fake_signal(relay_runtime_backend *rb, relay_proc *proc, int sig)
+{
+	struct fake_backend *fb = (struct fake_backend *)rb;
+
+	fb->signals++;
+	fb->last_sig = sig;
+	kill(-proc->pid, sig);
+	return 0;
+}
+
+static void fake_release(relay_runtime_backend *rb, relay_proc *proc)
+{
+	struct fake_backend *fb = (struct fake_backend *)rb;
+
+	if (((struct fake_proc *)proc)->magic == 42)
+		fb->releases++;
+}
+
+static int fake_frees;
+
+static void fake_free(relay_runtime_backend *rb)
+{
+	(void)rb;
+	fake_frees++;
+}
+
+/* The core drives any versioned backend: proc_size honoured, spawn once,
+ * release once per run, signal on timeout, free with the runtime. */
+static void test_runtime__custom_backend(void)
+{
+	static struct fake_backend fb;
+	relay_exec_spec s = sh_spec(NULL, 300);
+	relay_run_outcome o;
+	cap c = { 0 };
+
+	memset(&fb, 0, sizeof(fb));
+	RT_EQ_INT(relay_runtime_backend_init(&fb.parent,
+					     RELAY_RUNTIME_BACKEND_VERSION), 0);
+	fb.parent.name = "fake";
+	fb.parent.proc_size = sizeof(struct fake_proc);
+	fb.parent.spawn = fake_spawn;
+	fb.parent.signal = fake_signal;
+	fb.parent.release = fake_release;
+	fb.parent.free = fake_free;
+	fake_frees = 0;
+	RT_ASSERT(relay_runtime_new_with_backend(&rt, &fb.parent, NULL,
+						 NULL) == 0);
+	RT_EQ_STR(relay_runtime_backend_name(rt), "fake");
+	s.runtime = RELAY_RUNTIME_EXEC;
+	s.argv = (const char *const[]){ "unused", NULL };
+	s.handler = "cat; exit 4";
+	s.event = "{\"a\":1}";
+	s.event_len = 7;
+	RT_EQ_INT(relay_runtime_run_sync(rt, &s, cap_cb, &c, &o, NULL), 0);
+	RT_EQ_INT(o.exit_code, 4);
+	RT_EQ_INT(c.n, 1);
+	RT_EQ_STR(cap_line(&c, 0), "{\"a\":1}");
+	RT_EQ_INT(fb.spawns, 1);
+	RT_EQ_INT(fb.releases, 1);
+	s.handler = "exec sleep 5";
+	RT_EQ_INT(relay_runtime_run_sync(rt, &s, NULL, NULL, &o, NULL), 0);
+	RT_EQ_INT(o.status, RELAY_RUN_TIMEOUT);
+	RT_CHECK(fb.signals >= 1);
+	RT_EQ_INT(fb.releases, 2);
+	close_rt();
+	RT_EQ_INT(fake_frees, 1);
+	/* A table of an unknown version is refused (and freed). */
+	fb.parent.version = RELAY_RUNTIME_BACKEND_VERSION + 1;
+	RT_EQ_INT(relay_runtime_new_with_backend(&rt, &fb.parent, NULL, NULL),
+		  RELAY_EINVAL);
+	RT_EQ_INT(fake_frees, 2);
+	cap_free(&c);
+}
+
 /* ---- the async API ------------------------------------------------- */
 
 struct acount {
@@ -659,6 +827,9 @@ static const rt_case cases[] = {
 	RT_CASE(test_runtime__kind_names),
 	RT_CASE(test_runtime__backend_registry),
 	RT_CASE(test_runtime__startup_log_and_output_at_any_level),
+	RT_CASE(test_runtime__escaped_grandchild_does_not_hang),
+	RT_CASE(test_runtime__bad_app_dir),
+	RT_CASE(test_runtime__custom_backend),
 };
 
 int main(int argc, char **argv)
