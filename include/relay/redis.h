@@ -196,6 +196,187 @@ RELAY_EXTERN int relay_redis_sync_wait(relay_redis_backend *b,
  */
 RELAY_EXTERN int relay_redis_reply_error(const relay_redis_reply *r);
 
+/* ---- typed stream operations ----------------------------------------
+ *
+ * Thin wrappers over relay_redis_command() for what the consumer engine
+ * and relayctl send, converting replies to owned C data. Each follows the
+ * callback rule above; an ERROR reply becomes RELAY_EBACKEND (RELAY_ETYPE
+ * for WRONGTYPE, RELAY_ENOTFOUND for NOGROUP) with relay_redis_errstr()
+ * unchanged.
+ */
+
+/** struct relay_stream_entry - one stream entry; every pointer owned. */
+typedef struct relay_stream_entry {
+	char *id;             /* "ms-seq" */
+	size_t nfields;       /* name/value pairs */
+	char **names;         /* nfields NUL-terminated names */
+	char **values;        /* nfields values (NUL-terminated) */
+	size_t *value_lens;   /* their lengths (values may hold NULs) */
+	int deleted;          /* PEL reference whose entry is gone */
+} relay_stream_entry;
+
+/** relay_stream_entries_free() - free @n entries and the array. */
+RELAY_EXTERN void relay_stream_entries_free(relay_stream_entry *e, size_t n);
+
+/**
+ * relay_stream_entry_get() - a field's value by name.
+ * Returns: the borrowed value (its length in *@len if non-NULL), or NULL.
+ */
+RELAY_EXTERN const char *relay_stream_entry_get(const relay_stream_entry *e,
+						const char *name, size_t *len);
+
+/**
+ * relay_stream_entries_parse() - convert an array of [id, [name, value,
+ * ...] | nil] elements (XRANGE, XREADGROUP per-stream, XCLAIM) to entries.
+ * Returns: 0, RELAY_EPARSE or RELAY_ENOMEM. Ownership: *out is new.
+ */
+RELAY_EXTERN int relay_stream_entries_parse(const relay_redis_reply *r,
+					    relay_stream_entry **out,
+					    size_t *n);
+
+/** Completion with entries (new: free with relay_stream_entries_free). */
+typedef void (*relay_redis_entries_cb)(relay_redis_backend *b, int status,
+				       relay_stream_entry *entries, size_t n,
+				       void *payload);
+/** Completion with an integer result. */
+typedef void (*relay_redis_int_cb)(relay_redis_backend *b, int status,
+				   long long value, void *payload);
+/** Completion with ids (new: free with relay_redis_strings_free). */
+typedef void (*relay_redis_ids_cb)(relay_redis_backend *b, int status,
+				   char **ids, size_t n, void *payload);
+
+/** relay_redis_strings_free() - free an array of @n strings. */
+RELAY_EXTERN void relay_redis_strings_free(char **s, size_t n);
+
+/**
+ * relay_redis_group_create() - XGROUP CREATE @stream @group @start
+ * MKSTREAM. value: 1 created, 0 already existed (BUSYGROUP is success).
+ */
+RELAY_EXTERN int relay_redis_group_create(relay_redis_backend *b,
+					  const char *stream,
+					  const char *group,
+					  const char *start,
+					  relay_redis_int_cb cb,
+					  void *payload);
+
+/**
+ * relay_redis_xreadgroup() - XREADGROUP GROUP @group @consumer COUNT
+ * @count [BLOCK @block_ms] STREAMS @stream @id (">" for new entries).
+ * @block_ms: < 0 for no BLOCK. An empty read completes with n = 0.
+ */
+RELAY_EXTERN int relay_redis_xreadgroup(relay_redis_backend *b,
+					const char *stream, const char *group,
+					const char *consumer, size_t count,
+					int block_ms, const char *id,
+					relay_redis_entries_cb cb,
+					void *payload);
+
+/** relay_redis_xack() - XACK; value: number acknowledged. */
+RELAY_EXTERN int relay_redis_xack(relay_redis_backend *b, const char *stream,
+				  const char *group, const char *const *ids,
+				  size_t nids, relay_redis_int_cb cb,
+				  void *payload);
+
+/** relay_redis_xdel() - XDEL; value: number deleted. */
+RELAY_EXTERN int relay_redis_xdel(relay_redis_backend *b, const char *stream,
+				  const char *const *ids, size_t nids,
+				  relay_redis_int_cb cb, void *payload);
+
+/**
+ * relay_redis_xadd() - XADD @stream * name value ...; the new id is the
+ * single element of the ids callback.
+ * @value_lens: lengths of @values, or NULL for strlen().
+ */
+RELAY_EXTERN int relay_redis_xadd(relay_redis_backend *b, const char *stream,
+				  size_t nfields, const char *const *names,
+				  const char *const *values,
+				  const size_t *value_lens,
+				  relay_redis_ids_cb cb, void *payload);
+
+/** relay_redis_xrange() - XRANGE @stream @start @end COUNT @count. */
+RELAY_EXTERN int relay_redis_xrange(relay_redis_backend *b,
+				    const char *stream, const char *start,
+				    const char *end, size_t count,
+				    relay_redis_entries_cb cb, void *payload);
+
+/** struct relay_autoclaim - an XAUTOCLAIM result; every pointer owned. */
+typedef struct relay_autoclaim {
+	char *next;                   /* cursor; "0-0" when the scan ended */
+	relay_stream_entry *entries;  /* claimed entries */
+	size_t n;
+	char **deleted;               /* PEL ids whose entry was deleted */
+	size_t ndeleted;
+} relay_autoclaim;
+
+/** relay_autoclaim_free() - free a result; NULL is a no-op. */
+RELAY_EXTERN void relay_autoclaim_free(relay_autoclaim *a);
+
+/** Completion of relay_redis_xautoclaim(); @a is new (or NULL). */
+typedef void (*relay_redis_autoclaim_cb)(relay_redis_backend *b, int status,
+					 relay_autoclaim *a, void *payload);
+
+/**
+ * relay_redis_xautoclaim() - XAUTOCLAIM @stream @group @consumer
+ * @min_idle_ms @start COUNT @count (Redis 7 reply with deleted ids).
+ */
+RELAY_EXTERN int relay_redis_xautoclaim(relay_redis_backend *b,
+					const char *stream, const char *group,
+					const char *consumer,
+					int64_t min_idle_ms, const char *start,
+					size_t count,
+					relay_redis_autoclaim_cb cb,
+					void *payload);
+
+/**
+ * relay_redis_xclaim_justid() - renew ownership: XCLAIM @stream @group
+ * @consumer @min_idle_ms ids... JUSTID. The callback gets the ids now
+ * owned by @consumer (a missing id was lost or deleted).
+ */
+RELAY_EXTERN int relay_redis_xclaim_justid(relay_redis_backend *b,
+					   const char *stream,
+					   const char *group,
+					   const char *consumer,
+					   int64_t min_idle_ms,
+					   const char *const *ids, size_t nids,
+					   relay_redis_ids_cb cb,
+					   void *payload);
+
+/** struct relay_pending - one XPENDING (extended) element; owned. */
+typedef struct relay_pending {
+	char *id;
+	char *consumer;
+	int64_t idle_ms;
+	long long deliveries;  /* diagnostic delivery count */
+} relay_pending;
+
+/** relay_pending_free() - free @n elements and the array. */
+RELAY_EXTERN void relay_pending_free(relay_pending *p, size_t n);
+
+/** Completion of relay_redis_xpending(); @p is new. */
+typedef void (*relay_redis_pending_cb)(relay_redis_backend *b, int status,
+				       relay_pending *p, size_t n,
+				       void *payload);
+
+/**
+ * relay_redis_xpending() - XPENDING @stream @group [IDLE @min_idle_ms]
+ * @start @end @count [@consumer]. @min_idle_ms 0 omits IDLE; @consumer
+ * NULL for all consumers.
+ */
+RELAY_EXTERN int relay_redis_xpending(relay_redis_backend *b,
+				      const char *stream, const char *group,
+				      int64_t min_idle_ms, const char *start,
+				      const char *end, size_t count,
+				      const char *consumer,
+				      relay_redis_pending_cb cb,
+				      void *payload);
+
+/** relay_redis_xpending_count() - XPENDING summary; value: PEL size. */
+RELAY_EXTERN int relay_redis_xpending_count(relay_redis_backend *b,
+					    const char *stream,
+					    const char *group,
+					    relay_redis_int_cb cb,
+					    void *payload);
+
 #ifdef __cplusplus
 }
 #endif

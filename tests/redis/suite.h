@@ -1117,6 +1117,200 @@ static void test_shared__store_errors_fail_closed(void)
 	rs_teardown();
 }
 
+
+/* ---- typed stream operations ------------------------------------------ */
+
+struct rs_typed {
+	int done, status;
+	long long v;
+	relay_stream_entry *e;
+	size_t n;
+	char **ids;
+	relay_autoclaim *a;
+	relay_pending *p;
+};
+
+static void rs_int_cb(relay_redis_backend *b, int status, long long v,
+		      void *payload)
+{
+	struct rs_typed *t = payload;
+
+	t->done++;
+	t->status = status;
+	t->v = v;
+}
+
+static void rs_entries_cb(relay_redis_backend *b, int status,
+			  relay_stream_entry *e, size_t n, void *payload)
+{
+	struct rs_typed *t = payload;
+
+	t->done++;
+	t->status = status;
+	t->e = e;
+	t->n = n;
+}
+
+static void rs_ids_cb(relay_redis_backend *b, int status, char **ids,
+		      size_t n, void *payload)
+{
+	struct rs_typed *t = payload;
+
+	t->done++;
+	t->status = status;
+	t->ids = ids;
+	t->n = n;
+}
+
+static void rs_autoclaim_cb(relay_redis_backend *b, int status,
+			    relay_autoclaim *a, void *payload)
+{
+	struct rs_typed *t = payload;
+
+	t->done++;
+	t->status = status;
+	t->a = a;
+}
+
+static void rs_pending_cb(relay_redis_backend *b, int status,
+			  relay_pending *p, size_t n, void *payload)
+{
+	struct rs_typed *t = payload;
+
+	t->done++;
+	t->status = status;
+	t->p = p;
+	t->n = n;
+}
+
+/* Wait for a typed call issued with rc; returns its status. */
+static int rs_typed_wait(struct rs_typed *t, int rc)
+{
+	if (rc) {
+		RT_CHECK(!t->done);
+		return rc;
+	}
+	relay_redis_sync_wait(rs_b, &t->done);
+	RT_EQ_INT(t->done, 1);
+	return t->status;
+}
+
+static void test_shared__typed_stream_ops(void)
+{
+	const char *names[] = { "event" };
+	const char *vals[] = { "{\"n\":1}" };
+	struct rs_typed t;
+	char id[3][64];
+	const char *one[1], *two[2];
+	size_t len = 0;
+	int i;
+
+	rs_setup();
+	memset(&t, 0, sizeof(t));
+	RT_EQ_INT(rs_typed_wait(&t, relay_redis_group_create(
+				rs_b, "s", "g", "0", rs_int_cb, &t)), 0);
+	RT_EQ_INT(t.v, 1);
+	memset(&t, 0, sizeof(t));
+	RT_EQ_INT(rs_typed_wait(&t, relay_redis_group_create(
+				rs_b, "s", "g", "0", rs_int_cb, &t)), 0);
+	RT_EQ_INT(t.v, 0); /* BUSYGROUP is success */
+	for (i = 0; i < 3; i++) {
+		memset(&t, 0, sizeof(t));
+		RT_EQ_INT(rs_typed_wait(&t, relay_redis_xadd(
+					rs_b, "s", 1, names, vals, NULL,
+					rs_ids_cb, &t)), 0);
+		RT_ASSERT(t.n == 1);
+		snprintf(id[i], sizeof(id[i]), "%s", t.ids[0]);
+		relay_redis_strings_free(t.ids, t.n);
+	}
+	memset(&t, 0, sizeof(t));
+	RT_EQ_INT(rs_typed_wait(&t, relay_redis_xreadgroup(
+				rs_b, "s", "g", "c1", 2, 5, ">",
+				rs_entries_cb, &t)), 0);
+	RT_ASSERT(t.n == 2);
+	RT_EQ_STR(t.e[0].id, id[0]);
+	RT_EQ_STR(relay_stream_entry_get(&t.e[1], "event", &len), vals[0]);
+	RT_EQ_INT(len, strlen(vals[0]));
+	RT_CHECK(relay_stream_entry_get(&t.e[1], "nope", NULL) == NULL);
+	relay_stream_entries_free(t.e, t.n);
+	memset(&t, 0, sizeof(t));
+	RT_EQ_INT(rs_typed_wait(&t, relay_redis_xreadgroup(
+				rs_b, "s", "g", "c1", 10, -1, ">",
+				rs_entries_cb, &t)), 0);
+	RT_EQ_INT(t.n, 1);
+	relay_stream_entries_free(t.e, t.n);
+	memset(&t, 0, sizeof(t));
+	RT_EQ_INT(rs_typed_wait(&t, relay_redis_xreadgroup(
+				rs_b, "s", "g", "c1", 10, 1, ">",
+				rs_entries_cb, &t)), 0);
+	RT_EQ_INT(t.n, 0); /* nothing new */
+	memset(&t, 0, sizeof(t));
+	RT_EQ_INT(rs_typed_wait(&t, relay_redis_xpending_count(
+				rs_b, "s", "g", rs_int_cb, &t)), 0);
+	RT_EQ_INT(t.v, 3);
+	one[0] = id[0];
+	memset(&t, 0, sizeof(t));
+	RT_EQ_INT(rs_typed_wait(&t, relay_redis_xack(rs_b, "s", "g", one, 1,
+						     rs_int_cb, &t)), 0);
+	RT_EQ_INT(t.v, 1);
+	one[0] = id[1];
+	memset(&t, 0, sizeof(t));
+	RT_EQ_INT(rs_typed_wait(&t, relay_redis_xdel(rs_b, "s", one, 1,
+						     rs_int_cb, &t)), 0);
+	RT_EQ_INT(t.v, 1);
+	rs_sleep_ms(30);
+	memset(&t, 0, sizeof(t));
+	RT_EQ_INT(rs_typed_wait(&t, relay_redis_xautoclaim(
+				rs_b, "s", "g", "c2", 20, "0-0", 10,
+				rs_autoclaim_cb, &t)), 0);
+	RT_ASSERT(t.a != NULL);
+	RT_EQ_STR(t.a->next, "0-0");
+	RT_ASSERT(t.a->n == 1 && t.a->ndeleted == 1);
+	RT_EQ_STR(t.a->entries[0].id, id[2]);
+	RT_EQ_STR(t.a->deleted[0], id[1]);
+	relay_autoclaim_free(t.a);
+	two[0] = id[2];
+	two[1] = id[0]; /* acknowledged: not pending, not claimed */
+	memset(&t, 0, sizeof(t));
+	RT_EQ_INT(rs_typed_wait(&t, relay_redis_xclaim_justid(
+				rs_b, "s", "g", "c3", 0, two, 2, rs_ids_cb,
+				&t)), 0);
+	RT_ASSERT(t.n == 1);
+	RT_EQ_STR(t.ids[0], id[2]);
+	relay_redis_strings_free(t.ids, t.n);
+	memset(&t, 0, sizeof(t));
+	RT_EQ_INT(rs_typed_wait(&t, relay_redis_xpending(
+				rs_b, "s", "g", 0, "-", "+", 10, NULL,
+				rs_pending_cb, &t)), 0);
+	RT_ASSERT(t.n == 1);
+	RT_EQ_STR(t.p[0].id, id[2]);
+	RT_EQ_STR(t.p[0].consumer, "c3");
+	RT_EQ_INT(t.p[0].deliveries, 2);
+	relay_pending_free(t.p, t.n);
+	memset(&t, 0, sizeof(t));
+	RT_EQ_INT(rs_typed_wait(&t, relay_redis_xrange(
+				rs_b, "s", "-", "+", 10, rs_entries_cb, &t)),
+		  0);
+	RT_EQ_INT(t.n, 2);
+	relay_stream_entries_free(t.e, t.n);
+	/* errors */
+	memset(&t, 0, sizeof(t));
+	RT_EQ_INT(rs_typed_wait(&t, relay_redis_xreadgroup(
+				rs_b, "s", "nogroup", "c1", 1, -1, ">",
+				rs_entries_cb, &t)), RELAY_ENOTFOUND);
+	RT_CHECK(t.e == NULL);
+	RS_STR("SET", "str", "x");
+	memset(&t, 0, sizeof(t));
+	RT_EQ_INT(rs_typed_wait(&t, relay_redis_xrange(
+				rs_b, "str", "-", "+", 1, rs_entries_cb, &t)),
+		  RELAY_ETYPE);
+	memset(&t, 0, sizeof(t));
+	RT_EQ_INT(rs_typed_wait(&t, relay_redis_xack(rs_b, "s", "g", one, 0,
+						     rs_int_cb, &t)),
+		  RELAY_EINVAL);
+	rs_teardown();
+}
+
 #define RS_SHARED_CASES                                                  \
 	RT_CASE(test_shared__try_start_absent_claims),                   \
 	RT_CASE(test_shared__try_start_running_protected),               \
@@ -1148,6 +1342,7 @@ static void test_shared__store_errors_fail_closed(void)
 	RT_CASE(test_shared__stream_autoclaim_and_deleted_ids),          \
 	RT_CASE(test_shared__stream_range_and_del),                      \
 	RT_CASE(test_shared__keys_hashes_ttls),                          \
-	RT_CASE(test_shared__store_errors_fail_closed)
+	RT_CASE(test_shared__store_errors_fail_closed),                  \
+	RT_CASE(test_shared__typed_stream_ops)
 
 #endif /* RS_SUITE_H */
