@@ -15,5 +15,6 @@
 #include "redis.h"
 #include "invocation.h"
 #include "dlq.h"
+#include "runtime.h"
 
 #endif /* RELAY_RELAY_H */
