@@ -62,8 +62,8 @@ static int run(relay_appset *set, const char *event_path, relay_wall_ms now)
 	}
 	rc = relay_appset_match(set, m, json, len, now, &v, &n);
 	if (rc == RELAY_EPARSE) {
-		rc = relayctl_error(RELAYCTL_FAIL, "match: %s: invalid JSON: %s",
-				    what, relay_matcher_errstr(m));
+		rc = relayctl_error(RELAYCTL_FAIL, "match: %s: invalid JSON: "
+				    "%s", what, relay_matcher_errstr(m));
 		goto done;
 	}
 	if (rc == RELAY_ETYPE) {
@@ -103,15 +103,18 @@ int relayctl_cmd_match(int argc, char **argv)
 			return RELAYCTL_OK;
 		}
 		o = relayctl_opt_value(argc, argv, &i, "--apps", "match", &v);
-		if (o == 0 && (o = relayctl_opt_value(argc, argv, &i, "--now",
-						      "match", &now_s)) > 0)
-			continue;
+		if (o > 0)
+			dir = v;
+		if (o == 0) {
+			o = relayctl_opt_value(argc, argv, &i, "--now", "match",
+					       &v);
+			if (o > 0)
+				now_s = v;
+		}
 		if (o < 0)
 			goto usage_error;
-		if (o > 0) {
-			dir = v;
+		if (o > 0)
 			continue;
-		}
 		if (argv[i][0] == '-' && argv[i][1] != '\0') {
 			relayctl_error(RELAYCTL_USAGE, "match: unknown option "
 				       "\"%s\"", argv[i]);

@@ -32,7 +32,8 @@ static void summary(const relay_appset *set)
 		const relay_app *app = relay_appset_entry_app(set, i);
 
 		if (!app) {
-			printf("%s: invalid\n", relay_appset_entry_name(set, i));
+			printf("%s: invalid\n",
+			       relay_appset_entry_name(set, i));
 			continue;
 		}
 		printf("%s: ok (%s, %zu rule%s, %zu schedule%s)\n",
@@ -59,7 +60,8 @@ int relayctl_cmd_validate(int argc, char **argv)
 			usage(stdout);
 			return RELAYCTL_OK;
 		}
-		o = relayctl_opt_value(argc, argv, &i, "--apps", "validate", &v);
+		o = relayctl_opt_value(argc, argv, &i, "--apps", "validate",
+				       &v);
 		if (o < 0)
 			goto usage_error;
 		if (o > 0) {

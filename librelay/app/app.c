@@ -165,10 +165,11 @@ int relay__app_load_diags(relay_app **out, const char *name,
 	if (!app->name || !app->dir || !app->path || !app->envp)
 		goto done;
 	bad_name = !relay_app_name_valid(app->name);
-	if (bad_name && relay__diags_add(d, RELAY_EINVAL, app->path, 1, 1,
-					 "invalid app name \"%.64s\" (directory "
-					 "name must match [a-z0-9][a-z0-9._-]* "
-					 "and be at most 63 bytes)", app->name))
+	if (bad_name &&
+	    relay__diags_add(d, RELAY_EINVAL, app->path, 1, 1,
+			     "invalid app name \"%.64s\" (directory name "
+			     "must match [a-z0-9][a-z0-9._-]* and be at most "
+			     "63 bytes)", app->name))
 		goto done;
 	rc = relay__yaml_parse(&root, yaml, len, app->path, d);
 	if (rc == 0)

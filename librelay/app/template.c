@@ -142,7 +142,8 @@ static char *dup_or_oom(walker *w, const char *s)
 static int want_int(walker *w, const relay__pnode *n, const char *where,
 		    long long lo, long long hi, long long *v)
 {
-	if (n->kind != RELAY__PNODE_NUMBER || relay__app_parse_int(n->text, v)) {
+	if (n->kind != RELAY__PNODE_NUMBER ||
+	    relay__app_parse_int(n->text, v)) {
 		bad(w, n, where, "must be an integer, not %s%s%.30s%s",
 		    n->kind == RELAY__PNODE_NUMBER ? "" : kind_name(n->kind),
 		    n->kind == RELAY__PNODE_NUMBER ? "\"" : "",
@@ -264,8 +265,8 @@ static void do_resources(walker *w, const relay__pnode *n)
 			if (!t || relay__app_parse_cpus(t, &m) || m == 0 ||
 			    m > RELAY_APP_MAX_CPUS_MILLI)
 				bad(w, c, "resources.cpus", "must be a "
-				    "positive number of CPUs up to 1024 with at "
-				    "most 3 decimals, e.g. 0.5");
+				    "positive number of CPUs up to 1024 with "
+				    "at most 3 decimals, e.g. 0.5");
 			else
 				app->cpus_milli = m;
 		} else if (key_is(c, "pids")) {
@@ -288,8 +289,9 @@ static void do_env_entry(walker *w, const relay__pnode *c)
 	snprintf(where, sizeof(where), "env.%.60s", c->key);
 	if (strlen(c->key) != c->key_len ||
 	    !relay__app_env_name_valid(c->key)) {
-		bad_key(w, c, "env", "invalid variable name \"%.40s\" (letters, "
-			"digits, _; not starting with a digit)", c->key);
+		bad_key(w, c, "env", "invalid variable name \"%.40s\" "
+			"(letters, digits, _; not starting with a digit)",
+			c->key);
 		return;
 	}
 	if (strncmp(c->key, "RELAY_", 6) == 0) {
@@ -312,8 +314,8 @@ static void do_env_entry(walker *w, const relay__pnode *c)
 		val = c->boolean ? "true" : "false";
 		break;
 	default:
-		bad(w, c, where, "must be a string, number or boolean, not %s%s",
-		    kind_name(c->kind), c->kind == RELAY__PNODE_NULL
+		bad(w, c, where, "must be a string, number or boolean, not "
+		    "%s%s", kind_name(c->kind), c->kind == RELAY__PNODE_NULL
 			? " (write \"\" for an empty value)" : "");
 		return;
 	}
@@ -443,10 +445,12 @@ static void check_duplicate_handler(walker *w, const relay__pnode *n,
 	if (!h)
 		return;
 	for (j = 0; j < idx; j++) {
-		if (app->rules[j].handler && strcmp(app->rules[j].handler, h) == 0) {
-			bad(w, n, NULL, "events[%zu].handler: duplicate handler "
-			    "\"%.60s\" (first in events[%zu], line %d)", idx, h,
-			    j, app->rules[j].line);
+		const char *o = app->rules[j].handler;
+
+		if (o && strcmp(o, h) == 0) {
+			bad(w, n, NULL, "events[%zu].handler: duplicate "
+			    "handler \"%.60s\" (first in events[%zu], line %d)",
+			    idx, h, j, app->rules[j].line);
 			return;
 		}
 	}
@@ -610,7 +614,9 @@ static void do_top(walker *w, const relay__pnode *c)
 	if (key_is(c, "runtime"))
 		return; /* done first */
 	if (key_is(c, "command")) {
-		if (w->app->runtime && w->app->runtime != RELAY_APP_RUNTIME_EXEC)
+		relay_app_runtime_kind rt = w->app->runtime;
+
+		if (rt && rt != RELAY_APP_RUNTIME_EXEC)
 			bad_key(w, c, "command", "only allowed with runtime "
 				"exec (%s runs the handler module)",
 				relay_app_runtime_name(w->app->runtime));

@@ -54,8 +54,9 @@ static void mark_of(struct fy_event *ev, int *line, int *col)
 	if (ev->type == FYET_ALIAS)
 		back = 1;
 	else if (ev->type == FYET_SCALAR) {
-		enum fy_scalar_style st = fy_token_scalar_style(ev->scalar.value);
+		enum fy_scalar_style st;
 
+		st = fy_token_scalar_style(ev->scalar.value);
 		back = st == FYSS_SINGLE_QUOTED || st == FYSS_DOUBLE_QUOTED;
 	}
 	if (m && back && *col > 1)
@@ -191,6 +192,7 @@ static int check_duplicates(builder *b, const relay__pnode *map)
 	qsort(v, n, sizeof(*v), cmp_keys);
 	for (i = 1; i < n; i++) {
 		const relay__pnode *first = v[i - 1];
+		int shown = (int)(first->key_len > 60 ? 60 : first->key_len);
 
 		if (v[i]->key_len != first->key_len ||
 		    memcmp(v[i]->key, first->key, first->key_len) != 0)
@@ -200,10 +202,8 @@ static int check_duplicates(builder *b, const relay__pnode *map)
 			if (relay__diags_add(b->d, RELAY_EPARSE, b->path,
 					     v[i]->key_line, v[i]->key_column,
 					     "duplicate key \"%.*s\" (first at "
-					     "line %d)", (int)(first->key_len > 60
-							       ? 60
-							       : first->key_len),
-					     first->key, first->key_line))
+					     "line %d)", shown, first->key,
+					     first->key_line))
 				b->oom = 1;
 			b->failed = 1;
 			i++;
@@ -525,7 +525,8 @@ static const char *check_text(const char *text, size_t len, int *line,
 
 	*line = 1;
 	while (i < len) {
-		if (s[i] == '\0' || (k = utf8_len(s + i, len - i)) == 0) {
+		k = s[i] ? utf8_len(s + i, len - i) : 0;
+		if (k == 0) {
 			const unsigned char *p;
 
 			/* column in characters, as editors count */

@@ -238,10 +238,12 @@ static void test_app__bad_names(void)
 {
 	static const char *const bad[] = { "", "Billing", "-x", ".x", "_x",
 		"a b", "a/b", "é",
-		"a234567890123456789012345678901234567890123456789012345678901234",
+		"a2345678901234567890123456789012"
+		"34567890123456789012345678901234", /* 64 */
 		NULL };
 	static const char *const good[] = { "a", "0", "billing", "a.b-c_d",
-		"a23456789012345678901234567890123456789012345678901234567890123",
+		"a2345678901234567890123456789012"
+		"3456789012345678901234567890123", /* 63 */
 		NULL };
 	diag_log l = { 0 };
 	relay_app *app = NULL;
@@ -441,10 +443,12 @@ static void test_app__plain_kind(void)
 	size_t i;
 
 	for (i = 0; numbers[i]; i++)
-		RT_EQ_INT(relay__yaml_plain_kind(numbers[i], strlen(numbers[i])),
+		RT_EQ_INT(relay__yaml_plain_kind(numbers[i],
+						 strlen(numbers[i])),
 			  RELAY__PNODE_NUMBER);
 	for (i = 0; strings[i]; i++)
-		RT_EQ_INT(relay__yaml_plain_kind(strings[i], strlen(strings[i])),
+		RT_EQ_INT(relay__yaml_plain_kind(strings[i],
+						 strlen(strings[i])),
 			  RELAY__PNODE_STRING);
 	RT_EQ_INT(relay__yaml_plain_kind("", 0), RELAY__PNODE_NULL);
 }
@@ -498,7 +502,8 @@ static void test_app__load_dir(void)
 	RT_EQ_INT(relay_app_load(&app, dir, log_diag, &l), 0);
 	RT_ASSERT(app != NULL);
 	RT_EQ_STR(relay_app_name(app), "billing");
-	RT_CHECK(strstr(relay_app_template_path(app), "/billing/template.yaml"));
+	RT_CHECK(strstr(relay_app_template_path(app),
+			"/billing/template.yaml") != NULL);
 	relay_app_free(app);
 	/* trailing slash: same name, no double slash in the path */
 	snprintf(dir, sizeof(dir), "%s/billing/", tmp_root);
@@ -691,7 +696,8 @@ static void test_appset__reload(void)
 	RT_EQ_INT(relay_appset_entry_error_count(s4, 0), 1);
 	RT_EQ_INT(relay_ruleset_count(relay_appset_ruleset(s4)), 3);
 	relay_appset_free(s4);
-	RT_EQ_INT(relay_appset_reload(&s4, s3, "../x", NULL, NULL), RELAY_EINVAL);
+	RT_EQ_INT(relay_appset_reload(&s4, s3, "../x", NULL, NULL),
+		  RELAY_EINVAL);
 	RT_CHECK(s4 == NULL);
 	RT_EQ_INT(relay_appset_reload(&s4, s3, "", NULL, NULL), RELAY_EINVAL);
 	/* an app outlives the sets it came from */
