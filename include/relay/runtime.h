@@ -123,7 +123,11 @@ typedef enum relay_run_status {
  *
  * @reason is one line for logs and the DLQ: "exit status 3", "killed by
  * signal 9 (SIGKILL)", "timed out after 6000ms", "memory limit exceeded
- * (killed by signal 9)", "cancelled"; "" on success.
+ * (killed by signal 9 (SIGKILL))", "cancelled"; "" on success.
+ *
+ * Under bwrap the direct child is bwrap, which reports a handler killed by
+ * signal N as exit status 128+N; the OOM detection (cgroups) still says
+ * "memory limit exceeded (exit status 137)".
  */
 typedef struct relay_run_outcome {
 	unsigned int version;     /* RELAY_RUN_OUTCOME_VERSION */
