@@ -138,7 +138,8 @@ typedef struct relay_run_outcome {
 	uint64_t duration_us;     /* spawn to exit (monotonic) */
 	uint64_t stdout_bytes;    /* bytes read from stdout */
 	uint64_t stderr_bytes;    /* bytes read from stderr */
-	uint64_t dropped_bytes;   /* output read but not forwarded (cap) */
+	uint64_t dropped_bytes;   /* read but not forwarded (cap reached,
+				     or no output callback) */
 	char reason[160];         /* see above */
 } relay_run_outcome;
 
@@ -170,7 +171,9 @@ typedef enum relay_limits_mode {
  */
 typedef struct relay_runtime_options {
 	unsigned int version;        /* RELAY_RUNTIME_OPTIONS_VERSION */
-	const char *backend;         /* "bwrap" (default) or "process" */
+	const char *backend;         /* "bwrap" (default) or "process";
+					"none" = "process", so a
+					RELAY_SANDBOX value works as is */
 	const char *bootstrap_dir;   /* python3/node bootstraps; default
 					$RELAY_BOOTSTRAP_DIR, else the
 					installed libexec/relay */

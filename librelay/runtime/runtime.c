@@ -266,6 +266,7 @@ static const struct {
 } builtins[] = {
 	{ "bwrap", relay__runtime_bwrap_new },
 	{ "process", relay__runtime_process_new },
+	{ "none", relay__runtime_process_new },  /* RELAY_SANDBOX=none */
 };
 
 int relay_runtime_backend_init(relay_runtime_backend *rb,

@@ -753,6 +753,11 @@ static void test_runtime__backend_registry(void)
 	RT_EQ_STR(relay_runtime_backend_name(rt), "process");
 	RT_EQ_INT(relay_runtime_limits_mode(rt), RELAY_LIMITS_NONE);
 	close_rt();
+	opt.backend = "none";  /* RELAY_SANDBOX=none */
+	opt.limits = RELAY_LIMITS_NONE;
+	RT_EQ_INT(relay_runtime_new(&rt, &opt, NULL), 0);
+	RT_EQ_STR(relay_runtime_backend_name(rt), "process");
+	close_rt();
 	relay_runtime_free(NULL);
 }
 

@@ -85,7 +85,8 @@ RELAY_EXTERN int relay_runtime_backend_init(relay_runtime_backend *rb,
 /**
  * relay_runtime_backend_new() - create a built-in backend by name.
  * @out: receives the backend.
- * @name: "process" or "bwrap".
+ * @name: "process", "bwrap", or "none" (an alias of "process"); NULL or
+ *   "" means "bwrap".
  * @opts: runtime options (bootstrap dir, limits), or NULL for defaults.
  * @err: optional error detail.
  *
