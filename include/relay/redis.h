@@ -128,6 +128,15 @@ RELAY_EXTERN int relay_redis_memory_new(relay_redis_backend **out,
 					const relay_clock *clock);
 
 /**
+ * relay_redis_memory_set_down() - simulate an outage of a memory backend
+ * (for tests): while @down, every command and transition completes with
+ * RELAY_ECLOSED and changes nothing.
+ * Returns: 0, or RELAY_EINVAL if @b is not a memory backend.
+ */
+RELAY_EXTERN int relay_redis_memory_set_down(relay_redis_backend *b,
+					     int down);
+
+/**
  * relay_redis_free() - close and free a backend.
  * @b: the backend, or NULL (no-op).
  *

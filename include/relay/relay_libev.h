@@ -24,7 +24,9 @@ struct relay_redis_options;
  * relay_redis_open_libev() - open a Redis backend driven by the host's loop.
  * @out: set to the new backend.
  * @loop: the host's libev loop (borrowed; must outlive the backend).
- * @uri: as relay_redis_open() ("memory://" gives a memory backend).
+ * @uri: as relay_redis_open(). "memory://" gives a memory backend whose
+ *   replies are delivered later, in issue order, from @loop (never
+ *   inside the call that issued the command), as a server's would be.
  * @opts: options, or NULL for defaults.
  * @err: optional error detail.
  *

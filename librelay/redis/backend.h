@@ -51,6 +51,14 @@ int relay__redis_hiredis_new(relay_redis_backend **out,
 			     const relay_redis_options *opts,
 			     struct ev_loop *loop, relay_error *err);
 
+/* Deliver @inner's replies from @loop (redis_defer_libev.c); steals
+ * @inner, even on failure. */
+int relay__redis_defer_new(relay_redis_backend **out,
+			   relay_redis_backend *inner, struct ev_loop *loop);
+
+/* The backend a defer decorator wraps, or NULL if @b is not one. */
+relay_redis_backend *relay__redis_defer_inner(relay_redis_backend *b);
+
 /* The transition scripts as embedded Lua source (lua_scripts.c). */
 extern const char *const relay__lua_source[RELAY_REDIS_SCRIPT_COUNT_];
 

@@ -470,6 +470,32 @@ static int fill_args(mem_args *a, size_t *lens, int argc,
 
 static int mem_command(relay_redis_backend *b, int argc,
 		       const char *const *argv, const size_t *argvlen,
+		       relay_redis_reply_cb cb, void *payload);
+
+/* While "down", every call completes with RELAY_ECLOSED and touches
+ * nothing, as a lost connection would. */
+static int outage(mem_backend *m, relay_redis_reply_cb cb, void *payload)
+{
+	snprintf(m->errstr, sizeof(m->errstr), "connection lost (simulated)");
+	if (cb)
+		cb(&m->parent, RELAY_ECLOSED, NULL, payload);
+	return 0;
+}
+
+int relay_redis_memory_set_down(relay_redis_backend *b, int down)
+{
+	relay_redis_backend *inner = relay__redis_defer_inner(b);
+
+	if (inner)
+		b = inner;
+	if (b->command != mem_command)
+		return RELAY_EINVAL;
+	((mem_backend *)b)->down = down;
+	return 0;
+}
+
+static int mem_command(relay_redis_backend *b, int argc,
+		       const char *const *argv, const size_t *argvlen,
 		       relay_redis_reply_cb cb, void *payload)
 {
 	mem_backend *m = (mem_backend *)b;
@@ -481,6 +507,8 @@ static int mem_command(relay_redis_backend *b, int argc,
 
 	if (argc > MEM_MAX_ARGS)
 		return RELAY_EINVAL;
+	if (m->down)
+		return outage(m, cb, payload);
 	fill_args(&a, lens, argc, argv, argvlen);
 	snprintf(cmd, sizeof(cmd), "%.*s",
 		 (int)(lens[0] < 15 ? lens[0] : 15), argv[0]);
@@ -511,6 +539,8 @@ static int mem_script(relay_redis_backend *b, relay_redis_script op,
 
 	if (argc > MEM_MAX_ARGS)
 		return RELAY_EINVAL;
+	if (m->down)
+		return outage(m, cb, payload);
 	fill_args(&a, lens, argc, argv, argvlen);
 	deliver(b, relay__mem_script_run(m, op, &a), cb, payload);
 	return 0;

@@ -74,6 +74,7 @@ typedef struct mem_backend {
 	const relay_clock *clock;
 	mem_key *bucket[MEM_BUCKETS];
 	char errstr[128];
+	int down;                    /* simulated outage (tests) */
 } mem_backend;
 
 /* A command's arguments as seen by an implementation. */

@@ -554,10 +554,15 @@ int relay_redis_open_libev(relay_redis_backend **out, struct ev_loop *loop,
 	rc = relay__redis_uri_parse(&u, uri, err);
 	if (rc)
 		return rc;
-	if (u.memory)
-		rc = relay_redis_memory_new(out, opts ? opts->clock : NULL);
-	else
+	if (u.memory) {
+		relay_redis_backend *mem;
+
+		rc = relay_redis_memory_new(&mem, opts ? opts->clock : NULL);
+		if (rc == 0)
+			rc = relay__redis_defer_new(out, mem, loop);
+	} else {
 		rc = relay__redis_hiredis_new(out, &u, opts, loop, err);
+	}
 	relay__redis_uri_clear(&u);
 	return rc;
 }

@@ -11,6 +11,9 @@
  *	static void rs_setup(void);         fresh, empty store (may RT_SKIP)
  *	static void rs_teardown(void);
  *	static void rs_sleep_ms(int ms);    let server-visible time pass
+ *	static void rs_down(void);          make the store unreachable
+ *	static void rs_up(void);            ... and reachable again (a real
+ *	                                    server restarts empty)
  * and lists RS_SHARED_CASES in its case table.
  */
 #ifndef RS_SUITE_H
@@ -1311,6 +1314,51 @@ static void test_shared__typed_stream_ops(void)
 	rs_teardown();
 }
 
+
+/* Store down mid-sequence: every operation reports an error (try_start
+ * fails closed), exactly one callback each, nothing is written; back up,
+ * the same handle works again. */
+static void test_shared__outage_reports_errors(void)
+{
+	relay_dlq_entry e = rs_entry("a", "x");
+	relay_dlq_persist_result res;
+	relay_inv_outcome claim, o;
+	char tok[40], *before, *after;
+	struct rs_typed t;
+	const char *argv[] = { "PING" };
+	relay_redis_reply *r = NULL;
+
+	rs_setup();
+	RT_ASSERT(rs_try("a/h", RS_NOW, 6000, &claim) == 0);
+	rs_make_exhausted("a/x", tok);
+	before = rs_snapshot(RS_KEY);
+	rs_down();
+	RT_CHECK(rs_try("a/h", RS_NOW + 6000, 6000, &o) != 0);
+	RT_CHECK(rs_complete("a/h", 1, claim.token, &o) != 0);
+	RT_CHECK(rs_fail("a/h", 1, claim.token, RS_NOW, &o) != 0);
+	RT_CHECK(rs_classify(&o) != 0);
+	RT_CHECK(rs_persist(RS_KEY, "a/x", 1, tok, &e, &res, NULL) != 0);
+	RT_CHECK(rs_retain(RS_KEY, 1000, &o) != 0);
+	memset(&t, 0, sizeof(t));
+	RT_CHECK(rs_typed_wait(&t, relay_redis_xpending_count(
+				rs_b, "s", "g", rs_int_cb, &t)) != 0);
+	RT_CHECK(relay_redis_sync_command(rs_b, &r, 1, argv, NULL) != 0);
+	RT_CHECK(r == NULL);
+	RT_CHECK(relay_redis_errstr(rs_b)[0] != '\0');
+	rs_up();
+	RT_EQ_INT(rs_try("a/h", RS_NOW, 6000, &o), 0);
+	RT_CHECK(o.result == RELAY_INV_R_RUNNING || /* state kept */
+		 o.result == RELAY_INV_R_CLAIMED);  /* server restarted */
+	if (o.result == RELAY_INV_R_RUNNING) {
+		after = rs_snapshot(RS_KEY);
+		RT_EQ_STR(after, before);
+		free(after);
+		RT_EQ_INT(RS_INT("EXISTS", RS_DLQ), 0);
+	}
+	free(before);
+	rs_teardown();
+}
+
 #define RS_SHARED_CASES                                                  \
 	RT_CASE(test_shared__try_start_absent_claims),                   \
 	RT_CASE(test_shared__try_start_running_protected),               \
@@ -1343,6 +1391,7 @@ static void test_shared__typed_stream_ops(void)
 	RT_CASE(test_shared__stream_range_and_del),                      \
 	RT_CASE(test_shared__keys_hashes_ttls),                          \
 	RT_CASE(test_shared__store_errors_fail_closed),                  \
-	RT_CASE(test_shared__typed_stream_ops)
+	RT_CASE(test_shared__typed_stream_ops),                          \
+	RT_CASE(test_shared__outage_reports_errors)
 
 #endif /* RS_SUITE_H */

@@ -56,6 +56,16 @@ static void rs_sleep_ms(int ms)
 	nanosleep(&ts, NULL);
 }
 
+static void rs_down(void)
+{
+	rt_redis_server_stop(&srv);
+}
+
+static void rs_up(void)
+{
+	RT_ASSERT(rt_redis_server_restart(&srv) == 0);
+}
+
 #include "suite.h"
 
 static void test_hiredis__evalsha_after_first_call(void)

@@ -3,10 +3,13 @@
  * backend with a pinned clock, plus what only a pinned clock can show:
  * TTL expiry and PEL idle times move exactly with the injected clock.
  */
+#include <ev.h>
+
 #include "relaytest.h"
 
 #include "relay/clock.h"
 #include "relay/redis.h"
+#include "relay/relay_libev.h"
 
 static relay_redis_backend *rs_b;
 static relay_clock_fixed rs_clock;
@@ -29,7 +32,62 @@ static void rs_sleep_ms(int ms)
 	rs_clock.wall += ms;
 }
 
+static void rs_down(void)
+{
+	RT_ASSERT(relay_redis_memory_set_down(rs_b, 1) == 0);
+}
+
+static void rs_up(void)
+{
+	RT_ASSERT(relay_redis_memory_set_down(rs_b, 0) == 0);
+}
+
 #include "suite.h"
+
+
+static void order_cb(relay_redis_backend *b, int status,
+		     relay_redis_reply *r, void *payload)
+{
+	int *slot = payload;
+
+	*slot = status == 0 && r ? (int)r->integer + 100 : status;
+	relay_redis_reply_free(r);
+}
+
+/* "memory://" on a host loop: replies come later, from the loop, in
+ * issue order; freeing fails the undelivered ones with ECLOSED. */
+static void test_memory__host_loop_delivers_later_in_order(void)
+{
+	const char *incr1[] = { "HSET", "h", "a", "1" };
+	const char *incr2[] = { "HSET", "h", "b", "1" };
+	const char *hlen[] = { "HLEN", "h" };
+	struct ev_loop *loop = ev_loop_new(EVFLAG_AUTO);
+	relay_redis_backend *b = NULL;
+	relay_redis_reply *r = NULL;
+	int got[3] = { 0, 0, 0 }, late = 0;
+
+	RT_ASSERT(relay_redis_open_libev(&b, loop, "memory://", NULL,
+					 NULL) == 0);
+	RT_EQ_STR(relay_redis_name(b), "memory");
+	RT_EQ_INT(relay_redis_command(b, 4, incr1, NULL, order_cb, &got[0]),
+		  0);
+	RT_EQ_INT(relay_redis_command(b, 4, incr2, NULL, order_cb, &got[1]),
+		  0);
+	RT_EQ_INT(relay_redis_command(b, 2, hlen, NULL, order_cb, &got[2]),
+		  0);
+	RT_EQ_INT(got[0] + got[1] + got[2], 0); /* nothing delivered yet */
+	RT_EQ_INT(relay_redis_sync_command(b, &r, 2, hlen, NULL),
+		  RELAY_EINVAL);
+	ev_run(loop, EVRUN_NOWAIT);
+	RT_EQ_INT(got[0], 101);
+	RT_EQ_INT(got[1], 101);
+	RT_EQ_INT(got[2], 102);
+	RT_EQ_INT(relay_redis_memory_set_down(b, 0), 0);
+	RT_EQ_INT(relay_redis_command(b, 2, hlen, NULL, order_cb, &late), 0);
+	relay_redis_free(b);
+	RT_EQ_INT(late, RELAY_ECLOSED);
+	ev_loop_destroy(loop);
+}
 
 static void test_memory__retention_ttl_follows_clock(void)
 {
@@ -101,6 +159,7 @@ static const rt_case cases[] = {
 	RT_CASE(test_memory__pel_idle_follows_clock),
 	RT_CASE(test_memory__callback_runs_before_return),
 	RT_CASE(test_memory__open_by_uri),
+	RT_CASE(test_memory__host_loop_delivers_later_in_order),
 };
 
 int main(int argc, char **argv)
