@@ -233,7 +233,7 @@ int relay__runtime_bwrap_new(relay_runtime_backend **out,
 	if (rc != 0)
 		goto fail;
 	b->parent.spawn = bwrap_spawn;
-	b->bwrap = relay__runtime_which("bwrap");
+	b->bwrap = relay__runtime_which("bwrap", NULL);
 	if (!b->bwrap) {
 		rc = relay__error_set(err, RELAY_EBACKEND, NULL, 0, 0,
 				      "bwrap not found in %s", RELAY__RT_PATH);

@@ -67,6 +67,16 @@ void relay__builtin_free(relay_runtime_backend *rb)
 	relay__free(b);
 }
 
+static const char *env_path(const relay__strv *env)
+{
+	size_t i;
+
+	for (i = 0; i < env->n; i++)
+		if (strncmp(env->v[i], "PATH=", 5) == 0)
+			return env->v[i] + 5;
+	return NULL;
+}
+
 static int process_spawn(relay_runtime_backend *rb,
 			 const relay_exec_spec *spec, relay_proc *proc,
 			 relay_error *err)
@@ -89,11 +99,11 @@ static int process_spawn(relay_runtime_backend *rb,
 	}
 	/* A name with a slash is a path (relative ones resolve in the app
 	 * directory, the child's cwd); a bare name is looked up in the
-	 * handler's PATH, not the host's. */
+	 * handler's PATH (its env's, else the default), not the host's. */
 	if (strchr(argv.v[0], '/'))
 		path = relay__strdup(argv.v[0]);
 	else
-		path = relay__runtime_which(argv.v[0]);
+		path = relay__runtime_which(argv.v[0], env_path(&env));
 	if (!path) {
 		rc = relay__error_set(err, RELAY_EBACKEND, NULL, 0, 0,
 				      "spawn %s: command not found",

@@ -154,9 +154,9 @@ int relay__runtime_argv(const relay_exec_spec *spec, const char *bootstrap_dir,
 	return 0;
 }
 
-char *relay__runtime_which(const char *name)
+char *relay__runtime_which(const char *name, const char *path)
 {
-	const char *p = RELAY__RT_PATH;
+	const char *p = path ? path : RELAY__RT_PATH;
 
 	while (*p) {
 		size_t l = strcspn(p, ":");

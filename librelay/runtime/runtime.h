@@ -48,8 +48,9 @@ int relay__runtime_env(const relay_exec_spec *spec, relay__strv *out);
 int relay__runtime_argv(const relay_exec_spec *spec, const char *bootstrap_dir,
 			relay__strv *out, relay_error *err);
 
-/* Find @name (no slash) in RELAY__RT_PATH; new string or NULL. */
-char *relay__runtime_which(const char *name);
+/* Find @name (no slash) in the colon-separated @path (NULL:
+ * RELAY__RT_PATH); new string or NULL. */
+char *relay__runtime_which(const char *name, const char *path);
 
 /* The bootstrap directory: @opt, else $RELAY_BOOTSTRAP_DIR, else the
  * installed one. Borrowed. */

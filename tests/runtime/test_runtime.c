@@ -276,6 +276,31 @@ static void test_runtime__cwd_is_app_dir(void)
 	close_rt();
 }
 
+/* A bare command name is looked up in the handler's PATH (the app's env
+ * may set it), never in the host's. */
+static void test_runtime__command_lookup_uses_handler_path(void)
+{
+	char pathkv[1100];
+	const char *argv[] = { "hello.sh", NULL };
+	const char *env[] = { pathkv, NULL };
+	relay_exec_spec s = sh_spec(argv, 5000);
+	relay_run_outcome o;
+	relay_error err;
+	cap c = { 0 };
+
+	open_rt();
+	RT_EQ_INT(relay_runtime_run_sync(rt, &s, NULL, NULL, &o, &err),
+		  RELAY_EBACKEND);
+	snprintf(pathkv, sizeof(pathkv), "PATH=/usr/bin:/bin:%s",
+		 demo_app_dir());
+	s.env = env;
+	RT_EQ_INT(relay_runtime_run_sync(rt, &s, cap_cb, &c, &o, NULL), 0);
+	RT_EQ_INT(o.status, RELAY_RUN_OK);
+	RT_CHECK(cap_has(&c, "hello h"));
+	cap_free(&c);
+	close_rt();
+}
+
 static void test_runtime__command_not_found(void)
 {
 	const char *argv[] = { "no-such-command-relay", NULL };
@@ -819,6 +844,7 @@ static const rt_case cases[] = {
 	RT_CASE(test_runtime__ignores_stdin),
 	RT_CASE(test_runtime__clean_environment),
 	RT_CASE(test_runtime__cwd_is_app_dir),
+	RT_CASE(test_runtime__command_lookup_uses_handler_path),
 	RT_CASE(test_runtime__command_not_found),
 	RT_CASE(test_runtime__partial_and_long_lines),
 	RT_CASE(test_runtime__ten_megabytes),
