@@ -22,6 +22,7 @@
  * daemon in a leaf) or can be enabled by writing cgroup.subtree_control.
  */
 #define _GNU_SOURCE
+#include <dirent.h>
 #include <errno.h>
 #include <fcntl.h>
 #include <signal.h>
@@ -150,13 +151,69 @@ static char *own_path(const char *ctl)
 	return res;
 }
 
+/* Remove @dir's invocation children (killing what is left in them), then
+ * @dir itself. */
+static void remove_tree(const char *dir)
+{
+	struct dirent *e;
+	DIR *d = opendir(dir);
+
+	while (d && (e = readdir(d))) {
+		relay__limits_inv inv;
+
+		if (e->d_type != DT_DIR || e->d_name[0] == '.')
+			continue;
+		relay__limits_inv_init(&inv);
+		inv.cg_dir[0] = relay__sprintf("%s/%s", dir, e->d_name);
+		inv.ncg = inv.cg_dir[0] ? 1 : 0;
+		relay__limits_release(&inv, NULL);
+	}
+	if (d)
+		closedir(d);
+	(void)rmdir(dir);
+}
+
+/*
+ * A relayd that crashed leaves its "relay-<pid>-<n>" directories behind
+ * (bwrap sandboxes die with it, plain processes may not): remove those of
+ * processes that no longer exist, once per hierarchy at startup.
+ */
+static void reap_stale(const char *parent)
+{
+	struct dirent *e;
+	DIR *d = opendir(parent);
+
+	while (d && (e = readdir(d))) {
+		char *end, *dir;
+		long pid;
+
+		if (e->d_type != DT_DIR || strncmp(e->d_name, "relay-", 6))
+			continue;
+		pid = strtol(e->d_name + 6, &end, 10);
+		if (pid <= 0 || *end != '-' || pid == (long)getpid() ||
+		    kill((pid_t)pid, 0) == 0 || errno != ESRCH)
+			continue;
+		dir = relay__sprintf("%s/%s", parent, e->d_name);
+		if (dir)
+			remove_tree(dir);
+		relay__free(dir);
+	}
+	if (d)
+		closedir(d);
+}
+
 /* "<mount><own path>/relay-<pid>-<n>": unique per runtime of the process,
  * so several runtimes never share invocation directories. */
 static char *make_base(const char *mnt, const char *path, unsigned int n)
 {
-	char *base = relay__sprintf("%s%s/relay-%ld-%u", mnt,
-				    strcmp(path, "/") == 0 ? "" : path,
+	const char *p = strcmp(path, "/") == 0 ? "" : path;
+	char *parent = relay__sprintf("%s%s", mnt, p);
+	char *base = relay__sprintf("%s%s/relay-%ld-%u", mnt, p,
 				    (long)getpid(), n);
+
+	if (parent)
+		reap_stale(parent);
+	relay__free(parent);
 
 	if (base && mkdir(base, 0755) != 0 && errno != EEXIST) {
 		relay__free(base);

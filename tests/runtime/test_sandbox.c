@@ -528,6 +528,27 @@ static void test_sandbox__cpus_quota(void)
 	relay_runtime_free(r);
 }
 
+/* A crashed relayd's cgroups (its pid is gone) are removed at startup. */
+static void test_sandbox__stale_cgroups_reaped(void)
+{
+	const char *stale = "/sys/fs/cgroup/pids/relay-4194305-1";
+	const char *child = "/sys/fs/cgroup/pids/relay-4194305-1/7";
+	relay_runtime *r;
+
+	if (!cgroup_has("pids"))
+		RT_SKIP("no v1 pids cgroup");
+	if (mkdir(stale, 0755) != 0 || mkdir(child, 0755) != 0) {
+		rmdir(stale);
+		RT_SKIP("pids hierarchy not writable");
+	}
+	r = limited_rt("process", RELAY_LIMITS_AUTO);
+	RT_ASSERT(r != NULL);
+	RT_CHECK(access(stale, F_OK) != 0);
+	relay_runtime_free(r);
+	rmdir(child);
+	rmdir(stale);
+}
+
 static const rt_case cases[] = {
 	RT_CASE(test_sandbox__outcomes),
 	RT_CASE(test_sandbox__event_env_cwd),
@@ -544,6 +565,7 @@ static const rt_case cases[] = {
 	RT_CASE(test_sandbox__fork_bomb_bwrap),
 	RT_CASE(test_sandbox__pids_exact),
 	RT_CASE(test_sandbox__cpus_quota),
+	RT_CASE(test_sandbox__stale_cgroups_reaped),
 };
 
 int main(int argc, char **argv)
