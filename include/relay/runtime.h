@@ -215,7 +215,9 @@ RELAY_EXTERN int relay_runtime_new(relay_runtime **out,
  * @rt: the runtime, or NULL (no-op).
  *
  * Active runs are killed with SIGKILL, reaped, and their done callbacks
- * run with RELAY_RUN_CANCELLED before this returns.
+ * run with RELAY_RUN_CANCELLED before this returns (a run whose process
+ * had already exited reports its real outcome). Call it before the loop
+ * the runtime is attached to is destroyed.
  */
 RELAY_EXTERN void relay_runtime_free(relay_runtime *rt);
 

@@ -491,9 +491,11 @@ void relay__runtime_cancel_all(relay_runtime *rt)
 	while (rt->runs) {
 		relay_run *r = rt->runs;
 
-		r->cancelled = true;
-		relay__runtime_signal(rt, r->proc, SIGKILL);
+		/* A run that already exited (draining output) keeps its
+		 * real outcome. */
 		if (!r->exited) {
+			r->cancelled = true;
+			relay__runtime_signal(rt, r->proc, SIGKILL);
 			if (r->pidfd >= 0) {
 				ev_io_stop(r->loop, &r->w_pidfd);
 				close_fd(&r->pidfd);
