@@ -17,7 +17,14 @@
  * commands fail at once with RELAY_ECLOSED (nonzero return, no callback).
  * A private-loop backend (relayctl) reconnects on the next command.
  *
- * Do not free a backend from inside one of its callbacks.
+ * Lifetime: the backend is reference-counted. The owner holds one
+ * reference (dropped by relay_redis_free), every command still known to
+ * hiredis holds one, the live hiredis context holds one, and every loop
+ * callback holds one while it runs. So a user callback may free the
+ * backend (even from inside hiredis' reply processing, where hiredis
+ * defers its own free): the memory stays valid until the last callback
+ * has unwound. A private-loop backend (relayctl) must not be freed from
+ * its own callbacks while relay_redis_sync_wait() runs its loop.
  */
 #include <stdio.h>
 #include <stdlib.h>
@@ -43,6 +50,7 @@ typedef struct hr_backend {
 	redisAsyncContext *ac;
 	enum hr_state state;
 	int closing;
+	int refs;                       /* see "Lifetime" above */
 	ev_timer connect_timer;
 	ev_timer reconnect_timer;
 	int reconnect_ms;               /* next backoff delay */
@@ -65,6 +73,22 @@ typedef struct hr_cmd {
 } hr_cmd;
 
 static void hr_connect(hr_backend *b);
+
+static void hold(hr_backend *b)
+{
+	b->refs++;
+}
+
+/* Drop a reference; the last one frees what the connection left. */
+static void release(hr_backend *b)
+{
+	if (--b->refs > 0)
+		return;
+	if (b->own_loop)
+		ev_loop_destroy(b->loop);
+	relay__redis_uri_clear(&b->uri);
+	relay__free(b);
+}
 
 static void set_err(hr_backend *b, const char *msg)
 {
@@ -105,6 +129,7 @@ static relay_redis_reply *convert(const redisReply *r)
 
 static void cmd_free(hr_cmd *c)
 {
+	hr_backend *b = c->b;
 	int i;
 
 	for (i = 0; i < c->argc; i++)
@@ -112,10 +137,12 @@ static void cmd_free(hr_cmd *c)
 	relay__free(c->argv);
 	relay__free(c->argvlen);
 	relay__free(c);
+	release(b);
 }
 
 /* Run the caller's callback once; the hr_cmd lives on until hiredis is
- * done with it. */
+ * done with it. Touches nothing after the callback (it may free @c's
+ * connection or the backend). */
 static void complete(hr_cmd *c, int status, relay_redis_reply *r)
 {
 	if (c->done) {
@@ -145,6 +172,12 @@ static void schedule_reconnect(hr_backend *b)
 		b->reconnect_ms = b->opts.reconnect_max_ms;
 }
 
+/*
+ * Let go of the hiredis context ourselves. Its in-flight commands get
+ * NULL replies (RELAY_ECLOSED) now, or right after the current hiredis
+ * callback returns; our connect/disconnect callbacks ignore it from here
+ * on (ac->data = NULL), so the context's reference is dropped here.
+ */
 static void drop_connection(hr_backend *b)
 {
 	redisAsyncContext *ac = b->ac;
@@ -155,8 +188,9 @@ static void drop_connection(hr_backend *b)
 	b->state = HR_DISCONNECTED;
 	ev_timer_stop(b->loop, &b->connect_timer);
 	ac->data = NULL;
-	redisAsyncFree(ac); /* in-flight callbacks get NULL: ECLOSED */
+	redisAsyncFree(ac);
 	schedule_reconnect(b);
+	release(b);
 }
 
 static int send_cmd(hr_backend *b, hr_cmd *c, int argc, const char **argv,
@@ -204,9 +238,12 @@ static void on_timeout(struct ev_loop *loop, ev_timer *w, int revents)
 	hr_cmd *c = w->data;
 	hr_backend *b = c->b;
 
+	hold(b);
 	set_err(b, "command timed out");
-	complete(c, RELAY_ETIMEOUT, NULL);
-	drop_connection(b);
+	complete(c, RELAY_ETIMEOUT, NULL); /* @c may be gone after this */
+	if (!b->closing)
+		drop_connection(b);
+	release(b);
 }
 
 static void on_connect(const redisAsyncContext *ac, int status)
@@ -221,6 +258,7 @@ static void on_connect(const redisAsyncContext *ac, int status)
 		b->ac = NULL; /* hiredis frees it after this callback */
 		b->state = HR_DISCONNECTED;
 		schedule_reconnect(b);
+		release(b); /* the context's reference */
 		return;
 	}
 	b->state = HR_CONNECTED;
@@ -240,6 +278,7 @@ static void on_disconnect(const redisAsyncContext *ac, int status)
 	b->ac = NULL;
 	b->state = HR_DISCONNECTED;
 	schedule_reconnect(b);
+	release(b); /* the context's reference */
 }
 
 static void on_connect_timeout(struct ev_loop *loop, ev_timer *w,
@@ -247,15 +286,17 @@ static void on_connect_timeout(struct ev_loop *loop, ev_timer *w,
 {
 	hr_backend *b = w->data;
 
+	hold(b);
 	set_err(b, "connect timed out");
 	drop_connection(b);
+	release(b);
 }
 
 static void on_reconnect(struct ev_loop *loop, ev_timer *w, int revents)
 {
 	hr_backend *b = w->data;
 
-	if (!b->ac)
+	if (!b->ac && !b->closing)
 		hr_connect(b);
 }
 
@@ -294,6 +335,7 @@ static void hr_connect(hr_backend *b)
 	}
 	redisAsyncSetConnectCallback(ac, on_connect);
 	redisAsyncSetDisconnectCallback(ac, on_disconnect);
+	hold(b); /* the context's reference */
 	b->ac = ac;
 	b->state = HR_CONNECTING;
 	ev_timer_set(&b->connect_timer, b->opts.connect_timeout_ms / 1000.0,
@@ -345,6 +387,7 @@ static hr_cmd *cmd_new(hr_backend *b, relay_redis_reply_cb cb, void *payload)
 
 	if (!c)
 		return NULL;
+	hold(b); /* the command's reference */
 	c->b = b;
 	c->cb = cb;
 	c->payload = payload;
@@ -463,19 +506,12 @@ static const char *hr_errstr(const relay_redis_backend *rb)
 static void hr_free(relay_redis_backend *rb)
 {
 	hr_backend *b = (hr_backend *)rb;
-	redisAsyncContext *ac = b->ac;
 
 	b->closing = 1;
 	ev_timer_stop(b->loop, &b->connect_timer);
 	ev_timer_stop(b->loop, &b->reconnect_timer);
-	if (ac) {
-		b->ac = NULL;
-		redisAsyncFree(ac); /* callbacks: RELAY_ECLOSED */
-	}
-	if (b->own_loop)
-		ev_loop_destroy(b->loop);
-	relay__redis_uri_clear(&b->uri);
-	relay__free(b);
+	drop_connection(b); /* in-flight callbacks: RELAY_ECLOSED */
+	release(b);         /* the owner's reference */
 }
 
 static int copy_uri(relay__redis_uri *dst, const relay__redis_uri *src)
@@ -517,6 +553,7 @@ int relay__redis_hiredis_new(relay_redis_backend **out,
 	if (b->opts.reconnect_max_ms <= 0)
 		b->opts.reconnect_max_ms = 30000;
 	b->reconnect_ms = b->opts.reconnect_min_ms;
+	b->refs = 1; /* the owner's */
 	b->seed = (unsigned int)relay_clock_mono_us(b->opts.clock);
 	b->own_loop = loop == NULL;
 	b->loop = loop ? loop : ev_loop_new(EVFLAG_AUTO);

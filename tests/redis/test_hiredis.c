@@ -252,6 +252,58 @@ static void test_hiredis__free_fails_inflight_once(void)
 	rs_teardown();
 }
 
+
+static void free_in_cb_cb(relay_redis_backend *b, int status,
+			  relay_redis_reply *r, void *payload)
+{
+	int *slot = payload;
+
+	relay_redis_reply_free(r);
+	slot[0]++;
+	slot[3] = status;
+}
+
+static relay_redis_backend *to_free;
+
+static void first_frees(relay_redis_backend *b, int status,
+			relay_redis_reply *r, void *payload)
+{
+	free_in_cb_cb(b, status, r, payload);
+	relay_redis_free(to_free); /* from inside hiredis' reply processing */
+	to_free = NULL;
+}
+
+/* A user callback may free the backend while other commands are in
+ * flight: each of them still completes exactly once, with ECLOSED. */
+static void test_hiredis__free_from_callback(void)
+{
+	const char *argv[] = { "PING" };
+	struct ev_loop *loop = ev_loop_new(EVFLAG_AUTO);
+	int slots[3][4];
+	int i, spins = 0;
+
+	rs_setup();
+	memset(slots, 0, sizeof(slots));
+	RT_ASSERT(relay_redis_open_libev(&to_free, loop, srv.uri, NULL,
+					 NULL) == 0);
+	RT_EQ_INT(relay_redis_command(to_free, 1, argv, NULL, first_frees,
+				      slots[0]), 0);
+	for (i = 1; i < 3; i++)
+		RT_EQ_INT(relay_redis_command(to_free, 1, argv, NULL,
+					      free_in_cb_cb, slots[i]), 0);
+	while (to_free && spins++ < 1000)
+		ev_run(loop, EVRUN_ONCE);
+	RT_CHECK(to_free == NULL);
+	for (i = 0; i < 3; i++)
+		RT_EQ_INT(slots[i][0], 1);
+	RT_EQ_INT(slots[0][3], 0);
+	/* the later PINGs were answered in the same read or closed */
+	for (i = 1; i < 3; i++)
+		RT_CHECK(slots[i][3] == 0 || slots[i][3] == RELAY_ECLOSED);
+	ev_loop_destroy(loop);
+	rs_teardown();
+}
+
 static void test_hiredis__connect_refused(void)
 {
 	const char *argv[] = { "PING" };
@@ -279,6 +331,7 @@ static const rt_case cases[] = {
 	RT_CASE(test_hiredis__timeout_never_half_writes),
 	RT_CASE(test_hiredis__host_loop_reconnects_with_backoff),
 	RT_CASE(test_hiredis__free_fails_inflight_once),
+	RT_CASE(test_hiredis__free_from_callback),
 	RT_CASE(test_hiredis__connect_refused),
 };
 
