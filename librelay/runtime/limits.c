@@ -290,9 +290,9 @@ static void clear_bases(relay__limits *l)
 {
 	int i;
 
+	/* Shared hierarchies share a base: a second rmdir is a no-op. */
 	for (i = 0; i < RELAY__CG_MAX; i++) {
-		if (l->base[i] && (i == 0 || !l->base[i - 1] ||
-				   strcmp(l->base[i], l->base[i - 1]) != 0))
+		if (l->base[i])
 			(void)rmdir(l->base[i]);
 		relay__free(l->base[i]);
 		l->base[i] = NULL;
@@ -392,16 +392,22 @@ static int cg_create(relay__limits *l, relay__limits_inv *inv, int i,
 {
 	bool v2 = l->mode == RELAY_LIMITS_CGROUP_V2;
 	char val[64], procs[600];
-	char *dir = NULL;
+	char *dir = relay__sprintf("%s/%u", l->base[i], seq);
 	int k, rc = -1;
 
-	/* On v2 all controllers share one directory. */
-	for (k = 0; k < inv->ncg; k++)
-		if (v2)
+	if (!dir)
+		return -1;
+	/* Controllers sharing a hierarchy (all of them on v2, co-mounted
+	 * ones on v1) share the invocation directory. */
+	for (k = 0; k < inv->ncg; k++) {
+		if (strcmp(inv->cg_dir[k], dir) == 0) {
+			relay__free(dir);
 			dir = inv->cg_dir[k];
-	if (!dir) {
-		dir = relay__sprintf("%s/%u", l->base[i], seq);
-		if (!dir || mkdir(dir, 0755) != 0) {
+			break;
+		}
+	}
+	if (k == inv->ncg) {
+		if (mkdir(dir, 0755) != 0) {
 			relay__free(dir);
 			return -1;
 		}
