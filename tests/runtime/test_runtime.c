@@ -15,6 +15,7 @@
 
 #include "relay/relay_libev.h"
 #include "relaytest.h"
+#include "runtime.h"  /* private: relay__out, the line splitter */
 #include "rt_helpers.h"
 
 static relay_runtime *rt;
@@ -580,6 +581,98 @@ static void test_runtime__custom_backend(void)
 	cap_free(&c);
 }
 
+/* ---- the line splitter, in isolation -------------------------------- */
+
+static uint32_t rng_state = 12345;
+
+static uint32_t rng(void)
+{
+	rng_state ^= rng_state << 13;
+	rng_state ^= rng_state >> 17;
+	rng_state ^= rng_state << 5;
+	return rng_state;
+}
+
+/*
+ * Random bytes (NULs and newlines included) fed in random chunk sizes must
+ * come out as exactly the lines a reference split gives: content verbatim,
+ * pieces of at most max_line bytes, partial on all but a line's last
+ * piece, an unterminated tail delivered at the end.
+ */
+static void test_runtime__line_splitter_random_chunks(void)
+{
+	enum { LEN = 4000, MAXL = 64 };
+	relay_exec_spec spec = sh_spec(NULL, 0);
+	char data[LEN], want[LEN * 2];
+	int iter;
+
+	for (iter = 0; iter < 300; iter++) {
+		uint64_t budget = UINT64_MAX;
+		size_t i, off = 0, wl = 0, nwant = 0, got = 0, piece = 0;
+		int wpartial[LEN];
+		size_t wlen[LEN];
+		relay__out o;
+		cap c = { 0 };
+
+		for (i = 0; i < LEN; i++) {
+			uint32_t r = rng() % 100;
+
+			data[i] = r < 4 ? '\n' : r < 6 ? '\0' : (char)('a' + r % 26);
+		}
+		/* reference split */
+		for (i = 0; i < LEN; i++) {
+			if (data[i] == '\n') {
+				wlen[nwant] = piece;
+				wpartial[nwant++] = 0;
+				piece = 0;
+				continue;
+			}
+			want[wl++] = data[i];
+			if (++piece == MAXL) {
+				wlen[nwant] = piece;
+				wpartial[nwant++] = 1;
+				piece = 0;
+			}
+		}
+		if (piece) {
+			wlen[nwant] = piece;
+			wpartial[nwant++] = 0;
+		}
+		RT_ASSERT(relay__out_init(&o, &spec, RELAY_OUTPUT_STDOUT, MAXL,
+					  &budget, cap_cb, &c) == 0);
+		while (off < LEN) {
+			size_t n = 1 + rng() % 200;
+
+			if (n > LEN - off)
+				n = LEN - off;
+			relay__out_feed(&o, data + off, n);
+			off += n;
+		}
+		relay__out_finish(&o);
+		relay__out_free(&o);
+		/* A piece that ends exactly at max_line right before a newline
+		 * is followed by an empty line in both splits. */
+		RT_EQ_INT(c.n, nwant);
+		for (i = 0, wl = 0; i < c.n && i < nwant; i++) {
+			if (c.partial[i] != wpartial[i] ||
+			    memcmp(c.text[i] + c.prefix[i], want + wl,
+				   wlen[i]) != 0) {
+				RT_FAILF("iteration %d line %zu differs", iter,
+					 i);
+				break;
+			}
+			wl += wlen[i];
+		}
+		for (i = 0; i < nwant; i++)
+			got += wlen[i];
+		RT_EQ_INT(c.bytes, got);  /* every content byte, once */
+		RT_EQ_INT(o.total, LEN);
+		cap_free(&c);
+		if (rt_failed_checks)
+			break;
+	}
+}
+
 /* ---- the async API ------------------------------------------------- */
 
 struct acount {
@@ -847,6 +940,7 @@ static const rt_case cases[] = {
 	RT_CASE(test_runtime__command_lookup_uses_handler_path),
 	RT_CASE(test_runtime__command_not_found),
 	RT_CASE(test_runtime__partial_and_long_lines),
+	RT_CASE(test_runtime__line_splitter_random_chunks),
 	RT_CASE(test_runtime__ten_megabytes),
 	RT_CASE(test_runtime__ten_megabytes_unlimited),
 	RT_CASE(test_runtime__leftover_children_killed),
