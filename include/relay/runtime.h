@@ -12,6 +12,19 @@
  * Output: the handler's stdout and stderr are split into lines and passed,
  * already prefixed "[app/handler@message-id] stdout: ", to the caller's
  * relay_output_fn. The library never prints.
+ *
+ *	relay_runtime_options o = RELAY_RUNTIME_OPTIONS_INIT;
+ *	o.backend = getenv("RELAY_SANDBOX");      // NULL/"bwrap" or "none"
+ *	relay_runtime_new(&rt, &o, &err);
+ *	relay_runtime_libev_attach(rt, loop);     // relay/relay_libev.h
+ *
+ *	relay_exec_spec s = RELAY_EXEC_SPEC_INIT;
+ *	s.app = "billing"; s.handler = "events.created.handler";
+ *	s.message_id = "1700000000000-0"; s.app_dir = "/etc/relay/apps/billing";
+ *	s.runtime = RELAY_RUNTIME_PYTHON3; s.timeout_ms = 20000;
+ *	s.event = json; s.event_len = len;
+ *	relay_runtime_run(rt, &s, on_line, on_done, ctx, NULL, &err);
+ *	// on_done(outcome, ctx) runs once, later, from the loop
  */
 #ifndef RELAY_RUNTIME_H
 #define RELAY_RUNTIME_H
