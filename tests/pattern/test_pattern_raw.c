@@ -1,0 +1,807 @@
+/*
+ * test_pattern_raw.c - the raw JSON matcher: validation (every error class
+ * -> RELAY_EPARSE with an offset), non-objects (RELAY_ETYPE), duplicate
+ * keys, agreement with jansson; a seeded differential test of the three
+ * match paths; the gen_corpus.py expected files; no steady-state
+ * allocation.
+ */
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <unistd.h>
+
+#include "pattern_int.h"
+#include "relay_config.h"
+#include "relaytest.h"
+
+#define NOW 1767268800000LL /* 2026-01-01T12:00:00Z */
+
+/* A one-rule matcher over @pat_text (JSON). */
+typedef struct one {
+	relay_ruleset *rs;
+	relay_matcher *m;
+	relay_pattern *p;
+} one;
+
+static void one_init(one *o, const char *pat_text)
+{
+	json_t *j = json_loads(pat_text, 0, NULL);
+
+	memset(o, 0, sizeof(*o));
+	RT_ASSERT(j);
+	RT_ASSERT(relay_pattern_compile(&o->p, j, NULL) == 0);
+	RT_ASSERT(relay_ruleset_new(&o->rs) == 0);
+	RT_ASSERT(relay_ruleset_add(o->rs, o->p, NULL) == 0);
+	RT_ASSERT(relay_ruleset_build(o->rs) == 0);
+	RT_ASSERT(relay_matcher_new(&o->m, o->rs) == 0);
+	json_decref(j);
+}
+
+static void one_fini(one *o)
+{
+	relay_matcher_free(o->m);
+	relay_ruleset_free(o->rs);
+	relay_pattern_free(o->p);
+}
+
+/*
+ * Every class of invalid JSON is RELAY_EPARSE with "... at offset N", and
+ * jansson rejects the same text (so both decoders agree on what is JSON).
+ * Entries: text (NUL-free unless len given), the offset, a substring.
+ */
+static void test_pattern__raw_errors(void)
+{
+	static const struct {
+		const char *s;
+		size_t len;   /* 0: strlen */
+		size_t off;
+		const char *what;
+	} t[] = {
+		/* empty input, whitespace only */
+		{ "", 0, 0, "empty input" },
+		{ " \n\t\r ", 0, 5, "empty input" },
+		/* structure */
+		{ "{", 0, 1, "expected string key" },
+		{ "{\"a\"", 0, 4, "expected ':'" },
+		{ "{\"a\":", 0, 5, "unexpected end of input" },
+		{ "{\"a\":1", 0, 6, "expected ',' or '}'" },
+		{ "{\"a\":1,}", 0, 7, "expected string key" },
+		{ "{\"a\" 1}", 0, 5, "expected ':'" },
+		{ "{a:1}", 0, 1, "expected string key" },
+		{ "{'a':1}", 0, 1, "expected string key" },
+		{ "{\"a\":1 \"b\":2}", 0, 7, "expected ',' or '}'" },
+		{ "{\"a\":[1,]}", 0, 8, "unexpected character" },
+		{ "{\"a\":[1 2]}", 0, 8, "expected ',' or ']'" },
+		{ "{\"a\":[}", 0, 6, "unexpected character" },
+		{ "{\"a\":{\"b\":1]}", 0, 11, "expected ',' or '}'" },
+		{ "{\"x\":{\"b\":1]}", 0, 11, "expected ',' or '}'" },
+		{ "{\"a\":{\"b\"}}", 0, 9, "expected ':'" },
+		{ "}", 0, 0, "unexpected character" },
+		{ "{}}", 0, 2, "trailing data" },
+		{ "{} {}", 0, 3, "trailing data" },
+		{ "{}x", 0, 2, "trailing data" },
+		{ "{}\0", 3, 2, "trailing data" },
+		{ "\xef\xbb\xbf{}", 0, 0, "unexpected character" },
+		/* literals */
+		{ "{\"a\":tru}", 0, 5, "invalid literal" },
+		{ "{\"a\":True}", 0, 5, "unexpected character" },
+		{ "{\"a\":nul", 0, 5, "invalid literal" },
+		{ "{\"a\":fals}", 0, 5, "invalid literal" },
+		{ "{\"x\":nulll}", 0, 9, "expected ',' or '}'" },
+		{ "{\"a\":undefined}", 0, 5, "unexpected character" },
+		{ "{\"a\":NaN}", 0, 5, "unexpected character" },
+		{ "{\"a\":Infinity}", 0, 5, "unexpected character" },
+		/* number grammar, on and off the trie */
+		{ "{\"a\":01}", 0, 6, "expected ',' or '}'" },
+		{ "{\"x\":01}", 0, 6, "expected ',' or '}'" },
+		{ "{\"a\":-}", 0, 5, "invalid number" },
+		{ "{\"a\":+1}", 0, 5, "unexpected character" },
+		{ "{\"a\":.5}", 0, 5, "unexpected character" },
+		{ "{\"a\":1.}", 0, 5, "invalid number" },
+		{ "{\"x\":1.e5}", 0, 5, "invalid number" },
+		{ "{\"a\":1e}", 0, 5, "invalid number" },
+		{ "{\"a\":1e+}", 0, 5, "invalid number" },
+		{ "{\"a\":0x10}", 0, 6, "expected ',' or '}'" },
+		{ "{\"a\":-01}", 0, 7, "expected ',' or '}'" },
+		{ "{\"a\":1", 0, 6, "expected ',' or '}'" },
+		/* escapes */
+		{ "{\"a\":\"\\x\"}", 0, 6, "invalid escape" },
+		{ "{\"x\":\"\\'\"}", 0, 6, "invalid escape" },
+		{ "{\"a\":\"\\u12\"}", 0, 6, "invalid \\u escape" },
+		{ "{\"a\":\"\\u12G4\"}", 0, 6, "invalid \\u escape" },
+		{ "{\"a\":\"\\U0041\"}", 0, 6, "invalid escape" },
+		{ "{\"a\":\"\\ud800\"}", 0, 6, "lone high surrogate" },
+		{ "{\"a\":\"\\ud800x\"}", 0, 6, "lone high surrogate" },
+		{ "{\"a\":\"\\ud800\\u0041\"}", 0, 6, "lone high surrogate" },
+		{ "{\"a\":\"\\ud800\\ud800\"}", 0, 6, "lone high surrogate" },
+		{ "{\"a\":\"\\udc00\"}", 0, 6, "lone low surrogate" },
+		{ "{\"\\udfff\":1}", 0, 2, "lone low surrogate" },
+		{ "{\"a\":\"\\", 0, 6, "invalid escape" },
+		/* control characters (raw) in strings and keys */
+		{ "{\"a\":\"x\ny\"}", 0, 7, "control character in string" },
+		{ "{\"a\":\"\t\"}", 0, 6, "control character in string" },
+		{ "{\"a\x01\":1}", 0, 3, "control character in string" },
+		{ "{\"a\":\"\0\"}", 9, 6, "control character in string" },
+		{ "{\"x\":\"0123456789abcdef\x1f\"}", 0, 22,
+		  "control character in string" },
+		/* invalid UTF-8 */
+		{ "{\"a\":\"\x80\"}", 0, 6, "invalid UTF-8" },
+		{ "{\"a\":\"\xc0\xaf\"}", 0, 6, "invalid UTF-8" },
+		{ "{\"a\":\"\xc1\xbf\"}", 0, 6, "invalid UTF-8" },
+		{ "{\"a\":\"\xe0\x80\xaf\"}", 0, 6, "invalid UTF-8" },
+		{ "{\"a\":\"\xed\xa0\x80\"}", 0, 6, "invalid UTF-8" },
+		{ "{\"a\":\"\xf0\x80\x80\xaf\"}", 0, 6, "invalid UTF-8" },
+		{ "{\"a\":\"\xf4\x90\x80\x80\"}", 0, 6, "invalid UTF-8" },
+		{ "{\"a\":\"\xf5\x80\x80\x80\"}", 0, 6, "invalid UTF-8" },
+		{ "{\"a\":\"\xc3\"}", 0, 6, "invalid UTF-8" },
+		{ "{\"a\":\"\xe2\x82\"}", 0, 6, "invalid UTF-8" },
+		{ "{\"a\":\"\xff\"}", 0, 6, "invalid UTF-8" },
+		{ "{\"\xc3\x28\":1}", 0, 2, "invalid UTF-8" },
+		{ "{\"x\":\"0123456789abcdef\xfe\"}", 0, 22, "invalid UTF-8" },
+		{ "{\"a\":\"\xc3", 0, 6, "invalid UTF-8" },
+		/* unterminated strings */
+		{ "{\"a\":\"abc", 0, 9, "unterminated string" },
+		{ "{\"abc", 0, 5, "unterminated string" },
+		{ "{\"x\":\"0123456789abcdef0123", 0, 26,
+		  "unterminated string" },
+	};
+	size_t i;
+	one o;
+
+	one_init(&o, "{\"a\": [1, {\"prefix\": \"\"}, {\"b\": [2]}]}");
+	for (i = 0; i < RELAY__ARRAY_SIZE(t); i++) {
+		size_t len = t[i].len ? t[i].len : strlen(t[i].s), n = 7;
+		const uint32_t *ids;
+		char want[64];
+		json_t *j;
+		int rc;
+
+		rc = relay_matcher_match(o.m, t[i].s, len, NOW, &ids, &n);
+		snprintf(want, sizeof(want), "%s at offset %zu", t[i].what,
+			 t[i].off);
+		if (rc != RELAY_EPARSE || n != 0)
+			RT_FAILF("case %zu: rc %d n %zu", i, rc, n);
+		else if (strcmp(relay_matcher_errstr(o.m), want) != 0)
+			RT_FAILF("case %zu: \"%s\", want \"%s\"", i,
+				 relay_matcher_errstr(o.m), want);
+		j = json_loadb(t[i].s, len, 0, NULL);
+		if (j)
+			RT_FAILF("case %zu: jansson accepts it", i);
+		json_decref(j);
+	}
+	one_fini(&o);
+}
+
+/* A valid JSON text that is not an object is RELAY_ETYPE. */
+static void test_pattern__raw_non_object(void)
+{
+	static const char *t[] = {
+		"[]", "[{\"a\":1}]", "1", "-0.5e3", "\"x\"", "true", "false",
+		"null", " \n[1, 2] \t",
+	};
+	const uint32_t *ids;
+	size_t i, n;
+	one o;
+
+	one_init(&o, "{\"a\": [{\"exists\": false}]}");
+	for (i = 0; i < RELAY__ARRAY_SIZE(t); i++) {
+		n = 7;
+		RT_EQ_INT(relay_matcher_match(o.m, t[i], strlen(t[i]), NOW,
+					      &ids, &n), RELAY_ETYPE);
+		RT_EQ_INT(n, 0);
+		RT_EQ_STR(relay_matcher_errstr(o.m), "not a JSON object");
+	}
+	/* a success after an error clears the message */
+	RT_EQ_INT(relay_matcher_match(o.m, "{}", 2, NOW, &ids, &n), 0);
+	RT_EQ_INT(n, 1);
+	RT_EQ_STR(relay_matcher_errstr(o.m), "");
+	one_fini(&o);
+}
+
+/* Texts that are valid: every escape, UTF-8 edge, number form, depth. */
+static void test_pattern__raw_valid(void)
+{
+	static const struct { const char *s; int want; } t[] = {
+		{ "{\"a\":\"x\"}", 1 },
+		{ " \t\r\n{ \"a\" : \"x\" } \n", 1 },
+		{ "{\"a\":\"\\u0078\"}", 1 },
+		{ "{\"\\u0061\":\"x\"}", 1 },
+		{ "{\"a\":\"\\\"\\\\\\/\\b\\f\\n\\r\\t\"}", 0 },
+		{ "{\"a\":\"\\ud83d\\ude00\"}", 0 },
+		{ "{\"a\":\"\xf0\x9f\x98\x80 \xe2\x82\xac \xc3\xa9\"}", 0 },
+		{ "{\"a\":\"\xf4\x8f\xbf\xbf\xef\xbf\xbf\"}", 0 },
+		{ "{\"a\":\"\xed\x9f\xbf\xee\x80\x80\"}", 0 },
+		{ "{\"a\":\"\x7f\"}", 0 },
+		{ "{\"z\":[0,-0,1.5e-3,1E+2,-1e400,123456789012345678901]}",
+		  0 },
+		{ "{\"z\":{\"y\":[[],{},[{}],\"\",null,true,false]}, "
+		  "\"a\":\"x\"}", 1 },
+		{ "{\"a\":{\"b\":2}}", 1 },
+		{ "{\"a\":1}", 1 },
+	};
+	const uint32_t *ids;
+	size_t i, n, d;
+	char *deep;
+	one o;
+
+	one_init(&o, "{\"a\": [\"x\", 1, {\"b\": [2]}]}");
+	for (i = 0; i < RELAY__ARRAY_SIZE(t); i++) {
+		int rc = relay_matcher_match(o.m, t[i].s, strlen(t[i].s), NOW,
+					     &ids, &n);
+
+		if (rc != 0 || (int)n != t[i].want)
+			RT_FAILF("%s: rc %d (%s) n %zu", t[i].s, rc,
+				 relay_matcher_errstr(o.m), n);
+	}
+	/* nesting: a value inside 2047 containers below the root is fine,
+	 * one more is not, on and off the trie; jansson agrees */
+	deep = malloc(2 * 2100 + 64);
+	RT_ASSERT(deep);
+	for (d = 2047; d <= 2048; d++) {
+		const char *keys[2] = { "x", "a" };
+		size_t k, len;
+
+		for (k = 0; k < 2; k++) {
+			json_t *j;
+			int rc;
+
+			len = (size_t)sprintf(deep, "{\"%s\":", keys[k]);
+			memset(deep + len, '[', d - 1);
+			len += d - 1;
+			deep[len++] = '1';
+			memset(deep + len, ']', d - 1);
+			len += d - 1;
+			deep[len++] = '}';
+			rc = relay_matcher_match(o.m, deep, len, NOW, &ids,
+						 &n);
+			j = json_loadb(deep, len, 0, NULL);
+			if (d == 2047 && (rc != 0 || !j))
+				RT_FAILF("depth %zu key %s: rc %d jansson %p",
+					 d, keys[k], rc, (void *)j);
+			if (d == 2048 && (rc != RELAY_EPARSE || j ||
+					  !strstr(relay_matcher_errstr(o.m),
+						  "nesting too deep")))
+				RT_FAILF("depth %zu key %s: rc %d (%s)", d,
+					 keys[k], rc,
+					 relay_matcher_errstr(o.m));
+			json_decref(j);
+		}
+	}
+	free(deep);
+	one_fini(&o);
+}
+
+/*
+ * Duplicate keys: the last occurrence wins, in the raw matcher as in
+ * jansson, at every level, whatever the earlier value was.
+ */
+static void test_pattern__raw_duplicates(void)
+{
+	static const char *pats[] = {
+		"{\"a\": [1]}",
+		"{\"a\": [{\"exists\": true}], \"b\": [{\"exists\": false}]}",
+		"{\"o\": {\"b\": [1], \"c\": [{\"exists\": false}]}}",
+		"{\"o\": [{\"b\": [1]}, {\"c\": [\"x\"]}, 5]}",
+		"{\"o\": {\"p\": {\"q\": [{\"prefix\": \"y\"}]}}}",
+		"{\"a\": [{\"gt\": 1}], \"o\": [{\"exists\": true}]}",
+	};
+	static const char *evs[] = {
+		"{\"a\":1,\"a\":2}", "{\"a\":2,\"a\":1}", "{\"a\":1,\"a\":1}",
+		"{\"a\":{\"x\":1},\"a\":1}", "{\"a\":1,\"a\":[1]}",
+		"{\"b\":1,\"a\":1,\"b\":2}", "{\"\\u0061\":2,\"a\":1}",
+		"{\"a\":1,\"\\u0061\":2}",
+		"{\"o\":{\"b\":1},\"o\":{\"b\":1,\"c\":2}}",
+		"{\"o\":{\"b\":1,\"c\":2},\"o\":{\"b\":1}}",
+		"{\"o\":{\"b\":1,\"c\":2,\"c\":3}}",
+		"{\"o\":{\"c\":\"x\"},\"o\":5}",
+		"{\"o\":5,\"o\":{\"c\":\"x\"}}",
+		"{\"o\":{\"b\":2,\"b\":1},\"o\":{\"b\":1}}",
+		"{\"o\":{\"p\":{\"q\":\"yes\"}},\"o\":{\"p\":{\"q\":\"no\"}}}",
+		"{\"o\":{\"p\":{\"q\":\"no\"}},\"o\":{\"p\":{\"q\":\"yes\"}}}",
+		"{\"o\":{\"p\":{\"q\":\"yes\"},\"p\":{}}}",
+		"{\"o\":{\"p\":{\"q\":\"yes\"},\"p\":null}}",
+		"{\"o\":{\"p\":{},\"p\":{\"q\":\"yy\"}}}",
+		"{\"o\":1,\"a\":5,\"o\":2,\"a\":0}",
+	};
+	relay_pattern *p[RELAY__ARRAY_SIZE(pats)];
+	relay_ruleset *rs = NULL;
+	relay_matcher *m = NULL;
+	size_t i, k, n, n2;
+	const uint32_t *ids;
+	uint32_t raw[16];
+
+	RT_ASSERT(relay_ruleset_new(&rs) == 0);
+	for (i = 0; i < RELAY__ARRAY_SIZE(pats); i++) {
+		json_t *j = json_loads(pats[i], 0, NULL);
+
+		RT_ASSERT(j && relay_pattern_compile(&p[i], j, NULL) == 0);
+		RT_ASSERT(relay_ruleset_add(rs, p[i], NULL) == 0);
+		json_decref(j);
+	}
+	RT_ASSERT(relay_ruleset_build(rs) == 0);
+	RT_ASSERT(relay_matcher_new(&m, rs) == 0);
+	for (i = 0; i < RELAY__ARRAY_SIZE(evs); i++) {
+		json_t *ev = json_loads(evs[i], 0, NULL);
+
+		RT_ASSERT(ev);
+		RT_EQ_INT(relay_matcher_match(m, evs[i], strlen(evs[i]), NOW,
+					      &ids, &n), 0);
+		memcpy(raw, ids, n * sizeof(*ids));
+		RT_EQ_INT(relay_matcher_match_json(m, ev, NOW, &ids, &n2), 0);
+		if (n != n2 || memcmp(raw, ids, n * sizeof(*ids)) != 0)
+			RT_FAILF("%s: raw and json_t matchers disagree",
+				 evs[i]);
+		for (k = 0, n2 = 0; k < RELAY__ARRAY_SIZE(pats); k++) {
+			int want = relay_pattern_match(p[k], ev, NOW);
+			int got = n2 < n && raw[n2] == k;
+
+			n2 += (size_t)got;
+			if (want != got)
+				RT_FAILF("%s: rule %s raw %d, reference %d",
+					 evs[i], pats[k], got, want);
+		}
+		json_decref(ev);
+	}
+	relay_matcher_free(m);
+	relay_ruleset_free(rs);
+	for (i = 0; i < RELAY__ARRAY_SIZE(pats); i++)
+		relay_pattern_free(p[i]);
+}
+
+/* ------------------------------------------------------- differential */
+
+static uint64_t rng_state;
+
+static uint32_t rnd(uint32_t n)
+{
+	rng_state = rng_state * 6364136223846793005ULL +
+		    1442695040888963407ULL;
+	return (uint32_t)(rng_state >> 33) % n;
+}
+
+typedef struct sbuf {
+	char *p;
+	size_t n, cap;
+} sbuf;
+
+static void put(sbuf *b, const char *s)
+{
+	size_t l = strlen(s);
+
+	if (b->n + l + 1 > b->cap) {
+		b->cap = (b->n + l + 1) * 2;
+		b->p = realloc(b->p, b->cap);
+		if (!b->p)
+			abort();
+	}
+	memcpy(b->p + b->n, s, l + 1);
+	b->n += l;
+}
+
+static const char *const keys[] = { "a", "b", "c" };
+/* strings as JSON texts; some escaped forms of the same values */
+static const char *const strs[] = {
+	"\"\"", "\"x\"", "\"xy\"", "\"yx\"", "\"\\u0078\"", "\"x\\u0079\"",
+	"\"\\u00e9\"", "\"\xc3\xa9\"", "\"a\\\"b\"",
+	"\"2026-01-01T11:56:00Z\"", "\"2026-01-01T11:54:00Z\"",
+	"\"2026-01-01T13:56:00+02:00\"", "\"2026-01-01T12:00:00.5Z\"",
+	"\"2026-01-01T12:10:00Z\"", "\"2026-01-01T25:00:00Z\"",
+};
+static const char *const nums[] = {
+	"0", "-0", "1", "1.0", "-1", "70", "7e1", "70.5", "1e3", "0.1",
+	"1000", "9.99", "10",
+};
+static const char *const pstrs[] = { "\"\"", "\"x\"", "\"y\"", "\"xy\"",
+				     "\"\\u00e9\"", "\"a\\\"b\"" };
+static const char *const pnums[] = { "0", "1", "70", "70.5", "10", "1000",
+				     "-1" };
+static const char *const nows[] = { "\"now()\"", "\"now()-5m\"",
+				    "\"now()+10m\"", "\"now()-1h30m\"" };
+static const char *const ops[] = { "gt", "gte", "lt", "lte" };
+
+static void gen_value(sbuf *b, int depth)
+{
+	uint32_t k = rnd(depth > 2 ? 6 : 9), i, n;
+
+	switch (k) {
+	case 0: case 1: put(b, strs[rnd(RELAY__ARRAY_SIZE(strs))]); break;
+	case 2: case 3: put(b, nums[rnd(RELAY__ARRAY_SIZE(nums))]); break;
+	case 4: put(b, rnd(2) ? "true" : "false"); break;
+	case 5: put(b, "null"); break;
+	case 6:
+		put(b, "[");
+		for (i = 0, n = rnd(3); i < n; i++) {
+			if (i)
+				put(b, ",");
+			gen_value(b, depth + 1);
+		}
+		put(b, "]");
+		break;
+	default:
+		put(b, "{");
+		for (i = 0, n = rnd(4); i < n; i++) {
+			put(b, i ? ", \"" : "\"");
+			put(b, keys[rnd(3)]);
+			put(b, "\" : ");
+			gen_value(b, depth + 1);
+		}
+		put(b, "}");
+		break;
+	}
+}
+
+static void gen_map(sbuf *b, int depth);
+
+static void gen_alt(sbuf *b, int depth)
+{
+	uint32_t k = rnd(depth > 2 ? 9 : 11);
+	const char *op;
+
+	switch (k) {
+	case 0: put(b, pstrs[rnd(RELAY__ARRAY_SIZE(pstrs))]); break;
+	case 1: put(b, pnums[rnd(RELAY__ARRAY_SIZE(pnums))]); break;
+	case 2:
+		put(b, rnd(3) ? (rnd(2) ? "true" : "false") : "null");
+		break;
+	case 3: case 4:
+		put(b, rnd(2) ? "{\"prefix\": " : "{\"suffix\": ");
+		put(b, pstrs[rnd(RELAY__ARRAY_SIZE(pstrs))]);
+		put(b, "}");
+		break;
+	case 5: case 6:
+		put(b, rnd(2) ? "{\"exists\": true}" : "{\"exists\": false}");
+		break;
+	case 7: case 8:
+		op = ops[rnd(4)];
+		put(b, "{\"");
+		put(b, op);
+		put(b, "\": ");
+		put(b, rnd(2) ? pnums[rnd(RELAY__ARRAY_SIZE(pnums))] :
+			nows[rnd(RELAY__ARRAY_SIZE(nows))]);
+		put(b, "}");
+		break;
+	default:
+		gen_map(b, depth + 1);
+		break;
+	}
+}
+
+static void gen_map(sbuf *b, int depth)
+{
+	uint32_t i, j, n = 1 + rnd(2), na, used = 0, k;
+
+	put(b, "{");
+	for (i = 0; i < n; i++) {
+		do
+			k = rnd(3);
+		while (used & (1u << k));
+		used |= 1u << k;
+		put(b, i ? ", \"" : "\"");
+		put(b, keys[k]);
+		put(b, "\": ");
+		if (depth < 3 && !rnd(6)) {
+			gen_map(b, depth + 1); /* bare map shorthand */
+			continue;
+		}
+		put(b, "[");
+		for (j = 0, na = 1 + rnd(3); j < na; j++) {
+			if (j)
+				put(b, ", ");
+			gen_alt(b, depth);
+		}
+		put(b, "]");
+	}
+	put(b, "}");
+}
+
+#define DIFF_RULESETS 60
+#define DIFF_RULES 24
+#define DIFF_EVENTS 80
+
+/*
+ * Random patterns x random events (fixed seed): for every rule and event,
+ * relay_pattern_match() on the jansson decode, the raw matcher on the text
+ * and relay_matcher_match_json() on the decode must agree. Events reuse a
+ * small key set so that paths collide, and may repeat keys.
+ */
+static void test_pattern__differential(void)
+{
+	relay_pattern *p[DIFF_RULES];
+	sbuf b = { 0 };
+	size_t r, i, e, n, n2, pairs = 0, matches = 0;
+	const uint32_t *ids;
+	uint32_t raw[DIFF_RULES];
+
+	rng_state = 20240601;
+	for (r = 0; r < DIFF_RULESETS; r++) {
+		relay_ruleset *rs = NULL;
+		relay_matcher *m = NULL;
+
+		RT_ASSERT(relay_ruleset_new(&rs) == 0);
+		for (i = 0; i < DIFF_RULES; i++) {
+			relay_error err;
+			json_t *j;
+
+			b.n = 0;
+			gen_map(&b, 0);
+			j = json_loads(b.p, 0, NULL);
+			RT_ASSERT(j);
+			if (relay_pattern_compile(&p[i], j, &err))
+				RT_FAILF("%s: %s", b.p, err.text);
+			json_decref(j);
+			RT_ASSERT(relay_ruleset_add(rs, p[i], NULL) == 0);
+		}
+		RT_ASSERT(relay_ruleset_build(rs) == 0);
+		RT_ASSERT(relay_matcher_new(&m, rs) == 0);
+		for (e = 0; e < DIFF_EVENTS; e++) {
+			json_t *ev;
+
+			b.n = 0;
+			do {
+				b.n = 0;
+				gen_value(&b, 0);
+			} while (b.p[0] != '{');
+			ev = json_loads(b.p, 0, NULL);
+			RT_ASSERT(ev);
+			RT_EQ_INT(relay_matcher_match(m, b.p, b.n, NOW, &ids,
+						      &n), 0);
+			memcpy(raw, ids, n * sizeof(*ids));
+			RT_EQ_INT(relay_matcher_match_json(m, ev, NOW, &ids,
+							   &n2), 0);
+			if (n != n2 || memcmp(raw, ids, n * sizeof(*ids)))
+				RT_FAILF("raw/json_t disagree on %s", b.p);
+			for (i = 0, n2 = 0; i < DIFF_RULES; i++) {
+				int want = relay_pattern_match(p[i], ev, NOW);
+				int got = n2 < n && raw[n2] == i;
+
+				n2 += (size_t)got;
+				matches += (size_t)want;
+				pairs++;
+				if (want != got)
+					RT_FAILF("rule %zu on %s: raw %d, "
+						 "reference %d", i, b.p, got,
+						 want);
+			}
+			json_decref(ev);
+		}
+		relay_matcher_free(m);
+		relay_ruleset_free(rs);
+		for (i = 0; i < DIFF_RULES; i++)
+			relay_pattern_free(p[i]);
+	}
+	printf("# %zu rule x event pairs, %zu matches\n", pairs, matches);
+	/* the generator must exercise both outcomes substantially */
+	RT_CHECK(matches > pairs / 50 && matches < pairs / 2);
+	free(b.p);
+}
+
+/* ------------------------------------------------------- corpus */
+
+static char *slurp_path(const char *path)
+{
+	FILE *f = fopen(path, "rb");
+	long n;
+	char *buf;
+
+	if (!f)
+		return NULL;
+	fseek(f, 0, SEEK_END);
+	n = ftell(f);
+	fseek(f, 0, SEEK_SET);
+	buf = malloc((size_t)n + 1);
+	if (buf && fread(buf, 1, (size_t)n, f) != (size_t)n) {
+		free(buf);
+		buf = NULL;
+	}
+	if (buf)
+		buf[n] = '\0';
+	fclose(f);
+	return buf;
+}
+
+static int cmp_str(const void *a, const void *b)
+{
+	return strcmp(*(char *const *)a, *(char *const *)b);
+}
+
+/* One corpus set: every expected line against the raw matcher. */
+static void check_set(const char *dir, const char *profile, int nrules,
+		      char **evs, size_t nev, relay_wall_ms now)
+{
+	char path[512], *ptext, *etext, *line, *save = NULL;
+	const char *rid[1000];
+	const char *got[1000];
+	relay_ruleset *rs = NULL;
+	relay_matcher *m = NULL;
+	json_t *pj[1000];
+	size_t np = 0, i, k, n, bad = 0, total = 0;
+	const uint32_t *ids;
+
+	snprintf(path, sizeof(path), "%s/patterns-%s-%d.jsonl", dir, profile,
+		 nrules);
+	ptext = slurp_path(path);
+	snprintf(path, sizeof(path), "%s/expected-%s-%d.jsonl", dir, profile,
+		 nrules);
+	etext = slurp_path(path);
+	RT_ASSERT(ptext && etext);
+	RT_ASSERT(relay_ruleset_new(&rs) == 0);
+	for (line = strtok_r(ptext, "\n", &save); line && np < 1000;
+	     line = strtok_r(NULL, "\n", &save)) {
+		relay_pattern *p;
+		relay_error err;
+
+		pj[np] = json_loads(line, 0, NULL);
+		RT_ASSERT(pj[np]);
+		rid[np] = json_string_value(json_object_get(pj[np], "id"));
+		if (relay_pattern_compile(&p, json_object_get(pj[np],
+							      "pattern"),
+					  &err)) {
+			RT_FAILF("%s: %s", line, err.text);
+			json_decref(pj[np]);
+			continue;
+		}
+		RT_ASSERT(relay_ruleset_add(rs, p, NULL) == 0);
+		relay_pattern_free(p);
+		np++;
+	}
+	RT_EQ_INT(np, nrules);
+	RT_ASSERT(relay_ruleset_build(rs) == 0);
+	RT_ASSERT(relay_matcher_new(&m, rs) == 0);
+	save = NULL;
+	for (i = 0, line = strtok_r(etext, "\n", &save); line && i < nev;
+	     i++, line = strtok_r(NULL, "\n", &save)) {
+		json_t *want = json_loads(line, 0, NULL);
+		int wrong = 0;
+
+		RT_ASSERT(want);
+		RT_EQ_INT(relay_matcher_match(m, evs[i], strlen(evs[i]), now,
+					      &ids, &n), 0);
+		for (k = 0; k < n; k++)
+			got[k] = rid[ids[k]];
+		qsort(got, n, sizeof(*got), cmp_str);
+		wrong = n != json_array_size(want);
+		for (k = 0; !wrong && k < n; k++)
+			wrong = strcmp(got[k], json_string_value(
+				json_array_get(want, k))) != 0;
+		bad += (size_t)wrong;
+		total += n;
+		json_decref(want);
+	}
+	if (bad)
+		RT_FAILF("%s-%d: %zu of %zu events mismatch", profile, nrules,
+			 bad, i);
+	printf("# %s-%d: %zu events, %zu matches, %zu mismatches\n", profile,
+	       nrules, i, total, bad);
+	relay_matcher_free(m);
+	relay_ruleset_free(rs);
+	for (i = 0; i < np; i++)
+		json_decref(pj[i]);
+	free(ptext);
+	free(etext);
+}
+
+/*
+ * The reference matcher of gen_corpus.py (our spec's semantics in Python)
+ * against the raw matcher, on all 12 sets of a small fresh corpus.
+ * RELAY_GEN_CORPUS names the script (default: /work/shared/bench/...);
+ * skipped without python3 or the script.
+ */
+static void test_pattern__corpus(void)
+{
+	static const char *profiles[] = { "common", "numeric", "full" };
+	static const int sizes[] = { 1, 10, 100, 1000 };
+	const char *gen = getenv("RELAY_GEN_CORPUS");
+	char dir[] = "/tmp/relay-pattern-corpus-XXXXXX", cmd[1024], path[600];
+	char *etext, *line, *save = NULL, *evs[300];
+	relay__instant t;
+	size_t nev = 0, i, j;
+
+	if (!gen)
+		gen = "/work/shared/bench/gen_corpus.py";
+	if (access(gen, R_OK) != 0)
+		RT_SKIP("no gen_corpus.py (set RELAY_GEN_CORPUS)");
+	if (system("command -v python3 >/dev/null 2>&1") != 0)
+		RT_SKIP("no python3");
+	RT_ASSERT(mkdtemp(dir));
+	snprintf(cmd, sizeof(cmd), "python3 '%s' --out '%s' --events 300 "
+		 "--expect 300 >/dev/null", gen, dir);
+	RT_ASSERT(system(cmd) == 0);
+	snprintf(path, sizeof(path), "%s/events.jsonl", dir);
+	etext = slurp_path(path);
+	RT_ASSERT(etext);
+	for (line = strtok_r(etext, "\n", &save); line && nev < 300;
+	     line = strtok_r(NULL, "\n", &save))
+		evs[nev++] = line;
+	RT_EQ_INT(nev, 300);
+	/* gen_corpus.py's default pinned now */
+	RT_ASSERT(relay__rfc3339_parse("2026-01-01T12:00:00Z", 20, &t) == 0);
+	for (i = 0; i < 3; i++)
+		for (j = 0; j < 4; j++)
+			check_set(dir, profiles[i], sizes[j], evs, nev, t.ms);
+	free(etext);
+	snprintf(cmd, sizeof(cmd), "rm -rf '%s'", dir);
+	RT_CHECK(system(cmd) == 0);
+}
+
+/* ------------------------------------------------------- allocation */
+
+static size_t nallocs;
+
+static void *count_malloc(size_t n)
+{
+	nallocs++;
+	return malloc(n);
+}
+
+static void *count_realloc(void *p, size_t n)
+{
+	nallocs++;
+	return realloc(p, n);
+}
+
+/*
+ * After warm-up (the scratch buffer grown to the longest escaped string
+ * seen), matching does not allocate through librelay's allocator: not for
+ * escaped keys and values, temporal or numeric leaves, duplicate keys,
+ * errors or non-objects.
+ */
+static void test_pattern__no_alloc(void)
+{
+	static const char *evs[] = {
+		"{\"a\":\"x\",\"b\":{\"c\":1.5e3,"
+		"\"d\":\"2026-01-01T11:59:00Z\"}}",
+		"{\"\\u0061\":\"\\u0078\",\"b\":{\"c\":-1,\"c\":7}}",
+		"{\"a\":\"user_\\ud83d\\ude00\",\"z\":[1,{\"q\":null}]}",
+		"{\"b\":{\"d\":\"2026-01-01T13:00:00.123456+01:00\"}}",
+		"{\"a\":tru}", "[1,2]", "{\"b\":{\"e\":[]}}",
+		"{\"a\":123456789012345678901234567890}",
+	};
+	static const char *pat =
+		"{\"a\": [\"x\", {\"prefix\": \"user_\"}], "
+		"\"b\": {\"c\": [{\"gt\": 100}, 7], "
+		"\"d\": [{\"gt\": \"now()-5m\"}], "
+		"\"e\": [{\"exists\": false}]}}";
+	relay_pattern *p = NULL;
+	relay_ruleset *rs = NULL;
+	relay_matcher *m = NULL;
+	const uint32_t *ids;
+	size_t i, n, round;
+	json_t *j;
+
+	relay_set_allocator(count_malloc, count_realloc, free);
+	j = json_loads(pat, 0, NULL);
+	RT_ASSERT(j && relay_pattern_compile(&p, j, NULL) == 0);
+	RT_ASSERT(relay_ruleset_new(&rs) == 0);
+	RT_ASSERT(relay_ruleset_add(rs, p, NULL) == 0);
+	RT_ASSERT(relay_ruleset_build(rs) == 0);
+	RT_ASSERT(relay_matcher_new(&m, rs) == 0);
+	RT_CHECK(nallocs > 0); /* the hook is in use */
+	for (round = 0; round < 3; round++) {
+		if (round == 1)
+			nallocs = 0;
+		for (i = 0; i < RELAY__ARRAY_SIZE(evs); i++)
+			(void)relay_matcher_match(m, evs[i], strlen(evs[i]),
+						  NOW, &ids, &n);
+	}
+	RT_EQ_INT(nallocs, 0);
+	relay_matcher_free(m);
+	relay_ruleset_free(rs);
+	relay_pattern_free(p);
+	json_decref(j);
+	relay_set_allocator(NULL, NULL, NULL);
+}
+
+static const rt_case cases[] = {
+	RT_CASE(test_pattern__raw_errors),
+	RT_CASE(test_pattern__raw_non_object),
+	RT_CASE(test_pattern__raw_valid),
+	RT_CASE(test_pattern__raw_duplicates),
+	RT_CASE(test_pattern__differential),
+	RT_CASE(test_pattern__corpus),
+	RT_CASE(test_pattern__no_alloc),
+};
+
+int main(int argc, char **argv)
+{
+	return rt_main(argc, argv, cases, RT_NCASES(cases));
+}
