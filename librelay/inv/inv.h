@@ -1,8 +1,9 @@
 /*
  * librelay/inv/inv.h - private: the pure decision logic of the invocation
  * state transitions, shared by the memory backend (which runs it) and
- * mirrored line by line by the scripts in librelay/lua/ (which the hiredis backend
- * runs). The shared behavioural suite proves the two agree.
+ * mirrored line by line by the scripts in librelay/lua/ (which the
+ * hiredis backend runs). The shared behavioural suite proves the two
+ * agree.
  */
 #ifndef RELAY__INV_H
 #define RELAY__INV_H

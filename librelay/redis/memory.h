@@ -20,6 +20,8 @@ typedef struct mem_sid {
 	uint64_t ms, seq;
 } mem_sid;
 
+#define SID_MAX ((mem_sid){ UINT64_MAX, UINT64_MAX })
+
 typedef struct mem_entry {
 	mem_sid id;
 	size_t nfv;   /* names + values */
@@ -101,9 +103,29 @@ int relay__mem_sid_fmt(mem_sid id, char *buf, size_t size);
 int relay__mem_xadd(mem_key *k, mem_sid id, const mem_args *a, int first,
 		    int64_t now, relay_redis_reply **out);
 
+/* Shared by memory_stream.c and memory_pel.c. */
+int relay__mem_sid_cmp(mem_sid a, mem_sid b);
+relay_redis_reply *relay__mem_sid_reply(mem_sid id);
+relay_redis_reply *relay__mem_bad_id(void);
+relay_redis_reply *relay__mem_not_integer(void);
+int relay__mem_num_arg(const mem_args *a, int i, long long *out);
+int relay__mem_parse_bound(const char *s, size_t len, int is_end,
+			   mem_sid *out);
+mem_entry *relay__mem_find_entry(mem_stream *st, mem_sid id, size_t *pos);
+relay_redis_reply *relay__mem_entry_reply(const mem_entry *e, mem_sid id);
+mem_group *relay__mem_find_group(mem_stream *st, const char *name,
+				 size_t len);
+relay_redis_reply *relay__mem_nogroup(const mem_args *a, int ki, int gi,
+				      const char *cmd);
+int relay__mem_note_consumer(mem_group *g, const char *c, size_t len);
+mem_nack *relay__mem_assign_nack(mem_group *g, mem_sid id, const char *c,
+				 size_t clen, int64_t now);
+
 /* Command groups: each returns the reply (NULL = ENOMEM). */
 relay_redis_reply *relay__mem_stream_cmd(mem_backend *m, const mem_args *a,
 					 const char *cmd);
+relay_redis_reply *relay__mem_pel_cmd(mem_backend *m, mem_key *k,
+				      const mem_args *a, const char *cmd);
 relay_redis_reply *relay__mem_script_run(mem_backend *m,
 					 relay_redis_script op,
 					 const mem_args *a);

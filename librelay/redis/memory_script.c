@@ -2,8 +2,9 @@
  * memory_script.c - the invocation-state transitions of the memory
  * backend: the C twin of the scripts in librelay/lua/. Each function
  * reads the hash like the script does (HMGET), asks the pure decision in
- * inv.c, and writes like the script does (HSET + PERSIST). Keep the order of checks the same
- * as the Lua: wrong type, retained, then the decision.
+ * inv.c, and writes like the script does (HSET + PERSIST). Keep the
+ * order of checks the same as the Lua: wrong type, retained, then the
+ * decision.
  */
 #include <stdio.h>
 #include <string.h>

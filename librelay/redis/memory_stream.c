@@ -1,17 +1,16 @@
 /*
  * memory_stream.c - streams and consumer groups of the memory backend:
- * XADD XLEN XRANGE XDEL XGROUP XREADGROUP XACK XPENDING XCLAIM XAUTOCLAIM,
- * with Redis 7.0 semantics for what librelay relies on:
+ * XADD XLEN XRANGE XDEL XGROUP XREADGROUP (the PEL commands are in
+ * memory_pel.c), with Redis 7.0 semantics for what librelay relies on:
  *
+ *  - XADD "*" ids come from the injected clock (ms) and never go
+ *    backwards; explicit ids must exceed the stream's last id.
  *  - XREADGROUP ">" delivers entries after the group's last-delivered id
  *    and adds them to the PEL (delivery count 1, delivery time now); an
  *    empty read replies nil (BLOCK never waits here). A history read (an
  *    id instead of ">") replies the consumer's PEL entries after that id,
  *    a deleted entry as [id, nil].
- *  - XCLAIM / XAUTOCLAIM reset the idle time and bump the delivery count
- *    unless JUSTID; a PEL entry whose stream entry was deleted is removed
- *    from the PEL and, for XAUTOCLAIM, reported in the third reply element.
- *  - XPENDING summary and extended forms (with IDLE and consumer filters).
+ *  - XGROUP CREATE with "$" or an id, MKSTREAM, BUSYGROUP.
  */
 #include <inttypes.h>
 #include <stdio.h>
@@ -22,9 +21,7 @@
 #include "common.h"
 #include "memory.h"
 
-#define SID_MAX ((mem_sid){ UINT64_MAX, UINT64_MAX })
-
-static int sid_cmp(mem_sid a, mem_sid b)
+int relay__mem_sid_cmp(mem_sid a, mem_sid b)
 {
 	if (a.ms != b.ms)
 		return a.ms < b.ms ? -1 : 1;
@@ -70,7 +67,7 @@ int relay__mem_sid_fmt(mem_sid id, char *buf, size_t size)
 	return snprintf(buf, size, "%" PRIu64 "-%" PRIu64, id.ms, id.seq);
 }
 
-static relay_redis_reply *sid_reply(mem_sid id)
+relay_redis_reply *relay__mem_sid_reply(mem_sid id)
 {
 	char buf[48];
 	int n = relay__mem_sid_fmt(id, buf, sizeof(buf));
@@ -78,7 +75,26 @@ static relay_redis_reply *sid_reply(mem_sid id)
 	return relay__reply_str(RELAY_REDIS_REPLY_STRING, buf, (size_t)n);
 }
 
-static relay_redis_reply *bad_id(void)
+/* Argument @i as a decimal integer; -1 when it is not one. */
+int relay__mem_num_arg(const mem_args *a, int i, long long *out)
+{
+	char buf[24], *end;
+
+	if (i >= a->argc || a->len[i] == 0 || a->len[i] >= sizeof(buf))
+		return -1;
+	memcpy(buf, a->argv[i], a->len[i]);
+	buf[a->len[i]] = '\0';
+	*out = strtoll(buf, &end, 10);
+	return *end ? -1 : 0;
+}
+
+relay_redis_reply *relay__mem_not_integer(void)
+{
+	return relay__reply_errorf("ERR value is not an integer or out of "
+				   "range");
+}
+
+relay_redis_reply *relay__mem_bad_id(void)
 {
 	return relay__reply_errorf("ERR Invalid stream ID specified as "
 				   "stream command argument");
@@ -86,7 +102,7 @@ static relay_redis_reply *bad_id(void)
 
 /* Range bound: "-", "+", "(id" exclusive, or an id; end ids default seq
  * to the maximum. Returns -1 on a bad id. */
-static int parse_bound(const char *s, size_t len, int is_end, mem_sid *out)
+int relay__mem_parse_bound(const char *s, size_t len, int is_end, mem_sid *out)
 {
 	int excl = 0;
 
@@ -127,32 +143,32 @@ static int parse_bound(const char *s, size_t len, int is_end, mem_sid *out)
 	return 0;
 }
 
-static mem_entry *find_entry(mem_stream *st, mem_sid id, size_t *pos)
+mem_entry *relay__mem_find_entry(mem_stream *st, mem_sid id, size_t *pos)
 {
 	size_t lo = 0, hi = st->n, mid;
 
 	while (lo < hi) {
 		mid = (lo + hi) / 2;
-		if (sid_cmp(st->e[mid].id, id) < 0)
+		if (relay__mem_sid_cmp(st->e[mid].id, id) < 0)
 			lo = mid + 1;
 		else
 			hi = mid;
 	}
 	if (pos)
 		*pos = lo;
-	if (lo < st->n && sid_cmp(st->e[lo].id, id) == 0)
+	if (lo < st->n && relay__mem_sid_cmp(st->e[lo].id, id) == 0)
 		return &st->e[lo];
 	return NULL;
 }
 
-static relay_redis_reply *entry_reply(const mem_entry *e, mem_sid id)
+relay_redis_reply *relay__mem_entry_reply(const mem_entry *e, mem_sid id)
 {
 	relay_redis_reply *r = relay__reply_array(2), *f;
 	size_t i;
 
 	if (!r)
 		return NULL;
-	r->element[0] = sid_reply(id);
+	r->element[0] = relay__mem_sid_reply(id);
 	f = r->element[1] = e ? relay__reply_array(e->nfv)
 			      : relay__reply_nil();
 	for (i = 0; e && f && i < e->nfv; i++) {
@@ -184,11 +200,8 @@ int relay__mem_xadd(mem_key *k, mem_sid id, const mem_args *a, int first,
 		id.ms = (uint64_t)now > st->last.ms ? (uint64_t)now
 						    : st->last.ms;
 		id.seq = id.ms == st->last.ms ? st->last.seq + 1 : 0;
-		if (st->last.ms == 0 && st->last.seq == 0 && st->n == 0 &&
-		    id.ms > 0)
-			id.seq = 0;
 	}
-	if (sid_cmp(id, st->last) <= 0) {
+	if (relay__mem_sid_cmp(id, st->last) <= 0) {
 		*out = relay__reply_errorf("ERR The ID specified in XADD is "
 					   "equal or smaller than the target "
 					   "stream top item");
@@ -222,7 +235,7 @@ int relay__mem_xadd(mem_key *k, mem_sid id, const mem_args *a, int first,
 	}
 	st->n++;
 	st->last = id;
-	*out = sid_reply(id);
+	*out = relay__mem_sid_reply(id);
 	return *out ? 0 : RELAY_ENOMEM;
 }
 
@@ -235,7 +248,7 @@ static relay_redis_reply *xadd(mem_backend *m, mem_key *k, const mem_args *a)
 	if (!(a->len[2] == 1 && a->argv[2][0] == '*') &&
 	    (relay__mem_sid_parse(a->argv[2], a->len[2], &id) ||
 	     (id.ms == 0 && id.seq == 0)))
-		return bad_id();
+		return relay__mem_bad_id();
 	if (!k) {
 		k = relay__mem_create(m, a->argv[1], a->len[1], MEM_STREAM);
 		if (!k)
@@ -259,29 +272,27 @@ static relay_redis_reply *xrange(mem_key *k, const mem_args *a)
 	mem_sid lo, hi;
 	size_t pos, i, n = 0;
 	relay_redis_reply *r;
-	char buf[24];
 
-	if (parse_bound(a->argv[2], a->len[2], 0, &lo) ||
-	    parse_bound(a->argv[3], a->len[3], 1, &hi))
-		return bad_id();
+	if (relay__mem_parse_bound(a->argv[2], a->len[2], 0, &lo) ||
+	    relay__mem_parse_bound(a->argv[3], a->len[3], 1, &hi))
+		return relay__mem_bad_id();
 	if (a->argc == 6 && a->len[4] == 5 &&
 	    strncasecmp(a->argv[4], "COUNT", 5) == 0) {
-		snprintf(buf, sizeof(buf), "%.*s", (int)(a->len[5] % 23),
-			 a->argv[5]);
-		count = strtoll(buf, NULL, 10);
+		if (relay__mem_num_arg(a, 5, &count))
+			return relay__mem_not_integer();
 	} else if (a->argc != 4) {
 		return relay__reply_errorf("ERR syntax error");
 	}
 	if (!st)
 		return relay__reply_array(0);
-	find_entry(st, lo, &pos);
-	for (i = pos; i < st->n && sid_cmp(st->e[i].id, hi) <= 0 &&
+	relay__mem_find_entry(st, lo, &pos);
+	for (i = pos; i < st->n && relay__mem_sid_cmp(st->e[i].id, hi) <= 0 &&
 		      (count < 0 || (long long)n < count);
 	     i++)
 		n++;
 	r = relay__reply_array(n);
 	for (i = 0; r && i < n; i++) {
-		r->element[i] = entry_reply(&st->e[pos + i], st->e[pos + i].id);
+		r->element[i] = relay__mem_entry_reply(&st->e[pos + i], st->e[pos + i].id);
 		if (!r->element[i]) {
 			relay_redis_reply_free(r);
 			r = NULL;
@@ -310,11 +321,11 @@ static relay_redis_reply *xdel(mem_key *k, const mem_args *a)
 
 	for (i = 2; i < a->argc; i++) {
 		if (relay__mem_sid_parse(a->argv[i], a->len[i], &id))
-			return bad_id();
+			return relay__mem_bad_id();
 	}
 	for (i = 2; i < a->argc; i++) {
 		relay__mem_sid_parse(a->argv[i], a->len[i], &id);
-		e = find_entry(st, id, &pos);
+		e = relay__mem_find_entry(st, id, &pos);
 		if (!e)
 			continue;
 		entry_free(e);
@@ -326,7 +337,7 @@ static relay_redis_reply *xdel(mem_key *k, const mem_args *a)
 	return relay__reply_int(n);
 }
 
-static mem_group *find_group(mem_stream *st, const char *name, size_t len)
+mem_group *relay__mem_find_group(mem_stream *st, const char *name, size_t len)
 {
 	size_t i;
 
@@ -352,7 +363,7 @@ static relay_redis_reply *xgroup(mem_backend *m, mem_key *k,
 	if (a->len[4] == 1 && a->argv[4][0] == '$')
 		id = k ? k->u.stream.last : (mem_sid){ 0, 0 };
 	else if (relay__mem_sid_parse(a->argv[4], a->len[4], &id))
-		return bad_id();
+		return relay__mem_bad_id();
 	if (!k && !mk)
 		return relay__reply_errorf("ERR The XGROUP subcommand requires "
 					   "the key to exist. Note that for "
@@ -364,7 +375,7 @@ static relay_redis_reply *xgroup(mem_backend *m, mem_key *k,
 		if (!k)
 			return NULL;
 	}
-	if (find_group(&k->u.stream, a->argv[3], a->len[3]))
+	if (relay__mem_find_group(&k->u.stream, a->argv[3], a->len[3]))
 		return relay__reply_errorf("BUSYGROUP Consumer Group name "
 					   "already exists");
 	g = relay__realloc(k->u.stream.g,
@@ -382,92 +393,7 @@ static relay_redis_reply *xgroup(mem_backend *m, mem_key *k,
 	return relay__reply_str(RELAY_REDIS_REPLY_STATUS, "OK", 2);
 }
 
-static mem_nack *find_nack(mem_group *g, mem_sid id, size_t *pos)
-{
-	size_t lo = 0, hi = g->npel, mid;
-
-	while (lo < hi) {
-		mid = (lo + hi) / 2;
-		if (sid_cmp(g->pel[mid].id, id) < 0)
-			lo = mid + 1;
-		else
-			hi = mid;
-	}
-	*pos = lo;
-	if (lo < g->npel && sid_cmp(g->pel[lo].id, id) == 0)
-		return &g->pel[lo];
-	return NULL;
-}
-
-static void remove_nack(mem_group *g, size_t pos)
-{
-	relay__free(g->pel[pos].consumer);
-	memmove(&g->pel[pos], &g->pel[pos + 1],
-		(g->npel - pos - 1) * sizeof(*g->pel));
-	g->npel--;
-}
-
-static int note_consumer(mem_group *g, const char *c, size_t len)
-{
-	char **grown;
-	size_t i;
-
-	for (i = 0; i < g->nconsumers; i++) {
-		if (strlen(g->consumers[i]) == len &&
-		    memcmp(g->consumers[i], c, len) == 0)
-			return 0;
-	}
-	grown = relay__realloc(g->consumers,
-			       (g->nconsumers + 1) * sizeof(*grown));
-	if (!grown)
-		return RELAY_ENOMEM;
-	g->consumers = grown;
-	grown[g->nconsumers] = relay__strndup(c, len);
-	if (!grown[g->nconsumers])
-		return RELAY_ENOMEM;
-	g->nconsumers++;
-	return 0;
-}
-
-/* Set the owner and delivery time of @id, inserting it when new. */
-static mem_nack *assign_nack(mem_group *g, mem_sid id, const char *c,
-			     size_t clen, int64_t now)
-{
-	char *owner = relay__strndup(c, clen);
-	mem_nack *n;
-	size_t pos;
-
-	if (!owner || note_consumer(g, c, clen)) {
-		relay__free(owner);
-		return NULL;
-	}
-	n = find_nack(g, id, &pos);
-	if (!n) {
-		if (g->npel == g->cap) {
-			size_t cap = g->cap ? 2 * g->cap : 8;
-			mem_nack *p = relay__realloc(g->pel, cap * sizeof(*p));
-
-			if (!p) {
-				relay__free(owner);
-				return NULL;
-			}
-			g->pel = p;
-			g->cap = cap;
-		}
-		memmove(&g->pel[pos + 1], &g->pel[pos],
-			(g->npel - pos) * sizeof(*g->pel));
-		g->npel++;
-		n = &g->pel[pos];
-		memset(n, 0, sizeof(*n));
-		n->id = id;
-	}
-	relay__free(n->consumer);
-	n->consumer = owner;
-	n->delivery_ms = now;
-	return n;
-}
-
-static relay_redis_reply *nogroup(const mem_args *a, int ki, int gi,
+relay_redis_reply *relay__mem_nogroup(const mem_args *a, int ki, int gi,
 				  const char *cmd)
 {
 	return relay__reply_errorf("NOGROUP No such key '%.*s' or consumer "
@@ -506,7 +432,7 @@ static relay_redis_reply *wrap_stream(const mem_args *a, int ki,
 /* XREADGROUP GROUP g c [COUNT n] [BLOCK ms] [NOACK] STREAMS key id */
 static relay_redis_reply *xreadgroup(mem_backend *m, const mem_args *a)
 {
-	long long count = 0, ignored;
+	long long count = 0, block = 0;
 	int i = 4, noack = 0, ki, ii;
 	relay_redis_reply *r;
 	mem_sid after;
@@ -521,15 +447,13 @@ static relay_redis_reply *xreadgroup(mem_backend *m, const mem_args *a)
 	for (; i < a->argc; i++) {
 		snprintf(buf, sizeof(buf), "%.*s",
 			 (int)(a->len[i] < 23 ? a->len[i] : 23), a->argv[i]);
-		if (strcasecmp(buf, "COUNT") == 0 && i + 1 < a->argc) {
-			snprintf(buf, sizeof(buf), "%.*s",
-				 (int)(a->len[i + 1] % 23), a->argv[i + 1]);
-			count = strtoll(buf, NULL, 10);
-			i++;
-		} else if (strcasecmp(buf, "BLOCK") == 0 && i + 1 < a->argc) {
-			ignored = 0;
-			(void)ignored;
-			i++;
+		if (strcasecmp(buf, "COUNT") == 0) {
+			if (relay__mem_num_arg(a, ++i, &count))
+				return relay__mem_not_integer();
+		} else if (strcasecmp(buf, "BLOCK") == 0) {
+			/* never waits: an empty read replies nil at once */
+			if (relay__mem_num_arg(a, ++i, &block))
+				return relay__mem_not_integer();
 		} else if (strcasecmp(buf, "NOACK") == 0) {
 			noack = 1;
 		} else if (strcasecmp(buf, "STREAMS") == 0) {
@@ -547,21 +471,21 @@ static relay_redis_reply *xreadgroup(mem_backend *m, const mem_args *a)
 	if (k && k->type != MEM_STREAM)
 		return relay__reply_errorf("WRONGTYPE Operation against a key "
 					   "holding the wrong kind of value");
-	g = k ? find_group(&k->u.stream, a->argv[2], a->len[2]) : NULL;
+	g = k ? relay__mem_find_group(&k->u.stream, a->argv[2], a->len[2]) : NULL;
 	if (!g)
-		return nogroup(a, ki, 2, "XREADGROUP with GROUP option");
-	if (note_consumer(g, a->argv[3], a->len[3]))
+		return relay__mem_nogroup(a, ki, 2, "XREADGROUP with GROUP option");
+	if (relay__mem_note_consumer(g, a->argv[3], a->len[3]))
 		return NULL;
 	if (!(a->len[ii] == 1 && a->argv[ii][0] == '>')) {
 		/* History: this consumer's pending entries after the id. */
 		if (relay__mem_sid_parse(a->argv[ii], a->len[ii], &after))
-			return bad_id();
+			return relay__mem_bad_id();
 		r = relay__reply_array(0);
 		for (j = 0; r && j < g->npel; j++) {
 			mem_nack *nk = &g->pel[j];
 			relay_redis_reply **grown;
 
-			if (sid_cmp(nk->id, after) <= 0 ||
+			if (relay__mem_sid_cmp(nk->id, after) <= 0 ||
 			    strlen(nk->consumer) != a->len[3] ||
 			    memcmp(nk->consumer, a->argv[3], a->len[3]) != 0)
 				continue;
@@ -574,8 +498,8 @@ static relay_redis_reply *xreadgroup(mem_backend *m, const mem_args *a)
 				return NULL;
 			}
 			r->element = grown;
-			grown[r->elements] = entry_reply(
-				find_entry(&k->u.stream, nk->id, NULL), nk->id);
+			grown[r->elements] = relay__mem_entry_reply(
+				relay__mem_find_entry(&k->u.stream, nk->id, NULL), nk->id);
 			if (!grown[r->elements]) {
 				relay_redis_reply_free(r);
 				return NULL;
@@ -585,8 +509,13 @@ static relay_redis_reply *xreadgroup(mem_backend *m, const mem_args *a)
 		return wrap_stream(a, ki, r);
 	}
 	after = g->last;
-	after.seq == UINT64_MAX ? (after.ms++, after.seq = 0) : after.seq++;
-	find_entry(&k->u.stream, after, &pos);
+	if (after.seq == UINT64_MAX) {
+		after.ms++;
+		after.seq = 0;
+	} else {
+		after.seq++;
+	}
+	relay__mem_find_entry(&k->u.stream, after, &pos);
 	n = k->u.stream.n - pos;
 	if (count > 0 && (size_t)count < n)
 		n = (size_t)count;
@@ -597,7 +526,7 @@ static relay_redis_reply *xreadgroup(mem_backend *m, const mem_args *a)
 		mem_entry *e = &k->u.stream.e[pos + j];
 		mem_nack *nk;
 
-		r->element[j] = entry_reply(e, e->id);
+		r->element[j] = relay__mem_entry_reply(e, e->id);
 		if (!r->element[j]) {
 			relay_redis_reply_free(r);
 			return NULL;
@@ -605,7 +534,7 @@ static relay_redis_reply *xreadgroup(mem_backend *m, const mem_args *a)
 		g->last = e->id;
 		if (noack)
 			continue;
-		nk = assign_nack(g, e->id, a->argv[3], a->len[3], now);
+		nk = relay__mem_assign_nack(g, e->id, a->argv[3], a->len[3], now);
 		if (!nk) {
 			relay_redis_reply_free(r);
 			return NULL;
@@ -613,306 +542,6 @@ static relay_redis_reply *xreadgroup(mem_backend *m, const mem_args *a)
 		nk->count = 1;
 	}
 	return wrap_stream(a, ki, r);
-}
-
-static relay_redis_reply *xack(mem_key *k, const mem_args *a)
-{
-	mem_group *g = k ? find_group(&k->u.stream, a->argv[2], a->len[2])
-			 : NULL;
-	long long n = 0;
-	mem_sid id;
-	size_t pos;
-	int i;
-
-	for (i = 3; i < a->argc; i++) {
-		if (relay__mem_sid_parse(a->argv[i], a->len[i], &id))
-			return bad_id();
-	}
-	for (i = 3; g && i < a->argc; i++) {
-		relay__mem_sid_parse(a->argv[i], a->len[i], &id);
-		if (find_nack(g, id, &pos)) {
-			remove_nack(g, pos);
-			n++;
-		}
-	}
-	return relay__reply_int(n);
-}
-
-static relay_redis_reply *pending_summary(mem_group *g)
-{
-	relay_redis_reply *r = relay__reply_array(4), *cs;
-	size_t i, j, nc = 0;
-	int ok = r != NULL;
-	char num[24];
-
-	if (!ok)
-		return NULL;
-	r->element[0] = relay__reply_int((long long)g->npel);
-	if (g->npel == 0) {
-		for (i = 1; i < 4; i++)
-			r->element[i] = relay__reply_nil();
-		goto check;
-	}
-	r->element[1] = sid_reply(g->pel[0].id);
-	r->element[2] = sid_reply(g->pel[g->npel - 1].id);
-	cs = r->element[3] = relay__reply_array(g->nconsumers);
-	for (i = 0; cs && i < g->nconsumers; i++) {
-		long long cnt = 0;
-
-		for (j = 0; j < g->npel; j++)
-			cnt += strcmp(g->pel[j].consumer, g->consumers[i]) == 0;
-		if (!cnt)
-			continue;
-		cs->element[nc] = relay__reply_array(2);
-		if (!cs->element[nc]) {
-			ok = 0;
-			break;
-		}
-		snprintf(num, sizeof(num), "%lld", cnt);
-		cs->element[nc]->element[0] = relay__reply_str(
-			RELAY_REDIS_REPLY_STRING, g->consumers[i],
-			strlen(g->consumers[i]));
-		cs->element[nc]->element[1] = relay__reply_str(
-			RELAY_REDIS_REPLY_STRING, num, strlen(num));
-		ok = ok && cs->element[nc]->element[0] &&
-		     cs->element[nc]->element[1];
-		nc++;
-	}
-	if (cs)
-		cs->elements = nc;
-check:
-	for (i = 0; i < 4; i++)
-		ok = ok && r->element[i];
-	if (!ok) {
-		relay_redis_reply_free(r);
-		return NULL;
-	}
-	return r;
-}
-
-/* XPENDING key group [[IDLE ms] start end count [consumer]] */
-static relay_redis_reply *xpending(mem_backend *m, mem_key *k,
-				   const mem_args *a)
-{
-	mem_group *g = k ? find_group(&k->u.stream, a->argv[2], a->len[2])
-			 : NULL;
-	long long idle = 0, count = 0;
-	int i = 3;
-	mem_sid lo, hi;
-	relay_redis_reply *r;
-	int64_t now = relay__mem_now(m);
-	char buf[24];
-	size_t j, n = 0;
-
-	if (!g)
-		return nogroup(a, 1, 2, "XPENDING");
-	if (a->argc == 3)
-		return pending_summary(g);
-	if (a->len[i] == 4 && strncasecmp(a->argv[i], "IDLE", 4) == 0 &&
-	    i + 1 < a->argc) {
-		snprintf(buf, sizeof(buf), "%.*s", (int)(a->len[i + 1] % 23),
-			 a->argv[i + 1]);
-		idle = strtoll(buf, NULL, 10);
-		i += 2;
-	}
-	if (a->argc - i < 3 || a->argc - i > 4 ||
-	    parse_bound(a->argv[i], a->len[i], 0, &lo) ||
-	    parse_bound(a->argv[i + 1], a->len[i + 1], 1, &hi))
-		return relay__reply_errorf("ERR syntax error");
-	snprintf(buf, sizeof(buf), "%.*s", (int)(a->len[i + 2] % 23),
-		 a->argv[i + 2]);
-	count = strtoll(buf, NULL, 10);
-	r = relay__reply_array(g->npel);
-	for (j = 0; r && j < g->npel && (long long)n < count; j++) {
-		mem_nack *nk = &g->pel[j];
-		relay_redis_reply *e;
-
-		if (sid_cmp(nk->id, lo) < 0 || sid_cmp(nk->id, hi) > 0 ||
-		    now - nk->delivery_ms < idle)
-			continue;
-		if (a->argc - i == 4 &&
-		    (strlen(nk->consumer) != a->len[i + 3] ||
-		     memcmp(nk->consumer, a->argv[i + 3], a->len[i + 3])))
-			continue;
-		e = r->element[n++] = relay__reply_array(4);
-		if (!e)
-			break;
-		e->element[0] = sid_reply(nk->id);
-		e->element[1] = relay__reply_str(RELAY_REDIS_REPLY_STRING,
-						 nk->consumer,
-						 strlen(nk->consumer));
-		e->element[2] = relay__reply_int(now - nk->delivery_ms);
-		e->element[3] = relay__reply_int(nk->count);
-		if (!e->element[0] || !e->element[1] || !e->element[2] ||
-		    !e->element[3])
-			break;
-	}
-	if (r && (j < g->npel && (long long)n < count))
-		goto fail;
-	if (r)
-		r->elements = n;
-	return r;
-fail:
-	r->elements = n;
-	relay_redis_reply_free(r);
-	return NULL;
-}
-
-static relay_redis_reply *append(relay_redis_reply *arr,
-				 relay_redis_reply *e)
-{
-	relay_redis_reply **grown;
-
-	if (!arr || !e)
-		goto fail;
-	grown = relay__realloc(arr->element,
-			       (arr->elements + 1) * sizeof(*grown));
-	if (!grown)
-		goto fail;
-	arr->element = grown;
-	grown[arr->elements++] = e;
-	return arr;
-fail:
-	relay_redis_reply_free(e);
-	relay_redis_reply_free(arr);
-	return NULL;
-}
-
-/*
- * Claim one PEL entry for @c: returns 1 claimed, 0 skipped (too young or
- * not pending), -1 deleted from the stream (and dropped from the PEL).
- */
-static int claim_one(mem_stream *st, mem_group *g, mem_sid id, size_t pos,
-		     const mem_args *a, long long min_idle, int justid,
-		     int64_t now)
-{
-	mem_nack *nk = &g->pel[pos];
-
-	if (!find_entry(st, id, NULL)) {
-		remove_nack(g, pos);
-		return -1;
-	}
-	if (now - nk->delivery_ms < min_idle)
-		return 0;
-	if (!assign_nack(g, id, a->argv[3], a->len[3], now))
-		return -2;
-	if (!justid)
-		g->pel[pos].count++;
-	return 1;
-}
-
-/*
- * XCLAIM key group consumer min-idle id [id ...] [JUSTID]
- * XAUTOCLAIM key group consumer min-idle start [COUNT n] [JUSTID]
- */
-static relay_redis_reply *xclaim(mem_backend *m, mem_key *k,
-				 const mem_args *a, int autoclaim)
-{
-	mem_group *g = k ? find_group(&k->u.stream, a->argv[2], a->len[2])
-			 : NULL;
-	int64_t now = relay__mem_now(m);
-	long long min_idle, count = 100;
-	int justid = 0, last = a->argc, i, rc;
-	relay_redis_reply *r, *del, *out;
-	mem_sid id, start;
-	size_t pos;
-	char buf[24];
-
-	if (!g)
-		return nogroup(a, 1, 2, autoclaim ? "XAUTOCLAIM" : "XCLAIM");
-	snprintf(buf, sizeof(buf), "%.*s", (int)(a->len[4] % 23), a->argv[4]);
-	min_idle = strtoll(buf, NULL, 10);
-	if (a->len[a->argc - 1] == 6 &&
-	    strncasecmp(a->argv[a->argc - 1], "JUSTID", 6) == 0) {
-		justid = 1;
-		last--;
-	}
-	r = relay__reply_array(0);
-	if (!autoclaim) {
-		for (i = 5; r && i < last; i++) {
-			if (relay__mem_sid_parse(a->argv[i], a->len[i], &id)) {
-				relay_redis_reply_free(r);
-				return bad_id();
-			}
-			if (!find_nack(g, id, &pos))
-				continue;
-			rc = claim_one(&k->u.stream, g, id, pos, a, min_idle,
-				       justid, now);
-			if (rc == -2) {
-				relay_redis_reply_free(r);
-				return NULL;
-			}
-			if (rc == 1)
-				r = append(r, justid ? sid_reply(id)
-						     : entry_reply(find_entry(
-							       &k->u.stream, id,
-							       NULL), id));
-		}
-		return r;
-	}
-	if (last == 8 && a->len[6] == 5 &&
-	    strncasecmp(a->argv[6], "COUNT", 5) == 0) {
-		snprintf(buf, sizeof(buf), "%.*s", (int)(a->len[7] % 23),
-			 a->argv[7]);
-		count = strtoll(buf, NULL, 10);
-		if (count < 1) {
-			relay_redis_reply_free(r);
-			return relay__reply_errorf("ERR COUNT must be > 0");
-		}
-	} else if (last != 6) {
-		relay_redis_reply_free(r);
-		return relay__reply_errorf("ERR syntax error");
-	}
-	if (relay__mem_sid_parse(a->argv[5], a->len[5], &start) &&
-	    parse_bound(a->argv[5], a->len[5], 0, &start)) {
-		relay_redis_reply_free(r);
-		return bad_id();
-	}
-	del = relay__reply_array(0);
-	find_nack(g, start, &pos);
-	{
-		long long attempts = count * 10;
-
-		while (r && del && attempts-- > 0 && count > 0 &&
-		       pos < g->npel) {
-			id = g->pel[pos].id;
-			rc = claim_one(&k->u.stream, g, id, pos, a, min_idle,
-				       justid, now);
-			if (rc == -2)
-				break;
-			if (rc == -1) {
-				del = append(del, sid_reply(id));
-				count--;
-				continue; /* pos now names the next entry */
-			}
-			if (rc == 1) {
-				r = append(r, justid ? sid_reply(id)
-						     : entry_reply(find_entry(
-							       &k->u.stream, id,
-							       NULL), id));
-				count--;
-			}
-			pos++;
-		}
-	}
-	out = relay__reply_array(3);
-	if (!out || !r || !del) {
-		relay_redis_reply_free(out);
-		relay_redis_reply_free(r);
-		relay_redis_reply_free(del);
-		return NULL;
-	}
-	out->element[0] = pos < g->npel ? sid_reply(g->pel[pos].id)
-					: relay__reply_str(
-						  RELAY_REDIS_REPLY_STRING,
-						  "0-0", 3);
-	out->element[1] = r;
-	out->element[2] = del;
-	if (!out->element[0]) {
-		relay_redis_reply_free(out);
-		return NULL;
-	}
-	return out;
 }
 
 relay_redis_reply *relay__mem_stream_cmd(mem_backend *m, const mem_args *a,
@@ -937,11 +566,5 @@ relay_redis_reply *relay__mem_stream_cmd(mem_backend *m, const mem_args *a,
 		return k ? xdel(k, a) : relay__reply_int(0);
 	if (strcasecmp(cmd, "XGROUP") == 0)
 		return xgroup(m, k, a);
-	if (strcasecmp(cmd, "XACK") == 0)
-		return xack(k, a);
-	if (strcasecmp(cmd, "XPENDING") == 0)
-		return xpending(m, k, a);
-	if (strcasecmp(cmd, "XCLAIM") == 0)
-		return xclaim(m, k, a, 0);
-	return xclaim(m, k, a, 1);
+	return relay__mem_pel_cmd(m, k, a, cmd);
 }

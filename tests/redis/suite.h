@@ -356,8 +356,9 @@ static void test_shared__try_start_terminal(void)
 	relay_inv_outcome o;
 
 	rs_setup();
-	RS_INT("HSET", RS_KEY, "a/ok", "ok", "a/ex", "exhausted:5:" "0123456789abcdef0123456789abcdef",
-	       "a/dlq", "exhausted:4:0123456789abcdef0123456789abcdef:dlq");
+	RS_INT("HSET", RS_KEY, "a/ok", "ok", "a/ex",
+	       "exhausted:5:0123456789abcdef0123456789abcdef", "a/dlq",
+	       "exhausted:4:0123456789abcdef0123456789abcdef:dlq");
 	RT_EQ_INT(rs_try("a/ok", RS_NOW, 6000, &o), 0);
 	RT_EQ_INT(o.result, RELAY_INV_R_OK);
 	RT_EQ_INT(rs_try("a/ex", RS_NOW, 6000, &o), 0);
