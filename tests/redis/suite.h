@@ -376,21 +376,63 @@ static void test_shared__try_start_terminal(void)
 	rs_teardown();
 }
 
-static void test_shared__try_start_unparseable_claims_first(void)
+/* The field grammar, as both the C parser and the Lua twin read it:
+ * each value is stored, then try_start at RS_NOW must report this. */
+static void test_shared__try_start_field_grammar(void)
 {
-	const char *bad[] = { "garbage", "running:1:0:x", "OK",
-			      "exhausted:1:short" };
+#define T32 "0123456789abcdef0123456789abcdef"
+	static const struct {
+		const char *value;
+		relay_inv_result want;
+		unsigned int attempt; /* of the reported/claimed state */
+	} cases[] = {
+		{ "garbage", RELAY_INV_R_CLAIMED, 1 },
+		{ "OK", RELAY_INV_R_CLAIMED, 1 },
+		{ "ok ", RELAY_INV_R_CLAIMED, 1 },
+		{ "", RELAY_INV_R_CLAIMED, 1 },
+		{ "running:1:0:" T32, RELAY_INV_R_CLAIMED, 1 },
+		{ "running:9999999999999:2:" T32 ":x", RELAY_INV_R_CLAIMED, 1 },
+		{ "running:9999999999999:2:" "0123456789ABCDEF0123456789ABCDEF",
+		  RELAY_INV_R_CLAIMED, 1 },
+		{ "running:9999999999999:2:0123", RELAY_INV_R_CLAIMED, 1 },
+		{ "running:-5:2:" T32, RELAY_INV_R_CLAIMED, 1 },
+		{ "running:1234567890123456789:2:" T32, RELAY_INV_R_CLAIMED, 1 },
+		{ "running:9999999999999:1000001:" T32, RELAY_INV_R_CLAIMED, 1 },
+		{ "exhausted:1:short", RELAY_INV_R_CLAIMED, 1 },
+		{ "exhausted:1:" T32 ":dlqx", RELAY_INV_R_CLAIMED, 1 },
+		{ "exhausted:1:" T32 ":", RELAY_INV_R_CLAIMED, 1 },
+		{ "exhausted:0:" T32, RELAY_INV_R_CLAIMED, 1 },
+		{ "done:1:1:" T32, RELAY_INV_R_CLAIMED, 1 },
+		/* valid ones */
+		{ "ok", RELAY_INV_R_OK, 0 },
+		{ "running:9999999999999:3:" T32, RELAY_INV_R_RUNNING, 3 },
+		{ "running:0009999999999999:3:" T32, RELAY_INV_R_RUNNING, 3 },
+		{ "running:1:3:" T32, RELAY_INV_R_CLAIMED, 4 },
+		{ "next_attempt_at:9999999999999:4:" T32, RELAY_INV_R_BACKOFF,
+		  4 },
+		{ "next_attempt_at:1796229900000:4:" T32, RELAY_INV_R_CLAIMED,
+		  5 },
+		{ "running:9999999999999:1000000:" T32, RELAY_INV_R_RUNNING,
+		  1000000 },
+		{ "exhausted:7:" T32, RELAY_INV_R_EXHAUSTED, 7 },
+		{ "exhausted:007:" T32 ":dlq", RELAY_INV_R_EXHAUSTED, 7 },
+	};
 	relay_inv_outcome o;
 	size_t i;
 
 	rs_setup();
-	for (i = 0; i < RT_NCASES(bad); i++) {
-		RS_INT("HSET", RS_KEY, "a/h", bad[i]);
+	for (i = 0; i < RT_NCASES(cases); i++) {
+		RS_INT("HSET", RS_KEY, "a/h", cases[i].value);
 		RT_EQ_INT(rs_try("a/h", RS_NOW, 6000, &o), 0);
-		RT_EQ_INT(o.result, RELAY_INV_R_CLAIMED);
-		RT_EQ_INT(o.attempt, 1);
+		if (o.result != cases[i].want || o.attempt != cases[i].attempt)
+			RT_FAILF("value \"%s\": got %s attempt %u, want %s "
+				 "attempt %u", cases[i].value,
+				 relay_inv_result_name(o.result), o.attempt,
+				 relay_inv_result_name(cases[i].want),
+				 cases[i].attempt);
 	}
 	rs_teardown();
+#undef T32
 }
 
 static void test_shared__try_start_deadline_capped(void)
@@ -1365,7 +1407,7 @@ static void test_shared__outage_reports_errors(void)
 	RT_CASE(test_shared__try_start_running_protected),               \
 	RT_CASE(test_shared__try_start_backoff_protected),               \
 	RT_CASE(test_shared__try_start_terminal),                        \
-	RT_CASE(test_shared__try_start_unparseable_claims_first),        \
+	RT_CASE(test_shared__try_start_field_grammar),                    \
 	RT_CASE(test_shared__try_start_deadline_capped),                 \
 	RT_CASE(test_shared__try_start_never_exhausts),                  \
 	RT_CASE(test_shared__backoff_table),                             \

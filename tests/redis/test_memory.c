@@ -153,6 +153,134 @@ static void test_memory__open_by_uri(void)
 	relay_redis_free(NULL);
 }
 
+
+/* ---- chaos malloc: every allocation failure point, no crash, no leak */
+
+static long chaos_left; /* allocations until failure; < 0: never fail */
+
+static void *chaos_malloc(size_t n)
+{
+	if (chaos_left == 0)
+		return NULL;
+	if (chaos_left > 0)
+		chaos_left--;
+	return malloc(n);
+}
+
+static void *chaos_realloc(void *p, size_t n)
+{
+	if (chaos_left == 0)
+		return NULL;
+	if (chaos_left > 0)
+		chaos_left--;
+	return realloc(p, n);
+}
+
+struct chaos_calls {
+	int calls;
+};
+
+static void chaos_inv_cb(int status, const relay_inv_outcome *o, void *p)
+{
+	((struct chaos_calls *)p)->calls++;
+}
+
+static void chaos_persist_cb(int status, relay_dlq_persist_result res,
+			     const char *id, void *p)
+{
+	((struct chaos_calls *)p)->calls++;
+}
+
+static void chaos_entries_cb(relay_redis_backend *b, int status,
+			     relay_stream_entry *e, size_t n, void *p)
+{
+	((struct chaos_calls *)p)->calls++;
+	relay_stream_entries_free(e, n);
+}
+
+static void chaos_claim_cb(relay_redis_backend *b, int status,
+			   relay_autoclaim *a, void *p)
+{
+	((struct chaos_calls *)p)->calls++;
+	relay_autoclaim_free(a);
+}
+
+/* One pass of the whole surface; returns the number of failed calls
+ * (nonzero return or nonzero status). Each call's callback must have run
+ * exactly once when the call returned 0 and never otherwise. */
+static int chaos_pass(relay_clock *clock)
+{
+	relay_dlq_entry e = rs_entry("-", "-");
+	relay_redis_backend *b;
+	struct chaos_calls c;
+	int rc, failures = 0;
+	char *key;
+
+#define CHAOS(call)                                                       \
+	do {                                                              \
+		c.calls = 0;                                              \
+		rc = (call);                                              \
+		RT_EQ_INT(c.calls, rc ? 0 : 1);                           \
+		failures += rc != 0;                                      \
+	} while (0)
+
+	if (relay_redis_memory_new(&b, clock))
+		return 1;
+	key = relay_inv_key("s", "g", "1-0");
+	if (!key) {
+		relay_redis_free(b);
+		return 1;
+	}
+	CHAOS(relay_inv_claim_classification(b, key, chaos_inv_cb, &c));
+	CHAOS(relay_inv_try_start(b, key, "a/h", RS_NOW, 6000, chaos_inv_cb,
+				  &c));
+	CHAOS(relay_dlq_persist(b, key, RS_DLQ, NULL, 0, NULL, &e,
+				chaos_persist_cb, &c));
+	CHAOS(relay_inv_retain(b, key, 1000, chaos_inv_cb, &c));
+	{
+		const char *names[] = { "event" }, *vals[] = { "{}" };
+		relay_redis_reply *r = NULL;
+		const char *grp[] = { "XGROUP", "CREATE", "s", "g", "0",
+				      "MKSTREAM" };
+		const char *add[] = { "XADD", "s", "*", names[0], vals[0] };
+
+		failures += relay_redis_sync_command(b, &r, 6, grp, NULL) != 0;
+		relay_redis_reply_free(r);
+		r = NULL;
+		failures += relay_redis_sync_command(b, &r, 5, add, NULL) != 0;
+		relay_redis_reply_free(r);
+		CHAOS(relay_redis_xreadgroup(b, "s", "g", "c", 10, -1, ">",
+					     chaos_entries_cb, &c));
+		CHAOS(relay_redis_xautoclaim(b, "s", "g", "c2", 0, "0-0", 10,
+					     chaos_claim_cb, &c));
+		CHAOS(relay_redis_xrange(b, RS_DLQ, "-", "+", 10,
+					 chaos_entries_cb, &c));
+	}
+#undef CHAOS
+	relay_free(key);
+	relay_redis_free(b);
+	return failures;
+}
+
+static void test_memory__chaos_malloc(void)
+{
+	relay_clock_fixed clk;
+	relay_clock *clock = relay_clock_fixed_init(&clk, RS_NOW);
+	long n;
+	int clean = 0;
+
+	for (n = 0; n < 5000 && !clean; n++) {
+		chaos_left = n;
+		relay_set_allocator(chaos_malloc, chaos_realloc, free);
+		clean = chaos_pass(clock) == 0 && chaos_left > 0;
+		relay_set_allocator(NULL, NULL, NULL);
+	}
+	chaos_left = -1;
+	printf("# %ld allocation failure points exercised\n", n - 1);
+	RT_CHECK(clean); /* some n let the whole pass succeed */
+	RT_CHECK(n > 50);
+}
+
 static const rt_case cases[] = {
 	RS_SHARED_CASES,
 	RT_CASE(test_memory__retention_ttl_follows_clock),
@@ -160,6 +288,7 @@ static const rt_case cases[] = {
 	RT_CASE(test_memory__callback_runs_before_return),
 	RT_CASE(test_memory__open_by_uri),
 	RT_CASE(test_memory__host_loop_delivers_later_in_order),
+	RT_CASE(test_memory__chaos_malloc),
 };
 
 int main(int argc, char **argv)
