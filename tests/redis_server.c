@@ -11,6 +11,7 @@
 #include <string.h>
 #include <sys/socket.h>
 #include <sys/stat.h>
+#include <netinet/in.h>
 #include <sys/un.h>
 #include <sys/wait.h>
 #include <time.h>
@@ -61,7 +62,8 @@ static int answers(const char *sock)
 	if (connect(fd, (struct sockaddr *)&sa, sizeof(sa)) == 0 &&
 	    write(fd, "PING\r\n", 6) == 6) {
 		n = read(fd, buf, sizeof(buf) - 1);
-		ok = n >= 5 && strncmp(buf, "+PONG", 5) == 0;
+		ok = n >= 5 && (strncmp(buf, "+PONG", 5) == 0 ||
+				strncmp(buf, "-NOAUTH", 7) == 0);
 	}
 	close(fd);
 	return ok;
@@ -81,15 +83,43 @@ static int spawn(rt_redis_server *s)
 	if (pid < 0)
 		return -1;
 	if (pid == 0) {
+		char port[16];
+		const char *argv[24];
+		int n = 0;
+
 		devnull = open("/dev/null", O_RDWR);
 		if (devnull >= 0) {
 			dup2(devnull, 0);
 			dup2(devnull, 1);
 		}
-		execl(bin, bin, "--port", "0", "--unixsocket", s->sock,
-		      "--unixsocketperm", "700", "--save", "", "--appendonly",
-		      "no", "--dir", s->dir, "--logfile", log, "--daemonize",
-		      "no", (char *)NULL);
+		snprintf(port, sizeof(port), "%d", s->port);
+		argv[n++] = bin;
+		argv[n++] = "--port";
+		argv[n++] = port;
+		if (s->port) {
+			argv[n++] = "--bind";
+			argv[n++] = "127.0.0.1";
+		}
+		if (s->password[0]) {
+			argv[n++] = "--requirepass";
+			argv[n++] = s->password;
+		}
+		argv[n++] = "--unixsocket";
+		argv[n++] = s->sock;
+		argv[n++] = "--unixsocketperm";
+		argv[n++] = "700";
+		argv[n++] = "--save";
+		argv[n++] = "";
+		argv[n++] = "--appendonly";
+		argv[n++] = "no";
+		argv[n++] = "--dir";
+		argv[n++] = s->dir;
+		argv[n++] = "--logfile";
+		argv[n++] = log;
+		argv[n++] = "--daemonize";
+		argv[n++] = "no";
+		argv[n] = NULL;
+		execv(bin, (char *const *)argv);
 		_exit(127);
 	}
 	s->pid = pid;
@@ -106,12 +136,49 @@ static int spawn(rt_redis_server *s)
 	return -1;
 }
 
+/* A TCP port that was free a moment ago (bind to 0, read, close). */
+static int free_port(void)
+{
+	struct sockaddr_in sa;
+	socklen_t len = sizeof(sa);
+	int fd = socket(AF_INET, SOCK_STREAM, 0), port = 0;
+
+	if (fd < 0)
+		return 0;
+	memset(&sa, 0, sizeof(sa));
+	sa.sin_family = AF_INET;
+	sa.sin_addr.s_addr = htonl(INADDR_LOOPBACK);
+	if (bind(fd, (struct sockaddr *)&sa, sizeof(sa)) == 0 &&
+	    getsockname(fd, (struct sockaddr *)&sa, &len) == 0)
+		port = ntohs(sa.sin_port);
+	close(fd);
+	return port;
+}
+
+static int start(rt_redis_server *s);
+
 int rt_redis_server_start(rt_redis_server *s)
+{
+	memset(s, 0, sizeof(*s));
+	return start(s);
+}
+
+int rt_redis_server_start_tcp(rt_redis_server *s, const char *password)
+{
+	memset(s, 0, sizeof(*s));
+	s->port = free_port();
+	if (!s->port)
+		return -1;
+	snprintf(s->password, sizeof(s->password), "%s",
+		 password ? password : "");
+	return start(s);
+}
+
+static int start(rt_redis_server *s)
 {
 	char bin_buf[512];
 	const char *tmp = getenv("TMPDIR");
 
-	memset(s, 0, sizeof(*s));
 	if (!server_binary(bin_buf, sizeof(bin_buf)))
 		return RT_REDIS_SKIP;
 	snprintf(s->dir, sizeof(s->dir), "%s/relay-redis.XXXXXX",

@@ -21,6 +21,8 @@
 
 typedef struct rt_redis_server {
 	pid_t pid;       /* 0 when not running */
+	int port;        /* TCP port on 127.0.0.1, 0 = none */
+	char password[64]; /* requirepass, "" = none */
 	char dir[128];   /* temp directory */
 	char sock[160];  /* unix socket path */
 	char uri[176];   /* "unix://" + sock */
@@ -29,6 +31,10 @@ typedef struct rt_redis_server {
 /* Create the temp dir and start the server; wait until it answers PING.
  * Returns 0, RT_REDIS_SKIP when redis-server is absent, -1 on failure. */
 int rt_redis_server_start(rt_redis_server *s);
+
+/* Like rt_redis_server_start(), and also listen on a free TCP port of
+ * 127.0.0.1 (s->port), requiring @password if not NULL. */
+int rt_redis_server_start_tcp(rt_redis_server *s, const char *password);
 
 /* Stop the server (SIGTERM, wait); the directory stays for a restart. */
 int rt_redis_server_stop(rt_redis_server *s);

@@ -47,7 +47,9 @@ typedef struct relay_dlq_entry {
  *
  * Every string present and non-empty, counts >= 0, timestamp RFC 3339,
  * app/handler both "-" with handler_attempts 0 or neither "-" with
- * handler_attempts >= 1.
+ * handler_attempts >= 1, and an oversized entry (reason "event
+ * oversized: ...") carries a summary of at most RELAY_DLQ_SUMMARY_MAX
+ * bytes as its event, never the payload.
  * Returns: 0 or RELAY_EINVAL with @err naming the field.
  */
 RELAY_EXTERN int relay_dlq_entry_validate(const relay_dlq_entry *e,

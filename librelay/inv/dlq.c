@@ -91,6 +91,12 @@ int relay_dlq_entry_validate(const relay_dlq_entry *e, relay_error *err)
 	if (e->trace && !*e->trace)
 		return relay__error_set(err, RELAY_EINVAL, NULL, 0, 0,
 					"DLQ field trace is empty");
+	if (strncmp(e->reason, "event oversized:", 16) == 0 &&
+	    strlen(e->event) > RELAY_DLQ_SUMMARY_MAX)
+		return relay__error_set(err, RELAY_EINVAL, NULL, 0, 0,
+					"DLQ field event of an oversized entry "
+					"must be a summary of at most %d bytes",
+					RELAY_DLQ_SUMMARY_MAX);
 	dash_app = strcmp(e->app, "-") == 0;
 	dash_handler = strcmp(e->handler, "-") == 0;
 	if (dash_app != dash_handler)

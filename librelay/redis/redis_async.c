@@ -51,6 +51,7 @@ typedef struct hr_backend {
 	enum hr_state state;
 	int closing;
 	int refs;                       /* see "Lifetime" above */
+	int setup_failed;               /* AUTH/SELECT refused: keep errstr */
 	ev_timer connect_timer;
 	ev_timer reconnect_timer;
 	int reconnect_ms;               /* next backoff delay */
@@ -273,8 +274,9 @@ static void on_disconnect(const redisAsyncContext *ac, int status)
 		return;
 	if (status != REDIS_OK)
 		set_err(b, ac->errstr);
-	else
+	else if (!b->setup_failed)
 		set_err(b, "connection closed");
+	b->setup_failed = 0;
 	b->ac = NULL;
 	b->state = HR_DISCONNECTED;
 	schedule_reconnect(b);
@@ -308,6 +310,7 @@ static void on_setup_reply(redisAsyncContext *ac, void *reply, void *priv)
 	if (!b || !r || r->type != REDIS_REPLY_ERROR)
 		return;
 	set_err(b, r->str);
+	b->setup_failed = 1;
 	redisAsyncDisconnect(ac);
 }
 

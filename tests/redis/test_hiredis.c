@@ -304,6 +304,67 @@ static void test_hiredis__free_from_callback(void)
 	rs_teardown();
 }
 
+
+static char uri_errstr[256];
+
+/* One command on a fresh backend for @uri; the value or error text in
+ * @out, the backend's errstr afterwards in uri_errstr. */
+static int uri_cmd(const char *uri, const char *a0, const char *a1,
+		   const char *a2, char *out, size_t size)
+{
+	const char *argv[3] = { a0, a1, a2 };
+	relay_redis_backend *b;
+	relay_redis_reply *r = NULL;
+	relay_error err;
+	int rc;
+
+	if (relay_redis_open(&b, uri, NULL, &err))
+		return RELAY_EINVAL;
+	rc = relay_redis_sync_command(b, &r, a2 ? 3 : 2, argv, NULL);
+	if (rc == 0 && r->type == RELAY_REDIS_REPLY_ERROR)
+		rc = RELAY_EBACKEND;
+	if (r && r->str)
+		snprintf(out, size, "%s", r->str); /* value or error text */
+	else
+		snprintf(out, size, "%s",
+			 rc == 0 ? "(nil)" : relay_redis_errstr(b));
+	snprintf(uri_errstr, sizeof(uri_errstr), "%s", relay_redis_errstr(b));
+	relay_redis_reply_free(r);
+	relay_redis_free(b);
+	return rc;
+}
+
+/* host:port and redis://[user:pass@]host:port[/db] over TCP: AUTH with
+ * and without a user name, SELECT, and a clear error on a bad password. */
+static void test_hiredis__tcp_auth_select(void)
+{
+	rt_redis_server tcp;
+	char uri[128], out[256];
+	int rc;
+
+	rc = rt_redis_server_start_tcp(&tcp, "s3cret");
+	if (rc == RT_REDIS_SKIP)
+		RT_SKIP("redis-server not installed");
+	RT_ASSERT(rc == 0);
+	snprintf(uri, sizeof(uri), "redis://default:s3cret@127.0.0.1:%d/2",
+		 tcp.port);
+	RT_EQ_INT(uri_cmd(uri, "SET", "k", "in-db-2", out, sizeof(out)), 0);
+	snprintf(uri, sizeof(uri), "redis://s3cret@127.0.0.1:%d/2", tcp.port);
+	RT_EQ_INT(uri_cmd(uri, "GET", "k", NULL, out, sizeof(out)), 0);
+	RT_EQ_STR(out, "in-db-2");
+	snprintf(uri, sizeof(uri), "redis://s3cret@127.0.0.1:%d", tcp.port);
+	RT_EQ_INT(uri_cmd(uri, "GET", "k", NULL, out, sizeof(out)), 0);
+	RT_EQ_STR(out, "(nil)"); /* db 0 */
+	snprintf(uri, sizeof(uri), "127.0.0.1:%d", tcp.port);
+	RT_CHECK(uri_cmd(uri, "GET", "k", NULL, out, sizeof(out)) != 0);
+	RT_CHECK(strstr(out, "NOAUTH") != NULL);
+	snprintf(uri, sizeof(uri), "redis://wrong@127.0.0.1:%d", tcp.port);
+	RT_CHECK(uri_cmd(uri, "GET", "k", NULL, out, sizeof(out)) != 0);
+	if (!strstr(uri_errstr, "WRONGPASS"))
+		RT_FAILF("errstr after a refused AUTH: \"%s\"", uri_errstr);
+	rt_redis_server_cleanup(&tcp);
+}
+
 static void test_hiredis__connect_refused(void)
 {
 	const char *argv[] = { "PING" };
@@ -333,6 +394,7 @@ static const rt_case cases[] = {
 	RT_CASE(test_hiredis__free_fails_inflight_once),
 	RT_CASE(test_hiredis__free_from_callback),
 	RT_CASE(test_hiredis__connect_refused),
+	RT_CASE(test_hiredis__tcp_auth_select),
 };
 
 int main(int argc, char **argv)

@@ -220,6 +220,27 @@ static void test_dlq__validate(void)
 	e = good_entry();
 	e.deliveries = -1;
 	RT_EQ_INT(relay_dlq_entry_validate(&e, &err), RELAY_EINVAL);
+	/* an oversized entry stores the summary, never the payload */
+	{
+		char *reason = relay_dlq_reason_malformed(RELAY_DLQ_OVERSIZED,
+							  NULL, 300000, 1000);
+		char *summary = relay_dlq_oversized_summary(300000, 1000);
+		char big[400];
+
+		memset(big, 'x', sizeof(big) - 1);
+		big[sizeof(big) - 1] = '\0';
+		e = good_entry();
+		e.app = e.handler = "-";
+		e.handler_attempts = 0;
+		e.reason = reason;
+		e.event = summary;
+		RT_EQ_INT(relay_dlq_entry_validate(&e, &err), 0);
+		e.event = big;
+		RT_EQ_INT(relay_dlq_entry_validate(&e, &err), RELAY_EINVAL);
+		RT_CHECK(strstr(err.text, "summary") != NULL);
+		relay_free(reason);
+		relay_free(summary);
+	}
 }
 
 static relay_redis_reply *entry_reply(const char *id, const char **fv,
