@@ -187,6 +187,7 @@ static void drop_connection(hr_backend *b)
 		return;
 	b->ac = NULL;
 	b->state = HR_DISCONNECTED;
+	memset(b->loading, 0, sizeof(b->loading));
 	ev_timer_stop(b->loop, &b->connect_timer);
 	ac->data = NULL;
 	redisAsyncFree(ac);
@@ -258,6 +259,7 @@ static void on_connect(const redisAsyncContext *ac, int status)
 		set_err(b, ac->errstr);
 		b->ac = NULL; /* hiredis frees it after this callback */
 		b->state = HR_DISCONNECTED;
+		memset(b->loading, 0, sizeof(b->loading));
 		schedule_reconnect(b);
 		release(b); /* the context's reference */
 		return;
@@ -279,6 +281,7 @@ static void on_disconnect(const redisAsyncContext *ac, int status)
 	b->setup_failed = 0;
 	b->ac = NULL;
 	b->state = HR_DISCONNECTED;
+	memset(b->loading, 0, sizeof(b->loading)); /* its SCRIPT LOADs died */
 	schedule_reconnect(b);
 	release(b); /* the context's reference */
 }

@@ -85,6 +85,44 @@ static void test_hiredis__evalsha_after_first_call(void)
 	rs_teardown();
 }
 
+
+/* A SCRIPT LOAD lost with its connection must not leave the backend on
+ * EVAL forever: after reconnecting, the SHA1 is learned again. */
+static void test_hiredis__sha_relearned_after_lost_load(void)
+{
+	struct rs_wait w = { 0 };
+	relay_redis_backend *keep;
+	relay_inv_outcome o;
+	const char *info;
+	int i;
+
+	rs_setup();
+	keep = rs_b;
+	rs_open(&rs_b, 200); /* fresh: no SHA1 known yet */
+	rt_redis_server_pause(&srv);
+	RT_EQ_INT(relay_inv_try_start(rs_b, RS_KEY, "a/h", RS_NOW, 6000,
+				      rs_inv_cb, &w), 0);
+	relay_redis_sync_wait(rs_b, &w.done); /* times out, drops the link */
+	RT_EQ_INT(w.status, RELAY_ETIMEOUT);
+	rt_redis_server_resume(&srv);
+	rs_sleep_ms(50);
+	{
+		relay_redis_backend *t = rs_b;
+
+		rs_b = keep;
+		RS_STR("CONFIG", "RESETSTAT");
+		rs_b = t;
+	}
+	for (i = 0; i < 4; i++)
+		RT_EQ_INT(rs_try("a/hx", RS_NOW, 6000, &o), 0);
+	relay_redis_free(rs_b);
+	rs_b = keep;
+	info = RS_STR("INFO", "commandstats");
+	if (!strstr(info, "cmdstat_evalsha:calls=3"))
+		RT_FAILF("%s", info);
+	rs_teardown();
+}
+
 static void test_hiredis__noscript_reloads_and_retries(void)
 {
 	relay_inv_outcome o;
@@ -388,6 +426,7 @@ static const rt_case cases[] = {
 	RS_SHARED_CASES,
 	RT_CASE(test_hiredis__evalsha_after_first_call),
 	RT_CASE(test_hiredis__noscript_reloads_and_retries),
+	RT_CASE(test_hiredis__sha_relearned_after_lost_load),
 	RT_CASE(test_hiredis__outage_reports_errors_then_recovers),
 	RT_CASE(test_hiredis__timeout_never_half_writes),
 	RT_CASE(test_hiredis__host_loop_reconnects_with_backoff),
