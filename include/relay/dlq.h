@@ -6,6 +6,9 @@
  * the invocation's marker upgraded to "exhausted:<n>:<token>:dlq" (or
  * __dlq_placeholder set) in one atomic operation, so a redelivery writes
  * only the entries still missing.
+ *
+ * The text helpers are pure and safe from any thread; persist, list, get
+ * and delete follow the threading rule of their backend (relay/redis.h).
  */
 #ifndef RELAY_DLQ_H
 #define RELAY_DLQ_H

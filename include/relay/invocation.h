@@ -17,7 +17,8 @@
  * nothing.
  *
  * The pure helpers (parse, format, backoff, key) do no I/O and take "now"
- * as an argument.
+ * as an argument and are safe from any thread; the transitions follow the
+ * threading rule of their backend (relay/redis.h).
  */
 #ifndef RELAY_INVOCATION_H
 #define RELAY_INVOCATION_H

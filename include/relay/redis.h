@@ -15,6 +15,12 @@
  * The synchronous wrappers (relay_redis_sync_*) run the backend's private
  * loop until the reply arrives; they are meant for relayctl and tests and
  * fail with RELAY_EINVAL on a backend attached to a host loop.
+ *
+ * Thread-safety: a backend, its callbacks and every reply are confined to
+ * the thread that drives it; distinct backends are independent.
+ * Logging: the hiredis backend reports through opts.logger with message
+ * ids RELAY-REDIS01 (connect failed), 02 (connection lost), 03 (restored),
+ * 04 (reconnect scheduled, debug), 05 (command timed out).
  */
 #ifndef RELAY_REDIS_H
 #define RELAY_REDIS_H

@@ -166,6 +166,8 @@ static void schedule_reconnect(hr_backend *b)
 		return;
 	d = b->reconnect_ms / 1000.0;
 	d = d / 2 + d / 2 * ((double)rand_r(&b->seed) / RAND_MAX);
+	relay__log(&b->opts.logger, RELAY_LOG_DEBUG, "RELAY-REDIS04",
+		   "redis reconnect in %.0f ms", d * 1000);
 	ev_timer_set(&b->reconnect_timer, d, 0.);
 	ev_timer_start(b->loop, &b->reconnect_timer);
 	b->reconnect_ms *= 2;
@@ -242,6 +244,9 @@ static void on_timeout(struct ev_loop *loop, ev_timer *w, int revents)
 
 	hold(b);
 	set_err(b, "command timed out");
+	relay__log(&b->opts.logger, RELAY_LOG_WARN, "RELAY-REDIS05",
+		   "redis command timed out after %d ms; reconnecting",
+		   b->opts.command_timeout_ms);
 	complete(c, RELAY_ETIMEOUT, NULL); /* @c may be gone after this */
 	if (!b->closing)
 		drop_connection(b);
@@ -257,6 +262,8 @@ static void on_connect(const redisAsyncContext *ac, int status)
 	ev_timer_stop(b->loop, &b->connect_timer);
 	if (status != REDIS_OK) {
 		set_err(b, ac->errstr);
+		relay__log(&b->opts.logger, RELAY_LOG_WARN, "RELAY-REDIS01",
+			   "redis connect failed: %s", b->errstr);
 		b->ac = NULL; /* hiredis frees it after this callback */
 		b->state = HR_DISCONNECTED;
 		memset(b->loading, 0, sizeof(b->loading));
@@ -264,6 +271,9 @@ static void on_connect(const redisAsyncContext *ac, int status)
 		release(b); /* the context's reference */
 		return;
 	}
+	if (b->reconnect_ms != b->opts.reconnect_min_ms)
+		relay__log(&b->opts.logger, RELAY_LOG_INFO, "RELAY-REDIS03",
+			   "redis connection restored");
 	b->state = HR_CONNECTED;
 	b->reconnect_ms = b->opts.reconnect_min_ms;
 }
@@ -279,6 +289,9 @@ static void on_disconnect(const redisAsyncContext *ac, int status)
 	else if (!b->setup_failed)
 		set_err(b, "connection closed");
 	b->setup_failed = 0;
+	if (!b->closing)
+		relay__log(&b->opts.logger, RELAY_LOG_WARN, "RELAY-REDIS02",
+			   "redis connection lost: %s", b->errstr);
 	b->ac = NULL;
 	b->state = HR_DISCONNECTED;
 	memset(b->loading, 0, sizeof(b->loading)); /* its SCRIPT LOADs died */

@@ -222,6 +222,17 @@ static void ping_cb(relay_redis_backend *b, int status,
 	relay_redis_reply_free(r);
 }
 
+static char log_ids[512];
+
+static void record_log(void *payload, relay_log_level lvl, const char *msgid,
+		       const char *msg)
+{
+	if (strlen(log_ids) + strlen(msgid) + 2 < sizeof(log_ids)) {
+		strcat(log_ids, msgid);
+		strcat(log_ids, " ");
+	}
+}
+
 static void test_hiredis__host_loop_reconnects_with_backoff(void)
 {
 	relay_redis_options o = RELAY_REDIS_OPTIONS_INIT;
@@ -236,6 +247,9 @@ static void test_hiredis__host_loop_reconnects_with_backoff(void)
 	rs_setup();
 	o.reconnect_min_ms = 50;
 	o.reconnect_max_ms = 200;
+	o.logger.fn = record_log;
+	o.logger.level = RELAY_LOG_DEBUG;
+	log_ids[0] = '\0';
 	RT_ASSERT(relay_redis_open_libev(&b, loop, srv.uri, &o, &err) == 0);
 	RT_EQ_INT(relay_redis_sync_command(b, &r, 1, argv, NULL),
 		  RELAY_EINVAL);
@@ -265,6 +279,9 @@ static void test_hiredis__host_loop_reconnects_with_backoff(void)
 	}
 	RT_CHECK(ok);
 	RT_EQ_INT(p.done, 1);
+	RT_CHECK(strstr(log_ids, "RELAY-REDIS02") != NULL); /* lost */
+	RT_CHECK(strstr(log_ids, "RELAY-REDIS04") != NULL); /* backoff */
+	RT_CHECK(strstr(log_ids, "RELAY-REDIS03") != NULL); /* restored */
 	relay_redis_free(b);
 	ev_loop_destroy(loop);
 	rs_teardown();
