@@ -16,6 +16,17 @@
  * inert: every later transition reports RELAY_INV_RETAINED and writes
  * nothing.
  *
+ * One invocation's life, as the consumer drives it (each step async):
+ *
+ *	try_start          → CLAIMED: run attempt o->attempt with o->token
+ *	                     RUNNING/BACKOFF: skip, message stays pending
+ *	                     OK: done; EXHAUSTED: persist the DLQ entry
+ *	                     unless o->dlq; error: do not run (fail closed)
+ *	handler succeeded  → mark_complete(attempt, token)
+ *	handler failed     → record_failure(attempt, token) while attempts
+ *	                     remain, else mark_exhausted + relay_dlq_persist
+ *	all fields terminal→ XACK, then retain (after the message left the PEL)
+ *
  * The pure helpers (parse, format, backoff, key) do no I/O and take "now"
  * as an argument and are safe from any thread; the transitions follow the
  * threading rule of their backend (relay/redis.h).

@@ -82,6 +82,18 @@ static void test_memory__host_loop_delivers_later_in_order(void)
 	RT_EQ_INT(got[0], 101);
 	RT_EQ_INT(got[1], 101);
 	RT_EQ_INT(got[2], 102);
+	{
+		/* transitions go through the same queue */
+		struct rs_wait w = { 0 };
+
+		RT_EQ_INT(relay_inv_try_start(b, RS_KEY, "a/h", RS_NOW, 6000,
+					      rs_inv_cb, &w), 0);
+		RT_CHECK(!w.done);
+		ev_run(loop, EVRUN_NOWAIT);
+		RT_CHECK(w.done);
+		RT_EQ_INT(w.status, 0);
+		RT_EQ_INT(w.o.result, RELAY_INV_R_CLAIMED);
+	}
 	RT_EQ_INT(relay_redis_memory_set_down(b, 0), 0);
 	RT_EQ_INT(relay_redis_command(b, 2, hlen, NULL, order_cb, &late), 0);
 	relay_redis_free(b);
