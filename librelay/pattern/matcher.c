@@ -207,8 +207,18 @@ size_t relay__match_end(relay_matcher *m)
 		}
 	}
 	for (i = 0; i < m->ncand; i++) {
+		uint32_t off;
+		bool ok;
+
 		r = m->cand[i];
-		if (eval(rs->prog, rs->prog_start[r], m->leaf_stamp, m->epoch))
+		off = rs->cnf_start[r];
+		if (off != RELAY__NONE)
+			ok = relay__eval_cnf(rs->cnf + off, m->leaf_stamp,
+					     m->epoch);
+		else
+			ok = eval(rs->prog, rs->prog_start[r], m->leaf_stamp,
+				  m->epoch);
+		if (ok)
 			m->ids[n++] = r;
 	}
 	return n;

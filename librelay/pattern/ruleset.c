@@ -37,14 +37,15 @@ uint32_t relay__hash(const char *s, size_t len)
 	return (uint32_t)h;
 }
 
-uint32_t relay__smap_get(const relay__smap *m, const char *s, size_t len)
+uint32_t relay__smap_find(const relay__smap *m, const char *s, size_t len)
 {
 	uint32_t i, e, hash;
 
 	if (m->n <= 4) {
 		for (i = 0; i < m->n; i++)
 			if (m->ents[i].len == len &&
-			    memcmp(m->ents[i].s, s, len) == 0)
+			    (len == 0 || (m->ents[i].s[0] == s[0] &&
+					  memcmp(m->ents[i].s, s, len) == 0)))
 				return m->ents[i].val;
 		return RELAY__NONE;
 	}
@@ -99,6 +100,7 @@ static int smap_put(relay__smap *m, const char *s, size_t len, uint32_t val)
 	m->ents[m->n].hash = hash;
 	m->ents[m->n].val = val;
 	m->n++;
+	m->lenmask |= 1ULL << (len < 63 ? len : 63);
 	/* keep the load factor at most 1/2 */
 	if (!m->tab || m->n * 2 > m->mask + 1)
 		return smap_rehash(m, m->tab ? (m->mask + 1) * 2 : 16);
@@ -418,6 +420,103 @@ static int gen_map(relay_ruleset *rs, const relay__pat_map *m, uint32_t node)
 	return rc;
 }
 
+typedef struct leafvec {
+	uint32_t *v;
+	uint32_t n, cap;
+} leafvec;
+
+static int lv_push(leafvec *lv, uint32_t x)
+{
+	void *p = lv->v;
+	int rc = grow(&p, &lv->cap, lv->n + 1, sizeof(uint32_t));
+
+	lv->v = p;
+	if (!rc)
+		lv->v[lv->n++] = x;
+	return rc;
+}
+
+/*
+ * Flatten expression @i into clauses appended to @out (see
+ * relay__eval_cnf). Returns 0, 1 when the expression is not an AND of
+ * ORs of leaves, or RELAY_ENOMEM.
+ */
+static int flatten(relay_ruleset *rs, uint32_t i, leafvec *out);
+
+static int cnf_push(relay_ruleset *rs, uint32_t x)
+{
+	void *p = rs->cnf;
+	int rc = grow(&p, &rs->cap_cnf, rs->ncnf + 1, sizeof(uint32_t));
+
+	rs->cnf = p;
+	if (!rc)
+		rs->cnf[rs->ncnf++] = x;
+	return rc;
+}
+
+static uint32_t lit_of(const relay__expr *e)
+{
+	return e->arg << 1 | (e->op == RELAY__X_NLEAF);
+}
+
+static int flatten(relay_ruleset *rs, uint32_t i, leafvec *out)
+{
+	const relay__expr *e = &rs->prog[i];
+	uint32_t j, n = 0;
+	int rc;
+
+	switch (e->op) {
+	case RELAY__X_LEAF:
+	case RELAY__X_NLEAF:
+		rc = lv_push(out, 1);
+		return rc ? rc : lv_push(out, lit_of(e));
+	case RELAY__X_OR:
+		for (j = i + 1; j < e->end; j = rs->prog[j].end, n++)
+			if (rs->prog[j].op != RELAY__X_LEAF &&
+			    rs->prog[j].op != RELAY__X_NLEAF)
+				return 1;
+		rc = lv_push(out, n);
+		for (j = i + 1; !rc && j < e->end; j = rs->prog[j].end)
+			rc = lv_push(out, lit_of(&rs->prog[j]));
+		return rc;
+	default:
+		for (j = i + 1; j < e->end; j = rs->prog[j].end) {
+			rc = flatten(rs, j, out);
+			if (rc)
+				return rc;
+		}
+		return 0;
+	}
+}
+
+static int build_cnf(relay_ruleset *rs)
+{
+	leafvec lv = { 0 };
+	uint32_t r, k;
+	int rc = 0;
+
+	rs->cnf_start = relay__calloc(rs->npats ? rs->npats : 1,
+				      sizeof(uint32_t));
+	if (!rs->cnf_start)
+		return RELAY_ENOMEM;
+	for (r = 0; !rc && r < rs->npats; r++) {
+		lv.n = 0;
+		rs->cnf_start[r] = RELAY__NONE;
+		rc = flatten(rs, rs->prog_start[r], &lv);
+		if (rc == 1) {
+			rc = 0;
+			continue;
+		}
+		rs->cnf_start[r] = rs->ncnf;
+		for (k = 0; !rc && k < lv.n; k++)
+			rc = cnf_push(rs, lv.v[k]);
+		if (!rc)
+			rc = cnf_push(rs, 0);
+	}
+	relay__free(lv.v);
+	return rc;
+}
+
 /* ---------------------------------------------------------------- anchors */
 
 /*
@@ -445,22 +544,6 @@ static double leaf_cost(const relay_ruleset *rs, uint32_t leaf)
 	default:
 		return 0.9;
 	}
-}
-
-typedef struct leafvec {
-	uint32_t *v;
-	uint32_t n, cap;
-} leafvec;
-
-static int lv_push(leafvec *lv, uint32_t x)
-{
-	void *p = lv->v;
-	int rc = grow(&p, &lv->cap, lv->n + 1, sizeof(uint32_t));
-
-	lv->v = p;
-	if (!rc)
-		lv->v[lv->n++] = x;
-	return rc;
 }
 
 /*
@@ -631,6 +714,8 @@ int relay_ruleset_build(relay_ruleset *rs)
 	}
 	if (!rc)
 		rc = build_anchors(rs);
+	if (!rc)
+		rc = build_cnf(rs);
 	if (rc)
 		return rc;
 	rs->built = true;
@@ -668,6 +753,8 @@ void relay_ruleset_free(relay_ruleset *rs)
 	relay__free(rs->leaf_kind);
 	relay__free(rs->prog);
 	relay__free(rs->prog_start);
+	relay__free(rs->cnf_start);
+	relay__free(rs->cnf);
 	relay__free(rs->anchor_off);
 	relay__free(rs->anchor_rules);
 	relay__free(rs->always);

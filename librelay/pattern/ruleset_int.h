@@ -40,6 +40,7 @@ typedef struct relay__smap {
 	uint32_t n, cap;
 	uint32_t *tab;       /* indices into ents; RELAY__NONE = empty */
 	uint32_t mask;       /* table size - 1 */
+	uint64_t lenmask;    /* bit min(len, 63) set for every key length */
 } relay__smap;
 
 typedef struct relay__numleaf {
@@ -97,6 +98,9 @@ struct relay_ruleset {
 	relay__expr *prog;        /* all rule programs */
 	uint32_t nprog, cap_prog;
 	uint32_t *prog_start;     /* rule -> index of its root expr */
+	uint32_t *cnf_start;      /* rule -> offset in cnf, or NONE */
+	uint32_t *cnf;            /* flat clauses (see relay__eval_cnf) */
+	uint32_t ncnf, cap_cnf;
 	uint32_t *anchor_off;     /* leaf -> [off, off') into anchor_rules */
 	uint32_t *anchor_rules;
 	uint32_t *always;         /* rules without an anchor, ascending */
@@ -120,8 +124,45 @@ struct relay_matcher {
 };
 
 uint32_t relay__hash(const char *s, size_t len);
-/* The value of key @s, or RELAY__NONE. */
-uint32_t relay__smap_get(const relay__smap *m, const char *s, size_t len);
+uint32_t relay__smap_find(const relay__smap *m, const char *s, size_t len);
+
+/*
+ * The value of key @s, or RELAY__NONE. Most keys an event has are not in
+ * the map (a rule names a few fields of many), so a length filter rejects
+ * them before any hashing or comparing.
+ */
+static inline uint32_t relay__smap_get(const relay__smap *m, const char *s,
+				       size_t len)
+{
+	if (!((m->lenmask >> (len < 63 ? len : 63)) & 1))
+		return RELAY__NONE;
+	return relay__smap_find(m, s, len);
+}
+
+/*
+ * Most rules are an AND of ORs of leaves (fields of literals and
+ * operators; nested maps only add conjuncts). Such a rule is stored flat,
+ * as clauses [n, lit_1 .. lit_n] ended by a 0, where lit = leaf << 1 |
+ * negated, and evaluated without recursion. Rules with a nested map
+ * inside an OR keep the expression program.
+ */
+static inline bool relay__eval_cnf(const uint32_t *c, const uint32_t *stamp,
+				   uint32_t epoch)
+{
+	uint32_t n, k, lit;
+
+	while ((n = *c++) != 0) {
+		for (k = 0; k < n; k++) {
+			lit = c[k];
+			if ((stamp[lit >> 1] == epoch) != (lit & 1))
+				break;
+		}
+		if (k == n)
+			return false;
+		c += n;
+	}
+	return true;
+}
 
 /* matcher.c: leaf evaluation shared by the raw and json_t paths. */
 void relay__fire(relay_matcher *m, uint32_t leaf);
