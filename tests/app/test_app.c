@@ -711,6 +711,108 @@ static void test_appset__reload(void)
 	rm_tmp();
 }
 
+/* ---- allocation failure (CONVENTIONS C14: chaos malloc) ---- */
+
+static long oom_countdown; /* fail the allocation that brings it to 0 */
+
+static void *oom_malloc(size_t n)
+{
+	return --oom_countdown == 0 ? NULL : malloc(n);
+}
+
+static void *oom_realloc(void *p, size_t n)
+{
+	return --oom_countdown == 0 ? NULL : realloc(p, n);
+}
+
+static const char oom_yaml[] =
+	"runtime: exec\ncommand: [./run, -v]\nnetwork: true\n"
+	"resources: {memory: 1Gi, cpus: 0.5, pids: 9}\n"
+	"env: {A: 1, B: two, C: true}\n"
+	"events:\n"
+	RULE("h1", "{a: [1, x], b: {c: [{prefix: p}], d: [{exists: false}]}}")
+	"    timeout: 20s\n"
+	RULE("h2", "{t: [{gt: \"now()-5m\"}], r: [{s: [OK]}, {s: [BAD]}]}")
+	"schedules:\n  - {name: s1, handler: h1, cron: '* * * * *'}\n";
+
+/*
+ * Fail the 1st, 2nd, … allocation of a load until one succeeds: every
+ * failure must come back as RELAY_ENOMEM (or, where an allocation failure
+ * only loses a diagnostic, RELAY_EPARSE) with nothing leaked or crashed.
+ */
+static void test_app__oom(void)
+{
+	long n, failures = 0;
+	int rc = RELAY_ENOMEM;
+
+	for (n = 1; n < 100000 && rc != 0; n++) {
+		relay_app *app = NULL;
+
+		oom_countdown = n;
+		relay_set_allocator(oom_malloc, oom_realloc, free);
+		rc = relay_app_load_buffer(&app, "oom", "/", "t.yaml", oom_yaml,
+					   sizeof(oom_yaml) - 1, NULL, NULL);
+		relay_set_allocator(NULL, NULL, NULL);
+		if (rc) {
+			RT_CHECK(app == NULL);
+			RT_CHECK(rc == RELAY_ENOMEM);
+			failures++;
+		} else {
+			RT_CHECK(app != NULL);
+			RT_EQ_INT(relay_app_rule_count(app), 2);
+			relay_app_free(app);
+		}
+	}
+	RT_EQ_INT(rc, 0);
+	RT_CHECK(failures > 20);
+}
+
+static void test_appset__oom(void)
+{
+	relay_appset *base = NULL;
+	long n;
+	int rc = RELAY_ENOMEM;
+
+	make_tmp();
+	write_file("a/template.yaml", oom_yaml);
+	write_file("b/template.yaml", rule_yaml);
+	write_file("c/template.yaml", "runtime: bad\n");
+	for (n = 1; n < 100000 && rc != 0; n++) {
+		relay_appset *set = NULL;
+
+		oom_countdown = n;
+		relay_set_allocator(oom_malloc, oom_realloc, free);
+		rc = relay_appset_load(&set, tmp_root, NULL, NULL);
+		relay_set_allocator(NULL, NULL, NULL);
+		RT_CHECK(rc == 0 || rc == RELAY_ENOMEM);
+		RT_CHECK((rc == 0) == (set != NULL));
+		if (set)
+			RT_EQ_INT(relay_appset_invalid_count(set), 1);
+		relay_appset_free(set);
+	}
+	RT_EQ_INT(rc, 0);
+	RT_CHECK(n > 20);
+	/* and inside a reload, with the old set left intact */
+	RT_EQ_INT(relay_appset_load(&base, tmp_root, NULL, NULL), 0);
+	RT_ASSERT(base != NULL);
+	rc = RELAY_ENOMEM;
+	for (n = 1; n < 100000 && rc != 0; n++) {
+		relay_appset *re = NULL;
+
+		oom_countdown = n;
+		relay_set_allocator(oom_malloc, oom_realloc, free);
+		rc = relay_appset_reload(&re, base, "a", NULL, NULL);
+		relay_set_allocator(NULL, NULL, NULL);
+		RT_CHECK(rc == 0 || rc == RELAY_ENOMEM);
+		RT_CHECK((rc == 0) == (re != NULL));
+		relay_appset_free(re);
+	}
+	RT_EQ_INT(relay_ruleset_count(relay_appset_ruleset(base)), 5);
+	relay_appset_free(base);
+	RT_EQ_INT(rc, 0);
+	rm_tmp();
+}
+
 static const rt_case cases[] = {
 	RT_CASE(test_app__defaults),
 	RT_CASE(test_app__all_keys),
@@ -730,6 +832,8 @@ static const rt_case cases[] = {
 	RT_CASE(test_appset__missing_dir),
 	RT_CASE(test_appset__empty_dir),
 	RT_CASE(test_appset__reload),
+	RT_CASE(test_app__oom),
+	RT_CASE(test_appset__oom),
 };
 
 int main(int argc, char **argv)
