@@ -45,8 +45,11 @@ static const uchar *fail(scan *s, const uchar *p, const char *what)
 	return NULL;
 }
 
+/* Skip whitespace. Compact JSON has none: one compare decides. */
 static inline const uchar *ws(const scan *s, const uchar *p)
 {
+	if (p < s->end && *p > ' ')
+		return p;
 	while (p < s->end &&
 	       (*p == ' ' || *p == '\n' || *p == '\r' || *p == '\t'))
 		p++;
@@ -149,7 +152,7 @@ static const uchar *utf8(scan *s, const uchar *p)
  * '"', '\\', a control character or a non-ASCII byte (the signed compare
  * against 0x20 catches both of the last two).
  */
-static const uchar *string_end(scan *s, const uchar *p, int *esc)
+static const uchar *string_end_slow(scan *s, const uchar *p, int *esc)
 {
 	const uchar *end = s->end;
 	uchar c;
@@ -197,6 +200,35 @@ special:
 		if (!p)
 			return NULL;
 	}
+}
+
+/*
+ * The common case inline: a plain ASCII string that ends within the next
+ * 16 bytes (most keys and many values) costs one vector compare and no
+ * call.
+ */
+static inline const uchar *string_end(scan *s, const uchar *p, int *esc)
+{
+#if defined(__SSE2__)
+	if (s->end - p >= 16) {
+		__m128i v = _mm_loadu_si128((const __m128i *)p);
+		__m128i x = _mm_or_si128(
+			_mm_or_si128(_mm_cmpeq_epi8(v, _mm_set1_epi8('"')),
+				     _mm_cmpeq_epi8(v, _mm_set1_epi8('\\'))),
+			_mm_cmplt_epi8(v, _mm_set1_epi8(0x20)));
+		int mask = _mm_movemask_epi8(x);
+
+		if (mask) {
+			const uchar *q = p + __builtin_ctz((unsigned)mask);
+
+			if (*q == '"')
+				return q;
+			return string_end_slow(s, q, esc);
+		}
+		return string_end_slow(s, p + 16, esc);
+	}
+#endif
+	return string_end_slow(s, p, esc);
 }
 
 static void put_utf8(char *o, size_t *n, unsigned long cp)
@@ -266,6 +298,12 @@ static const char *unescape(scan *s, const uchar *p, const uchar *q,
 	return o;
 }
 
+static inline int is_digit(const scan *s, const uchar *q)
+{
+	return q < s->end && (uchar)(*q - '0') < 10;
+}
+
+/* RFC 8259 number grammar: -?(0|[1-9][0-9]*)(.[0-9]+)?([eE][+-]?[0-9]+)? */
 static const uchar *number_end(scan *s, const uchar *p)
 {
 	const uchar *q = p;
@@ -274,26 +312,26 @@ static const uchar *number_end(scan *s, const uchar *p)
 		q++;
 	if (AT(s, q) == '0') {
 		q++;
-	} else if (AT(s, q) >= '1' && AT(s, q) <= '9') {
-		while (AT(s, q) >= '0' && AT(s, q) <= '9')
+	} else if (is_digit(s, q)) {
+		while (is_digit(s, q))
 			q++;
 	} else {
 		return fail(s, p, "invalid number");
 	}
 	if (AT(s, q) == '.') {
 		q++;
-		if (AT(s, q) < '0' || AT(s, q) > '9')
+		if (!is_digit(s, q))
 			return fail(s, p, "invalid number");
-		while (AT(s, q) >= '0' && AT(s, q) <= '9')
+		while (is_digit(s, q))
 			q++;
 	}
-	if (AT(s, q) == 'e' || AT(s, q) == 'E') {
+	if ((AT(s, q) | 0x20) == 'e') {
 		q++;
 		if (AT(s, q) == '+' || AT(s, q) == '-')
 			q++;
-		if (AT(s, q) < '0' || AT(s, q) > '9')
+		if (!is_digit(s, q))
 			return fail(s, p, "invalid number");
-		while (AT(s, q) >= '0' && AT(s, q) <= '9')
+		while (is_digit(s, q))
 			q++;
 	}
 	return q;
@@ -309,7 +347,7 @@ static const uchar *literal(scan *s, const uchar *p, const char *word,
 
 /* p at a string key's opening quote: validate key and ':'; returns the
  * position of the value (whitespace skipped). */
-static const uchar *member_key(scan *s, const uchar *p, const uchar **k,
+static inline const uchar *member_key(scan *s, const uchar *p, const uchar **k,
 			       const uchar **kend, int *esc)
 {
 	if (AT(s, p) != '"')
