@@ -377,6 +377,7 @@ static void compile_pattern(walker *w, const relay__pnode *pattern,
 			    const char *where, relay_pattern **out)
 {
 	relay_error e = { 0 };
+	const char *text;
 	int rc, line, col;
 
 	rc = relay__pattern_compile_pnode(out, pattern, w->app->path, &e);
@@ -386,8 +387,12 @@ static void compile_pattern(walker *w, const relay__pnode *pattern,
 		return;
 	line = e.line ? e.line : pattern->line;
 	col = e.line ? e.column : pattern->column;
+	/* The compiler names the root "pattern"; we say where it is. */
+	text = e.text;
+	if (strncmp(text, "pattern: ", 9) == 0)
+		text += 9;
 	if (relay__diags_add(w->d, RELAY_EPARSE, w->app->path, line, col,
-			     "%s.pattern: %s", where, e.text))
+			     "%s.pattern: %s", where, text))
 		w->oom = 1;
 	w->errors++;
 }
