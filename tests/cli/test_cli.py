@@ -227,6 +227,20 @@ def validate_equals_form():
     eq(run("validate", "--apps=" + EXAMPLES), (0, "", ""), "--apps=DIR")
 
 
+@case
+def doc_templates_examples_validate():
+    """Every complete template in doc/templates.md is valid."""
+    import re
+    with open(os.path.join(ROOT, "doc", "templates.md")) as f:
+        blocks = re.findall(r"```yaml\n(.*?)```", f.read(), re.S)
+    full = [b for b in blocks if b.startswith("runtime:")]
+    if not full:
+        raise AssertionError("no complete template in doc/templates.md")
+    with Tmp() as t:
+        write_apps(t, {f"doc{i}": b for i, b in enumerate(full)})
+        eq(run("validate", "--apps", t), (0, "", ""), "doc examples")
+
+
 # ---- match ----
 
 @case
