@@ -102,6 +102,9 @@ int relay__mem_sid_parse(const char *s, size_t len, mem_sid *out);
 int relay__mem_sid_fmt(mem_sid id, char *buf, size_t size);
 int relay__mem_xadd(mem_key *k, mem_sid id, const mem_args *a, int first,
 		    int64_t now, relay_redis_reply **out);
+/* Remove the entry the last relay__mem_xadd() appended (for scripts that
+ * must not leave half their writes behind). */
+void relay__mem_xadd_undo(mem_key *k, mem_sid prev_last);
 
 /* Shared by memory_stream.c and memory_pel.c. */
 int relay__mem_sid_cmp(mem_sid a, mem_sid b);

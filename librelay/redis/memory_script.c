@@ -84,14 +84,24 @@ static void read_state(const mem_key *k, const mem_args *a, int fi,
 	relay_inv_state_parse(cur, v ? v->s : NULL, v ? v->len : 0);
 }
 
-/* HSET field value + PERSIST, creating the hash when needed. */
+/* HSET field value + PERSIST, creating the hash when needed; on failure
+ * nothing has changed. */
 static int write_field(mem_backend *m, mem_key **k, const mem_args *a,
 		       const char *f, size_t flen, const char *v)
 {
-	if (!*k)
+	int created = !*k;
+
+	if (created)
 		*k = relay__mem_create(m, a->argv[0], a->len[0], MEM_HASH);
-	if (!*k || relay__mem_hset(*k, f, flen, v, strlen(v)) < 0)
+	if (!*k)
 		return RELAY_ENOMEM;
+	if (relay__mem_hset(*k, f, flen, v, strlen(v)) < 0) {
+		if (created) {
+			relay__mem_delete(m, *k);
+			*k = NULL;
+		}
+		return RELAY_ENOMEM;
+	}
 	(*k)->expire_at = 0;
 	return 0;
 }
@@ -186,9 +196,9 @@ static relay_redis_reply *dlq_persist(mem_backend *m, mem_key *k,
 	relay_redis_reply *id = NULL, *out;
 	char tok[RELAY_INV_TOKEN_LEN + 1], val[96];
 	int64_t attempt = 0;
-	mem_args xa;
+	mem_sid prev_last;
 	mem_key *dlq;
-	int placeholder = a->len[2] == 0;
+	int placeholder = a->len[2] == 0, created;
 
 	if (a->argc < 7 || (a->argc - 5) % 2 ||
 	    (!placeholder && (arg_num(a, 3, &attempt) || attempt < 1 ||
@@ -207,29 +217,33 @@ static relay_redis_reply *dlq_persist(mem_backend *m, mem_key *k,
 	dlq = relay__mem_lookup(m, a->argv[1], a->len[1]);
 	if (dlq && dlq->type != MEM_STREAM)
 		return wrongtype();
-	if (!dlq)
+	created = !dlq;
+	if (created)
 		dlq = relay__mem_create(m, a->argv[1], a->len[1], MEM_STREAM);
 	if (!dlq)
 		return NULL;
-	xa = *a;
-	if (relay__mem_xadd(dlq, (mem_sid){ UINT64_MAX, UINT64_MAX }, &xa, 5,
-			    relay__mem_now(m), &id) ||
-	    !id)
-		return NULL;
-	if (id->type != RELAY_REDIS_REPLY_STRING)
-		return id;
-	if (placeholder) {
-		if (write_field(m, &k, a, ph, sizeof(ph) - 1, "1"))
-			goto fail;
-	} else {
-		if (relay_inv_state_format(&next, val, sizeof(val)) < 0 ||
-		    write_field(m, &k, a, a->argv[2], a->len[2], val))
-			goto fail;
-	}
+	prev_last = dlq->u.stream.last;
+	if (relay__mem_xadd(dlq, SID_MAX, a, 5, relay__mem_now(m), &id) ||
+	    !id || id->type != RELAY_REDIS_REPLY_STRING)
+		goto undo_stream;
+	if (!placeholder &&
+	    relay_inv_state_format(&next, val, sizeof(val)) < 0)
+		goto undo_entry;
+	if (placeholder ? write_field(m, &k, a, ph, sizeof(ph) - 1, "1")
+			: write_field(m, &k, a, a->argv[2], a->len[2], val))
+		goto undo_entry;
+	/* both writes done; a lost reply is retried as "already" */
 	out = reply4("written", 0, 0, id->str);
 	relay_redis_reply_free(id);
 	return out;
-fail:
+undo_entry:
+	/* all or nothing, as the Lua script (which cannot fail here) */
+	relay__mem_xadd_undo(dlq, prev_last);
+undo_stream:
+	if (created)
+		relay__mem_delete(m, dlq);
+	if (id && id->type == RELAY_REDIS_REPLY_ERROR)
+		return id;
 	relay_redis_reply_free(id);
 	return NULL;
 }

@@ -207,6 +207,7 @@ int relay__mem_xadd(mem_key *k, mem_sid id, const mem_args *a, int first,
 					   "stream top item");
 		return 0;
 	}
+	/* Allocate everything first: on failure nothing has changed. */
 	if (st->n == st->cap) {
 		size_t cap = st->cap ? 2 * st->cap : 8;
 		mem_entry *g = relay__realloc(st->e, cap * sizeof(*g));
@@ -216,27 +217,41 @@ int relay__mem_xadd(mem_key *k, mem_sid id, const mem_args *a, int first,
 		st->e = g;
 		st->cap = cap;
 	}
+	*out = relay__mem_sid_reply(id);
 	e = &st->e[st->n];
 	e->id = id;
 	e->nfv = (size_t)n;
 	e->fv = relay__calloc((size_t)n, sizeof(*e->fv));
-	if (!e->fv)
-		return RELAY_ENOMEM;
-	for (i = 0; i < n; i++) {
+	for (i = 0; *out && e->fv && i < n; i++) {
 		e->fv[i].s = relay__strndup(a->argv[first + i],
 					    a->len[first + i]);
 		e->fv[i].len = a->len[first + i];
-		if (!e->fv[i].s) {
-			while (i-- > 0)
-				relay__free(e->fv[i].s);
-			relay__free(e->fv);
-			return RELAY_ENOMEM;
-		}
+		if (!e->fv[i].s)
+			break;
+	}
+	if (!*out || !e->fv || i < n) {
+		while (e->fv && i-- > 0)
+			relay__free(e->fv[i].s);
+		relay__free(e->fv);
+		relay_redis_reply_free(*out);
+		*out = NULL;
+		return RELAY_ENOMEM;
 	}
 	st->n++;
 	st->last = id;
-	*out = relay__mem_sid_reply(id);
-	return *out ? 0 : RELAY_ENOMEM;
+	return 0;
+}
+
+void relay__mem_xadd_undo(mem_key *k, mem_sid prev_last)
+{
+	mem_stream *st = &k->u.stream;
+	mem_entry *e = &st->e[--st->n];
+	size_t j;
+
+	for (j = 0; j < e->nfv; j++)
+		relay__free(e->fv[j].s);
+	relay__free(e->fv);
+	st->last = prev_last;
 }
 
 static relay_redis_reply *xadd(mem_backend *m, mem_key *k, const mem_args *a)

@@ -168,24 +168,33 @@ static void test_memory__open_by_uri(void)
 
 /* ---- chaos malloc: every allocation failure point, no crash, no leak */
 
-static long chaos_left; /* allocations until failure; < 0: never fail */
+/*
+ * Allocations until the failing one; < 0: never fail. In "sticky" mode
+ * every allocation from then on fails (a process out of memory); in
+ * one-shot mode only that one does, so the code after a failed step keeps
+ * running and partial writes would show.
+ */
+static long chaos_left;
+static int chaos_sticky;
+
+static int chaos_fail(void)
+{
+	if (chaos_left < 0)
+		return 0;
+	if (chaos_left-- > 0)
+		return 0;
+	chaos_left = chaos_sticky ? 0 : -1;
+	return 1;
+}
 
 static void *chaos_malloc(size_t n)
 {
-	if (chaos_left == 0)
-		return NULL;
-	if (chaos_left > 0)
-		chaos_left--;
-	return malloc(n);
+	return chaos_fail() ? NULL : malloc(n);
 }
 
 static void *chaos_realloc(void *p, size_t n)
 {
-	if (chaos_left == 0)
-		return NULL;
-	if (chaos_left > 0)
-		chaos_left--;
-	return realloc(p, n);
+	return chaos_fail() ? NULL : realloc(p, n);
 }
 
 struct chaos_calls {
@@ -246,8 +255,35 @@ static int chaos_pass(relay_clock *clock)
 	CHAOS(relay_inv_claim_classification(b, key, chaos_inv_cb, &c));
 	CHAOS(relay_inv_try_start(b, key, "a/h", RS_NOW, 6000, chaos_inv_cb,
 				  &c));
+	{
+		/* an existing DLQ stream, so an undo cannot hide behind
+		 * deleting a stream the persist created */
+		long saved = chaos_left;
+		relay_redis_backend *keep = rs_b;
+
+		chaos_left = -1;
+		rs_b = b;
+		RS_STR("XADD", RS_DLQ, "*", "older", "entry");
+		rs_b = keep;
+		chaos_left = saved;
+	}
 	CHAOS(relay_dlq_persist(b, key, RS_DLQ, NULL, 0, NULL, &e,
 				chaos_persist_cb, &c));
+	{
+		/* all or nothing: entry present iff marker set */
+		long saved = chaos_left;
+		relay_redis_backend *keep = rs_b;
+
+		chaos_left = -1;
+		rs_b = b;
+		if ((RS_INT("XLEN", RS_DLQ) == 2) !=
+		    (strcmp(RS_STR("HGET", key, "__dlq_placeholder"), "1") ==
+		     0))
+			RT_FAILF("half-written DLQ persist at failure point "
+				 "%ld", saved);
+		rs_b = keep;
+		chaos_left = saved;
+	}
 	CHAOS(relay_inv_retain(b, key, 1000, chaos_inv_cb, &c));
 	{
 		const char *names[] = { "event" }, *vals[] = { "{}" };
@@ -281,16 +317,20 @@ static void test_memory__chaos_malloc(void)
 	long n;
 	int clean = 0;
 
-	for (n = 0; n < 5000 && !clean; n++) {
-		chaos_left = n;
-		relay_set_allocator(chaos_malloc, chaos_realloc, free);
-		clean = chaos_pass(clock) == 0 && chaos_left > 0;
-		relay_set_allocator(NULL, NULL, NULL);
+	for (chaos_sticky = 1; chaos_sticky >= 0; chaos_sticky--) {
+		clean = 0;
+		for (n = 0; n < 5000 && !clean; n++) {
+			chaos_left = n;
+			relay_set_allocator(chaos_malloc, chaos_realloc, free);
+			clean = chaos_pass(clock) == 0 && chaos_left > 0;
+			relay_set_allocator(NULL, NULL, NULL);
+		}
+		chaos_left = -1;
+		printf("# %s: %ld allocation failure points exercised\n",
+		       chaos_sticky ? "sticky" : "one-shot", n - 1);
+		RT_CHECK(clean); /* some n let the whole pass succeed */
+		RT_CHECK(n > 50);
 	}
-	chaos_left = -1;
-	printf("# %ld allocation failure points exercised\n", n - 1);
-	RT_CHECK(clean); /* some n let the whole pass succeed */
-	RT_CHECK(n > 50);
 }
 
 static const rt_case cases[] = {
