@@ -337,6 +337,34 @@ RELAY_EXTERN int relay_appset_reload(relay_appset **out,
 				     const char *name, relay_app_diag_fn fn,
 				     void *payload);
 
+/**
+ * relay_appset_change_fn - receives the name of one changed app entry.
+ * @name: the directory name (**borrowed** for the call).
+ * @payload: the payload given to relay_appset_scan().
+ */
+typedef void (*relay_appset_change_fn)(const char *name, void *payload);
+
+/**
+ * relay_appset_scan() - which apps changed on disk since the set was
+ * loaded.
+ * @set: the set.
+ * @fn: called once per changed name, in name order: a template that was
+ *   added, removed, or modified (mtime, size, inode or device differ from
+ *   when the set read it). Pass each name to relay_appset_reload().
+ * @payload: passed to @fn.
+ *
+ * The template is stamped before it is read, so an edit racing a load is
+ * reported again by the next scan rather than missed. Cheap enough to
+ * poll (one readdir plus one stat per app); an inotify watcher can call
+ * it on any event instead.
+ *
+ * Returns: 0; RELAY_ENOTFOUND / RELAY_ERROR when the apps directory can
+ * no longer be read (nothing reported); RELAY_ENOMEM.
+ * Thread-safety: reentrant; read-only on @set.
+ */
+RELAY_EXTERN int relay_appset_scan(const relay_appset *set,
+				   relay_appset_change_fn fn, void *payload);
+
 /** relay_appset_dir() - the apps directory as given (**borrowed**). */
 RELAY_EXTERN const char *relay_appset_dir(const relay_appset *set);
 

@@ -24,11 +24,20 @@
 
 #include "app.h"
 
+/* What identifies one version of a template file on disk. */
+typedef struct stamp {
+	int64_t mtime_ns;
+	int64_t size;
+	uint64_t ino, dev;
+	int valid;               /* 0: the stat failed */
+} stamp;
+
 typedef struct entry {
 	char *name;              /* directory name */
 	relay_app *app;          /* NULL when invalid */
 	int status;              /* 0 or the load error */
 	relay__diags diags;      /* sorted */
+	stamp st;                /* template.yaml, taken before reading it */
 } entry;
 
 typedef struct rule_ref {
@@ -58,6 +67,27 @@ static char *join(const char *dir, const char *name, const char *tail)
 
 	return relay__sprintf("%s%s%s%s", dir,
 			      dl && dir[dl - 1] == '/' ? "" : "/", name, tail);
+}
+
+/* Stamp <dir>/<name>/template.yaml; -1 on ENOMEM. */
+static int take_stamp(const char *dir, const char *name, stamp *out)
+{
+	struct stat st;
+	char *p = join(dir, name, "/template.yaml");
+
+	if (!p)
+		return -1;
+	memset(out, 0, sizeof(*out));
+	if (stat(p, &st) == 0) {
+		out->mtime_ns = (int64_t)st.st_mtim.tv_sec * 1000000000 +
+				st.st_mtim.tv_nsec;
+		out->size = (int64_t)st.st_size;
+		out->ino = (uint64_t)st.st_ino;
+		out->dev = (uint64_t)st.st_dev;
+		out->valid = 1;
+	}
+	relay__free(p);
+	return 0;
 }
 
 static int has_template(const char *dir, const char *name)
@@ -184,8 +214,12 @@ static int load_entry(relay_appset *set, entry *e, relay_app_diag_fn fn,
 	size_t i;
 	int rc;
 
-	if (!dir)
+	/* Stamp first: a change racing the read shows up at the next scan
+	 * (a reload too many, never one too few). */
+	if (!dir || take_stamp(set->dir, e->name, &e->st)) {
+		relay__free(dir);
 		return RELAY_ENOMEM;
+	}
 	rc = relay__app_load_dir(&e->app, e->name, dir, &e->diags);
 	relay__free(dir);
 	if (rc == RELAY_ENOMEM || e->diags.oom)
@@ -279,6 +313,7 @@ static int copy_entry(entry *dst, const entry *src)
 		dst->diags.n = dst->diags.cap = src->diags.n;
 	}
 	dst->status = src->status;
+	dst->st = src->st;
 	dst->app = src->app ? relay_app_ref(src->app) : NULL;
 	return 0;
 }
@@ -335,6 +370,45 @@ int relay_appset_reload(relay_appset **out, const relay_appset *old,
 	}
 	*out = set;
 	return 0;
+}
+
+static int stamp_differs(const stamp *a, const stamp *b)
+{
+	return a->valid != b->valid || a->mtime_ns != b->mtime_ns ||
+	       a->size != b->size || a->ino != b->ino || a->dev != b->dev;
+}
+
+int relay_appset_scan(const relay_appset *set, relay_appset_change_fn fn,
+		      void *payload)
+{
+	char **names = NULL;
+	size_t n = 0, i = 0, j = 0;
+	int rc;
+
+	rc = list_apps(set->dir, &names, &n, NULL, NULL);
+	/* Merge the two sorted lists: disk (names) and the set (v). */
+	while (!rc && (i < n || j < set->n)) {
+		int c = i == n ? 1 : j == set->n ? -1
+			: strcmp(names[i], set->v[j].name);
+		stamp now;
+
+		if (c < 0) {
+			fn(names[i++], payload);          /* added */
+		} else if (c > 0) {
+			fn(set->v[j++].name, payload);    /* removed */
+		} else {
+			if (take_stamp(set->dir, names[i], &now))
+				rc = RELAY_ENOMEM;
+			else if (stamp_differs(&now, &set->v[j].st))
+				fn(names[i], payload);    /* modified */
+			i++;
+			j++;
+		}
+	}
+	for (i = 0; i < n; i++)
+		relay__free(names[i]);
+	relay__free(names);
+	return rc;
 }
 
 const char *relay_appset_dir(const relay_appset *set) { return set->dir; }

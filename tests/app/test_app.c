@@ -711,6 +711,55 @@ static void test_appset__reload(void)
 	rm_tmp();
 }
 
+static void collect_name(const char *name, void *payload)
+{
+	relay__buf *b = payload;
+
+	relay__buf_printf(b, "%s,", name);
+}
+
+static void test_appset__scan(void)
+{
+	relay_appset *set = NULL, *next;
+	relay__buf b = { 0 };
+	char path[600];
+	const char *changed[] = { "b", "c", "d" };
+	size_t i;
+
+	make_tmp();
+	write_file("a/template.yaml", rule_yaml);
+	write_file("b/template.yaml", rule_yaml);
+	write_file("c/template.yaml", "runtime: nope\n");
+	RT_EQ_INT(relay_appset_load(&set, tmp_root, NULL, NULL), 0);
+	RT_ASSERT(set != NULL);
+	RT_EQ_INT(relay_appset_scan(set, collect_name, &b), 0);
+	RT_CHECK(b.len == 0);
+	/* b edited (size changes), c removed, d added, a untouched */
+	write_file("b/template.yaml", "runtime: exec\ncommand: [x]\n");
+	snprintf(path, sizeof(path), "%s/c/template.yaml", tmp_root);
+	RT_EQ_INT(unlink(path), 0);
+	write_file("d/template.yaml", rule_yaml);
+	RT_EQ_INT(relay_appset_scan(set, collect_name, &b), 0);
+	RT_EQ_STR(b.data, "b,c,d,");
+	/* reloading each change leaves nothing to report */
+	for (i = 0; i < RELAY__ARRAY_SIZE(changed); i++) {
+		RT_EQ_INT(relay_appset_reload(&next, set, changed[i], NULL,
+					      NULL), 0);
+		relay_appset_free(set);
+		set = next;
+	}
+	b.len = 0;
+	RT_EQ_INT(relay_appset_scan(set, collect_name, &b), 0);
+	RT_CHECK(b.len == 0);
+	RT_EQ_INT(relay_appset_entry_count(set), 3);
+	RT_EQ_INT(relay_appset_invalid_count(set), 0);
+	relay__buf_free(&b);
+	rm_tmp();
+	/* the apps directory itself is gone */
+	RT_EQ_INT(relay_appset_scan(set, collect_name, &b), RELAY_ENOTFOUND);
+	relay_appset_free(set);
+}
+
 /* ---- allocation failure (CONVENTIONS C14: chaos malloc) ---- */
 
 static long oom_countdown; /* fail the allocation that brings it to 0 */
@@ -832,6 +881,7 @@ static const rt_case cases[] = {
 	RT_CASE(test_appset__missing_dir),
 	RT_CASE(test_appset__empty_dir),
 	RT_CASE(test_appset__reload),
+	RT_CASE(test_appset__scan),
 	RT_CASE(test_app__oom),
 	RT_CASE(test_appset__oom),
 };
