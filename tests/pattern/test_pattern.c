@@ -79,9 +79,9 @@ static void check_ruleset_one(const relay_pattern *p, const char *ev_text,
  * every pattern of the file, which must report exactly the patterns whose
  * relay_pattern_match() is 1.
  */
-static void run_cases(const char *name)
+static void run_cases_text(const char *name, char *text)
 {
-	char *text = slurp(name), *line, *save = NULL;
+	char *line, *save = NULL;
 	relay_pattern *pats[MAX_PATS];
 	char *evs[MAX_EVS];
 	size_t np = 0, ne = 0, i, k, n, got_i;
@@ -161,6 +161,13 @@ static void run_cases(const char *name)
 	relay_ruleset_free(rs);
 	for (i = 0; i < np; i++)
 		relay_pattern_free(pats[i]);
+}
+
+static void run_cases(const char *name)
+{
+	char *text = slurp(name);
+
+	run_cases_text(name, text);
 	free(text);
 }
 
@@ -179,9 +186,10 @@ static void test_pattern__cases_combining(void)
 	run_cases("combining.test");
 }
 
-static void test_pattern__invalid(void)
+/* "pattern:" / "error:" pairs; returns how many were checked. */
+static int run_invalid_text(char *text)
 {
-	char *text = slurp("invalid.test"), *line, *save = NULL;
+	char *line, *save = NULL;
 	json_t *j = NULL;
 	int lineno = 0, checked = 0;
 
@@ -215,8 +223,102 @@ static void test_pattern__invalid(void)
 		j = NULL;
 		checked++;
 	}
-	RT_CHECK(checked > 40);
+	return checked;
+}
+
+static void test_pattern__invalid(void)
+{
+	char *text = slurp("invalid.test");
+
+	RT_ASSERT(text);
+	RT_CHECK(run_invalid_text(text) > 40);
 	free(text);
+}
+
+/*
+ * Every ```test and ```error block of doc/patterns.md runs as a cases
+ * file, so the reference cannot drift from the implementation.
+ */
+static void test_pattern__doc(void)
+{
+	char path[512], *doc, *p, *end, *tests, *errors;
+	size_t tn = 0, en = 0, len;
+	FILE *f;
+	long n;
+
+	snprintf(path, sizeof(path), "%s/doc/patterns.md", RELAY_SOURCE_ROOT);
+	f = fopen(path, "rb");
+	if (!f)
+		RT_SKIP("no doc/patterns.md");
+	fseek(f, 0, SEEK_END);
+	n = ftell(f);
+	fseek(f, 0, SEEK_SET);
+	doc = calloc(1, (size_t)n + 1);
+	tests = calloc(1, (size_t)n + 1);
+	errors = calloc(1, (size_t)n + 1);
+	RT_ASSERT(doc && tests && errors &&
+		  fread(doc, 1, (size_t)n, f) == (size_t)n);
+	fclose(f);
+	for (p = doc; (p = strstr(p, "\n```")) != NULL; p = end) {
+		int is_test = strncmp(p, "\n```test\n", 9) == 0;
+		int is_error = strncmp(p, "\n```error\n", 10) == 0;
+		char *body = p + (is_test ? 9 : 10);
+
+		end = strstr(p + 4, "\n```");
+		RT_ASSERT(end);
+		end += 4;
+		if (!is_test && !is_error)
+			continue;
+		len = (size_t)(end - 3 - body);
+		if (is_test) {
+			memcpy(tests + tn, body, len);
+			tn += len;
+		} else {
+			memcpy(errors + en, body, len);
+			en += len;
+		}
+	}
+	RT_CHECK(tn > 0 && en > 0);
+	run_cases_text("doc/patterns.md", tests);
+	RT_CHECK(run_invalid_text(errors) >= 15);
+	free(doc);
+	free(tests);
+	free(errors);
+}
+
+/* Pattern nesting is bounded: deep enough for any real template, never
+ * deep enough to exhaust the stack. */
+static void test_pattern__depth_bound(void)
+{
+	char buf[1024];
+	int levels;
+
+	for (levels = 1; levels <= 40; levels++) {
+		relay_pattern *p = NULL;
+		relay_error err;
+		json_t *j;
+		size_t o = 0;
+		int i, rc;
+
+		for (i = 0; i < levels; i++)
+			o += (size_t)sprintf(buf + o, "{\"a\": ");
+		o += (size_t)sprintf(buf + o, "[1]");
+		for (i = 0; i < levels; i++)
+			buf[o++] = '}';
+		buf[o] = '\0';
+		j = json_loads(buf, 0, NULL);
+		RT_ASSERT(j);
+		memset(&err, 0, sizeof(err));
+		rc = relay_pattern_compile(&p, j, &err);
+		if (levels <= 32 && rc != 0)
+			RT_FAILF("%d levels: %s", levels, err.text);
+		if (levels > 32 && (rc != RELAY_EPARSE ||
+				    !strstr(err.text, "pattern nested deeper "
+					    "than 64 levels")))
+			RT_FAILF("%d levels: rc %d %s", levels, rc, err.text);
+		relay_pattern_free(p);
+		json_decref(j);
+	}
 }
 
 /* Errors from a marked pnode tree carry the offending node's position. */
@@ -454,6 +556,8 @@ static const rt_case cases[] = {
 	RT_CASE(test_pattern__cases_comparison),
 	RT_CASE(test_pattern__cases_combining),
 	RT_CASE(test_pattern__invalid),
+	RT_CASE(test_pattern__doc),
+	RT_CASE(test_pattern__depth_bound),
 	RT_CASE(test_pattern__marks),
 	RT_CASE(test_pattern__yaml_numbers),
 	RT_CASE(test_pattern__rfc3339),
