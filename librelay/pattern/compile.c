@@ -45,7 +45,8 @@ static int op_index(const char *k, size_t len)
 	size_t i;
 
 	for (i = 0; i < RELAY__ARRAY_SIZE(op_names); i++)
-		if (strlen(op_names[i]) == len && memcmp(op_names[i], k, len) == 0)
+		if (strlen(op_names[i]) == len &&
+		    memcmp(op_names[i], k, len) == 0)
 			return (int)i;
 	return -1;
 }
@@ -394,12 +395,12 @@ static int compile_map_alt(cctx *c, const relay__pnode *n, int depth,
 		shown(first->key, first->key_len, b, sizeof(b));
 		if ((first->key_len == 2 && !memcmp(first->key, "eq", 2)) ||
 		    (first->key_len >= 5 && !memcmp(first->key, "equal", 5)))
-			return fail_key(c, first, "unknown operator \"%s\": there is "
-				    "no equals operator, a bare literal is "
-				    "equality", b);
+			return fail_key(c, first, "unknown operator \"%s\": "
+					"there is no equals operator, a bare "
+					"literal is equality", b);
 		if (near)
-			return fail_key(c, first, "unknown operator \"%s\" (did you "
-				    "mean \"%s\"?)", b, near);
+			return fail_key(c, first, "unknown operator \"%s\" "
+					"(did you mean \"%s\"?)", b, near);
 		return fail_key(c, first, "unknown operator \"%s\"; if it is a "
 			    "field, its condition must be a list: write "
 			    "%s: [...]", b, b);

@@ -44,7 +44,8 @@ static int pnode_from_json(relay__pnode *n, const json_t *j)
 	case JSON_INTEGER:
 	case JSON_REAL:
 		if (json_is_integer(j))
-			len = snprintf(buf, sizeof(buf), "%" JSON_INTEGER_FORMAT,
+			len = snprintf(buf, sizeof(buf),
+				       "%" JSON_INTEGER_FORMAT,
 				       json_integer_value(j));
 		else
 			len = snprintf(buf, sizeof(buf), "%.17g",

@@ -152,7 +152,8 @@ static int value(pj *p, relay__pnode *n, int depth)
 		n->kind = RELAY__PNODE_BOOL;
 		k = 5;
 	} else {
-		while (s[k] && strchr("+-.0123456789eExabcdefABCDEFoinfIN", s[k]))
+		while (s[k] &&
+		       strchr("+-.0123456789eExabcdefABCDEFoinfIN", s[k]))
 			k++;
 		if (!k)
 			return -1;
