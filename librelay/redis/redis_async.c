@@ -68,9 +68,8 @@ typedef struct hr_cmd {
 	ev_timer timer;
 	int done;                       /* callback already ran */
 	int script;                     /* op + 1 for EVALSHA calls, else 0 */
-	int argc;                       /* saved script call for NOSCRIPT */
-	char **argv;
-	size_t *argvlen;
+	char *fmt;                      /* the formatted EVALSHA, kept for */
+	size_t fmtlen;                  /* one resend after NOSCRIPT */
 } hr_cmd;
 
 static void hr_connect(hr_backend *b);
@@ -131,12 +130,9 @@ static relay_redis_reply *convert(const redisReply *r)
 static void cmd_free(hr_cmd *c)
 {
 	hr_backend *b = c->b;
-	int i;
 
-	for (i = 0; i < c->argc; i++)
-		relay__free(c->argv[i]);
-	relay__free(c->argv);
-	relay__free(c->argvlen);
+	if (c->fmt)
+		redisFreeCommand(c->fmt);
 	relay__free(c);
 	release(b);
 }
@@ -199,6 +195,7 @@ static void drop_connection(hr_backend *b)
 
 static int send_cmd(hr_backend *b, hr_cmd *c, int argc, const char **argv,
 		    const size_t *argvlen);
+static void on_script_load(redisAsyncContext *ac, void *reply, void *priv);
 
 static void on_reply(redisAsyncContext *ac, void *reply, void *privdata)
 {
@@ -213,21 +210,28 @@ static void on_reply(redisAsyncContext *ac, void *reply, void *privdata)
 		cmd_free(c);
 		return;
 	}
-	if (c->script && !c->done && r->type == REDIS_REPLY_ERROR &&
-	    strncmp(r->str, "NOSCRIPT", 8) == 0 && c->argv[0][4] == 'S') {
-		/* Forget the SHA1 and retry once as EVAL. */
-		b->sha[op][0] = '\0';
-		c->argv[0][4] = '\0';
-		relay__free(c->argv[1]);
-		c->argv[1] = relay__strdup(relay__lua_source[op]);
-		if (c->argv[1]) {
-			c->argvlen[1] = strlen(c->argv[1]);
-			c->argvlen[0] = 4;
-			if (redisAsyncCommandArgv(ac, on_reply, c, c->argc,
-						  (const char **)c->argv,
-						  c->argvlen) == REDIS_OK)
-				return;
+	if (c->fmt && !c->done && r->type == REDIS_REPLY_ERROR &&
+	    strncmp(r->str, "NOSCRIPT", 8) == 0) {
+		/*
+		 * The server lost the script (SCRIPT FLUSH, restart behind a
+		 * proxy). Load it again and resend the same EVALSHA right
+		 * behind the load: the SHA1 of the same source is the same,
+		 * and the pipeline keeps the order. One retry only.
+		 */
+		char *fmt = c->fmt;
+		size_t len = c->fmtlen;
+
+		c->fmt = NULL;
+		if (redisAsyncCommand(ac, on_script_load, (void *)(intptr_t)op,
+				      "SCRIPT LOAD %s",
+				      relay__lua_source[op]) == REDIS_OK &&
+		    redisAsyncFormattedCommand(ac, on_reply, c, fmt, len) ==
+			    REDIS_OK) {
+			b->loading[op] = 1;
+			redisFreeCommand(fmt);
+			return;
 		}
+		redisFreeCommand(fmt);
 		complete(c, RELAY_EBACKEND, NULL);
 		cmd_free(c);
 		return;
@@ -385,19 +389,26 @@ static int ensure_connection(hr_backend *b)
 	return b->ac ? 0 : RELAY_ECLOSED;
 }
 
+static void start_timer(hr_backend *b, hr_cmd *c);
+
 static int send_cmd(hr_backend *b, hr_cmd *c, int argc, const char **argv,
 		    const size_t *argvlen)
 {
 	if (redisAsyncCommandArgv(b->ac, on_reply, c, argc, argv,
 				  argvlen) != REDIS_OK)
 		return RELAY_ECLOSED;
+	start_timer(b, c);
+	return 0;
+}
+
+static void start_timer(hr_backend *b, hr_cmd *c)
+{
 	if (b->opts.command_timeout_ms > 0) {
 		ev_timer_init(&c->timer, on_timeout,
 			      b->opts.command_timeout_ms / 1000.0, 0.);
 		c->timer.data = c;
 		ev_timer_start(b->loop, &c->timer);
 	}
-	return 0;
 }
 
 static hr_cmd *cmd_new(hr_backend *b, relay_redis_reply_cb cb, void *payload)
@@ -450,18 +461,25 @@ static void on_script_load(redisAsyncContext *ac, void *reply, void *priv)
 
 /*
  * EVALSHA sha numkeys keys... args... (or EVAL source ... while the SHA1
- * is unknown). The call is saved so a NOSCRIPT reply can resend it.
+ * is unknown, which also caches the script server-side). An EVALSHA is
+ * formatted once and the buffer kept, so a NOSCRIPT reply can resend it.
  */
+#define HR_MAX_SCRIPT_ARGS 64
+
 static int hr_script(relay_redis_backend *rb, relay_redis_script op,
 		     int numkeys, int argc, const char *const *argv,
 		     const size_t *argvlen, relay_redis_reply_cb cb,
 		     void *payload)
 {
 	hr_backend *b = (hr_backend *)rb;
+	const char *v[HR_MAX_SCRIPT_ARGS + 3];
+	size_t vl[HR_MAX_SCRIPT_ARGS + 3];
 	char nk[8];
 	hr_cmd *c;
-	int rc, i, known;
+	int rc, i, len, known;
 
+	if (argc > HR_MAX_SCRIPT_ARGS)
+		return RELAY_EINVAL;
 	rc = ensure_connection(b);
 	if (rc)
 		return rc;
@@ -476,34 +494,36 @@ static int hr_script(relay_redis_backend *rb, relay_redis_script op,
 	if (!c)
 		return RELAY_ENOMEM;
 	c->script = op + 1;
-	c->argc = argc + 3;
-	c->argv = relay__calloc((size_t)c->argc, sizeof(*c->argv));
-	c->argvlen = relay__calloc((size_t)c->argc, sizeof(*c->argvlen));
-	if (!c->argv || !c->argvlen)
-		goto nomem;
 	snprintf(nk, sizeof(nk), "%d", numkeys);
-	c->argv[0] = relay__strdup(known ? "EVALSHA" : "EVAL");
-	c->argv[1] = relay__strdup(known ? b->sha[op] : relay__lua_source[op]);
-	c->argv[2] = relay__strdup(nk);
+	v[0] = known ? "EVALSHA" : "EVAL";
+	v[1] = known ? b->sha[op] : relay__lua_source[op];
+	v[2] = nk;
+	for (i = 0; i < 3; i++)
+		vl[i] = strlen(v[i]);
 	for (i = 0; i < argc; i++) {
-		size_t n = argvlen ? argvlen[i] : strlen(argv[i]);
-
-		c->argv[i + 3] = relay__strndup(argv[i], n);
-		c->argvlen[i + 3] = n;
+		v[i + 3] = argv[i];
+		vl[i + 3] = argvlen ? argvlen[i] : strlen(argv[i]);
 	}
-	for (i = 0; i < c->argc; i++) {
-		if (!c->argv[i])
-			goto nomem;
-		if (i < 3)
-			c->argvlen[i] = strlen(c->argv[i]);
+	if (!known) {
+		rc = send_cmd(b, c, argc + 3, v, vl);
+		if (rc)
+			cmd_free(c);
+		return rc;
 	}
-	rc = send_cmd(b, c, c->argc, (const char **)c->argv, c->argvlen);
-	if (rc)
+	len = redisFormatCommandArgv(&c->fmt, argc + 3, v, vl);
+	if (len < 0) {
+		c->fmt = NULL;
 		cmd_free(c);
-	return rc;
-nomem:
-	cmd_free(c);
-	return RELAY_ENOMEM;
+		return RELAY_ENOMEM;
+	}
+	c->fmtlen = (size_t)len;
+	if (redisAsyncFormattedCommand(b->ac, on_reply, c, c->fmt,
+				       c->fmtlen) != REDIS_OK) {
+		cmd_free(c);
+		return RELAY_ECLOSED;
+	}
+	start_timer(b, c);
+	return 0;
 }
 
 static int hr_wait(relay_redis_backend *rb, const int *done)

@@ -127,14 +127,24 @@ static void test_hiredis__noscript_reloads_and_retries(void)
 {
 	relay_inv_outcome o;
 
+	const char *info;
+
 	rs_setup();
 	RT_EQ_INT(rs_try("a/h", RS_NOW, 6000, &o), 0);
+	RT_EQ_INT(rs_try("a/h", RS_NOW, 6000, &o), 0); /* SHA1 known now */
 	RT_EQ_STR(RS_STR("SCRIPT", "FLUSH"), "OK");
+	RS_STR("CONFIG", "RESETSTAT");
 	RT_EQ_INT(rs_try("a/h", RS_NOW + 1, 6000, &o), 0);
 	RT_EQ_INT(o.result, RELAY_INV_R_RUNNING);
 	RT_EQ_INT(rs_try("a/h", RS_NOW + 6000, 6000, &o), 0);
 	RT_EQ_INT(o.result, RELAY_INV_R_CLAIMED);
 	RT_EQ_INT(o.attempt, 2);
+	/* NOSCRIPT, SCRIPT LOAD, the same EVALSHA again, then EVALSHA */
+	info = RS_STR("INFO", "commandstats");
+	if (!strstr(info, "cmdstat_evalsha:calls=3") ||
+	    !strstr(info, "cmdstat_script|load:calls=1") ||
+	    strstr(info, "cmdstat_eval:"))
+		RT_FAILF("%s", info);
 	rs_teardown();
 }
 
