@@ -430,6 +430,45 @@ static void test_hiredis__tcp_auth_select(void)
 	rt_redis_server_cleanup(&tcp);
 }
 
+
+/* The 16-way race across 16 connections (16 replicas), all driven by one
+ * loop so their scripts interleave on the server: one entry. */
+static void test_hiredis__dlq_race_16_connections(void)
+{
+	relay_dlq_entry e = rs_entry("a", "h");
+	struct ev_loop *loop = ev_loop_new(EVFLAG_AUTO);
+	relay_redis_backend *bs[16];
+	struct rs_wait w[16];
+	int i, all, written = 0, already = 0, spins = 0;
+	char tok[40];
+
+	rs_setup();
+	rs_make_exhausted("a/h", tok);
+	memset(w, 0, sizeof(w));
+	for (i = 0; i < 16; i++)
+		RT_ASSERT(relay_redis_open_libev(&bs[i], loop, srv.uri, NULL,
+						 NULL) == 0);
+	for (i = 0; i < 16; i++)
+		RT_EQ_INT(relay_dlq_persist(bs[i], RS_KEY, RS_DLQ, "a/h", 1,
+					    tok, &e, rs_persist_cb, &w[i]), 0);
+	do {
+		ev_run(loop, EVRUN_ONCE);
+		for (all = 1, i = 0; i < 16; i++)
+			all = all && w[i].done;
+	} while (!all && spins++ < 10000);
+	for (i = 0; i < 16; i++) {
+		RT_EQ_INT(w[i].status, 0);
+		written += w[i].res == RELAY_DLQ_WRITTEN;
+		already += w[i].res == RELAY_DLQ_ALREADY;
+		relay_redis_free(bs[i]);
+	}
+	RT_EQ_INT(written, 1);
+	RT_EQ_INT(already, 15);
+	RT_EQ_INT(RS_INT("XLEN", RS_DLQ), 1);
+	ev_loop_destroy(loop);
+	rs_teardown();
+}
+
 static void test_hiredis__connect_refused(void)
 {
 	const char *argv[] = { "PING" };
@@ -459,6 +498,7 @@ static const rt_case cases[] = {
 	RT_CASE(test_hiredis__host_loop_reconnects_with_backoff),
 	RT_CASE(test_hiredis__free_fails_inflight_once),
 	RT_CASE(test_hiredis__free_from_callback),
+	RT_CASE(test_hiredis__dlq_race_16_connections),
 	RT_CASE(test_hiredis__connect_refused),
 	RT_CASE(test_hiredis__tcp_auth_select),
 };
