@@ -12,9 +12,12 @@
  *   bench-match CORPUS_DIR --jansson [SECONDS]
  *	the baseline: json_loads() (+ json_decref) alone on the same events
  *	  baseline=jansson events_per_s=… ns_per_event=…
- *   bench-match CORPUS_DIR --all [SECONDS]
+ *   bench-match CORPUS_DIR --all [SECONDS [ROUNDS]]
  *	the baseline, then every profile (common numeric full) x N (1 10
- *	100 1000), one line each.
+ *	100 1000), one line each; with ROUNDS > 1 the whole sequence runs
+ *	ROUNDS times (interleaved, so that drift on a shared machine hits
+ *	every set alike) and a final table gives per-set medians and the
+ *	ratio to the jansson baseline's median.
  *
  * Exit status 1 on any mismatch or if the timed loop allocated memory
  * through librelay's allocator (it must not: steady state).
@@ -127,6 +130,24 @@ static int cmp_str(const void *a, const void *b)
 	return strcmp(*(char *const *)a, *(char *const *)b);
 }
 
+typedef struct result {
+	double add_ms, eps;
+	size_t mismatches;
+} result;
+
+static int cmp_dbl(const void *a, const void *b)
+{
+	double x = *(const double *)a, y = *(const double *)b;
+
+	return (x > y) - (x < y);
+}
+
+static double median(double *v, int n)
+{
+	qsort(v, (size_t)n, sizeof(*v), cmp_dbl);
+	return n % 2 ? v[n / 2] : (v[n / 2 - 1] + v[n / 2]) / 2;
+}
+
 static double baseline(span *ev, size_t nev, double secs)
 {
 	double t0 = now_s(), t;
@@ -149,7 +170,8 @@ static double baseline(span *ev, size_t nev, double secs)
 }
 
 static int run_set(const char *dir, const char *profile, int nrules,
-		   span *ev, size_t nev, relay_wall_ms now, double secs)
+		   span *ev, size_t nev, relay_wall_ms now, double secs,
+		   result *res_out)
 {
 	char name[256], *pbuf, *ebuf, **ids, **got;
 	span *pl, *el;
@@ -169,13 +191,15 @@ static int run_set(const char *dir, const char *profile, int nrules,
 	ids = calloc(np, sizeof(*ids));
 	for (i = 0; i < np; i++) {
 		pj[i] = json_loadb(pl[i].p, pl[i].n, 0, NULL);
-		ids[i] = (char *)json_string_value(json_object_get(pj[i], "id"));
+		ids[i] = (char *)json_string_value(json_object_get(pj[i],
+								   "id"));
 	}
 	t0 = now_s();
 	if (relay_ruleset_new(&rs))
 		return 2;
 	for (i = 0; i < np; i++) {
-		if (relay_pattern_compile(&p, json_object_get(pj[i], "pattern"),
+		if (relay_pattern_compile(&p, json_object_get(pj[i],
+							      "pattern"),
 					  &err)) {
 			fprintf(stderr, "bench-match: rule %zu: %s\n", i,
 				err.text);
@@ -229,6 +253,11 @@ static int run_set(const char *dir, const char *profile, int nrules,
 	if (allocs)
 		fprintf(stderr, "bench-match: %zu allocations in the timed "
 			"loop (%zu matches)\n", allocs, total);
+	if (res_out) {
+		res_out->add_ms = t_add;
+		res_out->eps = (double)done / t;
+		res_out->mismatches = mismatches;
+	}
 	relay_matcher_free(m);
 	relay_ruleset_free(rs);
 	for (i = 0; i < np; i++)
@@ -243,20 +272,26 @@ static int run_set(const char *dir, const char *profile, int nrules,
 	return mismatches || allocs ? 1 : 0;
 }
 
+#define MAX_ROUNDS 15
+
 int main(int argc, char **argv)
 {
 	static const char *profiles[] = { "common", "numeric", "full" };
 	static const int sizes[] = { 1, 10, 100, 1000 };
+	static double eps[3][4][MAX_ROUNDS], add[3][4][MAX_ROUNDS];
+	static size_t bad[3][4];
+	double base[MAX_ROUNDS], secs, bm;
 	char *ebuf;
 	span *ev;
 	size_t nev, i, j;
 	relay_wall_ms now;
-	double secs;
-	int rc = 0;
+	int rc = 0, rounds = 1, r;
+	result res;
 
 	if (argc < 3) {
 		fprintf(stderr, "usage: bench-match CORPUS_DIR PROFILE N "
-			"[SECONDS] | --jansson [SECONDS] | --all [SECONDS]\n");
+			"[SECONDS] | --jansson [SECONDS] | --all [SECONDS "
+			"[ROUNDS]]\n");
 		return 2;
 	}
 	relay_set_allocator(count_malloc, count_realloc, free);
@@ -268,17 +303,44 @@ int main(int argc, char **argv)
 		baseline(ev, nev, secs);
 	} else if (!strcmp(argv[2], "--all")) {
 		secs = argc > 3 ? atof(argv[3]) : 3;
-		baseline(ev, nev, secs);
-		for (i = 0; i < 3; i++) {
-			printf("profile=%s\n", profiles[i]);
-			for (j = 0; j < 4; j++)
-				rc |= run_set(argv[1], profiles[i], sizes[j],
-					      ev, nev, now, secs);
+		rounds = argc > 4 ? atoi(argv[4]) : 1;
+		if (rounds < 1 || rounds > MAX_ROUNDS)
+			rounds = 1;
+		for (r = 0; r < rounds; r++) {
+			printf("round=%d\n", r + 1);
+			base[r] = baseline(ev, nev, secs);
+			for (i = 0; i < 3; i++) {
+				printf("profile=%s\n", profiles[i]);
+				for (j = 0; j < 4; j++) {
+					rc |= run_set(argv[1], profiles[i],
+						      sizes[j], ev, nev, now,
+						      secs, &res);
+					eps[i][j][r] = res.eps;
+					add[i][j][r] = res.add_ms;
+					if (res.mismatches > bad[i][j])
+						bad[i][j] = res.mismatches;
+				}
+			}
 		}
+		bm = median(base, rounds);
+		printf("\nmedians of %d rounds, %.1f s each:\n"
+		       "| set | events/s | ns/event | x jansson | add ms "
+		       "| mismatches |\n|---|---|---|---|---|---|\n"
+		       "| jansson json_loads | %.0f | %.0f | 1 | - | - |\n",
+		       rounds, secs, bm, 1e9 / bm);
+		for (i = 0; i < 3; i++)
+			for (j = 0; j < 4; j++) {
+				double e = median(eps[i][j], rounds);
+
+				printf("| %s-%d | %.0f | %.0f | %.1f | %.3f "
+				       "| %zu |\n", profiles[i], sizes[j], e,
+				       1e9 / e, e / bm,
+				       median(add[i][j], rounds), bad[i][j]);
+			}
 	} else {
 		secs = argc > 4 ? atof(argv[4]) : 3;
 		rc = run_set(argv[1], argv[2], atoi(argv[3]), ev, nev, now,
-			     secs);
+			     secs, NULL);
 	}
 	free(ev);
 	free(ebuf);
