@@ -10,7 +10,9 @@
  * Every asynchronous call follows one rule: a nonzero return means the
  * callback will never run; zero means it runs exactly once, with
  * RELAY_ECLOSED if the backend is freed or disconnects first, and
- * RELAY_ETIMEOUT if the reply takes longer than the command timeout.
+ * RELAY_ETIMEOUT if the reply takes longer than the command timeout
+ * (plus the BLOCK time of an XREAD/XREADGROUP; give such reads a finite
+ * BLOCK).
  *
  * The synchronous wrappers (relay_redis_sync_*) run the backend's private
  * loop until the reply arrives; they are meant for relayctl and tests and

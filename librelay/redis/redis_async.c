@@ -29,6 +29,7 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <strings.h>
 
 #include <ev.h>
 #include <hiredis/adapters/libev.h>
@@ -70,6 +71,7 @@ typedef struct hr_cmd {
 	int script;                     /* op + 1 for EVALSHA calls, else 0 */
 	char *fmt;                      /* the formatted EVALSHA, kept for */
 	size_t fmtlen;                  /* one resend after NOSCRIPT */
+	long long block_ms;             /* BLOCK of XREAD(GROUP): extra time */
 } hr_cmd;
 
 static void hr_connect(hr_backend *b);
@@ -405,7 +407,9 @@ static void start_timer(hr_backend *b, hr_cmd *c)
 {
 	if (b->opts.command_timeout_ms > 0) {
 		ev_timer_init(&c->timer, on_timeout,
-			      b->opts.command_timeout_ms / 1000.0, 0.);
+			      (b->opts.command_timeout_ms + c->block_ms) /
+				      1000.0,
+			      0.);
 		c->timer.data = c;
 		ev_timer_start(b->loop, &c->timer);
 	}
@@ -426,6 +430,44 @@ static hr_cmd *cmd_new(hr_backend *b, relay_redis_reply_cb cb, void *payload)
 	return c;
 }
 
+static int arg_is(const char *const *argv, const size_t *argvlen, int i,
+		  const char *s)
+{
+	size_t n = argvlen ? argvlen[i] : strlen(argv[i]);
+
+	return n == strlen(s) && strncasecmp(argv[i], s, n) == 0;
+}
+
+/*
+ * A blocking read legitimately takes its BLOCK time: the command timeout
+ * counts from when the server may answer, not from when we sent it.
+ * BLOCK 0 (forever) gets no timer extension: use a finite BLOCK.
+ */
+static long long block_ms(int argc, const char *const *argv,
+			  const size_t *argvlen)
+{
+	char buf[24];
+	size_t n;
+	int i;
+
+	if (!arg_is(argv, argvlen, 0, "XREADGROUP") &&
+	    !arg_is(argv, argvlen, 0, "XREAD"))
+		return 0;
+	for (i = 1; i + 1 < argc; i++) {
+		if (arg_is(argv, argvlen, i, "STREAMS"))
+			break;
+		if (!arg_is(argv, argvlen, i, "BLOCK"))
+			continue;
+		n = argvlen ? argvlen[i + 1] : strlen(argv[i + 1]);
+		if (n >= sizeof(buf))
+			return 0;
+		memcpy(buf, argv[i + 1], n);
+		buf[n] = '\0';
+		return atoll(buf) > 0 ? atoll(buf) : 0;
+	}
+	return 0;
+}
+
 static int hr_command(relay_redis_backend *rb, int argc,
 		      const char *const *argv, const size_t *argvlen,
 		      relay_redis_reply_cb cb, void *payload)
@@ -440,6 +482,7 @@ static int hr_command(relay_redis_backend *rb, int argc,
 	c = cmd_new(b, cb, payload);
 	if (!c)
 		return RELAY_ENOMEM;
+	c->block_ms = block_ms(argc, argv, argvlen);
 	rc = send_cmd(b, c, argc, (const char **)argv, argvlen);
 	if (rc)
 		cmd_free(c);

@@ -469,6 +469,27 @@ static void test_hiredis__dlq_race_16_connections(void)
 	rs_teardown();
 }
 
+
+/* A blocking read longer than the command timeout is not a timeout. */
+static void test_hiredis__block_extends_command_timeout(void)
+{
+	relay_redis_backend *keep;
+	struct rs_typed t;
+
+	rs_setup();
+	RS_STR("XGROUP", "CREATE", "s", "g", "0", "MKSTREAM");
+	keep = rs_b;
+	rs_open(&rs_b, 100);
+	memset(&t, 0, sizeof(t));
+	RT_EQ_INT(rs_typed_wait(&t, relay_redis_xreadgroup(
+				rs_b, "s", "g", "c", 1, 300, ">",
+				rs_entries_cb, &t)), 0);
+	RT_EQ_INT(t.n, 0);
+	relay_redis_free(rs_b);
+	rs_b = keep;
+	rs_teardown();
+}
+
 static void test_hiredis__connect_refused(void)
 {
 	const char *argv[] = { "PING" };
@@ -499,6 +520,7 @@ static const rt_case cases[] = {
 	RT_CASE(test_hiredis__free_fails_inflight_once),
 	RT_CASE(test_hiredis__free_from_callback),
 	RT_CASE(test_hiredis__dlq_race_16_connections),
+	RT_CASE(test_hiredis__block_extends_command_timeout),
 	RT_CASE(test_hiredis__connect_refused),
 	RT_CASE(test_hiredis__tcp_auth_select),
 };
