@@ -184,26 +184,38 @@ static int cmp_u32(const void *a, const void *b)
 	return (x > y) - (x < y);
 }
 
+static void sort_u32(uint32_t *v, uint32_t n)
+{
+	uint32_t i, j, x;
+
+	if (n > 48) {
+		qsort(v, n, sizeof(uint32_t), cmp_u32);
+		return;
+	}
+	for (i = 1; i < n; i++) {
+		x = v[i];
+		for (j = i; j > 0 && v[j - 1] > x; j--)
+			v[j] = v[j - 1];
+		v[j] = x;
+	}
+}
+
+/*
+ * Candidates are evaluated in the order they were found: rules that share
+ * an anchor leaf are found together and their flat programs are stored
+ * together (ruleset.c lays them out by anchor), so evaluation walks
+ * memory mostly forward. Only the matches, usually few, are sorted.
+ */
 size_t relay__match_end(relay_matcher *m)
 {
 	const relay_ruleset *rs = m->rs;
-	uint32_t i, j, r, n = 0;
+	uint32_t i, r, n = 0;
 
 	for (i = 0; i < rs->nalways; i++) {
 		r = rs->always[i];
 		if (m->rule_stamp[r] != m->epoch) {
 			m->rule_stamp[r] = m->epoch;
 			m->cand[m->ncand++] = r;
-		}
-	}
-	if (m->ncand > 48) {
-		qsort(m->cand, m->ncand, sizeof(uint32_t), cmp_u32);
-	} else {
-		for (i = 1; i < m->ncand; i++) {
-			r = m->cand[i];
-			for (j = i; j > 0 && m->cand[j - 1] > r; j--)
-				m->cand[j] = m->cand[j - 1];
-			m->cand[j] = r;
 		}
 	}
 	for (i = 0; i < m->ncand; i++) {
@@ -221,6 +233,7 @@ size_t relay__match_end(relay_matcher *m)
 		if (ok)
 			m->ids[n++] = r;
 	}
+	sort_u32(m->ids, n);
 	return n;
 }
 

@@ -489,6 +489,27 @@ static int flatten(relay_ruleset *rs, uint32_t i, leafvec *out)
 	}
 }
 
+static int cnf_rule(relay_ruleset *rs, uint32_t r, leafvec *lv)
+{
+	uint32_t k;
+	int rc;
+
+	lv->n = 0;
+	rc = flatten(rs, rs->prog_start[r], lv);
+	if (rc == 1)
+		return 0;
+	rs->cnf_start[r] = rs->ncnf;
+	for (k = 0; !rc && k < lv->n; k++)
+		rc = cnf_push(rs, lv->v[k]);
+	return rc ? rc : cnf_push(rs, 0);
+}
+
+/*
+ * Flat programs are laid out in anchor order (the rules of anchor leaf 0,
+ * then of leaf 1, ...; then the rules without an anchor), because a fired
+ * leaf makes its rules candidates together: their programs are then read
+ * from neighbouring cache lines. Needs the anchors built.
+ */
 static int build_cnf(relay_ruleset *rs)
 {
 	leafvec lv = { 0 };
@@ -499,20 +520,14 @@ static int build_cnf(relay_ruleset *rs)
 				      sizeof(uint32_t));
 	if (!rs->cnf_start)
 		return RELAY_ENOMEM;
-	for (r = 0; !rc && r < rs->npats; r++) {
-		lv.n = 0;
-		rs->cnf_start[r] = RELAY__NONE;
-		rc = flatten(rs, rs->prog_start[r], &lv);
-		if (rc == 1) {
-			rc = 0;
-			continue;
-		}
-		rs->cnf_start[r] = rs->ncnf;
-		for (k = 0; !rc && k < lv.n; k++)
-			rc = cnf_push(rs, lv.v[k]);
-		if (!rc)
-			rc = cnf_push(rs, 0);
+	memset(rs->cnf_start, 0xff, rs->npats * sizeof(uint32_t));
+	for (k = 0; !rc && k < rs->anchor_off[rs->nleaves]; k++) {
+		r = rs->anchor_rules[k];
+		if (rs->cnf_start[r] == RELAY__NONE)
+			rc = cnf_rule(rs, r, &lv);
 	}
+	for (k = 0; !rc && k < rs->nalways; k++)
+		rc = cnf_rule(rs, rs->always[k], &lv);
 	relay__free(lv.v);
 	return rc;
 }
