@@ -166,6 +166,64 @@ static void test_memory__open_by_uri(void)
 }
 
 
+
+/* A blocking XREADGROUP on "memory://" over a loop waits like Redis: an
+ * XADD wakes it, otherwise BLOCK elapses and it gets nil. */
+static void test_memory__host_loop_blocking_read(void)
+{
+	struct ev_loop *loop = ev_loop_new(EVFLAG_AUTO);
+	relay_redis_backend *b = NULL;
+	struct rs_typed t, t2, t3, add;
+	const char *names[] = { "event" }, *vals[] = { "{}" };
+	ev_tstamp t0;
+	int spins = 0;
+
+	RT_ASSERT(relay_redis_open_libev(&b, loop, "memory://", NULL,
+					 NULL) == 0);
+	memset(&t, 0, sizeof(t));
+	RT_EQ_INT(relay_redis_group_create(b, "s", "g", "0", rs_int_cb, &t),
+		  0);
+	ev_run(loop, EVRUN_NOWAIT);
+	RT_EQ_INT(t.done, 1);
+	memset(&t, 0, sizeof(t));
+	RT_EQ_INT(relay_redis_xreadgroup(b, "s", "g", "c", 10, 5000, ">",
+					 rs_entries_cb, &t), 0);
+	ev_run(loop, EVRUN_NOWAIT);
+	RT_EQ_INT(t.done, 0); /* blocked, not answered nil */
+	memset(&add, 0, sizeof(add));
+	RT_EQ_INT(relay_redis_xadd(b, "s", 1, names, vals, NULL, rs_ids_cb,
+				   &add), 0);
+	while ((!t.done || !add.done) && spins++ < 100)
+		ev_run(loop, EVRUN_ONCE);
+	RT_EQ_INT(add.done, 1);
+	RT_EQ_INT(t.done, 1);
+	RT_EQ_INT(t.status, 0);
+	RT_EQ_INT(t.n, 1); /* woken by the XADD */
+	relay_stream_entries_free(t.e, t.n);
+	relay_redis_strings_free(add.ids, add.n);
+	/* nothing arrives: nil after BLOCK */
+	memset(&t2, 0, sizeof(t2));
+	t0 = ev_time();
+	RT_EQ_INT(relay_redis_xreadgroup(b, "s", "g", "c", 10, 50, ">",
+					 rs_entries_cb, &t2), 0);
+	spins = 0;
+	while (!t2.done && spins++ < 1000)
+		ev_run(loop, EVRUN_ONCE);
+	RT_EQ_INT(t2.done, 1);
+	RT_EQ_INT(t2.n, 0);
+	RT_CHECK(ev_time() - t0 >= 0.045);
+	/* a parked read fails with ECLOSED when the backend goes */
+	memset(&t3, 0, sizeof(t3));
+	RT_EQ_INT(relay_redis_xreadgroup(b, "s", "g", "c", 10, 5000, ">",
+					 rs_entries_cb, &t3), 0);
+	ev_run(loop, EVRUN_NOWAIT);
+	RT_EQ_INT(t3.done, 0);
+	relay_redis_free(b);
+	RT_EQ_INT(t3.done, 1);
+	RT_EQ_INT(t3.status, RELAY_ECLOSED);
+	ev_loop_destroy(loop);
+}
+
 /* ---- chaos malloc: every allocation failure point, no crash, no leak */
 
 /*
@@ -340,6 +398,7 @@ static const rt_case cases[] = {
 	RT_CASE(test_memory__callback_runs_before_return),
 	RT_CASE(test_memory__open_by_uri),
 	RT_CASE(test_memory__host_loop_delivers_later_in_order),
+	RT_CASE(test_memory__host_loop_blocking_read),
 	RT_CASE(test_memory__chaos_malloc),
 };
 
