@@ -129,7 +129,8 @@ RELAY_EXTERN int relay_redis_open(relay_redis_backend **out, const char *uri,
  *
  * Commands complete before the call returns (the callback runs inside
  * relay_redis_command()). XREADGROUP BLOCK never waits: an empty read
- * returns a nil reply at once.
+ * returns a nil reply at once. For asynchronous delivery and blocking
+ * reads, open "memory://" with relay_redis_open_libev() instead.
  * Returns: 0 or RELAY_ENOMEM. Ownership: *out is new.
  */
 RELAY_EXTERN int relay_redis_memory_new(relay_redis_backend **out,

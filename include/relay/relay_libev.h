@@ -26,7 +26,9 @@ struct relay_redis_options;
  * @loop: the host's libev loop (borrowed; must outlive the backend).
  * @uri: as relay_redis_open(). "memory://" gives a memory backend whose
  *   replies are delivered later, in issue order, from @loop (never
- *   inside the call that issued the command), as a server's would be.
+ *   inside the call that issued the command), as a server's would be;
+ *   an empty XREADGROUP with BLOCK n > 0 waits for an XADD to its stream
+ *   or n ms of loop time.
  * @opts: options, or NULL for defaults.
  * @err: optional error detail.
  *
