@@ -174,8 +174,9 @@ RELAY_EXTERN void relay_dlq_record_clear(relay_dlq_record *rec);
 RELAY_EXTERN void relay_dlq_records_free(relay_dlq_record *recs, size_t n);
 
 /**
- * relay_dlq_list_sync() - read up to @count entries with id >= @start
- * ("-" for the beginning), oldest first.
+ * relay_dlq_list_sync() - read up to @count entries from @start, oldest
+ * first. @start: "-" (the beginning), an id (inclusive), or "(" and an id
+ * (exclusive: the next page after the last id shown).
  * @out, @n: new array of parsed records (relay_dlq_records_free()).
  * Returns: 0, RELAY_EPARSE (a malformed entry, named in @err) or a store
  * error.

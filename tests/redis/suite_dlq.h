@@ -258,6 +258,21 @@ static void test_shared__dlq_list_get_delete(void)
 	RT_EQ_INT(relay_dlq_list_sync(rs_b, RS_DLQ, "-", 1, &recs, &n, &err),
 		  0);
 	RT_EQ_INT(n, 1);
+	{
+		/* the next page: exclusive start after the last id shown */
+		char next[80];
+		relay_dlq_record *page = NULL;
+		size_t m = 0;
+
+		RT_ASSERT(n == 1);
+		snprintf(next, sizeof(next), "(%s", recs[0].id);
+		RT_EQ_INT(relay_dlq_list_sync(rs_b, RS_DLQ, next, 10, &page,
+					      &m, &err), 0);
+		RT_EQ_INT(m, 1);
+		if (m == 1)
+			RT_CHECK(strcmp(page[0].id, recs[0].id) != 0);
+		relay_dlq_records_free(page, m);
+	}
 	relay_dlq_records_free(recs, n);
 	RT_EQ_INT(relay_dlq_get_sync(rs_b, RS_DLQ, id, &rec, &err), 0);
 	RT_EQ_STR(rec.id, id);
