@@ -1,0 +1,379 @@
+/*
+ * relay/engine.h - the stream engine (librelay "consumer" module).
+ *
+ * A relay_consumer reads one Redis Stream through one consumer group and
+ * drives every message through its whole life (doc/architecture.md):
+ *
+ *	XREADGROUP / XAUTOCLAIM → classify (malformed → DLQ placeholder + ACK;
+ *	schedule envelope → schedule path) → match every app (dispatch order)
+ *	→ per matched invocation: slots → try_start → runtime → mark_complete
+ *	| record_failure | mark_exhausted → when all terminal: DLQ entries for
+ *	the exhausted ones → XACK → retain the state hash.
+ *
+ * A message that cannot finish now (an invocation backing off, running
+ * elsewhere, its app unavailable, no concurrency slot within the bounded
+ * wait, a Redis error) is released from memory and stays in the PEL; the
+ * periodic XAUTOCLAIM (every reclaim interval, entries idle at least
+ * MinPendingIdle, from any consumer) delivers it again and the
+ * per-invocation state decides what runs. While this consumer works on a
+ * message it renews its ownership (XCLAIM ... JUSTID) well within
+ * MinPendingIdle, so no live replica reclaims it.
+ *
+ * The library never owns the loop: the host creates a libev loop, opens
+ * the Redis backend on it (relay_redis_open_libev()), attaches the
+ * runtime (relay_runtime_libev_attach()), creates the consumer on the
+ * same loop and runs the loop.
+ *
+ *	relay_consumer_options o = RELAY_CONSUMER_OPTIONS_INIT;
+ *	o.stream = "events"; o.group = "relay"; o.consumer = "host-1";
+ *	relay_consumer_new(&c, loop, redis, rt, apps, &o, &err);
+ *	relay_consumer_start(c);
+ *	ev_run(loop, 0);
+ *	...                         // on SIGTERM:
+ *	relay_consumer_stop(c, 1, on_stopped, ctx);   // graceful drain
+ *	...                         // in on_stopped:
+ *	relay_consumer_close(c, on_closed);           // then free backends
+ *
+ * Fixed internals (DESIGN.md §5), each divided by options.time_scale:
+ * retry backoff 1m, 2m, 5m, 10m (relay_inv_backoff_ms()); reclaim
+ * interval 1m; MinPendingIdle 1m; ownership renewal every 20 s; slot wait
+ * 30 s; XREADGROUP BLOCK 5 s; Redis read backoff 1 s doubling to 30 s
+ * with jitter. A rule's own timeout is never scaled.
+ *
+ * Log message ids (stable; keys app, handler, message_id, attempt,
+ * duration_ms, exit_code as "key=value"; never payloads, tokens or env):
+ *	RELAY-ENG01 INFO  consumer started (stream, group, consumer)
+ *	RELAY-ENG02 WARN  Redis unavailable (once per outage)
+ *	RELAY-ENG03 INFO  Redis available again (once per recovery)
+ *	RELAY-ENG04 INFO  handler succeeded (DEBUG) / WARN handler failed
+ *	RELAY-ENG05 WARN  invocation exhausted, dead-lettered
+ *	RELAY-ENG06 WARN  malformed message dead-lettered (reason)
+ *	RELAY-ENG07 WARN  missing payload (PEL entry without body)
+ *	RELAY-ENG08 INFO  app unavailable, message kept pending (DEBUG after
+ *	                  the first per app)
+ *	RELAY-ENG09 WARN  a Redis operation failed; message kept pending
+ *	RELAY-ENG10 INFO  stop requested / stopped
+ *	RELAY-ENG11 DEBUG concurrency slot wait timed out
+ *	RELAY-ENG12 WARN  ownership of a message was lost to another consumer
+ *	RELAY-ENG13 WARN  schedule occurrence dead-lettered (no schedule path)
+ *
+ * Thread-safety: a consumer and every object it borrows are confined to
+ * the thread that runs their loop. Callbacks run from that loop.
+ */
+#ifndef RELAY_ENGINE_H
+#define RELAY_ENGINE_H
+
+#include <stdint.h>
+
+#include "common.h"
+#include "clock.h"
+#include "log.h"
+#include "redis.h"
+#include "runtime.h"
+#include "app.h"
+
+#ifdef __cplusplus
+extern "C" {
+#endif
+
+struct ev_loop; /* libev; only relay/relay_libev.h includes <ev.h> */
+
+typedef struct relay_consumer relay_consumer;
+
+/* Defaults of the options (DESIGN.md §5). */
+#define RELAY_CONSUMER_DEFAULT_MAX_CONCURRENCY 8u
+#define RELAY_CONSUMER_DEFAULT_MAX_BUFFERED 16u
+#define RELAY_CONSUMER_DEFAULT_MAX_EVENT_BYTES (256u * 1024u)
+#define RELAY_CONSUMER_MAX_EVENT_BYTES_LIMIT (1024u * 1024u)
+#define RELAY_CONSUMER_DEFAULT_RETENTION_MS (168LL * 3600 * 1000)
+
+/* Fixed internals before time_scale (milliseconds). */
+#define RELAY_CONSUMER_RECLAIM_INTERVAL_MS 60000
+#define RELAY_CONSUMER_MIN_PENDING_IDLE_MS 60000
+#define RELAY_CONSUMER_RENEW_INTERVAL_MS 20000
+#define RELAY_CONSUMER_SLOT_WAIT_MS 30000
+#define RELAY_CONSUMER_READ_BLOCK_MS 5000
+#define RELAY_CONSUMER_PENDING_REFRESH_MS 5000
+#define RELAY_CONSUMER_BACKOFF_MIN_MS 1000
+#define RELAY_CONSUMER_BACKOFF_MAX_MS 30000
+
+/**
+ * relay_consumer_available_fn - whether an app can run now.
+ * @app: the app (borrowed for the call).
+ * @payload: options.available_payload.
+ *
+ * An unavailable app still matches, but its invocations are not started:
+ * the message stays pending with no attempt counted and is never
+ * dead-lettered for that alone.
+ * Returns: nonzero when the app's handlers can run.
+ */
+typedef int (*relay_consumer_available_fn)(const relay_app *app,
+					   void *payload);
+
+/**
+ * struct relay_consumer_options - how to run a consumer (versioned).
+ *
+ * Initialise with RELAY_CONSUMER_OPTIONS_INIT; zero fields take defaults.
+ * Strings are copied by relay_consumer_new(); pointers are borrowed and
+ * must outlive the consumer.
+ */
+typedef struct relay_consumer_options {
+	unsigned int version;           /* RELAY_CONSUMER_OPTIONS_VERSION */
+	const char *stream;             /* REDIS_STREAM, required */
+	const char *group;              /* REDIS_GROUP, required */
+	const char *consumer;           /* REDIS_CONSUMER, required */
+	unsigned int max_concurrency;   /* 0 = 8; running invocations */
+	unsigned int max_buffered;      /* 0 = 16; messages in memory */
+	size_t max_event_bytes;         /* 0 = 256 KiB; at most 1 MiB */
+	int64_t retention_ms;           /* 0 = 168h; state hash TTL */
+	unsigned int time_scale;        /* 0 or 1 = real time; N divides
+					   every fixed internal duration
+					   (hosts pass it only in test
+					   builds) */
+	const relay_clock *clock;       /* NULL = system clock */
+	relay_logger logger;            /* copied; NULL fn discards */
+	relay_output_fn output;         /* handler output lines, or NULL */
+	void *output_payload;           /* passed to output */
+	relay_consumer_available_fn available; /* NULL = default: python3
+					   and node apps need their
+					   interpreter on PATH */
+	void *available_payload;        /* passed to available */
+	/* version 1 ends here; later versions append only */
+} relay_consumer_options;
+
+#define RELAY_CONSUMER_OPTIONS_VERSION 1
+#define RELAY_CONSUMER_OPTIONS_INIT \
+	{ .version = RELAY_CONSUMER_OPTIONS_VERSION }
+
+/**
+ * relay_consumer_new() - create a consumer (not yet reading).
+ * @out: receives the consumer.
+ * @loop: the host's libev loop (borrowed; must outlive the consumer).
+ * @redis: a backend on @loop (relay_redis_open_libev()); borrowed, must
+ *   outlive the consumer (free it after the close callback).
+ * @rt: a runtime attached to @loop; borrowed, as @redis.
+ * @apps: the app set; borrowed until replaced with
+ *   relay_consumer_set_apps() or the consumer is closed.
+ * @opts: options (required: stream, group, consumer).
+ * @err: optional error detail.
+ *
+ * Returns: 0, RELAY_EINVAL (missing or out-of-range option, bad version)
+ * or RELAY_ENOMEM.
+ * Ownership: *out is new; release it with relay_consumer_close().
+ */
+RELAY_EXTERN int relay_consumer_new(relay_consumer **out,
+				    struct ev_loop *loop,
+				    relay_redis_backend *redis,
+				    relay_runtime *rt, const relay_appset *apps,
+				    const relay_consumer_options *opts,
+				    relay_error *err);
+
+/**
+ * relay_consumer_start() - ensure the group (XGROUP CREATE ... 0
+ * MKSTREAM; BUSYGROUP is fine) and start reading, reclaiming and renewing.
+ *
+ * Never fails because Redis is down: the consumer retries with backoff
+ * and reports it through relay_consumer_health_get().
+ * Returns: 0, or RELAY_EINVAL when already started or stopping.
+ */
+RELAY_EXTERN int relay_consumer_start(relay_consumer *c);
+
+/** relay_consumer_stopped_fn - the consumer has no work left. */
+typedef void (*relay_consumer_stopped_fn)(relay_consumer *c, void *payload);
+
+/**
+ * relay_consumer_stop() - stop reading and drain.
+ * @c: the consumer.
+ * @graceful: nonzero: running handlers finish (up to their timeout) and
+ *   their outcome is recorded; invocations not started yet are left
+ *   alone (no attempt charged; the messages stay pending). Zero: running
+ *   handlers are cancelled too, nothing more is recorded (their claims
+ *   expire; the PEL keeps everything).
+ * @cb: called once from the loop when nothing is in flight any more
+ *   (may be NULL).
+ * @payload: passed to @cb.
+ *
+ * A second call (e.g. a second signal) may pass @graceful = 0 to stop at
+ * once; the callback of the first call is replaced by the new one.
+ * Returns: 0 (@cb will run once), or RELAY_EINVAL after close.
+ */
+RELAY_EXTERN int relay_consumer_stop(relay_consumer *c, int graceful,
+				     relay_consumer_stopped_fn cb,
+				     void *payload);
+
+/** relay_consumer_close_fn - the consumer's memory is about to go. */
+typedef void (*relay_consumer_close_fn)(relay_consumer *c);
+
+/**
+ * relay_consumer_close() - stop at once (if not stopped) and free.
+ * @c: the consumer, or NULL (no-op).
+ * @cb: called once from the loop when the consumer's last callback has
+ *   run; @c is freed right after @cb returns. May be NULL.
+ *
+ * As libuv's uv_close(): @c stays valid (for relay_consumer_metrics_get())
+ * until @cb. The backends, runtime and app set may be freed after it.
+ */
+RELAY_EXTERN void relay_consumer_close(relay_consumer *c,
+				       relay_consumer_close_fn cb);
+
+/**
+ * relay_consumer_set_apps() - replace the app set (reload).
+ * @c: the consumer.
+ * @apps: the new set; borrowed from now on. The previous set is no
+ *   longer used once this returns and may be freed.
+ *
+ * Messages already in memory keep running the invocations they matched
+ * (apps are reference-counted); every later delivery is matched against
+ * @apps, so a removed rule stops gating the ACK of pending messages.
+ * Returns: 0 or RELAY_ENOMEM (the old set stays in use).
+ */
+RELAY_EXTERN int relay_consumer_set_apps(relay_consumer *c,
+					 const relay_appset *apps);
+
+/** struct relay_consumer_health - readiness for `relayctl health`. */
+typedef struct relay_consumer_health {
+	unsigned int version;  /* RELAY_CONSUMER_HEALTH_VERSION */
+	int ready;             /* started, group ensured, Redis up,
+				  not stopping */
+	int redis_up;          /* the last Redis operation succeeded */
+	int stopping;          /* relay_consumer_stop() was called */
+	char reason[160];      /* "" when ready, else one line: "starting",
+				  "redis unavailable: <errstr>",
+				  "stopping" */
+} relay_consumer_health;
+
+#define RELAY_CONSUMER_HEALTH_VERSION 1
+
+/** relay_consumer_health_get() - fill @out (caller-allocated). */
+RELAY_EXTERN void relay_consumer_health_get(const relay_consumer *c,
+					    relay_consumer_health *out);
+
+/**
+ * struct relay_consumer_metrics - counters and gauges (caller-allocated).
+ *
+ * Set version to RELAY_CONSUMER_METRICS_VERSION before the call.
+ * Counters count since creation or the last relay_consumer_metrics_reset().
+ * Invariant: events_received = events_matched + events_unmatched +
+ * events_malformed + events_schedule (each message counted once, by the
+ * replica that wins claim_classification).
+ */
+typedef struct relay_consumer_metrics {
+	unsigned int version;          /* RELAY_CONSUMER_METRICS_VERSION */
+	/* counters */
+	uint64_t events_received;      /* classified messages */
+	uint64_t events_matched;       /* matched >= 1 rule */
+	uint64_t events_unmatched;     /* matched none (ACKed) */
+	uint64_t events_malformed;     /* placeholder path (incl. oversized) */
+	uint64_t events_oversized;     /* > max_event_bytes */
+	uint64_t events_schedule;      /* schedule envelopes */
+	uint64_t handler_success;      /* attempts that exited 0 */
+	uint64_t handler_failure;      /* attempts that failed */
+	uint64_t retries;              /* attempts after the first */
+	uint64_t dlq_entries;          /* DLQ entries written */
+	uint64_t missing_payload;      /* PEL entries without body */
+	uint64_t concurrency_waits;    /* invocations that waited for a slot */
+	uint64_t concurrency_timeouts; /* ... and gave up (stay pending) */
+	uint64_t reclaims;             /* entries delivered by XAUTOCLAIM */
+	uint64_t acks;                 /* messages acknowledged */
+	uint64_t redis_errors;         /* failed Redis operations */
+	/* gauges */
+	uint64_t in_flight_invocations; /* handlers running now */
+	uint64_t buffered_events;      /* messages in memory */
+	uint64_t pending_entries;      /* XPENDING count (refreshed) */
+	int64_t pending_oldest_age_ms; /* idle of the oldest PEL entry; 0 */
+	int redis_up;                  /* 1 or 0 */
+	/* version 1 ends here; later versions append only */
+} relay_consumer_metrics;
+
+#define RELAY_CONSUMER_METRICS_VERSION 1
+
+/**
+ * relay_consumer_metrics_get() - copy the current figures into @out.
+ * Returns: 0, or RELAY_EINVAL when out->version is 0 or unknown.
+ */
+RELAY_EXTERN int relay_consumer_metrics_get(const relay_consumer *c,
+					    relay_consumer_metrics *out);
+
+/** relay_consumer_metrics_reset() - zero every counter and histogram
+ * (`relayctl stats reset`); gauges are unaffected. */
+RELAY_EXTERN void relay_consumer_metrics_reset(relay_consumer *c);
+
+/* Upper bounds (seconds) of relay_handler_duration_seconds buckets. */
+#define RELAY_CONSUMER_DURATION_BUCKETS \
+	{ 0.005, 0.01, 0.025, 0.05, 0.1, 0.25, 0.5, 1, 2.5, 5, 10, 30, 60, \
+	  120, 300 }
+#define RELAY_CONSUMER_DURATION_NBUCKETS 15
+
+/** struct relay_consumer_histogram - one app/handler's durations. */
+typedef struct relay_consumer_histogram {
+	const char *app;        /* borrowed for the callback */
+	const char *handler;    /* borrowed for the callback */
+	uint64_t buckets[RELAY_CONSUMER_DURATION_NBUCKETS]; /* cumulative:
+				   attempts with duration <= bound i */
+	uint64_t count;         /* all attempts (the +Inf bucket) */
+	double sum_seconds;     /* sum of durations */
+} relay_consumer_histogram;
+
+/** relay_consumer_histogram_fn - one histogram; nonzero stops. */
+typedef int (*relay_consumer_histogram_fn)(const relay_consumer_histogram *h,
+					   void *payload);
+
+/**
+ * relay_consumer_histograms() - visit every app/handler histogram, in
+ * (app, handler) name order.
+ * Returns: 0, or the callback's nonzero value.
+ */
+RELAY_EXTERN int relay_consumer_histograms(const relay_consumer *c,
+					   relay_consumer_histogram_fn fn,
+					   void *payload);
+
+/** struct relay_consumer_result - the outcome of one manual run. */
+typedef struct relay_consumer_result {
+	const char *app;              /* borrowed for the callback */
+	const char *handler;          /* borrowed for the callback */
+	relay_run_outcome outcome;    /* status RELAY_RUN_* and reason */
+} relay_consumer_result;
+
+/**
+ * relay_consumer_run_cb - completion of relay_consumer_invoke() or
+ * relay_consumer_replay().
+ * @status: 0 (results valid, possibly none matched), RELAY_ENOTFOUND (no
+ *   such app/handler), RELAY_EPARSE / RELAY_ETYPE (event is not a JSON
+ *   object), RELAY_EBACKEND (a handler could not be started),
+ *   RELAY_ECLOSED (consumer closed first).
+ * @r, @n: results in dispatch order; borrowed for the call.
+ */
+typedef void (*relay_consumer_run_cb)(int status,
+				      const relay_consumer_result *r,
+				      size_t n, void *payload);
+
+/**
+ * relay_consumer_invoke() - run every rule of app @app that matches
+ * @event, once each, in declaration order (`relayctl app invoke`).
+ *
+ * Manual: no Redis, no invocation state, no retries, no DLQ, no
+ * concurrency slots; output goes to options.output with message id
+ * "manual". @app and @event are copied.
+ * Returns: 0 (@cb runs once, from the loop) or RELAY_EINVAL / ENOMEM.
+ */
+RELAY_EXTERN int relay_consumer_invoke(relay_consumer *c, const char *app,
+				       const char *event, size_t len,
+				       relay_consumer_run_cb cb,
+				       void *payload);
+
+/**
+ * relay_consumer_replay() - run exactly handler @handler of @app once
+ * with @event (`relayctl dlq replay`), with the rule's current timeout
+ * and the app's current env, whether or not the pattern matches.
+ * Otherwise as relay_consumer_invoke().
+ */
+RELAY_EXTERN int relay_consumer_replay(relay_consumer *c, const char *app,
+				       const char *handler, const char *event,
+				       size_t len, relay_consumer_run_cb cb,
+				       void *payload);
+
+#ifdef __cplusplus
+}
+#endif
+
+#endif /* RELAY_ENGINE_H */
