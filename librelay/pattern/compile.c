@@ -365,7 +365,7 @@ static int compile_op(cctx *c, const relay__pnode *v, int opi,
 static int compile_map_alt(cctx *c, const relay__pnode *n, int depth,
 			   relay__pat_alt *alt)
 {
-	const relay__pnode *first = &n->children[0];
+	const relay__pnode *first;
 	size_t i, nops = 0;
 	int opi = -1;
 	char b[48];
@@ -373,6 +373,7 @@ static int compile_map_alt(cctx *c, const relay__pnode *n, int depth,
 	if (n->nchildren == 0)
 		return fail(c, n, "empty map: an alternative needs a field "
 			    "or an operator");
+	first = &n->children[0];
 	for (i = 0; i < n->nchildren; i++)
 		if (op_index(n->children[i].key,
 			     n->children[i].key_len) >= 0)
