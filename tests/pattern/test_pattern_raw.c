@@ -799,6 +799,99 @@ static void test_pattern__no_alloc(void)
 	relay_set_allocator(NULL, NULL, NULL);
 }
 
+static long fail_after = -1; /* allocations left before failing; <0 never */
+
+static void *chaos_malloc(size_t n)
+{
+	if (fail_after == 0)
+		return NULL;
+	if (fail_after > 0)
+		fail_after--;
+	return malloc(n);
+}
+
+static void *chaos_realloc(void *p, size_t n)
+{
+	if (fail_after == 0)
+		return NULL;
+	if (fail_after > 0)
+		fail_after--;
+	return realloc(p, n);
+}
+
+/*
+ * Every allocation of compile, add, build, matcher creation and a match
+ * with an escaped string fails in turn: each call reports RELAY_ENOMEM (or
+ * succeeds), nothing leaks (ASan), and with no failure the result is
+ * right.
+ */
+static void test_pattern__chaos_alloc(void)
+{
+	static const char *pats[] = {
+		"{\"a\": [\"x\", {\"prefix\": \"y\"}, {\"gt\": 1}], "
+		"\"b\": {\"c\": [{\"exists\": false}, null], "
+		"\"d\": [{\"lt\": \"now()+1m\"}, {\"suffix\": \"z\"}]}}",
+		"{\"a\": [{\"b\": [1]}, {\"c\": [true]}], \"e\": [2.5]}",
+		"{\"k\": [\"v1\", \"v2\", \"v3\", \"v4\", \"v5\", \"v6\"]}",
+	};
+	static const char ev[] =
+		"{\"a\":\"\\u0078\",\"b\":{\"d\":\"z\"},\"k\":\"v5\"}";
+	json_t *j[RELAY__ARRAY_SIZE(pats)];
+	long n;
+	size_t i;
+	int done = 0;
+
+	for (i = 0; i < RELAY__ARRAY_SIZE(pats); i++) {
+		j[i] = json_loads(pats[i], 0, NULL);
+		RT_ASSERT(j[i]);
+	}
+	relay_set_allocator(chaos_malloc, chaos_realloc, free);
+	for (n = 0; !done && n < 10000; n++) {
+		relay_ruleset *rs = NULL;
+		relay_matcher *m = NULL;
+		const uint32_t *ids;
+		size_t cnt = 0;
+		int rc = 0;
+
+		fail_after = n;
+		for (i = 0; !rc && i < RELAY__ARRAY_SIZE(pats); i++) {
+			relay_pattern *p = NULL;
+
+			if (!rs)
+				rc = relay_ruleset_new(&rs);
+			if (!rc)
+				rc = relay_pattern_compile(&p, j[i], NULL);
+			if (!rc)
+				rc = relay_ruleset_add(rs, p, NULL);
+			relay_pattern_free(p);
+		}
+		if (!rc)
+			rc = relay_ruleset_build(rs);
+		if (!rc)
+			rc = relay_matcher_new(&m, rs);
+		if (!rc)
+			rc = relay_matcher_match(m, ev, sizeof(ev) - 1, NOW,
+						 &ids, &cnt);
+		if (rc && rc != RELAY_ENOMEM && rc != RELAY_EPARSE)
+			RT_FAILF("after %ld allocations: rc %d", n, rc);
+		if (rc == RELAY_EPARSE && !strstr(relay_matcher_errstr(m),
+						  "out of memory"))
+			RT_FAILF("after %ld: %s", n, relay_matcher_errstr(m));
+		if (!rc && fail_after >= 0) {
+			done = 1;
+			RT_EQ_INT(cnt, 2); /* rules 0 and 2 */
+		}
+		relay_matcher_free(m);
+		relay_ruleset_free(rs);
+	}
+	fail_after = -1;
+	relay_set_allocator(NULL, NULL, NULL);
+	RT_CHECK(done);
+	printf("# %ld allocation failure points\n", n - 1);
+	for (i = 0; i < RELAY__ARRAY_SIZE(pats); i++)
+		json_decref(j[i]);
+}
+
 static const rt_case cases[] = {
 	RT_CASE(test_pattern__raw_errors),
 	RT_CASE(test_pattern__raw_non_object),
@@ -807,6 +900,7 @@ static const rt_case cases[] = {
 	RT_CASE(test_pattern__differential),
 	RT_CASE(test_pattern__corpus),
 	RT_CASE(test_pattern__no_alloc),
+	RT_CASE(test_pattern__chaos_alloc),
 };
 
 int main(int argc, char **argv)
