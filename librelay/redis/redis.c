@@ -133,7 +133,7 @@ int relay_redis_command(relay_redis_backend *b, int argc,
 			const char *const *argv, const size_t *argvlen,
 			relay_redis_reply_cb cb, void *payload)
 {
-	if (argc < 1 || !argv)
+	if (argc < 1 || !argv || relay_redis_backend_check(b))
 		return RELAY_EINVAL;
 	return b->command(b, argc, argv, argvlen, cb, payload);
 }
@@ -153,7 +153,8 @@ int relay__redis_script(relay_redis_backend *b, relay_redis_script op,
 			void *payload)
 {
 	if ((unsigned)op >= RELAY_REDIS_SCRIPT_COUNT_ ||
-	    numkeys != script_numkeys[op] || argc < numkeys)
+	    numkeys != script_numkeys[op] || argc < numkeys ||
+	    relay_redis_backend_check(b))
 		return RELAY_EINVAL;
 	return b->script(b, op, numkeys, argc, argv, argvlen, cb, payload);
 }

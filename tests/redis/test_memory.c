@@ -10,6 +10,7 @@
 #include "relay/clock.h"
 #include "relay/redis.h"
 #include "relay/relay_libev.h"
+#include "relay/sys/redis.h"
 
 static relay_redis_backend *rs_b;
 static relay_clock_fixed rs_clock;
@@ -224,6 +225,87 @@ static void test_memory__host_loop_blocking_read(void)
 	ev_loop_destroy(loop);
 }
 
+
+/* A backend written against relay/sys/redis.h only: it counts calls and
+ * delegates to a memory backend. The core takes it like its own and
+ * refuses a table with a bad version. */
+struct counting {
+	relay_redis_backend parent;
+	relay_redis_backend *inner;
+	int commands, scripts;
+};
+
+static int counting_command(relay_redis_backend *b, int argc,
+			    const char *const *argv, const size_t *argvlen,
+			    relay_redis_reply_cb cb, void *payload)
+{
+	struct counting *c = (struct counting *)b;
+
+	c->commands++;
+	return c->inner->command(c->inner, argc, argv, argvlen, cb, payload);
+}
+
+static int counting_script(relay_redis_backend *b, relay_redis_script op,
+			   int numkeys, int argc, const char *const *argv,
+			   const size_t *argvlen, relay_redis_reply_cb cb,
+			   void *payload)
+{
+	struct counting *c = (struct counting *)b;
+
+	c->scripts++;
+	return c->inner->script(c->inner, op, numkeys, argc, argv, argvlen,
+				cb, payload);
+}
+
+static const char *counting_errstr(const relay_redis_backend *b)
+{
+	return "";
+}
+
+static void counting_free(relay_redis_backend *b)
+{
+	struct counting *c = (struct counting *)b;
+
+	relay_redis_free(c->inner);
+	c->inner = NULL;
+}
+
+static void test_memory__custom_backend_through_sys_header(void)
+{
+	struct counting c = {
+		{ RELAY_REDIS_BACKEND_VERSION, "counting", counting_command,
+		  counting_script, NULL, counting_errstr, counting_free },
+		NULL, 0, 0,
+	};
+	struct rs_wait w = { 0 };
+	relay_redis_reply *r = NULL;
+	const char *ping[] = { "PING" };
+
+	RT_ASSERT(relay_redis_memory_new(&c.inner, NULL) == 0);
+	RT_EQ_INT(relay_redis_backend_check(&c.parent), 0);
+	RT_EQ_INT(relay_inv_claim_classification(&c.parent, RS_KEY, rs_inv_cb,
+						 &w), 0);
+	RT_CHECK(w.done);
+	RT_EQ_INT(w.o.result, RELAY_INV_R_CLAIMED);
+	RT_EQ_INT(relay_redis_sync_command(&c.parent, &r, 1, ping, NULL), 0);
+	RT_EQ_STR(r ? r->str : NULL, "PONG");
+	relay_redis_reply_free(r);
+	RT_EQ_INT(c.scripts, 1);
+	RT_EQ_INT(c.commands, 1);
+	c.parent.version = 0;
+	memset(&w, 0, sizeof(w));
+	RT_EQ_INT(relay_inv_claim_classification(&c.parent, RS_KEY, rs_inv_cb,
+						 &w), RELAY_EINVAL);
+	RT_EQ_INT(relay_redis_command(&c.parent, 1, ping, NULL, NULL, NULL),
+		  RELAY_EINVAL);
+	RT_CHECK(!w.done);
+	c.parent.version = RELAY_REDIS_BACKEND_VERSION + 1;
+	RT_EQ_INT(relay_redis_backend_check(&c.parent), RELAY_EINVAL);
+	c.parent.version = RELAY_REDIS_BACKEND_VERSION;
+	RT_EQ_INT(c.scripts, 1);
+	relay_redis_free(&c.parent);
+}
+
 /* ---- chaos malloc: every allocation failure point, no crash, no leak */
 
 /*
@@ -399,6 +481,7 @@ static const rt_case cases[] = {
 	RT_CASE(test_memory__open_by_uri),
 	RT_CASE(test_memory__host_loop_delivers_later_in_order),
 	RT_CASE(test_memory__host_loop_blocking_read),
+	RT_CASE(test_memory__custom_backend_through_sys_header),
 	RT_CASE(test_memory__chaos_malloc),
 };
 
