@@ -303,6 +303,36 @@ static inline int is_digit(const scan *s, const uchar *q)
 	return q < s->end && (uchar)(*q - '0') < 10;
 }
 
+/*
+ * The end of a run of ASCII digits, eight bytes at a time. Per byte b,
+ * (b - 0x30) has its high bit set for b < '0' (and b >= 0xb0), (b + 0x46)
+ * for b > '9' (up to 0xb9); either way the byte is not a digit. Borrows
+ * and carries only move towards later bytes, and every byte before the
+ * first non-digit is a digit (no borrow, no carry), so the lowest flagged
+ * byte is exactly the first non-digit.
+ */
+static inline const uchar *digits_end(const scan *s, const uchar *q)
+{
+	uint64_t x, t;
+
+	while (s->end - q >= 8) {
+		memcpy(&x, q, 8);
+		t = ((x - 0x3030303030303030ULL) |
+		     (x + 0x4646464646464646ULL)) & 0x8080808080808080ULL;
+		if (t) {
+#if __BYTE_ORDER__ == __ORDER_LITTLE_ENDIAN__
+			return q + (__builtin_ctzll(t) >> 3);
+#else
+			break;
+#endif
+		}
+		q += 8;
+	}
+	while (is_digit(s, q))
+		q++;
+	return q;
+}
+
 /* RFC 8259 number grammar: -?(0|[1-9][0-9]*)(.[0-9]+)?([eE][+-]?[0-9]+)? */
 static const uchar *number_end(scan *s, const uchar *p)
 {
@@ -313,8 +343,7 @@ static const uchar *number_end(scan *s, const uchar *p)
 	if (AT(s, q) == '0') {
 		q++;
 	} else if (is_digit(s, q)) {
-		while (is_digit(s, q))
-			q++;
+		q = digits_end(s, q + 1);
 	} else {
 		return fail(s, p, "invalid number");
 	}
@@ -322,8 +351,7 @@ static const uchar *number_end(scan *s, const uchar *p)
 		q++;
 		if (!is_digit(s, q))
 			return fail(s, p, "invalid number");
-		while (is_digit(s, q))
-			q++;
+		q = digits_end(s, q + 1);
 	}
 	if ((AT(s, q) | 0x20) == 'e') {
 		q++;
@@ -331,8 +359,7 @@ static const uchar *number_end(scan *s, const uchar *p)
 			q++;
 		if (!is_digit(s, q))
 			return fail(s, p, "invalid number");
-		while (is_digit(s, q))
-			q++;
+		q = digits_end(s, q + 1);
 	}
 	return q;
 }
