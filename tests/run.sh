@@ -79,7 +79,7 @@ if [ "$fuzz_seconds" != 0 ] && command -v clang >/dev/null; then
 	fi
 	if ninja -C "$fbuild" >/dev/null; then
 		for t in "$fbuild"/tests/fuzz/fuzz-*; do
-			[ -x "$t" ] || continue
+			[ -f "$t" ] && [ -x "$t" ] || continue
 			name=$(basename "$t")
 			corpus="tests/fuzz/corpus/${name#fuzz-}"
 			work=$(mktemp -d)
