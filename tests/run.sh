@@ -84,8 +84,10 @@ if [ "$fuzz_seconds" != 0 ] && command -v clang >/dev/null; then
 			corpus="tests/fuzz/corpus/${name#fuzz-}"
 			work=$(mktemp -d)
 			[ -d "$corpus" ] && cp -r "$corpus"/. "$work"/
+			mkdir -p "$fbuild/artifacts"
 			if "$t" -max_total_time="$fuzz_seconds" -rss_limit_mb=2048 \
-				-timeout=10 "$work" >"$work.log" 2>&1; then
+				-timeout=10 -artifact_prefix="$fbuild/artifacts/" \
+				"$work" >"$work.log" 2>&1; then
 				echo "fuzz $name: ok (${fuzz_seconds}s)"
 				passed=$((passed + 1))
 			else
