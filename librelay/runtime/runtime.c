@@ -181,6 +181,15 @@ const char *relay__runtime_bootstrap_dir(const char *opt)
 	env = getenv("RELAY_BOOTSTRAP_DIR");
 	if (env && *env)
 		return env;
+	/*
+	 * An uninstalled build (relayctl run from the build tree, the
+	 * quickstart) has no installed bootstraps: fall back to the source
+	 * tree it was built from, and only then.
+	 */
+	if (access(RELAY_LIBEXECDIR "/relay-bootstrap.py", R_OK) != 0 &&
+	    access(RELAY_SOURCE_ROOT "/librelay/runtime/bootstrap"
+				     "/relay-bootstrap.py", R_OK) == 0)
+		return RELAY_SOURCE_ROOT "/librelay/runtime/bootstrap";
 	return RELAY_LIBEXECDIR;
 }
 
