@@ -107,12 +107,12 @@ void relay__eval_string(relay_matcher *m, const relay__tnode *n,
 	}
 	for (i = 0; i < n->nprefix; i++)
 		if (len >= n->prefix[i].len &&
-		    memcmp(s, n->prefix[i].s, n->prefix[i].len) == 0)
+		    relay__bytes_eq(s, n->prefix[i].s, n->prefix[i].len))
 			relay__fire(m, n->prefix[i].val);
 	for (i = 0; i < n->nsuffix; i++)
 		if (len >= n->suffix[i].len &&
-		    memcmp(s + len - n->suffix[i].len, n->suffix[i].s,
-			   n->suffix[i].len) == 0)
+		    relay__bytes_eq(s + len - n->suffix[i].len,
+				    n->suffix[i].s, n->suffix[i].len))
 			relay__fire(m, n->suffix[i].val);
 	if (n->ncmp_time && relay__rfc3339_parse(s, len, &t) == 0)
 		for (i = 0; i < n->ncmp_time; i++)

@@ -41,11 +41,10 @@ uint32_t relay__smap_find(const relay__smap *m, const char *s, size_t len)
 {
 	uint32_t i, e, hash;
 
-	if (m->n <= 4) {
+	if (m->n <= 8) {
 		for (i = 0; i < m->n; i++)
 			if (m->ents[i].len == len &&
-			    (len == 0 || (m->ents[i].s[0] == s[0] &&
-					  memcmp(m->ents[i].s, s, len) == 0)))
+			    relay__bytes_eq(m->ents[i].s, s, len))
 				return m->ents[i].val;
 		return RELAY__NONE;
 	}
@@ -55,7 +54,7 @@ uint32_t relay__smap_find(const relay__smap *m, const char *s, size_t len)
 		if (e == RELAY__NONE)
 			return RELAY__NONE;
 		if (m->ents[e].hash == hash && m->ents[e].len == len &&
-		    memcmp(m->ents[e].s, s, len) == 0)
+		    relay__bytes_eq(m->ents[e].s, s, len))
 			return m->ents[e].val;
 	}
 }

@@ -18,6 +18,8 @@
 #ifndef RELAY__RULESET_INT_H
 #define RELAY__RULESET_INT_H
 
+#include <string.h>
+
 #include "pattern_int.h"
 
 #define RELAY__NONE UINT32_MAX
@@ -122,6 +124,48 @@ struct relay_matcher {
 	const char *end;
 	char errstr[96];
 };
+
+/*
+ * Byte equality of two strings of @len bytes without a libc call: short
+ * keys and literals dominate, and memcmp's call and dispatch cost more
+ * than the compare. Loads overlap rather than read past either string.
+ */
+static inline bool relay__bytes_eq(const char *a, const char *b, size_t len)
+{
+	uint64_t x, y, x2, y2;
+	uint32_t u, v, u2, v2;
+
+	if (len >= 8) {
+		if (len > 16)
+			return memcmp(a, b, len) == 0;
+		memcpy(&x, a, 8);
+		memcpy(&y, b, 8);
+		memcpy(&x2, a + len - 8, 8);
+		memcpy(&y2, b + len - 8, 8);
+		return ((x ^ y) | (x2 ^ y2)) == 0;
+	}
+	if (len >= 4) {
+		memcpy(&u, a, 4);
+		memcpy(&v, b, 4);
+		memcpy(&u2, a + len - 4, 4);
+		memcpy(&v2, b + len - 4, 4);
+		return ((u ^ v) | (u2 ^ v2)) == 0;
+	}
+	switch (len) {
+	case 3:
+		if (a[2] != b[2])
+			return false;
+		/* fall through */
+	case 2:
+		if (a[1] != b[1])
+			return false;
+		/* fall through */
+	case 1:
+		return a[0] == b[0];
+	default:
+		return true;
+	}
+}
 
 uint32_t relay__hash(const char *s, size_t len);
 uint32_t relay__smap_find(const relay__smap *m, const char *s, size_t len);
