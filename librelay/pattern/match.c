@@ -71,9 +71,10 @@ bool relay__pat_map_match(const relay__pat_map *m, const json_t *obj,
 		const json_t *v = NULL;
 		bool any = false;
 
-		/* jansson keys cannot hold NUL, so such a field is absent */
-		if (obj && memchr(f->name, '\0', f->name_len) == NULL)
-			v = json_object_get(obj, f->name);
+		/* by length: a key built with json_object_setn() may hold
+		 * NUL (jansson's parser never makes one) */
+		if (obj)
+			v = json_object_getn(obj, f->name, f->name_len);
 		for (j = 0; j < f->nalts && !any; j++)
 			any = alt_match(&f->alts[j], v, now);
 		if (!any)

@@ -26,7 +26,7 @@ static void pnode_fini(relay__pnode *n)
 /* jansson bounds its own nesting depth (2048), so recursion is bounded. */
 static int pnode_from_json(relay__pnode *n, const json_t *j)
 {
-	size_t i = 0, count;
+	size_t i = 0, count, key_len;
 	const char *key;
 	json_t *v;
 	char buf[64];
@@ -82,12 +82,13 @@ static int pnode_from_json(relay__pnode *n, const json_t *j)
 		}
 		return 0;
 	}
-	/* jansson iterates objects in insertion order */
-	json_object_foreach((json_t *)j, key, v) {
+	/* jansson iterates objects in insertion order; a key built with
+	 * json_object_setn() may hold NUL, so take its length, not strlen */
+	json_object_keylen_foreach((json_t *)j, key, key_len, v) {
 		relay__pnode *c = &n->children[n->nchildren++];
 
 		c->key = key;
-		c->key_len = strlen(key);
+		c->key_len = key_len;
 		if (pnode_from_json(c, v))
 			return RELAY_ENOMEM;
 	}

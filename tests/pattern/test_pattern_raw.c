@@ -356,6 +356,58 @@ static void test_pattern__raw_duplicates(void)
 		relay_pattern_free(p[i]);
 }
 
+/*
+ * A field name with a NUL byte (possible from a YAML template, or a json_t
+ * built with json_object_setn()) is compared in full on every path, never
+ * cut at the NUL.
+ */
+static void test_pattern__nul_in_key(void)
+{
+	static const struct { const char *text; int want; } t[] = {
+		{ "{\"a\\u0000b\":1}", 1 },
+		{ "{\"a\":1}", 0 },
+		{ "{\"a\\u0000c\":1}", 0 },
+		{ "{\"a\\u0000\":1}", 0 },
+		{ "{\"a\\u0000b\":2}", 0 },
+	};
+	json_t *spec = json_object(), *ev;
+	relay_pattern *p = NULL;
+	relay_ruleset *rs = NULL;
+	relay_matcher *m = NULL;
+	const uint32_t *ids;
+	size_t i, n;
+
+	RT_ASSERT(spec && json_object_setn_new(spec, "a\0b", 3,
+					       json_pack("[i]", 1)) == 0);
+	RT_ASSERT(relay_pattern_compile(&p, spec, NULL) == 0);
+	RT_ASSERT(relay_ruleset_new(&rs) == 0);
+	RT_ASSERT(relay_ruleset_add(rs, p, NULL) == 0);
+	RT_ASSERT(relay_ruleset_build(rs) == 0);
+	RT_ASSERT(relay_matcher_new(&m, rs) == 0);
+	for (i = 0; i < RELAY__ARRAY_SIZE(t); i++) {
+		RT_EQ_INT(relay_matcher_match(m, t[i].text, strlen(t[i].text),
+					      NOW, &ids, &n), 0);
+		if ((int)n != t[i].want)
+			RT_FAILF("raw %s: %zu", t[i].text, n);
+	}
+	ev = json_object();
+	RT_ASSERT(ev && json_object_setn_new(ev, "a\0b", 3,
+					     json_integer(1)) == 0);
+	RT_EQ_INT(relay_pattern_match(p, ev, NOW), 1);
+	RT_EQ_INT(relay_matcher_match_json(m, ev, NOW, &ids, &n), 0);
+	RT_EQ_INT(n, 1);
+	json_decref(ev);
+	ev = json_pack("{s:i}", "a", 1);
+	RT_EQ_INT(relay_pattern_match(p, ev, NOW), 0);
+	RT_EQ_INT(relay_matcher_match_json(m, ev, NOW, &ids, &n), 0);
+	RT_EQ_INT(n, 0);
+	json_decref(ev);
+	relay_matcher_free(m);
+	relay_ruleset_free(rs);
+	relay_pattern_free(p);
+	json_decref(spec);
+}
+
 /* ------------------------------------------------------- differential */
 
 static uint64_t rng_state;
@@ -897,6 +949,7 @@ static const rt_case cases[] = {
 	RT_CASE(test_pattern__raw_non_object),
 	RT_CASE(test_pattern__raw_valid),
 	RT_CASE(test_pattern__raw_duplicates),
+	RT_CASE(test_pattern__nul_in_key),
 	RT_CASE(test_pattern__differential),
 	RT_CASE(test_pattern__corpus),
 	RT_CASE(test_pattern__no_alloc),
