@@ -408,6 +408,80 @@ static void test_pattern__nul_in_key(void)
 	json_decref(spec);
 }
 
+/*
+ * Rulesets at the edges: empty (still validates), and many rules matching
+ * one event (ids ascending whatever order their anchors fired in, past
+ * the insertion-sort threshold).
+ */
+static void test_pattern__ruleset_sizes(void)
+{
+	const char *ev;
+	relay_ruleset *rs = NULL;
+	relay_matcher *m = NULL;
+	const uint32_t *ids;
+	size_t n, i;
+	char buf[64];
+
+	RT_ASSERT(relay_ruleset_new(&rs) == 0);
+	RT_ASSERT(relay_ruleset_build(rs) == 0);
+	RT_ASSERT(relay_matcher_new(&m, rs) == 0);
+	RT_EQ_INT(relay_matcher_match(m, "{\"a\":1}", 7, NOW, &ids, &n), 0);
+	RT_EQ_INT(n, 0);
+	RT_EQ_INT(relay_matcher_match(m, "{\"a\":}", 6, NOW, &ids, &n),
+		  RELAY_EPARSE);
+	RT_EQ_INT(relay_matcher_match(m, "7", 1, NOW, &ids, &n), RELAY_ETYPE);
+	relay_matcher_free(m);
+	relay_ruleset_free(rs);
+
+	/* 300 rules, anchored on four different leaves in an order unlike
+	 * the id order; every one matches {"a":1,"b":"x","c":true} */
+	RT_ASSERT(relay_ruleset_new(&rs) == 0);
+	for (i = 0; i < 300; i++) {
+		relay_pattern *p = NULL;
+		json_t *j;
+
+		switch ((i * 7) % 4) {
+		case 0:
+			snprintf(buf, sizeof(buf), "{\"c\": [true], \"z%zu\": "
+				 "[{\"exists\": false}]}", i);
+			break;
+		case 1:
+			snprintf(buf, sizeof(buf), "{\"b\": [\"x\"], "
+				 "\"a\": [%zu, 1]}", i + 2);
+			break;
+		case 2:
+			snprintf(buf, sizeof(buf), "{\"a\": [1], \"y%zu\": "
+				 "[{\"exists\": false}]}", i);
+			break;
+		default:
+			snprintf(buf, sizeof(buf), "{\"b\": [{\"prefix\": "
+				 "\"\"}], \"w%zu\": [{\"exists\": false}]}",
+				 i);
+			break;
+		}
+		j = json_loads(buf, 0, NULL);
+		RT_ASSERT(j && relay_pattern_compile(&p, j, NULL) == 0);
+		RT_ASSERT(relay_ruleset_add(rs, p, NULL) == 0);
+		relay_pattern_free(p);
+		json_decref(j);
+	}
+	RT_ASSERT(relay_ruleset_build(rs) == 0);
+	RT_ASSERT(relay_matcher_new(&m, rs) == 0);
+	ev = "{\"c\":true,\"b\":\"x\",\"a\":1}";
+	RT_EQ_INT(relay_matcher_match(m, ev, strlen(ev), NOW, &ids, &n), 0);
+	RT_EQ_INT(n, 300);
+	for (i = 0; i < n; i++)
+		if (ids[i] != i)
+			RT_FAILF("ids[%zu] = %u", i, ids[i]);
+	ev = "{\"c\":true,\"b\":\"x\",\"a\":2}";
+	RT_EQ_INT(relay_matcher_match(m, ev, strlen(ev), NOW, &ids, &n), 0);
+	RT_CHECK(n > 0 && n < 300);
+	for (i = 1; i < n; i++)
+		RT_CHECK(ids[i - 1] < ids[i]);
+	relay_matcher_free(m);
+	relay_ruleset_free(rs);
+}
+
 /* ------------------------------------------------------- differential */
 
 static uint64_t rng_state;
@@ -950,6 +1024,7 @@ static const rt_case cases[] = {
 	RT_CASE(test_pattern__raw_valid),
 	RT_CASE(test_pattern__raw_duplicates),
 	RT_CASE(test_pattern__nul_in_key),
+	RT_CASE(test_pattern__ruleset_sizes),
 	RT_CASE(test_pattern__differential),
 	RT_CASE(test_pattern__corpus),
 	RT_CASE(test_pattern__no_alloc),
