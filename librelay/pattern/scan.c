@@ -566,10 +566,16 @@ static const uchar *scan_object(scan *s, const uchar *p, uint32_t node,
 				return fail(s, p, "out of memory");
 		}
 		kid = relay__smap_get(kids, key, klen);
-		if (kid != RELAY__NONE)
+		if (kid != RELAY__NONE) {
 			p = visit(s, p, kid, depth + 1);
-		else
+		} else if (AT(s, p) == '"') {
+			/* most skipped members are strings: no call */
+			p = string_end(s, p + 1, &esc);
+			if (p)
+				p++;
+		} else {
 			p = skip_value(s, p, depth + 1);
+		}
 		if (!p)
 			return NULL;
 		p = ws(s, p);
