@@ -111,6 +111,35 @@ typedef int (*relay_consumer_available_fn)(const relay_app *app,
 					   void *payload);
 
 /**
+ * struct relay_consumer_executor - how the consumer runs one invocation
+ * (versioned vtable, CONVENTIONS C5).
+ *
+ * The default (options.executor NULL) runs through the relay_runtime given
+ * to relay_consumer_new(). An embedder may run handlers some other way
+ * (in-process functions, a remote pool): tests and benchmarks use an
+ * in-process one. Implementations embed this struct first.
+ *
+ * run: start @spec (borrowed for the call); on success return 0, set
+ * *@handle to something cancel understands, and call @done exactly once,
+ * LATER, from the consumer's loop (never inside run). A nonzero return
+ * means @done never runs (counted as a failed attempt with the error as
+ * its reason). @output may be called with lines before @done.
+ * cancel: make a started run end soon with RELAY_RUN_CANCELLED (optional;
+ * NULL = runs cannot be cancelled and are waited for).
+ */
+typedef struct relay_consumer_executor relay_consumer_executor;
+struct relay_consumer_executor {
+	unsigned int version;  /* RELAY_CONSUMER_EXECUTOR_VERSION */
+	int (*run)(relay_consumer_executor *x, const relay_exec_spec *spec,
+		   relay_output_fn output, relay_run_done_fn done,
+		   void *payload, void **handle);
+	void (*cancel)(relay_consumer_executor *x, void *handle);
+	/* version 1 ends here; later versions append only */
+};
+
+#define RELAY_CONSUMER_EXECUTOR_VERSION 1
+
+/**
  * struct relay_consumer_options - how to run a consumer (versioned).
  *
  * Initialise with RELAY_CONSUMER_OPTIONS_INIT; zero fields take defaults.
@@ -138,6 +167,8 @@ typedef struct relay_consumer_options {
 					   and node apps need their
 					   interpreter on PATH */
 	void *available_payload;        /* passed to available */
+	relay_consumer_executor *executor; /* NULL = the relay_runtime;
+					   borrowed */
 	/* version 1 ends here; later versions append only */
 } relay_consumer_options;
 
@@ -151,7 +182,8 @@ typedef struct relay_consumer_options {
  * @loop: the host's libev loop (borrowed; must outlive the consumer).
  * @redis: a backend on @loop (relay_redis_open_libev()); borrowed, must
  *   outlive the consumer (free it after the close callback).
- * @rt: a runtime attached to @loop; borrowed, as @redis.
+ * @rt: a runtime attached to @loop; borrowed, as @redis. May be NULL
+ *   when options.executor is set.
  * @apps: the app set; borrowed until replaced with
  *   relay_consumer_set_apps() or the consumer is closed.
  * @opts: options (required: stream, group, consumer).
@@ -253,14 +285,15 @@ RELAY_EXTERN void relay_consumer_health_get(const relay_consumer *c,
  *
  * Set version to RELAY_CONSUMER_METRICS_VERSION before the call.
  * Counters count since creation or the last relay_consumer_metrics_reset().
- * Invariant: events_received = events_matched + events_unmatched +
- * events_malformed + events_schedule (each message counted once, by the
- * replica that wins claim_classification).
+ * Invariant: events_received = events_matched + events_unmatched
+ * (decoded external events). Malformed messages and schedule envelopes
+ * are counted apart. Each message is classified and counted once, by the
+ * replica that wins claim_classification, however often it is delivered.
  */
 typedef struct relay_consumer_metrics {
 	unsigned int version;          /* RELAY_CONSUMER_METRICS_VERSION */
 	/* counters */
-	uint64_t events_received;      /* classified messages */
+	uint64_t events_received;      /* decoded external events */
 	uint64_t events_matched;       /* matched >= 1 rule */
 	uint64_t events_unmatched;     /* matched none (ACKed) */
 	uint64_t events_malformed;     /* placeholder path (incl. oversized) */

@@ -1,0 +1,191 @@
+/*
+ * librelay/consumer/consumer.h - private: the stream engine's structures,
+ * shared by consumer.c (lifecycle, reading, recovery, metrics),
+ * consumer_msg.c (one message's life) and consumer_exec.c (executors,
+ * manual runs). Never installed.
+ */
+#ifndef RELAY__CONSUMER_H
+#define RELAY__CONSUMER_H
+
+#include <ev.h>
+
+#include "common.h"
+#include "relay/engine.h"
+#include "relay/invocation.h"
+#include "relay/dlq.h"
+
+typedef struct relay__msg relay__msg;
+typedef struct relay__inv relay__inv;
+
+/* One matched invocation of a message. */
+typedef enum relay__inv_status {
+	RELAY__INV_TODO = 0,        /* not looked at yet */
+	RELAY__INV_DONE_OK = 1,     /* terminal: succeeded */
+	RELAY__INV_DONE_EXH = 2,    /* terminal: exhausted */
+	RELAY__INV_UNRESOLVED = 3,  /* not terminal: message stays pending */
+} relay__inv_status;
+
+struct relay__inv {
+	relay__msg *m;                       /* owning message */
+	relay_app *app;                      /* reference */
+	const relay_app_rule *rule;          /* borrowed from app */
+	char *field;                         /* "<app>/<handler>" */
+	relay__inv_status status;
+	unsigned int attempt;                /* current claim */
+	char token[RELAY_INV_TOKEN_LEN + 1]; /* current claim */
+	int dlq;                             /* exhausted: entry exists */
+	char reason[160];                    /* last failure */
+	relay__inv *wait_next;               /* slot wait queue link */
+	int waiting;                         /* in the slot wait queue */
+	int has_slots;                       /* holds global + app slot */
+	void *run;                           /* executor handle */
+	relay_mono_us started_us;            /* run start */
+};
+
+/* One message in memory. */
+struct relay__msg {
+	relay_consumer *c;
+	relay__msg *prev, *next;     /* c->msgs list */
+	char *id;                    /* stream id */
+	char *key;                   /* invocation state hash */
+	char *event;                 /* owned copy of the raw value, or NULL */
+	size_t event_len;
+	int malformed;               /* relay_dlq_malformed, or -1 */
+	int schedule;                /* schedule envelope (placeholder) */
+	char *pl_reason;             /* placeholder reason */
+	char *pl_event;              /* placeholder event field */
+	int reclaimed;               /* delivered by XAUTOCLAIM */
+	relay__inv *invs;            /* matched invocations, dispatch order */
+	size_t ninv;
+	size_t cur;                  /* the invocation being worked on */
+	size_t dlq_cur;              /* next exhausted invocation to persist */
+	long long deliveries;        /* diagnostic PEL count (DLQ path) */
+	int busy;                    /* an async step is outstanding */
+	ev_timer slot_timer;         /* bounded slot wait */
+};
+
+/* Per-app running count (concurrency slots). */
+typedef struct relay__app_slots {
+	char *name;
+	unsigned int running;
+} relay__app_slots;
+
+/* One app/handler duration histogram. */
+typedef struct relay__hist {
+	char *app;
+	char *handler;
+	relay_consumer_histogram h;  /* app/handler pointers set on visit */
+} relay__hist;
+
+/* The default executor: relay_runtime. */
+typedef struct relay__rt_executor {
+	relay_consumer_executor parent;
+	relay_runtime *rt;
+} relay__rt_executor;
+
+struct relay_consumer {
+	struct ev_loop *loop;
+	relay_redis_backend *redis;
+	const relay_appset *apps;
+	relay_matcher *matcher;       /* of apps' ruleset */
+	char *stream, *group, *name, *dlq_key;
+	unsigned int max_concurrency, max_buffered;
+	size_t max_event_bytes;
+	int64_t retention_ms;
+	unsigned int scale;
+	const relay_clock *clock;
+	relay_logger logger;
+	relay_output_fn output;
+	void *output_payload;
+	relay_consumer_available_fn available;
+	void *available_payload;
+	relay_consumer_executor *exec;
+	relay__rt_executor rt_exec;
+
+	/* lifecycle */
+	int started, group_ok, stopping, graceful, closing, stopped_called;
+	relay_consumer_stopped_fn stopped_cb;
+	void *stopped_payload;
+	relay_consumer_close_fn close_cb;
+	unsigned int ops;             /* outstanding non-message operations */
+
+	/* Redis health */
+	int redis_up;
+	int down_logged;
+	int64_t backoff_ms;
+	char down_reason[120];
+
+	/* reading and recovery */
+	int read_busy, reclaim_busy, renew_busy, pending_busy;
+	ev_timer read_timer;          /* retry/poll of reads */
+	ev_timer reclaim_timer;
+	ev_timer renew_timer;
+	ev_timer pending_timer;
+	ev_idle finish_idle;          /* deferred stopped/close callbacks */
+	char *reclaim_cursor;
+	struct read_token *read_token; /* the outstanding read, or NULL */
+
+	/* messages */
+	relay__msg *msgs;
+	unsigned int nmsgs;
+
+	/* slots */
+	unsigned int running;
+	relay__app_slots *slots;
+	size_t nslots;
+	relay__inv *wait_head, *wait_tail;
+
+	/* metrics */
+	relay_consumer_metrics m;
+	relay__hist *hists;
+	size_t nhists;
+
+	/* manual runs in progress */
+	unsigned int manual;
+	struct manual *manual_runs;
+
+	/* misc */
+	uint64_t rng;                 /* backoff jitter */
+	int in_backoff;               /* read_timer is a backoff */
+	int python_ok, node_ok;       /* availability cache: 1, -1, 0 */
+	relay_mono_us avail_checked_us;
+};
+
+/* Durations after time_scale. */
+int64_t relay__consumer_scaled(const relay_consumer *c, int64_t ms);
+
+/* consumer.c */
+void relay__consumer_redis_ok(relay_consumer *c);
+void relay__consumer_redis_failed(relay_consumer *c, int status,
+				  const char *what);
+void relay__consumer_kick(relay_consumer *c);  /* read more / finish */
+void relay__consumer_hist_add(relay_consumer *c, const char *app,
+			      const char *handler, uint64_t duration_us);
+void relay__consumer_check_stopped(relay_consumer *c);
+void relay__consumer_detach_read(relay_consumer *c);
+
+/* consumer_msg.c */
+void relay__msg_deliver(relay_consumer *c, const relay_stream_entry *e,
+			int reclaimed);
+void relay__msg_missing(relay_consumer *c, const char *id);
+relay__msg *relay__msg_find(relay_consumer *c, const char *id);
+void relay__msg_stop(relay_consumer *c, int graceful);
+void relay__slots_release(relay_consumer *c, relay__inv *inv);
+
+/* consumer_exec.c */
+void relay__rt_executor_init(relay__rt_executor *x, relay_runtime *rt);
+int relay__consumer_default_available(const relay_app *app, void *payload);
+void relay__consumer_manual_close(relay_consumer *c);
+
+/* Fill an exec spec for @rule of @app (pointers borrowed). */
+void relay__consumer_exec_spec(relay_exec_spec *s, const relay_app *app,
+			       const relay_app_rule *rule, const char *msg_id,
+			       const char *event, size_t len);
+
+/* Run one reclaim pass now, as the reclaim timer does (tests use it with
+ * a fixed clock). */
+void relay__consumer_reclaim_now(relay_consumer *c);
+/* Renew ownership of the messages in memory now. */
+void relay__consumer_renew_now(relay_consumer *c);
+
+#endif /* RELAY__CONSUMER_H */

@@ -1,0 +1,294 @@
+/*
+ * consumer_exec.c - how the engine runs handlers: the default executor
+ * over relay_runtime, the default availability check, and the manual runs
+ * of relayctl (app invoke, dlq replay), which bypass Redis entirely.
+ */
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <unistd.h>
+
+#include "consumer.h"
+
+/* ---- the relay_runtime executor ------------------------------------------ */
+
+static int rt_run(relay_consumer_executor *x, const relay_exec_spec *spec,
+		  relay_output_fn output, relay_run_done_fn done,
+		  void *payload, void **handle)
+{
+	relay__rt_executor *rx = (relay__rt_executor *)x;
+	relay_run *run = NULL;
+	int rc;
+
+	rc = relay_runtime_run(rx->rt, spec, output, done, payload, &run,
+			       NULL);
+	*handle = run;
+	return rc;
+}
+
+static void rt_cancel(relay_consumer_executor *x, void *handle)
+{
+	(void)x;
+	if (handle)
+		relay_run_cancel(handle);
+}
+
+void relay__rt_executor_init(relay__rt_executor *x, relay_runtime *rt)
+{
+	memset(x, 0, sizeof(*x));
+	x->parent.version = RELAY_CONSUMER_EXECUTOR_VERSION;
+	x->parent.run = rt_run;
+	x->parent.cancel = rt_cancel;
+	x->rt = rt;
+}
+
+/* ---- availability ----------------------------------------------------- */
+
+static int on_path(const char *prog)
+{
+	const char *path = getenv("PATH"), *p, *end;
+	char buf[4096];
+
+	if (!path || !*path)
+		path = "/usr/local/bin:/usr/bin:/bin";
+	for (p = path; *p; p = *end ? end + 1 : end) {
+		size_t n;
+
+		end = strchr(p, ':');
+		if (!end)
+			end = p + strlen(p);
+		n = (size_t)(end - p);
+		if (n == 0 || n + strlen(prog) + 2 > sizeof(buf))
+			continue;
+		memcpy(buf, p, n);
+		buf[n] = '/';
+		strcpy(buf + n + 1, prog);
+		if (access(buf, X_OK) == 0)
+			return 1;
+	}
+	return 0;
+}
+
+/*
+ * python3 and node apps need their interpreter. The answer is cached for
+ * five seconds of monotonic time, so installing python3 makes a waiting
+ * app available without a restart.
+ */
+int relay__consumer_default_available(const relay_app *app, void *payload)
+{
+	relay_consumer *c = payload;
+	relay_mono_us now = relay_clock_mono_us(c->clock);
+	int *ok;
+	const char *prog;
+
+	switch (relay_app_runtime(app)) {
+	case RELAY_APP_RUNTIME_PYTHON3:
+		ok = &c->python_ok;
+		prog = "python3";
+		break;
+	case RELAY_APP_RUNTIME_NODE:
+		ok = &c->node_ok;
+		prog = "node";
+		break;
+	default:
+		return 1;
+	}
+	if (*ok == 0 || now - c->avail_checked_us > 5000000u) {
+		c->avail_checked_us = now;
+		c->python_ok = 0;
+		c->node_ok = 0;
+		*ok = on_path(prog) ? 1 : -1;
+	}
+	return *ok > 0;
+}
+
+/* ---- manual runs -------------------------------------------------------- */
+
+typedef struct manual {
+	relay_consumer *c;
+	struct manual *next;
+	relay_app *app;                 /* reference */
+	const relay_app_rule **rules;   /* borrowed from app */
+	size_t nrules, cur;
+	relay_consumer_result *res;
+	char *event;
+	size_t len;
+	void *run;
+	relay_consumer_run_cb cb;
+	void *payload;
+	int status;
+	ev_idle idle;                   /* report from the loop */
+} manual;
+
+static void manual_next(manual *mr);
+
+static void manual_report(struct ev_loop *loop, ev_idle *w, int revents)
+{
+	manual *mr = w->data;
+	relay_consumer *c = mr->c;
+	manual **pp;
+	size_t i;
+
+	(void)revents;
+	ev_idle_stop(loop, w);
+	for (i = 0; i < mr->cur && i < mr->nrules; i++) {
+		mr->res[i].app = relay_app_name(mr->app);
+		mr->res[i].handler = relay_app_rule_handler(mr->rules[i]);
+	}
+	mr->cb(mr->status, mr->res, mr->status ? 0 : mr->cur, mr->payload);
+	for (pp = &c->manual_runs; *pp; pp = &(*pp)->next)
+		if (*pp == mr) {
+			*pp = mr->next;
+			break;
+		}
+	relay_app_free(mr->app);
+	relay__free(mr->rules);
+	relay__free(mr->res);
+	relay__free(mr->event);
+	relay__free(mr);
+	c->manual--;
+	relay__consumer_check_stopped(c);
+}
+
+static void manual_finish(manual *mr, int status)
+{
+	mr->status = status;
+	ev_idle_init(&mr->idle, manual_report);
+	mr->idle.data = mr;
+	ev_idle_start(mr->c->loop, &mr->idle);
+}
+
+static void manual_output(const relay_output_line *line, void *payload)
+{
+	manual *mr = payload;
+
+	if (mr->c->output)
+		mr->c->output(line, mr->c->output_payload);
+}
+
+static void manual_done(const relay_run_outcome *o, void *payload)
+{
+	manual *mr = payload;
+
+	mr->run = NULL;
+	mr->res[mr->cur].outcome = *o;
+	mr->cur++;
+	if (o->status == RELAY_RUN_CANCELLED || mr->c->stopping) {
+		manual_finish(mr, o->status == RELAY_RUN_CANCELLED ?
+			      RELAY_ECLOSED : 0);
+		return;
+	}
+	manual_next(mr);
+}
+
+static void manual_next(manual *mr)
+{
+	relay_consumer *c = mr->c;
+	relay_exec_spec s = RELAY_EXEC_SPEC_INIT;
+	int rc;
+
+	if (mr->cur >= mr->nrules) {
+		manual_finish(mr, 0);
+		return;
+	}
+	relay__consumer_exec_spec(&s, mr->app, mr->rules[mr->cur], "manual",
+				  mr->event, mr->len);
+	rc = c->exec->run(c->exec, &s, manual_output, manual_done, mr,
+			  &mr->run);
+	if (rc)
+		manual_finish(mr, RELAY_EBACKEND);
+}
+
+static int manual_start(relay_consumer *c, const char *app_name,
+			const char *handler, const char *event, size_t len,
+			relay_consumer_run_cb cb, void *payload)
+{
+	const relay_app *app;
+	manual *mr;
+	relay_app_match *mt = NULL;
+	size_t n = 0, i;
+	int rc = RELAY_ENOMEM;
+
+	if (!app_name || !event || !cb || c->stopping)
+		return RELAY_EINVAL;
+	mr = relay__calloc(1, sizeof(*mr));
+	if (!mr)
+		return RELAY_ENOMEM;
+	mr->c = c;
+	mr->cb = cb;
+	mr->payload = payload;
+	mr->event = relay__strndup(event, len);
+	mr->len = len;
+	if (!mr->event)
+		goto fail;
+	c->manual++;
+	mr->next = c->manual_runs;
+	c->manual_runs = mr;
+	app = relay_appset_find(c->apps, app_name);
+	if (!app) {
+		manual_finish(mr, RELAY_ENOTFOUND);
+		return 0;
+	}
+	mr->app = relay_app_ref(app);
+	mr->rules = relay__calloc(relay_app_rule_count(app) + 1,
+				  sizeof(*mr->rules));
+	mr->res = relay__calloc(relay_app_rule_count(app) + 1,
+				sizeof(*mr->res));
+	if (!mr->rules || !mr->res) {
+		manual_finish(mr, RELAY_ENOMEM);
+		return 0;
+	}
+	if (handler) {
+		const relay_app_rule *r = relay_app_rule_find(app, handler);
+
+		if (!r) {
+			manual_finish(mr, RELAY_ENOTFOUND);
+			return 0;
+		}
+		mr->rules[mr->nrules++] = r;
+		manual_next(mr);
+		return 0;
+	}
+	rc = relay_appset_match(c->apps, c->matcher, event, len,
+				relay_clock_wall_ms(c->clock), &mt, &n);
+	if (rc) {
+		manual_finish(mr, rc);
+		return 0;
+	}
+	for (i = 0; i < n; i++)
+		if (mt[i].app == app)
+			mr->rules[mr->nrules++] = mt[i].rule;
+	relay__free(mt);
+	manual_next(mr);
+	return 0;
+fail:
+	relay__free(mr->event);
+	relay__free(mr);
+	return rc;
+}
+
+int relay_consumer_invoke(relay_consumer *c, const char *app,
+			  const char *event, size_t len,
+			  relay_consumer_run_cb cb, void *payload)
+{
+	return manual_start(c, app, NULL, event, len, cb, payload);
+}
+
+int relay_consumer_replay(relay_consumer *c, const char *app,
+			  const char *handler, const char *event, size_t len,
+			  relay_consumer_run_cb cb, void *payload)
+{
+	if (!handler)
+		return RELAY_EINVAL;
+	return manual_start(c, app, handler, event, len, cb, payload);
+}
+
+/* Stop at once: cancel the manual runs still going. */
+void relay__consumer_manual_close(relay_consumer *c)
+{
+	manual *mr;
+
+	for (mr = c->manual_runs; mr; mr = mr->next)
+		if (mr->run && c->exec->cancel)
+			c->exec->cancel(c->exec, mr->run);
+}
