@@ -1,0 +1,565 @@
+/*
+ * test_pattern_diff.c - the match paths against each other and against
+ * the spec's reference matcher: a seeded differential test of
+ * relay_pattern_match(), the raw relay_matcher_match() and
+ * relay_matcher_match_json(); gen_corpus.py's expected files for all 12
+ * sets; no steady-state allocation; every allocation failure.
+ */
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <unistd.h>
+
+#include "pattern_int.h"
+#include "relay_config.h"
+#include "relaytest.h"
+
+#define NOW 1767268800000LL /* 2026-01-01T12:00:00Z */
+
+/* ------------------------------------------------------- differential */
+
+static uint64_t rng_state;
+
+static uint32_t rnd(uint32_t n)
+{
+	rng_state = rng_state * 6364136223846793005ULL +
+		    1442695040888963407ULL;
+	return (uint32_t)(rng_state >> 33) % n;
+}
+
+typedef struct sbuf {
+	char *p;
+	size_t n, cap;
+} sbuf;
+
+static void put(sbuf *b, const char *s)
+{
+	size_t l = strlen(s);
+
+	if (b->n + l + 1 > b->cap) {
+		b->cap = (b->n + l + 1) * 2;
+		b->p = realloc(b->p, b->cap);
+		if (!b->p)
+			abort();
+	}
+	memcpy(b->p + b->n, s, l + 1);
+	b->n += l;
+}
+
+static const char *const keys[] = { "a", "b", "c" };
+/* strings as JSON texts; some escaped forms of the same values */
+static const char *const strs[] = {
+	"\"\"", "\"x\"", "\"xy\"", "\"yx\"", "\"\\u0078\"", "\"x\\u0079\"",
+	"\"\\u00e9\"", "\"\xc3\xa9\"", "\"a\\\"b\"",
+	"\"2026-01-01T11:56:00Z\"", "\"2026-01-01T11:54:00Z\"",
+	"\"2026-01-01T13:56:00+02:00\"", "\"2026-01-01T12:00:00.5Z\"",
+	"\"2026-01-01T12:10:00Z\"", "\"2026-01-01T25:00:00Z\"",
+};
+static const char *const nums[] = {
+	"0", "-0", "1", "1.0", "-1", "70", "7e1", "70.5", "1e3", "0.1",
+	"1000", "9.99", "10",
+};
+static const char *const pstrs[] = { "\"\"", "\"x\"", "\"y\"", "\"xy\"",
+				     "\"\\u00e9\"", "\"a\\\"b\"" };
+static const char *const pnums[] = { "0", "1", "70", "70.5", "10", "1000",
+				     "-1" };
+static const char *const nows[] = { "\"now()\"", "\"now()-5m\"",
+				    "\"now()+10m\"", "\"now()-1h30m\"" };
+static const char *const ops[] = { "gt", "gte", "lt", "lte" };
+
+static void gen_value(sbuf *b, int depth)
+{
+	uint32_t k = rnd(depth > 2 ? 6 : 9), i, n;
+
+	switch (k) {
+	case 0: case 1: put(b, strs[rnd(RELAY__ARRAY_SIZE(strs))]); break;
+	case 2: case 3: put(b, nums[rnd(RELAY__ARRAY_SIZE(nums))]); break;
+	case 4: put(b, rnd(2) ? "true" : "false"); break;
+	case 5: put(b, "null"); break;
+	case 6:
+		put(b, "[");
+		for (i = 0, n = rnd(3); i < n; i++) {
+			if (i)
+				put(b, ",");
+			gen_value(b, depth + 1);
+		}
+		put(b, "]");
+		break;
+	default:
+		put(b, "{");
+		for (i = 0, n = rnd(4); i < n; i++) {
+			put(b, i ? ", \"" : "\"");
+			put(b, keys[rnd(3)]);
+			put(b, "\" : ");
+			gen_value(b, depth + 1);
+		}
+		put(b, "}");
+		break;
+	}
+}
+
+static void gen_map(sbuf *b, int depth);
+
+static void gen_alt(sbuf *b, int depth)
+{
+	uint32_t k = rnd(depth > 2 ? 9 : 11);
+	const char *op;
+
+	switch (k) {
+	case 0: put(b, pstrs[rnd(RELAY__ARRAY_SIZE(pstrs))]); break;
+	case 1: put(b, pnums[rnd(RELAY__ARRAY_SIZE(pnums))]); break;
+	case 2:
+		put(b, rnd(3) ? (rnd(2) ? "true" : "false") : "null");
+		break;
+	case 3: case 4:
+		put(b, rnd(2) ? "{\"prefix\": " : "{\"suffix\": ");
+		put(b, pstrs[rnd(RELAY__ARRAY_SIZE(pstrs))]);
+		put(b, "}");
+		break;
+	case 5: case 6:
+		put(b, rnd(2) ? "{\"exists\": true}" : "{\"exists\": false}");
+		break;
+	case 7: case 8:
+		op = ops[rnd(4)];
+		put(b, "{\"");
+		put(b, op);
+		put(b, "\": ");
+		put(b, rnd(2) ? pnums[rnd(RELAY__ARRAY_SIZE(pnums))] :
+			nows[rnd(RELAY__ARRAY_SIZE(nows))]);
+		put(b, "}");
+		break;
+	default:
+		gen_map(b, depth + 1);
+		break;
+	}
+}
+
+static void gen_map(sbuf *b, int depth)
+{
+	uint32_t i, j, n = 1 + rnd(2), na, used = 0, k;
+
+	put(b, "{");
+	for (i = 0; i < n; i++) {
+		do
+			k = rnd(3);
+		while (used & (1u << k));
+		used |= 1u << k;
+		put(b, i ? ", \"" : "\"");
+		put(b, keys[k]);
+		put(b, "\": ");
+		if (depth < 3 && !rnd(6)) {
+			gen_map(b, depth + 1); /* bare map shorthand */
+			continue;
+		}
+		put(b, "[");
+		for (j = 0, na = 1 + rnd(3); j < na; j++) {
+			if (j)
+				put(b, ", ");
+			gen_alt(b, depth);
+		}
+		put(b, "]");
+	}
+	put(b, "}");
+}
+
+#define DIFF_RULESETS 60
+#define DIFF_RULES 24
+#define DIFF_EVENTS 80
+
+/*
+ * Random patterns x random events (fixed seed): for every rule and event,
+ * relay_pattern_match() on the jansson decode, the raw matcher on the text
+ * and relay_matcher_match_json() on the decode must agree. Events reuse a
+ * small key set so that paths collide, and may repeat keys.
+ */
+static void test_pattern__differential(void)
+{
+	relay_pattern *p[DIFF_RULES];
+	sbuf b = { 0 };
+	size_t r, i, e, n, n2, pairs = 0, matches = 0;
+	const uint32_t *ids;
+	uint32_t raw[DIFF_RULES];
+
+	rng_state = 20240601;
+	for (r = 0; r < DIFF_RULESETS; r++) {
+		relay_ruleset *rs = NULL;
+		relay_matcher *m = NULL;
+
+		RT_ASSERT(relay_ruleset_new(&rs) == 0);
+		for (i = 0; i < DIFF_RULES; i++) {
+			relay_error err;
+			json_t *j;
+
+			b.n = 0;
+			gen_map(&b, 0);
+			j = json_loads(b.p, 0, NULL);
+			RT_ASSERT(j);
+			if (relay_pattern_compile(&p[i], j, &err))
+				RT_FAILF("%s: %s", b.p, err.text);
+			json_decref(j);
+			RT_ASSERT(relay_ruleset_add(rs, p[i], NULL) == 0);
+		}
+		RT_ASSERT(relay_ruleset_build(rs) == 0);
+		RT_ASSERT(relay_matcher_new(&m, rs) == 0);
+		for (e = 0; e < DIFF_EVENTS; e++) {
+			json_t *ev;
+
+			b.n = 0;
+			do {
+				b.n = 0;
+				gen_value(&b, 0);
+			} while (b.p[0] != '{');
+			ev = json_loads(b.p, 0, NULL);
+			RT_ASSERT(ev);
+			RT_EQ_INT(relay_matcher_match(m, b.p, b.n, NOW, &ids,
+						      &n), 0);
+			memcpy(raw, ids, n * sizeof(*ids));
+			RT_EQ_INT(relay_matcher_match_json(m, ev, NOW, &ids,
+							   &n2), 0);
+			if (n != n2 || memcmp(raw, ids, n * sizeof(*ids)))
+				RT_FAILF("raw/json_t disagree on %s", b.p);
+			for (i = 0, n2 = 0; i < DIFF_RULES; i++) {
+				int want = relay_pattern_match(p[i], ev, NOW);
+				int got = n2 < n && raw[n2] == i;
+
+				n2 += (size_t)got;
+				matches += (size_t)want;
+				pairs++;
+				if (want != got)
+					RT_FAILF("rule %zu on %s: raw %d, "
+						 "reference %d", i, b.p, got,
+						 want);
+			}
+			json_decref(ev);
+		}
+		relay_matcher_free(m);
+		relay_ruleset_free(rs);
+		for (i = 0; i < DIFF_RULES; i++)
+			relay_pattern_free(p[i]);
+	}
+	printf("# %zu rule x event pairs, %zu matches\n", pairs, matches);
+	/* the generator must exercise both outcomes substantially */
+	RT_CHECK(matches > pairs / 50 && matches < pairs / 2);
+	free(b.p);
+}
+
+/* ------------------------------------------------------- corpus */
+
+static char *slurp_path(const char *path)
+{
+	FILE *f = fopen(path, "rb");
+	long n;
+	char *buf;
+
+	if (!f)
+		return NULL;
+	fseek(f, 0, SEEK_END);
+	n = ftell(f);
+	fseek(f, 0, SEEK_SET);
+	buf = malloc((size_t)n + 1);
+	if (buf && fread(buf, 1, (size_t)n, f) != (size_t)n) {
+		free(buf);
+		buf = NULL;
+	}
+	if (buf)
+		buf[n] = '\0';
+	fclose(f);
+	return buf;
+}
+
+static int cmp_str(const void *a, const void *b)
+{
+	return strcmp(*(char *const *)a, *(char *const *)b);
+}
+
+/* One corpus set: every expected line against the raw matcher. */
+static void check_set(const char *dir, const char *profile, int nrules,
+		      char **evs, size_t nev, relay_wall_ms now)
+{
+	char path[512], *ptext, *etext, *line, *save = NULL;
+	const char *rid[1000];
+	const char *got[1000];
+	relay_ruleset *rs = NULL;
+	relay_matcher *m = NULL;
+	json_t *pj[1000];
+	size_t np = 0, i, k, n, bad = 0, total = 0;
+	const uint32_t *ids;
+
+	snprintf(path, sizeof(path), "%s/patterns-%s-%d.jsonl", dir, profile,
+		 nrules);
+	ptext = slurp_path(path);
+	snprintf(path, sizeof(path), "%s/expected-%s-%d.jsonl", dir, profile,
+		 nrules);
+	etext = slurp_path(path);
+	RT_ASSERT(ptext && etext);
+	RT_ASSERT(relay_ruleset_new(&rs) == 0);
+	for (line = strtok_r(ptext, "\n", &save); line && np < 1000;
+	     line = strtok_r(NULL, "\n", &save)) {
+		relay_pattern *p;
+		relay_error err;
+
+		pj[np] = json_loads(line, 0, NULL);
+		RT_ASSERT(pj[np]);
+		rid[np] = json_string_value(json_object_get(pj[np], "id"));
+		if (relay_pattern_compile(&p, json_object_get(pj[np],
+							      "pattern"),
+					  &err)) {
+			RT_FAILF("%s: %s", line, err.text);
+			json_decref(pj[np]);
+			continue;
+		}
+		RT_ASSERT(relay_ruleset_add(rs, p, NULL) == 0);
+		relay_pattern_free(p);
+		np++;
+	}
+	RT_EQ_INT(np, nrules);
+	RT_ASSERT(relay_ruleset_build(rs) == 0);
+	RT_ASSERT(relay_matcher_new(&m, rs) == 0);
+	save = NULL;
+	for (i = 0, line = strtok_r(etext, "\n", &save); line && i < nev;
+	     i++, line = strtok_r(NULL, "\n", &save)) {
+		json_t *want = json_loads(line, 0, NULL);
+		int wrong = 0;
+
+		RT_ASSERT(want);
+		RT_EQ_INT(relay_matcher_match(m, evs[i], strlen(evs[i]), now,
+					      &ids, &n), 0);
+		for (k = 0; k < n; k++)
+			got[k] = rid[ids[k]];
+		qsort(got, n, sizeof(*got), cmp_str);
+		wrong = n != json_array_size(want);
+		for (k = 0; !wrong && k < n; k++)
+			wrong = strcmp(got[k], json_string_value(
+				json_array_get(want, k))) != 0;
+		bad += (size_t)wrong;
+		total += n;
+		json_decref(want);
+	}
+	if (bad)
+		RT_FAILF("%s-%d: %zu of %zu events mismatch", profile, nrules,
+			 bad, i);
+	printf("# %s-%d: %zu events, %zu matches, %zu mismatches\n", profile,
+	       nrules, i, total, bad);
+	relay_matcher_free(m);
+	relay_ruleset_free(rs);
+	for (i = 0; i < np; i++)
+		json_decref(pj[i]);
+	free(ptext);
+	free(etext);
+}
+
+/*
+ * The reference matcher of gen_corpus.py (our spec's semantics in Python)
+ * against the raw matcher, on all 12 sets of a small fresh corpus.
+ * RELAY_GEN_CORPUS names the script (default: /work/shared/bench/...);
+ * skipped without python3 or the script.
+ */
+static void test_pattern__corpus(void)
+{
+	static const char *profiles[] = { "common", "numeric", "full" };
+	static const int sizes[] = { 1, 10, 100, 1000 };
+	const char *gen = getenv("RELAY_GEN_CORPUS");
+	char dir[] = "/tmp/relay-pattern-corpus-XXXXXX", cmd[1024], path[600];
+	char *etext, *line, *save = NULL, *evs[300];
+	relay__instant t;
+	size_t nev = 0, i, j;
+
+	if (!gen)
+		gen = "/work/shared/bench/gen_corpus.py";
+	if (access(gen, R_OK) != 0)
+		RT_SKIP("no gen_corpus.py (set RELAY_GEN_CORPUS)");
+	if (system("command -v python3 >/dev/null 2>&1") != 0)
+		RT_SKIP("no python3");
+	RT_ASSERT(mkdtemp(dir));
+	snprintf(cmd, sizeof(cmd), "python3 '%s' --out '%s' --events 300 "
+		 "--expect 300 >/dev/null", gen, dir);
+	RT_ASSERT(system(cmd) == 0);
+	snprintf(path, sizeof(path), "%s/events.jsonl", dir);
+	etext = slurp_path(path);
+	RT_ASSERT(etext);
+	for (line = strtok_r(etext, "\n", &save); line && nev < 300;
+	     line = strtok_r(NULL, "\n", &save))
+		evs[nev++] = line;
+	RT_EQ_INT(nev, 300);
+	/* gen_corpus.py's default pinned now */
+	RT_ASSERT(relay__rfc3339_parse("2026-01-01T12:00:00Z", 20, &t) == 0);
+	for (i = 0; i < 3; i++)
+		for (j = 0; j < 4; j++)
+			check_set(dir, profiles[i], sizes[j], evs, nev, t.ms);
+	free(etext);
+	snprintf(cmd, sizeof(cmd), "rm -rf '%s'", dir);
+	RT_CHECK(system(cmd) == 0);
+}
+
+/* ------------------------------------------------------- allocation */
+
+static size_t nallocs;
+
+static void *count_malloc(size_t n)
+{
+	nallocs++;
+	return malloc(n);
+}
+
+static void *count_realloc(void *p, size_t n)
+{
+	nallocs++;
+	return realloc(p, n);
+}
+
+/*
+ * After warm-up (the scratch buffer grown to the longest escaped string
+ * seen), matching does not allocate through librelay's allocator: not for
+ * escaped keys and values, temporal or numeric leaves, duplicate keys,
+ * errors or non-objects.
+ */
+static void test_pattern__no_alloc(void)
+{
+	static const char *evs[] = {
+		("{\"a\":\"x\",\"b\":{\"c\":1.5e3,"
+		 "\"d\":\"2026-01-01T11:59:00Z\"}}"),
+		"{\"\\u0061\":\"\\u0078\",\"b\":{\"c\":-1,\"c\":7}}",
+		"{\"a\":\"user_\\ud83d\\ude00\",\"z\":[1,{\"q\":null}]}",
+		"{\"b\":{\"d\":\"2026-01-01T13:00:00.123456+01:00\"}}",
+		"{\"a\":tru}", "[1,2]", "{\"b\":{\"e\":[]}}",
+		"{\"a\":123456789012345678901234567890}",
+	};
+	static const char *pat =
+		"{\"a\": [\"x\", {\"prefix\": \"user_\"}], "
+		"\"b\": {\"c\": [{\"gt\": 100}, 7], "
+		"\"d\": [{\"gt\": \"now()-5m\"}], "
+		"\"e\": [{\"exists\": false}]}}";
+	relay_pattern *p = NULL;
+	relay_ruleset *rs = NULL;
+	relay_matcher *m = NULL;
+	const uint32_t *ids;
+	size_t i, n, round;
+	json_t *j;
+
+	relay_set_allocator(count_malloc, count_realloc, free);
+	j = json_loads(pat, 0, NULL);
+	RT_ASSERT(j && relay_pattern_compile(&p, j, NULL) == 0);
+	RT_ASSERT(relay_ruleset_new(&rs) == 0);
+	RT_ASSERT(relay_ruleset_add(rs, p, NULL) == 0);
+	RT_ASSERT(relay_ruleset_build(rs) == 0);
+	RT_ASSERT(relay_matcher_new(&m, rs) == 0);
+	RT_CHECK(nallocs > 0); /* the hook is in use */
+	for (round = 0; round < 3; round++) {
+		if (round == 1)
+			nallocs = 0;
+		for (i = 0; i < RELAY__ARRAY_SIZE(evs); i++)
+			(void)relay_matcher_match(m, evs[i], strlen(evs[i]),
+						  NOW, &ids, &n);
+	}
+	RT_EQ_INT(nallocs, 0);
+	relay_matcher_free(m);
+	relay_ruleset_free(rs);
+	relay_pattern_free(p);
+	json_decref(j);
+	relay_set_allocator(NULL, NULL, NULL);
+}
+
+static long fail_after = -1; /* allocations left before failing; <0 never */
+
+static void *chaos_malloc(size_t n)
+{
+	if (fail_after == 0)
+		return NULL;
+	if (fail_after > 0)
+		fail_after--;
+	return malloc(n);
+}
+
+static void *chaos_realloc(void *p, size_t n)
+{
+	if (fail_after == 0)
+		return NULL;
+	if (fail_after > 0)
+		fail_after--;
+	return realloc(p, n);
+}
+
+/*
+ * Every allocation of compile, add, build, matcher creation and a match
+ * with an escaped string fails in turn: each call reports RELAY_ENOMEM (or
+ * succeeds), nothing leaks (ASan), and with no failure the result is
+ * right.
+ */
+static void test_pattern__chaos_alloc(void)
+{
+	static const char *pats[] = {
+		"{\"a\": [\"x\", {\"prefix\": \"y\"}, {\"gt\": 1}], "
+		"\"b\": {\"c\": [{\"exists\": false}, null], "
+		"\"d\": [{\"lt\": \"now()+1m\"}, {\"suffix\": \"z\"}]}}",
+		"{\"a\": [{\"b\": [1]}, {\"c\": [true]}], \"e\": [2.5]}",
+		"{\"k\": [\"v1\", \"v2\", \"v3\", \"v4\", \"v5\", \"v6\"]}",
+	};
+	static const char ev[] =
+		"{\"a\":\"\\u0078\",\"b\":{\"d\":\"z\"},\"k\":\"v5\"}";
+	json_t *j[RELAY__ARRAY_SIZE(pats)];
+	long n;
+	size_t i;
+	int done = 0;
+
+	for (i = 0; i < RELAY__ARRAY_SIZE(pats); i++) {
+		j[i] = json_loads(pats[i], 0, NULL);
+		RT_ASSERT(j[i]);
+	}
+	relay_set_allocator(chaos_malloc, chaos_realloc, free);
+	for (n = 0; !done && n < 10000; n++) {
+		relay_ruleset *rs = NULL;
+		relay_matcher *m = NULL;
+		const uint32_t *ids;
+		size_t cnt = 0;
+		int rc = 0;
+
+		fail_after = n;
+		for (i = 0; !rc && i < RELAY__ARRAY_SIZE(pats); i++) {
+			relay_pattern *p = NULL;
+
+			if (!rs)
+				rc = relay_ruleset_new(&rs);
+			if (!rc)
+				rc = relay_pattern_compile(&p, j[i], NULL);
+			if (!rc)
+				rc = relay_ruleset_add(rs, p, NULL);
+			relay_pattern_free(p);
+		}
+		if (!rc)
+			rc = relay_ruleset_build(rs);
+		if (!rc)
+			rc = relay_matcher_new(&m, rs);
+		if (!rc)
+			rc = relay_matcher_match(m, ev, sizeof(ev) - 1, NOW,
+						 &ids, &cnt);
+		if (rc && rc != RELAY_ENOMEM && rc != RELAY_EPARSE)
+			RT_FAILF("after %ld allocations: rc %d", n, rc);
+		if (rc == RELAY_EPARSE && !strstr(relay_matcher_errstr(m),
+						  "out of memory"))
+			RT_FAILF("after %ld: %s", n, relay_matcher_errstr(m));
+		if (!rc && fail_after >= 0) {
+			done = 1;
+			RT_EQ_INT(cnt, 2); /* rules 0 and 2 */
+		}
+		relay_matcher_free(m);
+		relay_ruleset_free(rs);
+	}
+	fail_after = -1;
+	relay_set_allocator(NULL, NULL, NULL);
+	RT_CHECK(done);
+	printf("# %ld allocation failure points\n", n - 1);
+	for (i = 0; i < RELAY__ARRAY_SIZE(pats); i++)
+		json_decref(j[i]);
+}
+
+static const rt_case cases[] = {
+	RT_CASE(test_pattern__differential),
+	RT_CASE(test_pattern__corpus),
+	RT_CASE(test_pattern__no_alloc),
+	RT_CASE(test_pattern__chaos_alloc),
+};
+
+int main(int argc, char **argv)
+{
+	return rt_main(argc, argv, cases, RT_NCASES(cases));
+}
