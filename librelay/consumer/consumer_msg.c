@@ -88,8 +88,7 @@ static void msg_free(relay__msg *m)
 	relay_consumer *c = m->c;
 	size_t i;
 
-	if (ev_is_active(&m->slot_timer))
-		ev_timer_stop(c->loop, &m->slot_timer);
+	ev_timer_stop(c->loop, &m->slot_timer); /* also clears pending */
 	if (m->prev)
 		m->prev->next = m->next;
 	else
@@ -205,8 +204,10 @@ void relay__slots_release(relay_consumer *c, relay__inv *inv)
 		if (slots_take(c, w) != 1)
 			continue;
 		wait_remove(c, w);
-		if (ev_is_active(&w->m->slot_timer))
-			ev_timer_stop(c->loop, &w->m->slot_timer);
+		/* Unconditionally: an expired timer is inactive but may
+		 * still be pending, and its callback would release the
+		 * message under the claim started below. */
+		ev_timer_stop(c->loop, &w->m->slot_timer);
 		inv_claim(w);
 	}
 }
@@ -601,13 +602,33 @@ static void msg_finish(relay__msg *m)
 	dlq_next(m);
 }
 
+/*
+ * Retention is bookkeeping after the message left the PEL, so the
+ * message's buffer slot is given back at once; the retain reply is still
+ * counted as an outstanding operation (stop waits for it).
+ */
 static void retain_cb(int status, const relay_inv_outcome *o, void *payload)
 {
-	relay__msg *m = payload;
+	relay_consumer *c = payload;
 
 	(void)o;
-	if (status)
-		redis_step_failed(m->c, status, "retain", m);
+	c->ops--;
+	if (status) {
+		relay__consumer_redis_failed(c, status, "retain");
+		relay__log(&c->logger, RELAY_LOG_WARN, "RELAY-ENG09",
+			   "retain: %s (the state hash is left without TTL)",
+			   relay_strerror(status));
+	}
+	relay__consumer_check_stopped(c);
+}
+
+static void msg_retain_free(relay__msg *m)
+{
+	relay_consumer *c = m->c;
+
+	c->ops++;
+	if (relay_inv_retain(c->redis, m->key, c->retention_ms, retain_cb, c))
+		c->ops--;
 	msg_free(m);
 }
 
@@ -627,9 +648,7 @@ static void ack_cb(relay_redis_backend *b, int status, long long value,
 	relay__consumer_redis_ok(c);
 	c->m.acks++;
 	/* Retention only after the message has left the PEL. */
-	if (relay_inv_retain(c->redis, m->key, c->retention_ms, retain_cb,
-			     m))
-		msg_free(m);
+	msg_retain_free(m);
 }
 
 static void msg_ack(relay__msg *m)
@@ -1003,12 +1022,6 @@ void relay__msg_deliver(relay_consumer *c, const relay_stream_entry *e,
 
 /* ---- missing payload -------------------------------------------------- */
 
-static void missing_retain_cb(int status, const relay_inv_outcome *o,
-			      void *payload)
-{
-	retain_cb(status, o, payload);
-}
-
 static void missing_ack_cb(relay_redis_backend *b, int status,
 			   long long value, void *payload)
 {
@@ -1021,9 +1034,7 @@ static void missing_ack_cb(relay_redis_backend *b, int status,
 		msg_free(m);
 		return;
 	}
-	if (relay_inv_retain(m->c->redis, m->key, m->c->retention_ms,
-			     missing_retain_cb, m))
-		msg_free(m);
+	msg_retain_free(m);
 }
 
 /*
@@ -1066,8 +1077,7 @@ void relay__msg_stop(relay_consumer *c, int graceful)
 		relay__inv *inv = c->wait_head;
 
 		wait_remove(c, inv);
-		if (ev_is_active(&inv->m->slot_timer))
-			ev_timer_stop(c->loop, &inv->m->slot_timer);
+		ev_timer_stop(c->loop, &inv->m->slot_timer);
 		inv_resolved(inv, RELAY__INV_UNRESOLVED);
 	}
 	if (graceful || !c->exec->cancel)
