@@ -1,34 +1,501 @@
 /*
- * main.c - relayd, the Relay daemon (engine arrives with the engine issue).
+ * main.c - relayd, the Relay daemon: configuration, the run-dir lock, the
+ * libev loop, signals, and the engine's lifetime (relayd(8)).
+ *
+ * Startup order: config → logger → lock → stats dir → apps → runtime
+ * (fails if RELAY_SANDBOX=bwrap cannot run: never a silent fallback) →
+ * Redis backend → consumer → control socket → /metrics → apps watch →
+ * start. Any failure before the loop runs prints one line and exits 1.
+ *
+ * Stopping: the first SIGTERM/SIGINT asks the consumer to drain (stop
+ * reading, running handlers finish up to their timeout); a second one
+ * stops at once (running handlers are killed; the PEL keeps the
+ * messages). When the consumer reports stopped, the stats file is
+ * flushed and the consumer closed; its close callback breaks the loop.
+ * Exit status 0 after a signal-requested stop.
  */
+#include <errno.h>
+#include <fcntl.h>
+#include <signal.h>
 #include <stdio.h>
+#include <stdlib.h>
 #include <string.h>
+#include <sys/file.h>
+#include <sys/stat.h>
+#include <time.h>
+#include <unistd.h>
+
+#include <jansson.h>
 
 #include "relay/relay.h"
+#include "relay/relay_libev.h"
+#include "relay_config.h"
+#include "relayd.h"
+
+#define STATS_FILE "stats.json"
+#define METRICS_INTERVAL_S 1.0
+#define STATS_INTERVAL_S 5.0
 
 static void usage(FILE *f)
 {
-	fprintf(f, "usage: relayd [--version] [--help]\n\n"
-		   "Runs the Relay stream engine. Configuration comes from the "
-		   "environment\n(REDIS_URI, REDIS_STREAM, REDIS_GROUP, "
-		   "RELAY_APPS_DIR, ...); see relayd(8).\n");
+	fprintf(f,
+		"usage: relayd [--help] [--version]\n\n"
+		"Runs the Relay stream engine in the foreground. "
+		"Configuration comes from\nthe environment:\n"
+		"  REDIS_URI (required)          host:port, "
+		"redis://[user:pass@]host:port[/db],\n"
+		"                                unix:///path\n"
+		"  REDIS_STREAM, REDIS_GROUP (required)\n"
+		"  REDIS_CONSUMER                default: the hostname\n"
+		"  RELAY_APPS_DIR                default: /etc/relay/apps\n"
+		"  RELAY_RUN_DIR                 default: /run/relay "
+		"(relay.sock, relay.lock)\n"
+		"  RELAY_STATE_DIR               default: /var/lib/relay "
+		"(stats.json)\n"
+		"  MAX_CONCURRENCY               default: 8\n"
+		"  MAX_BUFFERED_EVENTS           default: 16\n"
+		"  MAX_EVENT_BYTES               default: 256KiB (at most "
+		"1MiB)\n"
+		"  METRICS_ADDR                  host:port of GET /metrics "
+		"(unset: off)\n"
+		"  LOG_LEVEL                     DEBUG, INFO (default), "
+		"WARN, ERROR\n"
+		"  LOG_FORMAT                    text (default) or json\n"
+		"  RELAY_SANDBOX                 bwrap (default) or none\n"
+		"  REDIS_INVOCATION_RETENTION    default: 168h\n"
+		"See relayd(8).\n");
+}
+
+double relayd_scaled(const relayd *d, double seconds)
+{
+	double s = seconds / (d->cfg.time_scale ? d->cfg.time_scale : 1);
+
+	return s < 0.05 ? 0.05 : s;
+}
+
+int64_t relayd_wall_ms(void)
+{
+	struct timespec ts;
+
+	clock_gettime(CLOCK_REALTIME, &ts);
+	return (int64_t)ts.tv_sec * 1000 + ts.tv_nsec / 1000000;
+}
+
+static int take(relayd *d, relayd_stats *s)
+{
+	memset(s, 0, sizeof(*s));
+	if (!d->consumer)
+		return -1;
+	s->started_at_ms = d->started_at_ms;
+	s->reset_at_ms = d->reset_at_ms;
+	if (relayd_stats_take(s, d->consumer)) {
+		relayd_stats_clear(s);
+		return -1;
+	}
+	return 0;
+}
+
+void *relayd_stats_snapshot(relayd *d)
+{
+	relayd_stats s;
+	json_t *j;
+
+	if (take(d, &s))
+		return NULL;
+	j = relayd_stats_json(&s, &d->cfg);
+	relayd_stats_clear(&s);
+	return j;
+}
+
+int relayd_flush_stats(relayd *d)
+{
+	json_t *j = relayd_stats_snapshot(d);
+	char *text;
+	int rc = -1;
+
+	if (!j)
+		return -1;
+	text = json_dumps(j, JSON_INDENT(2) | JSON_PRESERVE_ORDER);
+	json_decref(j);
+	if (text) {
+		size_t n = strlen(text);
+
+		text[n] = '\n';
+		rc = relayd_write_atomic(d->cfg.state_dir, STATS_FILE, text,
+					 n + 1);
+		free(text);
+	}
+	if (rc)
+		relayd_log(RELAY_LOG_WARN, "RELAYD-STATS01",
+			   "cannot write %s/%s: %s", d->cfg.state_dir,
+			   STATS_FILE, strerror(errno));
+	return rc;
+}
+
+static void publish_metrics(relayd *d)
+{
+	relayd_stats s;
+	size_t len;
+	char *text;
+
+	if (!d->http || take(d, &s))
+		return;
+	text = relayd_stats_prometheus(&s, &len);
+	relayd_stats_clear(&s);
+	if (text)
+		relayd_http_publish(d->http, text, len);
+}
+
+static void on_metrics_timer(struct ev_loop *loop, ev_timer *w, int revents)
+{
+	(void)loop;
+	(void)revents;
+	publish_metrics(w->data);
+}
+
+static void on_stats_timer(struct ev_loop *loop, ev_timer *w, int revents)
+{
+	(void)loop;
+	(void)revents;
+	relayd_flush_stats(w->data);
+}
+
+/* relay_consumer_close()'s callback has no payload: the one daemon. */
+static relayd *the_daemon;
+
+static void on_closed(relay_consumer *c)
+{
+	relayd *d = the_daemon;
+
+	(void)c;
+	d->consumer = NULL;
+	ev_break(d->loop, EVBREAK_ALL);
+}
+
+static void on_stopped(relay_consumer *c, void *payload)
+{
+	relayd *d = payload;
+
+	relayd_flush_stats(d);
+	relayd_log(RELAY_LOG_INFO, "RELAYD03", "stopped");
+	relay_consumer_close(c, on_closed);
+}
+
+static void on_stop_signal(struct ev_loop *loop, ev_signal *w, int revents)
+{
+	relayd *d = w->data;
+	int graceful;
+
+	(void)loop;
+	(void)revents;
+	if (!d->consumer)
+		return;
+	graceful = d->signals++ == 0;
+	relayd_log(RELAY_LOG_INFO, "RELAYD02", "%s received: %s",
+		   strsignal(w->signum), graceful ?
+		   "stopping reading, letting running handlers finish "
+		   "(signal again to stop at once)" :
+		   "stopping at once (pending messages stay in the PEL)");
+	relay_consumer_stop(d->consumer, graceful, on_stopped, d);
+}
+
+static void on_hup(struct ev_loop *loop, ev_signal *w, int revents)
+{
+	(void)loop;
+	(void)revents;
+	relayd_apps_reload(w->data, "SIGHUP");
+}
+
+static void on_output(const relay_output_line *line, void *payload)
+{
+	(void)payload;
+	relayd_log_output(line->text, line->len,
+			  line->stream == RELAY_OUTPUT_STDERR);
+}
+
+/* mkdir -p for the run and state directories. */
+static int make_dirs(const char *path, mode_t mode)
+{
+	char buf[4096];
+	size_t i, n = strlen(path);
+
+	if (n == 0 || n >= sizeof(buf))
+		return -1;
+	memcpy(buf, path, n + 1);
+	for (i = 1; i <= n; i++) {
+		if (buf[i] != '/' && buf[i] != '\0')
+			continue;
+		buf[i] = '\0';
+		if (mkdir(buf, mode) != 0 && errno != EEXIST)
+			return -1;
+		buf[i] = path[i];
+	}
+	return 0;
+}
+
+/*
+ * Take RELAY_RUN_DIR/relay.lock with flock(LOCK_EX | LOCK_NB). The lock
+ * lives as long as the descriptor (the process), so a crashed daemon
+ * never leaves a stale lock; the pid written into the file is only
+ * informative.
+ */
+static int take_lock(relayd *d, char *errbuf, size_t size)
+{
+	char path[128], pid[32]; /* RELAY_RUN_DIR is at most 90 bytes */
+	ssize_t n;
+	int fd;
+
+	if (make_dirs(d->cfg.run_dir, 0755)) {
+		snprintf(errbuf, size, "RELAY_RUN_DIR: cannot create \"%s\": "
+			 "%s", d->cfg.run_dir, strerror(errno));
+		return -1;
+	}
+	snprintf(path, sizeof(path), "%s/relay.lock", d->cfg.run_dir);
+	fd = open(path, O_RDWR | O_CREAT | O_CLOEXEC, 0600);
+	if (fd < 0) {
+		snprintf(errbuf, size, "RELAY_RUN_DIR: cannot open %s: %s",
+			 path, strerror(errno));
+		return -1;
+	}
+	if (flock(fd, LOCK_EX | LOCK_NB) != 0) {
+		int e = errno;
+
+		n = read(fd, pid, sizeof(pid) - 1);
+		pid[n > 0 ? n : 0] = '\0';
+		pid[strcspn(pid, "\n")] = '\0';
+		close(fd);
+		if (e == EWOULDBLOCK)
+			snprintf(errbuf, size, "another relayd%s%s is running "
+				 "with RELAY_RUN_DIR=%s (%s is locked)",
+				 *pid ? " pid " : "", pid, d->cfg.run_dir,
+				 path);
+		else
+			snprintf(errbuf, size, "cannot lock %s: %s", path,
+				 strerror(e));
+		return -1;
+	}
+	n = snprintf(pid, sizeof(pid), "%ld\n", (long)getpid());
+	if (ftruncate(fd, 0) != 0 || pwrite(fd, pid, (size_t)n, 0) != n)
+		relayd_log(RELAY_LOG_WARN, "RELAYD04",
+			   "cannot write the pid into %s", path);
+	d->lock_fd = fd;
+	return 0;
+}
+
+static int open_backends(relayd *d, char *errbuf, size_t size)
+{
+	relay_runtime_options ro = RELAY_RUNTIME_OPTIONS_INIT;
+	relay_redis_options rd = RELAY_REDIS_OPTIONS_INIT;
+	relay_error err;
+	int rc;
+
+	memset(&err, 0, sizeof(err));
+	ro.backend = d->cfg.sandbox;
+	ro.logger = relayd_logger();
+	rc = relay_runtime_new(&d->rt, &ro, &err);
+	if (rc) {
+		if (strcmp(d->cfg.sandbox, "bwrap") == 0)
+			snprintf(errbuf, size, "RELAY_SANDBOX=bwrap: the "
+				 "bubblewrap sandbox cannot run here: %s "
+				 "(install bubblewrap and allow user "
+				 "namespaces, or set RELAY_SANDBOX=none to "
+				 "run handlers unsandboxed)", err.text);
+		else
+			snprintf(errbuf, size, "RELAY_SANDBOX=%s: %s",
+				 d->cfg.sandbox, err.text);
+		return -1;
+	}
+	relay_runtime_libev_attach(d->rt, d->loop);
+	rd.logger = relayd_logger();
+	rc = relay_redis_open_libev(&d->redis, d->loop, d->cfg.redis_uri,
+				    &rd, NULL);
+	if (rc) {
+		snprintf(errbuf, size, "REDIS_URI: cannot open \"%s\": %s",
+			 d->cfg.redis_uri_safe, relay_strerror(rc));
+		return -1;
+	}
+	return 0;
+}
+
+static int open_consumer(relayd *d, char *errbuf, size_t size)
+{
+	relay_consumer_options o = RELAY_CONSUMER_OPTIONS_INIT;
+	relay_error err;
+	int rc;
+
+	memset(&err, 0, sizeof(err));
+	o.stream = d->cfg.stream;
+	o.group = d->cfg.group;
+	o.consumer = d->cfg.consumer;
+	o.max_concurrency = (unsigned int)d->cfg.max_concurrency;
+	o.max_buffered = (unsigned int)d->cfg.max_buffered;
+	o.max_event_bytes = d->cfg.max_event_bytes;
+	o.retention_ms = d->cfg.retention_ms;
+	o.time_scale = d->cfg.time_scale;
+	o.logger = relayd_logger();
+	o.output = on_output;
+	o.output_payload = d;
+	rc = relay_consumer_new(&d->consumer, d->loop, d->redis, d->rt,
+				d->apps, &o, &err);
+	if (rc) {
+		snprintf(errbuf, size, "engine: %s", *err.text ? err.text :
+			 relay_strerror(rc));
+		return -1;
+	}
+	return 0;
+}
+
+static int open_servers(relayd *d, char *errbuf, size_t size)
+{
+	char path[128]; /* RELAY_RUN_DIR is at most 90 bytes */
+
+	snprintf(path, sizeof(path), "%s/relay.sock", d->cfg.run_dir);
+	d->ctl = relayd_control_start(d->loop, path, relayd_command, d,
+				      errbuf, size);
+	if (!d->ctl)
+		return -1;
+	if (d->cfg.metrics_host) {
+		d->http = relayd_http_start(d->cfg.metrics_host,
+					    d->cfg.metrics_port, errbuf, size);
+		if (!d->http)
+			return -1;
+		publish_metrics(d);
+	}
+	return 0;
+}
+
+static void start_watchers(relayd *d)
+{
+	ev_signal_init(&d->sig_term, on_stop_signal, SIGTERM);
+	ev_signal_init(&d->sig_int, on_stop_signal, SIGINT);
+	ev_signal_init(&d->sig_hup, on_hup, SIGHUP);
+	d->sig_term.data = d->sig_int.data = d->sig_hup.data = d;
+	ev_signal_start(d->loop, &d->sig_term);
+	ev_signal_start(d->loop, &d->sig_int);
+	ev_signal_start(d->loop, &d->sig_hup);
+	ev_timer_init(&d->metrics_timer, on_metrics_timer, 0.,
+		      relayd_scaled(d, METRICS_INTERVAL_S));
+	ev_timer_init(&d->stats_timer, on_stats_timer, 0.,
+		      relayd_scaled(d, STATS_INTERVAL_S));
+	d->metrics_timer.data = d->stats_timer.data = d;
+	if (d->http)
+		ev_timer_again(d->loop, &d->metrics_timer);
+	ev_timer_again(d->loop, &d->stats_timer);
+	relayd_apps_watch(d);
+}
+
+static void shutdown_all(relayd *d)
+{
+	if (d->loop) {
+		ev_signal_stop(d->loop, &d->sig_term);
+		ev_signal_stop(d->loop, &d->sig_int);
+		ev_signal_stop(d->loop, &d->sig_hup);
+		ev_timer_stop(d->loop, &d->metrics_timer);
+		ev_timer_stop(d->loop, &d->stats_timer);
+		relayd_apps_unwatch(d);
+	}
+	relayd_http_stop(d->http);
+	relayd_control_stop(d->ctl);
+	if (d->consumer) {
+		/* Never started: close, then let the loop deliver the
+		 * close callback. */
+		relay_consumer_close(d->consumer, on_closed);
+		ev_run(d->loop, 0);
+	}
+	relay_runtime_free(d->rt);
+	relay_redis_free(d->redis);
+	relay_appset_free(d->apps);
+	if (d->lock_fd >= 0)
+		close(d->lock_fd);
+	relayd_config_clear(&d->cfg);
+	if (d->loop)
+		ev_loop_destroy(d->loop);
+}
+
+static int parse_args(int argc, char **argv)
+{
+	int i;
+
+	for (i = 1; i < argc; i++) {
+		if (strcmp(argv[i], "--help") == 0 ||
+		    strcmp(argv[i], "-h") == 0) {
+			usage(stdout);
+			return 0;
+		}
+		if (strcmp(argv[i], "--version") == 0) {
+			printf("relayd %s\n", relay_version());
+			return 0;
+		}
+		fprintf(stderr, "relayd: unknown argument: %s\n", argv[i]);
+		usage(stderr);
+		return 2;
+	}
+	return -1;
 }
 
 int main(int argc, char **argv)
 {
-	if (argc > 1 && (strcmp(argv[1], "--help") == 0 ||
-			 strcmp(argv[1], "-h") == 0)) {
-		usage(stdout);
-		return 0;
+	static relayd d;
+	char errbuf[1024] = "";
+	int rc;
+
+	rc = parse_args(argc, argv);
+	if (rc >= 0)
+		return rc;
+	d.lock_fd = -1;
+	d.inotify_fd = -1;
+	the_daemon = &d;
+	if (relayd_config_load(&d.cfg, errbuf, sizeof(errbuf))) {
+		fprintf(stderr, "relayd: %s\n", errbuf);
+		relayd_config_clear(&d.cfg);
+		return 1;
 	}
-	if (argc > 1 && strcmp(argv[1], "--version") == 0) {
-		printf("relayd %s\n", relay_version());
-		return 0;
+	relayd_log_init(d.cfg.log_level, d.cfg.log_json);
+	if (d.cfg.time_scale_ignored)
+		relayd_log(RELAY_LOG_WARN, "RELAYD05",
+			   "RELAY_TEST_TIME_SCALE is ignored: this is a "
+			   "release build (test hooks are off)");
+	else if (d.cfg.time_scale > 1)
+		relayd_log(RELAY_LOG_WARN, "RELAYD05",
+			   "RELAY_TEST_TIME_SCALE=%u: every fixed internal "
+			   "duration is divided by %u (test build)",
+			   d.cfg.time_scale, d.cfg.time_scale);
+	signal(SIGPIPE, SIG_IGN);
+	d.loop = ev_default_loop(EVFLAG_AUTO);
+	d.started_at_ms = relayd_wall_ms();
+	if (!d.loop) {
+		snprintf(errbuf, sizeof(errbuf), "cannot create the event "
+			 "loop");
+		goto fail;
 	}
-	if (argc > 1) {
-		usage(stderr);
-		return 2;
+	if (take_lock(&d, errbuf, sizeof(errbuf)))
+		goto fail;
+	if (make_dirs(d.cfg.state_dir, 0755)) {
+		snprintf(errbuf, sizeof(errbuf), "RELAY_STATE_DIR: cannot "
+			 "create \"%s\": %s", d.cfg.state_dir,
+			 strerror(errno));
+		goto fail;
 	}
-	fprintf(stderr, "relayd: the stream engine is not built yet\n");
+	if (relayd_apps_load(&d, errbuf, sizeof(errbuf)) ||
+	    open_backends(&d, errbuf, sizeof(errbuf)) ||
+	    open_consumer(&d, errbuf, sizeof(errbuf)) ||
+	    open_servers(&d, errbuf, sizeof(errbuf)))
+		goto fail;
+	start_watchers(&d);
+	if (relay_consumer_start(d.consumer)) {
+		snprintf(errbuf, sizeof(errbuf), "engine: cannot start");
+		goto fail;
+	}
+	relayd_log(RELAY_LOG_INFO, "RELAYD01", "relayd %s running: stream %s, "
+		   "group %s, consumer %s, redis %s, apps %s, sandbox %s",
+		   relay_version(), d.cfg.stream, d.cfg.group, d.cfg.consumer,
+		   d.cfg.redis_uri_safe, d.cfg.apps_dir,
+		   relay_runtime_backend_name(d.rt));
+	ev_run(d.loop, 0);
+	shutdown_all(&d);
+	return d.exit_code;
+fail:
+	fprintf(stderr, "relayd: %s\n", errbuf);
+	shutdown_all(&d);
 	return 1;
 }

@@ -1,0 +1,238 @@
+/*
+ * apps.c - the app set relayd serves, and its reloads.
+ *
+ * A reload (SIGHUP, or an inotify event under RELAY_APPS_DIR) asks
+ * relay_appset_scan() which apps changed on disk and replaces each one
+ * alone with relay_appset_reload(). A template that became invalid is
+ * logged with file:line:col and, when a valid version of that app is
+ * serving, the previous version keeps serving: the changed entry is not
+ * swapped in (the next scan reports it again, so fixing the file is
+ * picked up). An app that never loaded stays unavailable with its errors.
+ * The consumer gets the new set with relay_consumer_set_apps(); the old
+ * set is freed after that (in-flight invocations hold their app refs).
+ *
+ * inotify watches the apps directory and every app directory in it;
+ * events are debounced (100 ms) so an editor's rename dance is one
+ * reload.
+ */
+#include <errno.h>
+#include <limits.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/inotify.h>
+#include <sys/stat.h>
+#include <unistd.h>
+
+#include "relayd.h"
+
+static void diag(const char *app, const relay_error *err, void *payload)
+{
+	char buf[RELAY_ERROR_PATH_MAX + RELAY_ERROR_TEXT_MAX + 32];
+	const char *kv[] = { "app", app ? app : "-", NULL };
+
+	(void)payload;
+	relay_error_format(err, buf, sizeof(buf));
+	relayd_logkv(RELAY_LOG_ERROR, "RELAYD-APP01", kv, "%s: %s",
+		     app ? app : "-", buf);
+}
+
+static void log_set(const relay_appset *set)
+{
+	size_t i, n = relay_appset_entry_count(set);
+
+	for (i = 0; i < n; i++) {
+		const relay_app *app = relay_appset_entry_app(set, i);
+		const char *kv[] = { "app", relay_appset_entry_name(set, i),
+				     NULL };
+
+		if (app)
+			relayd_logkv(RELAY_LOG_INFO, "RELAYD-APP02", kv,
+				     "app loaded: %zu rule(s), runtime %s",
+				     relay_app_rule_count(app),
+				     relay_app_runtime_name(
+					     relay_app_runtime(app)));
+		else
+			relayd_logkv(RELAY_LOG_WARN, "RELAYD-APP03", kv,
+				     "app invalid: unavailable until its "
+				     "template is fixed");
+	}
+}
+
+int relayd_apps_load(relayd *d, char *errbuf, size_t size)
+{
+	int rc;
+
+	rc = relay_appset_load(&d->apps, d->cfg.apps_dir, diag, NULL);
+	if (rc == RELAY_ENOTFOUND) {
+		snprintf(errbuf, size, "RELAY_APPS_DIR: \"%s\" does not "
+			 "exist", d->cfg.apps_dir);
+		return -1;
+	}
+	if (rc) {
+		snprintf(errbuf, size, "RELAY_APPS_DIR: \"%s\" cannot be "
+			 "read: %s", d->cfg.apps_dir, relay_strerror(rc));
+		return -1;
+	}
+	log_set(d->apps);
+	return 0;
+}
+
+typedef struct reload_ctx {
+	relayd *d;
+	relay_appset *set;   /* the set being built (starts as d->apps) */
+	int changed;         /* entries swapped in */
+} reload_ctx;
+
+static bool template_exists(const relayd *d, const char *name)
+{
+	char path[PATH_MAX];
+	struct stat st;
+
+	snprintf(path, sizeof(path), "%s/%s/template.yaml", d->cfg.apps_dir,
+		 name);
+	return stat(path, &st) == 0;
+}
+
+/* One changed entry: validate, then swap in or keep the old version. */
+static void on_changed(const char *name, void *payload)
+{
+	reload_ctx *rc = payload;
+	relayd *d = rc->d;
+	const char *kv[] = { "app", name, NULL };
+	relay_appset *next = NULL;
+	relay_app *probe = NULL;
+	char dir[PATH_MAX];
+	int err;
+
+	if (template_exists(d, name)) {
+		snprintf(dir, sizeof(dir), "%s/%s", d->cfg.apps_dir, name);
+		err = relay_app_load(&probe, dir, diag, NULL);
+		relay_app_free(probe);
+		if (err && relay_appset_find(rc->set, name)) {
+			relayd_logkv(RELAY_LOG_ERROR, "RELAYD-APP04", kv,
+				     "template invalid: the previous version "
+				     "keeps serving");
+			return;
+		}
+	}
+	if (relay_appset_reload(&next, rc->set, name, NULL, NULL)) {
+		relayd_logkv(RELAY_LOG_ERROR, "RELAYD-APP05", kv,
+			     "reload failed (out of memory)");
+		return;
+	}
+	if (rc->set != d->apps)
+		relay_appset_free(rc->set);
+	rc->set = next;
+	rc->changed++;
+	if (relay_appset_find(next, name))
+		relayd_logkv(RELAY_LOG_INFO, "RELAYD-APP06", kv,
+			     "app reloaded");
+	else if (template_exists(d, name))
+		relayd_logkv(RELAY_LOG_WARN, "RELAYD-APP03", kv,
+			     "app invalid: unavailable until its template "
+			     "is fixed");
+	else
+		relayd_logkv(RELAY_LOG_INFO, "RELAYD-APP07", kv,
+			     "app removed");
+}
+
+static void add_watches(relayd *d)
+{
+	size_t i, n;
+	char dir[PATH_MAX];
+
+	if (d->inotify_fd < 0)
+		return;
+	inotify_add_watch(d->inotify_fd, d->cfg.apps_dir,
+			  IN_CREATE | IN_DELETE | IN_MOVED_FROM |
+			  IN_MOVED_TO | IN_CLOSE_WRITE | IN_ATTRIB |
+			  IN_ONLYDIR);
+	n = relay_appset_entry_count(d->apps);
+	for (i = 0; i < n; i++) {
+		snprintf(dir, sizeof(dir), "%s/%s", d->cfg.apps_dir,
+			 relay_appset_entry_name(d->apps, i));
+		inotify_add_watch(d->inotify_fd, dir,
+				  IN_CREATE | IN_DELETE | IN_MOVED_FROM |
+				  IN_MOVED_TO | IN_CLOSE_WRITE | IN_ATTRIB |
+				  IN_ONLYDIR);
+	}
+}
+
+void relayd_apps_reload(relayd *d, const char *why)
+{
+	reload_ctx rc = { d, d->apps, 0 };
+	int err;
+
+	err = relay_appset_scan(d->apps, on_changed, &rc);
+	if (err) {
+		relayd_log(RELAY_LOG_ERROR, "RELAYD-APP08",
+			   "apps directory %s cannot be read (%s); keeping "
+			   "the loaded apps", d->cfg.apps_dir,
+			   relay_strerror(err));
+	}
+	if (rc.set != d->apps) {
+		if (d->consumer && relay_consumer_set_apps(d->consumer,
+							   rc.set)) {
+			relayd_log(RELAY_LOG_ERROR, "RELAYD-APP05",
+				   "reload failed (out of memory)");
+			relay_appset_free(rc.set);
+			return;
+		}
+		relay_appset_free(d->apps);
+		d->apps = rc.set;
+	}
+	relayd_log(rc.changed ? RELAY_LOG_INFO : RELAY_LOG_DEBUG,
+		   "RELAYD-APP09", "apps reloaded (%s): %d changed", why,
+		   rc.changed);
+	add_watches(d);
+}
+
+static void on_reload_timer(struct ev_loop *loop, ev_timer *w, int revents)
+{
+	(void)loop;
+	(void)revents;
+	relayd_apps_reload(w->data, "inotify");
+}
+
+static void on_inotify(struct ev_loop *loop, ev_io *w, int revents)
+{
+	relayd *d = w->data;
+	char buf[4096] __attribute__((aligned(__alignof__(struct
+							   inotify_event))));
+
+	(void)revents;
+	while (read(d->inotify_fd, buf, sizeof(buf)) > 0)
+		;
+	ev_timer_stop(loop, &d->reload_timer);
+	ev_timer_set(&d->reload_timer, 0.1, 0.);
+	ev_timer_start(loop, &d->reload_timer);
+}
+
+int relayd_apps_watch(relayd *d)
+{
+	d->inotify_fd = inotify_init1(IN_NONBLOCK | IN_CLOEXEC);
+	if (d->inotify_fd < 0) {
+		relayd_log(RELAY_LOG_WARN, "RELAYD-APP10",
+			   "inotify unavailable (%s): reload apps with "
+			   "SIGHUP", strerror(errno));
+		return -1;
+	}
+	add_watches(d);
+	ev_io_init(&d->inotify_io, on_inotify, d->inotify_fd, EV_READ);
+	d->inotify_io.data = d;
+	ev_io_start(d->loop, &d->inotify_io);
+	ev_timer_init(&d->reload_timer, on_reload_timer, 0.1, 0.);
+	d->reload_timer.data = d;
+	return 0;
+}
+
+void relayd_apps_unwatch(relayd *d)
+{
+	if (d->inotify_fd < 0)
+		return;
+	ev_io_stop(d->loop, &d->inotify_io);
+	ev_timer_stop(d->loop, &d->reload_timer);
+	close(d->inotify_fd);
+	d->inotify_fd = -1;
+}

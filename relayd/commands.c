@@ -1,0 +1,426 @@
+/*
+ * commands.c - what the control socket can ask (doc/protocol.md):
+ *
+ *   health       readiness (Redis up, group ensured, not stopping)
+ *   apps         the loaded apps, their handlers and errors
+ *   app invoke   run an app's matching handlers once with an event
+ *   dlq replay   run a DLQ entry's handler once with its event; remove
+ *                the entry when it succeeds (unless "keep")
+ *   stats        the stats snapshot (the stats file's content)
+ *   stats reset  zero the counters and histograms
+ *
+ * Requests and replies are json_t objects; every reply has "ok". Work that
+ * waits (handlers, Redis) answers later from the loop; if the consumer is
+ * closed meanwhile the reply says so.
+ */
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <unistd.h>
+
+#include <jansson.h>
+
+#include "relay/dlq.h"
+#include "relayd.h"
+
+static json_t *okobj(void)
+{
+	return json_pack("{s:b}", "ok", 1);
+}
+
+static void cmd_health(relayd *d, relayd_request *req)
+{
+	relay_consumer_health h = { RELAY_CONSUMER_HEALTH_VERSION, 0, 0, 0,
+				    "" };
+	json_t *r = okobj();
+
+	if (d->consumer) {
+		relay_consumer_health_get(d->consumer, &h);
+	} else {
+		h.stopping = 1;
+		snprintf(h.reason, sizeof(h.reason), "stopping");
+	}
+	json_object_set_new(r, "ready", json_boolean(h.ready));
+	json_object_set_new(r, "redis_up", json_boolean(h.redis_up));
+	json_object_set_new(r, "stopping", json_boolean(h.stopping));
+	json_object_set_new(r, "reason", json_string(h.reason));
+	json_object_set_new(r, "version", json_string(relay_version()));
+	json_object_set_new(r, "pid", json_integer(getpid()));
+	json_object_set_new(r, "stream", json_string(d->cfg.stream));
+	json_object_set_new(r, "group", json_string(d->cfg.group));
+	json_object_set_new(r, "consumer", json_string(d->cfg.consumer));
+	json_object_set_new(r, "sandbox", json_string(
+		relay_runtime_backend_name(d->rt)));
+	json_object_set_new(r, "apps", json_integer((json_int_t)
+		relay_appset_entry_count(d->apps)));
+	json_object_set_new(r, "invalid_apps", json_integer((json_int_t)
+		relay_appset_invalid_count(d->apps)));
+	relayd_request_reply(req, r);
+}
+
+static json_t *app_json(const relay_appset *set, size_t i)
+{
+	const relay_app *app = relay_appset_entry_app(set, i);
+	json_t *o, *list;
+	size_t j, n;
+	char buf[RELAY_ERROR_PATH_MAX + RELAY_ERROR_TEXT_MAX + 32];
+
+	o = json_pack("{s:s}", "name", relay_appset_entry_name(set, i));
+	if (!app) {
+		json_object_set_new(o, "status", json_string("invalid"));
+		list = json_array();
+		n = relay_appset_entry_error_count(set, i);
+		for (j = 0; j < n; j++)
+			json_array_append_new(list, json_string(
+				relay_error_format(
+					relay_appset_entry_error(set, i, j),
+					buf, sizeof(buf))));
+		json_object_set_new(o, "errors", list);
+		return o;
+	}
+	json_object_set_new(o, "status", json_string("ok"));
+	json_object_set_new(o, "runtime", json_string(
+		relay_app_runtime_name(relay_app_runtime(app))));
+	json_object_set_new(o, "dir", json_string(relay_app_dir(app)));
+	json_object_set_new(o, "concurrency",
+			    json_integer(relay_app_concurrency(app)));
+	list = json_array();
+	n = relay_app_rule_count(app);
+	for (j = 0; j < n; j++) {
+		const relay_app_rule *rule = relay_app_rule_at(app, j);
+
+		json_array_append_new(list, json_pack("{s:s, s:I, s:i}",
+			"handler", relay_app_rule_handler(rule),
+			"timeout_ms",
+			(json_int_t)relay_app_rule_timeout_ms(rule),
+			"retries", relay_app_rule_retries(rule)));
+	}
+	json_object_set_new(o, "handlers", list);
+	list = json_array();
+	n = relay_app_schedule_count(app);
+	for (j = 0; j < n; j++) {
+		const relay_app_schedule *s = relay_app_schedule_at(app, j);
+
+		json_array_append_new(list, json_pack("{s:s, s:s, s:s, s:s}",
+			"name", relay_app_schedule_name(s),
+			"handler", relay_app_schedule_handler(s),
+			"cron", relay_app_schedule_cron(s),
+			"timezone", relay_app_schedule_timezone(s)));
+	}
+	json_object_set_new(o, "schedules", list);
+	return o;
+}
+
+static void cmd_apps(relayd *d, relayd_request *req)
+{
+	json_t *r = okobj(), *list = json_array();
+	size_t i, n = relay_appset_entry_count(d->apps);
+
+	for (i = 0; i < n; i++)
+		json_array_append_new(list, app_json(d->apps, i));
+	json_object_set_new(r, "apps", list);
+	relayd_request_reply(req, r);
+}
+
+static const char *run_status(relay_run_status s)
+{
+	switch (s) {
+	case RELAY_RUN_OK:
+		return "ok";
+	case RELAY_RUN_FAILED:
+		return "failed";
+	case RELAY_RUN_TIMEOUT:
+		return "timeout";
+	case RELAY_RUN_CANCELLED:
+		return "cancelled";
+	}
+	return "unknown";
+}
+
+static const char *run_error_code(int status)
+{
+	switch (status) {
+	case RELAY_ENOTFOUND:
+		return "not_found";
+	case RELAY_EPARSE:
+	case RELAY_ETYPE:
+	case RELAY_EINVAL:
+		return "bad_request";
+	case RELAY_ECLOSED:
+		return "stopping";
+	default:
+		return "failed";
+	}
+}
+
+/* Shared by app invoke and dlq replay. */
+typedef struct run_req {
+	relayd *d;
+	relayd_request *req;
+	char *dlq_id;       /* dlq replay: the entry to remove, or NULL */
+	bool keep;          /* dlq replay: keep the entry */
+} run_req;
+
+static void on_xdel(relay_redis_backend *b, int status, long long value,
+		    void *payload)
+{
+	run_req *rr = payload;
+
+	(void)b;
+	/* The request was answered already; this only logs. */
+	if (status || value != 1)
+		relayd_log(RELAY_LOG_WARN, "RELAYD-CTL02",
+			   "dlq replay: entry %s not removed (%s)", rr->dlq_id,
+			   status ? relay_strerror(status) : "already gone");
+	free(rr->dlq_id);
+	free(rr);
+}
+
+static void on_run(int status, const relay_consumer_result *res, size_t n,
+		   void *payload)
+{
+	run_req *rr = payload;
+	relayd *d = rr->d;
+	json_t *r, *list;
+	bool all_ok = true;
+	size_t i;
+
+	if (status) {
+		relayd_request_fail(rr->req, run_error_code(status),
+				    relay_strerror(status));
+		goto done;
+	}
+	list = json_array();
+	for (i = 0; i < n; i++) {
+		const relay_run_outcome *o = &res[i].outcome;
+
+		if (o->status != RELAY_RUN_OK)
+			all_ok = false;
+		json_array_append_new(list, json_pack(
+			"{s:s, s:s, s:s, s:i, s:s, s:I}",
+			"app", res[i].app, "handler", res[i].handler,
+			"status", run_status(o->status),
+			"exit_code", o->exit_code, "reason", o->reason,
+			"duration_ms", (json_int_t)(o->duration_us / 1000)));
+	}
+	r = okobj();
+	json_object_set_new(r, "success", json_boolean(all_ok));
+	json_object_set_new(r, "results", list);
+	if (rr->dlq_id) {
+		bool remove = all_ok && n > 0 && !rr->keep;
+
+		json_object_set_new(r, "dlq_id", json_string(rr->dlq_id));
+		json_object_set_new(r, "removed", json_boolean(remove));
+		relayd_request_reply(rr->req, r);
+		rr->req = NULL;
+		if (remove) {
+			char *key = relay_dlq_key(d->cfg.stream);
+			const char *ids[] = { rr->dlq_id };
+			int rc = key ? relay_redis_xdel(d->redis, key, ids, 1,
+							on_xdel, rr)
+				     : RELAY_ENOMEM;
+
+			relay_free(key);
+			if (rc == 0)
+				return;
+		}
+		goto done;
+	}
+	relayd_request_reply(rr->req, r);
+done:
+	free(rr->dlq_id);
+	free(rr);
+}
+
+/* The "event" member: a JSON object (re-serialized) or a string. */
+static char *event_text(json_t *ev)
+{
+	if (json_is_string(ev))
+		return strdup(json_string_value(ev));
+	if (json_is_object(ev))
+		return json_dumps(ev, JSON_COMPACT | JSON_PRESERVE_ORDER);
+	return NULL;
+}
+
+static void cmd_invoke(relayd *d, relayd_request *req, json_t *j)
+{
+	const char *app = json_string_value(json_object_get(j, "app"));
+	char *event = event_text(json_object_get(j, "event"));
+	run_req *rr;
+	int rc;
+
+	if (!app || !event) {
+		free(event);
+		relayd_request_fail(req, "bad_request",
+				    "app invoke needs \"app\" (a string) and "
+				    "\"event\" (a JSON object or its text)");
+		return;
+	}
+	if (!d->consumer) {
+		free(event);
+		relayd_request_fail(req, "stopping", "relayd is stopping");
+		return;
+	}
+	rr = calloc(1, sizeof(*rr));
+	if (!rr) {
+		free(event);
+		relayd_request_fail(req, "failed", "out of memory");
+		return;
+	}
+	rr->d = d;
+	rr->req = req;
+	rc = relay_consumer_invoke(d->consumer, app, event, strlen(event),
+				   on_run, rr);
+	free(event);
+	if (rc) {
+		free(rr);
+		relayd_request_fail(req, run_error_code(rc),
+				    relay_strerror(rc));
+	}
+}
+
+static void on_dlq_entry(relay_redis_backend *b, int status,
+			 relay_redis_reply *reply, void *payload)
+{
+	run_req *rr = payload;
+	relayd *d = rr->d;
+	relay_dlq_record rec;
+	relay_error err;
+	int rc;
+
+	(void)b;
+	memset(&rec, 0, sizeof(rec));
+	if (status || !reply || reply->type != RELAY_REDIS_REPLY_ARRAY) {
+		relayd_request_fail(rr->req, "redis", status ?
+				    relay_strerror(status) :
+				    "unexpected reply to XRANGE");
+		goto fail;
+	}
+	if (reply->elements == 0) {
+		relayd_request_fail(rr->req, "not_found",
+				    "no such DLQ entry");
+		goto fail;
+	}
+	if (relay_dlq_parse(&rec, reply->element[0], &err)) {
+		relayd_request_fail(rr->req, "bad_entry", err.text);
+		goto fail;
+	}
+	if (strcmp(rec.e.app, "-") == 0) {
+		relayd_request_fail(rr->req, "not_replayable",
+				    "a malformed-message entry has no "
+				    "handler to replay");
+		goto fail;
+	}
+	if (!d->consumer) {
+		relayd_request_fail(rr->req, "stopping", "relayd is stopping");
+		goto fail;
+	}
+	rc = relay_consumer_replay(d->consumer, rec.e.app, rec.e.handler,
+				   rec.e.event, strlen(rec.e.event), on_run,
+				   rr);
+	if (rc) {
+		relayd_request_fail(rr->req, run_error_code(rc),
+				    relay_strerror(rc));
+		goto fail;
+	}
+	relay_dlq_record_clear(&rec);
+	relay_redis_reply_free(reply);
+	return;
+fail:
+	relay_dlq_record_clear(&rec);
+	relay_redis_reply_free(reply);
+	free(rr->dlq_id);
+	free(rr);
+}
+
+static void cmd_replay(relayd *d, relayd_request *req, json_t *j)
+{
+	const char *id = json_string_value(json_object_get(j, "id"));
+	char *key;
+	const char *argv[6];
+	run_req *rr;
+	int rc;
+
+	if (!id || !*id) {
+		relayd_request_fail(req, "bad_request",
+				    "dlq replay needs \"id\" (a DLQ entry id)");
+		return;
+	}
+	rr = calloc(1, sizeof(*rr));
+	key = relay_dlq_key(d->cfg.stream);
+	if (!rr || !key || !(rr->dlq_id = strdup(id))) {
+		if (rr)
+			free(rr->dlq_id);
+		free(rr);
+		relay_free(key);
+		relayd_request_fail(req, "failed", "out of memory");
+		return;
+	}
+	rr->d = d;
+	rr->req = req;
+	rr->keep = json_is_true(json_object_get(j, "keep"));
+	argv[0] = "XRANGE";
+	argv[1] = key;
+	argv[2] = id;
+	argv[3] = id;
+	argv[4] = "COUNT";
+	argv[5] = "1";
+	rc = relay_redis_command(d->redis, 6, argv, NULL, on_dlq_entry, rr);
+	relay_free(key);
+	if (rc) {
+		free(rr->dlq_id);
+		free(rr);
+		relayd_request_fail(req, "redis", relay_strerror(rc));
+	}
+}
+
+static void cmd_stats(relayd *d, relayd_request *req, bool reset)
+{
+	json_t *r, *snap;
+
+	if (reset && d->consumer) {
+		relay_consumer_metrics_reset(d->consumer);
+		d->reset_at_ms = relayd_wall_ms();
+		relayd_flush_stats(d);
+	}
+	snap = relayd_stats_snapshot(d);
+	if (!snap) {
+		relayd_request_fail(req, "failed", "no statistics available");
+		return;
+	}
+	r = okobj();
+	json_object_set_new(r, "stats", snap);
+	relayd_request_reply(req, r);
+}
+
+void relayd_command(relayd_request *req, void *req_json, void *payload)
+{
+	relayd *d = payload;
+	json_t *j = req_json;
+	const char *cmd = json_string_value(json_object_get(j, "cmd"));
+
+	if (!cmd) {
+		relayd_request_fail(req, "bad_request",
+				    "missing \"cmd\" (a string)");
+		return;
+	}
+	relayd_log(RELAY_LOG_DEBUG, "RELAYD-CTL01", "control request: %s",
+		   cmd);
+	if (strcmp(cmd, "health") == 0)
+		cmd_health(d, req);
+	else if (strcmp(cmd, "apps") == 0)
+		cmd_apps(d, req);
+	else if (strcmp(cmd, "app invoke") == 0)
+		cmd_invoke(d, req, j);
+	else if (strcmp(cmd, "dlq replay") == 0)
+		cmd_replay(d, req, j);
+	else if (strcmp(cmd, "stats") == 0)
+		cmd_stats(d, req, false);
+	else if (strcmp(cmd, "stats reset") == 0)
+		cmd_stats(d, req, true);
+	else
+		relayd_request_fail(req, "unknown_command",
+				    "unknown command; expected health, apps, "
+				    "app invoke, dlq replay, stats or "
+				    "stats reset");
+}

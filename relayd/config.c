@@ -1,0 +1,400 @@
+/*
+ * config.c - relayd's configuration, read from the environment
+ * (DESIGN.md §5: the names, defaults and limits are a fixed contract).
+ *
+ * Every problem becomes ONE line naming the variable and what is wrong
+ * with its value; main() prints it and exits 1. An empty variable counts
+ * as unset. The Redis password never appears in a message: a URI is shown
+ * only in its redacted form (user:***@host).
+ */
+#include <ctype.h>
+#include <errno.h>
+#include <limits.h>
+#include <stdarg.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <unistd.h>
+
+#include "relay_config.h"
+#include "relayd.h"
+#include "redis/backend.h"
+
+static int fail(char *errbuf, size_t size, const char *fmt, ...)
+	__attribute__((format(printf, 3, 4)));
+
+static int fail(char *errbuf, size_t size, const char *fmt, ...)
+{
+	va_list ap;
+
+	va_start(ap, fmt);
+	vsnprintf(errbuf, size, fmt, ap);
+	va_end(ap);
+	return -1;
+}
+
+static const char *env(const char *name)
+{
+	const char *v = getenv(name);
+
+	return v && *v ? v : NULL;
+}
+
+static char *xstrdup(const char *s)
+{
+	char *p = strdup(s);
+
+	if (!p)
+		abort();
+	return p;
+}
+
+/*
+ * A copy of @uri safe to print: the password of redis://user:pass@host is
+ * replaced by "***" (also when there is no user part).
+ */
+static char *redact_uri(const char *uri)
+{
+	const char *p, *at, *colon;
+	size_t n;
+	char *out;
+
+	if (strncmp(uri, "redis://", 8) != 0)
+		return xstrdup(uri);
+	p = uri + 8;
+	at = strrchr(p, '@');
+	if (!at)
+		return xstrdup(uri);
+	colon = memchr(p, ':', (size_t)(at - p));
+	n = strlen(uri) + 8;
+	out = malloc(n);
+	if (!out)
+		abort();
+	if (colon)
+		snprintf(out, n, "redis://%.*s:***%s", (int)(colon - p), p, at);
+	else
+		snprintf(out, n, "redis://***%s", at);
+	return out;
+}
+
+/* A decimal integer in [lo, hi], nothing else. */
+static int parse_int(const char *s, long lo, long hi, long *out)
+{
+	char *end;
+	long v;
+
+	if (!isdigit((unsigned char)*s))
+		return -1;
+	errno = 0;
+	v = strtol(s, &end, 10);
+	if (errno || *end || v < lo || v > hi)
+		return -1;
+	*out = v;
+	return 0;
+}
+
+int relayd_parse_size(const char *s, size_t *out)
+{
+	unsigned long long v, mul = 1;
+	char *end;
+
+	if (!isdigit((unsigned char)*s))
+		return -1;
+	errno = 0;
+	v = strtoull(s, &end, 10);
+	if (errno)
+		return -1;
+	if (strcmp(end, "") == 0 || strcmp(end, "B") == 0)
+		mul = 1;
+	else if (strcmp(end, "KiB") == 0)
+		mul = 1024;
+	else if (strcmp(end, "MiB") == 0)
+		mul = 1024 * 1024;
+	else
+		return -1;
+	if (v > SIZE_MAX / mul)
+		return -1;
+	*out = (size_t)(v * mul);
+	return 0;
+}
+
+/*
+ * Go-style durations: one or more <number><unit> with units ms, s, m, h
+ * and d (a day: 24h), e.g. "168h", "1h30m", "7d". Zero is rejected by the
+ * caller where it makes no sense.
+ */
+int relayd_parse_duration_ms(const char *s, int64_t *out)
+{
+	int64_t total = 0;
+
+	if (!*s)
+		return -1;
+	while (*s) {
+		unsigned long long v;
+		int64_t unit;
+		char *end;
+
+		if (!isdigit((unsigned char)*s))
+			return -1;
+		errno = 0;
+		v = strtoull(s, &end, 10);
+		if (errno || v > INT64_MAX / 86400000LL)
+			return -1;
+		s = end;
+		if (strncmp(s, "ms", 2) == 0) {
+			unit = 1;
+			s += 2;
+		} else if (*s == 's') {
+			unit = 1000;
+			s++;
+		} else if (*s == 'm') {
+			unit = 60000;
+			s++;
+		} else if (*s == 'h') {
+			unit = 3600000;
+			s++;
+		} else if (*s == 'd') {
+			unit = 86400000;
+			s++;
+		} else {
+			return -1;
+		}
+		if (total > INT64_MAX - (int64_t)v * unit)
+			return -1;
+		total += (int64_t)v * unit;
+	}
+	*out = total;
+	return 0;
+}
+
+static int check_uri(relayd_config *c, const char *v, char *errbuf,
+		     size_t size)
+{
+	relay__redis_uri u;
+	int rc;
+
+	c->redis_uri = xstrdup(v);
+	c->redis_uri_safe = redact_uri(v);
+	rc = relay__redis_uri_parse(&u, v, NULL);
+	if (rc == 0 && u.memory)
+		rc = -1;
+	if (rc == 0)
+		relay__redis_uri_clear(&u);
+	if (rc)
+		return fail(errbuf, size,
+			    "REDIS_URI: invalid value \"%s\": expected "
+			    "host:port, redis://[user:pass@]host:port[/db] "
+			    "or unix:///path", c->redis_uri_safe);
+	return 0;
+}
+
+/* METRICS_ADDR: host:port or [v6]:port, port 1..65535. */
+static int check_metrics(relayd_config *c, const char *v, char *errbuf,
+			 size_t size)
+{
+	const char *colon, *host = v;
+	size_t hlen;
+	long port;
+
+	colon = strrchr(v, ':');
+	if (!colon || colon == v)
+		goto bad;
+	hlen = (size_t)(colon - v);
+	if (v[0] == '[') {
+		if (hlen < 3 || v[hlen - 1] != ']')
+			goto bad;
+		host = v + 1;
+		hlen -= 2;
+	} else if (memchr(v, ':', hlen)) {
+		goto bad;
+	}
+	if (parse_int(colon + 1, 1, 65535, &port))
+		goto bad;
+	c->metrics_host = strndup(host, hlen);
+	if (!c->metrics_host)
+		abort();
+	c->metrics_port = (int)port;
+	return 0;
+bad:
+	return fail(errbuf, size,
+		    "METRICS_ADDR: invalid value \"%s\": expected host:port "
+		    "with a port from 1 to 65535", v);
+}
+
+static int load_numbers(relayd_config *c, char *errbuf, size_t size)
+{
+	const char *v;
+	long n;
+
+	if ((v = env("MAX_CONCURRENCY"))) {
+		if (parse_int(v, 1, 4096, &n))
+			return fail(errbuf, size,
+				    "MAX_CONCURRENCY: invalid value \"%s\": "
+				    "expected an integer from 1 to 4096", v);
+		c->max_concurrency = (int)n;
+	}
+	if ((v = env("MAX_BUFFERED_EVENTS"))) {
+		if (parse_int(v, 1, 100000, &n))
+			return fail(errbuf, size,
+				    "MAX_BUFFERED_EVENTS: invalid value \"%s\""
+				    ": expected an integer from 1 to 100000",
+				    v);
+		c->max_buffered = (int)n;
+	}
+	if ((v = env("MAX_EVENT_BYTES"))) {
+		if (relayd_parse_size(v, &c->max_event_bytes) ||
+		    c->max_event_bytes == 0)
+			return fail(errbuf, size,
+				    "MAX_EVENT_BYTES: invalid value \"%s\": "
+				    "expected a positive byte count, "
+				    "optionally with a B, KiB or MiB suffix",
+				    v);
+		if (c->max_event_bytes > RELAYD_MAX_EVENT_BYTES_LIMIT)
+			return fail(errbuf, size,
+				    "MAX_EVENT_BYTES: invalid value \"%s\": "
+				    "at most 1MiB (1048576 bytes)", v);
+	}
+	if ((v = env("REDIS_INVOCATION_RETENTION"))) {
+		if (relayd_parse_duration_ms(v, &c->retention_ms) ||
+		    c->retention_ms < 1000)
+			return fail(errbuf, size,
+				    "REDIS_INVOCATION_RETENTION: invalid "
+				    "value \"%s\": expected a duration of at "
+				    "least 1s such as 168h, 30m or 7d", v);
+	}
+	return 0;
+}
+
+static int load_enums(relayd_config *c, char *errbuf, size_t size)
+{
+	const char *v;
+
+	if ((v = env("LOG_LEVEL")) &&
+	    relay_log_level_parse(v, &c->log_level))
+		return fail(errbuf, size,
+			    "LOG_LEVEL: invalid value \"%s\": expected DEBUG, "
+			    "INFO, WARN or ERROR", v);
+	if ((v = env("LOG_FORMAT"))) {
+		if (strcmp(v, "json") == 0)
+			c->log_json = true;
+		else if (strcmp(v, "text") == 0)
+			c->log_json = false;
+		else
+			return fail(errbuf, size,
+				    "LOG_FORMAT: invalid value \"%s\": "
+				    "expected text or json", v);
+	}
+	if ((v = env("RELAY_SANDBOX"))) {
+		if (strcmp(v, "bwrap") != 0 && strcmp(v, "none") != 0)
+			return fail(errbuf, size,
+				    "RELAY_SANDBOX: invalid value \"%s\": "
+				    "expected bwrap or none", v);
+		free(c->sandbox);
+		c->sandbox = xstrdup(v);
+	}
+	return 0;
+}
+
+static int load_time_scale(relayd_config *c, char *errbuf, size_t size)
+{
+	const char *v = env("RELAY_TEST_TIME_SCALE");
+	long n;
+
+	if (!v)
+		return 0;
+#if RELAY_TEST_HOOKS
+	if (parse_int(v, 1, 1000000, &n))
+		return fail(errbuf, size,
+			    "RELAY_TEST_TIME_SCALE: invalid value \"%s\": "
+			    "expected an integer from 1 to 1000000", v);
+	c->time_scale = (unsigned int)n;
+#else
+	(void)n;
+	(void)errbuf;
+	(void)size;
+	c->time_scale_ignored = true;
+#endif
+	return 0;
+}
+
+static void set_defaults(relayd_config *c)
+{
+	char host[256];
+
+	memset(c, 0, sizeof(*c));
+	c->max_concurrency = 8;
+	c->max_buffered = 16;
+	c->max_event_bytes = 256 * 1024;
+	c->log_level = RELAY_LOG_INFO;
+	c->retention_ms = 168LL * 3600 * 1000;
+	c->time_scale = 1;
+	c->sandbox = xstrdup("bwrap");
+	c->apps_dir = xstrdup("/etc/relay/apps");
+	c->run_dir = xstrdup("/run/relay");
+	c->state_dir = xstrdup("/var/lib/relay");
+	if (gethostname(host, sizeof(host)) != 0)
+		snprintf(host, sizeof(host), "relayd");
+	host[sizeof(host) - 1] = '\0';
+	c->consumer = xstrdup(host);
+}
+
+static void set_str(char **dst, const char *v)
+{
+	free(*dst);
+	*dst = xstrdup(v);
+}
+
+int relayd_config_load(relayd_config *c, char *errbuf, size_t size)
+{
+	static const char *const required[] = {
+		"REDIS_URI", "REDIS_STREAM", "REDIS_GROUP",
+	};
+	const char *v;
+	size_t i;
+
+	set_defaults(c);
+	for (i = 0; i < sizeof(required) / sizeof(required[0]); i++)
+		if (!env(required[i]))
+			return fail(errbuf, size,
+				    "%s: not set (required)", required[i]);
+	if (check_uri(c, env("REDIS_URI"), errbuf, size))
+		return -1;
+	c->stream = xstrdup(env("REDIS_STREAM"));
+	c->group = xstrdup(env("REDIS_GROUP"));
+	if ((v = env("REDIS_CONSUMER")))
+		set_str(&c->consumer, v);
+	if ((v = env("RELAY_APPS_DIR")))
+		set_str(&c->apps_dir, v);
+	if ((v = env("RELAY_RUN_DIR")))
+		set_str(&c->run_dir, v);
+	if ((v = env("RELAY_STATE_DIR")))
+		set_str(&c->state_dir, v);
+	if (strlen(c->run_dir) > 90)
+		return fail(errbuf, size,
+			    "RELAY_RUN_DIR: invalid value \"%s\": longer than "
+			    "90 bytes (the control socket path would not "
+			    "fit)", c->run_dir);
+	if (load_numbers(c, errbuf, size) || load_enums(c, errbuf, size) ||
+	    load_time_scale(c, errbuf, size))
+		return -1;
+	if ((v = env("METRICS_ADDR")) && check_metrics(c, v, errbuf, size))
+		return -1;
+	return 0;
+}
+
+void relayd_config_clear(relayd_config *c)
+{
+	if (!c)
+		return;
+	free(c->redis_uri);
+	free(c->redis_uri_safe);
+	free(c->stream);
+	free(c->group);
+	free(c->consumer);
+	free(c->apps_dir);
+	free(c->run_dir);
+	free(c->state_dir);
+	free(c->metrics_host);
+	free(c->sandbox);
+	memset(c, 0, sizeof(*c));
+}

@@ -1,0 +1,191 @@
+/*
+ * http.c - the /metrics endpoint (METRICS_ADDR), served by libmicrohttpd
+ * from its own internal thread.
+ *
+ * The engine is single-threaded and confined to the loop thread, so the
+ * HTTP thread never touches it: the loop renders the Prometheus text on a
+ * timer and publishes it here; the HTTP thread copies the latest text
+ * under a mutex. GET /metrics → 200 text/plain; version=0.0.4; GET of any
+ * other path → 404; other methods → 405.
+ */
+#include <netdb.h>
+#include <pthread.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/socket.h>
+
+#include "relayd.h"
+
+#ifdef RELAYD_HAVE_MHD
+#include <microhttpd.h>
+
+struct relayd_http {
+	struct MHD_Daemon *d;
+	pthread_mutex_t lock;
+	char *text;   /* latest exposition, malloc'd */
+	size_t len;
+};
+
+static enum MHD_Result respond(struct MHD_Connection *conn, unsigned code,
+			       const char *type, char *body, size_t len)
+{
+	struct MHD_Response *r;
+	enum MHD_Result ret;
+
+	r = MHD_create_response_from_buffer(len, body,
+					    MHD_RESPMEM_MUST_FREE);
+	if (!r) {
+		free(body);
+		return MHD_NO;
+	}
+	MHD_add_response_header(r, "Content-Type", type);
+	ret = MHD_queue_response(conn, code, r);
+	MHD_destroy_response(r);
+	return ret;
+}
+
+static enum MHD_Result on_request(void *cls, struct MHD_Connection *conn,
+				  const char *url, const char *method,
+				  const char *version, const char *upload,
+				  size_t *upload_size, void **ctx)
+{
+	relayd_http *h = cls;
+	char *body;
+	size_t len;
+
+	(void)version;
+	(void)upload;
+	(void)ctx;
+	if (*upload_size)
+		*upload_size = 0;
+	if (strcmp(method, "GET") != 0 && strcmp(method, "HEAD") != 0) {
+		body = strdup("method not allowed\n");
+		return body ? respond(conn, 405, "text/plain", body,
+				      strlen(body)) : MHD_NO;
+	}
+	if (strcmp(url, "/metrics") != 0) {
+		body = strdup("not found; try /metrics\n");
+		return body ? respond(conn, 404, "text/plain", body,
+				      strlen(body)) : MHD_NO;
+	}
+	pthread_mutex_lock(&h->lock);
+	len = h->len;
+	body = malloc(len + 1);
+	if (body) {
+		if (len)
+			memcpy(body, h->text, len);
+		body[len] = '\0';
+	}
+	pthread_mutex_unlock(&h->lock);
+	if (!body)
+		return MHD_NO;
+	return respond(conn, 200, "text/plain; version=0.0.4; charset=utf-8",
+		       body, len);
+}
+
+relayd_http *relayd_http_start(const char *host, int port, char *errbuf,
+			       size_t size)
+{
+	struct addrinfo hints, *ai = NULL;
+	char portstr[16];
+	relayd_http *h;
+	int rc;
+
+	memset(&hints, 0, sizeof(hints));
+	hints.ai_family = AF_UNSPEC;
+	hints.ai_socktype = SOCK_STREAM;
+	hints.ai_flags = AI_PASSIVE | AI_NUMERICSERV;
+	snprintf(portstr, sizeof(portstr), "%d", port);
+	rc = getaddrinfo(*host ? host : NULL, portstr, &hints, &ai);
+	if (rc != 0) {
+		snprintf(errbuf, size, "METRICS_ADDR: cannot resolve \"%s\": "
+			 "%s", host, gai_strerror(rc));
+		return NULL;
+	}
+	h = calloc(1, sizeof(*h));
+	if (!h) {
+		freeaddrinfo(ai);
+		snprintf(errbuf, size, "out of memory");
+		return NULL;
+	}
+	pthread_mutex_init(&h->lock, NULL);
+	h->d = MHD_start_daemon(MHD_USE_INTERNAL_POLLING_THREAD |
+				MHD_USE_ERROR_LOG |
+				(ai->ai_family == AF_INET6 ? MHD_USE_IPv6 : 0),
+				(uint16_t)port, NULL, NULL, on_request, h,
+				MHD_OPTION_SOCK_ADDR, ai->ai_addr,
+				MHD_OPTION_CONNECTION_LIMIT, 64u,
+				MHD_OPTION_CONNECTION_TIMEOUT, 10u,
+				MHD_OPTION_END);
+	freeaddrinfo(ai);
+	if (!h->d) {
+		snprintf(errbuf, size, "METRICS_ADDR: cannot listen on %s:%d "
+			 "(address in use or not local?)", host, port);
+		pthread_mutex_destroy(&h->lock);
+		free(h);
+		return NULL;
+	}
+	return h;
+}
+
+void relayd_http_publish(relayd_http *h, char *text, size_t len)
+{
+	char *old;
+
+	pthread_mutex_lock(&h->lock);
+	old = h->text;
+	h->text = text;
+	h->len = len;
+	pthread_mutex_unlock(&h->lock);
+	free(old);
+}
+
+void relayd_http_stop(relayd_http *h)
+{
+	if (!h)
+		return;
+	MHD_stop_daemon(h->d);
+	pthread_mutex_destroy(&h->lock);
+	free(h->text);
+	free(h);
+}
+
+bool relayd_http_available(void)
+{
+	return true;
+}
+
+#else /* !RELAYD_HAVE_MHD */
+
+struct relayd_http {
+	int unused;
+};
+
+relayd_http *relayd_http_start(const char *host, int port, char *errbuf,
+			       size_t size)
+{
+	(void)host;
+	(void)port;
+	snprintf(errbuf, size, "METRICS_ADDR: set, but this relayd was built "
+		 "without libmicrohttpd (no metrics support)");
+	return NULL;
+}
+
+void relayd_http_publish(relayd_http *h, char *text, size_t len)
+{
+	(void)h;
+	(void)len;
+	free(text);
+}
+
+void relayd_http_stop(relayd_http *h)
+{
+	(void)h;
+}
+
+bool relayd_http_available(void)
+{
+	return false;
+}
+#endif

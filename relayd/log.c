@@ -1,0 +1,254 @@
+/*
+ * log.c - relayd's stderr logger (LOG_LEVEL, LOG_FORMAT=text|json).
+ *
+ * One line per message, written with a single write(2) so lines from the
+ * loop thread and the HTTP thread never interleave.
+ *
+ *   text: 2026-12-02T17:30:00.123Z INFO RELAYD01 message key=value ...
+ *   json: {"ts":"…","level":"INFO","msgid":"RELAYD01","msg":"…",
+ *          "key":"value",…}
+ *
+ * Structured keys (app, handler, message_id, attempt, duration_ms,
+ * exit_code) come either from relayd_logkv()'s key/value list or, for
+ * librelay's messages, from trailing " key=value" words of the message,
+ * which become JSON members in json mode. Values are never payloads,
+ * tokens or environment values: callers pass only identifiers and numbers.
+ *
+ * Handler output lines are forwarded verbatim at every level (the spec
+ * wants them even with LOG_LEVEL=ERROR): raw in text mode, as the "msg"
+ * of an {"output":"stdout"|"stderr"} object in json mode.
+ */
+#include <stdarg.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <time.h>
+#include <unistd.h>
+
+#include <jansson.h>
+
+#include "relayd.h"
+
+static relay_log_level log_level = RELAY_LOG_INFO;
+static bool log_json;
+
+void relayd_log_init(relay_log_level level, bool json)
+{
+	log_level = level;
+	log_json = json;
+}
+
+bool relayd_log_enabled(relay_log_level lvl)
+{
+	return lvl >= log_level;
+}
+
+static void timestamp(char *buf, size_t size)
+{
+	struct timespec ts;
+	struct tm tm;
+	size_t n;
+
+	clock_gettime(CLOCK_REALTIME, &ts);
+	gmtime_r(&ts.tv_sec, &tm);
+	n = strftime(buf, size, "%Y-%m-%dT%H:%M:%S", &tm);
+	snprintf(buf + n, size - n, ".%03uZ",
+		 (unsigned int)(ts.tv_nsec / 1000000) % 1000u);
+}
+
+static void write_all(const char *p, size_t n)
+{
+	while (n > 0) {
+		ssize_t w = write(STDERR_FILENO, p, n);
+
+		if (w <= 0)
+			return;
+		p += w;
+		n -= (size_t)w;
+	}
+}
+
+static void emit_json(json_t *obj)
+{
+	char *s = json_dumps(obj, JSON_COMPACT | JSON_PRESERVE_ORDER |
+			     JSON_ENSURE_ASCII);
+	size_t n;
+
+	json_decref(obj);
+	if (!s)
+		return;
+	n = strlen(s);
+	s[n] = '\n';
+	write_all(s, n + 1);
+	free(s);
+}
+
+/* A JSON string of @text; bytes that are not UTF-8 become '?'. */
+static json_t *string_lossy(const char *text, size_t len)
+{
+	json_t *j = json_stringn(text, len);
+	char *copy;
+	size_t i;
+
+	if (j)
+		return j;
+	copy = malloc(len + 1);
+	if (!copy)
+		return json_string("");
+	for (i = 0; i < len; i++)
+		copy[i] = (unsigned char)text[i] < 0x80 ? text[i] : '?';
+	j = json_stringn(copy, len);
+	free(copy);
+	return j ? j : json_string("");
+}
+
+/* The structured keys relayd recognises at the end of library messages. */
+static bool known_key(const char *k, size_t n)
+{
+	static const char *const keys[] = {
+		"app", "handler", "message_id", "attempt", "duration_ms",
+		"exit_code", "consumer", "stream", "group",
+	};
+	size_t i;
+
+	for (i = 0; i < sizeof(keys) / sizeof(keys[0]); i++)
+		if (strlen(keys[i]) == n && memcmp(keys[i], k, n) == 0)
+			return true;
+	return false;
+}
+
+/*
+ * Split "text k=v k=v" into the text and the trailing known key=value
+ * words (json mode only). Returns the length of the text part.
+ */
+static size_t split_kv(const char *msg, json_t *obj)
+{
+	size_t end = strlen(msg);
+
+	for (;;) {
+		const char *sp, *eq;
+		size_t wlen;
+
+		sp = NULL;
+		for (size_t i = end; i > 0; i--)
+			if (msg[i - 1] == ' ') {
+				sp = msg + i - 1;
+				break;
+			}
+		if (!sp)
+			break;
+		wlen = end - (size_t)(sp + 1 - msg);
+		eq = memchr(sp + 1, '=', wlen);
+		if (!eq || !known_key(sp + 1, (size_t)(eq - sp - 1)))
+			break;
+		{
+			char key[32];
+			size_t klen = (size_t)(eq - sp - 1);
+
+			if (klen >= sizeof(key))
+				break;
+			memcpy(key, sp + 1, klen);
+			key[klen] = '\0';
+			if (!json_object_get(obj, key))
+				json_object_set_new(obj, key,
+					json_stringn(eq + 1,
+						     wlen - klen - 1));
+		}
+		end = (size_t)(sp - msg);
+	}
+	return end;
+}
+
+static void vlog(relay_log_level lvl, const char *msgid,
+		 const char *const *kv, const char *msg)
+{
+	char ts[40];
+
+	timestamp(ts, sizeof(ts));
+	if (log_json) {
+		json_t *obj = json_object(), *fields = json_object();
+		size_t n;
+
+		json_object_set_new(obj, "ts", json_string(ts));
+		json_object_set_new(obj, "level",
+				    json_string(relay_log_level_name(lvl)));
+		json_object_set_new(obj, "msgid", json_string(msgid));
+		for (; kv && kv[0] && kv[1]; kv += 2)
+			json_object_set_new(fields, kv[0], json_string(kv[1]));
+		n = split_kv(msg, fields);
+		json_object_set_new(obj, "msg", string_lossy(msg, n));
+		json_object_update(obj, fields);
+		json_decref(fields);
+		emit_json(obj);
+	} else {
+		char *line = NULL;
+		size_t len = 0;
+		FILE *f = open_memstream(&line, &len);
+
+		if (!f)
+			return;
+		fprintf(f, "%s %s %s%s%s", ts, relay_log_level_name(lvl),
+			*msgid ? msgid : "", *msgid ? " " : "", msg);
+		for (; kv && kv[0] && kv[1]; kv += 2)
+			fprintf(f, " %s=%s", kv[0], kv[1]);
+		fputc('\n', f);
+		fclose(f);
+		write_all(line, len);
+		free(line);
+	}
+}
+
+void relayd_logkv(relay_log_level lvl, const char *msgid,
+		  const char *const *kv, const char *fmt, ...)
+{
+	char buf[1024];
+	va_list ap;
+
+	if (!relayd_log_enabled(lvl))
+		return;
+	va_start(ap, fmt);
+	vsnprintf(buf, sizeof(buf), fmt, ap);
+	va_end(ap);
+	vlog(lvl, msgid ? msgid : "", kv, buf);
+}
+
+static void lib_log(void *payload, relay_log_level lvl, const char *msgid,
+		    const char *msg)
+{
+	(void)payload;
+	if (relayd_log_enabled(lvl))
+		vlog(lvl, msgid ? msgid : "", NULL, msg);
+}
+
+relay_logger relayd_logger(void)
+{
+	relay_logger lg = { lib_log, NULL, log_level };
+
+	return lg;
+}
+
+void relayd_log_output(const char *text, size_t len, bool is_stderr)
+{
+	if (log_json) {
+		json_t *obj = json_object();
+		char ts[40];
+
+		timestamp(ts, sizeof(ts));
+		json_object_set_new(obj, "ts", json_string(ts));
+		json_object_set_new(obj, "level", json_string("INFO"));
+		json_object_set_new(obj, "output",
+				    json_string(is_stderr ? "stderr"
+							  : "stdout"));
+		json_object_set_new(obj, "msg", string_lossy(text, len));
+		emit_json(obj);
+	} else {
+		char *line = malloc(len + 1);
+
+		if (!line)
+			return;
+		memcpy(line, text, len);
+		line[len] = '\n';
+		write_all(line, len + 1);
+		free(line);
+	}
+}

@@ -1,0 +1,189 @@
+/*
+ * relayd/relayd.h - private declarations shared by relayd's files.
+ *
+ * relayd is a thin host around librelay: config.c reads the environment
+ * (DESIGN.md §5), log.c is the stderr logger, control.c serves the
+ * control socket, http.c serves /metrics, stats.c renders metrics and the
+ * stats file, main.c owns the libev loop, signals and the engine.
+ */
+#ifndef RELAYD_H
+#define RELAYD_H
+
+#include <stdbool.h>
+#include <stddef.h>
+#include <stdint.h>
+
+#include "relay/log.h"
+
+/* ---- config.c --------------------------------------------------------- */
+
+typedef struct relayd_config {
+	char *redis_uri;          /* REDIS_URI, as given (holds secrets) */
+	char *redis_uri_safe;     /* the same with the password replaced */
+	char *stream;             /* REDIS_STREAM */
+	char *group;              /* REDIS_GROUP */
+	char *consumer;           /* REDIS_CONSUMER or the hostname */
+	char *apps_dir;           /* RELAY_APPS_DIR */
+	char *run_dir;            /* RELAY_RUN_DIR */
+	char *state_dir;          /* RELAY_STATE_DIR */
+	int max_concurrency;      /* MAX_CONCURRENCY */
+	int max_buffered;         /* MAX_BUFFERED_EVENTS */
+	size_t max_event_bytes;   /* MAX_EVENT_BYTES */
+	char *metrics_host;       /* METRICS_ADDR host, NULL = off */
+	int metrics_port;         /* METRICS_ADDR port */
+	relay_log_level log_level;/* LOG_LEVEL */
+	bool log_json;            /* LOG_FORMAT=json */
+	char *sandbox;            /* RELAY_SANDBOX: "bwrap" or "none" */
+	int64_t retention_ms;     /* REDIS_INVOCATION_RETENTION */
+	unsigned int time_scale;  /* RELAY_TEST_TIME_SCALE (1 = off) */
+	bool time_scale_ignored;  /* set in a release build: say so */
+} relayd_config;
+
+#define RELAYD_MAX_EVENT_BYTES_LIMIT (1024u * 1024u)
+
+/*
+ * Read the configuration from the environment. On failure, @errbuf holds
+ * one line naming the variable and the problem (never a secret) and the
+ * return value is -1.
+ */
+int relayd_config_load(relayd_config *c, char *errbuf, size_t size);
+void relayd_config_clear(relayd_config *c);
+
+/* Parsers, exposed for reuse. Return 0 or -1. */
+int relayd_parse_size(const char *s, size_t *out);
+int relayd_parse_duration_ms(const char *s, int64_t *out);
+
+/* ---- log.c ------------------------------------------------------------ */
+
+/* Install the stderr logger; @json selects LOG_FORMAT=json. */
+void relayd_log_init(relay_log_level level, bool json);
+/* The librelay logger that forwards to stderr. */
+relay_logger relayd_logger(void);
+bool relayd_log_enabled(relay_log_level lvl);
+/*
+ * Log one line. @kv is a NULL-terminated list of key, value pairs (values
+ * already strings) rendered as key=value (text) or JSON members.
+ */
+void relayd_logkv(relay_log_level lvl, const char *msgid,
+		  const char *const *kv, const char *fmt, ...)
+	__attribute__((format(printf, 4, 5)));
+#define relayd_log(lvl, msgid, ...) relayd_logkv(lvl, msgid, NULL, __VA_ARGS__)
+/* A handler output line, verbatim, at every level. */
+void relayd_log_output(const char *text, size_t len, bool is_stderr);
+
+/* ---- stats.c ---------------------------------------------------------- */
+
+#include "relay/engine.h"
+
+typedef struct relayd_hist {
+	char *app;
+	char *handler;
+	uint64_t buckets[RELAY_CONSUMER_DURATION_NBUCKETS]; /* cumulative */
+	uint64_t count;
+	double sum_s;
+} relayd_hist;
+
+/* A point-in-time copy of everything /metrics and the stats file show,
+ * taken on the loop thread. */
+typedef struct relayd_stats {
+	relay_consumer_metrics m;  /* the engine's counters and gauges */
+	relayd_hist *hists;        /* per app/handler durations */
+	size_t nhists;
+	int64_t started_at_ms;     /* wall clock */
+	int64_t reset_at_ms;       /* last `stats reset`, 0 = never */
+} relayd_stats;
+
+/* Fill @s from the consumer (0 or -1 on allocation failure). */
+int relayd_stats_take(relayd_stats *s, const relay_consumer *c);
+void relayd_stats_clear(relayd_stats *s);
+/* Prometheus text exposition (0.0.4). Returns a malloc'd string or NULL. */
+char *relayd_stats_prometheus(const relayd_stats *s, size_t *len);
+/* The stats file body (doc/protocol.md): a json_t object (new). */
+void *relayd_stats_json(const relayd_stats *s, const relayd_config *c);
+/* Write @data to @dir/@name atomically (temp + fsync + rename). */
+int relayd_write_atomic(const char *dir, const char *name, const char *data,
+			size_t len);
+
+/* ---- http.c ----------------------------------------------------------- */
+
+typedef struct relayd_http relayd_http;
+
+/* Start the /metrics server; NULL on failure with @errbuf set. */
+relayd_http *relayd_http_start(const char *host, int port, char *errbuf,
+			       size_t size);
+/* Replace the served text (steals @text, a malloc'd string). */
+void relayd_http_publish(relayd_http *h, char *text, size_t len);
+void relayd_http_stop(relayd_http *h);
+/* Whether metrics support was built in (libmicrohttpd). */
+bool relayd_http_available(void);
+
+/* ---- control.c -------------------------------------------------------- */
+
+struct ev_loop;
+typedef struct relayd_control relayd_control;
+typedef struct relayd_request relayd_request;
+
+/*
+ * A request handler: gets the decoded request (a json_t object, borrowed)
+ * and answers, now or later, with relayd_request_reply() exactly once.
+ */
+typedef void (*relayd_control_fn)(relayd_request *req, void *req_json,
+				  void *payload);
+
+relayd_control *relayd_control_start(struct ev_loop *loop, const char *path,
+				     relayd_control_fn fn, void *payload,
+				     char *errbuf, size_t size);
+/* Stop listening and drop clients; pending requests are answered never
+ * (their replies are discarded). */
+void relayd_control_stop(relayd_control *c);
+/* Answer a request; steals @resp (a json_t object). */
+void relayd_request_reply(relayd_request *req, void *resp);
+/* Convenience: {"ok":false,"error":@msg}. */
+void relayd_request_fail(relayd_request *req, const char *code,
+			 const char *msg);
+
+/* ---- the daemon (main.c, apps.c, commands.c) ------------------------ */
+
+#include <ev.h>
+
+typedef struct relayd {
+	relayd_config cfg;
+	struct ev_loop *loop;
+	int lock_fd;                 /* holds flock(RELAY_RUN_DIR/relay.lock) */
+	relay_redis_backend *redis;  /* on loop */
+	relay_runtime *rt;           /* attached to loop */
+	relay_appset *apps;          /* the set the consumer uses */
+	relay_consumer *consumer;    /* NULL once closed */
+	relayd_control *ctl;
+	relayd_http *http;
+	ev_signal sig_term, sig_int, sig_hup;
+	ev_timer metrics_timer;      /* re-render /metrics */
+	ev_timer stats_timer;        /* flush the stats file */
+	ev_io inotify_io;            /* apps directory watch */
+	ev_timer reload_timer;       /* debounce of inotify events */
+	int inotify_fd;              /* -1 when not watching */
+	int signals;                 /* stop signals received */
+	int64_t started_at_ms;
+	int64_t reset_at_ms;
+	int exit_code;
+} relayd;
+
+/* Scale a fixed relayd duration (seconds) by RELAY_TEST_TIME_SCALE. */
+double relayd_scaled(const relayd *d, double seconds);
+int64_t relayd_wall_ms(void);
+/* Write the stats file now (also used at exit and by `stats reset`). */
+int relayd_flush_stats(relayd *d);
+/* Take a stats snapshot as a json_t object (new), or NULL. */
+void *relayd_stats_snapshot(relayd *d);
+
+/* apps.c: the app set, its reloads and the inotify watch. */
+int relayd_apps_load(relayd *d, char *errbuf, size_t size);
+int relayd_apps_watch(relayd *d);
+void relayd_apps_unwatch(relayd *d);
+/* Re-read every changed app (SIGHUP, inotify). */
+void relayd_apps_reload(relayd *d, const char *why);
+
+/* commands.c: the control-socket requests. */
+void relayd_command(relayd_request *req, void *req_json, void *payload);
+
+#endif /* RELAYD_H */

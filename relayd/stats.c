@@ -1,0 +1,329 @@
+/*
+ * stats.c - relayd's metrics: the Prometheus text of /metrics and the
+ * stats file of RELAY_STATE_DIR (doc/protocol.md), both rendered from one
+ * relayd_stats snapshot taken on the loop thread.
+ *
+ * Handler durations go into a fixed-bucket histogram per (app, handler);
+ * the buckets are cumulative only when rendered.
+ */
+#include <errno.h>
+#include <fcntl.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <time.h>
+#include <unistd.h>
+
+#include <jansson.h>
+
+#include "relayd.h"
+
+static const double bounds[RELAY_CONSUMER_DURATION_NBUCKETS] =
+	RELAY_CONSUMER_DURATION_BUCKETS;
+
+void relayd_stats_clear(relayd_stats *s)
+{
+	size_t i;
+
+	for (i = 0; i < s->nhists; i++) {
+		free(s->hists[i].app);
+		free(s->hists[i].handler);
+	}
+	free(s->hists);
+	s->hists = NULL;
+	s->nhists = 0;
+}
+
+static int take_hist(const relay_consumer_histogram *h, void *payload)
+{
+	relayd_stats *s = payload;
+	relayd_hist *n;
+
+	n = realloc(s->hists, (s->nhists + 1) * sizeof(*n));
+	if (!n)
+		return -1;
+	s->hists = n;
+	n = &s->hists[s->nhists];
+	memset(n, 0, sizeof(*n));
+	n->app = strdup(h->app);
+	n->handler = strdup(h->handler);
+	if (!n->app || !n->handler) {
+		free(n->app);
+		free(n->handler);
+		return -1;
+	}
+	memcpy(n->buckets, h->buckets, sizeof(n->buckets));
+	n->count = h->count;
+	n->sum_s = h->sum_seconds;
+	s->nhists++;
+	return 0;
+}
+
+int relayd_stats_take(relayd_stats *s, const relay_consumer *c)
+{
+	relayd_stats_clear(s);
+	memset(&s->m, 0, sizeof(s->m));
+	s->m.version = RELAY_CONSUMER_METRICS_VERSION;
+	if (relay_consumer_metrics_get(c, &s->m))
+		return -1;
+	return relay_consumer_histograms(c, take_hist, s) ? -1 : 0;
+}
+
+/* A label value with \, " and newline escaped (exposition format). */
+static void put_label(FILE *f, const char *v)
+{
+	for (; *v; v++) {
+		if (*v == '\\' || *v == '"')
+			fprintf(f, "\\%c", *v);
+		else if (*v == '\n')
+			fputs("\\n", f);
+		else
+			fputc(*v, f);
+	}
+}
+
+static void counter(FILE *f, const char *name, const char *help,
+		    uint64_t v)
+{
+	fprintf(f, "# HELP %s %s\n# TYPE %s counter\n%s %llu\n", name, help,
+		name, name, (unsigned long long)v);
+}
+
+static void gauge(FILE *f, const char *name, const char *help, double v)
+{
+	fprintf(f, "# HELP %s %s\n# TYPE %s gauge\n%s %.17g\n", name, help,
+		name, name, v);
+}
+
+static void hist_labels(FILE *f, const relayd_hist *h)
+{
+	fputs("app=\"", f);
+	put_label(f, h->app);
+	fputs("\",handler=\"", f);
+	put_label(f, h->handler);
+	fputc('"', f);
+}
+
+static void histogram(FILE *f, const relayd_stats *s)
+{
+	static const char name[] = "relay_handler_duration_seconds";
+	size_t i, b;
+
+	fprintf(f, "# HELP %s Handler attempt run time, spawn to exit.\n"
+		   "# TYPE %s histogram\n", name, name);
+	for (i = 0; i < s->nhists; i++) {
+		const relayd_hist *h = &s->hists[i];
+
+		for (b = 0; b < RELAY_CONSUMER_DURATION_NBUCKETS; b++) {
+			fprintf(f, "%s_bucket{", name);
+			hist_labels(f, h);
+			fprintf(f, ",le=\"%g\"} %llu\n", bounds[b],
+				(unsigned long long)h->buckets[b]);
+		}
+		fprintf(f, "%s_bucket{", name);
+		hist_labels(f, h);
+		fprintf(f, ",le=\"+Inf\"} %llu\n",
+			(unsigned long long)h->count);
+		fprintf(f, "%s_sum{", name);
+		hist_labels(f, h);
+		fprintf(f, "} %.9g\n", h->sum_s);
+		fprintf(f, "%s_count{", name);
+		hist_labels(f, h);
+		fprintf(f, "} %llu\n", (unsigned long long)h->count);
+	}
+}
+
+/*
+ * relay_events_received_total counts external events that were classified
+ * (decoded and matched against the apps), so received = matched +
+ * unmatched always holds; malformed messages and schedule occurrences have
+ * their own counters.
+ */
+char *relayd_stats_prometheus(const relayd_stats *s, size_t *len)
+{
+	const relay_consumer_metrics *m = &s->m;
+	char *buf = NULL;
+	size_t n = 0;
+	FILE *f = open_memstream(&buf, &n);
+
+	if (!f)
+		return NULL;
+	counter(f, "relay_events_received_total",
+		"External events classified (matched + unmatched).",
+		m->events_matched + m->events_unmatched);
+	counter(f, "relay_events_matched_total",
+		"Events that matched at least one rule.", m->events_matched);
+	counter(f, "relay_events_unmatched_total",
+		"Events that matched no rule (acknowledged).",
+		m->events_unmatched);
+	counter(f, "relay_events_malformed_total",
+		"Malformed or oversized messages dead-lettered unrun.",
+		m->events_malformed);
+	counter(f, "relay_events_schedule_total",
+		"Schedule occurrences taken from the stream.",
+		m->events_schedule);
+	counter(f, "relay_events_oversized_total",
+		"Messages larger than MAX_EVENT_BYTES.", m->events_oversized);
+	counter(f, "relay_handler_success_total",
+		"Handler attempts that exited 0.", m->handler_success);
+	counter(f, "relay_handler_failure_total",
+		"Handler attempts that failed or timed out.",
+		m->handler_failure);
+	counter(f, "relay_retries_total",
+		"Handler attempts after the first.", m->retries);
+	counter(f, "relay_dlq_entries_total",
+		"Entries written to the dead-letter queue.", m->dlq_entries);
+	counter(f, "relay_missing_payload_total",
+		"Reclaimed PEL entries whose stream body was gone.",
+		m->missing_payload);
+	counter(f, "relay_concurrency_waits_total",
+		"Invocations that waited for a concurrency slot.",
+		m->concurrency_waits);
+	counter(f, "relay_concurrency_timeouts_total",
+		"Slot waits that gave up (message left pending).",
+		m->concurrency_timeouts);
+	counter(f, "relay_reclaims_total",
+		"Entries delivered again by XAUTOCLAIM.", m->reclaims);
+	counter(f, "relay_acks_total", "Messages acknowledged.", m->acks);
+	counter(f, "relay_redis_errors_total", "Failed Redis operations.",
+		m->redis_errors);
+	histogram(f, s);
+	gauge(f, "relay_pending_entries",
+	      "Entries in the consumer group's PEL (refreshed periodically).",
+	      (double)m->pending_entries);
+	gauge(f, "relay_pending_oldest_age_seconds",
+	      "Idle time of the oldest PEL entry.",
+	      (double)m->pending_oldest_age_ms / 1000.0);
+	gauge(f, "relay_in_flight_invocations", "Handlers running now.",
+	      (double)m->in_flight_invocations);
+	gauge(f, "relay_buffered_events", "Messages held in memory.",
+	      (double)m->buffered_events);
+	gauge(f, "relay_redis_up", "1 when Redis is reachable.",
+	      (double)m->redis_up);
+	if (fclose(f) != 0) {
+		free(buf);
+		return NULL;
+	}
+	if (len)
+		*len = n;
+	return buf;
+}
+
+static char *iso8601(int64_t ms, char *buf, size_t size)
+{
+	time_t t = (time_t)(ms / 1000);
+	struct tm tm;
+	size_t n;
+
+	gmtime_r(&t, &tm);
+	n = strftime(buf, size, "%Y-%m-%dT%H:%M:%S", &tm);
+	snprintf(buf + n, size - n, ".%03uZ", (unsigned int)(ms % 1000));
+	return buf;
+}
+
+#define JU(v) json_integer((json_int_t)(v))
+
+void *relayd_stats_json(const relayd_stats *s, const relayd_config *c)
+{
+	const relay_consumer_metrics *m = &s->m;
+	json_t *root, *counters, *gauges, *handlers;
+	struct timespec now;
+	char tbuf[40];
+	size_t i;
+
+	clock_gettime(CLOCK_REALTIME, &now);
+	counters = json_pack("{s:o, s:o, s:o, s:o, s:o, s:o, s:o, s:o, s:o,"
+			     " s:o, s:o, s:o, s:o, s:o, s:o, s:o}",
+		"events_received", JU(m->events_matched + m->events_unmatched),
+		"events_matched", JU(m->events_matched),
+		"events_unmatched", JU(m->events_unmatched),
+		"events_malformed", JU(m->events_malformed),
+		"events_schedule", JU(m->events_schedule),
+		"events_oversized", JU(m->events_oversized),
+		"handler_success", JU(m->handler_success),
+		"handler_failure", JU(m->handler_failure),
+		"retries", JU(m->retries),
+		"dlq_entries", JU(m->dlq_entries),
+		"missing_payload", JU(m->missing_payload),
+		"concurrency_waits", JU(m->concurrency_waits),
+		"concurrency_timeouts", JU(m->concurrency_timeouts),
+		"reclaims", JU(m->reclaims),
+		"acks", JU(m->acks),
+		"redis_errors", JU(m->redis_errors));
+	gauges = json_pack("{s:o, s:f, s:o, s:o, s:b}",
+		"pending_entries", JU(m->pending_entries),
+		"pending_oldest_age_seconds",
+		(double)m->pending_oldest_age_ms / 1000.0,
+		"in_flight_invocations", JU(m->in_flight_invocations),
+		"buffered_events", JU(m->buffered_events),
+		"redis_up", m->redis_up);
+	handlers = json_array();
+	for (i = 0; i < s->nhists; i++) {
+		const relayd_hist *h = &s->hists[i];
+
+		json_array_append_new(handlers, json_pack(
+			"{s:s, s:s, s:o, s:f}", "app", h->app, "handler",
+			h->handler, "attempts", JU(h->count),
+			"duration_seconds_sum", h->sum_s));
+	}
+	root = json_pack("{s:i, s:o, s:s, s:s, s:s}", "version", 1,
+			 "pid", JU(getpid()), "stream", c->stream,
+			 "group", c->group, "consumer", c->consumer);
+	if (!root || !counters || !gauges || !handlers) {
+		json_decref(root);
+		json_decref(counters);
+		json_decref(gauges);
+		json_decref(handlers);
+		return NULL;
+	}
+	json_object_set_new(root, "written_at", json_string(iso8601(
+		(int64_t)now.tv_sec * 1000 + now.tv_nsec / 1000000, tbuf,
+		sizeof(tbuf))));
+	json_object_set_new(root, "started_at", json_string(
+		iso8601(s->started_at_ms, tbuf, sizeof(tbuf))));
+	json_object_set_new(root, "reset_at", s->reset_at_ms ?
+		json_string(iso8601(s->reset_at_ms, tbuf, sizeof(tbuf))) :
+		json_null());
+	json_object_set_new(root, "counters", counters);
+	json_object_set_new(root, "gauges", gauges);
+	json_object_set_new(root, "handlers", handlers);
+	return root;
+}
+
+int relayd_write_atomic(const char *dir, const char *name, const char *data,
+			size_t len)
+{
+	char tmp[4096], path[4096];
+	int fd, rc = -1;
+	size_t off = 0;
+
+	if ((size_t)snprintf(path, sizeof(path), "%s/%s", dir, name) >=
+	    sizeof(path) ||
+	    (size_t)snprintf(tmp, sizeof(tmp), "%s/.%s.%ld.tmp", dir, name,
+			     (long)getpid()) >= sizeof(tmp))
+		return -1;
+	fd = open(tmp, O_WRONLY | O_CREAT | O_TRUNC | O_CLOEXEC, 0644);
+	if (fd < 0)
+		return -1;
+	while (off < len) {
+		ssize_t w = write(fd, data + off, len - off);
+
+		if (w < 0) {
+			if (errno == EINTR)
+				continue;
+			goto done;
+		}
+		off += (size_t)w;
+	}
+	if (fsync(fd) != 0)
+		goto done;
+	rc = 0;
+done:
+	if (close(fd) != 0)
+		rc = -1;
+	if (rc == 0 && rename(tmp, path) != 0)
+		rc = -1;
+	if (rc)
+		unlink(tmp);
+	return rc;
+}

@@ -1,0 +1,227 @@
+#!/usr/bin/env python3
+"""relayd black-box tests: configuration, the run-dir lock, the control
+socket and /metrics (DESIGN.md §5, doc/protocol.md).
+
+usage: test_config.py RELAYD
+"""
+import json
+import os
+import socket
+import stat
+import subprocess
+import sys
+import tempfile
+import urllib.request
+
+from harness import (RELAYD, Env, case, check, eq, run_cases, wait_for)
+
+BASE = {
+    "REDIS_URI": "unix:///nonexistent/redis.sock",
+    "REDIS_STREAM": "events",
+    "REDIS_GROUP": "relay",
+}
+
+
+def run_relayd(vars, args=()):
+    env = {k: v for k, v in os.environ.items()
+           if k.startswith(("ASAN_", "UBSAN_", "LSAN_", "PATH"))}
+    env.update(vars)
+    p = subprocess.run([RELAYD, *args], env=env, capture_output=True,
+                       text=True, timeout=60)
+    return p.returncode, p.stdout, p.stderr
+
+
+def free_port():
+    s = socket.socket()
+    s.bind(("127.0.0.1", 0))
+    port = s.getsockname()[1]
+    s.close()
+    return port
+
+
+BAD = [
+    # (variable, value, words the one error line must contain)
+    ("REDIS_URI", "redis://user:s3cr3t-pass@host:notaport", ["REDIS_URI"]),
+    ("REDIS_URI", "http://localhost:6379", ["REDIS_URI"]),
+    ("REDIS_URI", "memory://", ["REDIS_URI"]),
+    ("MAX_CONCURRENCY", "0", ["MAX_CONCURRENCY", "\"0\""]),
+    ("MAX_CONCURRENCY", "eight", ["MAX_CONCURRENCY"]),
+    ("MAX_BUFFERED_EVENTS", "-1", ["MAX_BUFFERED_EVENTS"]),
+    ("MAX_EVENT_BYTES", "2MiB", ["MAX_EVENT_BYTES", "1MiB"]),
+    ("MAX_EVENT_BYTES", "1048577", ["MAX_EVENT_BYTES"]),
+    ("MAX_EVENT_BYTES", "12KB", ["MAX_EVENT_BYTES"]),
+    ("MAX_EVENT_BYTES", "0", ["MAX_EVENT_BYTES"]),
+    ("METRICS_ADDR", "localhost", ["METRICS_ADDR"]),
+    ("METRICS_ADDR", "127.0.0.1:70000", ["METRICS_ADDR"]),
+    ("LOG_LEVEL", "verbose", ["LOG_LEVEL", "verbose"]),
+    ("LOG_FORMAT", "xml", ["LOG_FORMAT", "xml"]),
+    ("RELAY_SANDBOX", "docker", ["RELAY_SANDBOX", "docker"]),
+    ("REDIS_INVOCATION_RETENTION", "7 days",
+     ["REDIS_INVOCATION_RETENTION"]),
+    ("REDIS_INVOCATION_RETENTION", "0h", ["REDIS_INVOCATION_RETENTION"]),
+    ("RELAY_TEST_TIME_SCALE", "fast", ["RELAY_TEST_TIME_SCALE"]),
+]
+
+
+@case
+def invalid_values_one_line_exit_1():
+    for var, value, words in BAD:
+        vars = dict(BASE)
+        vars[var] = value
+        rc, out, err = run_relayd(vars)
+        what = f"{var}={value!r}"
+        eq(rc, 1, f"{what}: exit status (stderr {err!r})")
+        lines = err.splitlines()
+        eq(len(lines), 1, f"{what}: one error line")
+        for w in words:
+            check(w in lines[0], f"{what}: {w!r} in {lines[0]!r}")
+        check("s3cr3t" not in err, f"{what}: password echoed: {err!r}")
+
+
+@case
+def required_variables():
+    for var in ("REDIS_URI", "REDIS_STREAM", "REDIS_GROUP"):
+        vars = dict(BASE)
+        del vars[var]
+        rc, out, err = run_relayd(vars)
+        eq(rc, 1, f"without {var}: exit status")
+        eq(err, f"relayd: {var}: not set (required)\n", f"without {var}")
+
+
+@case
+def password_never_printed():
+    # A valid URI with a password whose server is unreachable: whatever
+    # relayd logs about it must not contain the password.
+    with Env() as env:
+        d = env.relayd(start=False,
+                       REDIS_URI="redis://admin:hunter2-pw@127.0.0.1:1/0")
+        d.start(wait_ready=False)
+        wait_for(lambda: "REDIS_URI" in d.log() or "RELAYD01" in d.log(),
+                 "startup line")
+        d.stop()
+        check("hunter2" not in d.log(), "password in the log:\n" + d.log())
+        check("admin:***@127.0.0.1:1" in d.log(), "redacted URI logged")
+
+
+@case
+def help_and_version():
+    rc, out, err = run_relayd({}, ["--version"])
+    eq(rc, 0, "--version status")
+    check(out.startswith("relayd "), "--version output")
+    rc, out, err = run_relayd({}, ["--help"])
+    eq(rc, 0, "--help status")
+    for var in ("REDIS_URI", "MAX_EVENT_BYTES", "RELAY_SANDBOX"):
+        check(var in out, f"--help mentions {var}")
+    rc, out, err = run_relayd({}, ["--bogus"])
+    eq(rc, 2, "unknown flag is a usage error")
+
+
+@case
+def apps_dir_missing():
+    with Env() as env:
+        d = env.relayd(start=False, RELAY_APPS_DIR=env.dir + "/nope")
+        d.start(wait_ready=False)
+        eq(d.wait(), 1, "exit status")
+        check("RELAY_APPS_DIR" in d.log(), "names the variable")
+
+
+@case
+def second_daemon_refused_by_lock():
+    with Env() as env:
+        env.app("a", [("h", {"kind": ["x"]})])
+        d1 = env.relayd("r1")
+        d2 = env.relayd("r2", start=False, RELAY_RUN_DIR=d1.run_dir)
+        d2.start(wait_ready=False)
+        eq(d2.wait(), 1, "second daemon exit status")
+        text = [ln for ln in d2.log().splitlines()
+                if ln.startswith("relayd:")]
+        eq(len(text), 1, "one error line:\n" + d2.log())
+        check("another relayd" in text[0] and d1.run_dir in text[0],
+              f"clear message: {text[0]!r}")
+        # The first one is unaffected and still answers.
+        check(d1.control({"cmd": "health"})["ready"], "first still ready")
+        d1.stop()
+        # Once it is gone, the run dir is free again.
+        d3 = env.relayd("r3", RELAY_RUN_DIR=d1.run_dir)
+        d3.stop()
+
+
+@case
+def control_socket_protocol():
+    with Env() as env:
+        env.app("a", [("h1", {"kind": ["x"]}), ("h2", {"kind": ["y"]})])
+        env.app("broken", [], raw="runtime: exec\ncommand: [./x]\n"
+                "events:\n  - handler: h\n    pattern: {a: b}\n")
+        d = env.relayd()
+        mode = stat.S_IMODE(os.stat(d.sock).st_mode)
+        eq(mode, 0o600, "socket mode")
+        h = d.control({"cmd": "health", "id": 42})
+        eq(h["ok"], True, "health ok")
+        eq(h["ready"], True, "ready")
+        eq(h["redis_up"], True, "redis_up")
+        eq(h["id"], 42, "id echoed")
+        eq(h["consumer"], "r1", "consumer")
+        eq(h["apps"], 2, "app entries")
+        eq(h["invalid_apps"], 1, "invalid apps")
+        apps = d.control({"cmd": "apps"})["apps"]
+        eq([a["name"] for a in apps], ["a", "broken"], "apps in order")
+        eq([x["handler"] for x in apps[0]["handlers"]], ["h1", "h2"],
+           "handlers")
+        eq(apps[1]["status"], "invalid", "invalid app listed")
+        check(any("template.yaml:5:" in e for e in apps[1]["errors"]),
+              f"error with file:line:col: {apps[1]['errors']}")
+        # Several requests on one connection, answered in order; errors.
+        s = socket.socket(socket.AF_UNIX)
+        s.settimeout(30)
+        s.connect(d.sock)
+        s.sendall(b'{"cmd":"health","id":1}\nnot json\n[1]\n'
+                  b'{"cmd":"nope","id":2}\n{"id":3}\n'
+                  b'{"cmd":"app invoke","id":4}\n{"cmd":"health","id":5}\n')
+        f = s.makefile("rb")
+        replies = [json.loads(f.readline()) for _ in range(7)]
+        s.close()
+        eq(replies[0]["id"], 1, "first reply first")
+        eq([r["ok"] for r in replies],
+           [True, False, False, False, False, False, True], "ok flags")
+        eq(replies[1]["error"], "bad_request", "not json")
+        eq(replies[3]["error"], "unknown_command", "unknown command")
+        eq(replies[5]["error"], "bad_request", "invoke without app")
+        eq(replies[6]["id"], 5, "last reply last")
+        d.stop()
+        check(not os.path.exists(d.sock), "socket removed at exit")
+
+
+@case
+def metrics_endpoint():
+    port = free_port()
+    with Env() as env:
+        env.app("a", [("h1", {"kind": ["x"]})])
+        d = env.relayd(METRICS_ADDR=f"127.0.0.1:{port}")
+        url = f"http://127.0.0.1:{port}/metrics"
+        body = urllib.request.urlopen(url, timeout=10).read().decode()
+        for name in ("relay_events_received_total",
+                     "relay_events_matched_total",
+                     "relay_events_unmatched_total",
+                     "relay_handler_success_total",
+                     "relay_handler_failure_total", "relay_retries_total",
+                     "relay_dlq_entries_total",
+                     "relay_events_oversized_total",
+                     "relay_missing_payload_total",
+                     "relay_concurrency_waits_total",
+                     "relay_handler_duration_seconds",
+                     "relay_pending_entries",
+                     "relay_pending_oldest_age_seconds",
+                     "relay_in_flight_invocations",
+                     "relay_buffered_events", "relay_redis_up"):
+            check(f"# TYPE {name} " in body, f"{name} in /metrics")
+        try:
+            urllib.request.urlopen(f"http://127.0.0.1:{port}/other",
+                                   timeout=10)
+            raise AssertionError("/other answered 200")
+        except urllib.error.HTTPError as e:
+            eq(e.code, 404, "other paths")
+        d.stop()
+
+
+if __name__ == "__main__":
+    sys.exit(run_cases())
