@@ -602,13 +602,33 @@ static void msg_finish(relay__msg *m)
 	dlq_next(m);
 }
 
+/*
+ * Retention is bookkeeping after the message left the PEL, so the
+ * message's buffer slot is given back at once; the retain reply is still
+ * counted as an outstanding operation (stop waits for it).
+ */
 static void retain_cb(int status, const relay_inv_outcome *o, void *payload)
 {
-	relay__msg *m = payload;
+	relay_consumer *c = payload;
 
 	(void)o;
-	if (status)
-		redis_step_failed(m->c, status, "retain", m);
+	c->ops--;
+	if (status) {
+		relay__consumer_redis_failed(c, status, "retain");
+		relay__log(&c->logger, RELAY_LOG_WARN, "RELAY-ENG09",
+			   "retain: %s (the state hash is left without TTL)",
+			   relay_strerror(status));
+	}
+	relay__consumer_check_stopped(c);
+}
+
+static void msg_retain_free(relay__msg *m)
+{
+	relay_consumer *c = m->c;
+
+	c->ops++;
+	if (relay_inv_retain(c->redis, m->key, c->retention_ms, retain_cb, c))
+		c->ops--;
 	msg_free(m);
 }
 
@@ -628,9 +648,7 @@ static void ack_cb(relay_redis_backend *b, int status, long long value,
 	relay__consumer_redis_ok(c);
 	c->m.acks++;
 	/* Retention only after the message has left the PEL. */
-	if (relay_inv_retain(c->redis, m->key, c->retention_ms, retain_cb,
-			     m))
-		msg_free(m);
+	msg_retain_free(m);
 }
 
 static void msg_ack(relay__msg *m)
@@ -1004,12 +1022,6 @@ void relay__msg_deliver(relay_consumer *c, const relay_stream_entry *e,
 
 /* ---- missing payload -------------------------------------------------- */
 
-static void missing_retain_cb(int status, const relay_inv_outcome *o,
-			      void *payload)
-{
-	retain_cb(status, o, payload);
-}
-
 static void missing_ack_cb(relay_redis_backend *b, int status,
 			   long long value, void *payload)
 {
@@ -1022,9 +1034,7 @@ static void missing_ack_cb(relay_redis_backend *b, int status,
 		msg_free(m);
 		return;
 	}
-	if (relay_inv_retain(m->c->redis, m->key, m->c->retention_ms,
-			     missing_retain_cb, m))
-		msg_free(m);
+	msg_retain_free(m);
 }
 
 /*

@@ -56,7 +56,7 @@ typedef struct h_exec {
 	int total_runs;
 } h_exec;
 
-static h_script *h_script_get(h_exec *x, const char *app, const char *hd)
+static inline h_script *h_script_get(h_exec *x, const char *app, const char *hd)
 {
 	char name[96];
 	int i;
@@ -72,7 +72,7 @@ static h_script *h_script_get(h_exec *x, const char *app, const char *hd)
 	return &x->s[x->ns++];
 }
 
-static void h_job_fire(struct ev_loop *loop, ev_timer *w, int revents)
+static inline void h_job_fire(struct ev_loop *loop, ev_timer *w, int revents)
 {
 	h_job *j = w->data;
 	h_exec *x = j->x;
@@ -105,7 +105,7 @@ static void h_job_fire(struct ev_loop *loop, ev_timer *w, int revents)
 	free(j);
 }
 
-static int h_run(relay_consumer_executor *xe, const relay_exec_spec *spec,
+static inline int h_run(relay_consumer_executor *xe, const relay_exec_spec *spec,
 		 relay_output_fn output, relay_run_done_fn done,
 		 void *payload, void **handle)
 {
@@ -140,7 +140,7 @@ static int h_run(relay_consumer_executor *xe, const relay_exec_spec *spec,
 	return 0;
 }
 
-static void h_cancel(relay_consumer_executor *xe, void *handle)
+static inline void h_cancel(relay_consumer_executor *xe, void *handle)
 {
 	h_job *j = handle;
 
@@ -151,7 +151,7 @@ static void h_cancel(relay_consumer_executor *xe, void *handle)
 }
 
 /* Let every held run of @name (NULL: all) finish. */
-static void h_release(h_exec *x, const char *name)
+static inline void h_release(h_exec *x, const char *name)
 {
 	h_job *j;
 
@@ -178,7 +178,7 @@ typedef struct h_fail_call {
 	ev_timer t;
 } h_fail_call;
 
-static void h_fail_fire(struct ev_loop *loop, ev_timer *w, int revents)
+static inline void h_fail_fire(struct ev_loop *loop, ev_timer *w, int revents)
 {
 	h_fail_call *f = w->data;
 
@@ -189,7 +189,7 @@ static void h_fail_fire(struct ev_loop *loop, ev_timer *w, int revents)
 	free(f);
 }
 
-static int h_fault_command(relay_redis_backend *b, int argc,
+static inline int h_fault_command(relay_redis_backend *b, int argc,
 			   const char *const *argv, const size_t *argvlen,
 			   relay_redis_reply_cb cb, void *payload)
 {
@@ -199,7 +199,7 @@ static int h_fault_command(relay_redis_backend *b, int argc,
 				   payload);
 }
 
-static int h_fault_script(relay_redis_backend *b, relay_redis_script op,
+static inline int h_fault_script(relay_redis_backend *b, relay_redis_script op,
 			  int numkeys, int argc, const char *const *argv,
 			  const size_t *argvlen, relay_redis_reply_cb cb,
 			  void *payload)
@@ -225,12 +225,12 @@ static int h_fault_script(relay_redis_backend *b, relay_redis_script op,
 				   cb, payload);
 }
 
-static const char *h_fault_errstr(const relay_redis_backend *b)
+static inline const char *h_fault_errstr(const relay_redis_backend *b)
 {
 	return relay_redis_errstr(((const h_fault *)b)->inner);
 }
 
-static void h_fault_free(relay_redis_backend *b)
+static inline void h_fault_free(relay_redis_backend *b)
 {
 	h_fault *f = (h_fault *)b;
 
@@ -259,7 +259,7 @@ typedef struct h_ctx {
 	int avail_b;                /* app "b" available? */
 } h_ctx;
 
-static void h_log(void *payload, relay_log_level lvl, const char *msgid,
+static inline void h_log(void *payload, relay_log_level lvl, const char *msgid,
 		  const char *msg)
 {
 	h_ctx *h = payload;
@@ -273,14 +273,14 @@ static void h_log(void *payload, relay_log_level lvl, const char *msgid,
 			msgid, msg);
 }
 
-static void h_tick(struct ev_loop *loop, ev_timer *w, int revents)
+static inline void h_tick(struct ev_loop *loop, ev_timer *w, int revents)
 {
 	(void)loop;
 	(void)w;
 	(void)revents;
 }
 
-static void h_write_app(h_ctx *h, const char *name, const char *yaml)
+static inline void h_write_app(h_ctx *h, const char *name, const char *yaml)
 {
 	char path[256];
 	FILE *f;
@@ -294,7 +294,7 @@ static void h_write_app(h_ctx *h, const char *name, const char *yaml)
 	fclose(f);
 }
 
-static int h_available(const relay_app *app, void *payload)
+static inline int h_available(const relay_app *app, void *payload)
 {
 	h_ctx *h = payload;
 
@@ -303,7 +303,7 @@ static int h_available(const relay_app *app, void *payload)
 
 /* Open everything but the consumer. @uri NULL: memory backend with a
  * fixed clock. */
-static void h_init(h_ctx *h, const char *uri)
+static inline void h_init(h_ctx *h, const char *uri)
 {
 	relay_redis_options ro = RELAY_REDIS_OPTIONS_INIT;
 	relay_consumer_options o = RELAY_CONSUMER_OPTIONS_INIT;
@@ -353,7 +353,7 @@ static void h_init(h_ctx *h, const char *uri)
 	ev_timer_start(h->loop, &h->tick);
 }
 
-static void h_load_apps(h_ctx *h)
+static inline void h_load_apps(h_ctx *h)
 {
 	relay_appset *old = h->apps;
 
@@ -364,7 +364,7 @@ static void h_load_apps(h_ctx *h)
 	relay_appset_free(old);
 }
 
-static void h_start(h_ctx *h)
+static inline void h_start(h_ctx *h)
 {
 	relay_error err;
 
@@ -375,7 +375,7 @@ static void h_start(h_ctx *h)
 	RT_EQ_INT(relay_consumer_start(h->c), 0);
 }
 
-static relay_consumer_metrics h_metrics(h_ctx *h)
+static inline relay_consumer_metrics h_metrics(h_ctx *h)
 {
 	relay_consumer_metrics m;
 
@@ -394,7 +394,7 @@ static relay_consumer_metrics h_metrics(h_ctx *h)
 	} while (0)
 
 /* Run the loop for @ms of real time. */
-static void h_settle(h_ctx *h, int ms)
+static inline void h_settle(h_ctx *h, int ms)
 {
 	ev_tstamp end = ev_time() + ms / 1000.0;
 
@@ -407,7 +407,7 @@ typedef struct h_reply {
 	relay_redis_reply *r;
 } h_reply;
 
-static void h_reply_cb(relay_redis_backend *b, int status,
+static inline void h_reply_cb(relay_redis_backend *b, int status,
 		       relay_redis_reply *r, void *payload)
 {
 	h_reply *hr = payload;
@@ -419,7 +419,7 @@ static void h_reply_cb(relay_redis_backend *b, int status,
 }
 
 /* One command through the backend; the reply is the caller's. */
-static relay_redis_reply *h_cmdv(h_ctx *h, int argc, const char **argv,
+static inline relay_redis_reply *h_cmdv(h_ctx *h, int argc, const char **argv,
 				 const size_t *lens)
 {
 	h_reply hr = { 0, 0, NULL };
@@ -438,7 +438,7 @@ static relay_redis_reply *h_cmdv(h_ctx *h, int argc, const char **argv,
 	       (const char *[]){ __VA_ARGS__ }, NULL)
 
 /* XADD events * event @json; returns the id (static buffer). */
-static const char *h_xadd_field(h_ctx *h, const char *field, const char *v,
+static inline const char *h_xadd_field(h_ctx *h, const char *field, const char *v,
 				size_t len)
 {
 	static char id[64];
@@ -452,12 +452,12 @@ static const char *h_xadd_field(h_ctx *h, const char *field, const char *v,
 	return id;
 }
 
-static const char *h_xadd(h_ctx *h, const char *json)
+static inline const char *h_xadd(h_ctx *h, const char *json)
 {
 	return h_xadd_field(h, "event", json, strlen(json));
 }
 
-static long long h_int(h_ctx *h, relay_redis_reply *r)
+static inline long long h_int(h_ctx *h, relay_redis_reply *r)
 {
 	long long v;
 
@@ -469,7 +469,7 @@ static long long h_int(h_ctx *h, relay_redis_reply *r)
 }
 
 /* PEL size of the group. */
-static long long h_pel(h_ctx *h)
+static inline long long h_pel(h_ctx *h)
 {
 	relay_redis_reply *r = H_CMD(h, "XPENDING", "events", "relay");
 	long long n;
@@ -481,7 +481,7 @@ static long long h_pel(h_ctx *h)
 }
 
 /* HGET of the message's state hash; "" when absent (static buffer). */
-static const char *h_state(h_ctx *h, const char *id, const char *field)
+static inline const char *h_state(h_ctx *h, const char *id, const char *field)
 {
 	static char buf[160];
 	char *key = relay_inv_key("events", "relay", id);
@@ -495,7 +495,7 @@ static const char *h_state(h_ctx *h, const char *id, const char *field)
 	return buf;
 }
 
-static long long h_pttl(h_ctx *h, const char *id)
+static inline long long h_pttl(h_ctx *h, const char *id)
 {
 	char *key = relay_inv_key("events", "relay", id);
 	long long v = h_int(h, H_CMD(h, "PTTL", key));
@@ -505,7 +505,7 @@ static long long h_pttl(h_ctx *h, const char *id)
 }
 
 /* Every DLQ entry, parsed; *n receives the count. */
-static relay_dlq_record *h_dlq(h_ctx *h, size_t *n)
+static inline relay_dlq_record *h_dlq(h_ctx *h, size_t *n)
 {
 	relay_redis_reply *r = H_CMD(h, "XRANGE", "relay:events:dlq", "-",
 				     "+");
@@ -523,7 +523,7 @@ static relay_dlq_record *h_dlq(h_ctx *h, size_t *n)
 	return recs;
 }
 
-static void h_dlq_free(relay_dlq_record *recs, size_t n)
+static inline void h_dlq_free(relay_dlq_record *recs, size_t n)
 {
 	size_t i;
 
@@ -532,7 +532,7 @@ static void h_dlq_free(relay_dlq_record *recs, size_t n)
 	free(recs);
 }
 
-static size_t h_dlq_count(h_ctx *h)
+static inline size_t h_dlq_count(h_ctx *h)
 {
 	size_t n;
 	relay_dlq_record *d = h_dlq(h, &n);
@@ -542,7 +542,7 @@ static size_t h_dlq_count(h_ctx *h)
 }
 
 /* Advance the fixed clock. */
-static void h_advance(h_ctx *h, int64_t ms)
+static inline void h_advance(h_ctx *h, int64_t ms)
 {
 	h->fclock.wall += ms;
 	h->fclock.mono += (relay_mono_us)ms * 1000u;
@@ -550,13 +550,13 @@ static void h_advance(h_ctx *h, int64_t ms)
 
 static int h_closed_flag;
 
-static void h_closed(relay_consumer *c)
+static inline void h_closed(relay_consumer *c)
 {
 	(void)c;
 	h_closed_flag = 1;
 }
 
-static void h_cleanup(h_ctx *h)
+static inline void h_cleanup(h_ctx *h)
 {
 	char cmd[200];
 
