@@ -1,0 +1,124 @@
+#!/bin/sh
+# check-install.sh - install the build into a temporary DESTDIR, check the
+# layout, then build and run an out-of-tree program against the installed
+# package using only `pkg-config --cflags --libs librelay`. TAP output.
+#
+# Arguments (from tests/install/meson.build):
+#   BUILD_ROOT CC VERSION SOVERSION SANITIZE CONSUMER_C
+# and the install directories in the environment: RELAY_PREFIX,
+# RELAY_BINDIR, RELAY_SBINDIR, RELAY_LIBDIR, RELAY_INCLUDEDIR,
+# RELAY_LIBEXECDIR, RELAY_DATADIR, RELAY_MANDIR, RELAY_MAN (1 when man
+# pages are built). Exit 77 (skip) without meson or pkg-config.
+set -u
+build=$1 cc=$2 version=$3 soversion=$4 sanitize=$5 consumer=$6
+
+skip() { echo "1..0 # SKIP $*"; exit 77; }
+command -v pkg-config >/dev/null 2>&1 || skip "pkg-config not found"
+meson=${MESON:-meson}
+command -v "$meson" >/dev/null 2>&1 || skip "meson not found"
+
+tmp=$(mktemp -d) || exit 1
+trap 'rm -rf "$tmp"' EXIT
+dest=$tmp/dest
+n=0 fail=0
+ok() { n=$((n + 1)); echo "ok $n - $*"; }
+notok() { n=$((n + 1)); echo "not ok $n - $*"; fail=1; }
+abs() { case $1 in /*) echo "$1" ;; *) echo "$RELAY_PREFIX/$1" ;; esac; }
+
+echo "TAP version 13"
+if "$meson" install -C "$build" --destdir "$dest" --no-rebuild \
+	>"$tmp/install.log" 2>&1; then
+	ok "meson install --destdir"
+else
+	notok "meson install --destdir"
+	sed 's/^/# /' "$tmp/install.log"
+	echo "1..$n"
+	exit 1
+fi
+
+# The layout the package promises (issue 8, doc/api-stability.md).
+bindir=$dest$(abs "$RELAY_BINDIR")
+sbindir=$dest$(abs "$RELAY_SBINDIR")
+libdir=$dest$(abs "$RELAY_LIBDIR")
+incdir=$dest$(abs "$RELAY_INCLUDEDIR")
+libexecdir=$dest$(abs "$RELAY_LIBEXECDIR")
+datadir=$dest$(abs "$RELAY_DATADIR")
+mandir=$dest$(abs "$RELAY_MANDIR")
+files="$bindir/relayctl $sbindir/relayd
+$libdir/librelay.so.$soversion $libdir/librelay.so
+$incdir/relay/relay.h $incdir/relay/sys/runtime.h $incdir/relay/sys/redis.h
+$libdir/pkgconfig/librelay.pc
+$libexecdir/relay/relay-bootstrap.py $libexecdir/relay/relay-bootstrap.js
+$dest$RELAY_PREFIX/lib/systemd/system/relayd.service
+$datadir/bash-completion/completions/relayctl"
+if [ "$RELAY_MAN" = 1 ]; then
+	files="$files $mandir/man1/relayctl.1 $mandir/man8/relayd.8
+$mandir/man5/relay-template.5 $mandir/man3/librelay.3"
+fi
+for f in $files; do
+	if [ -e "$f" ]; then ok "installed ${f#"$dest"}"
+	else notok "installed ${f#"$dest"}"; fi
+done
+for h in "$(dirname "$0")"/../../include/relay/*.h; do
+	if [ -f "$incdir/relay/$(basename "$h")" ]; then :
+	else notok "header $(basename "$h") not installed"; fi
+done
+if grep -q "^ExecStart=$(abs "$RELAY_SBINDIR")/relayd\$" \
+	"$dest$RELAY_PREFIX/lib/systemd/system/relayd.service"; then
+	ok "relayd.service runs the installed relayd"
+else
+	notok "relayd.service runs the installed relayd"
+fi
+
+# Build against the installed package: pkg-config only. The sysroot makes
+# pkg-config prefix -I and -L with the DESTDIR.
+PKG_CONFIG_PATH=$libdir/pkgconfig
+PKG_CONFIG_SYSROOT_DIR=$dest
+export PKG_CONFIG_PATH PKG_CONFIG_SYSROOT_DIR
+flags=$(pkg-config --cflags --libs librelay 2>"$tmp/pc.err")
+if [ $? -eq 0 ]; then
+	ok "pkg-config --cflags --libs librelay: $flags"
+else
+	notok "pkg-config --cflags --libs librelay"
+	sed 's/^/# /' "$tmp/pc.err"
+fi
+if [ "$(pkg-config --modversion librelay)" = "$version" ]; then
+	ok "pkg-config --modversion librelay is $version"
+else
+	notok "pkg-config --modversion librelay is $version"
+fi
+
+# A sanitized build installs a sanitized library: the program must link
+# the same runtime. That is the build's choice, not a pkg-config flag.
+san=""
+[ "$sanitize" != none ] && san="-fsanitize=$sanitize"
+# shellcheck disable=SC2086
+if $cc -std=c99 -pedantic -Wall -Wextra -Werror $san -o "$tmp/consumer" \
+	"$consumer" $flags >"$tmp/cc.log" 2>&1; then
+	ok "consumer.c compiles as C99 and links against the installed library"
+else
+	notok "consumer.c compiles as C99 and links against the installed library"
+	sed 's/^/# /' "$tmp/cc.log"
+fi
+if [ -x "$tmp/consumer" ] && LD_LIBRARY_PATH=$libdir "$tmp/consumer" \
+	"$version" >"$tmp/run.log" 2>&1; then
+	ok "consumer runs against the installed library"
+else
+	notok "consumer runs against the installed library"
+	sed 's/^/# /' "$tmp/run.log" 2>/dev/null
+fi
+# It must have loaded the installed copy, not the build tree's.
+if [ -x "$tmp/consumer" ] && LD_LIBRARY_PATH=$libdir ldd "$tmp/consumer" |
+	grep -q "librelay.so.$soversion => $libdir/"; then
+	ok "the consumer resolves librelay.so.$soversion in DESTDIR"
+else
+	notok "the consumer resolves librelay.so.$soversion in DESTDIR"
+fi
+out=$(LD_LIBRARY_PATH=$libdir "$bindir/relayctl" --version 2>&1)
+if [ "$out" = "relayctl $version" ]; then
+	ok "installed relayctl --version: $out"
+else
+	notok "installed relayctl --version: $out"
+fi
+echo "1..$n"
+exit $fail
