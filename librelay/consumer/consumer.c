@@ -108,7 +108,7 @@ void relay_consumer_health_get(const relay_consumer *c,
 		snprintf(out->reason, sizeof(out->reason), "starting");
 }
 
-/* ---- metrics ------------------------------------------------------------- */
+/* ---- metrics ----------------------------------------------------------- */
 
 int relay_consumer_metrics_get(const relay_consumer *c,
 			       relay_consumer_metrics *out)
@@ -201,7 +201,7 @@ int relay_consumer_histograms(const relay_consumer *c,
 	return 0;
 }
 
-/* ---- reading ------------------------------------------------------------- */
+/* ---- reading ----------------------------------------------------------- */
 
 static uint64_t next_rand(relay_consumer *c)
 {
@@ -349,8 +349,8 @@ static void do_read(relay_consumer *c)
 	if (c->read_busy || c->stopping || c->nmsgs >= c->max_buffered)
 		return;
 	if (c->nmsgs == 0)
-		block = (int)relay__consumer_scaled(c,
-						    RELAY_CONSUMER_READ_BLOCK_MS);
+		block = (int)relay__consumer_scaled(
+			c, RELAY_CONSUMER_READ_BLOCK_MS);
 	c->read_token = relay__malloc(sizeof(*c->read_token));
 	if (!c->read_token) {
 		read_backoff(c);
@@ -407,7 +407,7 @@ static void ensure_group(relay_consumer *c)
 	}
 }
 
-/* ---- recovery ------------------------------------------------------------ */
+/* ---- recovery ---------------------------------------------------------- */
 
 static void reclaim_cb(relay_redis_backend *b, int status, relay_autoclaim *a,
 		       void *payload)
@@ -456,6 +456,8 @@ static void reclaim_cb(relay_redis_backend *b, int status, relay_autoclaim *a,
 
 void relay__consumer_reclaim_now(relay_consumer *c)
 {
+	const char *cursor = c->reclaim_cursor ? c->reclaim_cursor : "0-0";
+	int64_t idle;
 	int rc;
 
 	if (!c->group_ok || c->stopping || c->reclaim_busy ||
@@ -463,11 +465,10 @@ void relay__consumer_reclaim_now(relay_consumer *c)
 		return;
 	c->reclaim_busy = 1;
 	c->ops++;
+	idle = relay__consumer_scaled(c, RELAY_CONSUMER_MIN_PENDING_IDLE_MS);
 	rc = relay_redis_xautoclaim(c->redis, c->stream, c->group, c->name,
-				    relay__consumer_scaled(
-					    c, RELAY_CONSUMER_MIN_PENDING_IDLE_MS),
-				    c->reclaim_cursor ? c->reclaim_cursor : "0-0",
-				    c->max_buffered - c->nmsgs, reclaim_cb, c);
+				    idle, cursor, c->max_buffered - c->nmsgs,
+				    reclaim_cb, c);
 	if (rc) {
 		c->reclaim_busy = 0;
 		c->ops--;
@@ -610,7 +611,7 @@ static void pending_timer_cb(struct ev_loop *loop, ev_timer *w, int revents)
 	pending_refresh(w->data);
 }
 
-/* ---- lifecycle ----------------------------------------------------------- */
+/* ---- lifecycle --------------------------------------------------------- */
 
 static void consumer_free(relay_consumer *c)
 {
@@ -684,9 +685,10 @@ int relay_consumer_new(relay_consumer **out, struct ev_loop *loop,
 	int rc = RELAY_ENOMEM;
 
 	*out = NULL;
-	if (!o || o->version == 0 || o->version > RELAY_CONSUMER_OPTIONS_VERSION)
+	if (!o || o->version == 0 ||
+	    o->version > RELAY_CONSUMER_OPTIONS_VERSION)
 		return relay__error_set(err, RELAY_EINVAL, NULL, 0, 0,
-					"consumer options: unsupported version");
+					"consumer options: bad version");
 	if (!loop || !redis || !apps || (!rt && !o->executor))
 		return relay__error_set(err, RELAY_EINVAL, NULL, 0, 0,
 					"consumer: loop, redis, apps and a "

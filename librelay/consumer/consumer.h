@@ -165,6 +165,11 @@ void relay__consumer_check_stopped(relay_consumer *c);
 void relay__consumer_detach_read(relay_consumer *c);
 
 /* consumer_msg.c */
+void relay__msg_next(relay__msg *m);
+void relay__msg_step_failed(relay_consumer *c, int status, const char *what,
+			    const relay__msg *m);
+/* consumer_inv.c */
+void relay__inv_begin(relay__inv *inv);
 void relay__msg_deliver(relay_consumer *c, const relay_stream_entry *e,
 			int reclaimed);
 void relay__msg_missing(relay_consumer *c, const char *id);

@@ -87,7 +87,7 @@ static int noop_run(relay_consumer_executor *xe, const relay_exec_spec *s,
 	return 0;
 }
 
-/* ---- helpers ---------------------------------------------------------------- */
+/* ---- helpers ----------------------------------------------------------- */
 
 static double baseline(const char *sock, long n, const char *args)
 {

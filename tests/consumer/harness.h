@@ -23,7 +23,7 @@
 #include "../../librelay/consumer/consumer.h"
 #include "../../librelay/redis/backend.h"
 
-/* ---- scripted executor --------------------------------------------------- */
+/* ---- scripted executor ------------------------------------------------- */
 
 typedef struct h_script {
 	char name[96];      /* "app/handler" */
@@ -105,7 +105,8 @@ static inline void h_job_fire(struct ev_loop *loop, ev_timer *w, int revents)
 	free(j);
 }
 
-static inline int h_run(relay_consumer_executor *xe, const relay_exec_spec *spec,
+static inline int h_run(relay_consumer_executor *xe,
+			const relay_exec_spec *spec,
 		 relay_output_fn output, relay_run_done_fn done,
 		 void *payload, void **handle)
 {
@@ -238,7 +239,7 @@ static inline void h_fault_free(relay_redis_backend *b)
 	free(f);
 }
 
-/* ---- the fixture ----------------------------------------------------------- */
+/* ---- the fixture ------------------------------------------------------- */
 
 typedef struct h_ctx {
 	struct ev_loop *loop;
@@ -438,7 +439,8 @@ static inline relay_redis_reply *h_cmdv(h_ctx *h, int argc, const char **argv,
 	       (const char *[]){ __VA_ARGS__ }, NULL)
 
 /* XADD events * event @json; returns the id (static buffer). */
-static inline const char *h_xadd_field(h_ctx *h, const char *field, const char *v,
+static inline const char *h_xadd_field(h_ctx *h, const char *field,
+				       const char *v,
 				size_t len)
 {
 	static char id[64];

@@ -100,7 +100,8 @@ static void test_consumer__malformed_placeholders(void)
 		  "event oversized: raw event value is 91 bytes, exceeds "
 		  "MAX_EVENT_BYTES 64" },
 		{ "event", "{\"kind\":", 8, "{\"kind\":", "decode event: " },
-		{ "event", "[1,2]", 5, "[1,2]", "'event' is not a JSON object" },
+		{ "event", "[1,2]", 5, "[1,2]",
+		  "'event' is not a JSON object" },
 		{ "event", "{\"source\":\"relay.schedule\",\"app\":\"a\"}", 37,
 		  "{\"source\":\"relay.schedule\",\"app\":\"a\"}",
 		  "schedule occurrences are not supported by this relayd" },

@@ -1,0 +1,496 @@
+/*
+ * consumer_inv.c - one matched invocation: concurrency slots (global
+ * MAX_CONCURRENCY and per-app min(concurrency, MAX_CONCURRENCY), FIFO
+ * waiters with a bounded wait), then try_start → run → mark_complete |
+ * record_failure | mark_exhausted. Every outcome ends in inv_resolved(),
+ * which moves the message on to its next invocation (consumer_msg.c).
+ *
+ * Invariants: an invocation runs only after try_start CLAIMED it in this
+ * delivery (a store error fails closed); an attempt is charged only by a
+ * claim, so waiting for a slot, an unavailable app or a stop cost nothing;
+ * slots are held from before try_start until the handler exits.
+ */
+#include <stdio.h>
+#include <string.h>
+
+#include "consumer.h"
+#include "inv/inv.h"
+#include "redis/backend.h"
+
+#define LOG(c, lvl, id, ...) relay__log(&(c)->logger, lvl, id, __VA_ARGS__)
+
+static void inv_claim(relay__inv *inv);
+
+/* ---- concurrency slots ------------------------------------------------- */
+
+static relay__app_slots *app_slots(relay_consumer *c, const char *name)
+{
+	relay__app_slots *s;
+	size_t i;
+
+	for (i = 0; i < c->nslots; i++)
+		if (strcmp(c->slots[i].name, name) == 0)
+			return &c->slots[i];
+	s = relay__realloc(c->slots, (c->nslots + 1) * sizeof(*s));
+	if (!s)
+		return NULL;
+	c->slots = s;
+	s = &c->slots[c->nslots];
+	s->name = relay__strdup(name);
+	if (!s->name)
+		return NULL;
+	s->running = 0;
+	c->nslots++;
+	return s;
+}
+
+static unsigned int app_limit(const relay_consumer *c, const relay_app *app)
+{
+	int n = relay_app_concurrency(app);
+	unsigned int lim = n > 0 ? (unsigned int)n : 1;
+
+	return lim < c->max_concurrency ? lim : c->max_concurrency;
+}
+
+/* 1 taken, 0 none free, <0 error. */
+static int slots_take(relay_consumer *c, relay__inv *inv)
+{
+	relay__app_slots *s = app_slots(c, relay_app_name(inv->app));
+
+	if (!s)
+		return RELAY_ENOMEM;
+	if (c->running >= c->max_concurrency ||
+	    s->running >= app_limit(c, inv->app))
+		return 0;
+	c->running++;
+	s->running++;
+	inv->has_slots = 1;
+	return 1;
+}
+
+static void wait_remove(relay_consumer *c, relay__inv *inv)
+{
+	relay__inv **pp = &c->wait_head;
+
+	c->wait_tail = NULL;
+	while (*pp) {
+		if (*pp == inv) {
+			*pp = inv->wait_next;
+			continue;
+		}
+		c->wait_tail = *pp;
+		pp = &(*pp)->wait_next;
+	}
+	inv->wait_next = NULL;
+	inv->waiting = 0;
+}
+
+/*
+ * Give back an invocation's slots and hand them, in FIFO order, to the
+ * waiters that can now run (a waiter of a saturated app does not block
+ * the waiters of other apps).
+ */
+void relay__slots_release(relay_consumer *c, relay__inv *inv)
+{
+	relay__inv *w, *next;
+
+	if (inv->has_slots) {
+		relay__app_slots *s = app_slots(c, relay_app_name(inv->app));
+
+		c->running--;
+		if (s && s->running)
+			s->running--;
+		inv->has_slots = 0;
+	}
+	for (w = c->wait_head; w; w = next) {
+		next = w->wait_next;
+		if (slots_take(c, w) != 1)
+			continue;
+		wait_remove(c, w);
+		/* Unconditionally: an expired timer is inactive but may
+		 * still be pending, and its callback would release the
+		 * message under the claim started below. */
+		ev_timer_stop(c->loop, &w->m->slot_timer);
+		inv_claim(w);
+	}
+}
+
+/* ---- one invocation ---------------------------------------------------- */
+
+static void inv_resolved(relay__inv *inv, relay__inv_status st)
+{
+	relay__msg *m = inv->m;
+
+	relay__slots_release(m->c, inv);
+	inv->status = st;
+	m->cur++;
+	relay__msg_next(m);
+}
+
+static void slot_timeout_cb(struct ev_loop *loop, ev_timer *w, int revents)
+{
+	relay__msg *m = w->data;
+	relay__inv *inv = &m->invs[m->cur];
+
+	(void)loop;
+	(void)revents;
+	wait_remove(m->c, inv);
+	m->c->m.concurrency_timeouts++;
+	LOG(m->c, RELAY_LOG_DEBUG, "RELAY-ENG11",
+	    "no concurrency slot freed in time app=%s handler=%s "
+	    "message_id=%s", relay_app_name(inv->app),
+	    relay_app_rule_handler(inv->rule), m->id);
+	inv_resolved(inv, RELAY__INV_UNRESOLVED);
+}
+
+void relay__inv_begin(relay__inv *inv)
+{
+	relay__msg *m = inv->m;
+	relay_consumer *c = m->c;
+	int rc;
+
+	if (c->stopping) {
+		inv_resolved(inv, RELAY__INV_UNRESOLVED);
+		return;
+	}
+	if (!c->available(inv->app, c->available_payload)) {
+		LOG(c, RELAY_LOG_INFO, "RELAY-ENG08",
+		    "app unavailable, message kept pending app=%s handler=%s "
+		    "message_id=%s", relay_app_name(inv->app),
+		    relay_app_rule_handler(inv->rule), m->id);
+		inv_resolved(inv, RELAY__INV_UNRESOLVED);
+		return;
+	}
+	rc = slots_take(c, inv);
+	if (rc == 1) {
+		inv_claim(inv);
+		return;
+	}
+	if (rc < 0) {
+		inv_resolved(inv, RELAY__INV_UNRESOLVED);
+		return;
+	}
+	c->m.concurrency_waits++;
+	inv->waiting = 1;
+	inv->wait_next = NULL;
+	if (c->wait_tail)
+		c->wait_tail->wait_next = inv;
+	else
+		c->wait_head = inv;
+	c->wait_tail = inv;
+	ev_timer_init(&m->slot_timer, slot_timeout_cb,
+		      (double)relay__consumer_scaled(c,
+			      RELAY_CONSUMER_SLOT_WAIT_MS) / 1000.0, 0.);
+	m->slot_timer.data = m;
+	ev_timer_start(c->loop, &m->slot_timer);
+}
+
+static void complete_cb(int status, const relay_inv_outcome *o, void *payload)
+{
+	relay__inv *inv = payload;
+	relay_consumer *c = inv->m->c;
+
+	if (status) {
+		relay__msg_step_failed(c, status, "mark_complete", inv->m);
+		inv_resolved(inv, RELAY__INV_UNRESOLVED);
+		return;
+	}
+	relay__consumer_redis_ok(c);
+	inv_resolved(inv, o->result == RELAY_INV_R_RECORDED ?
+		     RELAY__INV_DONE_OK : RELAY__INV_UNRESOLVED);
+}
+
+static void exhausted_cb(int status, const relay_inv_outcome *o,
+			 void *payload)
+{
+	relay__inv *inv = payload;
+	relay_consumer *c = inv->m->c;
+
+	if (status) {
+		relay__msg_step_failed(c, status, "mark_exhausted", inv->m);
+		inv_resolved(inv, RELAY__INV_UNRESOLVED);
+		return;
+	}
+	relay__consumer_redis_ok(c);
+	if (o->result != RELAY_INV_R_RECORDED) {
+		inv_resolved(inv, RELAY__INV_UNRESOLVED);
+		return;
+	}
+	inv->dlq = 0;
+	inv_resolved(inv, RELAY__INV_DONE_EXH);
+}
+
+static void failure_cb(int status, const relay_inv_outcome *o, void *payload)
+{
+	relay__inv *inv = payload;
+	relay_consumer *c = inv->m->c;
+
+	(void)o;
+	if (status)
+		relay__msg_step_failed(c, status, "record_failure", inv->m);
+	else
+		relay__consumer_redis_ok(c);
+	inv_resolved(inv, RELAY__INV_UNRESOLVED);
+}
+
+static void failure_reply(relay_redis_backend *b, int status,
+			  relay_redis_reply *reply, void *payload)
+{
+	relay_inv_outcome o;
+
+	(void)b;
+	if (status == 0)
+		status = relay__inv_outcome_from_reply(reply, &o);
+	relay_redis_reply_free(reply);
+	failure_cb(status, status ? NULL : &o, payload);
+}
+
+/*
+ * record_failure with the backoff divided by time_scale (test hooks).
+ * At scale 1 this is exactly relay_inv_record_failure().
+ */
+static int record_failure(relay__inv *inv)
+{
+	relay__msg *m = inv->m;
+	relay_consumer *c = m->c;
+	relay_wall_ms now = relay_clock_wall_ms(c->clock);
+	char sat[16], snow[24], sbo[24];
+	const char *argv[6];
+
+	if (c->scale <= 1)
+		return relay_inv_record_failure(c->redis, m->key, inv->field,
+						inv->attempt, inv->token, now,
+						failure_cb, inv);
+	snprintf(sat, sizeof(sat), "%u", inv->attempt);
+	snprintf(snow, sizeof(snow), "%lld", (long long)now);
+	snprintf(sbo, sizeof(sbo), "%lld", (long long)relay__consumer_scaled(
+			 c, relay_inv_backoff_ms(inv->attempt)));
+	argv[0] = m->key;
+	argv[1] = inv->field;
+	argv[2] = sat;
+	argv[3] = inv->token;
+	argv[4] = snow;
+	argv[5] = sbo;
+	return relay__redis_script(c->redis, RELAY_REDIS_SCRIPT_RECORD_FAILURE,
+				   1, 6, argv, NULL, failure_reply, inv);
+}
+
+static void inv_failed(relay__inv *inv, const char *reason)
+{
+	relay_consumer *c = inv->m->c;
+	unsigned int max = (unsigned int)relay_app_rule_retries(inv->rule) + 1;
+	int rc;
+
+	snprintf(inv->reason, sizeof(inv->reason), "%s",
+		 reason && *reason ? reason : "failed");
+	if (inv->attempt >= max)
+		rc = relay_inv_mark_exhausted(c->redis, inv->m->key,
+					      inv->field, inv->attempt,
+					      inv->token, exhausted_cb, inv);
+	else
+		rc = record_failure(inv);
+	if (rc) {
+		relay__msg_step_failed(c, rc, "record outcome", inv->m);
+		inv_resolved(inv, RELAY__INV_UNRESOLVED);
+	}
+}
+
+static void output_cb(const relay_output_line *line, void *payload)
+{
+	relay__inv *inv = payload;
+	relay_consumer *c = inv->m->c;
+
+	if (c->output)
+		c->output(line, c->output_payload);
+}
+
+static void run_done(const relay_run_outcome *o, void *payload)
+{
+	relay__inv *inv = payload;
+	relay__msg *m = inv->m;
+	relay_consumer *c = m->c;
+	uint64_t dur_us = relay_clock_mono_us(c->clock) - inv->started_us;
+	int rc;
+
+	inv->run = NULL;
+	c->m.in_flight_invocations--;
+	if (o->status == RELAY_RUN_CANCELLED) {
+		LOG(c, RELAY_LOG_INFO, "RELAY-ENG04",
+		    "handler cancelled app=%s handler=%s message_id=%s "
+		    "attempt=%u", relay_app_name(inv->app),
+		    relay_app_rule_handler(inv->rule), m->id, inv->attempt);
+		inv_resolved(inv, RELAY__INV_UNRESOLVED);
+		return;
+	}
+	if (o->duration_us)
+		dur_us = o->duration_us;
+	relay__consumer_hist_add(c, relay_app_name(inv->app),
+				 relay_app_rule_handler(inv->rule), dur_us);
+	/* The handler is over: its slots go to the next waiter now. */
+	relay__slots_release(c, inv);
+	if (o->status == RELAY_RUN_OK) {
+		c->m.handler_success++;
+		LOG(c, RELAY_LOG_DEBUG, "RELAY-ENG04",
+		    "handler succeeded app=%s handler=%s message_id=%s "
+		    "attempt=%u duration_ms=%llu exit_code=0",
+		    relay_app_name(inv->app),
+		    relay_app_rule_handler(inv->rule), m->id, inv->attempt,
+		    (unsigned long long)(dur_us / 1000));
+		rc = relay_inv_mark_complete(c->redis, m->key, inv->field,
+					     inv->attempt, inv->token,
+					     complete_cb, inv);
+		if (rc) {
+			relay__msg_step_failed(c, rc, "mark_complete", m);
+			inv_resolved(inv, RELAY__INV_UNRESOLVED);
+		}
+		return;
+	}
+	c->m.handler_failure++;
+	LOG(c, RELAY_LOG_WARN, "RELAY-ENG04",
+	    "handler failed app=%s handler=%s message_id=%s attempt=%u "
+	    "duration_ms=%llu exit_code=%d reason=\"%s\"",
+	    relay_app_name(inv->app), relay_app_rule_handler(inv->rule),
+	    m->id, inv->attempt, (unsigned long long)(dur_us / 1000),
+	    o->exit_code, o->reason);
+	inv_failed(inv, o->reason);
+}
+
+static relay_runtime_kind runtime_kind(relay_app_runtime_kind k)
+{
+	switch (k) {
+	case RELAY_APP_RUNTIME_PYTHON3:
+		return RELAY_RUNTIME_PYTHON3;
+	case RELAY_APP_RUNTIME_NODE:
+		return RELAY_RUNTIME_NODE;
+	default:
+		return RELAY_RUNTIME_EXEC;
+	}
+}
+
+void relay__consumer_exec_spec(relay_exec_spec *s, const relay_app *app,
+			       const relay_app_rule *rule, const char *msg_id,
+			       const char *event, size_t len)
+{
+	int64_t to = relay_app_rule_timeout_ms(rule);
+
+	s->app = relay_app_name(app);
+	s->handler = relay_app_rule_handler(rule);
+	s->message_id = msg_id;
+	s->app_dir = relay_app_dir(app);
+	s->runtime = runtime_kind(relay_app_runtime(app));
+	s->argv = relay_app_command(app, NULL);
+	s->env = relay_app_envp(app);
+	s->network = relay_app_network(app);
+	s->memory_bytes = relay_app_memory(app);
+	s->cpus_milli = relay_app_cpus_milli(app);
+	s->pids = relay_app_pids(app);
+	s->timeout_ms = to > 0 ? (uint32_t)to : 0;
+	s->event = event;
+	s->event_len = len;
+}
+
+static void inv_run(relay__inv *inv)
+{
+	relay__msg *m = inv->m;
+	relay_consumer *c = m->c;
+	relay_exec_spec s = RELAY_EXEC_SPEC_INIT;
+	int rc;
+
+	relay__consumer_exec_spec(&s, inv->app, inv->rule, m->id, m->event,
+				  m->event_len);
+	if (inv->attempt > 1)
+		c->m.retries++;
+	c->m.in_flight_invocations++;
+	inv->started_us = relay_clock_mono_us(c->clock);
+	rc = c->exec->run(c->exec, &s, output_cb, run_done, inv, &inv->run);
+	if (rc) {
+		char why[160];
+
+		c->m.in_flight_invocations--;
+		c->m.handler_failure++;
+		relay__slots_release(c, inv);
+		snprintf(why, sizeof(why), "start: %s", relay_strerror(rc));
+		LOG(c, RELAY_LOG_WARN, "RELAY-ENG04",
+		    "handler failed app=%s handler=%s message_id=%s "
+		    "attempt=%u reason=\"%s\"", relay_app_name(inv->app),
+		    relay_app_rule_handler(inv->rule), m->id, inv->attempt,
+		    why);
+		inv_failed(inv, why);
+	}
+}
+
+static void claim_cb(int status, const relay_inv_outcome *o, void *payload)
+{
+	relay__inv *inv = payload;
+	relay_consumer *c = inv->m->c;
+
+	if (status) {
+		/* A TryStart error fails closed: never run a duplicate. */
+		relay__msg_step_failed(c, status, "try_start", inv->m);
+		inv_resolved(inv, RELAY__INV_UNRESOLVED);
+		return;
+	}
+	relay__consumer_redis_ok(c);
+	switch (o->result) {
+	case RELAY_INV_R_CLAIMED:
+		inv->attempt = o->attempt;
+		memcpy(inv->token, o->token, sizeof(inv->token));
+		inv_run(inv);
+		return;
+	case RELAY_INV_R_OK:
+		inv_resolved(inv, RELAY__INV_DONE_OK);
+		return;
+	case RELAY_INV_R_EXHAUSTED:
+		inv->attempt = o->attempt;
+		memcpy(inv->token, o->token, sizeof(inv->token));
+		inv->dlq = o->dlq;
+		snprintf(inv->reason, sizeof(inv->reason),
+			 "last failure not known to this delivery");
+		inv_resolved(inv, RELAY__INV_DONE_EXH);
+		return;
+	default:  /* running, backing off, retained */
+		inv_resolved(inv, RELAY__INV_UNRESOLVED);
+		return;
+	}
+}
+
+static void inv_claim(relay__inv *inv)
+{
+	relay__msg *m = inv->m;
+	relay_consumer *c = m->c;
+	int rc;
+
+	rc = relay_inv_try_start(c->redis, m->key, inv->field,
+				 relay_clock_wall_ms(c->clock),
+				 relay_app_rule_timeout_ms(inv->rule),
+				 claim_cb, inv);
+	if (rc) {
+		relay__msg_step_failed(c, rc, "try_start", m);
+		inv_resolved(inv, RELAY__INV_UNRESOLVED);
+	}
+}
+
+/* ---- stop -------------------------------------------------------------- */
+
+/*
+ * Stop: invocations waiting for a slot give up (no attempt charged);
+ * running ones are cancelled unless @graceful. Every message then ends
+ * through its normal path and is released or acknowledged.
+ */
+void relay__msg_stop(relay_consumer *c, int graceful)
+{
+	relay__msg *m;
+
+	while (c->wait_head) {
+		relay__inv *inv = c->wait_head;
+
+		wait_remove(c, inv);
+		ev_timer_stop(c->loop, &inv->m->slot_timer);
+		inv_resolved(inv, RELAY__INV_UNRESOLVED);
+	}
+	if (graceful || !c->exec->cancel)
+		return;
+	for (m = c->msgs; m; m = m->next)
+		if (m->cur < m->ninv && m->invs[m->cur].run)
+			c->exec->cancel(c->exec, m->invs[m->cur].run);
+}
