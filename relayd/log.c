@@ -10,8 +10,8 @@
  *
  * Structured keys (app, handler, message_id, attempt, duration_ms,
  * exit_code) come either from relayd_logkv()'s key/value list or, for
- * librelay's messages, from trailing " key=value" words of the message,
- * which become JSON members in json mode. Values are never payloads,
+ * librelay's messages, from their " key=value" / key="value" words, which
+ * json mode also copies into JSON members. Values are never payloads,
  * tokens or environment values: callers pass only identifiers and numbers.
  *
  * Handler output lines are forwarded verbatim at every level (the spec
@@ -102,12 +102,12 @@ static json_t *string_lossy(const char *text, size_t len)
 	return j ? j : json_string("");
 }
 
-/* The structured keys relayd recognises at the end of library messages. */
+/* The structured keys relayd lifts out of library messages. */
 static bool known_key(const char *k, size_t n)
 {
 	static const char *const keys[] = {
 		"app", "handler", "message_id", "attempt", "duration_ms",
-		"exit_code", "consumer", "stream", "group",
+		"exit_code", "reason", "consumer", "stream", "group",
 	};
 	size_t i;
 
@@ -118,45 +118,66 @@ static bool known_key(const char *k, size_t n)
 }
 
 /*
- * Split "text k=v k=v" into the text and the trailing known key=value
- * words (json mode only). Returns the length of the text part.
+ * json mode: copy every known ` key=value` or ` key="quoted value"` word
+ * of a library message into @obj (the message itself stays whole). Keys
+ * already set by the caller win; a value ends at a space, or at the
+ * closing quote (\" inside quotes is an escaped quote).
  */
-static size_t split_kv(const char *msg, json_t *obj)
+static void lift_kv(const char *msg, json_t *obj)
 {
-	size_t end = strlen(msg);
+	const char *p = msg;
 
-	for (;;) {
-		const char *sp, *eq;
-		size_t wlen;
+	while ((p = strchr(p, '=')) != NULL) {
+		const char *k = p, *v = p + 1, *e;
+		char key[32];
+		size_t klen;
 
-		sp = NULL;
-		for (size_t i = end; i > 0; i--)
-			if (msg[i - 1] == ' ') {
-				sp = msg + i - 1;
-				break;
+		while (k > msg && (k[-1] == '_' || (k[-1] >= 'a' &&
+						     k[-1] <= 'z')))
+			k--;
+		klen = (size_t)(p - k);
+		p++;
+		if (klen == 0 || klen >= sizeof(key) || (k > msg &&
+							 k[-1] != ' ') ||
+		    !known_key(k, klen))
+			continue;
+		memcpy(key, k, klen);
+		key[klen] = '\0';
+		if (*v == '"') {
+			json_t *val;
+			char *buf;
+			size_t n = 0;
+
+			v++;
+			for (e = v; *e && *e != '"'; e++)
+				if (*e == '\\' && e[1])
+					e++;
+			buf = malloc((size_t)(e - v) + 1);
+			if (!buf)
+				return;
+			for (const char *q = v; q < e; q++) {
+				if (*q == '\\' && q + 1 < e)
+					q++;
+				buf[n++] = *q;
 			}
-		if (!sp)
-			break;
-		wlen = end - (size_t)(sp + 1 - msg);
-		eq = memchr(sp + 1, '=', wlen);
-		if (!eq || !known_key(sp + 1, (size_t)(eq - sp - 1)))
-			break;
-		{
-			char key[32];
-			size_t klen = (size_t)(eq - sp - 1);
-
-			if (klen >= sizeof(key))
-				break;
-			memcpy(key, sp + 1, klen);
-			key[klen] = '\0';
+			val = string_lossy(buf, n);
+			free(buf);
+			if (!json_object_get(obj, key))
+				json_object_set_new(obj, key, val);
+			else
+				json_decref(val);
+			p = *e ? e + 1 : e;
+		} else {
+			e = strchr(v, ' ');
+			if (!e)
+				e = v + strlen(v);
 			if (!json_object_get(obj, key))
 				json_object_set_new(obj, key,
-					json_stringn(eq + 1,
-						     wlen - klen - 1));
+						    string_lossy(v,
+							(size_t)(e - v)));
+			p = e;
 		}
-		end = (size_t)(sp - msg);
 	}
-	return end;
 }
 
 static void vlog(relay_log_level lvl, const char *msgid,
@@ -167,7 +188,6 @@ static void vlog(relay_log_level lvl, const char *msgid,
 	timestamp(ts, sizeof(ts));
 	if (log_json) {
 		json_t *obj = json_object(), *fields = json_object();
-		size_t n;
 
 		json_object_set_new(obj, "ts", json_string(ts));
 		json_object_set_new(obj, "level",
@@ -175,8 +195,9 @@ static void vlog(relay_log_level lvl, const char *msgid,
 		json_object_set_new(obj, "msgid", json_string(msgid));
 		for (; kv && kv[0] && kv[1]; kv += 2)
 			json_object_set_new(fields, kv[0], json_string(kv[1]));
-		n = split_kv(msg, fields);
-		json_object_set_new(obj, "msg", string_lossy(msg, n));
+		lift_kv(msg, fields);
+		json_object_set_new(obj, "msg", string_lossy(msg,
+							      strlen(msg)));
 		json_object_update(obj, fields);
 		json_decref(fields);
 		emit_json(obj);

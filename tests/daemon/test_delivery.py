@@ -11,6 +11,7 @@ Real redis-server, real relayd (RELAY_TEST_TIME_SCALE=600: the 1m/2m/5m/
 real handler processes that record each run into a file.
 """
 import json
+import os
 import re
 import socket
 import sys
@@ -271,8 +272,12 @@ def metrics_invariant_and_histogram():
 
         def settled():
             m = metrics(port)
+            # /metrics is a snapshot refreshed on a timer: wait for
+            # one taken after the last handler finished.
             return m if (m["relay_events_matched_total"] == 6 and
-                         m["relay_events_unmatched_total"] == 4) else None
+                         m["relay_events_unmatched_total"] == 4 and
+                         m["relay_handler_success_total"] == 6 and
+                         m["relay_dlq_entries_total"] == 1) else None
         m = wait_for(settled, "metrics refreshed")
         eq(m["relay_events_received_total"],
            m["relay_events_matched_total"] +
@@ -399,9 +404,11 @@ def invalid_template_keeps_previous_version():
 @case
 def json_logs():
     with Env() as env:
-        env.app("a", [("h", {"kind": ["x"]})])
+        env.app("a", [("h", {"kind": ["x"]}),
+                      ("bad", {"kind": ["x"]}, {"retries": 0})],
+                env={"FAIL": "bad"})
         d = env.relayd(LOG_FORMAT="json", LOG_LEVEL="INFO")
-        env.xadd({"kind": "x", "k": "j1", "secret": "payload-value"})
+        mid = env.xadd({"kind": "x", "k": "j1", "secret": "payload-value"})
         env.wait(lambda: env.count("end", "j1") == 1 and drained(env),
                  "handled")
         d.stop()
@@ -410,11 +417,61 @@ def json_logs():
         check(all("ts" in o and "level" in o and "msg" in o for o in objs),
               "ts, level, msg on every line")
         check(any(o.get("output") == "stdout" and
-                  o["msg"].endswith("stdout: handled j1") for o in objs),
-              "handler output forwarded")
+                  o["msg"] == f"[a/h@{mid}] stdout: handled j1"
+                  for o in objs), "handler output forwarded verbatim")
+        fails = [o for o in objs if o.get("msgid") == "RELAY-ENG04" and
+                 o.get("level") == "WARN"]
+        eq(len(fails), 1, "one handler-failure line")
+        f = fails[0]
+        eq((f.get("app"), f.get("handler"), f.get("message_id"),
+            f.get("attempt"), f.get("exit_code")),
+           ("a", "bad", mid, "1", "3"), "structured keys")
+        check(f.get("duration_ms", "").isdigit(), "duration_ms")
         check("payload-value" not in "\n".join(
             ln for ln in lines if '"output"' not in ln),
             "no payload in relayd's own log lines")
+
+
+@case
+def redis_down_at_startup_then_up():
+    with Env() as env:
+        env.app("a", [("h", {"kind": ["x"]})])
+        env.r.close()
+        env.redis.stop()
+        d = env.relayd(start=False)
+        d.start(wait_ready=False)
+        h = env.wait(lambda: d.control({"cmd": "health"}),
+                     "control socket answers without Redis")
+        eq((h["ready"], h["redis_up"]), (False, False), "not ready")
+        check(h["reason"], "a reason is given")
+        env.redis.start()
+        d.wait_ready()
+        env.xadd({"kind": "x", "k": "late"})
+        env.wait(lambda: env.count("end", "late") == 1 and drained(env),
+                 "handled once Redis is up")
+        d.stop()
+
+
+@case
+def stats_file_flushed_periodically():
+    with Env() as env:
+        env.app("a", [("h", {"kind": ["x"]})])
+        d = env.relayd()
+        env.xadd({"kind": "x", "k": "p1"})
+        # Every 5 s, scaled by RELAY_TEST_TIME_SCALE (floor 50 ms).
+        st = env.wait(lambda: os.path.exists(os.path.join(
+            d.state_dir, "stats.json")) and d.stats_file()["counters"]
+            ["handler_success"] == 1 and d.stats_file(), "stats.json")
+        eq(st["version"], 1, "format version")
+        eq((st["stream"], st["group"], st["consumer"]),
+           ("events", "relay", "r1"), "identity")
+        eq(st["counters"]["events_matched"], 1, "matched")
+        eq([(x["app"], x["handler"], x["attempts"]) for x in
+            st["handlers"]], [("a", "h", 1)], "per-handler figures")
+        leftovers = [n for n in os.listdir(d.state_dir) if n != "stats.json"]
+        eq(leftovers, [], "no temporary files left behind")
+        d.signal(2)  # SIGINT stops like SIGTERM
+        eq(d.wait(), 0, "exit status after SIGINT")
 
 
 if __name__ == "__main__":
