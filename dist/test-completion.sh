@@ -1,0 +1,45 @@
+#!/bin/bash
+# test-completion.sh COMPLETION_FILE APPS_DIR - drive the relayctl bash
+# completion function with fixed command lines and compare the candidates.
+# Works without the bash-completion package (the script falls back to
+# plain compgen). TAP output.
+set -u
+# shellcheck source=/dev/null
+source "$1" || exit 1
+apps=$2
+n=0 fail=0
+
+check()
+{
+	local want=$1 got
+	shift
+	COMP_WORDS=("$@")
+	COMP_CWORD=$((${#COMP_WORDS[@]} - 1))
+	COMPREPLY=()
+	_relayctl
+	got="${COMPREPLY[*]}"
+	n=$((n + 1))
+	if [[ $got == "$want" ]]; then
+		echo "ok $n - [$*] -> $got"
+	else
+		echo "not ok $n - [$*]: got \"$got\", want \"$want\""
+		fail=1
+	fi
+}
+
+echo "TAP version 13"
+check "validate match app dlq health stats --help --version" relayctl ""
+check "run ls inspect invoke --help" relayctl app ""
+check "ls inspect replay rm --help" relayctl dlq ""
+check "audit billing notify" relayctl app run --apps "$apps" ""
+check "billing" relayctl app inspect --apps "$apps" b
+# Once NAME is given, only options are left.
+check "--apps --event --file --help" relayctl app invoke notify ""
+check "bwrap none" relayctl app run billing --apps "$apps" --sandbox ""
+check "--apps --event --file --sandbox --help" relayctl app run billing -
+check "reset" relayctl stats ""
+check "--json --help" relayctl stats reset -
+check "--apps --verbose --help" relayctl validate -
+check "--apps --now --help" relayctl match -
+echo "1..$n"
+exit $fail
