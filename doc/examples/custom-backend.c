@@ -128,11 +128,13 @@ static void close_pair(int p[2])
 
 /* In the child: become a process group leader (the core signals the
  * whole group), restore default signal handling, wire up fds 0-2, run
- * the handler and leave without running the parent's atexit handlers. */
+ * the handler, flush its stdio and leave with _exit(), which skips the
+ * parent's atexit handlers (and, under ASan, its leak check). */
 static void child_main(handler_fn fn, const relay_exec_spec *spec,
 		       int in[2], int out[2], int errp[2])
 {
 	sigset_t none;
+	int status;
 
 	setpgid(0, 0);
 	signal(SIGTERM, SIG_DFL);
@@ -147,8 +149,10 @@ static void child_main(handler_fn fn, const relay_exec_spec *spec,
 	close_pair(errp);
 	if (chdir(spec->app_dir) != 0)
 		_exit(127);
-	setvbuf(stdout, NULL, _IOLBF, 0);
-	_exit(fn(spec) & 0xff);
+	status = fn(spec);
+	fflush(stdout);
+	fflush(stderr);
+	_exit(status & 0xff);
 }
 
 /*

@@ -103,8 +103,6 @@ int main(int argc, char **argv)
 		status = 1;
 		goto done;
 	}
-	if (argc == 2)
-		now = relay_clock_wall_ms(NULL); /* NULL: the system clock */
 
 	/*
 	 * Step 3: match each line. relay_appset_match() takes the raw JSON
@@ -123,6 +121,10 @@ int main(int argc, char **argv)
 			line[--len] = '\0';
 		if (len == 0)
 			continue;
+		/* now() in patterns is evaluated per event, at match time:
+		 * a long-running program moves the cutoff with the clock. */
+		if (argc == 2)
+			now = relay_clock_wall_ms(NULL); /* NULL: system clock */
 		rc = relay_appset_match(set, m, line, (size_t)len, now, &hits,
 					&n);
 		if (rc != 0) {

@@ -8,7 +8,8 @@
 # and the install directories in the environment: RELAY_PREFIX,
 # RELAY_BINDIR, RELAY_SBINDIR, RELAY_LIBDIR, RELAY_INCLUDEDIR,
 # RELAY_LIBEXECDIR, RELAY_DATADIR, RELAY_MANDIR, RELAY_MAN (1 when man
-# pages are built). Exit 77 (skip) without meson or pkg-config.
+# pages are built), RELAY_SOURCE_ROOT. Exit 77 (skip) without meson or
+# pkg-config.
 set -u
 build=$1 cc=$2 version=$3 soversion=$4 sanitize=$5 consumer=$6
 
@@ -114,6 +115,28 @@ if [ -x "$tmp/consumer" ] && LD_LIBRARY_PATH=$libdir ldd "$tmp/consumer" |
 else
 	notok "the consumer resolves librelay.so.$soversion in DESTDIR"
 fi
+# The embedding examples build the same way, and match.c works from the
+# installed library.
+for ex in match custom-backend; do
+	# shellcheck disable=SC2086
+	if $cc -std=c99 -pedantic -Wall -Wextra -Werror $san \
+		-o "$tmp/$ex" "$RELAY_SOURCE_ROOT/doc/examples/$ex.c" $flags \
+		>"$tmp/cc.log" 2>&1; then
+		ok "doc/examples/$ex.c builds against the installed package"
+	else
+		notok "doc/examples/$ex.c builds against the installed package"
+		sed 's/^/# /' "$tmp/cc.log"
+	fi
+done
+got=$(echo '{"type":"invoice.paid","invoice":{"id":"inv_1","amount":5}}' |
+	LD_LIBRARY_PATH=$libdir "$tmp/match" \
+	"$RELAY_SOURCE_ROOT/doc/examples/apps" 2>&1)
+if [ "$got" = "billing/invoices.paid.handle" ]; then
+	ok "installed match example: $got"
+else
+	notok "installed match example: $got"
+fi
+
 out=$(LD_LIBRARY_PATH=$libdir "$bindir/relayctl" --version 2>&1)
 if [ "$out" = "relayctl $version" ]; then
 	ok "installed relayctl --version: $out"
