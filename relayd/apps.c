@@ -15,6 +15,7 @@
  * events are debounced (100 ms) so an editor's rename dance is one
  * reload.
  */
+#include <dirent.h>
 #include <errno.h>
 #include <limits.h>
 #include <stdio.h>
@@ -137,26 +138,37 @@ static void on_changed(const char *name, void *payload)
 			     "app removed");
 }
 
+/*
+ * Watch the apps directory and every directory in it (not only the
+ * loaded entries: an app directory created before its template.yaml must
+ * be watched for the template to be noticed). inotify_add_watch() on a
+ * path already watched just returns its descriptor, so this runs after
+ * every reload.
+ */
 static void add_watches(relayd *d)
 {
-	size_t i, n;
+	const uint32_t mask = IN_CREATE | IN_DELETE | IN_MOVED_FROM |
+			      IN_MOVED_TO | IN_CLOSE_WRITE | IN_ATTRIB |
+			      IN_ONLYDIR;
 	char dir[PATH_MAX];
+	struct dirent *e;
+	DIR *dp;
 
 	if (d->inotify_fd < 0)
 		return;
-	inotify_add_watch(d->inotify_fd, d->cfg.apps_dir,
-			  IN_CREATE | IN_DELETE | IN_MOVED_FROM |
-			  IN_MOVED_TO | IN_CLOSE_WRITE | IN_ATTRIB |
-			  IN_ONLYDIR);
-	n = relay_appset_entry_count(d->apps);
-	for (i = 0; i < n; i++) {
+	inotify_add_watch(d->inotify_fd, d->cfg.apps_dir, mask);
+	dp = opendir(d->cfg.apps_dir);
+	if (!dp)
+		return;
+	while ((e = readdir(dp)) != NULL) {
+		if (e->d_name[0] == '.')
+			continue;
 		snprintf(dir, sizeof(dir), "%s/%s", d->cfg.apps_dir,
-			 relay_appset_entry_name(d->apps, i));
-		inotify_add_watch(d->inotify_fd, dir,
-				  IN_CREATE | IN_DELETE | IN_MOVED_FROM |
-				  IN_MOVED_TO | IN_CLOSE_WRITE | IN_ATTRIB |
-				  IN_ONLYDIR);
+			 e->d_name);
+		/* IN_ONLYDIR makes this fail harmlessly for files. */
+		inotify_add_watch(d->inotify_fd, dir, mask);
 	}
+	closedir(dp);
 }
 
 void relayd_apps_reload(relayd *d, const char *why)

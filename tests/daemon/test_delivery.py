@@ -13,6 +13,7 @@ real handler processes that record each run into a file.
 import json
 import os
 import re
+import shutil
 import socket
 import sys
 import time
@@ -472,6 +473,48 @@ def stats_file_flushed_periodically():
         eq(leftovers, [], "no temporary files left behind")
         d.signal(2)  # SIGINT stops like SIGTERM
         eq(d.wait(), 0, "exit status after SIGINT")
+
+
+@case
+def app_added_at_runtime_is_served():
+    with Env() as env:
+        env.app("a", [("h", {"kind": ["x"]})])
+        d = env.relayd()
+        # The directory first, the template a moment later (as an editor
+        # or a deploy tool would): the watch must still see the template.
+        os.makedirs(os.path.join(env.apps_dir, "late"))
+        time.sleep(0.3)
+        env.app("late", [("h", {"kind": ["y"]})])
+        env.wait(lambda: any(a["name"] == "late" and a["status"] == "ok"
+                             for a in d.control({"cmd": "apps"})["apps"]),
+                 "new app loaded without a signal")
+        env.xadd({"kind": "y", "k": "n1"})
+        env.wait(lambda: env.count("end", "n1", app="late") == 1 and
+                 drained(env), "new app served")
+        d.stop()
+
+
+@case
+def removed_app_stops_gating_the_ack():
+    with Env() as env:
+        env.app("keep", [("h", {"kind": ["x"]})])
+        env.app("gone", [("h", {"kind": ["x"]})], env={"FAIL": "h"})
+        d = env.relayd()
+        mid = env.xadd({"kind": "x", "k": "g1"})
+        env.wait(lambda: env.inv(mid).get("gone/h", "").startswith(
+            "next_attempt_at:"), "first failure of the doomed app")
+        # Hold its retry an hour away, then remove the app.
+        _, _, attempt, token = env.inv(mid)["gone/h"].split(":")
+        far = int(time.time() * 1000) + 3600 * 1000
+        env.r("HSET", env.inv_key(mid), "gone/h",
+              f"next_attempt_at:{far}:{attempt}:{token}")
+        eq(env.pel_count(), 1, "pending while the app gates it")
+        shutil.rmtree(os.path.join(env.apps_dir, "gone"))
+        env.wait(lambda: drained(env), "acknowledged once the rule is gone")
+        eq(env.count("start", "g1", app="keep"), 1, "keep ran once")
+        eq(env.count("start", "g1", app="gone"), 1, "gone ran once")
+        eq(env.dlq(), [], "no DLQ entry for a removed rule")
+        d.stop()
 
 
 if __name__ == "__main__":
