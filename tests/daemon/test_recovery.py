@@ -62,10 +62,20 @@ def kill9_during_handler_reclaimed_after_restart():
         d.kill9()
         check(env.inv(mid)["a/h"].startswith("running:"), "claim held")
         eq(env.pel_count() >= 1, True, "still pending")
-        d2 = env.relayd("r2")
+        # Restarted as the same consumer on the same run dir (a service
+        # manager restart): the dead process's lock is gone with it.
+        d2 = env.relayd("r1")
         env.wait(lambda: drained(env) and env.inv(mid).get("a/h") == "ok",
                  "reclaimed and completed", timeout=40)
         check(env.count("end", "k9") >= 1, "completed")
+        # The dead run's claim (deadline = start + 2 s timeout) protected
+        # it: a second execution only after the deadline.
+        starts = sorted(r[4] for r in env.records()
+                        if r[0] == "start" and r[1] == "k9")
+        eq(len(starts), 2, "run again exactly once after the claim expired")
+        check((starts[1] - starts[0]) / 1e9 >= 1.9,
+              f"second run {(starts[1] - starts[0]) / 1e9:.2f}s after the "
+              "first; the claim held for 2s")
         check(env.count("end", "k9b") >= 1, "the other message too")
         eq(env.dlq(), [], "no DLQ entry")
         eq(env.inv(other).get("__terminal"), "1", "other retained")
