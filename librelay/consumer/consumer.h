@@ -60,7 +60,10 @@ struct relay__msg {
 	size_t cur;                  /* the invocation being worked on */
 	size_t dlq_cur;              /* next exhausted invocation to persist */
 	long long deliveries;        /* diagnostic PEL count (DLQ path) */
-	int busy;                    /* an async step is outstanding */
+	int class_pending;           /* claim_classification in flight */
+	int pipelined;               /* first try_start sent with it */
+	int class_failed;            /* ... and it failed: do not ACK */
+	int finish_deferred;         /* finished before its reply */
 	ev_timer slot_timer;         /* bounded slot wait */
 };
 

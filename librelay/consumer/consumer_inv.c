@@ -435,6 +435,12 @@ static void claim_cb(int status, const relay_inv_outcome *o, void *payload)
 	case RELAY_INV_R_CLAIMED:
 		inv->attempt = o->attempt;
 		memcpy(inv->token, o->token, sizeof(inv->token));
+		if (c->stopping && !c->graceful) {
+			/* Stop at once: the claim expires at its deadline
+			 * and the PEL keeps the message. */
+			inv_resolved(inv, RELAY__INV_UNRESOLVED);
+			return;
+		}
 		inv_run(inv);
 		return;
 	case RELAY_INV_R_OK:

@@ -141,6 +141,16 @@ static void msg_finish(relay__msg *m)
 {
 	size_t i;
 
+	if (m->class_pending) {
+		/* The classification reply is still due: finish then. */
+		m->finish_deferred = 1;
+		return;
+	}
+	if (m->class_failed) {
+		msg_release(m, "classification not recorded");
+		return;
+	}
+
 	for (i = 0; i < m->ninv; i++)
 		if (m->invs[i].status != RELAY__INV_DONE_OK &&
 		    m->invs[i].status != RELAY__INV_DONE_EXH) {
@@ -409,14 +419,23 @@ static void classified_cb(int status, const relay_inv_outcome *o,
 	relay_consumer *c = m->c;
 	int first;
 
+	m->class_pending = 0;
 	if (status) {
 		relay__msg_step_failed(c, status, "claim_classification", m);
-		msg_free(m);
+		if (!m->pipelined) {
+			msg_free(m);
+			return;
+		}
+		m->class_failed = 1;
+		if (m->finish_deferred)
+			msg_finish(m);
 		return;
 	}
 	relay__consumer_redis_ok(c);
 	first = o->result == RELAY_INV_R_CLAIMED;
-	if (o->result == RELAY_INV_R_RETAINED) {
+	if (m->pipelined && o->result == RELAY_INV_R_RETAINED)
+		m->class_failed = 1;  /* stale: never acknowledge from here */
+	if (o->result == RELAY_INV_R_RETAINED && !m->pipelined) {
 		/* Already acknowledged and retained: a stale delivery. */
 		msg_ack(m);
 		return;
@@ -448,7 +467,10 @@ static void classified_cb(int status, const relay_inv_outcome *o,
 		msg_ack(m);
 		return;
 	}
-	relay__msg_next(m);
+	if (!m->pipelined)
+		relay__msg_next(m);
+	else if (m->finish_deferred)
+		msg_finish(m);
 }
 
 static int set_placeholder(relay__msg *m, relay_dlq_malformed kind,
@@ -566,6 +588,19 @@ void relay__msg_deliver(relay_consumer *c, const relay_stream_entry *e,
 	if (rc) {
 		relay__msg_step_failed(c, rc, "classify", m);
 		msg_free(m);
+		return;
+	}
+	m->class_pending = 1;
+	/*
+	 * Pipeline the first invocation's try_start behind the
+	 * classification: the replies arrive in order on the connection, so
+	 * the classification is recorded before any handler can start, and
+	 * a round trip per message is saved. The chain's end waits for the
+	 * classification reply (msg_finish).
+	 */
+	if (m->malformed < 0 && m->ninv) {
+		m->pipelined = 1;
+		relay__msg_next(m);
 	}
 }
 

@@ -425,6 +425,34 @@ static void test_consumer__try_start_error_fails_closed(void)
 	h_cleanup(&h);
 }
 
+/* The classification store fails: the message is not acknowledged by
+ * that delivery (the handler, already claimed, may run once); the next
+ * delivery counts it once and acknowledges it. */
+static void test_consumer__classification_error_not_acked(void)
+{
+	h_ctx h;
+	char id[64];
+
+	h_init(&h, NULL);
+	h_write_app(&h, "a", APP_A);
+	h.fault->fail_script[RELAY_REDIS_SCRIPT_CLAIM_CLASSIFICATION] = 1;
+	h_start(&h);
+	snprintf(id, sizeof(id), "%s", h_xadd(&h, "{\"kind\":\"x\"}"));
+	H_UNTIL(&h, h.fault->scripts[RELAY_REDIS_SCRIPT_CLAIM_CLASSIFICATION]
+		== 1 && h_metrics(&h).buffered_events == 0, 5000);
+	h_settle(&h, 20);
+	RT_EQ_INT((int)h_pel(&h), 1);
+	RT_EQ_INT((int)h_metrics(&h).events_received, 0);
+	RT_CHECK(h.exec.total_runs <= 1);
+	one_retry_round(&h, MIN_IDLE + 1);
+	H_UNTIL(&h, h_pel(&h) == 0, 5000);
+	RT_EQ_INT((int)h_pel(&h), 0);
+	RT_EQ_INT(h.exec.total_runs, 1);
+	RT_EQ_INT((int)h_metrics(&h).events_received, 1);
+	RT_EQ_STR(h_state(&h, id, "a/h1"), "ok");
+	h_cleanup(&h);
+}
+
 static void test_consumer__dlq_write_failure_reroutes(void)
 {
 	const char *yaml = "runtime: exec\ncommand: [/bin/false]\nevents:\n"
@@ -671,6 +699,7 @@ int main(int argc, char **argv)
 		RT_CASE(test_consumer__unavailable_app_stays_pending),
 		RT_CASE(test_consumer__missing_payload),
 		RT_CASE(test_consumer__try_start_error_fails_closed),
+		RT_CASE(test_consumer__classification_error_not_acked),
 		RT_CASE(test_consumer__dlq_write_failure_reroutes),
 		RT_CASE(test_consumer__removed_rule_stops_gating),
 		RT_CASE(test_consumer__renewal_blocks_replica_reclaim),
