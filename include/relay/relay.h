@@ -16,5 +16,6 @@
 #include "invocation.h"
 #include "dlq.h"
 #include "runtime.h"
+#include "engine.h"
 
 #endif /* RELAY_RELAY_H */

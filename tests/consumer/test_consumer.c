@@ -584,6 +584,79 @@ static void test_consumer__graceful_stop(void)
 	h_cleanup(&h);
 }
 
+/* Stop at once: the running handler is cancelled, nothing is recorded,
+ * the message stays pending; a second stop call is accepted. */
+static void test_consumer__stop_at_once(void)
+{
+	h_ctx h;
+	char id[64];
+
+	h_init(&h, NULL);
+	h_write_app(&h, "a", APP_A);
+	h_script_get(&h.exec, "a", "h1")->hold = 1;
+	h_start(&h);
+	snprintf(id, sizeof(id), "%s", h_xadd(&h, "{\"kind\":\"x\"}"));
+	H_UNTIL(&h, h.exec.total_runs == 1, 5000);
+	stopped_flag = 0;
+	RT_EQ_INT(relay_consumer_stop(h.c, 1, on_stopped, NULL), 0);
+	h_settle(&h, 20);
+	RT_EQ_INT(stopped_flag, 0);
+	RT_EQ_INT(relay_consumer_stop(h.c, 0, on_stopped, NULL), 0);
+	H_UNTIL(&h, stopped_flag == 1, 5000);
+	RT_EQ_INT(stopped_flag, 1);
+	RT_CHECK(strncmp(h_state(&h, id, "a/h1"), "running:", 8) == 0);
+	RT_EQ_INT((int)h_pel(&h), 1);
+	RT_EQ_INT((int)h_metrics(&h).in_flight_invocations, 0);
+	h_cleanup(&h);
+}
+
+static int hist_visit(const relay_consumer_histogram *hg, void *payload)
+{
+	char *out = payload;
+	size_t n = strlen(out);
+
+	snprintf(out + n, 256 - n, "%s/%s:%llu:%llu ", hg->app, hg->handler,
+		 (unsigned long long)hg->count,
+		 (unsigned long long)hg->buckets[0]);
+	return 0;
+}
+
+/* Histograms per app/handler in name order; reset zeroes counters but
+ * not gauges; the XPENDING gauge is refreshed. */
+static void test_consumer__metrics_histograms_reset(void)
+{
+	h_ctx h;
+	char out[256] = "";
+	relay_consumer_metrics m;
+
+	h_init(&h, NULL);
+	h.o.time_scale = 1000;           /* XPENDING refresh every 5 ms */
+	h_write_app(&h, "a", APP_FAIL);
+	h_write_app(&h, "b", APP_A);
+	h.avail_b = 1;
+	h_script_get(&h.exec, "a", "bad")->fail = 1;
+	h_start(&h);
+	h_xadd(&h, "{\"kind\":\"x\"}");
+	h_xadd(&h, "{\"kind\":\"x\"}");
+	H_UNTIL(&h, h.exec.total_runs == 6 &&
+		h_metrics(&h).buffered_events == 0, 5000);
+	H_UNTIL(&h, h_metrics(&h).pending_entries == 2, 5000);
+	RT_EQ_INT(relay_consumer_histograms(h.c, hist_visit, out), 0);
+	RT_EQ_STR(out, "a/bad:2:2 a/good:2:2 b/h1:2:2 ");
+	m = h_metrics(&h);
+	RT_EQ_INT((int)m.pending_entries, 2);
+	RT_EQ_INT((int)m.handler_failure, 2);
+	relay_consumer_metrics_reset(h.c);
+	m = h_metrics(&h);
+	RT_EQ_INT((int)m.handler_failure, 0);
+	RT_EQ_INT((int)m.events_received, 0);
+	RT_EQ_INT((int)m.pending_entries, 2);
+	out[0] = '\0';
+	relay_consumer_histograms(h.c, hist_visit, out);
+	RT_EQ_STR(out, "a/bad:0:0 a/good:0:0 b/h1:0:0 ");
+	h_cleanup(&h);
+}
+
 /* An outage: health goes false, logged once; recovery logged once; the
  * message published meanwhile is handled after recovery. */
 static void test_consumer__redis_outage(void)
@@ -704,6 +777,8 @@ int main(int argc, char **argv)
 		RT_CASE(test_consumer__removed_rule_stops_gating),
 		RT_CASE(test_consumer__renewal_blocks_replica_reclaim),
 		RT_CASE(test_consumer__graceful_stop),
+		RT_CASE(test_consumer__stop_at_once),
+		RT_CASE(test_consumer__metrics_histograms_reset),
 		RT_CASE(test_consumer__redis_outage),
 		RT_CASE(test_consumer__options_validated),
 		RT_CASE(test_consumer__invoke_and_replay),
