@@ -187,6 +187,21 @@ def control_socket_protocol():
         eq(replies[3]["error"], "unknown_command", "unknown command")
         eq(replies[5]["error"], "bad_request", "invoke without app")
         eq(replies[6]["id"], 5, "last reply last")
+        # Half-close after the requests: every reply, then EOF.
+        s = socket.socket(socket.AF_UNIX)
+        s.settimeout(30)
+        s.connect(d.sock)
+        s.sendall(b'{"cmd":"health","id":"a"}\n{"cmd":"apps","id":"b"}\n')
+        s.shutdown(socket.SHUT_WR)
+        data = b""
+        while True:
+            chunk = s.recv(65536)
+            if not chunk:
+                break
+            data += chunk
+        s.close()
+        eq([json.loads(x)["id"] for x in data.splitlines()], ["a", "b"],
+           "replies before EOF")
         d.stop()
         check(not os.path.exists(d.sock), "socket removed at exit")
 
