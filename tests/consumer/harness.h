@@ -107,8 +107,8 @@ static inline void h_job_fire(struct ev_loop *loop, ev_timer *w, int revents)
 
 static inline int h_run(relay_consumer_executor *xe,
 			const relay_exec_spec *spec,
-		 relay_output_fn output, relay_run_done_fn done,
-		 void *payload, void **handle)
+			relay_output_fn output, relay_run_done_fn done,
+			void *payload, void **handle)
 {
 	h_exec *x = (h_exec *)xe;
 	h_job *j = calloc(1, sizeof(*j));
@@ -191,8 +191,9 @@ static inline void h_fail_fire(struct ev_loop *loop, ev_timer *w, int revents)
 }
 
 static inline int h_fault_command(relay_redis_backend *b, int argc,
-			   const char *const *argv, const size_t *argvlen,
-			   relay_redis_reply_cb cb, void *payload)
+				  const char *const *argv,
+				  const size_t *argvlen,
+				  relay_redis_reply_cb cb, void *payload)
 {
 	h_fault *f = (h_fault *)b;
 
@@ -201,9 +202,9 @@ static inline int h_fault_command(relay_redis_backend *b, int argc,
 }
 
 static inline int h_fault_script(relay_redis_backend *b, relay_redis_script op,
-			  int numkeys, int argc, const char *const *argv,
-			  const size_t *argvlen, relay_redis_reply_cb cb,
-			  void *payload)
+				 int numkeys, int argc, const char *const *argv,
+				 const size_t *argvlen, relay_redis_reply_cb cb,
+				 void *payload)
 {
 	h_fault *f = (h_fault *)b;
 	h_fail_call *fc;
@@ -261,7 +262,7 @@ typedef struct h_ctx {
 } h_ctx;
 
 static inline void h_log(void *payload, relay_log_level lvl, const char *msgid,
-		  const char *msg)
+			 const char *msg)
 {
 	h_ctx *h = payload;
 
@@ -409,7 +410,7 @@ typedef struct h_reply {
 } h_reply;
 
 static inline void h_reply_cb(relay_redis_backend *b, int status,
-		       relay_redis_reply *r, void *payload)
+			      relay_redis_reply *r, void *payload)
 {
 	h_reply *hr = payload;
 
@@ -421,7 +422,7 @@ static inline void h_reply_cb(relay_redis_backend *b, int status,
 
 /* One command through the backend; the reply is the caller's. */
 static inline relay_redis_reply *h_cmdv(h_ctx *h, int argc, const char **argv,
-				 const size_t *lens)
+					const size_t *lens)
 {
 	h_reply hr = { 0, 0, NULL };
 	relay_redis_backend *b = h->fault ? h->fault->inner : h->redis;
@@ -441,7 +442,7 @@ static inline relay_redis_reply *h_cmdv(h_ctx *h, int argc, const char **argv,
 /* XADD events * event @json; returns the id (static buffer). */
 static inline const char *h_xadd_field(h_ctx *h, const char *field,
 				       const char *v,
-				size_t len)
+				       size_t len)
 {
 	static char id[64];
 	const char *argv[5] = { "XADD", "events", "*", field, v };
