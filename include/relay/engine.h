@@ -37,7 +37,7 @@
  * Fixed internals (DESIGN.md §5), each divided by options.time_scale:
  * retry backoff 1m, 2m, 5m, 10m (relay_inv_backoff_ms()); reclaim
  * interval 1m; MinPendingIdle 1m; ownership renewal every 20 s; slot wait
- * 30 s; XREADGROUP BLOCK 5 s; Redis read backoff 1 s doubling to 30 s
+ * 30 s; XREADGROUP BLOCK 1 s; Redis read backoff 1 s doubling to 30 s
  * with jitter. A rule's own timeout is never scaled.
  *
  * Log message ids (stable; keys app, handler, message_id, attempt,
@@ -92,7 +92,7 @@ typedef struct relay_consumer relay_consumer;
 #define RELAY_CONSUMER_MIN_PENDING_IDLE_MS 60000
 #define RELAY_CONSUMER_RENEW_INTERVAL_MS 20000
 #define RELAY_CONSUMER_SLOT_WAIT_MS 30000
-#define RELAY_CONSUMER_READ_BLOCK_MS 5000
+#define RELAY_CONSUMER_READ_BLOCK_MS 1000
 #define RELAY_CONSUMER_PENDING_REFRESH_MS 5000
 #define RELAY_CONSUMER_BACKOFF_MIN_MS 1000
 #define RELAY_CONSUMER_BACKOFF_MAX_MS 30000
