@@ -10,7 +10,6 @@ import socket
 import stat
 import subprocess
 import sys
-import tempfile
 import urllib.request
 
 from harness import (RELAYD, Env, case, check, eq, run_cases, wait_for)

@@ -8,7 +8,6 @@ import os
 import shutil
 import subprocess
 import sys
-import threading
 import time
 
 from harness import (Env, RedisServer, Skip, case, check, eq, run_cases,
@@ -266,6 +265,56 @@ def bwrap_sandbox_end_to_end():
                  "ran in bwrap and acknowledged")
         check(f"[sb/h@{mid}] stdout: in-sandbox" in d.log(), "output")
         d.stop()
+
+
+NODE_HANDLER = r"""
+const fs = require('fs');
+exports.h = function (ev) {
+  const line = (kind) => fs.appendFileSync(process.env.OUT,
+    `${kind} ${ev.k} nd mod.h ${BigInt(Date.now()) * 1000000n}\n`);
+  line('start');
+  line('end');
+};
+"""
+
+
+@case
+def unavailable_app_keeps_message_pending_without_attempts():
+    if not shutil.which("node"):
+        raise Skip("node not installed")
+    with Env() as env:
+        env.app("ex", [("h", {"kind": ["x"]})])
+        d = os.path.join(env.apps_dir, "nd")
+        os.makedirs(d)
+        with open(os.path.join(d, "mod.js"), "w") as f:
+            f.write(NODE_HANDLER)
+        with open(os.path.join(d, "template.yaml"), "w") as f:
+            f.write("runtime: node\n"
+                    f"env:\n  OUT: {env.out}\n"
+                    "events:\n  - handler: mod.h\n"
+                    "    pattern: {kind: [x]}\n")
+        # No node on relayd's PATH: the node app is unavailable.
+        nopath = os.path.join(env.dir, "empty-bin")
+        os.makedirs(nopath)
+        r1 = env.relayd("r1", PATH=nopath)
+        mid = env.xadd({"kind": "x", "k": "u1"})
+        env.wait(lambda: env.count("end", "u1", app="ex") == 1,
+                 "the available app ran")
+        d0 = env.pel()[0]["deliveries"]
+        env.wait(lambda: env.pel()[0]["deliveries"] >= d0 + 3,
+                 "three more redeliveries")
+        eq(env.pel_count(), 1, "kept pending")
+        check("nd/mod.h" not in env.inv(mid), "no attempt counted")
+        eq(env.dlq(), [], "never dead-lettered for unavailability")
+        eq(env.count("start", "u1", app="ex"), 1, "ex not re-run")
+        r1.stop()
+        # With node available the pending message completes.
+        r2 = env.relayd("r2")
+        env.wait(lambda: drained(env) and
+                 env.count("end", "u1", app="nd") == 1, "completed")
+        eq(env.inv(mid).get("nd/mod.h"), "ok", "nd ok")
+        eq(env.count("start", "u1", app="ex"), 1, "ex still once")
+        r2.stop()
 
 
 if __name__ == "__main__":
