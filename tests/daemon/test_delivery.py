@@ -148,7 +148,8 @@ def check_exhausted_entry(env, e, mid, app, handler, attempts, event):
 @case
 def failing_handler_five_attempts_on_backoff_then_dlq():
     with Env() as env:
-        env.app("a", [("h", {"kind": ["x"]})], env={"FAIL": "h"})
+        env.app("a", [("h", {"kind": ["x"]})],
+                env={"FAIL": "h", "API_KEY": "env-secret-4711"})
         d = env.relayd()
         ev = '{"kind":"x","k":"f1"}'
         mid = env.xadd(ev)
@@ -164,6 +165,9 @@ def failing_handler_five_attempts_on_backoff_then_dlq():
         check(re.match(r"^exhausted:5:[0-9a-f]{32}:dlq$", h["a/h"]),
               f"marker {h['a/h']}")
         eq(h.get("__terminal"), "1", "retained")
+        token = h["a/h"].split(":")[2]
+        check(token not in d.log(), "claim token not logged")
+        check("env-secret-4711" not in d.log(), "env value not logged")
         # The fixed backoff (1m, 2m, 5m, 10m) scaled by 600: the gap
         # between a failure and the next start is at least the backoff.
         recs = [r for r in env.records() if r[1] == "f1"]
