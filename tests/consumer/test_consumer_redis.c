@@ -20,6 +20,7 @@ static int srv_up;
 	"case \"$RELAY_HANDLER\" in\n" \
 	"good) cat > \"$OUT.event\" ;;\n" \
 	"bad) cat > /dev/null; exit 3 ;;\n" \
+	"slow) cat > /dev/null; sleep 0.3 ;;\n" \
 	"*) cat > /dev/null ;;\n" \
 	"esac\n"
 
@@ -231,6 +232,53 @@ static void test_consumer_redis__two_replicas(void)
 	h_cleanup(&h);
 }
 
+/*
+ * Handlers that run three times MinPendingIdle (300 ms vs 100 ms) on two
+ * replicas: ownership renewal keeps every message out of the other's
+ * XAUTOCLAIM, so nothing is reclaimed and every event runs once.
+ */
+static void test_consumer_redis__renewal_across_replicas(void)
+{
+	enum { N = 8 };  /* <= each replica's slots: nobody waits */
+	h_ctx h;
+	relay_redis_backend *b2 = NULL;
+	relay_consumer *c2 = NULL;
+	relay_consumer_options o2;
+	relay_consumer_metrics m1, m2;
+	char ids[N][64];
+	int i, once = 0;
+
+	r_init(&h, "  - handler: slow\n    pattern:\n      kind: [slow]\n");
+	h_start(&h);
+	RT_ASSERT(relay_redis_open_libev(&b2, h.loop, srv.uri, NULL, NULL) ==
+		  0);
+	o2 = h.o;
+	o2.consumer = "c2";
+	RT_ASSERT(relay_consumer_new(&c2, h.loop, b2, h.rt, h.apps, &o2,
+				     NULL) == 0);
+	RT_EQ_INT(relay_consumer_start(c2), 0);
+	for (i = 0; i < N; i++)
+		snprintf(ids[i], 64, "%s", h_xadd(&h, "{\"kind\":\"slow\"}"));
+	H_UNTIL(&h, h_pel(&h) == 0, 20000);
+	for (i = 0; i < N; i++)
+		once += r_runs(&h, "slow", ids[i]) == 1;
+	RT_EQ_INT(once, N);
+	RT_EQ_INT((int)h_pel(&h), 0);
+	memset(&m1, 0, sizeof(m1));
+	m2 = m1;
+	m1.version = m2.version = RELAY_CONSUMER_METRICS_VERSION;
+	relay_consumer_metrics_get(h.c, &m1);
+	relay_consumer_metrics_get(c2, &m2);
+	RT_EQ_INT((int)(m1.concurrency_waits + m2.concurrency_waits), 0);
+	RT_EQ_INT((int)(m1.reclaims + m2.reclaims), 0);
+	RT_EQ_INT((int)(m1.handler_success + m2.handler_success), N);
+	h_closed_flag = 0;
+	relay_consumer_close(c2, h_closed);
+	H_UNTIL(&h, h_closed_flag, 10000);
+	relay_redis_free(b2);
+	h_cleanup(&h);
+}
+
 /* Redis paused (commands time out), then resumed: health false, then
  * true; the message published before the pause is handled once. */
 static void test_consumer_redis__restart_recovery(void)
@@ -266,6 +314,7 @@ int main(int argc, char **argv)
 		RT_CASE(test_consumer_redis__unmatched_and_malformed),
 		RT_CASE(test_consumer_redis__crashed_owner_reclaimed),
 		RT_CASE(test_consumer_redis__two_replicas),
+		RT_CASE(test_consumer_redis__renewal_across_replicas),
 		RT_CASE(test_consumer_redis__restart_recovery),
 	};
 	int rc = rt_main(argc, argv, cases, RT_NCASES(cases));
