@@ -108,7 +108,9 @@ static void client_flush(client *cl)
 	}
 	cl->out_len = cl->out_off = 0;
 	ev_io_stop(ctl->loop, &cl->wio);
-	if (cl->closing || (cl->eof && !cl->busy && !cl->processing))
+	/* After EOF, close once nothing is left to answer. */
+	if (cl->closing || (cl->eof && !cl->busy && !cl->processing &&
+			    !memchr(cl->in, '\n', cl->in_len)))
 		client_free(cl);
 }
 
@@ -149,7 +151,6 @@ static bool client_alive(relayd_control *ctl, client *cl)
 			return true;
 	return false;
 }
-
 
 void relayd_request_reply(relayd_request *req, void *resp_)
 {

@@ -201,6 +201,25 @@ def control_socket_protocol():
         s.close()
         eq([json.loads(x)["id"] for x in data.splitlines()], ["a", "b"],
            "replies before EOF")
+        # The same behind a request answered later (app invoke waits for
+        # its handler): the following line is still answered.
+        s = socket.socket(socket.AF_UNIX)
+        s.settimeout(30)
+        s.connect(d.sock)
+        s.sendall(b'{"cmd":"app invoke","app":"a","id":"inv",'
+                  b'"event":{"kind":"x","k":"c1"}}\n'
+                  b'{"cmd":"health","id":"after"}\n')
+        s.shutdown(socket.SHUT_WR)
+        data = b""
+        while True:
+            chunk = s.recv(65536)
+            if not chunk:
+                break
+            data += chunk
+        s.close()
+        replies = [json.loads(x) for x in data.splitlines()]
+        eq([r["id"] for r in replies], ["inv", "after"], "both answered")
+        eq(replies[0]["results"][0]["status"], "ok", "invoke ran")
         d.stop()
         check(not os.path.exists(d.sock), "socket removed at exit")
 
