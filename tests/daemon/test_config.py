@@ -220,6 +220,27 @@ def control_socket_protocol():
         replies = [json.loads(x) for x in data.splitlines()]
         eq([r["id"] for r in replies], ["inv", "after"], "both answered")
         eq(replies[0]["results"][0]["status"], "ok", "invoke ran")
+        # A request line over 4 MiB: an error, then the socket closes.
+        s = socket.socket(socket.AF_UNIX)
+        s.settimeout(30)
+        s.connect(d.sock)
+        try:
+            s.sendall(b'{"cmd":"health","pad":"' + b"x" * (5 << 20))
+        except OSError:
+            pass  # relayd may close while we are still sending
+        data = b""
+        while True:
+            try:
+                chunk = s.recv(65536)
+            except OSError:
+                break
+            if not chunk:
+                break
+            data += chunk
+        s.close()
+        eq(json.loads(data.splitlines()[0])["error"], "bad_request",
+           "overlong line")
+        check(d.control({"cmd": "health"})["ok"], "still serving")
         d.stop()
         check(not os.path.exists(d.sock), "socket removed at exit")
 
@@ -253,6 +274,12 @@ def metrics_endpoint():
             raise AssertionError("/other answered 200")
         except urllib.error.HTTPError as e:
             eq(e.code, 404, "other paths")
+        try:
+            urllib.request.urlopen(urllib.request.Request(
+                url, data=b"x", method="POST"), timeout=10)
+            raise AssertionError("POST answered 200")
+        except urllib.error.HTTPError as e:
+            eq(e.code, 405, "POST /metrics")
         d.stop()
 
 

@@ -381,6 +381,13 @@ def control_app_invoke_and_dlq_replay():
         r = d.control({"cmd": "dlq replay", "id": dlq_id})
         eq((r["ok"], r["error"]), (False, "not_found"), "gone")
         check(mid, "")
+        # A placeholder has no handler; "keep" leaves a replayed entry.
+        env.xadd("not json")
+        env.xadd({"kind": "x", "k": "rp2"})
+        env.wait(lambda: len(env.dlq()) == 1 and drained(env),
+                 "placeholder entry")
+        r = d.control({"cmd": "dlq replay", "id": env.dlq()[0]["_id"]})
+        eq((r["ok"], r["error"]), (False, "not_replayable"), "placeholder")
         d.stop()
 
 
