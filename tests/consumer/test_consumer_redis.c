@@ -67,7 +67,7 @@ static void r_init(h_ctx *h, const char *app_yaml_extra)
  * id; handler NULL: every line). */
 static int r_runs(h_ctx *h, const char *handler, const char *id)
 {
-	char path[256], line[256], want[160];
+	char path[256], line[1280], want[1280];
 	int n = 0;
 	FILE *f;
 
