@@ -279,6 +279,32 @@ static void test_consumer_redis__renewal_across_replicas(void)
 	h_cleanup(&h);
 }
 
+/* One slot, handlers of 300 ms, a 50 ms slot wait: the waiting messages
+ * give up without an attempt, stay pending, and drain through reclaims;
+ * every event runs exactly once. */
+static void test_consumer_redis__slot_saturation_drains(void)
+{
+	enum { N = 3 };
+	h_ctx h;
+	char ids[N][64];
+	int i, once = 0;
+
+	r_init(&h, "  - handler: slow\n    pattern:\n      kind: [slow]\n");
+	h.o.max_concurrency = 1;
+	h_start(&h);
+	for (i = 0; i < N; i++)
+		snprintf(ids[i], 64, "%s", h_xadd(&h, "{\"kind\":\"slow\"}"));
+	H_UNTIL(&h, h_pel(&h) == 0, 20000);
+	for (i = 0; i < N; i++)
+		once += r_runs(&h, "slow", ids[i]) == 1;
+	RT_EQ_INT(once, N);
+	RT_EQ_INT((int)h_pel(&h), 0);
+	RT_CHECK(h_metrics(&h).concurrency_timeouts >= 1);
+	RT_CHECK(h_metrics(&h).reclaims >= 1);
+	RT_EQ_INT((int)h_metrics(&h).retries, 0);  /* nothing charged */
+	h_cleanup(&h);
+}
+
 /* Redis paused (commands time out), then resumed: health false, then
  * true; the message published before the pause is handled once. */
 static void test_consumer_redis__restart_recovery(void)
@@ -315,6 +341,7 @@ int main(int argc, char **argv)
 		RT_CASE(test_consumer_redis__crashed_owner_reclaimed),
 		RT_CASE(test_consumer_redis__two_replicas),
 		RT_CASE(test_consumer_redis__renewal_across_replicas),
+		RT_CASE(test_consumer_redis__slot_saturation_drains),
 		RT_CASE(test_consumer_redis__restart_recovery),
 	};
 	int rc = rt_main(argc, argv, cases, RT_NCASES(cases));
