@@ -161,23 +161,34 @@ def pairs(flat):
 # ---- redis-server ---------------------------------------------------------
 
 class RedisServer:
-    def __init__(self, dirpath):
+    def __init__(self, dirpath, port=0, password=None):
         self.dir = dirpath
         self.sock = os.path.join(dirpath, "redis.sock")
         self.uri = "unix://" + self.sock
+        self.port = port          # also listen on 127.0.0.1:port if set
+        self.password = password  # requirepass
         self.proc = None
 
     def start(self):
         if not shutil.which(REDIS_SERVER):
             raise Skip("redis-server not installed")
-        self.proc = subprocess.Popen(
-            [REDIS_SERVER, "--port", "0", "--unixsocket", self.sock,
-             "--unixsocketperm", "700", "--save", "", "--appendonly", "no",
-             "--dir", self.dir, "--loglevel", "warning"],
-            stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL)
+        args = [REDIS_SERVER, "--port", str(self.port), "--unixsocket",
+                self.sock, "--unixsocketperm", "700", "--save", "",
+                "--appendonly", "no", "--dir", self.dir, "--loglevel",
+                "warning"]
+        if self.port:
+            args += ["--bind", "127.0.0.1"]
+        if self.password:
+            args += ["--requirepass", self.password]
+        self.proc = subprocess.Popen(args, stdout=subprocess.DEVNULL,
+                                     stderr=subprocess.DEVNULL)
         r = Redis(self.sock)
-        wait_for(lambda: r("PING") == "PONG", "redis-server PING",
-                 timeout=20)
+
+        def ping():
+            if self.password:
+                r("AUTH", self.password)
+            return r("PING") == "PONG"
+        wait_for(ping, "redis-server PING", timeout=20)
         r.close()
 
     def stop(self):
@@ -375,9 +386,12 @@ def yaml_value(v):
 class Env:
     """A temp dir with a redis-server, an apps dir and records; cleans up."""
 
-    def __init__(self, stream="events", group="relay"):
+    def __init__(self, stream="events", group="relay", port=0,
+                 password=None):
         self.stream = stream
         self.group = group
+        self.port = port
+        self.password = password
         self.procs = []
         self.daemons = []
 
@@ -387,13 +401,15 @@ class Env:
         self.out = os.path.join(self.dir, "records")
         os.makedirs(self.apps_dir)
         open(self.out, "w").close()
-        self.redis = RedisServer(self.dir)
+        self.redis = RedisServer(self.dir, self.port, self.password)
         try:
             self.redis.start()
         except BaseException:
             self.__exit__(None, None, None)
             raise
         self.r = Redis(self.redis.sock)
+        if self.password:
+            self.r("AUTH", self.password)
         return self
 
     def __exit__(self, *exc):

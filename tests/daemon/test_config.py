@@ -10,6 +10,7 @@ import socket
 import stat
 import subprocess
 import sys
+import time
 import urllib.request
 
 from harness import (RELAYD, Env, case, check, eq, run_cases, wait_for)
@@ -100,6 +101,32 @@ def password_never_printed():
         d.stop()
         check("hunter2" not in d.log(), "password in the log:\n" + d.log())
         check("admin:***@127.0.0.1:1" in d.log(), "redacted URI logged")
+
+
+@case
+def redis_uri_tcp_with_password():
+    port = free_port()
+    with Env(port=port, password="pw-9f3a77") as env:
+        env.app("a", [("h", {"kind": ["x"]})])
+        # redis://user:pass@host:port/db with the default user.
+        d = env.relayd(REDIS_URI=f"redis://default:pw-9f3a77@127.0.0.1:"
+                       f"{port}/0")
+        env.xadd({"kind": "x", "k": "tcp1"})
+        env.wait(lambda: env.count("end", "tcp1") == 1 and
+                 env.pel_count() == 0, "handled over TCP with AUTH")
+        d.stop()
+        check("pw-9f3a77" not in d.log(), "password not logged")
+        # host:port without a password: refused by the server, so never
+        # ready, and says why.
+        d2 = env.relayd("r2", start=False, REDIS_URI=f"127.0.0.1:{port}")
+        d2.start(wait_ready=False)
+        h = env.wait(lambda: (lambda h: h if h["reason"] not in
+                              ("", "starting") else None)(
+            d2.control({"cmd": "health"})), "a reason")
+        eq(h["ready"], False, "not ready without the password")
+        time.sleep(0.3)
+        eq(d2.control({"cmd": "health"})["ready"], False, "still not ready")
+        d2.stop()
 
 
 @case
