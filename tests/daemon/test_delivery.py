@@ -311,6 +311,33 @@ def metrics_invariant_and_histogram():
 
 
 @case
+def gauges_follow_a_running_handler():
+    port = free_port()
+    with Env() as env:
+        env.app("a", [("h", {"kind": ["x"]})], env={"SLOW": "2"})
+        d = env.relayd(METRICS_ADDR=f"127.0.0.1:{port}")
+        env.xadd({"kind": "x", "k": "g1", "slow": True})
+        env.wait(lambda: env.count("start", "g1") == 1, "handler running")
+        m = env.wait(lambda: (lambda m: m if (
+            m["relay_in_flight_invocations"] == 1 and
+            m["relay_pending_entries"] == 1) else None)(metrics(port)),
+            "gauges while it runs")
+        eq(m["relay_buffered_events"], 1, "one message in memory")
+        check(m["relay_pending_oldest_age_seconds"] >= 0, "age")
+        m = env.wait(lambda: (lambda m: m if (
+            m["relay_in_flight_invocations"] == 0 and
+            m["relay_pending_entries"] == 0 and
+            m["relay_buffered_events"] == 0) else None)(metrics(port)),
+            "gauges back to zero")
+        eq(m["relay_handler_success_total"], 1, "one success")
+        check(m['relay_handler_duration_seconds_bucket{app="a",'
+                'handler="h",le="1"}'] == 0 and
+              m['relay_handler_duration_seconds_bucket{app="a",'
+                'handler="h",le="5"}'] == 1, "a ~2 s run in the 5 s bucket")
+        d.stop()
+
+
+@case
 def sigterm_lets_running_handler_finish():
     with Env() as env:
         env.app("a", [("h", {"kind": ["x"]})], env={"SLOW": "1"})
