@@ -226,8 +226,7 @@ static void read_backoff(relay_consumer *c)
 		b = hi;
 	c->backoff_ms = b;
 	d = b / 2 + (int64_t)(next_rand(c) % (uint64_t)(b / 2 + 1));
-	if (ev_is_active(&c->read_timer))
-		ev_timer_stop(c->loop, &c->read_timer);
+	ev_timer_stop(c->loop, &c->read_timer);
 	c->in_backoff = 1;
 	ev_timer_set(&c->read_timer, (double)d / 1000.0, 0.);
 	ev_timer_start(c->loop, &c->read_timer);
@@ -237,6 +236,7 @@ static void read_poll(relay_consumer *c)
 {
 	if (ev_is_active(&c->read_timer))
 		return;
+	ev_timer_stop(c->loop, &c->read_timer);  /* clears a pending expiry */
 	c->in_backoff = 0;
 	ev_timer_set(&c->read_timer, POLL_MS / 1000.0, 0.);
 	ev_timer_start(c->loop, &c->read_timer);
@@ -266,8 +266,7 @@ void relay__consumer_kick(relay_consumer *c)
 	if (!c->started || !c->group_ok || c->read_busy || c->in_backoff ||
 	    c->nmsgs >= c->max_buffered)
 		return;
-	if (ev_is_active(&c->read_timer))
-		ev_timer_stop(c->loop, &c->read_timer);
+	ev_timer_stop(c->loop, &c->read_timer);
 	do_read(c);
 }
 

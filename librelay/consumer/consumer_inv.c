@@ -92,7 +92,7 @@ static void wait_remove(relay_consumer *c, relay__inv *inv)
  */
 void relay__slots_release(relay_consumer *c, relay__inv *inv)
 {
-	relay__inv *w, *next;
+	relay__inv *w;
 
 	if (inv->has_slots) {
 		relay__app_slots *s = app_slots(c, relay_app_name(inv->app));
@@ -102,8 +102,15 @@ void relay__slots_release(relay_consumer *c, relay__inv *inv)
 			s->running--;
 		inv->has_slots = 0;
 	}
-	for (w = c->wait_head; w; w = next) {
-		next = w->wait_next;
+	if (c->stopping)
+		return;  /* waiters are being given up, not started */
+	/*
+	 * Rescan from the head after every hand-over: a claim that fails at
+	 * once resolves its invocation, which re-enters this function and
+	 * may free other waiters' messages, so no saved "next" survives it.
+	 */
+again:
+	for (w = c->wait_head; w; w = w->wait_next) {
 		if (slots_take(c, w) != 1)
 			continue;
 		wait_remove(c, w);
@@ -112,6 +119,7 @@ void relay__slots_release(relay_consumer *c, relay__inv *inv)
 		 * message under the claim started below. */
 		ev_timer_stop(c->loop, &w->m->slot_timer);
 		inv_claim(w);
+		goto again;
 	}
 }
 
