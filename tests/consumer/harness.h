@@ -169,6 +169,8 @@ typedef struct h_fault {
 	relay_redis_backend *inner;
 	struct ev_loop *loop;
 	int fail_script[RELAY_REDIS_SCRIPT_COUNT_]; /* fail the next N */
+	int refuse_script[RELAY_REDIS_SCRIPT_COUNT_]; /* refuse (nonzero
+						    return) the next N */
 	int scripts[RELAY_REDIS_SCRIPT_COUNT_];     /* calls seen */
 } h_fault;
 
@@ -210,6 +212,10 @@ static inline int h_fault_script(relay_redis_backend *b, relay_redis_script op,
 	h_fail_call *fc;
 
 	f->scripts[op]++;
+	if (f->refuse_script[op] > 0) {
+		f->refuse_script[op]--;
+		return RELAY_ECLOSED;
+	}
 	if (f->fail_script[op] > 0) {
 		f->fail_script[op]--;
 		fc = calloc(1, sizeof(*fc));

@@ -346,6 +346,39 @@ static void test_consumer__slot_saturation(void)
 	h_cleanup(&h);
 }
 
+/* Slot hand-over where the woken waiters' try_start is refused at once:
+ * each is resolved in place (no run, stays pending), nothing dangles, and
+ * a later reclaim drains everything. */
+static void test_consumer__slot_handover_refused(void)
+{
+	h_ctx h;
+	h_script *s;
+	int i;
+
+	h_init(&h, NULL);
+	h.o.max_concurrency = 1;
+	h_write_app(&h, "a", APP_A);
+	s = h_script_get(&h.exec, "a", "h1");
+	s->hold = 1;
+	h_start(&h);
+	for (i = 0; i < 4; i++)
+		h_xadd(&h, "{\"kind\":\"x\"}");
+	H_UNTIL(&h, h_metrics(&h).concurrency_waits == 3, 5000);
+	RT_EQ_INT(s->runs, 1);
+	h.fault->refuse_script[RELAY_REDIS_SCRIPT_TRY_START] = 3;
+	s->hold = 0;
+	h_release(&h.exec, NULL);
+	H_UNTIL(&h, h_metrics(&h).acks == 1 &&
+		h_metrics(&h).buffered_events == 0, 5000);
+	RT_EQ_INT(s->runs, 1);
+	RT_EQ_INT((int)h_pel(&h), 3);
+	for (i = 0; i < 20 && h_pel(&h) > 0; i++)
+		one_retry_round(&h, MIN_IDLE + 1);
+	RT_EQ_INT((int)h_pel(&h), 0);
+	RT_EQ_INT(s->runs, 4);
+	h_cleanup(&h);
+}
+
 static void test_consumer__unavailable_app_stays_pending(void)
 {
 	h_ctx h;
@@ -769,6 +802,7 @@ int main(int argc, char **argv)
 		RT_CASE(test_consumer__three_apps_exhaust),
 		RT_CASE(test_consumer__buffer_limit),
 		RT_CASE(test_consumer__slot_saturation),
+		RT_CASE(test_consumer__slot_handover_refused),
 		RT_CASE(test_consumer__unavailable_app_stays_pending),
 		RT_CASE(test_consumer__missing_payload),
 		RT_CASE(test_consumer__try_start_error_fails_closed),
