@@ -264,7 +264,7 @@ void relay__consumer_kick(relay_consumer *c)
 		return;
 	}
 	if (!c->started || !c->group_ok || c->read_busy || c->in_backoff ||
-	    c->nmsgs >= c->max_buffered)
+	    c->delivering || c->nmsgs >= c->max_buffered)
 		return;
 	ev_timer_stop(c->loop, &c->read_timer);
 	do_read(c);
@@ -327,8 +327,12 @@ static void read_cb(relay_redis_backend *b, int status,
 	}
 	relay__consumer_redis_ok(c);
 	c->backoff_ms = 0;
+	/* No new read until the whole batch is in memory (a message that
+	 * ends at once must not open room the batch already uses). */
+	c->delivering++;
 	for (i = 0; i < n && !c->stopping; i++)
 		relay__msg_deliver(c, &e[i], 0);
+	c->delivering--;
 	relay_stream_entries_free(e, n);
 	if (c->stopping) {
 		relay__consumer_check_stopped(c);
@@ -426,6 +430,7 @@ static void reclaim_cb(relay_redis_backend *b, int status, relay_autoclaim *a,
 		return;
 	}
 	relay__consumer_redis_ok(c);
+	c->delivering++;
 	for (i = 0; a && i < a->ndeleted; i++)
 		relay__msg_missing(c, a->deleted[i]);
 	for (i = 0; a && i < a->n && !c->stopping; i++) {
@@ -434,6 +439,7 @@ static void reclaim_cb(relay_redis_backend *b, int status, relay_autoclaim *a,
 		c->m.reclaims++;
 		relay__msg_deliver(c, &a->entries[i], 1);
 	}
+	c->delivering--;
 	relay__free(c->reclaim_cursor);
 	c->reclaim_cursor = NULL;
 	if (a && a->next && strcmp(a->next, "0-0") != 0) {
@@ -451,6 +457,7 @@ static void reclaim_cb(relay_redis_backend *b, int status, relay_autoclaim *a,
 		relay__free(c->reclaim_cursor);
 		c->reclaim_cursor = NULL;
 	}
+	relay__consumer_kick(c);
 }
 
 void relay__consumer_reclaim_now(relay_consumer *c)

@@ -150,6 +150,7 @@ struct relay_consumer {
 	/* misc */
 	uint64_t rng;                 /* backoff jitter */
 	int in_backoff;               /* read_timer is a backoff */
+	int delivering;               /* inside a batch: no new read yet */
 	int python_ok, node_ok;       /* availability cache: 1, -1, 0 */
 	relay_mono_us avail_checked_us;
 };
