@@ -826,11 +826,18 @@ void relay_consumer_close(relay_consumer *c, relay_consumer_close_fn cb)
 {
 	if (!c || c->closing)
 		return;
-	if (!c->stopping || c->graceful)
-		relay_consumer_stop(c, 0, c->stopped_cb, c->stopped_payload);
+	if (!c->stopping) {
+		relay_consumer_stop(c, 0, NULL, NULL);
+		c->stopped_called = 1;  /* no stop callback to report */
+	} else if (c->graceful) {
+		/* Keep the pending stop callback (it runs once, before the
+		 * close callback) but stop at once. */
+		c->graceful = 0;
+		relay__msg_stop(c, 0);
+		relay__consumer_manual_close(c);
+	}
 	c->closing = 1;
 	c->close_cb = cb;
-	c->stopped_called = c->stopped_called || !c->stopped_cb;
 	if (!ev_is_active(&c->finish_idle))
 		ev_idle_start(c->loop, &c->finish_idle);
 }

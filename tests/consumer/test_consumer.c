@@ -610,6 +610,13 @@ static void test_consumer__graceful_stop(void)
 	h_release(&h.exec, NULL);
 	H_UNTIL(&h, stopped_flag == 1, 5000);
 	RT_EQ_INT(stopped_flag, 1);
+	/* Closing after the stop callback does not report the stop twice. */
+	h_closed_flag = 0;
+	relay_consumer_close(h.c, h_closed);
+	H_UNTIL(&h, h_closed_flag, 5000);
+	RT_EQ_INT(h_closed_flag, 1);
+	RT_EQ_INT(stopped_flag, 1);
+	h.c = NULL;
 	RT_EQ_STR(h_state(&h, ids[0], "a/h1"), "ok");
 	RT_EQ_STR(h_state(&h, ids[1], "a/h1"), "");  /* not charged */
 	RT_EQ_INT((int)h_pel(&h), 1);
