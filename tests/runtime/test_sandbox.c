@@ -96,7 +96,7 @@ static void test_sandbox__event_env_cwd(void)
 
 static void test_sandbox__filesystem_read_only(void)
 {
-	char marker[512];
+	char marker[1100];
 	relay_run_outcome o;
 	cap c = { 0 };
 
