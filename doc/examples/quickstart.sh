@@ -11,6 +11,11 @@
 #   3. validate          relayctl validate --apps doc/examples/apps
 #   4. match             relayctl match for a few sample events
 #   5. run_handlers      run two example handlers the way Relay runs them
+#   6-11. run_relayd     the real thing: a private redis-server (unix socket
+#                        in a temp dir) and relayd on doc/examples/apps;
+#                        publish matching, unmatched, malformed and failing
+#                        events; show handler output, /metrics and the DLQ;
+#                        shut everything down
 #
 # Environment: RELAY_QUICKSTART_BUILD (default: build-quickstart, under the
 # source tree), RELAY_SKIP_INSTALL=1 to never call apt-get.
@@ -20,9 +25,10 @@ src=$(cd "$(dirname "$0")/../.." && pwd)
 build=${RELAY_QUICKSTART_BUILD:-$src/build-quickstart}
 apps=$src/doc/examples/apps
 relayctl=$build/relayctl/relayctl
+relayd=$build/relayd/relayd
 
 packages=(gcc meson ninja-build pkg-config libhiredis-dev libjansson-dev
-	libfyaml-dev libev-dev python3)
+	libfyaml-dev libev-dev libmicrohttpd-dev python3 redis-server bubblewrap)
 
 say() { printf '\n\033[1m== %s\033[0m\n' "$*"; }
 run() { printf '$ %s\n' "$*"; "$@"; }
@@ -50,12 +56,17 @@ install_packages() {
 }
 
 build() {
+	# test_hooks: lets the demo below compress the retry schedule with
+	# RELAY_TEST_TIME_SCALE (a demo build; production builds leave it off).
 	if [ ! -f "$build/build.ninja" ]; then
 		run meson setup "$build" "$src" -Dbuildtype=release -Dtests=false \
-			>/dev/null
+			-Dtest_hooks=true >/dev/null
+	else
+		meson configure "$build" -Dtest_hooks=true >/dev/null
 	fi
-	run ninja -C "$build" -j "$(nproc)" relayctl/relayctl >/dev/null
-	echo "built $relayctl"
+	run ninja -C "$build" -j "$(nproc)" relayctl/relayctl relayd/relayd \
+		>/dev/null
+	echo "built $relayctl and $relayd"
 }
 
 validate() {
@@ -134,6 +145,153 @@ getattr(importlib.import_module(mod), fn)(json.load(sys.stdin))'
 			RELAY_HANDLER=user-change ./bin/audit.sh)
 }
 
+# ---- 6. the real thing: redis-server + relayd on the example apps --------
+#
+# A private redis-server (unix socket in a temp dir, no persistence) and
+# relayd on doc/examples/apps. The quickstart build has test hooks on so
+# RELAY_TEST_TIME_SCALE=60 can compress the fixed retry schedule (1m, 2m
+# becomes 1 s, 2 s) and the failing invoice reaches the dead-letter queue in
+# seconds; a production build ignores the variable.
+
+demo_dir=
+redis_pid=
+relayd_pid=
+
+demo_cleanup() {
+	[ -n "$relayd_pid" ] && kill -9 "$relayd_pid" 2>/dev/null || true
+	[ -n "$redis_pid" ] && kill "$redis_pid" 2>/dev/null || true
+	[ -n "$demo_dir" ] && rm -rf "$demo_dir"
+	return 0
+}
+
+rcli() { command redis-cli -s "$demo_dir/redis.sock" "$@"; }
+
+wait_until() { # SECONDS DESCRIPTION COMMAND...
+	local deadline=$((SECONDS + $1)) what=$2
+	shift 2
+	until "$@" >/dev/null 2>&1; do
+		if [ "$SECONDS" -ge "$deadline" ]; then
+			echo "timed out waiting for $what" >&2
+			return 1
+		fi
+		sleep 0.2
+	done
+}
+
+pel_empty() { [ "$(rcli XPENDING events relay | head -1)" = 0 ]; }
+dlq_has() { [ "$(rcli XLEN relay:events:dlq)" -ge "$1" ]; }
+relayd_ready() {
+	printf '{"cmd":"health"}\n' | python3 -c '
+import json, socket, sys
+s = socket.socket(socket.AF_UNIX); s.connect(sys.argv[1])
+s.sendall(sys.stdin.buffer.read()); r = json.loads(s.makefile().readline())
+sys.exit(0 if r.get("ready") else 1)' "$demo_dir/run/relay.sock"
+}
+
+metrics_port() {
+	python3 -c 'import socket; s = socket.socket(); s.bind(("127.0.0.1", 0)); print(s.getsockname()[1])'
+}
+
+start_services() {
+	demo_dir=$(mktemp -d /tmp/relay-quickstart.XXXXXX)
+	trap demo_cleanup EXIT
+	run redis-server --port 0 --unixsocket "$demo_dir/redis.sock" \
+		--unixsocketperm 700 --save '' --appendonly no \
+		--dir "$demo_dir" --daemonize no --loglevel warning \
+		>"$demo_dir/redis.log" 2>&1 &
+	redis_pid=$!
+	wait_until 20 "redis-server" rcli PING
+
+	sandbox=none
+	if command -v bwrap >/dev/null &&
+	   bwrap --ro-bind / / --unshare-all true 2>/dev/null; then
+		sandbox=bwrap
+	else
+		echo "(bubblewrap cannot run here: RELAY_SANDBOX=none," \
+			"handlers run as plain processes)"
+	fi
+	port=$(metrics_port)
+	echo "\$ REDIS_URI=unix://\$tmp/redis.sock REDIS_STREAM=events" \
+		"REDIS_GROUP=relay RELAY_APPS_DIR=${apps#"$src"/}" \
+		"RELAY_SANDBOX=$sandbox METRICS_ADDR=127.0.0.1:$port relayd &"
+	env REDIS_URI="unix://$demo_dir/redis.sock" REDIS_STREAM=events \
+		REDIS_GROUP=relay REDIS_CONSUMER=quickstart \
+		RELAY_APPS_DIR="$apps" RELAY_RUN_DIR="$demo_dir/run" \
+		RELAY_STATE_DIR="$demo_dir/state" RELAY_SANDBOX=$sandbox \
+		METRICS_ADDR="127.0.0.1:$port" RELAY_TEST_TIME_SCALE=60 \
+		"$relayd" >"$demo_dir/relayd.log" 2>&1 &
+	relayd_pid=$!
+	wait_until 30 "relayd to be ready" relayd_ready
+	sed 's/^/  | /' "$demo_dir/relayd.log"
+}
+
+xadd() { # EVENT-TEXT
+	printf "\$ redis-cli XADD events '*' event '%s'\n" "$1"
+	rcli XADD events '*' event "$1"
+}
+
+publish() {
+	echo "# a paid invoice: billing books it"
+	xadd '{"type":"invoice.paid","invoice":{"id":"inv_2001","amount":250}}'
+	echo "# a staff user change: the audit app (exec) logs it"
+	xadd '{"table_name":"users","event_name":"UPDATE","new_image":{"email":"bob@example.com"}}'
+	echo "# matches no rule: acknowledged, nothing runs"
+	xadd '{"event_name":"INSERT","table_name":"orders"}'
+	echo "# not JSON: dead-lettered at once, no handler"
+	xadd 'this is not json'
+	echo "# a large invoice: the review runs; booking fails (exit 3),"
+	echo "# is retried twice (retries: 2) and then dead-lettered"
+	xadd '{"type":"invoice.paid","invoice":{"id":"inv_2002","amount":12000},"customer":{"email":"ann@example.org"}}'
+	wait_until 60 "the DLQ entries" dlq_has 2
+	wait_until 60 "every message to be acknowledged" pel_empty
+}
+
+show_results() {
+	say "8. what relayd logged (handler output is prefixed per handler)"
+	grep -E 'stdout:|stderr:|RELAY-ENG0[456]' "$demo_dir/relayd.log" |
+		sed -E 's/^[0-9TZ:.-]+ //' | cut -c1-160
+	say "9. metrics (GET /metrics)"
+	python3 -c 'import sys, urllib.request
+print(urllib.request.urlopen(sys.argv[1]).read().decode())' \
+		"http://127.0.0.1:$port/metrics" |
+		grep -E '^relay_(events|handler_(success|failure)|retries|dlq|redis_up|pending_entries)' |
+		grep -v _bucket
+	say "10. the dead-letter queue (relay:events:dlq)"
+	echo "\$ redis-cli XRANGE relay:events:dlq - +"
+	rcli --no-raw XRANGE relay:events:dlq - +
+	echo
+	echo "# every message was acknowledged: the PEL is empty"
+	echo "\$ redis-cli XPENDING events relay"
+	rcli --no-raw XPENDING events relay | head -1
+}
+
+stop_services() {
+	say "11. shut down"
+	echo "\$ kill -TERM relayd   # graceful: running handlers finish"
+	kill -TERM "$relayd_pid"
+	wait "$relayd_pid" && echo "relayd exited 0"
+	relayd_pid=
+	rcli SHUTDOWN NOSAVE >/dev/null 2>&1 || true
+	wait "$redis_pid" 2>/dev/null || true
+	redis_pid=
+	echo "redis-server stopped; $demo_dir removed"
+}
+
+run_relayd() {
+	if ! command -v redis-server >/dev/null ||
+	   ! command -v redis-cli >/dev/null; then
+		echo "redis-server/redis-cli not installed: skipping the relayd" \
+			"demo (apt-get install redis-server)"
+		return 0
+	fi
+	say "6. start a private redis-server and relayd"
+	start_services
+	say "7. publish events"
+	publish
+	show_results
+	stop_services
+}
+
 main() {
 	say "1. build dependencies"
 	install_packages
@@ -145,6 +303,7 @@ main() {
 	match
 	say "5. run handlers by hand"
 	run_handlers
+	run_relayd
 	say "done"
 	echo "Next: doc/templates.md (template keys), doc/patterns.md (patterns)."
 }
