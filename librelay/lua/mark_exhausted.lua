@@ -3,14 +3,10 @@
 -- "recorded" without a write.
 local key, field = KEYS[1], ARGV[1]
 local attempt, token = tonumber(ARGV[2]), ARGV[3]
-local r = redis.pcall('HMGET', key, '__terminal', field)
-if relay_is_err(r) then
-	return r
+local early, s = relay_load(key, field)
+if early then
+	return early
 end
-if r[1] then
-	return { 'retained', 0, 0, '' }
-end
-local s = relay_parse(r[2])
 if s.attempt == attempt and s.token == token then
 	if s.kind == 'exhausted' then
 		return relay_reply('recorded', s)

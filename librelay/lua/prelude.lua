@@ -58,3 +58,17 @@ end
 local function relay_is_err(r)
 	return type(r) == 'table' and r.err ~= nil
 end
+
+-- Read the retention marker and one field of the state hash. Returns a
+-- reply for the script to send back at once (a Redis error, or "retained":
+-- every transition is inert after retain), or nil and the parsed field.
+local function relay_load(key, field)
+	local r = redis.pcall('HMGET', key, '__terminal', field)
+	if relay_is_err(r) then
+		return r
+	end
+	if r[1] then
+		return { 'retained', 0, 0, '' }
+	end
+	return nil, relay_parse(r[2])
+end

@@ -2,14 +2,10 @@
 -- Twin of relay__inv_decide_try_start(). Never exhausts by itself.
 local key, field = KEYS[1], ARGV[1]
 local now, timeout, token = tonumber(ARGV[2]), tonumber(ARGV[3]), ARGV[4]
-local r = redis.pcall('HMGET', key, '__terminal', field)
-if relay_is_err(r) then
-	return r
+local early, s = relay_load(key, field)
+if early then
+	return early
 end
-if r[1] then
-	return { 'retained', 0, 0, '' }
-end
-local s = relay_parse(r[2])
 if s.kind == 'ok' then
 	return relay_reply('ok', s)
 end
