@@ -86,6 +86,38 @@ static jmp_buf rt_skip_jmp;
 		longjmp(rt_skip_jmp, 1);                                \
 	} while (0)
 
+/*
+ * rt_slurp() - read a whole file into a NUL-terminated malloc'ed buffer
+ * (free with free()); *len gets its size when @len is not NULL.
+ * Returns NULL when the file cannot be read.
+ */
+static inline char *rt_slurp(const char *path, size_t *len)
+{
+	FILE *f = fopen(path, "rb");
+	char *buf;
+	long n;
+
+	if (!f)
+		return NULL;
+	n = fseek(f, 0, SEEK_END) == 0 ? ftell(f) : -1;
+	if (n < 0 || fseek(f, 0, SEEK_SET) != 0) {
+		fclose(f);
+		return NULL;
+	}
+	buf = malloc((size_t)n + 1);
+	if (buf && fread(buf, 1, (size_t)n, f) != (size_t)n) {
+		free(buf);
+		buf = NULL;
+	}
+	if (buf) {
+		buf[n] = '\0';
+		if (len)
+			*len = (size_t)n;
+	}
+	fclose(f);
+	return buf;
+}
+
 static inline int rt_selected(int argc, char **argv, const char *name)
 {
 	int i;

@@ -29,30 +29,6 @@ static const char *cases_dir(void)
 	return buf;
 }
 
-static char *slurp(const char *path, size_t *len)
-{
-	FILE *f = fopen(path, "rb");
-	char *buf;
-	long n;
-
-	if (!f)
-		return NULL;
-	fseek(f, 0, SEEK_END);
-	n = ftell(f);
-	fseek(f, 0, SEEK_SET);
-	buf = malloc((size_t)n + 1);
-	if (buf && fread(buf, 1, (size_t)n, f) != (size_t)n) {
-		free(buf);
-		buf = NULL;
-	}
-	if (buf)
-		buf[n] = '\0';
-	if (len)
-		*len = (size_t)n;
-	fclose(f);
-	return buf;
-}
-
 static void collect(const char *app, const relay_error *err, void *payload)
 {
 	relay__buf *b = payload;
@@ -73,7 +49,7 @@ static int run_case(const char *name)
 	int rc, ok;
 
 	snprintf(path, sizeof(path), "%s/%s/template.yaml", cases_dir(), name);
-	yaml = slurp(path, &len);
+	yaml = rt_slurp(path, &len);
 	if (!yaml) {
 		printf("# %s: cannot read %s\n", name, path);
 		return 0;
@@ -81,7 +57,7 @@ static int run_case(const char *name)
 	rc = relay_app_load_buffer(&app, name, NULL, "template.yaml", yaml, len,
 				   collect, &got);
 	snprintf(path, sizeof(path), "%s/%s/expected", cases_dir(), name);
-	want = slurp(path, NULL);
+	want = rt_slurp(path, NULL);
 	if (getenv("RELAY_UPDATE_CASES") && got.len) {
 		FILE *f = fopen(path, "w");
 

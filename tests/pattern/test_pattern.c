@@ -18,27 +18,10 @@
 static char *slurp(const char *name)
 {
 	char path[512];
-	FILE *f;
-	long n;
-	char *buf;
 
 	snprintf(path, sizeof(path), "%s/tests/pattern/cases/%s",
 		 RELAY_SOURCE_ROOT, name);
-	f = fopen(path, "rb");
-	if (!f)
-		return NULL;
-	fseek(f, 0, SEEK_END);
-	n = ftell(f);
-	fseek(f, 0, SEEK_SET);
-	buf = malloc((size_t)n + 1);
-	if (buf && fread(buf, 1, (size_t)n, f) != (size_t)n) {
-		free(buf);
-		buf = NULL;
-	}
-	if (buf)
-		buf[n] = '\0';
-	fclose(f);
-	return buf;
+	return rt_slurp(path, NULL);
 }
 
 /* Match @ev_text with a one-rule ruleset through both matcher entries. */

@@ -245,28 +245,6 @@ static void test_pattern__differential(void)
 
 /* ------------------------------------------------------- corpus */
 
-static char *slurp_path(const char *path)
-{
-	FILE *f = fopen(path, "rb");
-	long n;
-	char *buf;
-
-	if (!f)
-		return NULL;
-	fseek(f, 0, SEEK_END);
-	n = ftell(f);
-	fseek(f, 0, SEEK_SET);
-	buf = malloc((size_t)n + 1);
-	if (buf && fread(buf, 1, (size_t)n, f) != (size_t)n) {
-		free(buf);
-		buf = NULL;
-	}
-	if (buf)
-		buf[n] = '\0';
-	fclose(f);
-	return buf;
-}
-
 static int cmp_str(const void *a, const void *b)
 {
 	return strcmp(*(char *const *)a, *(char *const *)b);
@@ -287,10 +265,10 @@ static void check_set(const char *dir, const char *profile, int nrules,
 
 	snprintf(path, sizeof(path), "%s/patterns-%s-%d.jsonl", dir, profile,
 		 nrules);
-	ptext = slurp_path(path);
+	ptext = rt_slurp(path, NULL);
 	snprintf(path, sizeof(path), "%s/expected-%s-%d.jsonl", dir, profile,
 		 nrules);
-	etext = slurp_path(path);
+	etext = rt_slurp(path, NULL);
 	RT_ASSERT(ptext && etext);
 	RT_ASSERT(relay_ruleset_new(&rs) == 0);
 	for (line = strtok_r(ptext, "\n", &save); line && np < 1000;
@@ -379,7 +357,7 @@ static void test_pattern__corpus(void)
 		 "--expect 300 >/dev/null", gen, dir);
 	RT_ASSERT(system(cmd) == 0);
 	snprintf(path, sizeof(path), "%s/events.jsonl", dir);
-	etext = slurp_path(path);
+	etext = rt_slurp(path, NULL);
 	RT_ASSERT(etext);
 	for (line = strtok_r(etext, "\n", &save); line && nev < 300;
 	     line = strtok_r(NULL, "\n", &save))
