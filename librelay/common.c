@@ -140,6 +140,11 @@ int relay__error_set(relay_error *err, int code, const char *path, int line,
 	va_start(ap, fmt);
 	vsnprintf(err->text, sizeof(err->text), fmt, ap);
 	va_end(ap);
+	/* The text is promised to be one line: a control byte that came in
+	 * through user data (a key with a newline, say) becomes '?'. */
+	for (char *t = err->text; *t; t++)
+		if ((unsigned char)*t < 0x20 || *t == 0x7f)
+			*t = '?';
 	return code;
 }
 

@@ -109,17 +109,31 @@ static int fail_key(cctx *c, const relay__pnode *n, const char *fmt, ...)
 }
 
 /* Append ".key" (or "key" at the root) or "[i]" to the path; returns the
- * old length for path_pop(). Over-long paths are cut, never overflowed. */
+ * old length for path_pop(). Control bytes in the key are written as \xNN
+ * so the message stays on one line; over-long paths are cut, never
+ * overflowed. */
 static size_t path_push_key(cctx *c, const char *key, size_t len)
 {
-	size_t old = c->plen;
-	int n;
+	size_t old = c->plen, i, cap = sizeof(c->path) - 1;
+	char *o = c->path;
+	size_t n = c->plen;
 
-	n = snprintf(c->path + c->plen, sizeof(c->path) - c->plen, "%s%.*s",
-		     c->plen ? "." : "", (int)(len > 60 ? 60 : len), key);
-	if (n > 0)
-		c->plen = c->plen + (size_t)n < sizeof(c->path) ?
-			  c->plen + (size_t)n : sizeof(c->path) - 1;
+	if (n && n < cap)
+		o[n++] = '.';
+	for (i = 0; i < len && i < 60 && n < cap; i++) {
+		unsigned char ch = (unsigned char)key[i];
+
+		if (ch < 0x20 || ch == 0x7f) {
+			if (n + 4 > cap)
+				break;
+			snprintf(o + n, 5, "\\x%02x", ch);
+			n += 4;
+		} else {
+			o[n++] = (char)ch;
+		}
+	}
+	o[n] = '\0';
+	c->plen = n;
 	return old;
 }
 
