@@ -19,8 +19,14 @@ int relayctl_cmd_dlq(int argc, char **argv);
 int relayctl_cmd_health(int argc, char **argv);
 int relayctl_cmd_stats(int argc, char **argv);
 
-/* `relayctl app run`, called by relayctl_cmd_app (cmd_app_run.c). */
-int relayctl_cmd_app_run(int argc, char **argv);
+/* Subcommands, called by their group's dispatcher (argv[0] = the
+ * subcommand name). */
+int relayctl_cmd_app_run(int argc, char **argv);      /* cmd_app_run.c */
+int relayctl_cmd_app_ls(int argc, char **argv);       /* cmd_app_ls.c */
+int relayctl_cmd_app_inspect(int argc, char **argv);  /* cmd_app_inspect.c */
+int relayctl_cmd_app_invoke(int argc, char **argv);   /* cmd_app_invoke.c */
+int relayctl_cmd_dlq_inspect(int argc, char **argv);  /* cmd_dlq_inspect.c */
+int relayctl_cmd_dlq_replay(int argc, char **argv);   /* cmd_dlq_replay.c */
 
 /* Print "relayctl: <msg>" to stderr; returns @code. */
 int relayctl_error(int code, const char *fmt, ...)

@@ -1,0 +1,222 @@
+/*
+ * cmd_app_invoke.c - relayctl app invoke NAME [--event JSON|--file PATH]
+ *
+ * Asks the running relayd ({"cmd":"app invoke"}, doc/protocol.md) to run
+ * every rule of app NAME that matches the event, once each, with the
+ * app's current template: a manual run outside the stream lifecycle (no
+ * Redis, no invocation state, no retries, no DLQ). The event comes from
+ * --event, --file or stdin (only when stdin is not a terminal); the two
+ * flags exclude each other (exit 2). It must be a JSON object (exit 1).
+ *
+ * Prints "No matching handlers", or "Invoked N handler(s)" and one line
+ * per run ("  app/handler ok 12ms", "  app/handler failed 40ms (exit
+ * status 3)"). Exit 1 when any run failed.
+ */
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <unistd.h>
+
+#include "cmdutil.h"
+#include "ctlconf.h"
+#include "ctlsock.h"
+#include "relayctl.h"
+
+#define INVOKE_TIMEOUT_MS (10 * 60 * 1000)
+
+static void usage(FILE *f)
+{
+	fprintf(f, "usage: relayctl app invoke NAME [--event JSON | --file "
+		"PATH] [connection options]\n\n"
+		"Ask the running relayd to run app NAME's handlers that "
+		"match the\n"
+		"event, once each (no Redis, no retries, no DLQ). The event "
+		"is\n"
+		"--event JSON, the contents of --file PATH, or stdin when it "
+		"is not a\nterminal; it must be a JSON object.\n\n"
+		"  --event JSON       the event itself\n"
+		"  --file PATH        read the event from PATH\n%s"
+		"  -h, --help         show this help\n\n"
+		"Exit status: 0 every handler succeeded (or none matched), 1 "
+		"a handler\n"
+		"failed, unknown app, invalid event or relayd not reachable, "
+		"2 usage\nerror.\n", relayctl_conf_help);
+}
+
+struct opts {
+	struct relayctl_conf c;
+	const char *name, *event, *file;
+};
+
+static int parse(int argc, char **argv, struct opts *o)
+{
+	int i;
+
+	relayctl_conf_init(&o->c);
+	for (i = 1; i < argc; i++) {
+		const char *v;
+		int m;
+
+		if (relayctl_is_help(argv[i])) {
+			usage(stdout);
+			return -1;
+		}
+		m = relayctl_conf_opt(&o->c, argc, argv, &i, "app invoke", 0);
+		if (m == 0) {
+			m = relayctl_opt_value(argc, argv, &i, "--event",
+					       "app invoke", &v);
+			if (m > 0) {
+				if (o->event)
+					goto twice;
+				o->event = v;
+			}
+		}
+		if (m == 0) {
+			m = relayctl_opt_value(argc, argv, &i, "--file",
+					       "app invoke", &v);
+			if (m > 0) {
+				if (o->file)
+					goto twice;
+				o->file = v;
+			}
+		}
+		if (m < 0)
+			goto usage_error;
+		if (m > 0)
+			continue;
+		if (argv[i][0] == '-' && argv[i][1] != '\0') {
+			relayctl_error(RELAYCTL_USAGE, "app invoke: unknown "
+				       "option \"%s\"", argv[i]);
+			goto usage_error;
+		}
+		if (o->name) {
+			relayctl_error(RELAYCTL_USAGE, "app invoke: unexpected "
+				       "argument \"%s\"", argv[i]);
+			goto usage_error;
+		}
+		o->name = argv[i];
+	}
+	if (!o->name) {
+		relayctl_error(RELAYCTL_USAGE, "app invoke: NAME is required");
+		goto usage_error;
+	}
+	if (o->event && o->file) {
+		relayctl_error(RELAYCTL_USAGE, "app invoke: --event and --file "
+			       "exclude each other");
+		goto usage_error;
+	}
+	if (!o->event && !o->file && isatty(STDIN_FILENO)) {
+		relayctl_error(RELAYCTL_USAGE, "app invoke: no event: pass "
+			       "--event JSON or --file PATH, or pipe it on "
+			       "stdin");
+		goto usage_error;
+	}
+	return 0;
+twice:
+	relayctl_error(RELAYCTL_USAGE, "app invoke: %s given twice", argv[i]);
+usage_error:
+	usage(stderr);
+	return RELAYCTL_USAGE;
+}
+
+/* The event as a JSON object, or NULL after printing why. */
+static json_t *read_event(const struct opts *o)
+{
+	const char *what = o->event ? "--event" : o->file ? o->file : "stdin";
+	json_error_t jerr;
+	char *text = NULL;
+	size_t len;
+	json_t *ev;
+
+	if (o->event) {
+		ev = json_loads(o->event, 0, &jerr);
+	} else {
+		if (relayctl_read_all("app invoke", o->file ? o->file : "-",
+				      &text, &len))
+			return NULL;
+		ev = json_loadb(text, len, 0, &jerr);
+		free(text);
+	}
+	if (!ev) {
+		relayctl_error(RELAYCTL_FAIL, "app invoke: %s: invalid JSON "
+			       "at line %d column %d: %s", what, jerr.line,
+			       jerr.column, jerr.text);
+		return NULL;
+	}
+	if (!json_is_object(ev)) {
+		json_decref(ev);
+		relayctl_error(RELAYCTL_FAIL, "app invoke: %s: the event is "
+			       "not a JSON object", what);
+		return NULL;
+	}
+	return ev;
+}
+
+static int print_results(json_t *resp)
+{
+	json_t *res = json_object_get(resp, "results"), *r;
+	size_t i, n = json_array_size(res);
+	int failed = 0;
+
+	if (n == 0) {
+		puts("No matching handlers");
+		return fflush(stdout) ? RELAYCTL_FAIL : RELAYCTL_OK;
+	}
+	printf("Invoked %zu handler(s)\n", n);
+	json_array_foreach(res, i, r) {
+		const char *st = relayctl_jstr(r, "status", "?");
+		const char *why = relayctl_jstr(r, "reason", "");
+		long long ms = (long long)json_integer_value(
+			json_object_get(r, "duration_ms"));
+
+		if (strcmp(st, "ok") != 0)
+			failed = 1;
+		printf("  %s/%s %s %lldms%s%s%s\n",
+		       relayctl_jstr(r, "app", "?"),
+		       relayctl_jstr(r, "handler", "?"), st, ms,
+		       *why && strcmp(st, "ok") ? " (" : "",
+		       strcmp(st, "ok") ? why : "",
+		       *why && strcmp(st, "ok") ? ")" : "");
+	}
+	if (fflush(stdout))
+		return RELAYCTL_FAIL;
+	return failed ? RELAYCTL_FAIL : RELAYCTL_OK;
+}
+
+int relayctl_cmd_app_invoke(int argc, char **argv)
+{
+	struct opts o;
+	char path[4200], why[1024];
+	const char *code;
+	json_t *ev, *req, *resp;
+	int rc;
+
+	memset(&o, 0, sizeof(o));
+	rc = parse(argc, argv, &o);
+	if (rc)
+		return rc < 0 ? RELAYCTL_OK : rc;
+	ev = read_event(&o);
+	if (!ev)
+		return RELAYCTL_FAIL;
+	req = json_pack("{s:s, s:s, s:o}", "cmd", "app invoke", "app",
+			o.name, "event", ev);
+	if (!req)
+		return relayctl_error(RELAYCTL_FAIL, "app invoke: out of "
+				      "memory");
+	relayctl_sock_path(&o.c, path, sizeof(path));
+	resp = relayctl_ctl_call(path, req, INVOKE_TIMEOUT_MS, why,
+				 sizeof(why));
+	if (!resp)
+		return relayctl_error(RELAYCTL_FAIL, "app invoke: %s", why);
+	code = relayctl_ctl_failed(resp, why, sizeof(why));
+	if (code && strcmp(code, "not_found") == 0)
+		rc = relayctl_error(RELAYCTL_FAIL, "app invoke: unknown app "
+				    "\"%s\" (not loaded by relayd, or its "
+				    "template is invalid)", o.name);
+	else if (code)
+		rc = relayctl_error(RELAYCTL_FAIL, "app invoke: %s", why);
+	else
+		rc = print_results(resp);
+	json_decref(resp);
+	return rc;
+}

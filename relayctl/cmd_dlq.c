@@ -1,0 +1,210 @@
+/*
+ * cmd_dlq.c - relayctl dlq: subcommand dispatch, `dlq ls` and `dlq rm`.
+ *
+ *	dlq ls [--app NAME] [--limit N] [--json]
+ *	    ID  ORIGINAL  APP  HANDLER  ATTEMPTS  AGE, oldest first;
+ *	    ORIGINAL is <original_stream>/<original_id>, AGE the time since
+ *	    the entry's timestamp ("3m12s"). --json: an array with one object
+ *	    per entry holding every field. A malformed entry fails the whole
+ *	    listing, naming the entry and the field: an operator must never
+ *	    believe the queue is shorter than it is.
+ *	dlq rm ID
+ *	    XDEL the entry: "DLQ entry removed"; unknown ID: exit 1.
+ *
+ * inspect and replay live in cmd_dlq_inspect.c and cmd_dlq_replay.c.
+ */
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "ctlconf.h"
+#include "dlqcli.h"
+#include "fmt.h"
+#include "relayctl.h"
+
+#define PAGE 200
+
+static void usage(FILE *f)
+{
+	fputs("usage: relayctl dlq ls [--app NAME] [--limit N] [--json]\n"
+	      "       relayctl dlq inspect ID [--json]\n"
+	      "       relayctl dlq replay ID | --all [--app NAME]\n"
+	      "       relayctl dlq rm ID\n\n"
+	      "Work with the dead-letter queue relay:<REDIS_STREAM>:dlq.\n"
+	      "Run 'relayctl dlq SUBCOMMAND --help' for its options.\n", f);
+}
+
+static void ls_usage(FILE *f)
+{
+	fprintf(f, "usage: relayctl dlq ls [--app NAME] [--limit N] "
+		"[--json] [connection options]\n\n"
+		"List the DLQ entries oldest first as a table\n"
+		"ID ORIGINAL APP HANDLER ATTEMPTS AGE.\n\n"
+		"  --app NAME         only entries of app NAME\n"
+		"  --limit N          at most N entries\n"
+		"  --json             a JSON array, one object per entry with "
+		"every field\n%s"
+		"  -h, --help         show this help\n\n"
+		"Exit status: 0 success, 1 Redis error or malformed entry, "
+		"2 usage error.\n", relayctl_conf_help);
+}
+
+static void rm_usage(FILE *f)
+{
+	fprintf(f, "usage: relayctl dlq rm ID [connection options]\n\n"
+		"Delete one DLQ entry without running anything.\n\n%s"
+		"  -h, --help         show this help\n\n"
+		"Exit status: 0 removed, 1 unknown ID or Redis error, 2 usage "
+		"error.\n", relayctl_conf_help);
+}
+
+static int add_row(relayctl_table *t, const relay_dlq_record *r,
+		   int64_t now)
+{
+	char orig[512], attempts[24], age[32];
+	const char *row[6];
+	int64_t ms;
+
+	snprintf(orig, sizeof(orig), "%s/%s", r->e.original_stream,
+		 r->e.original_id);
+	snprintf(attempts, sizeof(attempts), "%lld", r->e.handler_attempts);
+	if (relayctl_parse_time(r->e.timestamp, &ms) == 0)
+		relayctl_fmt_age((now - ms) / 1000, age, sizeof(age));
+	else
+		snprintf(age, sizeof(age), "?");
+	row[0] = r->id;
+	row[1] = orig;
+	row[2] = r->e.app;
+	row[3] = r->e.handler;
+	row[4] = attempts;
+	row[5] = age;
+	return relayctl_table_add(t, row);
+}
+
+static int ls(int argc, char **argv)
+{
+	static const char *const head[] = { "ID", "ORIGINAL", "APP",
+					    "HANDLER", "ATTEMPTS", "AGE" };
+	struct dlqcli d;
+	relayctl_table t;
+	json_t *list = NULL;
+	char start[64] = "-";
+	long long shown = 0;
+	int64_t now = relayctl_now_ms();
+	int rc;
+
+	rc = dlqcli_parse(&d, "dlq ls", argc, argv,
+			  DLQCLI_JSON | DLQCLI_FILTER, ls_usage);
+	if (rc)
+		return rc < 0 ? RELAYCTL_OK : rc;
+	rc = dlqcli_open(&d);
+	if (rc)
+		return rc;
+	if (relayctl_table_init(&t, 6, head) ||
+	    (d.conf.json && !(list = json_array()))) {
+		rc = relayctl_error(RELAYCTL_FAIL, "dlq ls: out of memory");
+		goto done;
+	}
+	for (;;) {
+		relay_dlq_record *recs = NULL;
+		relay_error err;
+		size_t n = 0, i;
+
+		err.text[0] = '\0';
+		rc = relay_dlq_list_sync(d.b, d.key, start, PAGE, &recs, &n,
+					 &err);
+		if (rc) {
+			rc = dlqcli_store_error(&d, rc, &err);
+			goto done;
+		}
+		for (i = 0; i < n; i++) {
+			if (d.limit && shown >= d.limit)
+				break;
+			if (d.app && strcmp(recs[i].e.app, d.app) != 0)
+				continue;
+			shown++;
+			if (list)
+				rc = json_array_append_new(list,
+						dlqcli_json(&recs[i]));
+			else
+				rc = add_row(&t, &recs[i], now);
+			if (rc) {
+				relay_dlq_records_free(recs, n);
+				rc = relayctl_error(RELAYCTL_FAIL, "dlq ls: "
+						    "out of memory");
+				goto done;
+			}
+		}
+		if (n)
+			snprintf(start, sizeof(start), "(%s", recs[n - 1].id);
+		relay_dlq_records_free(recs, n);
+		if (n < PAGE || (d.limit && shown >= d.limit))
+			break;
+	}
+	if (list) {
+		if (json_dumpf(list, stdout, JSON_INDENT(2) |
+			       JSON_PRESERVE_ORDER) == 0)
+			fputc('\n', stdout);
+	} else {
+		relayctl_table_print(&t, stdout);
+	}
+	rc = fflush(stdout) ? RELAYCTL_FAIL : RELAYCTL_OK;
+done:
+	json_decref(list);
+	relayctl_table_free(&t);
+	dlqcli_close(&d);
+	return rc;
+}
+
+static int rm(int argc, char **argv)
+{
+	struct dlqcli d;
+	relay_error err;
+	int rc;
+
+	rc = dlqcli_parse(&d, "dlq rm", argc, argv, DLQCLI_ID, rm_usage);
+	if (rc)
+		return rc < 0 ? RELAYCTL_OK : rc;
+	if (!dlqcli_id_valid(d.id))
+		return relayctl_error(RELAYCTL_FAIL, "dlq rm: unknown DLQ "
+				      "entry \"%s\" (not a stream entry id)",
+				      d.id);
+	rc = dlqcli_open(&d);
+	if (rc)
+		return rc;
+	err.text[0] = '\0';
+	rc = relay_dlq_delete_sync(d.b, d.key, d.id, &err);
+	if (rc == RELAY_ENOTFOUND)
+		rc = relayctl_error(RELAYCTL_FAIL, "dlq rm: unknown DLQ entry "
+				    "\"%s\"", d.id);
+	else if (rc)
+		rc = dlqcli_store_error(&d, rc, &err);
+	else
+		puts("DLQ entry removed");
+	dlqcli_close(&d);
+	return rc;
+}
+
+int relayctl_cmd_dlq(int argc, char **argv)
+{
+	if (argc < 2) {
+		usage(stderr);
+		return RELAYCTL_USAGE;
+	}
+	if (relayctl_is_help(argv[1])) {
+		usage(stdout);
+		return RELAYCTL_OK;
+	}
+	if (strcmp(argv[1], "ls") == 0)
+		return ls(argc - 1, argv + 1);
+	if (strcmp(argv[1], "inspect") == 0)
+		return relayctl_cmd_dlq_inspect(argc - 1, argv + 1);
+	if (strcmp(argv[1], "replay") == 0)
+		return relayctl_cmd_dlq_replay(argc - 1, argv + 1);
+	if (strcmp(argv[1], "rm") == 0)
+		return rm(argc - 1, argv + 1);
+	relayctl_error(RELAYCTL_USAGE, "dlq: unknown subcommand \"%s\"",
+		       argv[1]);
+	usage(stderr);
+	return RELAYCTL_USAGE;
+}

@@ -1,0 +1,113 @@
+/*
+ * cmd_health.c - relayctl health [--json]
+ *
+ * Asks the running relayd ({"cmd":"health"}, doc/protocol.md). Exit 0 and
+ * one line on stdout when relayd is ready and Redis reachable; otherwise
+ * exit 1 and a one-line reason on stderr: the control socket could not be
+ * reached (relayd down), relayd's own reason (starting, redis unavailable:
+ * ..., stopping), or no answer within 10 seconds. --json prints relayd's
+ * answer (or {"ok":false,...} when it cannot be reached) on stdout.
+ */
+#include <stdio.h>
+#include <string.h>
+
+#include "ctlconf.h"
+#include "ctlsock.h"
+#include "relayctl.h"
+
+#define HEALTH_TIMEOUT_MS 10000
+
+static void usage(FILE *f)
+{
+	fprintf(f, "usage: relayctl health [--json] [connection options]\n\n"
+		"Ask relayd whether it is ready and Redis is reachable.\n\n"
+		"  --json             relayd's answer as a JSON object\n%s"
+		"  -h, --help         show this help\n\n"
+		"Exit status: 0 healthy, 1 unhealthy or relayd not reachable "
+		"(with a\none-line reason), 2 usage error.\n",
+		relayctl_conf_help);
+}
+
+static int unhealthy(int json, const char *reason)
+{
+	if (json) {
+		json_t *o = json_pack("{s:b, s:b, s:s}", "ok", 0, "ready", 0,
+				      "reason", reason);
+
+		if (o && json_dumpf(o, stdout, JSON_COMPACT |
+				    JSON_PRESERVE_ORDER) == 0)
+			fputc('\n', stdout);
+		json_decref(o);
+		fflush(stdout);
+	}
+	return relayctl_error(RELAYCTL_FAIL, "health: %s", reason);
+}
+
+int relayctl_cmd_health(int argc, char **argv)
+{
+	struct relayctl_conf c;
+	char path[4200], why[1024];
+	json_t *resp;
+	int i, ready, up;
+
+	relayctl_conf_init(&c);
+	for (i = 1; i < argc; i++) {
+		int m;
+
+		if (relayctl_is_help(argv[i])) {
+			usage(stdout);
+			return RELAYCTL_OK;
+		}
+		m = relayctl_conf_opt(&c, argc, argv, &i, "health", 1);
+		if (m > 0)
+			continue;
+		if (m == 0)
+			relayctl_error(RELAYCTL_USAGE, "health: unexpected "
+				       "argument \"%s\"", argv[i]);
+		usage(stderr);
+		return RELAYCTL_USAGE;
+	}
+	relayctl_sock_path(&c, path, sizeof(path));
+	resp = relayctl_ctl_call(path, json_pack("{s:s}", "cmd", "health"),
+				 HEALTH_TIMEOUT_MS, why, sizeof(why));
+	if (!resp)
+		return unhealthy(c.json, why);
+	if (relayctl_ctl_failed(resp, why, sizeof(why))) {
+		json_decref(resp);
+		return unhealthy(c.json, why);
+	}
+	ready = json_is_true(json_object_get(resp, "ready"));
+	up = json_is_true(json_object_get(resp, "redis_up"));
+	if (c.json) {
+		if (json_dumpf(resp, stdout, JSON_COMPACT |
+			       JSON_PRESERVE_ORDER) == 0)
+			fputc('\n', stdout);
+		fflush(stdout);
+	}
+	if (!ready || !up) {
+		const char *r = relayctl_jstr(resp, "reason", "");
+
+		snprintf(why, sizeof(why), "relayd pid %lld is not ready: %s",
+			 (long long)json_integer_value(json_object_get(resp,
+								       "pid")),
+			 *r ? r : !up ? "Redis unreachable" : "not ready");
+		json_decref(resp);
+		return relayctl_error(RELAYCTL_FAIL, "health: %s", why);
+	}
+	if (!c.json)
+		printf("healthy: relayd %s pid %lld ready, Redis reachable "
+		       "(stream %s, group %s, consumer %s, %lld apps, %lld "
+		       "invalid)\n",
+		       relayctl_jstr(resp, "version", "?"),
+		       (long long)json_integer_value(json_object_get(resp,
+								     "pid")),
+		       relayctl_jstr(resp, "stream", "?"),
+		       relayctl_jstr(resp, "group", "?"),
+		       relayctl_jstr(resp, "consumer", "?"),
+		       (long long)json_integer_value(json_object_get(resp,
+								     "apps")),
+		       (long long)json_integer_value(json_object_get(
+			       resp, "invalid_apps")));
+	json_decref(resp);
+	return fflush(stdout) ? RELAYCTL_FAIL : RELAYCTL_OK;
+}

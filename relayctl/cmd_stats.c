@@ -1,0 +1,181 @@
+/*
+ * cmd_stats.c - relayctl stats [--json] | stats reset [--json]
+ *
+ * `stats` reads RELAY_STATE_DIR/stats.json (doc/protocol.md, version 1),
+ * which relayd rewrites atomically every 5 seconds and at exit, so it
+ * works while relayd is down. A missing file is a fresh state directory:
+ * every figure 0 and "Updated: never". `stats reset` asks the running
+ * relayd ({"cmd":"stats reset"}) to zero its counters and prints the new
+ * snapshot. Output: aligned "Key: value" lines, or with --json one object
+ * {"events_received": N, ..., "oldest_pending_age_seconds": S,
+ *  "updated": "<RFC 3339>"|null}.
+ */
+#include <errno.h>
+#include <stdio.h>
+#include <string.h>
+
+#include "ctlconf.h"
+#include "ctlsock.h"
+#include "fmt.h"
+#include "relayctl.h"
+
+static void usage(FILE *f)
+{
+	fprintf(f, "usage: relayctl stats [--json] [connection options]\n"
+		"       relayctl stats reset [--json] [connection options]\n\n"
+		"Show relayd's event counters from RELAY_STATE_DIR/stats.json "
+		"(also\nwhile relayd is down), or reset them through the "
+		"running relayd.\n\n"
+		"  --json             one JSON object\n%s"
+		"  -h, --help         show this help\n\n"
+		"Exit status: 0 success, 1 unreadable stats file or relayd "
+		"not\nreachable (reset), 2 usage error.\n", relayctl_conf_help);
+}
+
+static const struct line {
+	const char *label, *group, *key;
+} lines[] = {
+	{ "Events received", "counters", "events_received" },
+	{ "Events matched", "counters", "events_matched" },
+	{ "Events unmatched", "counters", "events_unmatched" },
+	{ "Handler successes", "counters", "handler_success" },
+	{ "Handler failures", "counters", "handler_failure" },
+	{ "Message reclaims", "counters", "reclaims" },
+	{ "DLQ entries", "counters", "dlq_entries" },
+	{ "Pending entries", "gauges", "pending_entries" },
+};
+
+static long long figure(json_t *snap, const struct line *l)
+{
+	return (long long)json_integer_value(json_object_get(
+		json_object_get(snap, l->group), l->key));
+}
+
+/* Print @snap (a stats file object, or NULL when there is none). */
+static int print(json_t *snap, int json)
+{
+	json_t *g = json_object_get(snap, "gauges");
+	double age = json_number_value(json_object_get(
+		g, "pending_oldest_age_seconds"));
+	const char *upd = json_string_value(json_object_get(snap,
+							    "written_at"));
+	char buf[128];
+	size_t i;
+
+	if (json) {
+		json_t *o = json_object();
+
+		for (i = 0; o && i < sizeof(lines) / sizeof(lines[0]); i++)
+			json_object_set_new(o, lines[i].key, json_integer(
+				figure(snap, &lines[i])));
+		json_object_set_new(o, "oldest_pending_age_seconds",
+				    json_real(age));
+		json_object_set_new(o, "updated", upd ? json_string(upd)
+						      : json_null());
+		if (!o || json_dumpf(o, stdout, JSON_INDENT(2) |
+				     JSON_PRESERVE_ORDER)) {
+			json_decref(o);
+			return relayctl_error(RELAYCTL_FAIL, "stats: out of "
+					      "memory");
+		}
+		fputc('\n', stdout);
+		json_decref(o);
+		return fflush(stdout) ? RELAYCTL_FAIL : RELAYCTL_OK;
+	}
+	for (i = 0; i < sizeof(lines) / sizeof(lines[0]); i++) {
+		snprintf(buf, sizeof(buf), "%lld", figure(snap, &lines[i]));
+		relayctl_kv(stdout, 18, lines[i].label, buf);
+	}
+	relayctl_kv(stdout, 18, "Oldest pending age",
+		    relayctl_fmt_age((int64_t)age, buf, sizeof(buf)));
+	relayctl_kv(stdout, 18, "Updated", upd ? relayctl_fmt_time_age(
+				    upd, buf, sizeof(buf)) : "never");
+	return fflush(stdout) ? RELAYCTL_FAIL : RELAYCTL_OK;
+}
+
+static int show(const struct relayctl_conf *c)
+{
+	char path[4200];
+	json_error_t jerr;
+	json_t *snap;
+	FILE *f;
+	int rc;
+
+	snprintf(path, sizeof(path), "%s/stats.json", c->state_dir);
+	f = fopen(path, "r");
+	if (!f && errno == ENOENT)
+		return print(NULL, c->json);
+	if (!f)
+		return relayctl_error(RELAYCTL_FAIL, "stats: %s: %s", path,
+				      strerror(errno));
+	snap = json_loadf(f, 0, &jerr);
+	fclose(f);
+	if (!snap || !json_is_object(snap)) {
+		json_decref(snap);
+		return relayctl_error(RELAYCTL_FAIL, "stats: %s:%d:%d: %s",
+				      path, jerr.line, jerr.column,
+				      snap ? "not a JSON object" : jerr.text);
+	}
+	if (json_integer_value(json_object_get(snap, "version")) != 1) {
+		json_decref(snap);
+		return relayctl_error(RELAYCTL_FAIL, "stats: %s: unsupported "
+				      "\"version\" (this relayctl reads "
+				      "version 1)", path);
+	}
+	rc = print(snap, c->json);
+	json_decref(snap);
+	return rc;
+}
+
+static int reset(const struct relayctl_conf *c)
+{
+	char path[4200], why[1024];
+	json_t *resp, *snap;
+	int rc;
+
+	relayctl_sock_path(c, path, sizeof(path));
+	resp = relayctl_ctl_call(path, json_pack("{s:s}", "cmd",
+						 "stats reset"),
+				 30000, why, sizeof(why));
+	if (!resp)
+		return relayctl_error(RELAYCTL_FAIL, "stats reset: %s", why);
+	if (relayctl_ctl_failed(resp, why, sizeof(why))) {
+		json_decref(resp);
+		return relayctl_error(RELAYCTL_FAIL, "stats reset: %s", why);
+	}
+	snap = json_object_get(resp, "stats");
+	if (!c->json)
+		puts("Statistics reset");
+	rc = print(json_is_object(snap) ? snap : NULL, c->json);
+	json_decref(resp);
+	return rc;
+}
+
+int relayctl_cmd_stats(int argc, char **argv)
+{
+	struct relayctl_conf c;
+	int i, do_reset = 0;
+
+	relayctl_conf_init(&c);
+	for (i = 1; i < argc; i++) {
+		int m;
+
+		if (relayctl_is_help(argv[i])) {
+			usage(stdout);
+			return RELAYCTL_OK;
+		}
+		m = relayctl_conf_opt(&c, argc, argv, &i, "stats", 1);
+		if (m > 0)
+			continue;
+		if (m == 0 && i == 1 && strcmp(argv[i], "reset") == 0) {
+			do_reset = 1;
+			continue;
+		}
+		if (m == 0)
+			relayctl_error(RELAYCTL_USAGE, "stats: unexpected "
+				       "argument \"%s\"", argv[i]);
+		usage(stderr);
+		return RELAYCTL_USAGE;
+	}
+	return do_reset ? reset(&c) : show(&c);
+}

@@ -1,0 +1,103 @@
+/*
+ * ctlconf.c - relayctl's connection settings (environment and flags).
+ */
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "cmdutil.h"
+#include "ctlconf.h"
+#include "relayctl.h"
+
+const char relayctl_conf_help[] =
+	"  --redis URI        Redis ($REDIS_URI)\n"
+	"  --stream NAME      the event stream ($REDIS_STREAM)\n"
+	"  --group NAME       the consumer group ($REDIS_GROUP)\n"
+	"  --run-dir DIR      relayd's run directory, holding relay.sock\n"
+	"                     ($RELAY_RUN_DIR, default /run/relay)\n"
+	"  --state-dir DIR    relayd's state directory, holding stats.json\n"
+	"                     ($RELAY_STATE_DIR, default /var/lib/relay)\n"
+	"  --apps DIR         the apps directory ($RELAY_APPS_DIR, default\n"
+	"                     /etc/relay/apps)\n";
+
+static const char *env_or(const char *name, const char *dflt)
+{
+	const char *v = getenv(name);
+
+	return v && *v ? v : dflt;
+}
+
+void relayctl_conf_init(struct relayctl_conf *c)
+{
+	memset(c, 0, sizeof(*c));
+	c->redis = env_or("REDIS_URI", NULL);
+	c->stream = env_or("REDIS_STREAM", NULL);
+	c->group = env_or("REDIS_GROUP", NULL);
+	c->run_dir = env_or("RELAY_RUN_DIR", "/run/relay");
+	c->state_dir = env_or("RELAY_STATE_DIR", "/var/lib/relay");
+	c->apps = env_or("RELAY_APPS_DIR", "/etc/relay/apps");
+}
+
+int relayctl_conf_opt(struct relayctl_conf *c, int argc, char **argv, int *i,
+		      const char *cmd, int json_ok)
+{
+	static const char *const names[] = { "--redis", "--stream", "--group",
+					     "--run-dir", "--state-dir",
+					     "--apps" };
+	const char **slots[] = { &c->redis, &c->stream, &c->group,
+				 &c->run_dir, &c->state_dir, &c->apps };
+	size_t k;
+
+	if (json_ok && strcmp(argv[*i], "--json") == 0) {
+		c->json = 1;
+		return 1;
+	}
+	for (k = 0; k < sizeof(names) / sizeof(names[0]); k++) {
+		const char *v;
+		int m = relayctl_opt_value(argc, argv, i, names[k], cmd, &v);
+
+		if (m < 0)
+			return -1;
+		if (m == 0)
+			continue;
+		if (!*v) {
+			relayctl_error(RELAYCTL_USAGE, "%s: %s needs a "
+				       "non-empty value", cmd, names[k]);
+			return -1;
+		}
+		*slots[k] = v;
+		return 1;
+	}
+	return 0;
+}
+
+const char *relayctl_sock_path(const struct relayctl_conf *c, char *buf,
+			       size_t size)
+{
+	size_t n = strlen(c->run_dir);
+
+	while (n > 1 && c->run_dir[n - 1] == '/')
+		n--;
+	snprintf(buf, size, "%.*s/relay.sock", (int)n, c->run_dir);
+	return buf;
+}
+
+int relayctl_redis_open(const struct relayctl_conf *c, const char *cmd,
+			relay_redis_backend **b)
+{
+	relay_redis_options o = RELAY_REDIS_OPTIONS_INIT;
+	relay_error err;
+
+	if (!c->redis)
+		return relayctl_error(RELAYCTL_USAGE, "%s: REDIS_URI is not "
+				      "set (or pass --redis URI)", cmd);
+	if (!c->stream)
+		return relayctl_error(RELAYCTL_USAGE, "%s: REDIS_STREAM is "
+				      "not set (or pass --stream NAME)", cmd);
+	o.connect_timeout_ms = 3000;
+	o.command_timeout_ms = 10000;
+	if (relay_redis_open(b, c->redis, &o, &err))
+		return relayctl_error(RELAYCTL_FAIL, "%s: REDIS_URI: %s", cmd,
+				      err.text);
+	return RELAYCTL_OK;
+}

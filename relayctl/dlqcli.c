@@ -1,0 +1,202 @@
+/*
+ * dlqcli.c - shared parts of the relayctl dlq subcommands.
+ */
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "cmdutil.h"
+#include "dlqcli.h"
+#include "relayctl.h"
+
+static int parse_limit(const char *s, long long *v)
+{
+	char *end;
+
+	if (!*s || *s == '-')
+		return -1;
+	*v = strtoll(s, &end, 10);
+	return *end || *v <= 0 ? -1 : 0;
+}
+
+int dlqcli_parse(struct dlqcli *d, const char *cmd, int argc, char **argv,
+		 unsigned flags, void (*usage)(FILE *f))
+{
+	int i;
+
+	memset(d, 0, sizeof(*d));
+	d->cmd = cmd;
+	relayctl_conf_init(&d->conf);
+	for (i = 1; i < argc; i++) {
+		const char *v;
+		int m;
+
+		if (relayctl_is_help(argv[i])) {
+			usage(stdout);
+			return -1;
+		}
+		m = relayctl_conf_opt(&d->conf, argc, argv, &i, cmd,
+				      flags & DLQCLI_JSON);
+		if (m < 0)
+			goto usage_error;
+		if (m > 0)
+			continue;
+		if (flags & (DLQCLI_FILTER | DLQCLI_ALL)) {
+			m = relayctl_opt_value(argc, argv, &i, "--app", cmd,
+					       &v);
+			if (m < 0)
+				goto usage_error;
+			if (m > 0) {
+				d->app = v;
+				continue;
+			}
+		}
+		if (flags & DLQCLI_FILTER) {
+			m = relayctl_opt_value(argc, argv, &i, "--limit", cmd,
+					       &v);
+			if (m < 0)
+				goto usage_error;
+			if (m > 0) {
+				if (parse_limit(v, &d->limit)) {
+					relayctl_error(RELAYCTL_USAGE, "%s: "
+						       "--limit takes a "
+						       "positive number, got "
+						       "\"%s\"", cmd, v);
+					goto usage_error;
+				}
+				continue;
+			}
+		}
+		if ((flags & DLQCLI_ALL) && strcmp(argv[i], "--all") == 0) {
+			d->all = 1;
+			continue;
+		}
+		if (argv[i][0] == '-' && argv[i][1] != '\0') {
+			relayctl_error(RELAYCTL_USAGE, "%s: unknown option "
+				       "\"%s\"", cmd, argv[i]);
+			goto usage_error;
+		}
+		if (!(flags & DLQCLI_ID) || d->id) {
+			relayctl_error(RELAYCTL_USAGE, "%s: unexpected "
+				       "argument \"%s\"", cmd, argv[i]);
+			goto usage_error;
+		}
+		d->id = argv[i];
+	}
+	if ((flags & DLQCLI_ALL) && d->all && d->id) {
+		relayctl_error(RELAYCTL_USAGE, "%s: give an ID or --all, not "
+			       "both", cmd);
+		goto usage_error;
+	}
+	if ((flags & DLQCLI_ALL) && !d->all && d->app) {
+		relayctl_error(RELAYCTL_USAGE, "%s: --app goes with --all",
+			       cmd);
+		goto usage_error;
+	}
+	if ((flags & DLQCLI_ID) && !d->id && !d->all) {
+		relayctl_error(RELAYCTL_USAGE, "%s: ID is required%s", cmd,
+			       flags & DLQCLI_ALL ? " (or --all)" : "");
+		goto usage_error;
+	}
+	return 0;
+usage_error:
+	usage(stderr);
+	return RELAYCTL_USAGE;
+}
+
+int dlqcli_open(struct dlqcli *d)
+{
+	int rc = relayctl_redis_open(&d->conf, d->cmd, &d->b);
+
+	if (rc)
+		return rc;
+	d->key = relay_dlq_key(d->conf.stream);
+	if (!d->key) {
+		relay_redis_free(d->b);
+		d->b = NULL;
+		return relayctl_error(RELAYCTL_FAIL, "%s: out of memory",
+				      d->cmd);
+	}
+	return RELAYCTL_OK;
+}
+
+void dlqcli_close(struct dlqcli *d)
+{
+	relay_redis_free(d->b);
+	relay_free(d->key);
+	d->b = NULL;
+	d->key = NULL;
+}
+
+int dlqcli_store_error(const struct dlqcli *d, int rc,
+		       const relay_error *err)
+{
+	if (rc == RELAY_EPARSE)
+		return relayctl_error(RELAYCTL_FAIL, "%s: malformed %s", d->cmd,
+				      err->text);
+	return relayctl_error(RELAYCTL_FAIL, "%s: Redis: %s", d->cmd,
+			      err->text[0] ? err->text : relay_strerror(rc));
+}
+
+int dlqcli_id_valid(const char *id)
+{
+	const char *p = id;
+
+	if (*p < '0' || *p > '9')
+		return 0;
+	while (*p >= '0' && *p <= '9')
+		p++;
+	if (*p == '\0')
+		return p - id <= 20;
+	if (*p++ != '-' || *p < '0' || *p > '9')
+		return 0;
+	while (*p >= '0' && *p <= '9')
+		p++;
+	return *p == '\0' && p - id <= 41;
+}
+
+int dlqcli_get(struct dlqcli *d, const char *id, relay_dlq_record *rec)
+{
+	relay_error err;
+	int rc;
+
+	memset(rec, 0, sizeof(*rec));
+	if (!dlqcli_id_valid(id))
+		return relayctl_error(RELAYCTL_FAIL, "%s: unknown DLQ entry "
+				      "\"%s\" (not a stream entry id)", d->cmd,
+				      id);
+	err.text[0] = '\0';
+	rc = relay_dlq_get_sync(d->b, d->key, id, rec, &err);
+	if (rc == RELAY_ENOTFOUND)
+		return relayctl_error(RELAYCTL_FAIL, "%s: unknown DLQ entry "
+				      "\"%s\"", d->cmd, id);
+	if (rc)
+		return dlqcli_store_error(d, rc, &err);
+	return RELAYCTL_OK;
+}
+
+json_t *dlqcli_json(const relay_dlq_record *rec)
+{
+	const relay_dlq_entry *e = &rec->e;
+	json_t *o = json_object();
+
+	if (!o)
+		return NULL;
+	json_object_set_new(o, "id", json_string(rec->id));
+	json_object_set_new(o, "original_stream",
+			    json_string(e->original_stream));
+	json_object_set_new(o, "original_id", json_string(e->original_id));
+	json_object_set_new(o, "group", json_string(e->group));
+	json_object_set_new(o, "consumer", json_string(e->consumer));
+	json_object_set_new(o, "app", json_string(e->app));
+	json_object_set_new(o, "handler", json_string(e->handler));
+	json_object_set_new(o, "reason", json_string(e->reason));
+	json_object_set_new(o, "deliveries", json_integer(e->deliveries));
+	json_object_set_new(o, "handler_attempts",
+			    json_integer(e->handler_attempts));
+	json_object_set_new(o, "timestamp", json_string(e->timestamp));
+	json_object_set_new(o, "trace", e->trace ? json_string(e->trace)
+						 : json_null());
+	json_object_set_new(o, "event", json_string(e->event));
+	return o;
+}

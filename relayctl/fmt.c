@@ -1,0 +1,205 @@
+/*
+ * fmt.c - ages, times, tables and key/value blocks for relayctl output.
+ */
+#include <stdlib.h>
+#include <string.h>
+#include <time.h>
+
+#include "fmt.h"
+
+char *relayctl_fmt_age(int64_t s, char *buf, size_t size)
+{
+	if (s <= 0)
+		snprintf(buf, size, "0s");
+	else if (s < 60)
+		snprintf(buf, size, "%llds", (long long)s);
+	else if (s < 3600)
+		snprintf(buf, size, "%lldm%llds", (long long)(s / 60),
+			 (long long)(s % 60));
+	else if (s < 86400)
+		snprintf(buf, size, "%lldh%lldm", (long long)(s / 3600),
+			 (long long)(s % 3600 / 60));
+	else
+		snprintf(buf, size, "%lldd%lldh", (long long)(s / 86400),
+			 (long long)(s % 86400 / 3600));
+	return buf;
+}
+
+static int digits(const char *s, int n, int *v)
+{
+	int i;
+
+	*v = 0;
+	for (i = 0; i < n; i++) {
+		if (s[i] < '0' || s[i] > '9')
+			return -1;
+		*v = *v * 10 + (s[i] - '0');
+	}
+	return 0;
+}
+
+int relayctl_parse_time(const char *s, int64_t *ms)
+{
+	struct tm tm;
+	int y, mo, d, h, mi, sec, frac = 0, scale = 1000;
+	const char *p;
+	time_t t;
+
+	if (strlen(s) < 20 || digits(s, 4, &y) || s[4] != '-' ||
+	    digits(s + 5, 2, &mo) || s[7] != '-' || digits(s + 8, 2, &d) ||
+	    (s[10] != 'T' && s[10] != 't') || digits(s + 11, 2, &h) ||
+	    s[13] != ':' || digits(s + 14, 2, &mi) || s[16] != ':' ||
+	    digits(s + 17, 2, &sec))
+		return -1;
+	p = s + 19;
+	if (*p == '.') {
+		for (p++; *p >= '0' && *p <= '9'; p++)
+			if (scale > 1) {
+				scale /= 10;
+				frac += (*p - '0') * scale;
+			}
+	}
+	if ((*p != 'Z' && *p != 'z') || p[1] || mo < 1 || mo > 12 || d < 1 ||
+	    d > 31 || h > 23 || mi > 59 || sec > 60)
+		return -1;
+	memset(&tm, 0, sizeof(tm));
+	tm.tm_year = y - 1900;
+	tm.tm_mon = mo - 1;
+	tm.tm_mday = d;
+	tm.tm_hour = h;
+	tm.tm_min = mi;
+	tm.tm_sec = sec;
+	t = timegm(&tm);
+	*ms = (int64_t)t * 1000 + frac;
+	return 0;
+}
+
+int64_t relayctl_now_ms(void)
+{
+	struct timespec ts;
+
+	clock_gettime(CLOCK_REALTIME, &ts);
+	return (int64_t)ts.tv_sec * 1000 + ts.tv_nsec / 1000000;
+}
+
+char *relayctl_fmt_time(int64_t ms, char *buf, size_t size)
+{
+	time_t t = (time_t)(ms / 1000);
+	struct tm tm;
+
+	gmtime_r(&t, &tm);
+	snprintf(buf, size, "%04d-%02d-%02dT%02d:%02d:%02d.%03dZ",
+		 tm.tm_year + 1900, tm.tm_mon + 1, tm.tm_mday, tm.tm_hour,
+		 tm.tm_min, tm.tm_sec, (int)(ms % 1000));
+	return buf;
+}
+
+char *relayctl_fmt_time_age(const char *ts, char *buf, size_t size)
+{
+	char age[32];
+	int64_t ms;
+
+	if (relayctl_parse_time(ts, &ms)) {
+		snprintf(buf, size, "%s", ts);
+		return buf;
+	}
+	relayctl_fmt_age((relayctl_now_ms() - ms) / 1000, age, sizeof(age));
+	snprintf(buf, size, "%s (%s ago)", ts, age);
+	return buf;
+}
+
+char *relayctl_clean(const char *s)
+{
+	char *c = strdup(s ? s : "");
+	char *p;
+
+	if (!c)
+		return NULL;
+	for (p = c; *p; p++)
+		if ((unsigned char)*p < 0x20 || *p == 0x7f)
+			*p = '?';
+	return c;
+}
+
+int relayctl_table_init(relayctl_table *t, size_t ncols,
+			const char *const *head)
+{
+	memset(t, 0, sizeof(*t));
+	t->ncols = ncols;
+	return relayctl_table_add(t, head);
+}
+
+int relayctl_table_add(relayctl_table *t, const char *const *row)
+{
+	size_t i;
+
+	if (t->nrows == t->cap) {
+		size_t cap = t->cap ? t->cap * 2 : 16;
+		char **nc = realloc(t->cells, cap * t->ncols * sizeof(*nc));
+
+		if (!nc) {
+			t->oom = 1;
+			return -1;
+		}
+		t->cells = nc;
+		t->cap = cap;
+	}
+	for (i = 0; i < t->ncols; i++) {
+		char *c = relayctl_clean(row[i]);
+
+		if (!c) {
+			while (i--)
+				free(t->cells[t->nrows * t->ncols + i]);
+			t->oom = 1;
+			return -1;
+		}
+		t->cells[t->nrows * t->ncols + i] = c;
+	}
+	t->nrows++;
+	return 0;
+}
+
+void relayctl_table_print(const relayctl_table *t, FILE *f)
+{
+	size_t r, c, *w = calloc(t->ncols, sizeof(*w));
+
+	if (!w)
+		return;
+	for (r = 0; r < t->nrows; r++)
+		for (c = 0; c < t->ncols; c++) {
+			size_t n = strlen(t->cells[r * t->ncols + c]);
+
+			if (n > w[c])
+				w[c] = n;
+		}
+	for (r = 0; r < t->nrows; r++) {
+		for (c = 0; c < t->ncols; c++) {
+			const char *s = t->cells[r * t->ncols + c];
+
+			if (c + 1 == t->ncols)
+				fprintf(f, "%s\n", s);
+			else
+				fprintf(f, "%-*s  ", (int)w[c], s);
+		}
+	}
+	free(w);
+}
+
+void relayctl_table_free(relayctl_table *t)
+{
+	size_t i;
+
+	for (i = 0; i < t->nrows * t->ncols; i++)
+		free(t->cells[i]);
+	free(t->cells);
+	memset(t, 0, sizeof(*t));
+}
+
+void relayctl_kv(FILE *f, int width, const char *key, const char *value)
+{
+	char *v = relayctl_clean(value);
+
+	fprintf(f, "%s:%*s%s\n", key, width - (int)strlen(key) + 1, "",
+		v ? v : "");
+	free(v);
+}

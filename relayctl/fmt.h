@@ -1,0 +1,53 @@
+/*
+ * fmt.h - output helpers of relayctl: relative ages ("3m12s"), RFC 3339
+ * times, column-aligned tables and "Key: value" blocks. Every text put on
+ * screen goes through clean copies (control characters become '?'), so
+ * one record stays one line whatever Redis or a template holds.
+ */
+#ifndef RELAYCTL_FMT_H
+#define RELAYCTL_FMT_H
+
+#include <stddef.h>
+#include <stdint.h>
+#include <stdio.h>
+
+/* @secs as "45s", "3m12s", "2h5m", "3d4h" ("0s" for <= 0). */
+char *relayctl_fmt_age(int64_t secs, char *buf, size_t size);
+
+/* Parse "YYYY-MM-DDTHH:MM:SS[.fff]Z" into Unix ms. Returns 0 or -1. */
+int relayctl_parse_time(const char *s, int64_t *ms);
+
+/* The wall clock in Unix ms. */
+int64_t relayctl_now_ms(void);
+
+/* Unix @ms as "YYYY-MM-DDTHH:MM:SS.mmmZ". */
+char *relayctl_fmt_time(int64_t ms, char *buf, size_t size);
+
+/* "<time> (3m12s ago)" for an RFC 3339 @ts, or @ts as is if unparsable. */
+char *relayctl_fmt_time_age(const char *ts, char *buf, size_t size);
+
+/* A new copy of @s with control characters replaced by '?'. */
+char *relayctl_clean(const char *s);
+
+/*
+ * A table printed with columns padded to their widest cell, separated by
+ * two spaces, the last column unpadded.
+ */
+typedef struct relayctl_table {
+	size_t ncols, nrows, cap;
+	char **cells;  /* nrows * ncols clean copies */
+	int oom;
+} relayctl_table;
+
+/* Start a table whose header row is the @ncols strings of @head. */
+int relayctl_table_init(relayctl_table *t, size_t ncols,
+			const char *const *head);
+/* Add a row of ncols strings (copied, cleaned). Returns 0 or -1 (OOM). */
+int relayctl_table_add(relayctl_table *t, const char *const *row);
+void relayctl_table_print(const relayctl_table *t, FILE *f);
+void relayctl_table_free(relayctl_table *t);
+
+/* Print "Key:" padded to @width + 2 columns, then the clean value. */
+void relayctl_kv(FILE *f, int width, const char *key, const char *value);
+
+#endif /* RELAYCTL_FMT_H */
