@@ -5,7 +5,8 @@
  * drives every message through its whole life (doc/architecture.md):
  *
  *	XREADGROUP / XAUTOCLAIM → classify (malformed → DLQ placeholder + ACK;
- *	schedule envelope → schedule path) → match every app (dispatch order)
+ *	schedule envelope → schedule path: resolve the schedule by name,
+ *	one invocation of its pinned handler) → match every app (dispatch order)
  *	→ per matched invocation: slots → try_start → runtime → mark_complete
  *	| record_failure | mark_exhausted → when all terminal: DLQ entries for
  *	the exhausted ones → XACK → retain the state hash.
@@ -55,7 +56,10 @@
  *	RELAY-ENG10 INFO  stop requested / stopped
  *	RELAY-ENG11 DEBUG concurrency slot wait timed out
  *	RELAY-ENG12 WARN  ownership of a message was lost to another consumer
- *	RELAY-ENG13 WARN  schedule occurrence dead-lettered (no schedule path)
+ *	RELAY-ENG13 WARN  malformed schedule occurrence dead-lettered
+ *	RELAY-ENG14 INFO  schedule occurrence obsolete (ACKed, no run) or
+ *	                  kept pending (its app is invalid); DEBUG when
+ *	                  dispatched
  *
  * Thread-safety: a consumer and every object it borrows are confined to
  * the thread that runs their loop. Callbacks run from that loop.
@@ -316,12 +320,19 @@ typedef struct relay_consumer_metrics {
 	int64_t pending_oldest_age_ms; /* idle of the oldest PEL entry; 0 */
 	int redis_up;                  /* 1 or 0 */
 	/* version 1 ends here; later versions append only */
+	uint64_t schedule_malformed;   /* v2: envelopes dead-lettered as
+					  malformed (also in
+					  events_schedule) */
+	uint64_t schedule_obsolete;    /* v2: occurrences ACKed without a
+					  run: schedule gone */
 } relay_consumer_metrics;
 
-#define RELAY_CONSUMER_METRICS_VERSION 1
+#define RELAY_CONSUMER_METRICS_VERSION 2
 
 /**
  * relay_consumer_metrics_get() - copy the current figures into @out.
+ * Only the fields of out->version are written (a version 1 caller's
+ * smaller struct is safe); out->version is left as given.
  * Returns: 0, or RELAY_EINVAL when out->version is 0 or unknown.
  */
 RELAY_EXTERN int relay_consumer_metrics_get(const relay_consumer *c,

@@ -28,6 +28,7 @@
  * relay_consumer_close() additionally frees the consumer after its
  * callback.
  */
+#include <stddef.h>
 #include <string.h>
 
 #include "consumer.h"
@@ -116,10 +117,18 @@ int relay_consumer_metrics_get(const relay_consumer *c,
 	if (!out || out->version == 0 ||
 	    out->version > RELAY_CONSUMER_METRICS_VERSION)
 		return RELAY_EINVAL;
-	*out = c->m;
-	out->version = RELAY_CONSUMER_METRICS_VERSION;
-	out->buffered_events = c->nmsgs;
-	out->redis_up = c->redis_up;
+	{
+		relay_consumer_metrics m = c->m;
+		unsigned int v = out->version;
+
+		m.version = v;
+		m.buffered_events = c->nmsgs;
+		m.redis_up = c->redis_up;
+		/* A version 1 caller has the smaller struct. */
+		memcpy(out, &m, v == 1 ? offsetof(relay_consumer_metrics,
+						  schedule_malformed)
+				       : sizeof(m));
+	}
 	return 0;
 }
 

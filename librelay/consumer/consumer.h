@@ -28,7 +28,12 @@ typedef enum relay__inv_status {
 struct relay__inv {
 	relay__msg *m;                       /* owning message */
 	relay_app *app;                      /* reference */
-	const relay_app_rule *rule;          /* borrowed from app */
+	const relay_app_rule *rule;          /* borrowed from app; NULL for
+						a schedule occurrence */
+	const char *handler;                 /* the rule's handler, or the
+						pinned one (m->pin) */
+	int64_t timeout_ms;                  /* the rule's, or pinned */
+	int retries;                         /* the rule's, or pinned */
 	char *field;                         /* "<app>/<handler>" */
 	relay__inv_status status;
 	unsigned int attempt;                /* current claim */
@@ -51,7 +56,14 @@ struct relay__msg {
 	char *event;                 /* owned copy of the raw value, or NULL */
 	size_t event_len;
 	int malformed;               /* relay_dlq_malformed, or -1 */
-	int schedule;                /* schedule envelope (placeholder) */
+	int schedule;                /* schedule envelope */
+	int sched_obsolete;          /* ... whose schedule is gone: ACK */
+	int sched_hold;              /* ... whose app is invalid now: keep
+					pending */
+	char *sched_desc;            /* "app/schedule@scheduled_at" (logs) */
+	char *pin;                   /* admission pin sent / stored */
+	char *run_event;             /* handler stdin of an occurrence */
+	size_t run_event_len;
 	char *pl_reason;             /* placeholder reason */
 	char *pl_event;              /* placeholder event field */
 	int reclaimed;               /* delivered by XAUTOCLAIM */
@@ -181,11 +193,38 @@ relay__msg *relay__msg_find(relay_consumer *c, const char *id);
 void relay__msg_stop(relay_consumer *c, int graceful);
 void relay__slots_release(relay_consumer *c, relay__inv *inv);
 
+/* consumer_msg.c: the classification reply (also for schedule
+ * occurrences, whose claim carries the admission pin). */
+void relay__msg_classified(relay__msg *m, int status,
+			   const relay_inv_outcome *o);
+void relay__msg_ack(relay__msg *m);
+void relay__msg_release(relay__msg *m, const char *why);
+/* Route the message to the DLQ placeholder path; @detail (a schedule
+ * envelope's problem) is the reason after "malformed schedule
+ * occurrence: ". Returns 0 or RELAY_ENOMEM. */
+int relay__msg_placeholder(relay__msg *m, relay_dlq_malformed kind,
+			   const char *detail, const char *ev, size_t len);
+
+/* consumer_sched.c: schedule occurrences. */
+/* Classify an envelope (m->event): placeholder, obsolete, hold, or one
+ * invocation. Returns 0 or RELAY_ENOMEM. */
+int relay__sched_classify(relay__msg *m);
+/* Send claim_classification (with the pin when there is one). */
+int relay__sched_claim(relay__msg *m);
+/* After the classification reply: obsolete → ACK, hold → release,
+ * else run the invocation. @first: this delivery claimed it. */
+void relay__sched_classified(relay__msg *m, int first);
+
 /* consumer_exec.c */
 void relay__rt_executor_init(relay__rt_executor *x, relay_runtime *rt);
 int relay__consumer_default_available(const relay_app *app, void *payload);
 void relay__consumer_manual_close(relay_consumer *c);
 
+/* Fill an exec spec for @handler of @app (pointers borrowed). */
+void relay__consumer_exec_spec_h(relay_exec_spec *s, const relay_app *app,
+				 const char *handler, int64_t timeout_ms,
+				 const char *msg_id, const char *event,
+				 size_t len);
 /* Fill an exec spec for @rule of @app (pointers borrowed). */
 void relay__consumer_exec_spec(relay_exec_spec *s, const relay_app *app,
 			       const relay_app_rule *rule, const char *msg_id,

@@ -147,7 +147,7 @@ static void slot_timeout_cb(struct ev_loop *loop, ev_timer *w, int revents)
 	LOG(m->c, RELAY_LOG_DEBUG, "RELAY-ENG11",
 	    "no concurrency slot freed in time app=%s handler=%s "
 	    "message_id=%s", relay_app_name(inv->app),
-	    relay_app_rule_handler(inv->rule), m->id);
+	    inv->handler, m->id);
 	inv_resolved(inv, RELAY__INV_UNRESOLVED);
 }
 
@@ -165,7 +165,7 @@ void relay__inv_begin(relay__inv *inv)
 		LOG(c, RELAY_LOG_INFO, "RELAY-ENG08",
 		    "app unavailable, message kept pending app=%s handler=%s "
 		    "message_id=%s", relay_app_name(inv->app),
-		    relay_app_rule_handler(inv->rule), m->id);
+		    inv->handler, m->id);
 		inv_resolved(inv, RELAY__INV_UNRESOLVED);
 		return;
 	}
@@ -286,7 +286,7 @@ static int record_failure(relay__inv *inv)
 static void inv_failed(relay__inv *inv, const char *reason)
 {
 	relay_consumer *c = inv->m->c;
-	unsigned int max = (unsigned int)relay_app_rule_retries(inv->rule) + 1;
+	unsigned int max = (unsigned int)inv->retries + 1;
 	int rc;
 
 	snprintf(inv->reason, sizeof(inv->reason), "%s",
@@ -326,14 +326,14 @@ static void run_done(const relay_run_outcome *o, void *payload)
 		LOG(c, RELAY_LOG_INFO, "RELAY-ENG04",
 		    "handler cancelled app=%s handler=%s message_id=%s "
 		    "attempt=%u", relay_app_name(inv->app),
-		    relay_app_rule_handler(inv->rule), m->id, inv->attempt);
+		    inv->handler, m->id, inv->attempt);
 		inv_resolved(inv, RELAY__INV_UNRESOLVED);
 		return;
 	}
 	if (o->duration_us)
 		dur_us = o->duration_us;
 	relay__consumer_hist_add(c, relay_app_name(inv->app),
-				 relay_app_rule_handler(inv->rule), dur_us);
+				 inv->handler, dur_us);
 	/* The handler is over: its slots go to the next waiter now. */
 	relay__slots_release(c, inv);
 	if (o->status == RELAY_RUN_OK) {
@@ -342,7 +342,7 @@ static void run_done(const relay_run_outcome *o, void *payload)
 		    "handler succeeded app=%s handler=%s message_id=%s "
 		    "attempt=%u duration_ms=%llu exit_code=0",
 		    relay_app_name(inv->app),
-		    relay_app_rule_handler(inv->rule), m->id, inv->attempt,
+		    inv->handler, m->id, inv->attempt,
 		    (unsigned long long)(dur_us / 1000));
 		rc = relay_inv_mark_complete(c->redis, m->key, inv->field,
 					     inv->attempt, inv->token,
@@ -357,7 +357,7 @@ static void run_done(const relay_run_outcome *o, void *payload)
 	LOG(c, RELAY_LOG_WARN, "RELAY-ENG04",
 	    "handler failed app=%s handler=%s message_id=%s attempt=%u "
 	    "duration_ms=%llu exit_code=%d reason=\"%s\"",
-	    relay_app_name(inv->app), relay_app_rule_handler(inv->rule),
+	    relay_app_name(inv->app), inv->handler,
 	    m->id, inv->attempt, (unsigned long long)(dur_us / 1000),
 	    o->exit_code, o->reason);
 	inv_failed(inv, o->reason);
@@ -375,14 +375,13 @@ static relay_runtime_kind runtime_kind(relay_app_runtime_kind k)
 	}
 }
 
-void relay__consumer_exec_spec(relay_exec_spec *s, const relay_app *app,
-			       const relay_app_rule *rule, const char *msg_id,
-			       const char *event, size_t len)
+void relay__consumer_exec_spec_h(relay_exec_spec *s, const relay_app *app,
+				 const char *handler, int64_t timeout_ms,
+				 const char *msg_id, const char *event,
+				 size_t len)
 {
-	int64_t to = relay_app_rule_timeout_ms(rule);
-
 	s->app = relay_app_name(app);
-	s->handler = relay_app_rule_handler(rule);
+	s->handler = handler;
 	s->message_id = msg_id;
 	s->app_dir = relay_app_dir(app);
 	s->runtime = runtime_kind(relay_app_runtime(app));
@@ -392,9 +391,18 @@ void relay__consumer_exec_spec(relay_exec_spec *s, const relay_app *app,
 	s->memory_bytes = relay_app_memory(app);
 	s->cpus_milli = relay_app_cpus_milli(app);
 	s->pids = relay_app_pids(app);
-	s->timeout_ms = to > 0 ? (uint32_t)to : 0;
+	s->timeout_ms = timeout_ms > 0 ? (uint32_t)timeout_ms : 0;
 	s->event = event;
 	s->event_len = len;
+}
+
+void relay__consumer_exec_spec(relay_exec_spec *s, const relay_app *app,
+			       const relay_app_rule *rule, const char *msg_id,
+			       const char *event, size_t len)
+{
+	relay__consumer_exec_spec_h(s, app, relay_app_rule_handler(rule),
+				    relay_app_rule_timeout_ms(rule), msg_id,
+				    event, len);
 }
 
 static void inv_run(relay__inv *inv)
@@ -404,8 +412,15 @@ static void inv_run(relay__inv *inv)
 	relay_exec_spec s = RELAY_EXEC_SPEC_INIT;
 	int rc;
 
-	relay__consumer_exec_spec(&s, inv->app, inv->rule, m->id, m->event,
-				  m->event_len);
+	/* A schedule occurrence's handler reads the occurrence payload. */
+	if (m->run_event)
+		relay__consumer_exec_spec_h(&s, inv->app, inv->handler,
+					    inv->timeout_ms, m->id,
+					    m->run_event, m->run_event_len);
+	else
+		relay__consumer_exec_spec_h(&s, inv->app, inv->handler,
+					    inv->timeout_ms, m->id, m->event,
+					    m->event_len);
 	if (inv->attempt > 1)
 		c->m.retries++;
 	c->m.in_flight_invocations++;
@@ -421,7 +436,7 @@ static void inv_run(relay__inv *inv)
 		LOG(c, RELAY_LOG_WARN, "RELAY-ENG04",
 		    "handler failed app=%s handler=%s message_id=%s "
 		    "attempt=%u reason=\"%s\"", relay_app_name(inv->app),
-		    relay_app_rule_handler(inv->rule), m->id, inv->attempt,
+		    inv->handler, m->id, inv->attempt,
 		    why);
 		inv_failed(inv, why);
 	}
@@ -476,7 +491,7 @@ static void inv_claim(relay__inv *inv)
 
 	rc = relay_inv_try_start(c->redis, m->key, inv->field,
 				 relay_clock_wall_ms(c->clock),
-				 relay_app_rule_timeout_ms(inv->rule),
+				 inv->timeout_ms,
 				 claim_cb, inv);
 	if (rc) {
 		relay__msg_step_failed(c, rc, "try_start", m);

@@ -37,7 +37,6 @@
 #define LOG(c, lvl, id, ...) relay__log(&(c)->logger, lvl, id, __VA_ARGS__)
 
 static void msg_finish(relay__msg *m);
-static void msg_ack(relay__msg *m);
 static void dlq_next(relay__msg *m);
 
 /* ---- allocation -------------------------------------------------------- */
@@ -104,12 +103,15 @@ static void msg_free(relay__msg *m)
 	relay__free(m->event);
 	relay__free(m->pl_reason);
 	relay__free(m->pl_event);
+	relay__free(m->sched_desc);
+	relay__free(m->pin);
+	relay__free(m->run_event);
 	relay__free(m);
 	relay__consumer_kick(c);
 }
 
 /* Leave the message pending; a later delivery decides again. */
-static void msg_release(relay__msg *m, const char *why)
+void relay__msg_release(relay__msg *m, const char *why)
 {
 	LOG(m->c, RELAY_LOG_DEBUG, "RELAY-ENG09",
 	    "message kept pending: %s message_id=%s", why, m->id);
@@ -147,14 +149,14 @@ static void msg_finish(relay__msg *m)
 		return;
 	}
 	if (m->class_failed) {
-		msg_release(m, "classification not recorded");
+		relay__msg_release(m, "classification not recorded");
 		return;
 	}
 
 	for (i = 0; i < m->ninv; i++)
 		if (m->invs[i].status != RELAY__INV_DONE_OK &&
 		    m->invs[i].status != RELAY__INV_DONE_EXH) {
-			msg_release(m, "an invocation is not terminal");
+			relay__msg_release(m, "an invocation is not terminal");
 			return;
 		}
 	m->dlq_cur = 0;
@@ -210,7 +212,7 @@ static void ack_cb(relay_redis_backend *b, int status, long long value,
 	msg_retain_free(m);
 }
 
-static void msg_ack(relay__msg *m)
+void relay__msg_ack(relay__msg *m)
 {
 	const char *ids[1];
 	int rc;
@@ -256,11 +258,11 @@ static void persist_cb(int status, relay_dlq_persist_result result,
 	if (result == RELAY_DLQ_WRITTEN)
 		c->m.dlq_entries++;
 	if (result != RELAY_DLQ_WRITTEN && result != RELAY_DLQ_ALREADY) {
-		msg_release(m, "DLQ marker is not this delivery's");
+		relay__msg_release(m, "DLQ marker is not this delivery's");
 		return;
 	}
 	if (m->malformed >= 0) {
-		msg_ack(m);
+		relay__msg_ack(m);
 		return;
 	}
 	m->invs[m->dlq_cur].dlq = 1;
@@ -291,7 +293,7 @@ static void persist_placeholder(relay__msg *m)
 static void persist_exhausted(relay__msg *m, relay__inv *inv)
 {
 	relay_consumer *c = m->c;
-	const char *handler = relay_app_rule_handler(inv->rule);
+	const char *handler = inv->handler;
 	relay_dlq_entry e;
 	char ts[40], *reason;
 	int rc;
@@ -299,7 +301,7 @@ static void persist_exhausted(relay__msg *m, relay__inv *inv)
 	reason = relay_dlq_reason_exhausted(relay_app_name(inv->app), handler,
 					    inv->attempt, inv->reason);
 	if (!reason) {
-		msg_release(m, "out of memory");
+		relay__msg_release(m, "out of memory");
 		return;
 	}
 	fill_entry(m, &e, ts, sizeof(ts));
@@ -361,7 +363,7 @@ static void dlq_next(relay__msg *m)
 		m->invs[m->dlq_cur].dlq))
 		m->dlq_cur++;
 	if (m->dlq_cur >= m->ninv) {
-		msg_ack(m);
+		relay__msg_ack(m);
 		return;
 	}
 	if (!m->deliveries) {
@@ -415,7 +417,12 @@ static int is_schedule(const char *ev, size_t len)
 static void classified_cb(int status, const relay_inv_outcome *o,
 			  void *payload)
 {
-	relay__msg *m = payload;
+	relay__msg_classified(payload, status, o);
+}
+
+void relay__msg_classified(relay__msg *m, int status,
+			   const relay_inv_outcome *o)
+{
 	relay_consumer *c = m->c;
 	int first;
 
@@ -437,13 +444,14 @@ static void classified_cb(int status, const relay_inv_outcome *o,
 		m->class_failed = 1;  /* stale: never acknowledge from here */
 	if (o->result == RELAY_INV_R_RETAINED && !m->pipelined) {
 		/* Already acknowledged and retained: a stale delivery. */
-		msg_ack(m);
+		relay__msg_ack(m);
 		return;
 	}
 	if (m->malformed >= 0) {
 		if (first) {
 			if (m->schedule) {
 				c->m.events_schedule++;
+				c->m.schedule_malformed++;
 			} else {
 				c->m.events_malformed++;
 				if (m->malformed == RELAY_DLQ_OVERSIZED)
@@ -456,6 +464,11 @@ static void classified_cb(int status, const relay_inv_outcome *o,
 		fetch_deliveries(m);
 		return;
 	}
+	if (m->schedule) {
+		/* Bypasses the classification counters and matching. */
+		relay__sched_classified(m, first);
+		return;
+	}
 	if (first) {
 		c->m.events_received++;
 		if (m->ninv)
@@ -464,7 +477,7 @@ static void classified_cb(int status, const relay_inv_outcome *o,
 			c->m.events_unmatched++;
 	}
 	if (!m->ninv) {
-		msg_ack(m);
+		relay__msg_ack(m);
 		return;
 	}
 	if (!m->pipelined)
@@ -479,9 +492,9 @@ static int set_placeholder(relay__msg *m, relay_dlq_malformed kind,
 	relay_consumer *c = m->c;
 
 	m->malformed = (int)kind;
-	if (m->schedule)
-		m->pl_reason = relay__strdup("schedule occurrences are not "
-					     "supported by this relayd");
+	if (m->schedule && detail)
+		m->pl_reason = relay__sprintf("malformed schedule occurrence: "
+					      "%s", detail);
 	else
 		m->pl_reason = relay_dlq_reason_malformed(kind, detail, len,
 							  c->max_event_bytes);
@@ -493,6 +506,12 @@ static int set_placeholder(relay__msg *m, relay_dlq_malformed kind,
 	else
 		m->pl_event = relay__strndup(ev, len);
 	return m->pl_reason && m->pl_event ? 0 : RELAY_ENOMEM;
+}
+
+int relay__msg_placeholder(relay__msg *m, relay_dlq_malformed kind,
+			   const char *detail, const char *ev, size_t len)
+{
+	return set_placeholder(m, kind, detail, ev, len);
 }
 
 static int match(relay__msg *m)
@@ -526,6 +545,9 @@ static int match(relay__msg *m)
 		inv->m = m;
 		inv->app = relay_app_ref(mt[i].app);
 		inv->rule = mt[i].rule;
+		inv->handler = relay_app_rule_handler(mt[i].rule);
+		inv->timeout_ms = relay_app_rule_timeout_ms(mt[i].rule);
+		inv->retries = relay_app_rule_retries(mt[i].rule);
 		m->ninv++;
 		inv->field = relay__sprintf("%s/%s", relay_app_name(mt[i].app),
 					    relay_app_rule_handler(
@@ -564,7 +586,7 @@ static int classify(relay__msg *m, const relay_stream_entry *e)
 	m->event_len = len;
 	if (is_schedule(ev, len)) {
 		m->schedule = 1;
-		return set_placeholder(m, RELAY_DLQ_DECODE, NULL, ev, len);
+		return relay__sched_classify(m);
 	}
 	return match(m);
 }
@@ -582,7 +604,9 @@ void relay__msg_deliver(relay_consumer *c, const relay_stream_entry *e,
 		return;  /* stays pending; reclaimed later */
 	m->reclaimed = reclaimed;
 	rc = classify(m, e);
-	if (!rc)
+	if (!rc && m->schedule && m->malformed < 0)
+		rc = relay__sched_claim(m);
+	else if (!rc)
 		rc = relay_inv_claim_classification(c->redis, m->key,
 						    classified_cb, m);
 	if (rc) {
@@ -598,7 +622,7 @@ void relay__msg_deliver(relay_consumer *c, const relay_stream_entry *e,
 	 * a round trip per message is saved. The chain's end waits for the
 	 * classification reply (msg_finish).
 	 */
-	if (m->malformed < 0 && m->ninv) {
+	if (m->malformed < 0 && m->ninv && !m->schedule) {
 		m->pipelined = 1;
 		relay__msg_next(m);
 	}

@@ -16,6 +16,7 @@
 #define RELAY__INV_F_CLASSIFICATION "__classification"
 #define RELAY__INV_F_PLACEHOLDER "__dlq_placeholder"
 #define RELAY__INV_F_TERMINAL "__terminal"
+#define RELAY__INV_F_SCHEDULE "__schedule"  /* schedule admission pin */
 
 /*
  * Each decide function looks at the current state of one field and fills

@@ -1,16 +1,27 @@
--- claim_classification.lua KEYS[1]=state hash
+-- claim_classification.lua KEYS[1]=state hash [ARGV pin]
 -- The message's classification is counted once across redeliveries.
+-- A schedule occurrence passes its admission pin (handler, timeout and
+-- retries at first admission): stored once, never overwritten, and the
+-- stored value is returned as the 4th element.
 local key = KEYS[1]
-local r = redis.pcall('HMGET', key, '__terminal', '__classification')
+local pin = ARGV[1]
+local r = redis.pcall('HMGET', key, '__terminal', '__classification',
+		      '__schedule')
 if relay_is_err(r) then
 	return r
 end
 if r[1] then
 	return { 'retained', 0, 0, '' }
 end
+local p = r[3] or ''
+if pin and pin ~= '' and not r[3] then
+	redis.call('HSET', key, '__schedule', pin)
+	redis.call('PERSIST', key)
+	p = pin
+end
 if r[2] then
-	return { 'already', 0, 0, '' }
+	return { 'already', 0, 0, p }
 end
 redis.call('HSET', key, '__classification', '1')
 redis.call('PERSIST', key)
-return { 'claimed', 0, 0, '' }
+return { 'claimed', 0, 0, p }

@@ -149,16 +149,107 @@ static relay_redis_reply *fenced(mem_backend *m, mem_key *k,
 	return outcome_reply(&o);
 }
 
+/*
+ * CLAIM_CLASSIFICATION [pin]: as claim_classification.lua, including the
+ * schedule admission pin in __schedule (stored once, returned always).
+ */
 static relay_redis_reply *classification(mem_backend *m, mem_key *k,
 					 const mem_args *a)
 {
 	static const char f[] = RELAY__INV_F_CLASSIFICATION;
+	static const char pf[] = RELAY__INV_F_SCHEDULE;
+	const mem_str *have = k ? relay__mem_hget(k, pf, sizeof(pf) - 1)
+				: NULL;
+	char *pin;
+	relay_redis_reply *r;
 
-	if (k && relay__mem_hget(k, f, sizeof(f) - 1))
-		return reply4("already", 0, 0, "");
-	if (write_field(m, &k, a, f, sizeof(f) - 1, "1"))
+	if (have) {
+		pin = relay__strndup(have->s, have->len);
+	} else if (a->argc > 1 && a->len[1] > 0) {
+		pin = relay__strndup(a->argv[1], a->len[1]);
+		if (pin && write_field(m, &k, a, pf, sizeof(pf) - 1, pin)) {
+			relay__free(pin);
+			return NULL;
+		}
+	} else {
+		pin = relay__strdup("");
+	}
+	if (!pin)
 		return NULL;
-	return reply4("claimed", 0, 0, "");
+	if (k && relay__mem_hget(k, f, sizeof(f) - 1)) {
+		r = reply4("already", 0, 0, pin);
+	} else if (write_field(m, &k, a, f, sizeof(f) - 1, "1")) {
+		r = NULL;
+	} else {
+		r = reply4("claimed", 0, 0, pin);
+	}
+	relay__free(pin);
+	return r;
+}
+
+/*
+ * SCHEDULE_PUBLISH: as schedule_publish.lua. KEYS[1] is the marker (a
+ * string key), KEYS[2] the stream; ARGV ttl_ms envelope.
+ */
+static relay_redis_reply *schedule_publish(mem_backend *m, const mem_args *a)
+{
+	relay_redis_reply *id = NULL, *out;
+	const char *fv[2];
+	size_t fvlen[2];
+	mem_sid prev_last;
+	mem_args ea;
+	mem_key *mk, *st;
+	int64_t ttl;
+	int created;
+
+	if (a->argc != 4 || arg_num(a, 2, &ttl) || ttl < 1)
+		return badargs();
+	if (relay__mem_lookup(m, a->argv[0], a->len[0]))
+		return reply4("duplicate", 0, 0, "");
+	st = relay__mem_lookup(m, a->argv[1], a->len[1]);
+	if (st && st->type != MEM_STREAM)
+		return wrongtype();
+	created = !st;
+	if (created)
+		st = relay__mem_create(m, a->argv[1], a->len[1], MEM_STREAM);
+	if (!st)
+		return NULL;
+	prev_last = st->u.stream.last;
+	fv[0] = "event";
+	fvlen[0] = 5;
+	fv[1] = a->argv[3];
+	fvlen[1] = a->len[3];
+	ea.argc = 2;
+	ea.argv = fv;
+	ea.len = fvlen;
+	if (relay__mem_xadd(st, SID_MAX, &ea, 0, relay__mem_now(m), &id) ||
+	    !id || id->type != RELAY_REDIS_REPLY_STRING)
+		goto fail;
+	mk = relay__mem_create(m, a->argv[0], a->len[0], MEM_STRING);
+	if (mk) {
+		mk->u.str.s = relay__strndup("1", 1);
+		mk->u.str.len = 1;
+		mk->expire_at = relay__mem_now(m) + ttl;
+		if (!mk->u.str.s) {
+			relay__mem_delete(m, mk);
+			mk = NULL;
+		}
+	}
+	if (!mk) {
+		/* all or nothing, as the Lua script */
+		relay__mem_xadd_undo(st, prev_last);
+		goto fail;
+	}
+	out = reply4("published", 0, 0, id->str);
+	relay_redis_reply_free(id);
+	return out;
+fail:
+	if (created)
+		relay__mem_delete(m, st);
+	if (id && id->type == RELAY_REDIS_REPLY_ERROR)
+		return id;
+	relay_redis_reply_free(id);
+	return NULL;
 }
 
 static relay_redis_reply *retain(mem_backend *m, mem_key *k,
@@ -252,8 +343,11 @@ relay_redis_reply *relay__mem_script_run(mem_backend *m,
 					 relay_redis_script op,
 					 const mem_args *a)
 {
-	mem_key *k = relay__mem_lookup(m, a->argv[0], a->len[0]);
+	mem_key *k;
 
+	if (op == RELAY_REDIS_SCRIPT_SCHEDULE_PUBLISH)
+		return schedule_publish(m, a);
+	k = relay__mem_lookup(m, a->argv[0], a->len[0]);
 	if (k && k->type != MEM_HASH)
 		return wrongtype();
 	if (op == RELAY_REDIS_SCRIPT_RETAIN)

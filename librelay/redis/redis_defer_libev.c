@@ -374,7 +374,8 @@ int relay__redis_defer_new(relay_redis_backend **out,
 	d->tail = &d->head;
 	ev_idle_init(&d->idle, on_idle);
 	d->idle.data = d;
-	d->parent.version = RELAY_REDIS_BACKEND_VERSION;
+	/* As capable as the backend it wraps (relay/sys/redis.h). */
+	d->parent.version = inner->version;
 	d->parent.name = inner->name;
 	d->parent.command = defer_command;
 	d->parent.script = defer_script;

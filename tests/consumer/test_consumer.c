@@ -104,7 +104,7 @@ static void test_consumer__malformed_placeholders(void)
 		  "'event' is not a JSON object" },
 		{ "event", "{\"source\":\"relay.schedule\",\"app\":\"a\"}", 37,
 		  "{\"source\":\"relay.schedule\",\"app\":\"a\"}",
-		  "schedule occurrences are not supported by this relayd" },
+		  "malformed schedule occurrence: missing \"schedule\"" },
 	};
 	const size_t nc = sizeof(cases) / sizeof(cases[0]);
 	char ids[8][64];

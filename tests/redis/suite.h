@@ -15,7 +15,8 @@
  *	static void rs_up(void);            ... and reachable again (a real
  *	                                    server restarts empty)
  * and lists RS_SHARED_CASES in its case table. The cases live in
- * suite_inv.h, suite_dlq.h and suite_streams.h; the helpers here.
+ * suite_inv.h, suite_dlq.h, suite_streams.h and suite_sched.h; the
+ * helpers here.
  */
 #ifndef RS_SUITE_H
 #define RS_SUITE_H
@@ -294,6 +295,7 @@ static int rs_is_hex32(const char *t)
 #include "suite_inv.h"
 #include "suite_dlq.h"
 #include "suite_streams.h"
+#include "suite_sched.h"
 
 /* Store down mid-sequence: every operation reports an error (try_start
  * fails closed), exactly one callback each, nothing is written; back up,
@@ -372,6 +374,9 @@ static void test_shared__outage_reports_errors(void)
 	RT_CASE(test_shared__keys_hashes_ttls),                          \
 	RT_CASE(test_shared__store_errors_fail_closed),                  \
 	RT_CASE(test_shared__typed_stream_ops),                          \
-	RT_CASE(test_shared__outage_reports_errors)
+	RT_CASE(test_shared__outage_reports_errors),                     \
+	RT_CASE(test_shared__schedule_publish_once),                     \
+	RT_CASE(test_shared__schedule_publish_wrong_type),               \
+	RT_CASE(test_shared__classification_pin)
 
 #endif /* RS_SUITE_H */

@@ -37,13 +37,32 @@ extern "C" {
  *                result recorded|stale|retained; deadline = next attempt.
  * MARK_COMPLETE  ARGV field attempt token       result recorded|stale|retained
  * MARK_EXHAUSTED ARGV field attempt token       result recorded|stale|retained
- * CLAIM_CLASSIFICATION (no ARGV)                result claimed|already|retained
+ * CLAIM_CLASSIFICATION [ARGV pin]              result claimed|already|retained
+ *                a non-empty pin (a schedule occurrence's admission:
+ *                handler, timeout, retries) is stored in the reserved
+ *                field __schedule unless one is stored already; the
+ *                stored pin (or "") is the token element. A version 1
+ *                backend may ignore the pin and reply "": the engine
+ *                then uses the current template (no pinning).
  * RETAIN         ARGV ttl_ms                    result recorded|already|absent
  * DLQ_PERSIST    KEYS[2] the DLQ stream; ARGV field attempt token
  *                name value [name value ...]; field "" = placeholder
  *                entry. result written (token = new entry id)|already|
  *                stale|retained; an ERROR reply (e.g. WRONGTYPE) when the
  *                XADD fails, with the marker untouched.
+ * SCHEDULE_PUBLISH (version 2) KEYS[1] the occurrence marker
+ *                relay:schedule:<occurrence_id>, KEYS[2] the source
+ *                stream; ARGV ttl_ms envelope. If the marker exists:
+ *                result duplicate; else XADD KEYS[2] * event <envelope>,
+ *                SET the marker with the TTL, result published (token =
+ *                the new entry id). Not a state-hash transition: KEYS[1]
+ *                is a string key.
+ *
+ * Versioning: values are only ever appended. A backend declaring
+ * version 1 is never asked for an op added later (SCHEDULE_PUBLISH): the
+ * wrapper answers RELAY_EBACKEND without calling its script slot, so a
+ * version 1 backend built against an older header keeps working for
+ * everything but publishing schedule occurrences.
  */
 typedef enum relay_redis_script {
 	RELAY_REDIS_SCRIPT_TRY_START = 0,
@@ -53,7 +72,9 @@ typedef enum relay_redis_script {
 	RELAY_REDIS_SCRIPT_CLAIM_CLASSIFICATION = 4,
 	RELAY_REDIS_SCRIPT_RETAIN = 5,
 	RELAY_REDIS_SCRIPT_DLQ_PERSIST = 6,
-	RELAY_REDIS_SCRIPT_COUNT_ = 7
+	/* version 2 */
+	RELAY_REDIS_SCRIPT_SCHEDULE_PUBLISH = 7,
+	RELAY_REDIS_SCRIPT_COUNT_ = 8
 } relay_redis_script;
 
 /**
@@ -89,10 +110,12 @@ struct relay_redis_backend {
 
 	/* Fail in-flight callbacks with RELAY_ECLOSED, then free. */
 	void (*free)(relay_redis_backend *b);
-	/* version 1 ends here; later versions append only */
+	/* version 1 ends here; later versions append only. Version 2 adds
+	 * no slot: it declares that script() implements
+	 * RELAY_REDIS_SCRIPT_SCHEDULE_PUBLISH. */
 };
 
-#define RELAY_REDIS_BACKEND_VERSION 1
+#define RELAY_REDIS_BACKEND_VERSION 2
 
 /**
  * relay_redis_backend_check() - validate a backend's version and slots.

@@ -1,0 +1,364 @@
+/*
+ * consumer_sched.c - the schedule dispatch path of the engine, and the
+ * occurrence envelope helpers relayd's publisher shares (sched.h).
+ *
+ * A stream entry whose event carries "source":"relay.schedule" is a
+ * schedule occurrence (DESIGN.md §4), not an external event: it bypasses
+ * the classification counters and pattern matching.
+ *
+ *	envelope ─┬─ malformed → DLQ placeholder (-/-, 0 attempts) → ACK
+ *	          ├─ app or schedule gone → obsolete: ACK, no run, no DLQ
+ *	          ├─ app entry invalid now → kept pending (retried later)
+ *	          └─ one invocation "<app>/<handler>" through the same
+ *	             try_start → run → complete | failure | exhausted → DLQ
+ *	             path as events
+ *
+ * Pinning: the first delivery that claims the classification admits
+ * the occurrence and stores the schedule's current handler, timeout and
+ * retries in the reserved hash field __schedule (claim_classification
+ * with a pin, one script, never overwritten). Every later delivery, on
+ * any replica, runs what is pinned, so a template edit made while the
+ * occurrence is in flight (backing off between attempts, say) changes
+ * nothing for it; only removing the schedule (or its app) does: the
+ * occurrence is then obsolete.
+ */
+#include <stdio.h>
+#include <string.h>
+#include <time.h>
+
+#include <jansson.h>
+
+#include "consumer.h"
+#include "inv/inv.h"
+#include "redis/backend.h"
+#include "sched.h"
+
+#define LOG(c, lvl, id, ...) relay__log(&(c)->logger, lvl, id, __VA_ARGS__)
+
+/* ---- envelopes ----------------------------------------------------------- */
+
+int relay__sched_time_fmt(int64_t t, char *buf, size_t size)
+{
+	struct tm tm;
+	time_t tt = (time_t)t;
+
+	if (size < RELAY__SCHED_TIME_LEN + 1 || t < 0 ||
+	    t > 253402300799LL || !gmtime_r(&tt, &tm))
+		return RELAY_EINVAL;
+	snprintf(buf, size, "%04d-%02d-%02dT%02d:%02d:%02dZ",
+		 tm.tm_year + 1900, tm.tm_mon + 1, tm.tm_mday, tm.tm_hour,
+		 tm.tm_min, tm.tm_sec);
+	return 0;
+}
+
+int relay__sched_time_parse(const char *s, int64_t *out)
+{
+	static const char shape[] = "dddd-dd-ddTdd:dd:ddZ";
+	char back[RELAY__SCHED_TIME_LEN + 1];
+	struct tm tm;
+	time_t t;
+	size_t i;
+
+	if (!s || strlen(s) != RELAY__SCHED_TIME_LEN)
+		return RELAY_EPARSE;
+	for (i = 0; i < RELAY__SCHED_TIME_LEN; i++)
+		if (shape[i] == 'd' ? (s[i] < '0' || s[i] > '9')
+				    : s[i] != shape[i])
+			return RELAY_EPARSE;
+	memset(&tm, 0, sizeof(tm));
+	tm.tm_year = (s[0] - '0') * 1000 + (s[1] - '0') * 100 +
+		     (s[2] - '0') * 10 + (s[3] - '0') - 1900;
+	tm.tm_mon = (s[5] - '0') * 10 + (s[6] - '0') - 1;
+	tm.tm_mday = (s[8] - '0') * 10 + (s[9] - '0');
+	tm.tm_hour = (s[11] - '0') * 10 + (s[12] - '0');
+	tm.tm_min = (s[14] - '0') * 10 + (s[15] - '0');
+	tm.tm_sec = (s[17] - '0') * 10 + (s[18] - '0');
+	if (tm.tm_year < 70 || tm.tm_mon < 0 || tm.tm_mon > 11 ||
+	    tm.tm_mday < 1 || tm.tm_hour > 23 || tm.tm_min > 59 ||
+	    tm.tm_sec > 59)
+		return RELAY_EPARSE;
+	t = timegm(&tm);
+	/* A normalised date (Feb 30 → Mar 2) does not round-trip. */
+	if (t == (time_t)-1 || relay__sched_time_fmt((int64_t)t, back,
+						     sizeof(back)) ||
+	    strcmp(back, s) != 0)
+		return RELAY_EPARSE;
+	*out = (int64_t)t;
+	return 0;
+}
+
+char *relay__sched_occurrence_id(const char *app, const char *schedule,
+				 const char *at)
+{
+	return relay__sprintf("schedule:%s:%s:%s", app, schedule, at);
+}
+
+char *relay__sched_envelope(const char *app, const char *schedule,
+			    const char *handler, int64_t at)
+{
+	char ts[RELAY__SCHED_TIME_LEN + 1], *id, *text = NULL;
+	json_t *o;
+
+	if (relay__sched_time_fmt(at, ts, sizeof(ts)))
+		return NULL;
+	id = relay__sched_occurrence_id(app, schedule, ts);
+	o = json_object();
+	if (id && o &&
+	    !json_object_set_new(o, "source",
+				 json_string(RELAY__SCHED_SOURCE)) &&
+	    !json_object_set_new(o, "app", json_string(app)) &&
+	    !json_object_set_new(o, "schedule", json_string(schedule)) &&
+	    !json_object_set_new(o, "handler", json_string(handler)) &&
+	    !json_object_set_new(o, "scheduled_at", json_string(ts)) &&
+	    !json_object_set_new(o, "occurrence_id", json_string(id))) {
+		char *j = json_dumps(o, JSON_COMPACT | JSON_PRESERVE_ORDER);
+
+		if (j) {
+			text = relay__strdup(j);
+			free(j);
+		}
+	}
+	json_decref(o);
+	relay__free(id);
+	return text;
+}
+
+static const char *str_member(const json_t *root, const char *name,
+			      char *why, size_t size)
+{
+	const json_t *v = json_object_get(root, name);
+
+	if (!v) {
+		snprintf(why, size, "missing \"%s\"", name);
+		return NULL;
+	}
+	if (!json_is_string(v)) {
+		snprintf(why, size, "\"%s\" is not a string", name);
+		return NULL;
+	}
+	if (!*json_string_value(v) ||
+	    strlen(json_string_value(v)) != json_string_length(v)) {
+		snprintf(why, size, "\"%s\" is empty or holds a NUL", name);
+		return NULL;
+	}
+	return json_string_value(v);
+}
+
+int relay__sched_envelope_check(const void *rootp, const char **app,
+				const char **schedule, const char **handler,
+				const char **at, char *why, size_t size)
+{
+	const json_t *root = rootp;
+	const char *id;
+	char *want;
+	int64_t t;
+	int ok;
+
+	if (!(*app = str_member(root, "app", why, size)) ||
+	    !(*schedule = str_member(root, "schedule", why, size)) ||
+	    !(*handler = str_member(root, "handler", why, size)) ||
+	    !(*at = str_member(root, "scheduled_at", why, size)) ||
+	    !(id = str_member(root, "occurrence_id", why, size)))
+		return RELAY_EPARSE;
+	if (!relay_app_name_valid(*app)) {
+		snprintf(why, size, "\"app\" is not a valid app name");
+		return RELAY_EPARSE;
+	}
+	if (!relay_app_name_valid(*schedule)) {
+		snprintf(why, size, "\"schedule\" is not a valid schedule "
+			 "name");
+		return RELAY_EPARSE;
+	}
+	if (relay__sched_time_parse(*at, &t)) {
+		snprintf(why, size, "\"scheduled_at\" is not an RFC 3339 UTC "
+			 "time in seconds (YYYY-MM-DDTHH:MM:SSZ)");
+		return RELAY_EPARSE;
+	}
+	want = relay__sched_occurrence_id(*app, *schedule, *at);
+	if (!want) {
+		snprintf(why, size, "out of memory");
+		return RELAY_ENOMEM;
+	}
+	ok = strcmp(want, id) == 0;
+	relay__free(want);
+	if (!ok) {
+		snprintf(why, size, "\"occurrence_id\" is not "
+			 "schedule:<app>:<schedule>:<scheduled_at>");
+		return RELAY_EPARSE;
+	}
+	return 0;
+}
+
+/* ---- classification ----------------------------------------------------- */
+
+/* The entry named @name: 1 valid (*app set), 0 invalid, -1 absent. */
+static int find_app(const relay_appset *set, const char *name,
+		    const relay_app **app)
+{
+	size_t i, n = relay_appset_entry_count(set);
+
+	for (i = 0; i < n; i++) {
+		if (strcmp(relay_appset_entry_name(set, i), name) != 0)
+			continue;
+		*app = relay_appset_entry_app(set, i);
+		return *app ? 1 : 0;
+	}
+	return -1;
+}
+
+int relay__sched_classify(relay__msg *m)
+{
+	relay_consumer *c = m->c;
+	const char *an, *sn, *hn, *at;
+	const relay_app_schedule *s;
+	const relay_app *app = NULL;
+	relay__inv *inv;
+	char why[160];
+	json_t *root;
+	int rc, found;
+
+	root = json_loadb(m->event, m->event_len, 0, NULL);
+	if (!root)  /* is_schedule() decoded it: only memory fails */
+		return RELAY_ENOMEM;
+	rc = relay__sched_envelope_check(root, &an, &sn, &hn, &at, why,
+					 sizeof(why));
+	if (rc) {
+		json_decref(root);
+		if (rc == RELAY_ENOMEM)
+			return rc;
+		return relay__msg_placeholder(m, RELAY_DLQ_DECODE, why,
+					      m->event, m->event_len);
+	}
+	m->sched_desc = relay__sprintf("%s/%s@%s", an, sn, at);
+	m->run_event = relay__sprintf("{\"source\":\"%s\",\"scheduled_at\":"
+				      "\"%s\"}", RELAY__SCHED_SOURCE, at);
+	if (!m->sched_desc || !m->run_event) {
+		json_decref(root);
+		return RELAY_ENOMEM;
+	}
+	m->run_event_len = strlen(m->run_event);
+	found = find_app(c->apps, an, &app);
+	s = found == 1 ? relay_app_schedule_find(app, sn) : NULL;
+	json_decref(root);
+	if (found == 0) {
+		m->sched_hold = 1;
+		return 0;
+	}
+	if (!s) {
+		m->sched_obsolete = 1;
+		return 0;
+	}
+	m->invs = relay__calloc(1, sizeof(*m->invs));
+	m->pin = relay__sprintf("%lld:%d:%s",
+				(long long)relay_app_schedule_timeout_ms(s),
+				relay_app_schedule_retries(s),
+				relay_app_schedule_handler(s));
+	if (!m->invs || !m->pin)
+		return RELAY_ENOMEM;
+	inv = &m->invs[0];
+	inv->m = m;
+	inv->app = relay_app_ref(app);
+	m->ninv = 1;
+	return 0;
+}
+
+/* Apply "<timeout_ms>:<retries>:<handler>" (m->pin) to the invocation. */
+static int apply_pin(relay__msg *m)
+{
+	relay__inv *inv = &m->invs[0];
+	long long to;
+	int retries, n = 0;
+
+	if (sscanf(m->pin, "%lld:%d:%n", &to, &retries, &n) != 2 || n <= 0 ||
+	    !m->pin[n] || to < 1 || to > RELAY_APP_MAX_TIMEOUT_MS ||
+	    retries < 0 || retries > RELAY_APP_MAX_RETRIES)
+		return RELAY_EPARSE;
+	inv->handler = m->pin + n;
+	inv->timeout_ms = to;
+	inv->retries = retries;
+	inv->field = relay__sprintf("%s/%s", relay_app_name(inv->app),
+				    inv->handler);
+	return inv->field ? 0 : RELAY_ENOMEM;
+}
+
+static void claim_reply(relay_redis_backend *b, int status,
+			relay_redis_reply *reply, void *payload)
+{
+	relay__msg *m = payload;
+	relay_inv_outcome o;
+
+	(void)b;
+	if (status == 0 && reply && reply->type == RELAY_REDIS_REPLY_ARRAY &&
+	    reply->elements == 4 &&
+	    reply->element[3]->type == RELAY_REDIS_REPLY_STRING) {
+		relay_redis_reply *p = reply->element[3];
+
+		/* The stored pin: the one of the first admission. */
+		if (p->len > 0) {
+			char *pin = relay__strndup(p->str, p->len);
+
+			if (!pin)
+				status = RELAY_ENOMEM;
+			relay__free(m->pin);
+			m->pin = pin;
+		}
+		p->len = 0;
+		if (p->str)
+			p->str[0] = '\0';
+	}
+	if (status == 0)
+		status = relay__inv_outcome_from_reply(reply, &o);
+	relay_redis_reply_free(reply);
+	relay__msg_classified(m, status, status ? NULL : &o);
+}
+
+int relay__sched_claim(relay__msg *m)
+{
+	const char *argv[2];
+
+	argv[0] = m->key;
+	argv[1] = m->pin;
+	return relay__redis_script(m->c->redis,
+				   RELAY_REDIS_SCRIPT_CLAIM_CLASSIFICATION, 1,
+				   m->pin ? 2 : 1, argv, NULL, claim_reply, m);
+}
+
+void relay__sched_classified(relay__msg *m, int first)
+{
+	relay_consumer *c = m->c;
+
+	if (first) {
+		c->m.events_schedule++;
+		if (m->sched_obsolete)
+			c->m.schedule_obsolete++;
+	}
+	if (m->sched_hold) {
+		LOG(c, RELAY_LOG_INFO, "RELAY-ENG14",
+		    "schedule occurrence kept pending: its app is invalid "
+		    "now occurrence=%s message_id=%s", m->sched_desc, m->id);
+		relay__msg_release(m, "app of the schedule is invalid");
+		return;
+	}
+	if (m->sched_obsolete) {
+		LOG(c, RELAY_LOG_INFO, "RELAY-ENG14",
+		    "schedule occurrence obsolete (schedule no longer "
+		    "configured), acknowledged without a run occurrence=%s "
+		    "message_id=%s", m->sched_desc, m->id);
+		relay__msg_ack(m);
+		return;
+	}
+	if (apply_pin(m)) {
+		/* A pin this engine cannot read: never guess. */
+		LOG(c, RELAY_LOG_WARN, "RELAY-ENG14",
+		    "schedule occurrence has an unreadable admission pin; "
+		    "kept pending occurrence=%s message_id=%s",
+		    m->sched_desc, m->id);
+		relay__msg_release(m, "unreadable schedule pin");
+		return;
+	}
+	LOG(c, RELAY_LOG_DEBUG, "RELAY-ENG14",
+	    "schedule occurrence dispatched app=%s handler=%s occurrence=%s "
+	    "message_id=%s", relay_app_name(m->invs[0].app),
+	    m->invs[0].handler, m->sched_desc, m->id);
+	relay__msg_next(m);
+}

@@ -1,0 +1,22 @@
+-- schedule_publish.lua KEYS[1]=relay:schedule:<occurrence_id> marker,
+-- KEYS[2]=the source stream; ARGV ttl_ms envelope
+-- Publish one schedule occurrence at most once (DESIGN.md §4): the
+-- marker decides, and the XADD happens in the same script, so a crash can
+-- never leave a marker without its stream entry (or the reverse).
+local ttl = relay_num(ARGV[1])
+if not ttl or ttl < 1 or not ARGV[2] then
+	return redis.error_reply('ERR relay: bad script arguments')
+end
+local seen = redis.pcall('EXISTS', KEYS[1])
+if relay_is_err(seen) then
+	return seen
+end
+if seen == 1 then
+	return { 'duplicate', 0, 0, '' }
+end
+local id = redis.pcall('XADD', KEYS[2], '*', 'event', ARGV[2])
+if relay_is_err(id) then
+	return id
+end
+redis.call('SET', KEYS[1], '1', 'PX', relay_fmt(ttl))
+return { 'published', 0, 0, id }

@@ -1,0 +1,162 @@
+/*
+ * tests/redis/suite_sched.h - shared cases (suite.h) for the schedule
+ * scripts: SCHEDULE_PUBLISH (one stream entry per occurrence, marker with
+ * its TTL, duplicates write nothing) and the admission pin of
+ * CLAIM_CLASSIFICATION (stored once, returned to every later claim,
+ * inert once retained).
+ */
+#ifndef RS_SUITE_SCHED_H
+#define RS_SUITE_SCHED_H
+
+#include "redis/backend.h"
+
+#define RS_OCC "relay:schedule:schedule:a:nightly:2026-12-02T03:00:00Z"
+#define RS_STREAM "events"
+
+struct rs_raw {
+	int done;
+	int status;
+	relay_redis_reply *r;
+};
+
+static void rs_raw_cb(relay_redis_backend *b, int status,
+		      relay_redis_reply *r, void *p)
+{
+	struct rs_raw *w = p;
+
+	(void)b;
+	RT_CHECK(!w->done);
+	w->done = 1;
+	w->status = status;
+	w->r = r;
+}
+
+/* Run one script; returns the reply (owned) or NULL. */
+static relay_redis_reply *rs_script(relay_redis_script op, int numkeys,
+				    int argc, const char **argv)
+{
+	struct rs_raw w = { 0 };
+	int rc;
+
+	rc = relay__redis_script(rs_b, op, numkeys, argc, argv, NULL,
+				 rs_raw_cb, &w);
+	RT_EQ_INT(rc, 0);
+	if (rc)
+		return NULL;
+	RT_EQ_INT(relay_redis_sync_wait(rs_b, &w.done), 0);
+	RT_EQ_INT(w.status, 0);
+	return w.r;
+}
+
+/* Element @i of a 4-element reply as a string ("" when not one). */
+static const char *rs_el(const relay_redis_reply *r, size_t i)
+{
+	if (!r || r->type != RELAY_REDIS_REPLY_ARRAY || r->elements != 4 ||
+	    r->element[i]->type != RELAY_REDIS_REPLY_STRING)
+		return "";
+	return r->element[i]->str;
+}
+
+static void test_shared__schedule_publish_once(void)
+{
+	static const char env[] = "{\"source\":\"relay.schedule\"}";
+	const char *argv[4] = { RS_OCC, RS_STREAM, "604800000", env };
+	relay_redis_reply *r, *x;
+	char id[64];
+	long long ttl;
+	int i;
+
+	rs_setup();
+	r = rs_script(RELAY_REDIS_SCRIPT_SCHEDULE_PUBLISH, 2, 4, argv);
+	RT_EQ_STR(rs_el(r, 0), "published");
+	snprintf(id, sizeof(id), "%s", rs_el(r, 3));
+	RT_CHECK(strchr(id, '-') != NULL);
+	relay_redis_reply_free(r);
+	for (i = 0; i < 3; i++) {
+		r = rs_script(RELAY_REDIS_SCRIPT_SCHEDULE_PUBLISH, 2, 4, argv);
+		RT_EQ_STR(rs_el(r, 0), "duplicate");
+		RT_EQ_STR(rs_el(r, 3), "");
+		relay_redis_reply_free(r);
+	}
+	RT_EQ_INT((int)RS_INT("XLEN", RS_STREAM), 1);
+	x = RS_CMD("XRANGE", RS_STREAM, "-", "+");
+	RT_CHECK(x && x->elements == 1);
+	if (x && x->elements == 1) {
+		relay_redis_reply *e = x->element[0];
+
+		RT_EQ_STR(e->element[0]->str, id);
+		RT_EQ_INT((int)e->element[1]->elements, 2);
+		RT_EQ_STR(e->element[1]->element[0]->str, "event");
+		RT_EQ_STR(e->element[1]->element[1]->str, env);
+	}
+	relay_redis_reply_free(x);
+	ttl = RS_INT("PTTL", RS_OCC);
+	RT_CHECK(ttl > 604000000LL && ttl <= 604800000LL);
+	/* A marker gone (expired) publishes again. */
+	RT_EQ_INT((int)RS_INT("DEL", RS_OCC), 1);
+	r = rs_script(RELAY_REDIS_SCRIPT_SCHEDULE_PUBLISH, 2, 4, argv);
+	RT_EQ_STR(rs_el(r, 0), "published");
+	relay_redis_reply_free(r);
+	RT_EQ_INT((int)RS_INT("XLEN", RS_STREAM), 2);
+	rs_teardown();
+}
+
+/* A stream key of the wrong type: an error reply, and no marker (the
+ * occurrence can be published once the key is fixed). */
+static void test_shared__schedule_publish_wrong_type(void)
+{
+	const char *argv[4] = { RS_OCC, RS_STREAM, "604800000", "{}" };
+	relay_redis_reply *r;
+
+	rs_setup();
+	(void)RS_STR("SET", RS_STREAM, "x");
+	r = rs_script(RELAY_REDIS_SCRIPT_SCHEDULE_PUBLISH, 2, 4, argv);
+	RT_CHECK(r && r->type == RELAY_REDIS_REPLY_ERROR);
+	RT_CHECK(r && r->str && strstr(r->str, "WRONGTYPE") != NULL);
+	relay_redis_reply_free(r);
+	RT_EQ_INT((int)RS_INT("EXISTS", RS_OCC), 0);
+	rs_teardown();
+}
+
+static void test_shared__classification_pin(void)
+{
+	const char *argv[2] = { RS_KEY, "6000:4:tick" };
+	relay_redis_reply *r;
+
+	rs_setup();
+	r = rs_script(RELAY_REDIS_SCRIPT_CLAIM_CLASSIFICATION, 1, 2, argv);
+	RT_EQ_STR(rs_el(r, 0), "claimed");
+	RT_EQ_STR(rs_el(r, 3), "6000:4:tick");
+	relay_redis_reply_free(r);
+	/* A later claim with another pin gets the first one back. */
+	argv[1] = "9000:0:tock";
+	r = rs_script(RELAY_REDIS_SCRIPT_CLAIM_CLASSIFICATION, 1, 2, argv);
+	RT_EQ_STR(rs_el(r, 0), "already");
+	RT_EQ_STR(rs_el(r, 3), "6000:4:tick");
+	relay_redis_reply_free(r);
+	/* Without a pin: the stored one, unchanged. */
+	r = rs_script(RELAY_REDIS_SCRIPT_CLAIM_CLASSIFICATION, 1, 1, argv);
+	RT_EQ_STR(rs_el(r, 0), "already");
+	RT_EQ_STR(rs_el(r, 3), "6000:4:tick");
+	relay_redis_reply_free(r);
+	RT_EQ_STR(RS_STR("HGET", RS_KEY, "__schedule"), "6000:4:tick");
+	RT_EQ_INT((int)RS_INT("PTTL", RS_KEY), -1);
+	/* Retained: inert, nothing returned, nothing written. */
+	(void)RS_INT("HSET", RS_KEY, "__terminal", "1");
+	(void)RS_INT("HDEL", RS_KEY, "__schedule");
+	r = rs_script(RELAY_REDIS_SCRIPT_CLAIM_CLASSIFICATION, 1, 2, argv);
+	RT_EQ_STR(rs_el(r, 0), "retained");
+	RT_EQ_STR(rs_el(r, 3), "");
+	relay_redis_reply_free(r);
+	RT_EQ_STR(RS_STR("HGET", RS_KEY, "__schedule"), "(nil)");
+	/* No pin on an ordinary event: no __schedule field. */
+	(void)RS_INT("DEL", RS_KEY);
+	r = rs_script(RELAY_REDIS_SCRIPT_CLAIM_CLASSIFICATION, 1, 1, argv);
+	RT_EQ_STR(rs_el(r, 0), "claimed");
+	RT_EQ_STR(rs_el(r, 3), "");
+	relay_redis_reply_free(r);
+	RT_EQ_INT((int)RS_INT("HEXISTS", RS_KEY, "__schedule"), 0);
+	rs_teardown();
+}
+
+#endif /* RS_SUITE_SCHED_H */
