@@ -544,6 +544,88 @@ static const char *check_text(const char *text, size_t len, int *line,
 	return NULL;
 }
 
+/*
+ * Whether the line @s (@n bytes) ends in a block scalar header
+ * ("key: |", "- >-", "|2+"...), ignoring a trailing comment.
+ */
+static int block_scalar_header(const char *s, size_t n)
+{
+	size_t i, end = n, hdr;
+
+	for (i = 0; i < n; i++)
+		if (s[i] == '#' && (i == 0 || s[i - 1] == ' ' ||
+				    s[i - 1] == '\t')) {
+			end = i;
+			break;
+		}
+	while (end && (s[end - 1] == ' ' || s[end - 1] == '\t' ||
+		       s[end - 1] == '\r'))
+		end--;
+	/* the header is "|" or ">" then up to two of [-+1-9] */
+	for (hdr = end; hdr && hdr + 3 > end; hdr--)
+		if (s[hdr - 1] == '|' || s[hdr - 1] == '>')
+			break;
+	if (!hdr || (s[hdr - 1] != '|' && s[hdr - 1] != '>'))
+		return 0;
+	for (i = hdr; i < end; i++)
+		if (!strchr("-+123456789", s[i]))
+			return 0;
+	hdr--;
+	return hdr == 0 || s[hdr - 1] == ' ' || s[hdr - 1] == '\t';
+}
+
+/*
+ * Templates are plain mappings, so block-context explicit keys ("? key")
+ * are refused before libfyaml sees the text: libfyaml 0.7.12 crashes in
+ * fy_parser_destroy() on inputs such as "? n:<TAB>:" (found by
+ * fuzz-template). A line counts when, after its indentation and any "- "
+ * sequence indicators, it starts with '?' followed by a blank or the end of
+ * the line; the contents of block scalars are skipped. Returns the problem
+ * and its 1-based position, or NULL.
+ */
+static const char *check_explicit_keys(const char *text, size_t len,
+				       int *line, int *col)
+{
+	size_t bol = 0, eol, i;
+	long block_parent = -1; /* indent of a block scalar's parent line */
+	int lineno = 0;
+
+	while (bol < len) {
+		const char *nl = memchr(text + bol, '\n', len - bol);
+		size_t ind = 0;
+
+		eol = nl ? (size_t)(nl - text) : len;
+		lineno++;
+		while (bol + ind < eol && text[bol + ind] == ' ')
+			ind++;
+		if (block_parent >= 0) {
+			if (bol + ind == eol || (long)ind > block_parent)
+				goto next; /* blank or inside the scalar */
+			block_parent = -1;
+		}
+		i = bol + ind;
+		while (i + 1 < eol && text[i] == '-' &&
+		       (text[i + 1] == ' ' || text[i + 1] == '\t')) {
+			i += 2;
+			while (i < eol && (text[i] == ' ' || text[i] == '\t'))
+				i++;
+		}
+		if (i < eol && text[i] == '?' &&
+		    (i + 1 == eol || text[i + 1] == ' ' ||
+		     text[i + 1] == '\t' || text[i + 1] == '\r')) {
+			*line = lineno;
+			*col = (int)(i - bol) + 1;
+			return "explicit mapping keys (\"? \") are not "
+			       "supported in templates";
+		}
+		if (block_scalar_header(text + bol, eol - bol))
+			block_parent = (long)ind;
+next:
+		bol = eol + 1;
+	}
+	return NULL;
+}
+
 int relay__yaml_parse(relay__pnode **out, const char *yaml, size_t len,
 		      const char *path, relay__diags *d)
 {
@@ -562,6 +644,11 @@ int relay__yaml_parse(relay__pnode **out, const char *yaml, size_t len,
 	if (bad)
 		return relay__diags_add(d, RELAY_EPARSE, path, line, col,
 					"YAML syntax error: %s", bad)
+			       ? RELAY_ENOMEM : RELAY_EPARSE;
+	bad = check_explicit_keys(len ? yaml : "", len, &line, &col);
+	if (bad)
+		return relay__diags_add(d, RELAY_EPARSE, path, line, col,
+					"%s", bad)
 			       ? RELAY_ENOMEM : RELAY_EPARSE;
 	fy_diag_cfg_default(&dcfg);
 	dcfg.fp = NULL;
