@@ -144,7 +144,10 @@ static void print_text(const struct view *v)
 		relayctl_kv(stdout, W, "Env", n ? env : "none");
 	}
 	n = relay_app_rule_count(a);
-	printf("Rules:%s\n", n ? "" : "       none");
+	if (n)
+		puts("Rules:");
+	else
+		relayctl_kv(stdout, W, "Rules", "none");
 	for (i = 0; i < n; i++) {
 		const relay_app_rule *r = relay_app_rule_at(a, i);
 
@@ -159,7 +162,10 @@ static void print_text(const struct view *v)
 			       relay_app_rule_line(r));
 	}
 	n = relay_app_schedule_count(a);
-	printf("Schedules:%s\n", n ? "" : "   none");
+	if (n)
+		puts("Schedules:");
+	else
+		relayctl_kv(stdout, W, "Schedules", "none");
 	for (i = 0; i < n; i++) {
 		const relay_app_schedule *s = relay_app_schedule_at(a, i);
 

@@ -165,11 +165,10 @@ static int all(struct dlqcli *d)
 				continue;
 			}
 			if (replay_one(fd, recs[i].id, why, sizeof(why))) {
-				printf("%s %s/%s: failed: %s\n", recs[i].id,
-				       e->app, e->handler, why);
+				printf("%s %s\n", recs[i].id, why);
 				failed++;
 			} else {
-				printf("%s %s/%s: replayed\n", recs[i].id,
+				printf("%s %s/%s replayed\n", recs[i].id,
 				       e->app, e->handler);
 				done++;
 			}

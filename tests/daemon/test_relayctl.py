@@ -1,0 +1,433 @@
+#!/usr/bin/env python3
+"""relayctl against a real redis-server and a real relayd (issue #6,
+DESIGN.md §6): dlq ls/inspect/replay/rm, app ls/inspect/invoke, health,
+stats [reset]. DLQ entries are made by real paths (a handler that exits
+non-zero with retries 0, a message that is not JSON); the malformed DLQ
+entry case writes the DLQ stream directly.
+
+usage: test_relayctl.py RELAYD RELAYCTL
+"""
+import json
+import os
+import pty
+import re
+import subprocess
+import sys
+
+from harness import Env, case, check, eq, run_cases, wait_for
+
+RELAYCTL = os.environ.get("RELAYCTL") or (sys.argv[2] if len(sys.argv) > 2
+                                          else "relayctl")
+
+
+def ctl(d, *args, stdin=None, input=None, extra=None):
+    """Run relayctl with relayd @d's environment; (rc, stdout, stderr)."""
+    env = {k: v for k, v in os.environ.items()
+           if k.startswith(("ASAN_", "UBSAN_", "LSAN_", "PATH"))}
+    for k in ("REDIS_URI", "REDIS_STREAM", "REDIS_GROUP", "RELAY_RUN_DIR",
+              "RELAY_STATE_DIR", "RELAY_APPS_DIR"):
+        env[k] = d.vars[k]
+    env.update(extra or {})
+    p = subprocess.run([RELAYCTL, *args], env=env, stdin=stdin,
+                       input=input, capture_output=True, text=True,
+                       timeout=120)
+    check("Sanitizer" not in p.stderr and "runtime error" not in p.stderr,
+          f"relayctl {args}: sanitizer report:\n{p.stderr}")
+    return p.returncode, p.stdout, p.stderr
+
+
+def okfile_app(env, name, rules, okfile):
+    """An exec app whose handler succeeds only while @okfile exists."""
+    d = os.path.join(env.apps_dir, name)
+    os.makedirs(d, exist_ok=True)
+    lines = ["runtime: exec",
+             'command: ["/bin/sh", "-c", "cat >/dev/null; '
+             'test -e \\"$OKFILE\\" || { echo no okfile >&2; exit 3; }"]',
+             "env:", f"  OKFILE: {json.dumps(okfile)}",
+             "  SECRET_TOKEN: \"hunter2-do-not-show\"", "events:"]
+    for h, pat in rules:
+        lines += [f"  - handler: {h}", f"    pattern: {json.dumps(pat)}",
+                  "    retries: 0", "    timeout: 5s"]
+    with open(os.path.join(d, "template.yaml"), "w") as f:
+        f.write("\n".join(lines) + "\n")
+
+
+def table(out):
+    """Rows of a relayctl table, split on runs of 2+ spaces."""
+    return [re.split(r"\s{2,}", ln.rstrip()) for ln in out.splitlines()]
+
+
+def make_dlq(env, d):
+    """Three DLQ entries: a/h1 (event e1), b/h2 (event e2), a placeholder
+    (a message that is not JSON). Returns ([dlq ids], [message ids])."""
+    m1 = env.xadd({"kind": "x", "k": "e1", "n": [1, 2]})
+    env.wait(lambda: len(env.dlq()) == 1, "first DLQ entry")
+    m2 = env.xadd({"kind": "y", "k": "e2"})
+    env.wait(lambda: len(env.dlq()) == 2, "second DLQ entry")
+    m3 = env.xadd("this is not json")
+    env.wait(lambda: len(env.dlq()) == 3, "placeholder DLQ entry")
+    return [e["_id"] for e in env.dlq()], [m1, m2, m3]
+
+
+def dlq_env(env):
+    ok = os.path.join(env.dir, "ok")
+    okfile_app(env, "a", [("h1", {"kind": ["x"]})], ok)
+    okfile_app(env, "b", [("h2", {"kind": ["y"]})], ok)
+    return env.relayd(), ok
+
+
+@case
+def dlq_ls_table_json_and_filters():
+    with Env() as env:
+        d, _ = dlq_env(env)
+        ids, msgs = make_dlq(env, d)
+        rc, out, err = ctl(d, "dlq", "ls")
+        eq(rc, 0, "dlq ls exit\n" + err)
+        rows = table(out)
+        eq(rows[0], ["ID", "ORIGINAL", "APP", "HANDLER", "ATTEMPTS",
+                     "AGE"], "header")
+        eq([r[:5] for r in rows[1:]],
+           [[ids[0], f"events/{msgs[0]}", "a", "h1", "1"],
+            [ids[1], f"events/{msgs[1]}", "b", "h2", "1"],
+            [ids[2], f"events/{msgs[2]}", "-", "-", "0"]],
+           "rows in stream order")
+        for r in rows[1:]:
+            check(re.fullmatch(r"\d+s|\d+m\d+s", r[5]), f"AGE {r[5]!r}")
+        # The header's columns line up with the cells.
+        lines = out.splitlines()
+        for col in ("ORIGINAL", "APP", "AGE"):
+            at = lines[0].index(col)
+            check(all(ln[at - 2:at] == "  " and ln[at] != " "
+                      for ln in lines[1:]), f"column {col} aligned:\n{out}")
+
+        rc, out, err = ctl(d, "dlq", "ls", "--json")
+        eq(rc, 0, "dlq ls --json exit\n" + err)
+        got = json.loads(out)
+        eq(len(got), 3, "one object per entry")
+        want_keys = {"id", "original_stream", "original_id", "group",
+                     "consumer", "app", "handler", "reason", "deliveries",
+                     "handler_attempts", "timestamp", "trace", "event"}
+        raw = env.dlq()
+        for o, r in zip(got, raw):
+            eq(set(o), want_keys, "JSON members")
+            eq(o["id"], r["_id"], "id")
+            for k in ("original_stream", "original_id", "group",
+                      "consumer", "app", "handler", "reason", "timestamp",
+                      "event"):
+                eq(o[k], r[k], f"JSON {k}")
+            eq(o["handler_attempts"], int(r["handler_attempts"]),
+               "attempts")
+            eq(o["trace"], r.get("trace"), "trace")
+
+        rc, out, _ = ctl(d, "dlq", "ls", "--app", "a")
+        eq([r[0] for r in table(out)[1:]], [ids[0]], "--app a")
+        rc, out, _ = ctl(d, "dlq", "ls", "--limit", "2")
+        eq([r[0] for r in table(out)[1:]], ids[:2], "--limit 2")
+        rc, out, _ = ctl(d, "dlq", "ls", "--limit=1", "--app=b", "--json")
+        eq([o["id"] for o in json.loads(out)], [ids[1]], "--app b --json")
+        rc, _, err = ctl(d, "dlq", "ls", "--limit", "0")
+        eq(rc, 2, "--limit 0 is a usage error")
+
+        # A malformed DLQ entry is an error naming entry and field.
+        bad = env.r("XADD", "relay:events:dlq", "*", "original_stream",
+                    "events", "app", "a")
+        rc, out, err = ctl(d, "dlq", "ls")
+        eq(rc, 1, "malformed entry fails the listing")
+        check(bad in err and "missing field" in err,
+              f"error names entry and field: {err!r}")
+        d.stop()
+
+
+@case
+def dlq_inspect_replay_rm():
+    with Env() as env:
+        d, ok = dlq_env(env)
+        ids, msgs = make_dlq(env, d)
+
+        rc, out, err = ctl(d, "dlq", "inspect", ids[0])
+        eq(rc, 0, "inspect exit\n" + err)
+        head, _, event = out.partition("Event:\n")
+        kv = {}
+        for ln in head.splitlines():
+            k, _, v = ln.partition(":")
+            kv[k] = v.strip()
+        eq(kv["ID"], ids[0], "ID line")
+        eq(kv["Original ID"], msgs[0], "Original ID line")
+        eq(kv["App"], "a", "App line")
+        eq(kv["Handler"], "h1", "Handler line")
+        eq(kv["Attempts"], "1", "Attempts line")
+        check("Trace" not in kv, "no Trace line when the entry has none")
+        check(re.search(r"Z \(\d+(s|m\d+s) ago\)$", kv["Timestamp"]),
+              f"timestamp with relative age: {kv['Timestamp']!r}")
+        vals = [ln.index(":") + 1 + len(ln[ln.index(":") + 1:]) -
+                len(ln[ln.index(":") + 1:].lstrip())
+                for ln in head.splitlines()]
+        eq(len(set(vals)), 1, f"values aligned:\n{head}")
+        eq(json.loads(event), {"kind": "x", "k": "e1", "n": [1, 2]},
+           "event")
+        check(event.startswith('{\n  "kind": "x",\n'),
+              f"event pretty-printed: {event!r}")
+
+        rc, out, err = ctl(d, "dlq", "inspect", ids[2])
+        eq(rc, 0, "inspect placeholder")
+        eq(out.partition("Event:\n")[2], "this is not json\n",
+           "a non-JSON event is printed verbatim")
+        rc, out, err = ctl(d, "dlq", "inspect", ids[1], "--json")
+        eq(json.loads(out)["event"], '{"kind":"y","k":"e2"}', "--json")
+
+        rc, out, err = ctl(d, "dlq", "inspect", "1-0")
+        eq(rc, 1, "unknown id exit")
+        check('unknown DLQ entry "1-0"' in err, err)
+
+        # Placeholder refused before relayd is contacted: no socket.
+        rc, out, err = ctl(d, "dlq", "replay", ids[2],
+                           extra={"RELAY_RUN_DIR": "/nonexistent"})
+        eq(rc, 1, "placeholder replay exit")
+        check("not replayable" in err and "/nonexistent" not in err, err)
+
+        # Failure keeps the entry and says why.
+        rc, out, err = ctl(d, "dlq", "replay", ids[0])
+        eq(rc, 1, "failed replay exit")
+        check("a/h1 failed" in err and "kept" in err, err)
+        eq(len(env.dlq()), 3, "entry kept after a failed replay")
+
+        # Success deletes it.
+        open(ok, "w").close()
+        rc, out, err = ctl(d, "dlq", "replay", ids[0])
+        eq((rc, out), (0, "Replayed handler successfully\n"),
+           "replay success\n" + err)
+        env.wait(lambda: ids[0] not in [e["_id"] for e in env.dlq()],
+                 "replayed entry deleted")
+
+        # --all --app b: replays b's entry only; placeholders untouched.
+        rc, out, err = ctl(d, "dlq", "replay", "--all", "--app", "b")
+        eq(rc, 0, "replay --all\n" + out + err)
+        check(f"{ids[1]} b/h2 replayed\n" in out, out)
+        env.wait(lambda: [e["_id"] for e in env.dlq()] == [ids[2]],
+                 "only the placeholder left")
+        rc, out, err = ctl(d, "dlq", "replay", "--all")
+        eq(rc, 0, "replay --all with only a placeholder")
+        check("skipped" in out, out)
+        rc, _, _ = ctl(d, "dlq", "replay", ids[0], "--all")
+        eq(rc, 2, "ID and --all together")
+
+        rc, out, err = ctl(d, "dlq", "rm", "1-0")
+        eq(rc, 1, "rm unknown exit")
+        check('unknown DLQ entry "1-0"' in err, err)
+        rc, out, err = ctl(d, "dlq", "rm", ids[2])
+        eq((rc, out), (0, "DLQ entry removed\n"), "rm\n" + err)
+        eq(env.dlq(), [], "DLQ empty")
+        rc, out, err = ctl(d, "dlq", "ls")
+        eq((rc, out), (0, "ID  ORIGINAL  APP  HANDLER  ATTEMPTS  AGE\n"),
+           "empty listing is the header")
+        d.stop()
+
+
+@case
+def app_ls_and_inspect():
+    with Env() as env:
+        ok = os.path.join(env.dir, "ok")
+        okfile_app(env, "zeta", [("z1", {"kind": ["z"]})], ok)
+        okfile_app(env, "alpha", [("a1", {"kind": ["x"], "n": [{"gt": 5}]}),
+                                  ("a2", {"user": {"id": [{"prefix":
+                                                           "u_"}]}})], ok)
+        os.makedirs(os.path.join(env.apps_dir, "broken"))
+        with open(os.path.join(env.apps_dir, "broken", "template.yaml"),
+                  "w") as f:
+            f.write("runtime: cobol\n")
+        d = env.relayd()
+        rc, out, err = ctl(d, "app", "ls")
+        eq(rc, 0, "app ls exit\n" + err)
+        rows = table(out)
+        eq(rows[0], ["NAME", "RUNTIME", "STATUS", "RULES", "UPDATED"],
+           "header")
+        eq([r[:4] for r in rows[1:]],
+           [["alpha", "exec", "ready", "2"], ["broken", "-", "invalid", "-"],
+            ["zeta", "exec", "ready", "1"]], "sorted rows")
+        check(re.fullmatch(r"\d+s ago", rows[1][4]), rows[1][4])
+        check("broken: " in err and "must be one of" in err,
+              f"invalid app's reason on stderr: {err!r}")
+        rc, out, err = ctl(d, "app", "ls", "--json")
+        got = json.loads(out)
+        eq([(a["name"], a["status"], a["rules"]) for a in got],
+           [("alpha", "ready", 2), ("broken", "invalid", None),
+            ("zeta", "ready", 1)], "JSON")
+        check(all(set(a) == {"name", "runtime", "status", "rules",
+                             "updated", "errors"} for a in got), got)
+        check("must be one of" in got[1]["errors"][0], got[1])
+
+        rc, out, err = ctl(d, "app", "inspect", "alpha")
+        eq(rc, 0, "inspect exit\n" + err)
+        for want in ("Status:       ready", "Runtime:      exec",
+                     "Env:          OKFILE, SECRET_TOKEN",
+                     "  - handler: a1\n    timeout: 5s\n    retries: 0\n"
+                     "    pattern:\n      kind: [x]\n      n: [{gt: 5}]\n",
+                     "  - handler: a2\n", "      user:\n"
+                     "        id: [{prefix: u_}]\n", "Schedules:    none"):
+            check(want in out, f"{want!r} in:\n{out}")
+        check("hunter2" not in out, "env values never shown")
+        rc, out, err = ctl(d, "app", "inspect", "alpha", "--json")
+        j = json.loads(out)
+        eq(j["env"], ["OKFILE", "SECRET_TOKEN"], "env names")
+        eq(j["rules"][0]["pattern"], {"kind": ["x"], "n": [{"gt": 5}]},
+           "pattern JSON")
+        check("hunter2" not in out, "env values never shown (JSON)")
+        rc, out, err = ctl(d, "app", "inspect", "broken")
+        eq(rc, 0, "inspect invalid app")
+        check("Status:       invalid" in out and "must be one of" in out, out)
+        rc, out, err = ctl(d, "app", "inspect", "nope")
+        eq(rc, 1, "unknown app")
+        check('unknown app "nope"' in err, err)
+
+        d.stop()
+        rc, out, err = ctl(d, "app", "ls")
+        eq(rc, 0, "app ls offline\n" + err)
+        eq([r[:4] for r in table(out)[1:]],
+           [["alpha", "exec", "offline", "2"],
+            ["broken", "-", "invalid", "-"],
+            ["zeta", "exec", "offline", "1"]], "offline rows")
+        rc, out, err = ctl(d, "app", "inspect", "zeta")
+        check("Status:       offline" in out, out)
+
+
+@case
+def app_invoke():
+    with Env() as env:
+        ok = os.path.join(env.dir, "ok")
+        okfile_app(env, "a", [("h1", {"kind": ["x"]}),
+                              ("h2", {"kind": ["x", "y"]})], ok)
+        d = env.relayd()
+        ev = '{"kind":"x"}'
+        evf = os.path.join(env.dir, "ev.json")
+        with open(evf, "w") as f:
+            f.write(ev)
+        rc, _, err = ctl(d, "app", "invoke", "a", "--event", ev,
+                         "--file", evf)
+        eq(rc, 2, "--event and --file exclude each other")
+        check("exclude" in err, err)
+        # stdin only when it is not a terminal
+        master, slave = pty.openpty()
+        try:
+            rc, _, err = ctl(d, "app", "invoke", "a", stdin=slave)
+        finally:
+            os.close(master)
+            os.close(slave)
+        eq(rc, 2, "no event and stdin a TTY")
+        rc, _, err = ctl(d, "app", "invoke", "a", "--event", "[1]")
+        eq(rc, 1, "not an object")
+        check("not a JSON object" in err, err)
+        rc, _, err = ctl(d, "app", "invoke", "a", "--event", "{bad")
+        eq(rc, 1, "invalid JSON")
+        rc, out, err = ctl(d, "app", "invoke", "a", "--event",
+                           '{"kind":"q"}')
+        eq((rc, out), (0, "No matching handlers\n"), "no match\n" + err)
+        rc, out, err = ctl(d, "app", "invoke", "a", "--file", evf)
+        eq(rc, 1, "failing handlers exit 1\n" + out + err)
+        check(out.startswith("Invoked 2 handler(s)\n") and
+              re.search(r"a/h1 failed \d+ms \(exit status 3\)", out), out)
+        open(ok, "w").close()
+        rc, out, err = ctl(d, "app", "invoke", "a", input='{"kind":"y"}')
+        eq(rc, 0, "stdin event\n" + err)
+        check(out.startswith("Invoked 1 handler(s)\n") and
+              re.search(r"a/h2 ok \d+ms", out), out)
+        rc, out, err = ctl(d, "app", "invoke", "nope", "--event", ev)
+        eq(rc, 1, "unknown app")
+        check('unknown app "nope"' in err, err)
+        eq(env.r("EXISTS", "relay:events:dlq"), 0, "invoke never DLQs")
+        d.stop()
+
+
+@case
+def health_down_up_redis_down():
+    with Env() as env:
+        d = env.relayd(start=False)
+        rc, out, err = ctl(d, "health")
+        eq(rc, 1, "relayd down")
+        check(d.sock in err and "cannot reach" in err and
+              len(err.strip().splitlines()) == 1, err)
+        d.start()
+        rc, out, err = ctl(d, "health")
+        eq(rc, 0, "healthy\n" + err)
+        check(out.startswith("healthy: ") and "ready" in out, out)
+        rc, out, err = ctl(d, "health", "--json")
+        j = json.loads(out)
+        eq((j["ready"], j["redis_up"]), (True, True), "JSON")
+        env.redis.stop()
+
+        def unhealthy():
+            rc, out, err = ctl(d, "health")
+            return rc == 1 and err
+        err = wait_for(unhealthy, "health reports Redis down")
+        check("redis" in err.lower() and len(err.strip().splitlines()) == 1,
+              err)
+
+
+@case
+def stats_never_then_counts_and_reset():
+    with Env() as env:
+        okfile_app(env, "a", [("h1", {"kind": ["x"]})],
+                   os.path.join(env.dir, "ok"))
+        d = env.relayd(start=False)
+        rc, out, err = ctl(d, "stats")
+        eq(rc, 0, "stats on a fresh state dir\n" + err)
+        labels = ["Events received", "Events matched", "Events unmatched",
+                  "Handler successes", "Handler failures",
+                  "Message reclaims", "DLQ entries", "Pending entries",
+                  "Oldest pending age", "Updated"]
+        kv = [ln.split(":", 1) for ln in out.splitlines()]
+        eq([k for k, _ in kv], labels, "stats lines")
+        eq([v.strip() for _, v in kv],
+           ["0"] * 8 + ["0s", "never"], "fresh values")
+        rc, out, _ = ctl(d, "stats", "--json")
+        eq(json.loads(out)["updated"], None, "JSON updated null")
+        rc, _, err = ctl(d, "stats", "reset")
+        eq(rc, 1, "stats reset needs relayd")
+        check("cannot reach" in err, err)
+
+        d.start()
+        env.xadd({"kind": "x", "k": "1"})
+        env.xadd({"kind": "nomatch", "k": "2"})
+        env.wait(lambda: len(env.dlq()) == 1 and env.pel_count() == 0,
+                 "processed")
+        d.stop()
+        rc, out, err = ctl(d, "stats")
+        v = {k: x.strip() for k, x in
+             (ln.split(":", 1) for ln in out.splitlines())}
+        eq((v["Events received"], v["Events matched"],
+            v["Events unmatched"], v["Handler failures"], v["DLQ entries"]),
+           ("2", "1", "1", "1", "1"), "counts from the stats file")
+        check(re.search(r"Z \(\d+s ago\)$", v["Updated"]), v["Updated"])
+        j = json.loads(ctl(d, "stats", "--json")[1])
+        eq((j["events_received"], j["dlq_entries"]), (2, 1), "JSON counts")
+
+        d.start()
+        rc, out, err = ctl(d, "stats", "reset")
+        eq(rc, 0, "stats reset\n" + err)
+        check(out.startswith("Statistics reset\n") and
+              "Events received:    0\n" in out, out)
+        eq(d.stats_file()["counters"]["events_received"], 0,
+           "file rewritten at once")
+        d.stop()
+
+
+@case
+def connection_flags_override_env():
+    with Env() as env:
+        d = env.relayd()
+        bogus = {"RELAY_RUN_DIR": "/nonexistent", "REDIS_URI":
+                 "unix:///nonexistent.sock", "REDIS_STREAM": "nope"}
+        rc, out, err = ctl(d, "health", "--run-dir", d.run_dir,
+                           extra=bogus)
+        eq(rc, 0, "--run-dir\n" + err)
+        env.r("XADD", "relay:events:dlq", "*", "x", "y")
+        rc, out, err = ctl(d, "dlq", "ls", "--redis", d.vars["REDIS_URI"],
+                           "--stream", "events", extra=bogus)
+        eq(rc, 1, "--redis/--stream reach the real DLQ (malformed)\n" + err)
+        rc, out, err = ctl(d, "dlq", "ls", extra={"REDIS_URI": ""})
+        eq(rc, 2, "REDIS_URI unset is a usage error")
+        check("REDIS_URI" in err, err)
+        d.stop()
+
+
+if __name__ == "__main__":
+    sys.exit(run_cases())
