@@ -23,7 +23,7 @@ fuzz_seed=${RELAY_FUZZ_SEED:-1}
 
 packages=(gcc g++ clang libclang-rt-14-dev meson ninja-build pkg-config
 	libhiredis-dev libjansson-dev libfyaml-dev libev-dev libmicrohttpd-dev
-	redis-server redis-tools bubblewrap python3 nodejs scdoc procps)
+	redis-server redis-tools bubblewrap python3 nodejs scdoc procps tzdata)
 
 install_packages() {
 	local missing=()

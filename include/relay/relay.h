@@ -11,6 +11,7 @@
 #include "clock.h"
 #include "log.h"
 #include "pattern.h"
+#include "schedule.h"
 #include "app.h"
 #include "redis.h"
 #include "invocation.h"
