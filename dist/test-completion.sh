@@ -34,12 +34,19 @@ check "ls inspect replay rm --help" relayctl dlq ""
 check "audit billing notify" relayctl app run --apps "$apps" ""
 check "billing" relayctl app inspect --apps "$apps" b
 # Once NAME is given, only options are left.
-check "--apps --event --file --help" relayctl app invoke notify ""
+check "--event --file --redis --stream --group --run-dir --state-dir --apps --help" relayctl app invoke notify ""
 check "bwrap none" relayctl app run billing --apps "$apps" --sandbox ""
 check "--apps --event --file --sandbox --help" relayctl app run billing -
 check "reset" relayctl stats ""
-check "--json --help" relayctl stats reset -
+check "--json --redis --stream --group --run-dir --state-dir --apps --help" relayctl stats reset -
 check "--apps --verbose --help" relayctl validate -
 check "--apps --now --help" relayctl match -
+check "--app --limit --json --redis --stream --group --run-dir --state-dir --apps --help" relayctl dlq ls -
+check "--all --app --redis --stream --group --run-dir --state-dir --apps --help" relayctl dlq replay -
+check "--redis --stream --group --run-dir --state-dir --apps --help" relayctl dlq rm 1-0 -
+check "--json --redis --stream --group --run-dir --state-dir --apps --help" relayctl health -
+check "audit" relayctl dlq replay --all --apps "$apps" --app a
+check "--all" relayctl dlq replay --app billing --al
+check "--json" relayctl app ls --run-dir /tmp --j
 echo "1..$n"
 exit $fail

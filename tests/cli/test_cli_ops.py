@@ -1,0 +1,287 @@
+#!/usr/bin/env python3
+"""Pure CLI tests of relayctl's operator commands (issue #6): --help on
+every command and subcommand, usage errors (exit 2), and what works with
+neither Redis nor relayd: stats from a stats file, app ls / inspect from
+the apps directory (offline), health with relayd down. The same commands
+against a real redis-server and relayd: tests/daemon/test_relayctl.py.
+
+usage: test_cli_ops.py RELAYCTL [SOURCE_ROOT]
+"""
+import datetime
+import json
+import os
+import shutil
+import subprocess
+import sys
+import tempfile
+import traceback
+
+RELAYCTL = os.path.abspath(sys.argv[1])
+ROOT = sys.argv[2] if len(sys.argv) > 2 else os.environ.get(
+    "RELAY_SOURCE_ROOT", os.path.join(os.path.dirname(__file__), "..", ".."))
+EXAMPLES = os.path.join(ROOT, "doc", "examples", "apps")
+CONN = ("REDIS_URI", "REDIS_STREAM", "REDIS_GROUP", "RELAY_RUN_DIR",
+        "RELAY_STATE_DIR", "RELAY_APPS_DIR")
+
+CASES = []
+
+
+def case(fn):
+    CASES.append(fn)
+    return fn
+
+
+def run(*args, env=None, stdin=None):
+    e = {k: v for k, v in os.environ.items() if k not in CONN}
+    e["RELAY_RUN_DIR"] = "/nonexistent-run"
+    e.update(env or {})
+    p = subprocess.run([RELAYCTL, *args], env=e, input=stdin,
+                       capture_output=True, text=True, timeout=60)
+    return p.returncode, p.stdout, p.stderr
+
+
+def eq(got, want, what):
+    if got != want:
+        raise AssertionError(f"{what}:\n  got:  {got!r}\n  want: {want!r}")
+
+
+def check(cond, what):
+    if not cond:
+        raise AssertionError(what)
+
+
+HELP = [
+    ["dlq"], ["dlq", "ls"], ["dlq", "inspect"], ["dlq", "replay"],
+    ["dlq", "rm"], ["app"], ["app", "ls"], ["app", "inspect"],
+    ["app", "invoke"], ["app", "run"], ["health"], ["stats"],
+    ["stats", "reset"],
+]
+
+
+@case
+def help_everywhere():
+    for words in HELP:
+        for h in ("--help", "-h"):
+            rc, out, err = run(*words, h)
+            eq((rc, err), (0, ""), f"{words} {h}")
+            check(out.startswith("usage: relayctl " + words[0]),
+                  f"{words} {h}: {out!r}")
+            check(len(words) == 1 or words[1] in "".join(out.splitlines()[:2]),
+                  f"{words} {h} names the subcommand: {out!r}")
+
+
+USAGE = [
+    ["dlq"], ["dlq", "bogus"], ["dlq", "inspect"], ["dlq", "rm"],
+    ["dlq", "replay"], ["dlq", "ls", "--limit", "x"],
+    ["dlq", "ls", "--limit", "-3"], ["dlq", "ls", "extra"],
+    ["dlq", "ls", "--bogus"], ["dlq", "replay", "--app", "a"],
+    ["dlq", "replay", "1-0", "--all"], ["dlq", "inspect", "1-0", "2-0"],
+    ["dlq", "rm", "--json", "1-0"], ["dlq", "ls", "--redis"],
+    ["app"], ["app", "bogus"], ["app", "ls", "x"], ["app", "ls", "--x"],
+    ["app", "inspect"], ["app", "inspect", "a", "b"],
+    ["app", "invoke"], ["app", "invoke", "a", "--event", "{}", "--file",
+                        "f"],
+    ["app", "invoke", "a", "--event", "{}", "--event", "{}"],
+    ["app", "invoke", "a", "--json", "--event", "{}"],
+    ["health", "x"], ["health", "--bogus"], ["stats", "bogus"],
+    ["stats", "reset", "again"], ["stats", "--run-dir"],
+]
+
+
+@case
+def usage_errors_exit_2():
+    for words in USAGE:
+        rc, out, err = run(*words, stdin="{}")
+        eq(rc, 2, f"{words} exit status ({err!r})")
+        eq(out, "", f"{words} prints nothing on stdout")
+        check(err.startswith("relayctl: ") or err.startswith("usage: "),
+              f"{words}: {err!r}")
+
+
+@case
+def dlq_needs_redis_config():
+    rc, out, err = run("dlq", "ls")
+    eq(rc, 2, "no REDIS_URI")
+    check("REDIS_URI" in err, err)
+    rc, out, err = run("dlq", "ls", env={"REDIS_URI": "unix:///x.sock"})
+    eq(rc, 2, "no REDIS_STREAM")
+    check("REDIS_STREAM" in err, err)
+    rc, out, err = run("dlq", "ls", env={"REDIS_URI": "unix:///nonexistent"
+                                         "/r.sock", "REDIS_STREAM": "e"})
+    eq(rc, 1, "Redis unreachable")
+    check(err.startswith("relayctl: dlq ls: Redis: "), err)
+
+
+@case
+def dlq_bad_id_is_unknown():
+    for sub in ("rm", "inspect", "replay"):
+        rc, out, err = run("dlq", sub, "not-an-id",
+                           env={"REDIS_URI": "unix:///nonexistent/r.sock",
+                                "REDIS_STREAM": "e"})
+        eq(rc, 1, f"dlq {sub} bad id")
+        check('unknown DLQ entry "not-an-id"' in err, err)
+
+
+@case
+def health_relayd_down_names_socket():
+    rc, out, err = run("health", "--run-dir", "/nonexistent-x")
+    eq(rc, 1, "health with no relayd")
+    eq(out, "", "stdout")
+    check(err.startswith("relayctl: health: cannot reach relayd control "
+                         "socket /nonexistent-x/relay.sock: ") and
+          err.count("\n") == 1, err)
+    rc, out, err = run("health", "--json")
+    eq(rc, 1, "health --json with no relayd")
+    j = json.loads(out)
+    eq((j["ok"], j["ready"]), (False, False), "JSON")
+    check("/nonexistent-run/relay.sock" in j["reason"], j)
+
+
+def ago(seconds):
+    t = datetime.datetime.now(datetime.timezone.utc) - \
+        datetime.timedelta(seconds=seconds)
+    return t.strftime("%Y-%m-%dT%H:%M:%S.") + \
+        f"{t.microsecond // 1000:03d}Z"
+
+
+STATS = {
+    "version": 1, "pid": 1, "stream": "events", "group": "relay",
+    "consumer": "c", "started_at": "2026-01-01T00:00:00.000Z",
+    "reset_at": None,
+    "counters": {"events_received": 10, "events_matched": 6,
+                 "events_unmatched": 4, "events_malformed": 1,
+                 "handler_success": 5, "handler_failure": 3,
+                 "reclaims": 2, "dlq_entries": 1, "future_counter": 9},
+    "gauges": {"pending_entries": 7, "pending_oldest_age_seconds": 192.5,
+               "redis_up": True},
+    "handlers": [],
+}
+
+
+@case
+def stats_from_file():
+    d = tempfile.mkdtemp(prefix="relay-cli-")
+    try:
+        rc, out, err = run("stats", "--state-dir", d)
+        eq(rc, 0, "fresh state dir")
+        check(out.endswith("Updated:            never\n"), out)
+        s = dict(STATS, written_at=ago(3720))
+        with open(os.path.join(d, "stats.json"), "w") as f:
+            json.dump(s, f)
+        rc, out, err = run("stats", env={"RELAY_STATE_DIR": d})
+        eq(rc, 0, "stats\n" + err)
+        want = ("Events received:    10\n"
+                "Events matched:     6\n"
+                "Events unmatched:   4\n"
+                "Handler successes:  5\n"
+                "Handler failures:   3\n"
+                "Message reclaims:   2\n"
+                "DLQ entries:        1\n"
+                "Pending entries:    7\n"
+                "Oldest pending age: 3m12s\n"
+                f"Updated:            {s['written_at']} (1h2m ago)\n")
+        eq(out, want, "stats lines")
+        rc, out, err = run("stats", "--json", "--state-dir", d)
+        eq(json.loads(out), {
+            "events_received": 10, "events_matched": 6,
+            "events_unmatched": 4, "handler_success": 5,
+            "handler_failure": 3, "reclaims": 2, "dlq_entries": 1,
+            "pending_entries": 7, "oldest_pending_age_seconds": 192.5,
+            "updated": s["written_at"]}, "stats --json")
+        with open(os.path.join(d, "stats.json"), "w") as f:
+            json.dump(dict(s, version=2), f)
+        rc, out, err = run("stats", "--state-dir", d)
+        eq(rc, 1, "unknown version")
+        check("stats.json" in err and "version" in err, err)
+        with open(os.path.join(d, "stats.json"), "w") as f:
+            f.write('{"version": 1,')
+        rc, out, err = run("stats", "--state-dir", d)
+        eq(rc, 1, "truncated file")
+        check(os.path.join(d, "stats.json") + ":1:" in err, err)
+        rc, out, err = run("stats", "reset", "--state-dir", d)
+        eq(rc, 1, "stats reset without relayd")
+        check("cannot reach relayd control socket" in err, err)
+    finally:
+        shutil.rmtree(d)
+
+
+@case
+def app_ls_offline_examples():
+    rc, out, err = run("app", "ls", "--apps", EXAMPLES)
+    eq(rc, 0, "app ls\n" + err)
+    lines = out.splitlines()
+    eq(lines[0].split(), ["NAME", "RUNTIME", "STATUS", "RULES", "UPDATED"],
+       "header")
+    eq([ln.split()[:4] for ln in lines[1:]],
+       [["audit", "exec", "offline", "2"],
+        ["billing", "python3", "offline", "2"],
+        ["notify", "node", "offline", "1"]], "rows")
+    rc, out, err = run("app", "ls", "--json",
+                       env={"RELAY_APPS_DIR": EXAMPLES})
+    eq([a["name"] for a in json.loads(out)], ["audit", "billing", "notify"],
+       "JSON names")
+    rc, out, err = run("app", "ls", "--apps", "/nonexistent-apps")
+    eq(rc, 1, "missing apps dir")
+    check("/nonexistent-apps" in err, err)
+
+
+@case
+def app_inspect_offline_example():
+    rc, out, err = run("app", "inspect", "billing", "--apps", EXAMPLES)
+    eq(rc, 0, "inspect\n" + err)
+    for want in ("Name:         billing\n", "Status:       offline\n",
+                 "Last error:   none\n", "Runtime:      python3\n",
+                 "Concurrency:  4\n", "Memory:       256MiB\n",
+                 "CPUs:         0.5\n", "PIDs:         64\n",
+                 "Env:          CURRENCY, APPROVAL_LIMIT\n",
+                 "  - handler: invoices.paid.handle\n"
+                 "    timeout: 20s\n"
+                 "    retries: 2\n"
+                 "    pattern:\n"
+                 "      type: [invoice.paid]\n"
+                 "      invoice:\n"
+                 "        id: [{prefix: inv_}]\n"
+                 "        amount: [{gt: 0}]\n"
+                 "        refunded_at: [{exists: false}]\n",
+                 "Schedules:\n"
+                 "  - name: daily-report\n"
+                 "    handler: reports.daily.run\n"
+                 "    cron: \"0 6 * * *\"\n"
+                 "    timezone: Europe/Berlin\n"
+                 "    timeout: 6s\n"
+                 "    retries: 4\n"):
+        check(want in out, f"{want!r} in:\n{out}")
+    check("EUR" not in out and "10000" not in out, "env values hidden")
+    rc, out, err = run("app", "inspect", "nope", "--apps", EXAMPLES)
+    eq(rc, 1, "unknown app")
+    check('unknown app "nope"' in err, err)
+
+
+@case
+def app_invoke_needs_relayd():
+    rc, out, err = run("app", "invoke", "billing", "--event", "{}")
+    eq(rc, 1, "invoke without relayd")
+    check("cannot reach relayd control socket" in err, err)
+    rc, out, err = run("app", "invoke", "billing", stdin="[1,2]")
+    eq(rc, 1, "stdin event not an object")
+    check("stdin: the event is not a JSON object" in err, err)
+
+
+def main():
+    print(f"1..{len(CASES)}", flush=True)
+    failed = 0
+    for i, fn in enumerate(CASES, 1):
+        try:
+            fn()
+        except BaseException:
+            failed += 1
+            print(f"not ok {i} - {fn.__name__}")
+            for ln in traceback.format_exc().splitlines():
+                print(f"# {ln}")
+            continue
+        print(f"ok {i} - {fn.__name__}", flush=True)
+    return 1 if failed else 0
+
+
+if __name__ == "__main__":
+    sys.exit(main())
