@@ -10,6 +10,7 @@ usage: test_cli_ops.py RELAYCTL [SOURCE_ROOT]
 import datetime
 import json
 import os
+import re
 import shutil
 import subprocess
 import sys
@@ -265,6 +266,21 @@ def app_invoke_needs_relayd():
     rc, out, err = run("app", "invoke", "billing", stdin="[1,2]")
     eq(rc, 1, "stdin event not an object")
     check("stdin: the event is not a JSON object" in err, err)
+
+
+@case
+def man_page_names_every_command_and_flag():
+    with open(os.path.join(ROOT, "doc", "man", "relayctl.1.scd")) as f:
+        man = f.read()
+    for words in HELP + [["validate"], ["match"]]:
+        rc, out, err = run(*words, "--help")
+        for flag in set(re.findall(r"(?<![\w-])--[a-z][a-z-]*", out)):
+            check(f"*{flag}*" in man, f"man page lacks {flag} "
+                  f"({' '.join(words)})")
+        check(f"*{' '.join(words)}" in man or f"*{words[0]}*" in man,
+              f"man page lacks {words}")
+    for section in ("# EXIT STATUS", "# EXAMPLES", "*0*", "*1*", "*2*"):
+        check(section in man, section)
 
 
 def main():
