@@ -28,6 +28,7 @@
 #include "clock.h"
 #include "common.h"
 #include "pattern.h"
+#include "schedule.h"
 
 #ifdef __cplusplus
 extern "C" {
@@ -263,10 +264,20 @@ relay_app_schedule_name(const relay_app_schedule *s);
 RELAY_EXTERN const char *
 relay_app_schedule_handler(const relay_app_schedule *s);
 
-/** relay_app_schedule_cron() - the cron expression, as written (checked
- * only for being non-empty). */
+/** relay_app_schedule_cron() - the cron expression, as written (valid:
+ * a template with a bad expression does not load). */
 RELAY_EXTERN const char *
 relay_app_schedule_cron(const relay_app_schedule *s);
+
+/**
+ * relay_app_schedule_cron_compiled() - the expression parsed for the
+ * schedule's time zone (**borrowed**, lives as long as the app; never
+ * NULL when the app loaded without errors). Use it with
+ * relay_cron_next()/relay_cron_prev() instead of parsing again; safe to
+ * share across threads.
+ */
+RELAY_EXTERN const relay_cron *
+relay_app_schedule_cron_compiled(const relay_app_schedule *s);
 
 /** relay_app_schedule_timezone() - the IANA time zone (default "UTC"). */
 RELAY_EXTERN const char *

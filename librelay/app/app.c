@@ -128,6 +128,7 @@ void relay_app_free(relay_app *app)
 		relay__free(app->schedules[i].handler);
 		relay__free(app->schedules[i].cron);
 		relay__free(app->schedules[i].timezone);
+		relay_cron_free(app->schedules[i].compiled);
 	}
 	relay__free(app->schedules);
 	relay__free(app);
@@ -429,6 +430,12 @@ const char *relay_app_schedule_timezone(const relay_app_schedule *s)
 {
 	return s->timezone;
 }
+const relay_cron *
+relay_app_schedule_cron_compiled(const relay_app_schedule *s)
+{
+	return s->compiled;
+}
+
 int64_t relay_app_schedule_timeout_ms(const relay_app_schedule *s)
 {
 	return s->timeout_ms;

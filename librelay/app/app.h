@@ -49,6 +49,7 @@ struct relay_app_schedule {
 	char *handler;
 	char *cron;
 	char *timezone;
+	relay_cron *compiled;    /* cron in timezone; NULL if invalid */
 	int64_t timeout_ms;
 	int retries;
 	int line;

@@ -497,11 +497,62 @@ static void do_events(walker *w, const relay__pnode *n)
 	}
 }
 
+/*
+ * Check the cron expression and the time zone of @s (each reported at its
+ * own value) and keep the compiled form. @cron is NULL when the
+ * expression is missing or already reported; @tz NULL means "UTC" by
+ * default.
+ */
+static void compile_cron(walker *w, relay_app_schedule *s,
+			 const relay__pnode *n, const relay__pnode *cron,
+			 const relay__pnode *tz, const char *where)
+{
+	relay_cron *c = NULL;
+	relay_error e;
+	int64_t t;
+	int rc;
+
+	if (cron) {
+		rc = relay_cron_parse(&c, cron->text, "UTC", &e);
+		if (rc == RELAY_ENOMEM) {
+			w->oom = 1;
+			return;
+		}
+		if (rc) {
+			bad(w, cron, NULL, "%s.cron: %s (at character %d)",
+			    where, e.text, e.column);
+		} else if (relay_cron_next(c, 946684800 /* 2000-01-01 */,
+					   &t)) {
+			bad(w, cron, NULL, "%s.cron: never fires (no month "
+			    "has such a day)", where);
+			rc = RELAY_ENOTFOUND;
+		}
+		relay_cron_free(c);
+		c = NULL;
+		if (rc)
+			cron = NULL;
+	}
+	if (!s->timezone)
+		return; /* reported already */
+	rc = relay_cron_parse(&c, cron ? cron->text : "@daily", s->timezone,
+			      &e);
+	if (rc == RELAY_ENOMEM) {
+		w->oom = 1;
+	} else if (rc) {
+		bad(w, tz ? tz : n, NULL, "%s.timezone: %s", where, e.text);
+	} else if (cron) {
+		s->compiled = c;
+		c = NULL;
+	}
+	relay_cron_free(c);
+}
+
 static void do_schedule(walker *w, const relay__pnode *n, size_t idx)
 {
 	relay_app *app = w->app;
 	relay_app_schedule *s = &app->schedules[app->nschedules];
 	const relay__pnode *name = NULL, *handler = NULL, *cron = NULL;
+	const relay__pnode *tz = NULL;
 	char where[48], wk[64];
 	size_t i;
 
@@ -525,8 +576,10 @@ static void do_schedule(walker *w, const relay__pnode *n, size_t idx)
 		else if (key_is(c, "cron"))
 			cron = c;
 		else if (key_is(c, "timezone")) {
-			if (want_string(w, c, wk))
+			if (want_string(w, c, wk)) {
 				s->timezone = dup_or_oom(w, c->text);
+				tz = c;
+			}
 		} else if (key_is(c, "timeout"))
 			want_timeout(w, c, wk, &s->timeout_ms);
 		else if (key_is(c, "retries"))
@@ -566,6 +619,7 @@ static void do_schedule(walker *w, const relay__pnode *n, size_t idx)
 		bad(w, n, where, "missing key \"cron\"");
 	else if (want_string(w, cron, wk))
 		s->cron = dup_or_oom(w, cron->text);
+	compile_cron(w, s, n, s->cron ? cron : NULL, tz, where);
 }
 
 static void do_schedules(walker *w, const relay__pnode *n)

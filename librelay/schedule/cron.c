@@ -148,6 +148,8 @@ static int parse_field(pctx *x, const field *f, const char *s,
 			range = true;
 			p++;
 		} else {
+			const char *is = p;
+
 			if ((rc = parse_value(x, f, &p, &lo)))
 				return rc;
 			hi = lo;
@@ -158,8 +160,9 @@ static int parse_field(pctx *x, const field *f, const char *s,
 					return rc;
 				if (hi < lo)
 					return perr(x, r, "%s field: reversed "
-						    "range %d-%d", f->name, lo,
-						    hi);
+						    "range %.*s", f->name,
+						    (int)(p - is) > 12 ? 12 :
+						    (int)(p - is), is);
 				range = true;
 			}
 		}
@@ -229,10 +232,10 @@ static int parse_fields(pctx *x, relay_cron *c, const char *p)
 				if (*q)
 					more++;
 			}
-			return perr(x, p, "%d fields; a cron expression has "
-				    "exactly 5 (minute hour day-of-month month "
-				    "day-of-week): seconds and year fields "
-				    "are not supported", 5 + more);
+			return perr(x, p, "%d fields, expected 5 (minute "
+				    "hour day-of-month month day-of-week); "
+				    "seconds and year fields are not "
+				    "supported", 5 + more);
 		}
 		start[n] = p;
 		while (*p && !blank(*p))
@@ -240,9 +243,9 @@ static int parse_fields(pctx *x, relay_cron *c, const char *p)
 		end[n++] = p;
 	}
 	if (n < 5)
-		return perr(x, p, "only %d field%s; a cron expression has "
-			    "exactly 5 (minute hour day-of-month month "
-			    "day-of-week)", n, n == 1 ? "" : "s");
+		return perr(x, p, "only %d field%s, expected 5 (minute hour "
+			    "day-of-month month day-of-week)", n,
+			    n == 1 ? "" : "s");
 	for (i = 0; i < 5; i++) {
 		const char *q;
 

@@ -140,6 +140,7 @@ static void test_app__all_keys(void)
 	const char *const *argv;
 	const relay_app_schedule *s;
 	const char *name, *value;
+	int64_t next;
 	size_t argc;
 
 	RT_ASSERT(app != NULL);
@@ -180,9 +181,19 @@ static void test_app__all_keys(void)
 	RT_EQ_STR(relay_app_schedule_timezone(s), "Europe/Paris");
 	RT_EQ_INT(relay_app_schedule_retries(s), 7);
 	RT_EQ_INT(relay_app_schedule_timeout_ms(s), 6000);
+	/* compiled once, in the schedule's zone: 03:00 CET = 02:00Z */
+	RT_ASSERT(relay_app_schedule_cron_compiled(s) != NULL);
+	RT_EQ_STR(relay_cron_timezone(relay_app_schedule_cron_compiled(s)),
+		  "Europe/Paris");
+	RT_EQ_INT(relay_cron_next(relay_app_schedule_cron_compiled(s),
+				  1767225600 /* 2026-01-01Z */, &next), 0);
+	RT_EQ_INT(next, 1767225600 + 2 * 3600);
 	s = relay_app_schedule_at(app, 1);
 	RT_EQ_STR(relay_app_schedule_name(s), "hourly");
 	RT_EQ_STR(relay_app_schedule_timezone(s), "UTC");
+	RT_EQ_INT(relay_cron_next(relay_app_schedule_cron_compiled(s),
+				  1767225600, &next), 0);
+	RT_EQ_INT(next, 1767225600 + 3600);
 	RT_EQ_INT(relay_app_schedule_retries(s), 4);
 	RT_CHECK(relay_app_schedule_find(app, "nope") == NULL);
 	RT_CHECK(relay_app_schedule_at(app, 2) == NULL);
