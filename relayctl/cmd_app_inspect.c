@@ -7,11 +7,13 @@
  * concurrency, network, env NAMES (values are never shown: they may hold
  * secrets), each rule (handler, timeout, retries, its pattern rendered
  * back as YAML) and each schedule (name, handler, cron, timezone,
- * timeout, retries).
+ * timeout, retries, and its next five firing times from relay_cron_next(),
+ * in the schedule's zone and in UTC).
  */
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <time.h>
 
 #include "app/app.h"
 #include "appinfo.h"
@@ -20,6 +22,7 @@
 #include "fmt.h"
 #include "patyaml.h"
 #include "relay/app.h"
+#include "relay/schedule.h"
 #include "relayctl.h"
 
 #define W 12  /* key column width */
@@ -74,6 +77,84 @@ struct view {
 	relay_app *app;          /* NULL when the template does not load */
 	patyaml *pat;
 };
+
+#define NEXT_FIRINGS 5
+
+/* "2026-12-03 06:00 +01:00" for instant @t in @c's zone. */
+static void local_time(const relay_cron *c, int64_t t, char *buf,
+		       size_t size)
+{
+	int32_t off = relay_cron_utc_offset(c, t);
+	time_t lt = (time_t)(t + off);
+	struct tm tm;
+	int32_t a = off < 0 ? -off : off;
+
+	gmtime_r(&lt, &tm);
+	snprintf(buf, size, "%04d-%02d-%02d %02d:%02d %c%02d:%02d",
+		 tm.tm_year + 1900, tm.tm_mon + 1, tm.tm_mday, tm.tm_hour,
+		 tm.tm_min, off < 0 ? '-' : '+', (int)(a / 3600),
+		 (int)(a % 3600 / 60));
+}
+
+/* Fill @out with up to NEXT_FIRINGS instants; returns how many, or -1
+ * with @err set when the expression or zone does not parse. */
+static int next_firings(const relay_app_schedule *s, int64_t *out,
+			relay_cron **cp, relay_error *err)
+{
+	int64_t t = relayctl_now_ms() / 1000;
+	int n;
+
+	if (relay_cron_parse(cp, relay_app_schedule_cron(s),
+			     relay_app_schedule_timezone(s), err))
+		return -1;
+	for (n = 0; n < NEXT_FIRINGS; n++) {
+		if (relay_cron_next(*cp, t, &out[n]))
+			break;
+		t = out[n];
+	}
+	return n;
+}
+
+static void print_next(const relay_app_schedule *s)
+{
+	int64_t at[NEXT_FIRINGS];
+	relay_cron *c = NULL;
+	relay_error err;
+	char loc[64], utc[40];
+	int i, n = next_firings(s, at, &c, &err);
+
+	if (n < 0) {
+		char *t = relayctl_clean(err.text);
+
+		printf("    next: []  # cron does not parse: %s\n",
+		       t ? t : "");
+		free(t);
+		return;
+	}
+	puts(n ? "    next:" : "    next: []  # never fires");
+	for (i = 0; i < n; i++) {
+		local_time(c, at[i], loc, sizeof(loc));
+		printf("      - %s  # %s\n", loc,
+		       relayctl_fmt_time(at[i] * 1000, utc, sizeof(utc)));
+	}
+	relay_cron_free(c);
+}
+
+static json_t *next_json(const relay_app_schedule *s)
+{
+	int64_t at[NEXT_FIRINGS];
+	relay_cron *c = NULL;
+	relay_error err;
+	char utc[40];
+	json_t *list = json_array();
+	int i, n = next_firings(s, at, &c, &err);
+
+	for (i = 0; i < n; i++)
+		json_array_append_new(list, json_string(relayctl_fmt_time(
+			at[i] * 1000, utc, sizeof(utc))));
+	relay_cron_free(c);
+	return list;
+}
 
 static void print_text(const struct view *v)
 {
@@ -176,11 +257,7 @@ static void print_text(const struct view *v)
 		printf("    timeout: %s\n", relay__app_format_duration(
 			relay_app_schedule_timeout_ms(s), buf, sizeof(buf)));
 		printf("    retries: %d\n", relay_app_schedule_retries(s));
-		/*
-		 * TODO(issue #7): print the next five firing times with
-		 * relay_cron_parse()/relay_cron_next() from
-		 * relay/schedule.h once that API exists.
-		 */
+		print_next(s);
 	}
 }
 
@@ -241,14 +318,15 @@ static json_t *to_json(const struct view *v)
 		const relay_app_schedule *s = relay_app_schedule_at(a, i);
 
 		json_array_append_new(list, json_pack(
-			"{s:s, s:s, s:s, s:s, s:I, s:i}",
+			"{s:s, s:s, s:s, s:s, s:I, s:i, s:o}",
 			"name", relay_app_schedule_name(s),
 			"handler", relay_app_schedule_handler(s),
 			"cron", relay_app_schedule_cron(s),
 			"timezone", relay_app_schedule_timezone(s),
 			"timeout_ms",
 			(json_int_t)relay_app_schedule_timeout_ms(s),
-			"retries", relay_app_schedule_retries(s)));
+			"retries", relay_app_schedule_retries(s),
+			"next", next_json(s)));
 	}
 	json_object_set_new(o, "schedules", list);
 	return o;

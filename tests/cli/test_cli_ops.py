@@ -252,10 +252,51 @@ def app_inspect_offline_example():
                  "    timeout: 6s\n"
                  "    retries: 4\n"):
         check(want in out, f"{want!r} in:\n{out}")
+    nxt = re.findall(r"^      - (\d{4}-\d\d-\d\d) 06:00 \+0([12]):00  # "
+                     r"(\d{4}-\d\d-\d\d)T0([45]):00:00\.000Z$", out, re.M)
+    eq(len(nxt), 5, f"next five firing times:\n{out}")
+    for loc_day, off, utc_day, utc_h in nxt:
+        eq((loc_day, int(off) + int(utc_h)), (utc_day, 6),
+           "06:00 Berlin time shown in the zone and in UTC")
+    days = [datetime.date.fromisoformat(n[0]) for n in nxt]
+    eq([(b - a).days for a, b in zip(days, days[1:])], [1] * 4,
+       "daily firings")
     check("EUR" not in out and "10000" not in out, "env values hidden")
     rc, out, err = run("app", "inspect", "nope", "--apps", EXAMPLES)
     eq(rc, 1, "unknown app")
     check('unknown app "nope"' in err, err)
+
+
+@case
+def app_inspect_next_firings_utc():
+    d = tempfile.mkdtemp(prefix="relay-cli-")
+    try:
+        os.makedirs(os.path.join(d, "s"))
+        with open(os.path.join(d, "s", "template.yaml"), "w") as f:
+            f.write("runtime: exec\ncommand: [./h]\nevents: []\n"
+                    "schedules:\n  - name: q\n    handler: h\n"
+                    "    cron: \"*/15 * * * *\"\n")
+
+        def want():
+            now = datetime.datetime.now(datetime.timezone.utc)
+            t = now.replace(second=0, microsecond=0)
+            t -= datetime.timedelta(minutes=t.minute % 15)
+            return [(t + datetime.timedelta(minutes=15 * i)).strftime(
+                "%Y-%m-%dT%H:%M:00.000Z") for i in range(1, 6)]
+        before = want()
+        rc, out, err = run("app", "inspect", "s", "--json", "--apps", d)
+        after = want()
+        eq(rc, 0, "inspect\n" + err)
+        s = json.loads(out)["schedules"][0]
+        eq((s["name"], s["handler"], s["cron"], s["timezone"]),
+           ("q", "h", "*/15 * * * *", "UTC"), "schedule fields")
+        check(s["next"] in (before, after),
+              f"next five: {s['next']} (want {before})")
+        rc, out, err = run("app", "inspect", "s", "--apps", d)
+        check(re.search(r"    next:\n(      - \d{4}-\d\d-\d\d \d\d:\d\d "
+                        r"\+00:00  # \S+Z\n){5}", out), out)
+    finally:
+        shutil.rmtree(d)
 
 
 @case
