@@ -175,6 +175,26 @@ int dlqcli_get(struct dlqcli *d, const char *id, relay_dlq_record *rec)
 	return RELAYCTL_OK;
 }
 
+/* A JSON string of @s; bytes that are not UTF-8 become '?'. */
+static json_t *str(const char *s)
+{
+	json_t *j = json_string(s);
+	char *c;
+	size_t i;
+
+	if (j || !s)
+		return j;
+	c = strdup(s);
+	if (!c)
+		return NULL;
+	for (i = 0; c[i]; i++)
+		if ((unsigned char)c[i] >= 0x80)
+			c[i] = '?';
+	j = json_string(c);
+	free(c);
+	return j;
+}
+
 json_t *dlqcli_json(const relay_dlq_record *rec)
 {
 	const relay_dlq_entry *e = &rec->e;
@@ -182,21 +202,21 @@ json_t *dlqcli_json(const relay_dlq_record *rec)
 
 	if (!o)
 		return NULL;
-	json_object_set_new(o, "id", json_string(rec->id));
+	json_object_set_new(o, "id", str(rec->id));
 	json_object_set_new(o, "original_stream",
-			    json_string(e->original_stream));
-	json_object_set_new(o, "original_id", json_string(e->original_id));
-	json_object_set_new(o, "group", json_string(e->group));
-	json_object_set_new(o, "consumer", json_string(e->consumer));
-	json_object_set_new(o, "app", json_string(e->app));
-	json_object_set_new(o, "handler", json_string(e->handler));
-	json_object_set_new(o, "reason", json_string(e->reason));
+			    str(e->original_stream));
+	json_object_set_new(o, "original_id", str(e->original_id));
+	json_object_set_new(o, "group", str(e->group));
+	json_object_set_new(o, "consumer", str(e->consumer));
+	json_object_set_new(o, "app", str(e->app));
+	json_object_set_new(o, "handler", str(e->handler));
+	json_object_set_new(o, "reason", str(e->reason));
 	json_object_set_new(o, "deliveries", json_integer(e->deliveries));
 	json_object_set_new(o, "handler_attempts",
 			    json_integer(e->handler_attempts));
-	json_object_set_new(o, "timestamp", json_string(e->timestamp));
-	json_object_set_new(o, "trace", e->trace ? json_string(e->trace)
+	json_object_set_new(o, "timestamp", str(e->timestamp));
+	json_object_set_new(o, "trace", e->trace ? str(e->trace)
 						 : json_null());
-	json_object_set_new(o, "event", json_string(e->event));
+	json_object_set_new(o, "event", str(e->event));
 	return o;
 }

@@ -30,7 +30,7 @@ def ctl(d, *args, stdin=None, input=None, extra=None):
     env.update(extra or {})
     p = subprocess.run([RELAYCTL, *args], env=env, stdin=stdin,
                        input=input, capture_output=True, text=True,
-                       timeout=120)
+                       errors="replace", timeout=120)
     check("Sanitizer" not in p.stderr and "runtime error" not in p.stderr,
           f"relayctl {args}: sanitizer report:\n{p.stderr}")
     return p.returncode, p.stdout, p.stderr
@@ -220,6 +220,13 @@ def dlq_inspect_replay_rm():
         rc, out, err = ctl(d, "dlq", "ls")
         eq((rc, out), (0, "ID  ORIGINAL  APP  HANDLER  ATTEMPTS  AGE\n"),
            "empty listing is the header")
+
+        # An event that is not UTF-8 still lists as JSON.
+        env.xadd(fields=["event", b"\xff\xfe{"])
+        env.wait(lambda: len(env.dlq()) == 1, "non-UTF-8 placeholder")
+        rc, out, err = ctl(d, "dlq", "ls", "--json")
+        eq(rc, 0, "dlq ls --json\n" + err)
+        eq(json.loads(out)[0]["event"], "??{", "non-UTF-8 bytes as '?'")
         d.stop()
 
 
