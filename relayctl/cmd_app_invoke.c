@@ -119,8 +119,13 @@ usage_error:
 	return RELAYCTL_USAGE;
 }
 
-/* The event as a JSON object, or NULL after printing why. */
-static json_t *read_event(const struct opts *o)
+/*
+ * The event text, checked to be a JSON object; NULL after printing why.
+ * relayd gets the text itself (as a JSON string), so the handlers see the
+ * bytes given: key order, number spelling and integers too large for the
+ * checking parser are kept (relayd's own parser has the last word).
+ */
+static char *read_event(const struct opts *o)
 {
 	const char *what = o->event ? "--event" : o->file ? o->file : "stdin";
 	json_error_t jerr;
@@ -129,27 +134,42 @@ static json_t *read_event(const struct opts *o)
 	json_t *ev;
 
 	if (o->event) {
-		ev = json_loads(o->event, 0, &jerr);
-	} else {
-		if (relayctl_read_all("app invoke", o->file ? o->file : "-",
-				      &text, &len))
+		text = strdup(o->event);
+		len = strlen(o->event);
+		if (!text) {
+			relayctl_error(RELAYCTL_FAIL, "app invoke: out of "
+				       "memory");
 			return NULL;
-		ev = json_loadb(text, len, 0, &jerr);
-		free(text);
-	}
-	if (!ev) {
-		relayctl_error(RELAYCTL_FAIL, "app invoke: %s: invalid JSON "
-			       "at line %d column %d: %s", what, jerr.line,
-			       jerr.column, jerr.text);
+		}
+	} else if (relayctl_read_all("app invoke", o->file ? o->file : "-",
+				     &text, &len)) {
 		return NULL;
 	}
-	if (!json_is_object(ev)) {
+	ev = json_loadb(text, len, 0, &jerr);
+	if (!ev && (strstr(jerr.text, "too big") ||
+		    strstr(jerr.text, "overflow")) &&
+	    text[strspn(text, " \t\r\n")] == '{')
+		return text;
+	if (!ev || !json_is_object(ev)) {
+		if (ev)
+			relayctl_error(RELAYCTL_FAIL, "app invoke: %s: the "
+				       "event is not a JSON object", what);
+		else
+			relayctl_error(RELAYCTL_FAIL, "app invoke: %s: invalid "
+				       "JSON at line %d column %d: %s", what,
+				       jerr.line, jerr.column, jerr.text);
 		json_decref(ev);
-		relayctl_error(RELAYCTL_FAIL, "app invoke: %s: the event is "
-			       "not a JSON object", what);
+		free(text);
 		return NULL;
 	}
-	return ev;
+	json_decref(ev);
+	if (strlen(text) != len) {
+		free(text);
+		relayctl_error(RELAYCTL_FAIL, "app invoke: %s: the event holds "
+			       "a NUL byte", what);
+		return NULL;
+	}
+	return text;
 }
 
 static int print_results(json_t *resp)
@@ -188,7 +208,8 @@ int relayctl_cmd_app_invoke(int argc, char **argv)
 	struct opts o;
 	char path[4200], why[1024];
 	const char *code;
-	json_t *ev, *req, *resp;
+	json_t *req, *resp;
+	char *ev;
 	int rc;
 
 	memset(&o, 0, sizeof(o));
@@ -198,8 +219,9 @@ int relayctl_cmd_app_invoke(int argc, char **argv)
 	ev = read_event(&o);
 	if (!ev)
 		return RELAYCTL_FAIL;
-	req = json_pack("{s:s, s:s, s:o}", "cmd", "app invoke", "app",
+	req = json_pack("{s:s, s:s, s:s}", "cmd", "app invoke", "app",
 			o.name, "event", ev);
+	free(ev);
 	if (!req)
 		return relayctl_error(RELAYCTL_FAIL, "app invoke: out of "
 				      "memory");

@@ -337,6 +337,11 @@ def app_invoke():
         eq(rc, 0, "stdin event\n" + err)
         check(out.startswith("Invoked 1 handler(s)\n") and
               re.search(r"a/h2 ok \d+ms", out), out)
+        # Integers beyond 64 bits are the handler's business, not ours.
+        rc, out, err = ctl(d, "app", "invoke", "a", "--event",
+                           '{"kind":"y","big":123456789012345678901234567890}')
+        eq(rc, 0, "big integer event\n" + err)
+        check(out.startswith("Invoked 1 handler(s)\n"), out)
         rc, out, err = ctl(d, "app", "invoke", "nope", "--event", ev)
         eq(rc, 1, "unknown app")
         check('unknown app "nope"' in err, err)
