@@ -242,7 +242,15 @@ def app_ls_and_inspect():
         with open(os.path.join(env.apps_dir, "broken", "template.yaml"),
                   "w") as f:
             f.write("runtime: cobol\n")
-        d = env.relayd()
+        os.makedirs(os.path.join(env.apps_dir, "py"))
+        with open(os.path.join(env.apps_dir, "py", "template.yaml"),
+                  "w") as f:
+            f.write("runtime: python3\nevents:\n  - handler: m.h\n"
+                    "    pattern: {kind: [p]}\n")
+        # No python3 on relayd's PATH: app py is unavailable.
+        nopath = os.path.join(env.dir, "empty-bin")
+        os.makedirs(nopath)
+        d = env.relayd(PATH=nopath)
         rc, out, err = ctl(d, "app", "ls")
         eq(rc, 0, "app ls exit\n" + err)
         rows = table(out)
@@ -250,15 +258,18 @@ def app_ls_and_inspect():
            "header")
         eq([r[:4] for r in rows[1:]],
            [["alpha", "exec", "ready", "2"], ["broken", "-", "invalid", "-"],
+            ["py", "python3", "unavailable", "1"],
             ["zeta", "exec", "ready", "1"]], "sorted rows")
         check(re.fullmatch(r"\d+s ago", rows[1][4]), rows[1][4])
         check("broken: " in err and "must be one of" in err,
               f"invalid app's reason on stderr: {err!r}")
+        check("py: runtime python3: python3 not found" in err,
+              f"unavailable app's reason on stderr: {err!r}")
         rc, out, err = ctl(d, "app", "ls", "--json")
         got = json.loads(out)
         eq([(a["name"], a["status"], a["rules"]) for a in got],
            [("alpha", "ready", 2), ("broken", "invalid", None),
-            ("zeta", "ready", 1)], "JSON")
+            ("py", "unavailable", 1), ("zeta", "ready", 1)], "JSON")
         check(all(set(a) == {"name", "runtime", "status", "rules",
                              "updated", "errors"} for a in got), got)
         check("must be one of" in got[1]["errors"][0], got[1])
@@ -282,6 +293,9 @@ def app_ls_and_inspect():
         rc, out, err = ctl(d, "app", "inspect", "broken")
         eq(rc, 0, "inspect invalid app")
         check("Status:       invalid" in out and "must be one of" in out, out)
+        rc, out, err = ctl(d, "app", "inspect", "py")
+        check("Status:       unavailable\n" in out and
+              "Last error:   runtime python3: python3 not found" in out, out)
         rc, out, err = ctl(d, "app", "inspect", "nope")
         eq(rc, 1, "unknown app")
         check('unknown app "nope"' in err, err)
@@ -292,6 +306,7 @@ def app_ls_and_inspect():
         eq([r[:4] for r in table(out)[1:]],
            [["alpha", "exec", "offline", "2"],
             ["broken", "-", "invalid", "-"],
+            ["py", "python3", "offline", "1"],
             ["zeta", "exec", "offline", "1"]], "offline rows")
         rc, out, err = ctl(d, "app", "inspect", "zeta")
         check("Status:       offline" in out, out)
