@@ -14,6 +14,7 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <time.h>
 #include <unistd.h>
 
 #include "relay_config.h"
@@ -317,6 +318,52 @@ static int load_time_scale(relayd_config *c, char *errbuf, size_t size)
 	return 0;
 }
 
+/*
+ * RELAY_TEST_SCHEDULE_CLOCK=V[:A[:R]] - test builds only: the schedule
+ * clock reads V (Unix seconds) at real Unix time A (default: now) and
+ * advances R virtual seconds per real second (default 1, at most 3600).
+ */
+static int load_sched_clock(relayd_config *c, char *errbuf, size_t size)
+{
+	const char *v = env("RELAY_TEST_SCHEDULE_CLOCK");
+	long long vv = 0, a = -1, r = 1;
+	int n = 0, k;
+
+	if (!v)
+		return 0;
+#if RELAY_TEST_HOOKS
+	k = sscanf(v, "%lld%n:%lld%n:%lld%n", &vv, &n, &a, &n, &r, &n);
+	if (k < 1 || (size_t)n != strlen(v) || vv < 0 ||
+	    vv > 253402300799LL || (k >= 2 && a < 0) || r < 1 || r > 3600)
+		return fail(errbuf, size,
+			    "RELAY_TEST_SCHEDULE_CLOCK: invalid value \"%s\": "
+			    "expected V[:A[:R]] (virtual Unix seconds, real "
+			    "Unix seconds, rate 1-3600)", v);
+	c->sched_clock_set = true;
+	c->sched_clock_v = vv;
+	c->sched_clock_rate = r;
+	if (k >= 2) {
+		c->sched_clock_anchor_ms = a * 1000;
+	} else {
+		struct timespec ts;
+
+		clock_gettime(CLOCK_REALTIME, &ts);
+		c->sched_clock_anchor_ms = (int64_t)ts.tv_sec * 1000 +
+					   ts.tv_nsec / 1000000;
+	}
+#else
+	(void)vv;
+	(void)a;
+	(void)r;
+	(void)n;
+	(void)k;
+	(void)errbuf;
+	(void)size;
+	c->sched_clock_ignored = true;
+#endif
+	return 0;
+}
+
 static void set_defaults(relayd_config *c)
 {
 	char host[256];
@@ -375,7 +422,8 @@ int relayd_config_load(relayd_config *c, char *errbuf, size_t size)
 			    "90 bytes (the control socket path would not "
 			    "fit)", c->run_dir);
 	if (load_numbers(c, errbuf, size) || load_enums(c, errbuf, size) ||
-	    load_time_scale(c, errbuf, size))
+	    load_time_scale(c, errbuf, size) ||
+	    load_sched_clock(c, errbuf, size))
 		return -1;
 	if ((v = env("METRICS_ADDR")) && check_metrics(c, v, errbuf, size))
 		return -1;

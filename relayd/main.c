@@ -88,6 +88,7 @@ static int take(relayd *d, relayd_stats *s)
 		return -1;
 	s->started_at_ms = d->started_at_ms;
 	s->reset_at_ms = d->reset_at_ms;
+	relayd_schedpub_counts_get(d->schedpub, &s->sp);
 	if (relayd_stats_take(s, d->consumer)) {
 		relayd_stats_clear(s);
 		return -1;
@@ -191,6 +192,7 @@ static void on_stop_signal(struct ev_loop *loop, ev_signal *w, int revents)
 	if (!d->consumer)
 		return;
 	graceful = d->signals++ == 0;
+	relayd_schedpub_stop(d->schedpub);
 	relayd_log(RELAY_LOG_INFO, "RELAYD02", "%s received: %s",
 		   strsignal(w->signum), graceful ?
 		   "stopping reading, letting running handlers finish "
@@ -394,6 +396,7 @@ static void shutdown_all(relayd *d)
 		ev_timer_stop(d->loop, &d->stats_timer);
 		relayd_apps_unwatch(d);
 	}
+	relayd_schedpub_stop(d->schedpub);
 	relayd_http_stop(d->http);
 	relayd_control_stop(d->ctl);
 	if (d->consumer) {
@@ -403,7 +406,9 @@ static void shutdown_all(relayd *d)
 		ev_run(d->loop, 0);
 	}
 	relay_runtime_free(d->rt);
-	relay_redis_free(d->redis);
+	relay_redis_free(d->redis);  /* in-flight publishes: ECLOSED */
+	relayd_schedpub_free(d->schedpub);
+	d->schedpub = NULL;
 	relay_appset_free(d->apps);
 	if (d->lock_fd >= 0)
 		close(d->lock_fd);
@@ -460,6 +465,17 @@ int main(int argc, char **argv)
 			   "RELAY_TEST_TIME_SCALE=%u: every fixed internal "
 			   "duration is divided by %u (test build)",
 			   d.cfg.time_scale, d.cfg.time_scale);
+	if (d.cfg.sched_clock_ignored)
+		relayd_log(RELAY_LOG_WARN, "RELAYD05",
+			   "RELAY_TEST_SCHEDULE_CLOCK is ignored: this is a "
+			   "release build (test hooks are off)");
+	else if (d.cfg.sched_clock_set)
+		relayd_log(RELAY_LOG_WARN, "RELAYD05",
+			   "RELAY_TEST_SCHEDULE_CLOCK: schedules run on a "
+			   "virtual clock (%lld at %lld ms, x%lld; test build)",
+			   (long long)d.cfg.sched_clock_v,
+			   (long long)d.cfg.sched_clock_anchor_ms,
+			   (long long)d.cfg.sched_clock_rate);
 	signal(SIGPIPE, SIG_IGN);
 	d.loop = ev_default_loop(EVFLAG_AUTO);
 	d.started_at_ms = relayd_wall_ms();
@@ -484,6 +500,11 @@ int main(int argc, char **argv)
 	start_watchers(&d);
 	if (relay_consumer_start(d.consumer)) {
 		snprintf(errbuf, sizeof(errbuf), "engine: cannot start");
+		goto fail;
+	}
+	d.schedpub = relayd_schedpub_start(&d);
+	if (!d.schedpub) {
+		snprintf(errbuf, sizeof(errbuf), "schedules: out of memory");
 		goto fail;
 	}
 	relayd_log(RELAY_LOG_INFO, "RELAYD01", "relayd %s running: stream %s, "

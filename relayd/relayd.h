@@ -37,6 +37,14 @@ typedef struct relayd_config {
 	int64_t retention_ms;     /* REDIS_INVOCATION_RETENTION */
 	unsigned int time_scale;  /* RELAY_TEST_TIME_SCALE (1 = off) */
 	bool time_scale_ignored;  /* set in a release build: say so */
+	/* RELAY_TEST_SCHEDULE_CLOCK=V[:A[:R]] (test builds only): the
+	 * schedule clock reads V at real Unix time A (default: start-up)
+	 * and advances R virtual seconds per real second (default 1). */
+	bool sched_clock_set;
+	bool sched_clock_ignored; /* set in a release build: say so */
+	int64_t sched_clock_v;        /* virtual Unix seconds at anchor */
+	int64_t sched_clock_anchor_ms;/* real Unix ms */
+	int64_t sched_clock_rate;     /* virtual s per real s */
 } relayd_config;
 
 #define RELAYD_MAX_EVENT_BYTES_LIMIT (1024u * 1024u)
@@ -75,6 +83,15 @@ void relayd_log_output(const char *text, size_t len, bool is_stderr);
 
 #include "relay/engine.h"
 
+/* The schedule publisher's counters (schedpub.c), since start-up. */
+typedef struct relayd_schedpub_counts {
+	uint64_t published;   /* occurrences this daemon appended */
+	uint64_t duplicate;   /* ... already published (by anyone) */
+	uint64_t failures;    /* failed publication attempts */
+	uint64_t catchup;     /* published by the start-up catch-up */
+	uint64_t pending;     /* gauge: occurrences waiting (outbox) */
+} relayd_schedpub_counts;
+
 typedef struct relayd_hist {
 	char *app;
 	char *handler;
@@ -91,6 +108,7 @@ typedef struct relayd_stats {
 	size_t nhists;
 	int64_t started_at_ms;     /* wall clock */
 	int64_t reset_at_ms;       /* last `stats reset`, 0 = never */
+	relayd_schedpub_counts sp; /* the schedule publisher */
 } relayd_stats;
 
 /* Fill @s from the consumer (0 or -1 on allocation failure). */
@@ -156,6 +174,7 @@ typedef struct relayd {
 	relay_consumer *consumer;    /* NULL once closed */
 	relayd_control *ctl;
 	relayd_http *http;
+	struct relayd_schedpub *schedpub; /* schedule publisher */
 	ev_signal sig_term, sig_int, sig_hup;
 	ev_timer metrics_timer;      /* re-render /metrics */
 	ev_timer stats_timer;        /* flush the stats file */
@@ -182,6 +201,24 @@ int relayd_apps_watch(relayd *d);
 void relayd_apps_unwatch(relayd *d);
 /* Re-read every changed app (SIGHUP, inotify). */
 void relayd_apps_reload(relayd *d, const char *why);
+
+/* schedpub.c: the schedule publisher (every relayd, deduplicated in
+ * Redis). */
+#define RELAYD_OUTBOX_MAX 1000
+typedef struct relayd_schedpub relayd_schedpub;
+/* Load the outbox, publish the catch-up, start the minute tick; NULL on
+ * allocation failure. */
+relayd_schedpub *relayd_schedpub_start(relayd *d);
+/* Stop ticking and retrying (stop signal). */
+void relayd_schedpub_stop(relayd_schedpub *p);
+/* After the Redis backend is freed: write what is pending to the
+ * outbox and free. NULL is a no-op. */
+void relayd_schedpub_free(relayd_schedpub *p);
+void relayd_schedpub_counts_get(const relayd_schedpub *p,
+				relayd_schedpub_counts *out);
+/* The schedule clock: Unix seconds (virtual under
+ * RELAY_TEST_SCHEDULE_CLOCK). */
+int64_t relayd_schedule_now(const relayd *d);
 
 /* commands.c: the control-socket requests. */
 void relayd_command(relayd_request *req, void *req_json, void *payload);

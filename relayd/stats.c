@@ -187,7 +187,28 @@ char *relayd_stats_prometheus(const relayd_stats *s, size_t *len)
 	counter(f, "relay_acks_total", "Messages acknowledged.", m->acks);
 	counter(f, "relay_redis_errors_total", "Failed Redis operations.",
 		m->redis_errors);
+	counter(f, "relay_schedule_occurrences_published_total",
+		"Schedule occurrences this relayd appended to the stream.",
+		s->sp.published);
+	counter(f, "relay_schedule_occurrences_duplicate_total",
+		"Schedule occurrences found already published (by any "
+		"relayd).", s->sp.duplicate);
+	counter(f, "relay_schedule_publish_failures_total",
+		"Failed schedule publication attempts (retried from the "
+		"outbox).", s->sp.failures);
+	counter(f, "relay_schedule_catchup_total",
+		"Occurrences published by the start-up catch-up.",
+		s->sp.catchup);
+	counter(f, "relay_schedule_occurrences_obsolete_total",
+		"Schedule occurrences acknowledged unrun: schedule no longer "
+		"configured.", m->schedule_obsolete);
+	counter(f, "relay_schedule_occurrences_malformed_total",
+		"Schedule envelopes dead-lettered as malformed.",
+		m->schedule_malformed);
 	histogram(f, s);
+	gauge(f, "relay_schedule_outbox_pending",
+	      "Schedule occurrences waiting to be published.",
+	      (double)s->sp.pending);
 	gauge(f, "relay_pending_entries",
 	      "Entries in the consumer group's PEL (refreshed periodically).",
 	      (double)m->pending_entries);
@@ -284,6 +305,19 @@ void *relayd_stats_json(const relayd_stats *s, const relayd_config *c)
 	json_object_set_new(root, "reset_at", s->reset_at_ms ?
 		json_string(iso8601(s->reset_at_ms, tbuf, sizeof(tbuf))) :
 		json_null());
+	json_object_set_new(counters, "schedule_published",
+			    JU(s->sp.published));
+	json_object_set_new(counters, "schedule_duplicate",
+			    JU(s->sp.duplicate));
+	json_object_set_new(counters, "schedule_publish_failures",
+			    JU(s->sp.failures));
+	json_object_set_new(counters, "schedule_catchup", JU(s->sp.catchup));
+	json_object_set_new(counters, "schedule_obsolete",
+			    JU(m->schedule_obsolete));
+	json_object_set_new(counters, "schedule_malformed",
+			    JU(m->schedule_malformed));
+	json_object_set_new(gauges, "schedule_outbox_pending",
+			    JU(s->sp.pending));
 	json_object_set_new(root, "counters", counters);
 	json_object_set_new(root, "gauges", gauges);
 	json_object_set_new(root, "handlers", handlers);
@@ -323,7 +357,15 @@ done:
 		rc = -1;
 	if (rc == 0 && rename(tmp, path) != 0)
 		rc = -1;
-	if (rc)
+	if (rc) {
 		unlink(tmp);
-	return rc;
+		return rc;
+	}
+	/* The rename itself is durable only once the directory is. */
+	fd = open(dir, O_RDONLY | O_DIRECTORY | O_CLOEXEC);
+	if (fd >= 0) {
+		(void)fsync(fd);
+		close(fd);
+	}
+	return 0;
 }
