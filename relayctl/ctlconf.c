@@ -96,8 +96,11 @@ int relayctl_redis_open(const struct relayctl_conf *c, const char *cmd,
 				      "not set (or pass --stream NAME)", cmd);
 	o.connect_timeout_ms = 3000;
 	o.command_timeout_ms = 10000;
+	/* err.text quotes the URI, which may hold a password: not shown. */
 	if (relay_redis_open(b, c->redis, &o, &err))
-		return relayctl_error(RELAYCTL_FAIL, "%s: REDIS_URI: %s", cmd,
-				      err.text);
+		return relayctl_error(RELAYCTL_USAGE, "%s: REDIS_URI (or "
+				      "--redis) is not a Redis URI: expected "
+				      "host:port, redis://[user:pass@]host:"
+				      "port[/db] or unix:///path", cmd);
 	return RELAYCTL_OK;
 }

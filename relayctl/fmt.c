@@ -199,7 +199,10 @@ void relayctl_kv(FILE *f, int width, const char *key, const char *value)
 {
 	char *v = relayctl_clean(value);
 
-	fprintf(f, "%s:%*s%s\n", key, width - (int)strlen(key) + 1, "",
-		v ? v : "");
+	if (*key)
+		fprintf(f, "%s:%*s%s\n", key, width - (int)strlen(key) + 1,
+			"", v ? v : "");
+	else	/* a continuation line of the previous key */
+		fprintf(f, "%*s%s\n", width + 2, "", v ? v : "");
 	free(v);
 }

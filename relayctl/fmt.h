@@ -47,7 +47,8 @@ int relayctl_table_add(relayctl_table *t, const char *const *row);
 void relayctl_table_print(const relayctl_table *t, FILE *f);
 void relayctl_table_free(relayctl_table *t);
 
-/* Print "Key:" padded to @width + 2 columns, then the clean value. */
+/* Print "Key:" padded to @width + 2 columns, then the clean value; an
+ * empty @key continues the previous line's value column. */
 void relayctl_kv(FILE *f, int width, const char *key, const char *value);
 
 #endif /* RELAYCTL_FMT_H */

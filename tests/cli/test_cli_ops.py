@@ -107,6 +107,11 @@ def dlq_needs_redis_config():
     rc, out, err = run("dlq", "ls", env={"REDIS_URI": "unix:///x.sock"})
     eq(rc, 2, "no REDIS_STREAM")
     check("REDIS_STREAM" in err, err)
+    rc, out, err = run("dlq", "ls", "--redis",
+                       "redis://u:s3cr3t-pass@host:notaport",
+                       env={"REDIS_STREAM": "e"})
+    eq(rc, 2, "malformed REDIS_URI")
+    check("REDIS_URI" in err and "s3cr3t" not in err, err)
     rc, out, err = run("dlq", "ls", env={"REDIS_URI": "unix:///nonexistent"
                                          "/r.sock", "REDIS_STREAM": "e"})
     eq(rc, 1, "Redis unreachable")
