@@ -169,8 +169,10 @@ static int from_dir(const struct relayctl_conf *c, relayctl_table *t,
 		snprintf(r.name, sizeof(r.name), "%s",
 			 relay_appset_entry_name(set, i));
 		if (app) {
+			relay_app_runtime_kind k = relay_app_runtime(app);
+
 			snprintf(r.runtime, sizeof(r.runtime), "%s",
-				 relay_app_runtime_name(relay_app_runtime(app)));
+				 relay_app_runtime_name(k));
 			snprintf(r.status, sizeof(r.status), "offline");
 			snprintf(r.rules, sizeof(r.rules), "%zu",
 				 relay_app_rule_count(app));
