@@ -175,6 +175,20 @@ def dlq_inspect_replay_rm():
         rc, out, err = ctl(d, "dlq", "inspect", ids[1], "--json")
         eq(json.loads(out)["event"], '{"kind":"y","k":"e2"}', "--json")
 
+        # An entry with a trace shows it.
+        tid = env.r("XADD", "relay:events:dlq", "*", "original_stream",
+                    "events", "original_id", "5-0", "group", "relay",
+                    "consumer", "c", "event", "{}", "reason", "r", "app",
+                    "a", "handler", "h1", "deliveries", "2",
+                    "handler_attempts", "1", "timestamp",
+                    "2026-01-02T03:04:05.678Z", "trace", "sched/q@123")
+        rc, out, err = ctl(d, "dlq", "inspect", tid)
+        eq(rc, 0, "inspect traced entry\n" + err)
+        check("\nTrace:" + " " * 12 + "sched/q@123\n" in out, out)
+        check("\nTimestamp:" + " " * 8 + "2026-01-02T03:04:05.678Z (" in out,
+              out)
+        eq(ctl(d, "dlq", "rm", tid)[0], 0, "rm traced entry")
+
         rc, out, err = ctl(d, "dlq", "inspect", "1-0")
         eq(rc, 1, "unknown id exit")
         check('unknown DLQ entry "1-0"' in err, err)
