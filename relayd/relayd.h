@@ -216,6 +216,8 @@ void relayd_schedpub_stop(relayd_schedpub *p);
 void relayd_schedpub_free(relayd_schedpub *p);
 void relayd_schedpub_counts_get(const relayd_schedpub *p,
 				relayd_schedpub_counts *out);
+/* `stats reset`: zero the counters (the pending gauge stays). */
+void relayd_schedpub_counts_reset(relayd_schedpub *p);
 /* The schedule clock: Unix seconds (virtual under
  * RELAY_TEST_SCHEDULE_CLOCK). */
 int64_t relayd_schedule_now(const relayd *d);

@@ -606,3 +606,9 @@ void relayd_schedpub_counts_get(const relayd_schedpub *p,
 	*out = p->k;
 	out->pending = p->n;
 }
+
+void relayd_schedpub_counts_reset(relayd_schedpub *p)
+{
+	if (p)
+		memset(&p->k, 0, sizeof(p->k));
+}

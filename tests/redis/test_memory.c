@@ -303,6 +303,26 @@ static void test_memory__custom_backend_through_sys_header(void)
 	RT_EQ_INT(relay_redis_backend_check(&c.parent), RELAY_EINVAL);
 	c.parent.version = RELAY_REDIS_BACKEND_VERSION;
 	RT_EQ_INT(c.scripts, 1);
+	{
+		/* A version 1 backend (built before SCHEDULE_PUBLISH was
+		 * appended) is never sent it; version 1 ops still work. */
+		const char *argv[4] = { "relay:schedule:x", "events",
+					"1000", "{}" };
+
+		c.parent.version = 1;
+		RT_EQ_INT(relay_redis_backend_check(&c.parent), 0);
+		RT_EQ_INT(relay__redis_script(&c.parent,
+					      RELAY_REDIS_SCRIPT_SCHEDULE_PUBLISH,
+					      2, 4, argv, NULL, NULL, NULL),
+			  RELAY_EBACKEND);
+		RT_EQ_INT(c.scripts, 1);
+		memset(&w, 0, sizeof(w));
+		RT_EQ_INT(relay_inv_claim_classification(&c.parent, RS_KEY,
+							 rs_inv_cb, &w), 0);
+		RT_CHECK(w.done);
+		RT_EQ_INT(c.scripts, 2);
+		c.parent.version = RELAY_REDIS_BACKEND_VERSION;
+	}
 	relay_redis_free(&c.parent);
 }
 
