@@ -210,7 +210,7 @@ bool relay__tzrule_year(const relay__tzrule *r, int64_t y, int64_t *start,
 
 int32_t relay__tzrule_offset(const relay__tzrule *r, int64_t t)
 {
-	int64_t y, start, end;
+	int64_t y, start = 0, end = 0;
 	int m, d;
 	bool dst;
 

@@ -183,14 +183,15 @@ static int changes(const relay__zone *z, int64_t t0, int64_t t1,
 	for (k = 0; lo < z->n && z->at[lo] <= t1 && k < ZONE_MAX_CHANGES;
 	     lo++)
 		cand[k++] = z->at[lo];
-	if (z->has_rule && z->rule.has_dst) {
+	if (z->has_rule && z->rule.has_dst &&
+	    (z->n == 0 || t1 > z->at[z->n - 1])) {
 		relay__civil_from_days(relay__floordiv(t0, RELAY__SECS_PER_DAY),
 				       &y0, &m, &d);
 		relay__civil_from_days(relay__floordiv(t1, RELAY__SECS_PER_DAY),
 				       &y1, &m, &d);
 		for (y = y0 - 1; y <= y1 + 1 && k + 2 <= ZONE_MAX_CHANGES;
 		     y++) {
-			int64_t s, e;
+			int64_t s = 0, e = 0;
 
 			relay__tzrule_year(&z->rule, y, &s, &e);
 			cand[k++] = s;

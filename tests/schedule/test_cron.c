@@ -660,6 +660,49 @@ static void test_cron__immutable(void)
 	relay_cron_free(NULL);
 }
 
+static int oom_fail_at, oom_calls;
+
+static void *oom_malloc(size_t n)
+{
+	return ++oom_calls == oom_fail_at ? NULL : malloc(n);
+}
+
+static void *oom_realloc(void *p, size_t n)
+{
+	return ++oom_calls == oom_fail_at ? NULL : realloc(p, n);
+}
+
+/* Every allocation failure while parsing is RELAY_ENOMEM, no leak. */
+static void test_cron__oom(void)
+{
+	static const char *tzs[] = { "UTC", "America/New_York", "Nowhere/X" };
+	size_t i;
+
+	NEED_TZDATA();
+	for (i = 0; i < RT_NCASES(tzs); i++) {
+		for (oom_fail_at = 1; oom_fail_at < 100; oom_fail_at++) {
+			relay_cron *c = NULL;
+			relay_error err;
+			int rc;
+
+			oom_calls = 0;
+			relay_set_allocator(oom_malloc, oom_realloc, free);
+			rc = relay_cron_parse(&c, "30 2 * * *", tzs[i], &err);
+			relay_cron_free(c);
+			relay_set_allocator(NULL, NULL, NULL);
+			if (oom_calls < oom_fail_at) { /* no failure injected */
+				RT_EQ_INT(rc, i == 2 ? RELAY_ENOTFOUND : 0);
+				break;
+			}
+			if (rc != RELAY_ENOMEM || c != NULL ||
+			    err.code != RELAY_ENOMEM)
+				RT_FAILF("%s, allocation %d failing: rc %d",
+					 tzs[i], oom_fail_at, rc);
+		}
+		RT_CHECK(oom_fail_at > 1 && oom_fail_at < 100);
+	}
+}
+
 static const rt_case cases[] = {
 	RT_CASE(test_cron__utc_basics),
 	RT_CASE(test_cron__macros),
@@ -676,6 +719,7 @@ static const rt_case cases[] = {
 	RT_CASE(test_cron__dst_reference),
 	RT_CASE(test_cron__symmetry),
 	RT_CASE(test_cron__immutable),
+	RT_CASE(test_cron__oom),
 };
 
 int main(int argc, char **argv)
