@@ -517,10 +517,22 @@ static void on_tick(struct ev_loop *loop, ev_timer *w, int revents)
 	(void)revents;
 	if (p->stopped)
 		return;
-	if (now > p->last_s) {
+	if (now - p->last_s > CATCHUP_WINDOW_S) {
+		/* The clock jumped forward (or the loop stalled) by more
+		 * than a day: like a start-up, only the latest occurrence
+		 * of each schedule, not every minute in between. */
+		relayd_log(RELAY_LOG_WARN, "RELAYD-SCHED07",
+			   "schedule clock jumped %lld s forward: publishing "
+			   "only the latest occurrence of each schedule",
+			   (long long)(now - p->last_s));
+		evaluate(p, now, now, 1);
+		p->last_s = now;
+	} else if (now > p->last_s) {
 		evaluate(p, p->last_s, now, 0);
 		p->last_s = now;
 	}
+	/* A clock that went back publishes nothing until it has caught
+	 * up (the same occurrences would only be duplicates). */
 	publish_all(p);
 	arm_tick(p);
 }
