@@ -409,7 +409,11 @@ RELAY_EXTERN int relay_consumer_invoke(relay_consumer *c, const char *app,
  * relay_consumer_replay() - run exactly handler @handler of @app once
  * with @event (`relayctl dlq replay`), with the rule's current timeout
  * and the app's current env, whether or not the pattern matches.
- * Otherwise as relay_consumer_invoke().
+ * When @handler is no event rule of @app but @event is a valid schedule
+ * occurrence envelope of @app (a dead-lettered occurrence), @handler runs
+ * as schedule dispatch runs it: stdin {"source":"relay.schedule",
+ * "scheduled_at":...}, the schedule's current timeout (default 6 s if the
+ * schedule is gone). Otherwise as relay_consumer_invoke().
  */
 RELAY_EXTERN int relay_consumer_replay(relay_consumer *c, const char *app,
 				       const char *handler, const char *event,

@@ -8,7 +8,10 @@
 #include <string.h>
 #include <unistd.h>
 
+#include <jansson.h>
+
 #include "consumer.h"
+#include "sched.h"
 
 /* ---- the relay_runtime executor ------------------------------------------ */
 
@@ -113,6 +116,8 @@ typedef struct manual {
 	relay_consumer_result *res;
 	char *event;
 	size_t len;
+	char *sched_handler;            /* replay of a schedule occurrence */
+	int64_t sched_timeout_ms;
 	void *run;
 	relay_consumer_run_cb cb;
 	void *payload;
@@ -133,7 +138,8 @@ static void manual_report(struct ev_loop *loop, ev_idle *w, int revents)
 	ev_idle_stop(loop, w);
 	for (i = 0; i < mr->cur && i < mr->nrules; i++) {
 		mr->res[i].app = relay_app_name(mr->app);
-		mr->res[i].handler = relay_app_rule_handler(mr->rules[i]);
+		mr->res[i].handler = mr->sched_handler ? mr->sched_handler :
+			relay_app_rule_handler(mr->rules[i]);
 	}
 	mr->cb(mr->status, mr->res, mr->status ? 0 : mr->cur, mr->payload);
 	for (pp = &c->manual_runs; *pp; pp = &(*pp)->next)
@@ -145,6 +151,7 @@ static void manual_report(struct ev_loop *loop, ev_idle *w, int revents)
 	relay__free(mr->rules);
 	relay__free(mr->res);
 	relay__free(mr->event);
+	relay__free(mr->sched_handler);
 	relay__free(mr);
 	c->manual--;
 	relay__consumer_check_stopped(c);
@@ -191,12 +198,62 @@ static void manual_next(manual *mr)
 		manual_finish(mr, 0);
 		return;
 	}
-	relay__consumer_exec_spec(&s, mr->app, mr->rules[mr->cur], "manual",
-				  mr->event, mr->len);
+	if (mr->sched_handler)
+		relay__consumer_exec_spec_h(&s, mr->app, mr->sched_handler,
+					    mr->sched_timeout_ms, "manual",
+					    mr->event, mr->len);
+	else
+		relay__consumer_exec_spec(&s, mr->app, mr->rules[mr->cur],
+					  "manual", mr->event, mr->len);
 	rc = c->exec->run(c->exec, &s, manual_output, manual_done, mr,
 			  &mr->run);
 	if (rc)
 		manual_finish(mr, RELAY_EBACKEND);
+}
+
+/*
+ * A replayed DLQ entry of a schedule occurrence: its event is the
+ * envelope and its handler the schedule's (not an event rule). Run that
+ * handler as dispatch would: stdin {"source","scheduled_at"}, the
+ * schedule's current timeout (the default when the schedule is gone).
+ * Returns 0 when @event is a valid envelope of @app, else RELAY_ENOTFOUND
+ * (or RELAY_ENOMEM).
+ */
+static int sched_replay(manual *mr, const relay_app *app, const char *handler)
+{
+	const char *an, *sn, *hn, *at;
+	const relay_app_schedule *s;
+	char why[160], *payload;
+	json_t *root, *src;
+	int rc = RELAY_ENOTFOUND;
+
+	root = json_loadb(mr->event, mr->len, 0, NULL);
+	src = json_object_get(root, "source");
+	if (!json_is_object(root) || !json_is_string(src) ||
+	    strcmp(json_string_value(src), RELAY__SCHED_SOURCE) != 0 ||
+	    relay__sched_envelope_check(root, &an, &sn, &hn, &at, why,
+					sizeof(why)) ||
+	    strcmp(an, relay_app_name(app)) != 0)
+		goto out;
+	s = relay_app_schedule_find(app, sn);
+	mr->sched_timeout_ms = s ? relay_app_schedule_timeout_ms(s)
+				 : RELAY_APP_DEFAULT_TIMEOUT_MS;
+	payload = relay__sprintf("{\"source\":\"%s\",\"scheduled_at\":"
+				 "\"%s\"}", RELAY__SCHED_SOURCE, at);
+	mr->sched_handler = relay__strdup(handler);
+	rc = RELAY_ENOMEM;
+	if (!payload || !mr->sched_handler) {
+		relay__free(payload);
+		goto out;
+	}
+	relay__free(mr->event);
+	mr->event = payload;
+	mr->len = strlen(payload);
+	mr->nrules = 1;
+	rc = 0;
+out:
+	json_decref(root);
+	return rc;
 }
 
 static int manual_start(relay_consumer *c, const char *app_name,
@@ -242,7 +299,11 @@ static int manual_start(relay_consumer *c, const char *app_name,
 		const relay_app_rule *r = relay_app_rule_find(app, handler);
 
 		if (!r) {
-			manual_finish(mr, RELAY_ENOTFOUND);
+			rc = sched_replay(mr, app, handler);
+			if (rc)
+				manual_finish(mr, rc);
+			else
+				manual_next(mr);
 			return 0;
 		}
 		mr->rules[mr->nrules++] = r;

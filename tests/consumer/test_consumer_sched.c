@@ -315,6 +315,52 @@ static void test_sched__pinned_across_edit(void)
 	h_cleanup(&h);
 }
 
+static int replay_status = 99;
+static char replay_handler[64];
+
+static void on_replay(int status, const relay_consumer_result *r, size_t n,
+		      void *payload)
+{
+	(void)payload;
+	replay_status = status;
+	snprintf(replay_handler, sizeof(replay_handler), "%s",
+		 n ? r[0].handler : "");
+}
+
+/* Replaying a dead-lettered occurrence (relayctl dlq replay): the
+ * schedule's handler runs once with the occurrence payload, no Redis. */
+static void test_sched__dlq_replay(void)
+{
+	h_ctx h;
+	h_script *s;
+	char *env;
+
+	h_init(&h, NULL);
+	h_write_app(&h, "a", APP_S("tick", "4"));
+	h_start(&h);
+	s = h_script_get(&h.exec, "a", "tick");
+	env = relay__sched_envelope("a", "nightly", "tick", 1709175600LL);
+	RT_EQ_INT(relay_consumer_replay(h.c, "a", "tick", env, strlen(env),
+					on_replay, NULL), 0);
+	H_UNTIL(&h, replay_status != 99, 5000);
+	RT_EQ_INT(replay_status, 0);
+	RT_EQ_STR(replay_handler, "tick");
+	RT_EQ_INT(s->runs, 1);
+	RT_EQ_STR(s->last_event, "{\"source\":\"relay.schedule\","
+		  "\"scheduled_at\":\"2024-02-29T03:00:00Z\"}");
+	RT_EQ_STR(s->last_id, "manual");
+	/* Not an envelope of this app: no such handler. */
+	replay_status = 99;
+	RT_EQ_INT(relay_consumer_replay(h.c, "a", "tick", "{}", 2, on_replay,
+					NULL), 0);
+	H_UNTIL(&h, replay_status != 99, 5000);
+	RT_EQ_INT(replay_status, RELAY_ENOTFOUND);
+	RT_EQ_INT(s->runs, 1);
+	RT_EQ_INT((int)h_pel(&h), 0);
+	free(env);
+	h_cleanup(&h);
+}
+
 int main(int argc, char **argv)
 {
 	static const rt_case cases[] = {
@@ -324,6 +370,7 @@ int main(int argc, char **argv)
 		RT_CASE(test_sched__obsolete_acked),
 		RT_CASE(test_sched__failing_handler_dlq),
 		RT_CASE(test_sched__pinned_across_edit),
+		RT_CASE(test_sched__dlq_replay),
 	};
 
 	return rt_main(argc, argv, cases, RT_NCASES(cases));

@@ -337,10 +337,16 @@ def failing_handler_retries_then_dlq():
         mid = env.xadd(raw)
         env.wait(lambda: env.pel_count() == 0 and len(env.dlq()) == 1,
                  "dead-lettered after 3 attempts")
+        # dlq replay runs the schedule's handler with the occurrence
+        # payload (it still fails: the entry stays).
+        rep = d.control({"cmd": "dlq replay", "id": env.dlq()[0]["_id"]})
+        eq((rep.get("ok"), rep.get("success"), rep.get("removed")),
+           (True, False, False), f"replay answer {rep}")
+        eq(rep["results"][0]["handler"], "tick", "replayed handler")
         d.stop()
         eq(runs(env), [("tick", '{"source":"relay.schedule",'
-                        '"scheduled_at":"2026-02-28T03:00:00Z"}')] * 3,
-           "three attempts, exact stdin")
+                        '"scheduled_at":"2026-02-28T03:00:00Z"}')] * 4,
+           "three attempts and the replay, exact stdin")
         e = env.dlq()[0]
         eq((e["app"], e["handler"], e["handler_attempts"]),
            ("a", "tick", "3"), "attributed")
