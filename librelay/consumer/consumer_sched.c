@@ -41,13 +41,16 @@ int relay__sched_time_fmt(int64_t t, char *buf, size_t size)
 {
 	struct tm tm;
 	time_t tt = (time_t)t;
+	char tmp[80];  /* room for any int, so no truncation to reason about */
 
 	if (size < RELAY__SCHED_TIME_LEN + 1 || t < 0 ||
 	    t > 253402300799LL || !gmtime_r(&tt, &tm))
 		return RELAY_EINVAL;
-	snprintf(buf, size, "%04d-%02d-%02dT%02d:%02d:%02dZ",
-		 tm.tm_year + 1900, tm.tm_mon + 1, tm.tm_mday, tm.tm_hour,
-		 tm.tm_min, tm.tm_sec);
+	if (snprintf(tmp, sizeof(tmp), "%04d-%02d-%02dT%02d:%02d:%02dZ",
+		     tm.tm_year + 1900, tm.tm_mon + 1, tm.tm_mday, tm.tm_hour,
+		     tm.tm_min, tm.tm_sec) != RELAY__SCHED_TIME_LEN)
+		return RELAY_EINVAL;
+	memcpy(buf, tmp, RELAY__SCHED_TIME_LEN + 1);
 	return 0;
 }
 
