@@ -11,11 +11,12 @@
 #   3. validate          relayctl validate --apps doc/examples/apps
 #   4. match             relayctl match for a few sample events
 #   5. run_handlers      run two example handlers the way Relay runs them
-#   6-11. run_relayd     the real thing: a private redis-server (unix socket
+#   6-12. run_relayd     the real thing: a private redis-server (unix socket
 #                        in a temp dir) and relayd on doc/examples/apps;
 #                        publish matching, unmatched, malformed and failing
-#                        events; show handler output, /metrics and the DLQ;
-#                        shut everything down
+#                        events; show handler output, /metrics, and the
+#                        operator's view through relayctl (health, app ls,
+#                        stats, dlq ls/inspect/rm); shut everything down
 #
 # Environment: RELAY_QUICKSTART_BUILD (default: build-quickstart, under the
 # source tree), RELAY_SKIP_INSTALL=1 to never call apt-get.
@@ -180,12 +181,14 @@ wait_until() { # SECONDS DESCRIPTION COMMAND...
 
 pel_empty() { [ "$(rcli XPENDING events relay | head -1)" = 0 ]; }
 dlq_has() { [ "$(rcli XLEN relay:events:dlq)" -ge "$1" ]; }
-relayd_ready() {
-	printf '{"cmd":"health"}\n' | python3 -c '
-import json, socket, sys
-s = socket.socket(socket.AF_UNIX); s.connect(sys.argv[1])
-s.sendall(sys.stdin.buffer.read()); r = json.loads(s.makefile().readline())
-sys.exit(0 if r.get("ready") else 1)' "$demo_dir/run/relay.sock"
+relayd_ready() { ctl health; }
+
+# relayctl reads the same variables as relayd.
+ctl() {
+	env REDIS_URI="unix://$demo_dir/redis.sock" REDIS_STREAM=events \
+		REDIS_GROUP=relay RELAY_APPS_DIR="$apps" \
+		RELAY_RUN_DIR="$demo_dir/run" RELAY_STATE_DIR="$demo_dir/state" \
+		"$relayctl" "$@"
 }
 
 metrics_port() {
@@ -248,17 +251,36 @@ publish() {
 
 show_results() {
 	say "8. what relayd logged (handler output is prefixed per handler)"
-	grep -E 'stdout:|stderr:|RELAY-ENG0[456]' "$demo_dir/relayd.log" |
+	echo "# billing's daily-report schedule (06:00 Europe/Berlin) was"
+	echo "# published at start-up as the catch-up of its last occurrence"
+	grep -E 'stdout:|stderr:|RELAY-ENG0[456]|RELAYD-SCHED01' "$demo_dir/relayd.log" |
 		sed -E 's/^[0-9TZ:.-]+ //' | cut -c1-160
 	say "9. metrics (GET /metrics)"
 	python3 -c 'import sys, urllib.request
 print(urllib.request.urlopen(sys.argv[1]).read().decode())' \
 		"http://127.0.0.1:$port/metrics" |
-		grep -E '^relay_(events|handler_(success|failure)|retries|dlq|redis_up|pending_entries)' |
+		grep -E '^relay_(events|handler_(success|failure)|retries|dlq|redis_up|pending_entries|schedule_occurrences_published)' |
 		grep -v _bucket
-	say "10. the dead-letter queue (relay:events:dlq)"
-	echo "\$ redis-cli XRANGE relay:events:dlq - +"
-	rcli --no-raw XRANGE relay:events:dlq - +
+	say "10. the operator's view: relayctl (same environment as relayd)"
+	echo "\$ relayctl health"
+	ctl health
+	echo "\$ relayctl app ls"
+	ctl app ls
+	echo "\$ relayctl stats"
+	ctl stats
+	say "11. the dead-letter queue (relay:events:dlq)"
+	echo "\$ relayctl dlq ls"
+	ctl dlq ls
+	local id
+	id=$(ctl dlq ls --app billing --json |
+		python3 -c 'import json, sys; print(json.load(sys.stdin)[0]["id"])')
+	echo "\$ relayctl dlq inspect $id"
+	ctl dlq inspect "$id"
+	echo "# the handler still fails for this invoice, so a replay would"
+	echo "# fail and keep the entry; once the handler is fixed:"
+	echo "#   relayctl dlq replay $id"
+	echo "\$ relayctl dlq rm $id"
+	ctl dlq rm "$id"
 	echo
 	echo "# every message was acknowledged: the PEL is empty"
 	echo "\$ redis-cli XPENDING events relay"
@@ -266,7 +288,7 @@ print(urllib.request.urlopen(sys.argv[1]).read().decode())' \
 }
 
 stop_services() {
-	say "11. shut down"
+	say "12. shut down"
 	echo "\$ kill -TERM relayd   # graceful: running handlers finish"
 	kill -TERM "$relayd_pid"
 	wait "$relayd_pid" && echo "relayd exited 0"
