@@ -4,6 +4,7 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <unistd.h>
 
 #include "common.h"
 #include "relay_config.h"
@@ -232,4 +233,30 @@ void relay__buf_free(relay__buf *b)
 	relay__free(b->data);
 	b->data = NULL;
 	b->len = b->cap = 0;
+}
+
+bool relay__on_path(const char *prog)
+{
+	const char *path = getenv("PATH"), *p, *end;
+	size_t plen = strlen(prog);
+	char buf[4096];
+
+	if (!path || !*path)
+		path = "/usr/local/bin:/usr/bin:/bin";
+	for (p = path; *p; p = *end ? end + 1 : end) {
+		size_t n;
+
+		end = strchr(p, ':');
+		if (!end)
+			end = p + strlen(p);
+		n = (size_t)(end - p);
+		if (n == 0 || n + plen + 2 > sizeof(buf))
+			continue;
+		memcpy(buf, p, n);
+		buf[n] = '/';
+		memcpy(buf + n + 1, prog, plen + 1);
+		if (access(buf, X_OK) == 0)
+			return true;
+	}
+	return false;
 }

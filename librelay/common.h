@@ -43,6 +43,15 @@ int relay__error_set(relay_error *err, int code, const char *path, int line,
 		     int column, const char *fmt, ...) RELAY__PRINTF(6, 7);
 void relay__error_clear(relay_error *err);
 
+/*
+ * relay__on_path() - whether @prog is an executable file in a directory of
+ * the process's PATH (the default /usr/local/bin:/usr/bin:/bin when PATH
+ * is unset or empty). The engine's availability rule for python3/node
+ * apps, shared with relayd's `apps` answer. Reads the environment: call it
+ * from the thread that owns it.
+ */
+bool relay__on_path(const char *prog);
+
 /* Logging through a host logger (NULL-safe). */
 bool relay__log_enabled(const relay_logger *lg, relay_log_level lvl);
 void relay__log(const relay_logger *lg, relay_log_level lvl, const char *msgid,

@@ -22,6 +22,7 @@
 
 #include "relay/dlq.h"
 #include "relayd.h"
+#include "common.h" /* relay__on_path() */
 
 static json_t *okobj(void)
 {
@@ -58,45 +59,15 @@ static void cmd_health(relayd *d, relayd_request *req)
 	relayd_request_reply(req, r);
 }
 
-/*
- * Whether @prog is an executable file in a directory of relayd's PATH:
- * the check the engine makes before starting a python3 or node handler
- * (an app whose interpreter is missing is unavailable: its messages stay
- * pending).
- */
-static bool on_path(const char *prog)
-{
-	const char *path = getenv("PATH"), *p, *end;
-	char buf[4096];
-
-	if (!path || !*path)
-		path = "/usr/local/bin:/usr/bin:/bin";
-	for (p = path; *p; p = *end ? end + 1 : end) {
-		size_t n;
-
-		end = strchr(p, ':');
-		if (!end)
-			end = p + strlen(p);
-		n = (size_t)(end - p);
-		if (n == 0 || n + strlen(prog) + 2 > sizeof(buf))
-			continue;
-		memcpy(buf, p, n);
-		snprintf(buf + n, sizeof(buf) - n, "/%s", prog);
-		if (access(buf, X_OK) == 0)
-			return true;
-	}
-	return false;
-}
-
 /* NULL when @app can run here, else why not (one line). */
 static const char *unavailable_reason(const relay_app *app)
 {
 	switch (relay_app_runtime(app)) {
 	case RELAY_APP_RUNTIME_PYTHON3:
-		return on_path("python3") ? NULL
+		return relay__on_path("python3") ? NULL
 		       : "runtime python3: python3 not found on relayd's PATH";
 	case RELAY_APP_RUNTIME_NODE:
-		return on_path("node") ? NULL
+		return relay__on_path("node") ? NULL
 		       : "runtime node: node not found on relayd's PATH";
 	case RELAY_APP_RUNTIME_EXEC:
 		break;

@@ -47,31 +47,6 @@ void relay__rt_executor_init(relay__rt_executor *x, relay_runtime *rt)
 
 /* ---- availability ----------------------------------------------------- */
 
-static int on_path(const char *prog)
-{
-	const char *path = getenv("PATH"), *p, *end;
-	char buf[4096];
-
-	if (!path || !*path)
-		path = "/usr/local/bin:/usr/bin:/bin";
-	for (p = path; *p; p = *end ? end + 1 : end) {
-		size_t n;
-
-		end = strchr(p, ':');
-		if (!end)
-			end = p + strlen(p);
-		n = (size_t)(end - p);
-		if (n == 0 || n + strlen(prog) + 2 > sizeof(buf))
-			continue;
-		memcpy(buf, p, n);
-		buf[n] = '/';
-		strcpy(buf + n + 1, prog);
-		if (access(buf, X_OK) == 0)
-			return 1;
-	}
-	return 0;
-}
-
 /*
  * python3 and node apps need their interpreter. The answer is cached for
  * five seconds of monotonic time, so installing python3 makes a waiting
@@ -100,7 +75,7 @@ int relay__consumer_default_available(const relay_app *app, void *payload)
 		c->avail_checked_us = now;
 		c->python_ok = 0;
 		c->node_ok = 0;
-		*ok = on_path(prog) ? 1 : -1;
+		*ok = relay__on_path(prog) ? 1 : -1;
 	}
 	return *ok > 0;
 }
