@@ -11,6 +11,7 @@
 # (default 20 per target; 0 skips fuzzing), RELAY_TEST_SUITES (meson
 # --suite list, default: all), RELAY_SKIP_INSTALL=1 to skip apt-get,
 # RELAY_SKIP_RELEASE_BUILD=1 to skip the -O3 release compile check,
+# RELAY_SKIP_QUICKSTART=1 to skip running doc/examples/quickstart.sh,
 # RELAY_FUZZ_SEED (default 1: the CI run explores the same inputs every
 # time, so a red run is reproducible; long exploratory runs are done by
 # hand with another seed, see tests/fuzz/README.md).
@@ -90,6 +91,28 @@ if [ "${RELAY_SKIP_RELEASE_BUILD:-0}" != 1 ]; then
 			"$rbuild.log" | head -20
 		failed=$((failed + 1))
 	fi
+fi
+
+# README's first command: doc/examples/quickstart.sh end to end (its own
+# release build with test hooks, a private redis-server and relayd).
+if [ "${RELAY_SKIP_QUICKSTART:-0}" != 1 ] && command -v redis-server \
+	>/dev/null && command -v redis-cli >/dev/null; then
+	qlog=$(mktemp)
+	case "$build" in
+	/*) qbuild="$build-quickstart" ;;
+	*) qbuild="$here/$build-quickstart" ;;
+	esac
+	if RELAY_SKIP_INSTALL=1 RELAY_QUICKSTART_BUILD="$qbuild" \
+		doc/examples/quickstart.sh >"$qlog" 2>&1 &&
+	   grep -q '^relayd exited 0$' "$qlog" &&
+	   grep -q '^DLQ entry removed$' "$qlog"; then
+		echo "quickstart: ok"
+		passed=$((passed + 1))
+	else
+		echo "quickstart: FAILED"; tail -40 "$qlog"
+		failed=$((failed + 1))
+	fi
+	rm -f "$qlog"
 fi
 
 # Fuzzers: a separate clang build, each target for a bounded time.
