@@ -59,7 +59,7 @@ def producer_redis_cli_xadd_is_handled():
     with Env() as env:
         got = os.path.join(env.dir, "stdin")
         env.app("cdc", [], raw="runtime: exec\n"
-                "command: [/bin/sh, -c, 'cat >> \"$GOT\"; echo >> \"$GOT\"']\n"
+                "command: [/bin/sh, -c, 'cat > \"$GOT.$RELAY_MESSAGE_ID\"']\n"
                 f"env:\n  GOT: {got}\n"
                 "events:\n  - handler: events.created.handler\n"
                 "    pattern:\n      event_name: [INSERT]\n"
@@ -86,9 +86,10 @@ def producer_redis_cli_xadd_is_handled():
                  "both handled and acknowledged")
         eq(env.inv(mid).get("cdc/events.created.handler"), "ok",
            "redis-cli entry handled")
-        with open(got) as f:
-            eq(sorted(f.read().splitlines()), sorted([ev, ev2]),
-               "the event JSON on stdin, byte for byte")
+        for m, want in ((mid, ev), (mid2, ev2)):
+            with open(f"{got}.{m}", "rb") as f:
+                eq(f.read(), want.encode(), "the event JSON on stdin, "
+                   "byte for byte")
         check("cdc/never" not in env.inv(mid), "the DELETE rule never ran")
         eq(env.dlq(), [], "no DLQ entry")
         eq(env.r("XLEN", "events"), 2, "relayd trims nothing")
