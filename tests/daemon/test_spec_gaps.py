@@ -212,5 +212,37 @@ def per_app_concurrency_is_min_of_app_and_global():
         d.stop()
 
 
+# "Relay consumes external events from the configured Redis Stream with a
+# consumer group"; "The DLQ stream is relay:<REDIS_STREAM>:dlq" (every
+# other daemon case runs on the names "events"/"relay").
+@case
+def configured_stream_group_and_dlq_key():
+    with Env(stream="orders:eu", group="g-1") as env:
+        env.app("a", [("h", {"kind": ["x"]}, {"retries": 0})],
+                env={"FAIL": "h"})
+        env.app("ok", [("h", {"kind": ["y"]})])
+        d = env.relayd()
+        other = env.xadd({"kind": "y", "k": "elsewhere"}, stream="events")
+        okid = env.xadd({"kind": "y", "k": "s1"})
+        ev = '{"kind":"x","k":"s2"}'
+        bad = env.xadd(ev)
+        env.wait(lambda: len(env.dlq()) == 1 and drained(env),
+                 "handled on the configured stream")
+        eq(env.count("end", "s1"), 1, "event on the configured stream ran")
+        eq(env.count("start", "elsewhere"), 0, "another stream is not read")
+        check(other, "")
+        eq([g[1] for g in env.r("XINFO", "GROUPS", "orders:eu")], ["g-1"],
+           "the configured group")
+        e = env.dlq()[0]
+        eq((e["original_stream"], e["original_id"], e["group"], e["app"],
+            e["event"]), ("orders:eu", bad, "g-1", "a", ev),
+           "entry in relay:orders:eu:dlq")
+        eq(env.r("EXISTS", "relay:events:dlq"), 0, "no default DLQ key")
+        eq(env.r("HGET", "relay:invocation:orders%3Aeu:g-1:" +
+                 okid.replace(":", "%3A"), "ok/h"), "ok",
+           "state hash under the configured names")
+        d.stop()
+
+
 if __name__ == "__main__":
     sys.exit(run_cases())
