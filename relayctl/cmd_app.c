@@ -2,8 +2,7 @@
  * cmd_app.c - relayctl app: subcommand dispatch (run, ls, inspect,
  * invoke).
  */
-#include <string.h>
-
+#include "cmdutil.h"
 #include "relayctl.h"
 
 static void usage(FILE *f)
@@ -23,30 +22,13 @@ static void usage(FILE *f)
 
 int relayctl_cmd_app(int argc, char **argv)
 {
-	static const struct {
-		const char *name;
-		int (*fn)(int argc, char **argv);
-	} subs[] = {
-		{ "run", relayctl_cmd_app_run },
-		{ "ls", relayctl_cmd_app_ls },
-		{ "inspect", relayctl_cmd_app_inspect },
-		{ "invoke", relayctl_cmd_app_invoke },
+	static const struct relayctl_sub subs[] = {
+		{ "run", relayctl_cmd_app_run, NULL },
+		{ "ls", relayctl_cmd_app_ls, NULL },
+		{ "inspect", relayctl_cmd_app_inspect, NULL },
+		{ "invoke", relayctl_cmd_app_invoke, NULL },
 	};
-	size_t i;
 
-	if (argc < 2) {
-		usage(stderr);
-		return RELAYCTL_USAGE;
-	}
-	if (relayctl_is_help(argv[1])) {
-		usage(stdout);
-		return RELAYCTL_OK;
-	}
-	for (i = 0; i < sizeof(subs) / sizeof(subs[0]); i++)
-		if (strcmp(argv[1], subs[i].name) == 0)
-			return subs[i].fn(argc - 1, argv + 1);
-	relayctl_error(RELAYCTL_USAGE, "app: unknown subcommand \"%s\"",
-		       argv[1]);
-	usage(stderr);
-	return RELAYCTL_USAGE;
+	return relayctl_dispatch(subs, sizeof(subs) / sizeof(subs[0]), "app",
+				 argc, argv, usage);
 }

@@ -17,6 +17,7 @@
 
 #include "app/app.h"
 #include "appinfo.h"
+#include "cmdutil.h"
 #include "ctlconf.h"
 #include "ctlsock.h"
 #include "fmt.h"
@@ -340,24 +341,19 @@ static int parse(int argc, char **argv, struct relayctl_conf *c,
 	relayctl_conf_init(c);
 	*name = NULL;
 	for (i = 1; i < argc; i++) {
-		int m;
+		int m = relayctl_conf_arg(c, argc, argv, &i, "app inspect", 1,
+					  usage);
 
-		if (relayctl_is_help(argv[i])) {
-			usage(stdout);
+		if (m == RELAYCTL_ARG_HELP)
 			return -1;
-		}
-		m = relayctl_conf_opt(c, argc, argv, &i, "app inspect", 1);
-		if (m < 0)
-			goto usage_error;
-		if (m > 0)
+		if (m == RELAYCTL_ARG_TAKEN)
 			continue;
-		if ((argv[i][0] == '-' && argv[i][1]) || *name) {
-			relayctl_error(RELAYCTL_USAGE, "app inspect: %s \"%s\"",
-				       *name ? "unexpected argument"
-					     : "unknown option", argv[i]);
+		/* After NAME, anything (an option too) is unexpected. */
+		if (m == RELAYCTL_ARG_BAD ||
+		    (*name ? relayctl_unexpected("app inspect", argv[i])
+			   : relayctl_positional("app inspect", argv[i],
+						 name)))
 			goto usage_error;
-		}
-		*name = argv[i];
 	}
 	if (*name)
 		return 0;
@@ -418,10 +414,8 @@ int relayctl_cmd_app_inspect(int argc, char **argv)
 	if (c.json) {
 		json_t *o = to_json(&v);
 
-		if (o && json_dumpf(o, stdout, JSON_INDENT(2) |
-				    JSON_PRESERVE_ORDER) == 0)
-			fputc('\n', stdout);
-		else
+		if (relayctl_put_json(o, JSON_INDENT(2) |
+				      JSON_PRESERVE_ORDER))
 			rc = relayctl_error(RELAYCTL_FAIL, "app inspect: out "
 					    "of memory");
 		json_decref(o);

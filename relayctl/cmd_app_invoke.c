@@ -50,51 +50,33 @@ struct opts {
 
 static int parse(int argc, char **argv, struct opts *o)
 {
+	static const char *const names[] = { "--event", "--file" };
+	const char **slots[] = { &o->event, &o->file };
 	int i;
+	size_t k;
 
 	relayctl_conf_init(&o->c);
 	for (i = 1; i < argc; i++) {
 		const char *v;
-		int m;
+		int m = relayctl_conf_arg(&o->c, argc, argv, &i, "app invoke",
+					  0, usage);
 
-		if (relayctl_is_help(argv[i])) {
-			usage(stdout);
+		if (m == RELAYCTL_ARG_HELP)
 			return -1;
-		}
-		m = relayctl_conf_opt(&o->c, argc, argv, &i, "app invoke", 0);
-		if (m == 0) {
-			m = relayctl_opt_value(argc, argv, &i, "--event",
+		for (k = 0; k < 2 && m == RELAYCTL_ARG_OTHER; k++) {
+			m = relayctl_opt_value(argc, argv, &i, names[k],
 					       "app invoke", &v);
-			if (m > 0) {
-				if (o->event)
-					goto twice;
-				o->event = v;
-			}
-		}
-		if (m == 0) {
-			m = relayctl_opt_value(argc, argv, &i, "--file",
-					       "app invoke", &v);
-			if (m > 0) {
-				if (o->file)
-					goto twice;
-				o->file = v;
-			}
+			if (m > 0 && *slots[k])
+				goto twice;
+			if (m > 0)
+				*slots[k] = v;
 		}
 		if (m < 0)
 			goto usage_error;
 		if (m > 0)
 			continue;
-		if (argv[i][0] == '-' && argv[i][1] != '\0') {
-			relayctl_error(RELAYCTL_USAGE, "app invoke: unknown "
-				       "option \"%s\"", argv[i]);
+		if (relayctl_positional("app invoke", argv[i], &o->name))
 			goto usage_error;
-		}
-		if (o->name) {
-			relayctl_error(RELAYCTL_USAGE, "app invoke: unexpected "
-				       "argument \"%s\"", argv[i]);
-			goto usage_error;
-		}
-		o->name = argv[i];
 	}
 	if (!o->name) {
 		relayctl_error(RELAYCTL_USAGE, "app invoke: NAME is required");

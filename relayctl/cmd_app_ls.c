@@ -13,6 +13,7 @@
 #include <string.h>
 
 #include "appinfo.h"
+#include "cmdutil.h"
 #include "ctlsock.h"
 #include "ctlconf.h"
 #include "fmt.h"
@@ -209,25 +210,11 @@ int relayctl_cmd_app_ls(int argc, char **argv)
 	struct relayctl_conf c;
 	relayctl_table t;
 	json_t *apps = NULL, *list = NULL;
-	int i, rc;
+	int rc;
 
-	relayctl_conf_init(&c);
-	for (i = 1; i < argc; i++) {
-		int m;
-
-		if (relayctl_is_help(argv[i])) {
-			usage(stdout);
-			return RELAYCTL_OK;
-		}
-		m = relayctl_conf_opt(&c, argc, argv, &i, "app ls", 1);
-		if (m > 0)
-			continue;
-		if (m == 0)
-			relayctl_error(RELAYCTL_USAGE, "app ls: unexpected "
-				       "argument \"%s\"", argv[i]);
-		usage(stderr);
-		return RELAYCTL_USAGE;
-	}
+	rc = relayctl_conf_parse(&c, argc, argv, "app ls", 1, usage);
+	if (rc)
+		return rc < 0 ? RELAYCTL_OK : rc;
 	rc = appinfo_fetch(&c, "app ls", &apps);
 	if (rc < 0)
 		return RELAYCTL_FAIL;
@@ -240,16 +227,8 @@ int relayctl_cmd_app_ls(int argc, char **argv)
 	rc = rc ? from_relayd(&c, apps, &t, list) : from_dir(&c, &t, list);
 	if (rc < 0)
 		rc = relayctl_error(RELAYCTL_FAIL, "app ls: out of memory");
-	if (rc == 0) {
-		if (list) {
-			if (json_dumpf(list, stdout, JSON_INDENT(2) |
-				       JSON_PRESERVE_ORDER) == 0)
-				fputc('\n', stdout);
-		} else {
-			relayctl_table_print(&t, stdout);
-		}
-		rc = fflush(stdout) ? RELAYCTL_FAIL : RELAYCTL_OK;
-	}
+	if (rc == 0)
+		rc = relayctl_put_listing(list, &t);
 	json_decref(apps);
 	json_decref(list);
 	relayctl_table_free(&t);

@@ -70,17 +70,8 @@ static int parse(int argc, char **argv, struct opts *o)
 			return RELAYCTL_USAGE;
 		if (m > 0)
 			continue;
-		if (argv[i][0] == '-' && argv[i][1] != '\0') {
-			relayctl_error(RELAYCTL_USAGE, "app run: unknown option "
-				       "\"%s\"", argv[i]);
+		if (relayctl_positional("app run", argv[i], &o->name))
 			return RELAYCTL_USAGE;
-		}
-		if (o->name) {
-			relayctl_error(RELAYCTL_USAGE, "app run: unexpected "
-				       "argument \"%s\"", argv[i]);
-			return RELAYCTL_USAGE;
-		}
-		o->name = argv[i];
 	}
 	if (!o->name || !o->apps) {
 		relayctl_error(RELAYCTL_USAGE, "app run: %s is required",

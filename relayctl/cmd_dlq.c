@@ -17,6 +17,7 @@
 #include <stdlib.h>
 #include <string.h>
 
+#include "cmdutil.h"
 #include "ctlconf.h"
 #include "dlqcli.h"
 #include "fmt.h"
@@ -93,13 +94,10 @@ static int ls(int argc, char **argv)
 	int64_t now = relayctl_now_ms();
 	int rc;
 
-	rc = dlqcli_parse(&d, "dlq ls", argc, argv,
+	rc = dlqcli_start(&d, "dlq ls", argc, argv,
 			  DLQCLI_JSON | DLQCLI_FILTER, ls_usage);
 	if (rc)
 		return rc < 0 ? RELAYCTL_OK : rc;
-	rc = dlqcli_open(&d);
-	if (rc)
-		return rc;
 	if (relayctl_table_init(&t, 6, head) ||
 	    (d.conf.json && !(list = json_array()))) {
 		rc = relayctl_error(RELAYCTL_FAIL, "dlq ls: out of memory");
@@ -141,14 +139,7 @@ static int ls(int argc, char **argv)
 		if (n < PAGE || (d.limit && shown >= d.limit))
 			break;
 	}
-	if (list) {
-		if (json_dumpf(list, stdout, JSON_INDENT(2) |
-			       JSON_PRESERVE_ORDER) == 0)
-			fputc('\n', stdout);
-	} else {
-		relayctl_table_print(&t, stdout);
-	}
-	rc = fflush(stdout) ? RELAYCTL_FAIL : RELAYCTL_OK;
+	rc = relayctl_put_listing(list, &t);
 done:
 	json_decref(list);
 	relayctl_table_free(&t);
@@ -187,24 +178,13 @@ static int rm(int argc, char **argv)
 
 int relayctl_cmd_dlq(int argc, char **argv)
 {
-	if (argc < 2) {
-		usage(stderr);
-		return RELAYCTL_USAGE;
-	}
-	if (relayctl_is_help(argv[1])) {
-		usage(stdout);
-		return RELAYCTL_OK;
-	}
-	if (strcmp(argv[1], "ls") == 0)
-		return ls(argc - 1, argv + 1);
-	if (strcmp(argv[1], "inspect") == 0)
-		return relayctl_cmd_dlq_inspect(argc - 1, argv + 1);
-	if (strcmp(argv[1], "replay") == 0)
-		return relayctl_cmd_dlq_replay(argc - 1, argv + 1);
-	if (strcmp(argv[1], "rm") == 0)
-		return rm(argc - 1, argv + 1);
-	relayctl_error(RELAYCTL_USAGE, "dlq: unknown subcommand \"%s\"",
-		       argv[1]);
-	usage(stderr);
-	return RELAYCTL_USAGE;
+	static const struct relayctl_sub subs[] = {
+		{ "ls", ls, NULL },
+		{ "inspect", relayctl_cmd_dlq_inspect, NULL },
+		{ "replay", relayctl_cmd_dlq_replay, NULL },
+		{ "rm", rm, NULL },
+	};
+
+	return relayctl_dispatch(subs, sizeof(subs) / sizeof(subs[0]), "dlq",
+				 argc, argv, usage);
 }

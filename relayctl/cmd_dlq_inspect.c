@@ -11,6 +11,7 @@
 #include <stdlib.h>
 #include <string.h>
 
+#include "cmdutil.h"
 #include "dlqcli.h"
 #include "fmt.h"
 #include "relayctl.h"
@@ -32,10 +33,8 @@ static void print_event(const char *event)
 	json_t *j = json_loads(event, JSON_DECODE_ANY, &jerr);
 
 	puts("Event:");
-	if (j && json_dumpf(j, stdout, JSON_INDENT(2) | JSON_PRESERVE_ORDER |
-			    JSON_ENCODE_ANY) == 0) {
-		fputc('\n', stdout);
-	} else {
+	if (relayctl_put_json(j, JSON_INDENT(2) | JSON_PRESERVE_ORDER |
+			      JSON_ENCODE_ANY)) {
 		/* Not JSON: exactly as stored. */
 		fputs(event, stdout);
 		fputc('\n', stdout);
@@ -74,22 +73,17 @@ int relayctl_cmd_dlq_inspect(int argc, char **argv)
 	struct dlqcli d;
 	int rc;
 
-	rc = dlqcli_parse(&d, "dlq inspect", argc, argv,
+	rc = dlqcli_start(&d, "dlq inspect", argc, argv,
 			  DLQCLI_ID | DLQCLI_JSON, usage);
 	if (rc)
 		return rc < 0 ? RELAYCTL_OK : rc;
-	rc = dlqcli_open(&d);
-	if (rc)
-		return rc;
 	rc = dlqcli_get(&d, d.id, &rec);
 	if (rc == RELAYCTL_OK) {
 		if (d.conf.json) {
 			json_t *o = dlqcli_json(&rec);
 
-			if (o && json_dumpf(o, stdout, JSON_INDENT(2) |
-					    JSON_PRESERVE_ORDER) == 0)
-				fputc('\n', stdout);
-			else
+			if (relayctl_put_json(o, JSON_INDENT(2) |
+					      JSON_PRESERVE_ORDER))
 				rc = relayctl_error(RELAYCTL_FAIL, "dlq "
 						    "inspect: out of memory");
 			json_decref(o);

@@ -195,13 +195,10 @@ int relayctl_cmd_dlq_replay(int argc, char **argv)
 	struct dlqcli d;
 	int rc;
 
-	rc = dlqcli_parse(&d, "dlq replay", argc, argv,
+	rc = dlqcli_start(&d, "dlq replay", argc, argv,
 			  DLQCLI_ID | DLQCLI_ALL, usage);
 	if (rc)
 		return rc < 0 ? RELAYCTL_OK : rc;
-	rc = dlqcli_open(&d);
-	if (rc)
-		return rc;
 	rc = d.all ? all(&d) : one(&d);
 	dlqcli_close(&d);
 	return rc;

@@ -11,6 +11,7 @@
 #include <stdio.h>
 #include <string.h>
 
+#include "cmdutil.h"
 #include "ctlconf.h"
 #include "ctlsock.h"
 #include "relayctl.h"
@@ -34,9 +35,7 @@ static int unhealthy(int json, const char *reason)
 		json_t *o = json_pack("{s:b, s:b, s:s}", "ok", 0, "ready", 0,
 				      "reason", reason);
 
-		if (o && json_dumpf(o, stdout, JSON_COMPACT |
-				    JSON_PRESERVE_ORDER) == 0)
-			fputc('\n', stdout);
+		relayctl_put_json(o, JSON_COMPACT | JSON_PRESERVE_ORDER);
 		json_decref(o);
 		fflush(stdout);
 	}
@@ -48,25 +47,11 @@ int relayctl_cmd_health(int argc, char **argv)
 	struct relayctl_conf c;
 	char path[4200], why[1024];
 	json_t *resp;
-	int i, ready, up;
+	int rc, ready, up;
 
-	relayctl_conf_init(&c);
-	for (i = 1; i < argc; i++) {
-		int m;
-
-		if (relayctl_is_help(argv[i])) {
-			usage(stdout);
-			return RELAYCTL_OK;
-		}
-		m = relayctl_conf_opt(&c, argc, argv, &i, "health", 1);
-		if (m > 0)
-			continue;
-		if (m == 0)
-			relayctl_error(RELAYCTL_USAGE, "health: unexpected "
-				       "argument \"%s\"", argv[i]);
-		usage(stderr);
-		return RELAYCTL_USAGE;
-	}
+	rc = relayctl_conf_parse(&c, argc, argv, "health", 1, usage);
+	if (rc)
+		return rc < 0 ? RELAYCTL_OK : rc;
 	relayctl_sock_path(&c, path, sizeof(path));
 	resp = relayctl_ctl_call(path, json_pack("{s:s}", "cmd", "health"),
 				 HEALTH_TIMEOUT_MS, why, sizeof(why));
@@ -79,9 +64,7 @@ int relayctl_cmd_health(int argc, char **argv)
 	ready = json_is_true(json_object_get(resp, "ready"));
 	up = json_is_true(json_object_get(resp, "redis_up"));
 	if (c.json) {
-		if (json_dumpf(resp, stdout, JSON_COMPACT |
-			       JSON_PRESERVE_ORDER) == 0)
-			fputc('\n', stdout);
+		relayctl_put_json(resp, JSON_COMPACT | JSON_PRESERVE_ORDER);
 		fflush(stdout);
 	}
 	if (!ready || !up) {

@@ -115,11 +115,8 @@ int relayctl_cmd_match(int argc, char **argv)
 			goto usage_error;
 		if (o > 0)
 			continue;
-		if (argv[i][0] == '-' && argv[i][1] != '\0') {
-			relayctl_error(RELAYCTL_USAGE, "match: unknown option "
-				       "\"%s\"", argv[i]);
+		if (relayctl_unknown_option("match", argv[i]))
 			goto usage_error;
-		}
 		if (event) {
 			relayctl_error(RELAYCTL_USAGE, "match: more than one "
 				       "event file");

@@ -14,6 +14,7 @@
 #include <stdio.h>
 #include <string.h>
 
+#include "cmdutil.h"
 #include "ctlconf.h"
 #include "ctlsock.h"
 #include "fmt.h"
@@ -72,13 +73,12 @@ static int print(json_t *snap, int json)
 				    json_real(age));
 		json_object_set_new(o, "updated", upd ? json_string(upd)
 						      : json_null());
-		if (!o || json_dumpf(o, stdout, JSON_INDENT(2) |
-				     JSON_PRESERVE_ORDER)) {
+		if (relayctl_put_json(o, JSON_INDENT(2) |
+				      JSON_PRESERVE_ORDER)) {
 			json_decref(o);
 			return relayctl_error(RELAYCTL_FAIL, "stats: out of "
 					      "memory");
 		}
-		fputc('\n', stdout);
 		json_decref(o);
 		return fflush(stdout) ? RELAYCTL_FAIL : RELAYCTL_OK;
 	}
@@ -154,28 +154,12 @@ static int reset(const struct relayctl_conf *c)
 int relayctl_cmd_stats(int argc, char **argv)
 {
 	struct relayctl_conf c;
-	int i, do_reset = 0;
+	int rc, do_reset = argc > 1 && strcmp(argv[1], "reset") == 0;
 
-	relayctl_conf_init(&c);
-	for (i = 1; i < argc; i++) {
-		int m;
-
-		if (relayctl_is_help(argv[i])) {
-			usage(stdout);
-			return RELAYCTL_OK;
-		}
-		m = relayctl_conf_opt(&c, argc, argv, &i, "stats", 1);
-		if (m > 0)
-			continue;
-		if (m == 0 && i == 1 && strcmp(argv[i], "reset") == 0) {
-			do_reset = 1;
-			continue;
-		}
-		if (m == 0)
-			relayctl_error(RELAYCTL_USAGE, "stats: unexpected "
-				       "argument \"%s\"", argv[i]);
-		usage(stderr);
-		return RELAYCTL_USAGE;
-	}
+	/* "reset" may only come first: the flags follow it. */
+	rc = relayctl_conf_parse(&c, argc - do_reset, argv + do_reset, "stats",
+				 1, usage);
+	if (rc)
+		return rc < 0 ? RELAYCTL_OK : rc;
 	return do_reset ? reset(&c) : show(&c);
 }

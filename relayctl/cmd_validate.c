@@ -72,8 +72,7 @@ int relayctl_cmd_validate(int argc, char **argv)
 			verbose = 1;
 			continue;
 		}
-		relayctl_error(RELAYCTL_USAGE, "validate: unexpected argument "
-			       "\"%s\"", argv[i]);
+		relayctl_unexpected("validate", argv[i]);
 		goto usage_error;
 	}
 	if (!dir || !*dir) {

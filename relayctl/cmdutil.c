@@ -1,5 +1,5 @@
 /*
- * cmdutil.c - helpers shared by the template-loading relayctl commands.
+ * cmdutil.c - helpers shared by the relayctl commands.
  */
 #include <errno.h>
 #include <stdio.h>
@@ -8,6 +8,74 @@
 
 #include "cmdutil.h"
 #include "relayctl.h"
+
+int relayctl_dispatch(const struct relayctl_sub *subs, size_t n,
+		      const char *group, int argc, char **argv,
+		      void (*usage)(FILE *f))
+{
+	size_t i;
+
+	if (argc < 2) {
+		usage(stderr);
+		return RELAYCTL_USAGE;
+	}
+	if (relayctl_is_help(argv[1])) {
+		usage(stdout);
+		return RELAYCTL_OK;
+	}
+	for (i = 0; i < n; i++)
+		if (strcmp(argv[1], subs[i].name) == 0)
+			return subs[i].fn(argc - 1, argv + 1);
+	if (group)
+		relayctl_error(RELAYCTL_USAGE, "%s: unknown subcommand \"%s\"",
+			       group, argv[1]);
+	else
+		relayctl_error(RELAYCTL_USAGE, "unknown command \"%s\"",
+			       argv[1]);
+	usage(stderr);
+	return RELAYCTL_USAGE;
+}
+
+int relayctl_unexpected(const char *cmd, const char *arg)
+{
+	return relayctl_error(RELAYCTL_USAGE, "%s: unexpected argument "
+			      "\"%s\"", cmd, arg);
+}
+
+int relayctl_unknown_option(const char *cmd, const char *arg)
+{
+	if (arg[0] != '-' || arg[1] == '\0')
+		return 0;
+	return relayctl_error(RELAYCTL_USAGE, "%s: unknown option \"%s\"",
+			      cmd, arg);
+}
+
+int relayctl_positional(const char *cmd, const char *arg, const char **slot)
+{
+	if (relayctl_unknown_option(cmd, arg))
+		return RELAYCTL_USAGE;
+	if (!slot || *slot)
+		return relayctl_unexpected(cmd, arg);
+	*slot = arg;
+	return 0;
+}
+
+int relayctl_put_json(const json_t *j, size_t flags)
+{
+	if (!j || json_dumpf(j, stdout, flags) != 0)
+		return -1;
+	fputc('\n', stdout);
+	return 0;
+}
+
+int relayctl_put_listing(const json_t *list, const relayctl_table *t)
+{
+	if (list)
+		relayctl_put_json(list, JSON_INDENT(2) | JSON_PRESERVE_ORDER);
+	else
+		relayctl_table_print(t, stdout);
+	return fflush(stdout) ? RELAYCTL_FAIL : RELAYCTL_OK;
+}
 
 /* Print @s with control characters replaced, so each problem stays one
  * line whatever a template's keys contain. */

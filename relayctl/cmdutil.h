@@ -1,13 +1,65 @@
 /*
- * cmdutil.h - helpers shared by relayctl commands that load app templates
- * (validate, match, app …).
+ * cmdutil.h - helpers shared by relayctl commands: subcommand dispatch,
+ * the usual command-line problems, loading app templates (validate,
+ * match, app …), reading input, printing JSON and listings.
  */
 #ifndef RELAYCTL_CMDUTIL_H
 #define RELAYCTL_CMDUTIL_H
 
 #include <stddef.h>
+#include <stdio.h>
 
+#include <jansson.h>
+
+#include "fmt.h"
 #include "relay/app.h"
+
+/* One subcommand of a group, for relayctl_dispatch(). */
+struct relayctl_sub {
+	const char *name;
+	int (*fn)(int argc, char **argv);
+	const char *summary;  /* for the group's usage, or NULL */
+};
+
+/*
+ * Run the entry of @subs (@n of them) named argv[1] with (argc - 1,
+ * argv + 1) and return its exit code. No argv[1]: @usage on stderr, exit
+ * 2. -h or --help: @usage on stdout, exit 0. An unknown name: `GROUP:
+ * unknown subcommand "X"` (`unknown command "X"` when @group is NULL) and
+ * @usage on stderr, exit 2.
+ */
+int relayctl_dispatch(const struct relayctl_sub *subs, size_t n,
+		      const char *group, int argc, char **argv,
+		      void (*usage)(FILE *f));
+
+/* Print `CMD: unexpected argument "ARG"`. Returns RELAYCTL_USAGE. */
+int relayctl_unexpected(const char *cmd, const char *arg);
+
+/*
+ * When @arg is an option ("-x...", not "-" alone), print `CMD: unknown
+ * option "ARG"` and return RELAYCTL_USAGE; otherwise return 0.
+ */
+int relayctl_unknown_option(const char *cmd, const char *arg);
+
+/*
+ * Take @arg as the command's one positional argument into *@slot. An
+ * option is relayctl_unknown_option(); a second one (or any, when @slot
+ * is NULL) is relayctl_unexpected(). Returns 0, or RELAYCTL_USAGE after
+ * printing the problem.
+ */
+int relayctl_positional(const char *cmd, const char *arg, const char **slot);
+
+/*
+ * Print @j on stdout with jansson's @flags, then a newline. Returns 0, or
+ * -1 when @j is NULL or could not be encoded (nothing more printed).
+ */
+int relayctl_put_json(const json_t *j, size_t flags);
+
+/*
+ * Print a listing on stdout: @list (indented JSON) when not NULL, else
+ * table @t; then flush. Returns RELAYCTL_OK or RELAYCTL_FAIL (stdout).
+ */
+int relayctl_put_listing(const json_t *list, const relayctl_table *t);
 
 /*
  * Load the apps under @dir, printing every template problem to stderr as

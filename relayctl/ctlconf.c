@@ -71,6 +71,38 @@ int relayctl_conf_opt(struct relayctl_conf *c, int argc, char **argv, int *i,
 	return 0;
 }
 
+int relayctl_conf_arg(struct relayctl_conf *c, int argc, char **argv, int *i,
+		      const char *cmd, int json_ok, void (*usage)(FILE *f))
+{
+	if (relayctl_is_help(argv[*i])) {
+		usage(stdout);
+		return RELAYCTL_ARG_HELP;
+	}
+	return relayctl_conf_opt(c, argc, argv, i, cmd, json_ok);
+}
+
+int relayctl_conf_parse(struct relayctl_conf *c, int argc, char **argv,
+			const char *cmd, int json_ok, void (*usage)(FILE *f))
+{
+	int i;
+
+	relayctl_conf_init(c);
+	for (i = 1; i < argc; i++) {
+		int m = relayctl_conf_arg(c, argc, argv, &i, cmd, json_ok,
+					  usage);
+
+		if (m == RELAYCTL_ARG_HELP)
+			return -1;
+		if (m == RELAYCTL_ARG_TAKEN)
+			continue;
+		if (m == RELAYCTL_ARG_OTHER)
+			relayctl_unexpected(cmd, argv[i]);
+		usage(stderr);
+		return RELAYCTL_USAGE;
+	}
+	return 0;
+}
+
 const char *relayctl_sock_path(const struct relayctl_conf *c, char *buf,
 			       size_t size)
 {

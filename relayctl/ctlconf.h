@@ -9,6 +9,7 @@
 #define RELAYCTL_CTLCONF_H
 
 #include <stddef.h>
+#include <stdio.h>
 
 #include "relay/redis.h"
 
@@ -32,6 +33,31 @@ void relayctl_conf_init(struct relayctl_conf *c);
  */
 int relayctl_conf_opt(struct relayctl_conf *c, int argc, char **argv, int *i,
 		      const char *cmd, int json_ok);
+
+/* What relayctl_conf_arg() found at argv[*i]. */
+enum {
+	RELAYCTL_ARG_BAD = -1,   /* a flag of ours with a bad value: printed */
+	RELAYCTL_ARG_OTHER = 0,  /* not ours: the command's own argument */
+	RELAYCTL_ARG_TAKEN = 1,  /* a connection flag (or --json), taken */
+	RELAYCTL_ARG_HELP = 2,   /* -h or --help: @usage printed on stdout */
+};
+
+/*
+ * The first steps of every connection-aware command's argument loop, for
+ * argv[*i]: help, then relayctl_conf_opt(). Returns a RELAYCTL_ARG_*.
+ */
+int relayctl_conf_arg(struct relayctl_conf *c, int argc, char **argv, int *i,
+		      const char *cmd, int json_ok, void (*usage)(FILE *f));
+
+/*
+ * The whole command line (argv[0] = the command) of a command that takes
+ * only the connection flags (and --json when @json_ok): fills @c from the
+ * environment, then from the flags. Anything else is `CMD: unexpected
+ * argument "ARG"`. Returns 0, -1 when help was printed (exit 0), or
+ * RELAYCTL_USAGE after printing the problem and @usage on stderr.
+ */
+int relayctl_conf_parse(struct relayctl_conf *c, int argc, char **argv,
+			const char *cmd, int json_ok, void (*usage)(FILE *f));
 
 /* The help text lines of the connection flags, for usage(). */
 extern const char relayctl_conf_help[];

@@ -68,6 +68,20 @@ static int send_all(int fd, const char *p, size_t n)
 	return 0;
 }
 
+/*
+ * After poll() or recv() returned @r: 1 to call again (EINTR), -1 after
+ * writing the failure to @why, 0 when @r is a result.
+ */
+static int io_status(ssize_t r, char *why, size_t size)
+{
+	if (r >= 0)
+		return 0;
+	if (errno == EINTR)
+		return 1;
+	snprintf(why, size, "control socket: %s", strerror(errno));
+	return -1;
+}
+
 /* Read up to the first '\n'; returns a new NUL-terminated line or NULL. */
 static char *read_line(int fd, int timeout_ms, char *why, size_t size)
 {
@@ -80,6 +94,7 @@ static char *read_line(int fd, int timeout_ms, char *why, size_t size)
 		int wait = -1;
 		ssize_t r;
 		char *nb;
+		int st;
 
 		if (timeout_ms > 0) {
 			int64_t left = end - now_ms();
@@ -92,14 +107,10 @@ static char *read_line(int fd, int timeout_ms, char *why, size_t size)
 			wait = (int)left;
 		}
 		r = poll(&p, 1, wait);
-		if (r < 0 && errno == EINTR)
-			continue;
-		if (r < 0) {
-			snprintf(why, size, "control socket: %s",
-				 strerror(errno));
+		st = io_status(r, why, size);
+		if (st < 0)
 			break;
-		}
-		if (r == 0)
+		if (st > 0 || r == 0)
 			continue;
 		if (cap - len < 4096) {
 			if (cap >= MAX_RESPONSE) {
@@ -116,13 +127,11 @@ static char *read_line(int fd, int timeout_ms, char *why, size_t size)
 			buf = nb;
 		}
 		r = recv(fd, buf + len, cap - len - 1, 0);
-		if (r < 0 && errno == EINTR)
-			continue;
-		if (r < 0) {
-			snprintf(why, size, "control socket: %s",
-				 strerror(errno));
+		st = io_status(r, why, size);
+		if (st < 0)
 			break;
-		}
+		if (st > 0)
+			continue;
 		if (r == 0) {
 			snprintf(why, size, "relayd closed the control "
 				 "connection without answering");

@@ -29,17 +29,14 @@ int dlqcli_parse(struct dlqcli *d, const char *cmd, int argc, char **argv,
 	relayctl_conf_init(&d->conf);
 	for (i = 1; i < argc; i++) {
 		const char *v;
-		int m;
+		int m = relayctl_conf_arg(&d->conf, argc, argv, &i, cmd,
+					  flags & DLQCLI_JSON, usage);
 
-		if (relayctl_is_help(argv[i])) {
-			usage(stdout);
+		if (m == RELAYCTL_ARG_HELP)
 			return -1;
-		}
-		m = relayctl_conf_opt(&d->conf, argc, argv, &i, cmd,
-				      flags & DLQCLI_JSON);
-		if (m < 0)
+		if (m == RELAYCTL_ARG_BAD)
 			goto usage_error;
-		if (m > 0)
+		if (m == RELAYCTL_ARG_TAKEN)
 			continue;
 		if (flags & (DLQCLI_FILTER | DLQCLI_ALL)) {
 			m = relayctl_opt_value(argc, argv, &i, "--app", cmd,
@@ -71,17 +68,9 @@ int dlqcli_parse(struct dlqcli *d, const char *cmd, int argc, char **argv,
 			d->all = 1;
 			continue;
 		}
-		if (argv[i][0] == '-' && argv[i][1] != '\0') {
-			relayctl_error(RELAYCTL_USAGE, "%s: unknown option "
-				       "\"%s\"", cmd, argv[i]);
+		if (relayctl_positional(cmd, argv[i],
+					flags & DLQCLI_ID ? &d->id : NULL))
 			goto usage_error;
-		}
-		if (!(flags & DLQCLI_ID) || d->id) {
-			relayctl_error(RELAYCTL_USAGE, "%s: unexpected "
-				       "argument \"%s\"", cmd, argv[i]);
-			goto usage_error;
-		}
-		d->id = argv[i];
 	}
 	if ((flags & DLQCLI_ALL) && d->all && d->id) {
 		relayctl_error(RELAYCTL_USAGE, "%s: give an ID or --all, not "
@@ -118,6 +107,14 @@ int dlqcli_open(struct dlqcli *d)
 				      d->cmd);
 	}
 	return RELAYCTL_OK;
+}
+
+int dlqcli_start(struct dlqcli *d, const char *cmd, int argc, char **argv,
+		 unsigned flags, void (*usage)(FILE *f))
+{
+	int rc = dlqcli_parse(d, cmd, argc, argv, flags, usage);
+
+	return rc ? rc : dlqcli_open(d);
 }
 
 void dlqcli_close(struct dlqcli *d)

@@ -41,6 +41,13 @@ int dlqcli_parse(struct dlqcli *d, const char *cmd, int argc, char **argv,
 /* Open Redis and build the DLQ key. Returns RELAYCTL_OK or an exit code. */
 int dlqcli_open(struct dlqcli *d);
 
+/*
+ * dlqcli_parse(), then dlqcli_open(). Returns 0 (close with
+ * dlqcli_close()), -1 when help was printed (exit 0), or an exit code.
+ */
+int dlqcli_start(struct dlqcli *d, const char *cmd, int argc, char **argv,
+		 unsigned flags, void (*usage)(FILE *f));
+
 /* Release what dlqcli_open() took. */
 void dlqcli_close(struct dlqcli *d);
 

@@ -5,14 +5,11 @@
 #include <stdio.h>
 #include <string.h>
 
+#include "cmdutil.h"
 #include "relay/relay.h"
 #include "relayctl.h"
 
-static const struct command {
-	const char *name;
-	int (*fn)(int argc, char **argv);
-	const char *summary;
-} commands[] = {
+static const struct relayctl_sub commands[] = {
 	{ "validate", relayctl_cmd_validate, "check every app template" },
 	{ "match", relayctl_cmd_match, "print the rules an event matches" },
 	{ "app", relayctl_cmd_app, "run, list, inspect and invoke apps" },
@@ -53,24 +50,11 @@ static void usage(FILE *f)
 
 int main(int argc, char **argv)
 {
-	size_t i;
-
-	if (argc < 2) {
-		usage(stderr);
-		return RELAYCTL_USAGE;
-	}
-	if (relayctl_is_help(argv[1])) {
-		usage(stdout);
-		return RELAYCTL_OK;
-	}
-	if (strcmp(argv[1], "--version") == 0 || strcmp(argv[1], "-V") == 0) {
+	if (argc >= 2 && (strcmp(argv[1], "--version") == 0 ||
+			  strcmp(argv[1], "-V") == 0)) {
 		printf("relayctl %s\n", relay_version());
 		return RELAYCTL_OK;
 	}
-	for (i = 0; i < sizeof(commands) / sizeof(commands[0]); i++)
-		if (strcmp(argv[1], commands[i].name) == 0)
-			return commands[i].fn(argc - 1, argv + 1);
-	relayctl_error(RELAYCTL_USAGE, "unknown command \"%s\"", argv[1]);
-	usage(stderr);
-	return RELAYCTL_USAGE;
+	return relayctl_dispatch(commands, sizeof(commands) /
+				 sizeof(commands[0]), NULL, argc, argv, usage);
 }
