@@ -574,51 +574,81 @@ static int block_scalar_header(const char *s, size_t n)
 	return hdr == 0 || s[hdr - 1] == ' ' || s[hdr - 1] == '\t';
 }
 
+/* Whether the character after @i ends an indicator (blank, CR or EOL). */
+static int sep_follows(const char *t, size_t i, size_t eol)
+{
+	return i + 1 == eol || t[i + 1] == ' ' || t[i + 1] == '\t' ||
+	       t[i + 1] == '\r';
+}
+
 /*
- * Templates are plain mappings, so block-context explicit keys ("? key")
- * are refused before libfyaml sees the text: libfyaml 0.7.12 crashes in
- * fy_parser_destroy() on inputs such as "? n:<TAB>:" (found by
- * fuzz-template). A line counts when, after its indentation and any "- "
- * sequence indicators, it starts with '?' followed by a blank or the end of
- * the line; the contents of block scalars are skipped. Returns the problem
- * and its 1-based position, or NULL.
+ * Templates are plain mappings, so explicit keys ("? key") are refused
+ * before libfyaml sees the text: libfyaml 0.7.12 crashes in
+ * fy_parser_destroy() on inputs such as "? n:<TAB>:" or
+ * "?n: <TAB>: ? n: <TAB>:" (found by fuzz-template). A '?' counts when it
+ * stands where a token starts (after indentation, "- ", ": ", "? ", '[',
+ * '{' or ',') and is followed by a blank or the end of the line. Quoted
+ * scalars (also across lines), comments and block scalar contents are
+ * skipped, so "what ? yes", "'? x'" and a "|" block holding "? x" are
+ * fine. Returns the problem and its 1-based position, or NULL.
  */
 static const char *check_explicit_keys(const char *text, size_t len,
 				       int *line, int *col)
 {
 	size_t bol = 0, eol, i;
 	long block_parent = -1; /* indent of a block scalar's parent line */
+	char quote = 0;         /* the open quoted scalar's quote, or 0 */
 	int lineno = 0;
 
 	while (bol < len) {
 		const char *nl = memchr(text + bol, '\n', len - bol);
 		size_t ind = 0;
+		int start;
 
 		eol = nl ? (size_t)(nl - text) : len;
 		lineno++;
 		while (bol + ind < eol && text[bol + ind] == ' ')
 			ind++;
-		if (block_parent >= 0) {
+		if (!quote && block_parent >= 0) {
 			if (bol + ind == eol || (long)ind > block_parent)
 				goto next; /* blank or inside the scalar */
 			block_parent = -1;
 		}
-		i = bol + ind;
-		while (i + 1 < eol && text[i] == '-' &&
-		       (text[i + 1] == ' ' || text[i + 1] == '\t')) {
-			i += 2;
-			while (i < eol && (text[i] == ' ' || text[i] == '\t'))
-				i++;
+		start = !quote;
+		for (i = quote ? bol : bol + ind; i < eol; i++) {
+			char ch = text[i];
+
+			if (quote) {
+				if (quote == '"' && ch == '\\')
+					i++;
+				else if (ch == quote && quote == '\'' &&
+					 i + 1 < eol && text[i + 1] == '\'')
+					i++;
+				else if (ch == quote)
+					quote = 0;
+				continue;
+			}
+			if (ch == ' ' || ch == '\t')
+				continue;
+			if (ch == '#' && (i == bol || text[i - 1] == ' ' ||
+					  text[i - 1] == '\t'))
+				break;
+			if (start && (ch == '"' || ch == '\'')) {
+				quote = ch;
+				start = 0;
+			} else if (ch == '?' && start && sep_follows(text, i, eol)) {
+				*line = lineno;
+				*col = (int)(i - bol) + 1;
+				return "explicit mapping keys (\"? \") are not "
+				       "supported in templates";
+			} else if ((ch == '-' || ch == ':' || ch == '?') &&
+				   sep_follows(text, i, eol)) {
+				start = 1;
+			} else {
+				start = ch == '[' || ch == '{' || ch == ',';
+			}
 		}
-		if (i < eol && text[i] == '?' &&
-		    (i + 1 == eol || text[i + 1] == ' ' ||
-		     text[i + 1] == '\t' || text[i + 1] == '\r')) {
-			*line = lineno;
-			*col = (int)(i - bol) + 1;
-			return "explicit mapping keys (\"? \") are not "
-			       "supported in templates";
-		}
-		if (block_scalar_header(text + bol, eol - bol))
+		if (!quote && block_scalar_header(text + bol, eol - bol))
 			block_parent = (long)ind;
 next:
 		bol = eol + 1;
