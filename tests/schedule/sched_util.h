@@ -67,16 +67,17 @@ static inline char *fmt_local(const relay_cron *c, int64_t t, char *buf,
 }
 
 /*
- * The next @n firings of @expr in @tz after @from, space-separated, in
- * local time; "ERR <code>" when parsing fails, "... none" when the search
- * ends. Static buffer.
+ * Walk @n firings of @expr in @tz from @from, space-separated, in local
+ * time: forward (relay_cron_next(), strictly after) when @dir > 0, else
+ * backward (relay_cron_prev(), at or before, newest first). "ERR <code>"
+ * when parsing fails, "... none" when the search ends. Static buffer.
  */
-static inline const char *nexts(const char *expr, const char *tz,
-				const char *from, int n)
+static inline const char *walk(const char *expr, const char *tz,
+			       const char *from, int n, int dir)
 {
 	static char out[2048];
 	relay_cron *c;
-	int64_t t = iso(from), nx;
+	int64_t t = iso(from), at;
 	size_t len = 0;
 	char b[64];
 	int rc = relay_cron_parse(&c, expr, tz, NULL), i;
@@ -87,45 +88,31 @@ static inline const char *nexts(const char *expr, const char *tz,
 	}
 	out[0] = '\0';
 	for (i = 0; i < n; i++) {
-		rc = relay_cron_next(c, t, &nx);
+		rc = dir > 0 ? relay_cron_next(c, t, &at)
+			     : relay_cron_prev(c, t, &at);
 		len += (size_t)snprintf(out + len, sizeof(out) - len, "%s%s",
 					i ? " " : "", rc ? "none" :
-					fmt_local(c, nx, b, sizeof(b)));
+					fmt_local(c, at, b, sizeof(b)));
 		if (rc)
 			break;
-		t = nx;
+		t = dir > 0 ? at : at - 1;
 	}
 	relay_cron_free(c);
 	return out;
+}
+
+/* The next @n firings after @from. */
+static inline const char *nexts(const char *expr, const char *tz,
+				const char *from, int n)
+{
+	return walk(expr, tz, from, n, 1);
 }
 
 /* The previous @n firings at or before @from, newest first. */
 static inline const char *prevs(const char *expr, const char *tz,
 				const char *from, int n)
 {
-	static char out[2048];
-	relay_cron *c;
-	int64_t t = iso(from), pv;
-	size_t len = 0;
-	char b[64];
-	int rc = relay_cron_parse(&c, expr, tz, NULL), i;
-
-	if (rc) {
-		snprintf(out, sizeof(out), "ERR %d", rc);
-		return out;
-	}
-	out[0] = '\0';
-	for (i = 0; i < n; i++) {
-		rc = relay_cron_prev(c, t, &pv);
-		len += (size_t)snprintf(out + len, sizeof(out) - len, "%s%s",
-					i ? " " : "", rc ? "none" :
-					fmt_local(c, pv, b, sizeof(b)));
-		if (rc)
-			break;
-		t = pv - 1;
-	}
-	relay_cron_free(c);
-	return out;
+	return walk(expr, tz, from, n, -1);
 }
 
 #endif /* SCHED_UTIL_H */
