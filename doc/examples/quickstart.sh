@@ -29,7 +29,8 @@ relayctl=$build/relayctl/relayctl
 relayd=$build/relayd/relayd
 
 packages=(gcc meson ninja-build pkg-config libhiredis-dev libjansson-dev
-	libfyaml-dev libev-dev libmicrohttpd-dev python3 redis-server bubblewrap)
+	libfyaml-dev libev-dev libmicrohttpd-dev python3 redis-server bubblewrap
+	tzdata)
 
 say() { printf '\n\033[1m== %s\033[0m\n' "$*"; }
 run() { printf '$ %s\n' "$*"; "$@"; }
