@@ -582,6 +582,39 @@ static int sep_follows(const char *t, size_t i, size_t eol)
 }
 
 /*
+ * The end of the line starting at @bol: the first line break, which YAML
+ * spells LF, CR or CR LF (libfyaml also breaks on NEL and U+2028/U+2029,
+ * so those count too). *@next is where the following line starts.
+ */
+static size_t line_end(const char *t, size_t bol, size_t len, size_t *next)
+{
+	const unsigned char *u = (const unsigned char *)t;
+	size_t i;
+
+	for (i = bol; i < len; i++) {
+		if (u[i] == '\n') {
+			*next = i + 1;
+			return i;
+		}
+		if (u[i] == '\r') {
+			*next = i + 1 < len && u[i + 1] == '\n' ? i + 2 : i + 1;
+			return i;
+		}
+		if (u[i] == 0xc2 && i + 1 < len && u[i + 1] == 0x85) {
+			*next = i + 2;
+			return i;
+		}
+		if (u[i] == 0xe2 && i + 2 < len && u[i + 1] == 0x80 &&
+		    (u[i + 2] == 0xa8 || u[i + 2] == 0xa9)) {
+			*next = i + 3;
+			return i;
+		}
+	}
+	*next = len;
+	return len;
+}
+
+/*
  * Templates are plain mappings, so explicit keys ("? key") are refused
  * before libfyaml sees the text: libfyaml 0.7.12 crashes in
  * fy_parser_destroy() on inputs such as "? n:<TAB>:" or
@@ -595,23 +628,22 @@ static int sep_follows(const char *t, size_t i, size_t eol)
 static const char *check_explicit_keys(const char *text, size_t len,
 				       int *line, int *col)
 {
-	size_t bol = 0, eol, i;
+	size_t bol = 0, eol, next, i;
 	long block_parent = -1; /* indent of a block scalar's parent line */
 	char quote = 0;         /* the open quoted scalar's quote, or 0 */
 	int lineno = 0;
 
 	while (bol < len) {
-		const char *nl = memchr(text + bol, '\n', len - bol);
 		size_t ind = 0;
 		int start;
 
-		eol = nl ? (size_t)(nl - text) : len;
+		eol = line_end(text, bol, len, &next);
 		lineno++;
 		while (bol + ind < eol && text[bol + ind] == ' ')
 			ind++;
 		if (!quote && block_parent >= 0) {
 			if (bol + ind == eol || (long)ind > block_parent)
-				goto next; /* blank or inside the scalar */
+				goto skip; /* blank or inside the scalar */
 			block_parent = -1;
 		}
 		start = !quote;
@@ -650,8 +682,8 @@ static const char *check_explicit_keys(const char *text, size_t len,
 		}
 		if (!quote && block_scalar_header(text + bol, eol - bol))
 			block_parent = (long)ind;
-next:
-		bol = eol + 1;
+skip:
+		bol = next;
 	}
 	return NULL;
 }
