@@ -95,7 +95,7 @@ static int parse(int argc, char **argv, struct opts *o)
 	}
 	return 0;
 twice:
-	relayctl_error(RELAYCTL_USAGE, "app invoke: %s given twice", argv[i]);
+	relayctl_error(RELAYCTL_USAGE, "app invoke: %s given twice", names[k]);
 usage_error:
 	usage(stderr);
 	return RELAYCTL_USAGE;

@@ -100,6 +100,17 @@ def usage_errors_exit_2():
 
 
 @case
+def usage_errors_name_the_option():
+    rc, out, err = run("app", "invoke", "a", "--event", "{}", "--event",
+                       "{\"k\":1}")
+    eq(rc, 2, "--event twice")
+    check(err.startswith("relayctl: app invoke: --event given twice"), err)
+    rc, out, err = run("app", "invoke", "a", "--file", "x", "--file", "y")
+    eq(rc, 2, "--file twice")
+    check(err.startswith("relayctl: app invoke: --file given twice"), err)
+
+
+@case
 def dlq_needs_redis_config():
     rc, out, err = run("dlq", "ls")
     eq(rc, 2, "no REDIS_URI")
