@@ -348,11 +348,8 @@ static int parse(int argc, char **argv, struct relayctl_conf *c,
 			return -1;
 		if (m == RELAYCTL_ARG_TAKEN)
 			continue;
-		/* After NAME, anything (an option too) is unexpected. */
 		if (m == RELAYCTL_ARG_BAD ||
-		    (*name ? relayctl_unexpected("app inspect", argv[i])
-			   : relayctl_positional("app inspect", argv[i],
-						 name)))
+		    relayctl_positional("app inspect", argv[i], name))
 			goto usage_error;
 	}
 	if (*name)

@@ -108,6 +108,10 @@ def usage_errors_name_the_option():
     rc, out, err = run("app", "invoke", "a", "--file", "x", "--file", "y")
     eq(rc, 2, "--file twice")
     check(err.startswith("relayctl: app invoke: --file given twice"), err)
+    rc, out, err = run("app", "inspect", "a", "--bogus")
+    eq(rc, 2, "app inspect unknown option")
+    check(err.startswith('relayctl: app inspect: unknown option "--bogus"'),
+          err)
 
 
 @case
