@@ -25,6 +25,7 @@ import sys
 import tempfile
 import time
 import traceback
+import urllib.request
 
 RELAYD = os.environ.get("RELAYD") or (sys.argv[1] if len(sys.argv) > 1
                                       else "relayd")
@@ -585,6 +586,33 @@ class Env:
                    and (app is None or r[2] == app)
                    and (handler is None or r[3] == handler))
 
+
+
+# ---- local HTTP (METRICS_ADDR) --------------------------------------------
+
+def free_port():
+    """A TCP port on 127.0.0.1 that was free a moment ago."""
+    s = socket.socket()
+    s.bind(("127.0.0.1", 0))
+    port = s.getsockname()[1]
+    s.close()
+    return port
+
+
+def metrics_text(port):
+    """The body of GET /metrics on 127.0.0.1:port."""
+    return urllib.request.urlopen(f"http://127.0.0.1:{port}/metrics",
+                                  timeout=10).read().decode()
+
+
+def metrics(port):
+    """GET /metrics as {sample name with labels: value}."""
+    out = {}
+    for line in metrics_text(port).splitlines():
+        if line and not line.startswith("#"):
+            name, value = line.rsplit(" ", 1)
+            out[name] = float(value)
+    return out
 
 # ---- TAP runner -----------------------------------------------------------
 

@@ -13,7 +13,8 @@ import sys
 import time
 import urllib.request
 
-from harness import (RELAYD, Env, case, check, eq, run_cases, wait_for)
+from harness import (RELAYD, Env, case, check, eq, free_port, run_cases,
+                     wait_for)
 
 BASE = {
     "REDIS_URI": "unix:///nonexistent/redis.sock",
@@ -29,14 +30,6 @@ def run_relayd(vars, args=()):
     p = subprocess.run([RELAYD, *args], env=env, capture_output=True,
                        text=True, timeout=60)
     return p.returncode, p.stdout, p.stderr
-
-
-def free_port():
-    s = socket.socket()
-    s.bind(("127.0.0.1", 0))
-    port = s.getsockname()[1]
-    s.close()
-    return port
 
 
 BAD = [

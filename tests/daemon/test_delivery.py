@@ -14,37 +14,17 @@ import json
 import os
 import re
 import shutil
-import socket
 import sys
 import time
-import urllib.request
 
-from harness import (Env, case, check, eq, run_cases, wait_for)
+from harness import (Env, case, check, eq, free_port, metrics, run_cases,
+                     wait_for)
 
 RFC3339 = re.compile(r"^\d{4}-\d\d-\d\dT\d\d:\d\d:\d\d(\.\d+)?(Z|[+-]\d\d:\d\d)$")
 
 
 def drained(env):
     return env.pel_count() == 0
-
-
-def metrics(port):
-    body = urllib.request.urlopen(f"http://127.0.0.1:{port}/metrics",
-                                  timeout=10).read().decode()
-    out = {}
-    for line in body.splitlines():
-        if line and not line.startswith("#"):
-            name, value = line.rsplit(" ", 1)
-            out[name] = float(value)
-    return out
-
-
-def free_port():
-    s = socket.socket()
-    s.bind(("127.0.0.1", 0))
-    port = s.getsockname()[1]
-    s.close()
-    return port
 
 
 @case

@@ -13,12 +13,11 @@ takes a real second; RELAY_TEST_TIME_SCALE scales backoff and reclaim.
 import calendar
 import json
 import os
-import socket
 import sys
 import time
-import urllib.request
 
-from harness import (Env, case, check, eq, run_cases, wait_for)
+from harness import (Env, case, check, eq, free_port, metrics_text,
+                     run_cases, wait_for)
 
 SCHED_SH = r"""#!/bin/sh
 # Schedule test handler: records "<handler> <stdin>" into $OUT; may edit
@@ -114,19 +113,6 @@ def outbox(d):
             return json.load(f)["occurrences"]
     except FileNotFoundError:
         return None
-
-
-def free_port():
-    s = socket.socket()
-    s.bind(("127.0.0.1", 0))
-    port = s.getsockname()[1]
-    s.close()
-    return port
-
-
-def metrics_text(port):
-    return urllib.request.urlopen(f"http://127.0.0.1:{port}/metrics",
-                                  timeout=10).read().decode()
 
 
 def stat(d, name):
