@@ -14,19 +14,13 @@ import subprocess
 import sys
 import tempfile
 import textwrap
-import traceback
+
+from clitap import case, eq, run_cases
 
 RELAYCTL = os.path.abspath(sys.argv[1])
 ROOT = sys.argv[2] if len(sys.argv) > 2 else os.environ.get(
     "RELAY_SOURCE_ROOT", os.path.join(os.path.dirname(__file__), "..", ".."))
 EXAMPLES = os.path.join(ROOT, "doc", "examples", "apps")
-
-CASES = []
-
-
-def case(fn):
-    CASES.append(fn)
-    return fn
 
 
 def run(*args, stdin=None, cwd=None):
@@ -42,11 +36,6 @@ def write_apps(root, apps):
         os.makedirs(os.path.join(root, name), exist_ok=True)
         with open(os.path.join(root, name, "template.yaml"), "w") as f:
             f.write(textwrap.dedent(text))
-
-
-def eq(got, want, what):
-    if got != want:
-        raise AssertionError(f"{what}:\n  got:  {got!r}\n  want: {want!r}")
 
 
 RULES = """\
@@ -390,21 +379,5 @@ def match_help_and_usage():
             raise AssertionError(f"{args}: {err!r}")
 
 
-def main():
-    print("TAP version 13")
-    print(f"1..{len(CASES)}")
-    failed = 0
-    for i, fn in enumerate(CASES, 1):
-        try:
-            fn()
-            print(f"ok {i} - {fn.__name__}")
-        except Exception:  # noqa: BLE001 - report every failure as TAP
-            failed += 1
-            print(f"not ok {i} - {fn.__name__}")
-            for line in traceback.format_exc().splitlines():
-                print(f"# {line}")
-    return 1 if failed else 0
-
-
 if __name__ == "__main__":
-    sys.exit(main())
+    sys.exit(run_cases())

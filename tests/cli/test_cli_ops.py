@@ -15,7 +15,8 @@ import shutil
 import subprocess
 import sys
 import tempfile
-import traceback
+
+from clitap import case, check, eq, run_cases
 
 RELAYCTL = os.path.abspath(sys.argv[1])
 ROOT = sys.argv[2] if len(sys.argv) > 2 else os.environ.get(
@@ -23,13 +24,6 @@ ROOT = sys.argv[2] if len(sys.argv) > 2 else os.environ.get(
 EXAMPLES = os.path.join(ROOT, "doc", "examples", "apps")
 CONN = ("REDIS_URI", "REDIS_STREAM", "REDIS_GROUP", "RELAY_RUN_DIR",
         "RELAY_STATE_DIR", "RELAY_APPS_DIR")
-
-CASES = []
-
-
-def case(fn):
-    CASES.append(fn)
-    return fn
 
 
 def run(*args, env=None, stdin=None):
@@ -39,16 +33,6 @@ def run(*args, env=None, stdin=None):
     p = subprocess.run([RELAYCTL, *args], env=e, input=stdin,
                        capture_output=True, text=True, timeout=60)
     return p.returncode, p.stdout, p.stderr
-
-
-def eq(got, want, what):
-    if got != want:
-        raise AssertionError(f"{what}:\n  got:  {got!r}\n  want: {want!r}")
-
-
-def check(cond, what):
-    if not cond:
-        raise AssertionError(what)
 
 
 HELP = [
@@ -344,21 +328,5 @@ def man_page_names_every_command_and_flag():
         check(section in man, section)
 
 
-def main():
-    print(f"1..{len(CASES)}", flush=True)
-    failed = 0
-    for i, fn in enumerate(CASES, 1):
-        try:
-            fn()
-        except BaseException:
-            failed += 1
-            print(f"not ok {i} - {fn.__name__}")
-            for ln in traceback.format_exc().splitlines():
-                print(f"# {ln}")
-            continue
-        print(f"ok {i} - {fn.__name__}", flush=True)
-    return 1 if failed else 0
-
-
 if __name__ == "__main__":
-    sys.exit(main())
+    sys.exit(run_cases())

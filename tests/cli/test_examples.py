@@ -18,7 +18,8 @@ import os
 import shutil
 import subprocess
 import sys
-import traceback
+
+from clitap import case, eq, run_cases
 
 ROOT = sys.argv[1] if len(sys.argv) > 1 else os.environ.get(
     "RELAY_SOURCE_ROOT", os.path.join(os.path.dirname(__file__), "..", ".."))
@@ -64,19 +65,6 @@ def invoke(app, runtime, handler, event, env, command=None):
                        input=json.dumps(event), capture_output=True,
                        text=True, timeout=30)
     return p.returncode, p.stdout, p.stderr
-
-
-def eq(got, want, what):
-    if got != want:
-        raise AssertionError(f"{what}:\n  got:  {got!r}\n  want: {want!r}")
-
-
-CASES = []
-
-
-def case(fn):
-    CASES.append(fn)
-    return fn
 
 
 @case
@@ -143,22 +131,5 @@ def notify_node_alerts():
     eq((rc, out), (0, "ALERT api is down\n"), "failed")
 
 
-def main():
-    print("TAP version 13")
-    print(f"1..{len(CASES)}")
-    failed = 0
-    for i, fn in enumerate(CASES, 1):
-        try:
-            r = fn()
-            skip = f" # {r}" if isinstance(r, str) else ""
-            print(f"ok {i} - {fn.__name__}{skip}")
-        except Exception:  # noqa: BLE001 - report every failure as TAP
-            failed += 1
-            print(f"not ok {i} - {fn.__name__}")
-            for line in traceback.format_exc().splitlines():
-                print(f"# {line}")
-    return 1 if failed else 0
-
-
 if __name__ == "__main__":
-    sys.exit(main())
+    sys.exit(run_cases())
