@@ -5,13 +5,9 @@
 -- stored value is returned as the 4th element.
 local key = KEYS[1]
 local pin = ARGV[1]
-local r = redis.pcall('HMGET', key, '__terminal', '__classification',
-		      '__schedule')
-if relay_is_err(r) then
-	return r
-end
-if r[1] then
-	return { 'retained', 0, 0, '' }
+local stop, r = relay_live(key, '__classification', '__schedule')
+if stop then
+	return stop
 end
 local p = r[3] or ''
 if pin and pin ~= '' and not r[3] then

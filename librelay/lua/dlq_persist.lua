@@ -9,12 +9,9 @@ local marker = field
 if field == '' then
 	marker = '__dlq_placeholder'
 end
-local r = redis.pcall('HMGET', key, '__terminal', marker)
-if relay_is_err(r) then
-	return r
-end
-if r[1] then
-	return { 'retained', 0, 0, '' }
+local stop, r = relay_live(key, marker)
+if stop then
+	return stop
 end
 local value = '1'
 if field == '' then

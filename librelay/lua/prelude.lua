@@ -59,16 +59,26 @@ local function relay_is_err(r)
 	return type(r) == 'table' and r.err ~= nil
 end
 
--- Read the retention marker and one field of the state hash. Returns a
--- reply for the script to send back at once (a Redis error, or "retained":
--- every transition is inert after retain), or nil and the parsed field.
-local function relay_load(key, field)
-	local r = redis.pcall('HMGET', key, '__terminal', field)
+-- Read the retention marker and the given fields of the state hash in one
+-- HMGET. Returns a reply for the script to send back at once (a Redis
+-- error, or "retained": every transition is inert after retain), or nil
+-- and the HMGET array (element 1 the marker, then the fields in order).
+local function relay_live(key, ...)
+	local r = redis.pcall('HMGET', key, '__terminal', ...)
 	if relay_is_err(r) then
 		return r
 	end
 	if r[1] then
 		return { 'retained', 0, 0, '' }
+	end
+	return nil, r
+end
+
+-- relay_live() for one invocation field, parsed.
+local function relay_load(key, field)
+	local stop, r = relay_live(key, field)
+	if stop then
+		return stop
 	end
 	return nil, relay_parse(r[2])
 end
