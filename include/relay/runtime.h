@@ -58,6 +58,20 @@ RELAY_EXTERN int relay_runtime_kind_parse(const char *s,
 /** relay_runtime_kind_name() - "exec", "python3" or "node". */
 RELAY_EXTERN const char *relay_runtime_kind_name(relay_runtime_kind k);
 
+/**
+ * enum relay_warm_mode - may an invocation start from a warm parent?
+ *
+ * See relay_runtime_options.warm and doc/sandbox.md ("Warm sandboxes").
+ */
+typedef enum relay_warm_mode {
+	RELAY_WARM_AUTO = 0,    /* warm when the runtime keeps warm parents
+				   and one is ready, else cold */
+	RELAY_WARM_OFF = 1,     /* always a cold start (template warm: false) */
+	RELAY_WARM_REQUIRE = 2, /* warm only: wait for a warm parent; the run
+				   fails if none can start (relayctl app run
+				   --warm) */
+} relay_warm_mode;
+
 #define RELAY_RUNTIME_TIMEOUT_DEFAULT_MS 6000u   /* a rule's default */
 #define RELAY_RUNTIME_TIMEOUT_MAX_MS 300000u     /* 5 minutes */
 
@@ -86,9 +100,14 @@ typedef struct relay_exec_spec {
 	const char *event;           /* bytes written to stdin */
 	size_t event_len;            /* length of event */
 	/* version 1 ends here; later versions append only */
+	relay_warm_mode warm;        /* v2: default RELAY_WARM_AUTO */
+	uint64_t generation;         /* v2: the app's template generation: a
+					new value starts new warm parents and
+					retires the app's older ones once
+					their invocations finish */
 } relay_exec_spec;
 
-#define RELAY_EXEC_SPEC_VERSION 1
+#define RELAY_EXEC_SPEC_VERSION 2
 #define RELAY_EXEC_SPEC_INIT { .version = RELAY_EXEC_SPEC_VERSION }
 
 /** enum relay_output_stream - which pipe a line came from. */
@@ -154,9 +173,15 @@ typedef struct relay_run_outcome {
 	uint64_t dropped_bytes;   /* read but not forwarded (cap reached,
 				     or no output callback) */
 	char reason[160];         /* see above */
+	/* version 1 ends here; later versions append only */
+	int warm;                 /* v2: nonzero when a warm parent ran it */
+	uint64_t start_us;        /* v2: run handed to the runtime → the
+				     invocation's process exists (cold: the
+				     spawn returned; warm: the warm parent
+				     reported the fork) */
 } relay_run_outcome;
 
-#define RELAY_RUN_OUTCOME_VERSION 1
+#define RELAY_RUN_OUTCOME_VERSION 2
 
 /**
  * relay_run_done_fn - called exactly once when a run is over.
@@ -197,9 +222,17 @@ typedef struct relay_runtime_options {
 					UINT64_MAX = unlimited */
 	relay_logger logger;         /* runtime's own messages (not output) */
 	/* version 1 ends here; later versions append only */
+	int warm;                    /* v2: nonzero keeps warm parents (bwrap
+					backend only; ignored otherwise) */
+	uint32_t warm_max_parents;   /* v2: global cap; default 32 */
+	uint32_t warm_idle_ms;       /* v2: evict a parent idle this long;
+					default 300000 (5 minutes) */
+	uint32_t warm_start_timeout_ms; /* v2: a warm parent that does not
+					answer a request within this is
+					wedged; default 2000 */
 } relay_runtime_options;
 
-#define RELAY_RUNTIME_OPTIONS_VERSION 1
+#define RELAY_RUNTIME_OPTIONS_VERSION 2
 #define RELAY_RUNTIME_OPTIONS_INIT \
 	{ .version = RELAY_RUNTIME_OPTIONS_VERSION }
 
@@ -297,6 +330,89 @@ RELAY_EXTERN int relay_runtime_run_sync(relay_runtime *rt,
  * relay_runtime_active() - number of runs whose done has not run yet.
  */
 RELAY_EXTERN unsigned int relay_runtime_active(const relay_runtime *rt);
+
+/* ---- warm parents ------------------------------------------------ */
+
+/** Upper bounds (µs) of the start-latency histogram buckets; the last
+ * bucket counts everything above the last bound. */
+#define RELAY_WARM_LATENCY_BOUNDS_US \
+	{ 250, 500, 1000, 2000, 3000, 5000, 10000, 25000, 50000, 100000 }
+#define RELAY_WARM_LATENCY_BUCKETS 11
+
+/** enum relay_warm_fail - why an invocation did not start warm. */
+typedef enum relay_warm_fail {
+	RELAY_WARM_FAIL_UNSUPPORTED = 0, /* the sandbox cannot fork
+					    invocations (probe failed) */
+	RELAY_WARM_FAIL_CRASHED = 1,     /* the warm parent died */
+	RELAY_WARM_FAIL_WEDGED = 2,      /* no answer within the bound */
+	RELAY_WARM_FAIL_SPAWN = 3,       /* starting a warm parent failed */
+	RELAY_WARM_FAIL_FORK = 4,        /* the parent could not fork */
+	RELAY_WARM_FAIL_CAP = 5,         /* the global cap was reached */
+	RELAY_WARM_FAIL_COUNT = 6,
+} relay_warm_fail;
+
+/** relay_warm_fail_name() - "unsupported", "crashed", … (static). */
+RELAY_EXTERN const char *relay_warm_fail_name(relay_warm_fail f);
+
+/**
+ * struct relay_runtime_warm_stats - counters of the warm path.
+ *
+ * Initialise .version to RELAY_RUNTIME_WARM_STATS_VERSION.
+ * @latency_us[0] is for cold starts, [1] for warm ones, each with
+ * RELAY_WARM_LATENCY_BUCKETS non-cumulative buckets; the latency is the
+ * outcome's start_us.
+ */
+typedef struct relay_runtime_warm_stats {
+	unsigned int version;
+	uint64_t warm_starts;         /* invocations started warm */
+	uint64_t cold_starts;         /* invocations started cold */
+	uint64_t failures[RELAY_WARM_FAIL_COUNT]; /* warm starts that fell
+						     back to cold, by reason */
+	uint64_t parents_started;     /* warm parents ever started */
+	uint32_t parents_starting;    /* now: spawned, not ready yet */
+	uint32_t parents_ready;       /* now: serving */
+	uint32_t parents_retiring;    /* now: retired, invocations finishing */
+	uint64_t parents_rss_bytes;   /* now: resident memory of all parents */
+	uint64_t latency_us[2][RELAY_WARM_LATENCY_BUCKETS];
+	uint64_t latency_sum_us[2];
+	/* version 1 ends here; later versions append only */
+} relay_runtime_warm_stats;
+
+#define RELAY_RUNTIME_WARM_STATS_VERSION 1
+
+/**
+ * relay_runtime_warm_stats_get() - read the warm-path counters.
+ * @rt: the runtime.
+ * @out: filled; its version field is kept (must be 1..current).
+ *
+ * Reads /proc for the parents' resident memory.
+ * Returns: 0, or RELAY_EINVAL for an unsupported version.
+ */
+RELAY_EXTERN int relay_runtime_warm_stats_get(const relay_runtime *rt,
+					      relay_runtime_warm_stats *out);
+
+/**
+ * relay_warm_parent_fn - one warm parent, for relay_runtime_warm_foreach().
+ * @app: its app (borrowed for the call).
+ * @state: "starting", "ready" or "retiring".
+ * @inflight: invocations it is running now.
+ * @rss_bytes: its resident memory (0 if unknown).
+ */
+typedef void (*relay_warm_parent_fn)(const char *app, const char *state,
+				     unsigned int inflight,
+				     uint64_t rss_bytes, void *payload);
+
+/** relay_runtime_warm_foreach() - call @fn for every warm parent. */
+RELAY_EXTERN void relay_runtime_warm_foreach(const relay_runtime *rt,
+					     relay_warm_parent_fn fn,
+					     void *payload);
+
+/**
+ * relay_runtime_warm_retire() - retire the warm parents of @app (NULL:
+ * all). Running invocations finish; new ones start new parents.
+ */
+RELAY_EXTERN void relay_runtime_warm_retire(relay_runtime *rt,
+					    const char *app);
 
 #ifdef __cplusplus
 }

@@ -81,7 +81,15 @@ static int push_root(relay__strv *a)
 	return rc ? RELAY_ENOMEM : 0;
 }
 
+/*
+ * The bwrap command line for @spec. @inner is the command to run inside
+ * (NULL: the handler's own, relay__runtime_argv()); @warm adds what a warm
+ * parent needs to give each invocation its own namespaces (see warm.c):
+ * CAP_SYS_ADMIN within the sandbox's user namespace, which the invocation
+ * drops before any handler code runs.
+ */
 static int build_argv(relay__builtin *b, const relay_exec_spec *spec,
+		      const char *const *inner_cmd, bool warm,
 		      relay__strv *a, relay_error *err)
 {
 	relay__strv inner = { 0 };
@@ -93,6 +101,10 @@ static int build_argv(relay__builtin *b, const relay_exec_spec *spec,
 	if (spec->network)
 		rc |= relay__strv_push(a, "--share-net");
 	rc |= relay__strv_push(a, "--die-with-parent");
+	if (warm) {
+		rc |= relay__strv_push(a, "--cap-add");
+		rc |= relay__strv_push(a, "CAP_SYS_ADMIN");
+	}
 	rc |= relay__strv_push(a, "--uid");
 	rc |= relay__strv_push(a, "65534");
 	rc |= relay__strv_push(a, "--gid");
@@ -110,7 +122,7 @@ static int build_argv(relay__builtin *b, const relay_exec_spec *spec,
 	rc |= relay__strv_push(a, "--ro-bind");
 	rc |= relay__strv_push(a, spec->app_dir);
 	rc |= relay__strv_push(a, RELAY__SANDBOX_APP_DIR);
-	if (spec->runtime != RELAY_RUNTIME_EXEC) {
+	if (spec->runtime != RELAY_RUNTIME_EXEC || inner_cmd) {
 		rc |= relay__strv_push(a, "--ro-bind");
 		rc |= relay__strv_push(a, b->bootstrap_dir);
 		rc |= relay__strv_push(a, RELAY__SANDBOX_BOOTSTRAP_DIR);
@@ -124,6 +136,11 @@ static int build_argv(relay__builtin *b, const relay_exec_spec *spec,
 	if (rc != 0)
 		return relay__error_set(err, RELAY_ENOMEM, NULL, 0, 0,
 					"out of memory");
+	if (inner_cmd) {
+		for (i = 0; rc == 0 && inner_cmd[i]; i++)
+			rc = relay__strv_push(a, inner_cmd[i]);
+		return rc;
+	}
 	rc = relay__runtime_argv(spec, RELAY__SANDBOX_BOOTSTRAP_DIR, &inner,
 				 err);
 	for (i = 0; rc == 0 && i < inner.n; i++)
@@ -139,11 +156,11 @@ static int bwrap_spawn(relay_runtime_backend *rb, const relay_exec_spec *spec,
 	relay__builtin_proc *bp = (relay__builtin_proc *)proc;
 	relay__strv argv = { 0 }, env = { 0 };
 	relay_exec_spec lim = *spec;
-	relay__spawn_req req;
+	relay__spawn_req req = RELAY__SPAWN_REQ_INIT;
 	int rc;
 
 	relay__limits_inv_init(&bp->inv);
-	rc = build_argv(b, spec, &argv, err);
+	rc = build_argv(b, spec, NULL, false, &argv, err);
 	if (rc != 0)
 		goto done;
 	rc = relay__runtime_env(spec, &env);
@@ -172,6 +189,18 @@ done:
 	return rc;
 }
 
+bool relay__backend_is_bwrap(const relay_runtime_backend *rb)
+{
+	return rb->spawn == bwrap_spawn;
+}
+
+int relay__bwrap_argv(relay_runtime_backend *rb, const relay_exec_spec *spec,
+		      const char *const *inner, bool warm, relay__strv *out,
+		      relay_error *err)
+{
+	return build_argv((relay__builtin *)rb, spec, inner, warm, out, err);
+}
+
 /*
  * Can bwrap create its namespaces here? Run the real sandbox around
  * /usr/bin/true (blocking; once, at startup) and keep bwrap's complaint.
@@ -184,7 +213,7 @@ static int probe(relay__builtin *b, relay_error *err)
 	const char *argv[] = { "true", NULL };
 	relay__strv a = { 0 };
 	relay_proc proc;
-	relay__spawn_req req;
+	relay__spawn_req req = RELAY__SPAWN_REQ_INIT;
 	char msg[200] = "";
 	int rc, status = 0;
 	ssize_t n;
@@ -192,7 +221,7 @@ static int probe(relay__builtin *b, relay_error *err)
 	spec.app = spec.handler = "probe";
 	spec.app_dir = "/usr";
 	spec.argv = argv;
-	rc = build_argv(b, &spec, &a, err);
+	rc = build_argv(b, &spec, NULL, false, &a, err);
 	if (rc != 0)
 		return rc;
 	req.path = b->bwrap;

@@ -498,6 +498,17 @@ int relay__limits_child(const relay__limits_inv *inv)
 	return 0;
 }
 
+int relay__limits_attach(const relay__limits_inv *inv, pid_t pid)
+{
+	char buf[24];
+	int i, n = snprintf(buf, sizeof(buf), "%ld", (long)pid);
+
+	for (i = 0; i < inv->ncg; i++)
+		if (write(inv->cg_procs_fd[i], buf, (size_t)n) != n)
+			return errno;
+	return 0;
+}
+
 void relay__limits_spawned(relay__limits_inv *inv)
 {
 	int i;

@@ -84,7 +84,7 @@ static int process_spawn(relay_runtime_backend *rb,
 	relay__builtin *b = (relay__builtin *)rb;
 	relay__builtin_proc *bp = (relay__builtin_proc *)proc;
 	relay__strv argv = { 0 }, env = { 0 };
-	relay__spawn_req req;
+	relay__spawn_req req = RELAY__SPAWN_REQ_INIT;
 	char *path = NULL;
 	int rc;
 

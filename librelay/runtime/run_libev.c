@@ -58,6 +58,14 @@ struct relay_run {
 	int wstatus;                /* waitpid status */
 	bool exited, timed_out, cancelled;
 	bool status_lost;           /* the host reaped our child */
+	/* The warm path (warm.c): the process is forked by a warm parent,
+	 * its status arrives from there, not from waitpid. */
+	bool warm;                  /* r->proc came from a warm parent */
+	bool warm_started;          /* ...and the parent reported the fork */
+	relay_warm_mode warm_mode;
+	relay_exec_spec *spec;      /* copy, kept to restart cold */
+	uint64_t start_lat_us;      /* see relay_run_outcome.start_us */
+	char fail_reason[160];      /* set when the run could not start */
 };
 
 static void close_fd(int *fd)
@@ -93,9 +101,15 @@ static void fill_outcome(relay_run *r, relay_run_outcome *o)
 	o->stdout_bytes = r->out[0].total;
 	o->stderr_bytes = r->out[1].total;
 	o->dropped_bytes = r->out[0].dropped + r->out[1].dropped;
+	o->warm = r->warm;
+	o->start_us = r->start_lat_us;
 	if (r->cancelled) {
 		o->status = RELAY_RUN_CANCELLED;
 		snprintf(o->reason, sizeof(o->reason), "cancelled");
+	} else if (*r->fail_reason) {
+		o->status = RELAY_RUN_FAILED;
+		o->exit_code = -1;
+		snprintf(o->reason, sizeof(o->reason), "%s", r->fail_reason);
 	} else if (r->timed_out) {
 		o->status = RELAY_RUN_TIMEOUT;
 		snprintf(o->reason, sizeof(o->reason),
@@ -130,6 +144,7 @@ static void run_free(relay_run *r)
 	relay__out_free(&r->out[1]);
 	relay__free(r->event);
 	relay__free(r->proc);
+	relay__free(r->spec);
 	relay__free(r);
 }
 
@@ -147,6 +162,8 @@ static void finish(relay_run *r)
 	ev_timer_stop(r->loop, &r->w_drain);
 	relay__out_finish(&r->out[0]);
 	relay__out_finish(&r->out[1]);
+	if (r->warm)
+		relay__warm_forget(rt, r);
 	fill_outcome(r, &o);
 	if (r->prev)
 		r->prev->next = r->next;
@@ -317,13 +334,131 @@ static int watch_exit(relay_run *r, relay_error *err)
 	return 0;
 }
 
+/* One allocation holding @spec and every string it points at. */
+static relay_exec_spec *spec_dup(const relay_exec_spec *spec)
+{
+	const char *const *lists[2] = { spec->argv, spec->env };
+	const char *strs[4] = { spec->app, spec->handler, spec->message_id,
+				spec->app_dir };
+	size_t size = sizeof(*spec), n[2] = { 0, 0 }, i, k;
+	relay_exec_spec *c;
+	char **vec;
+	char *p;
+
+	for (i = 0; i < 4; i++)
+		size += strs[i] ? strlen(strs[i]) + 1 : 0;
+	for (k = 0; k < 2; k++) {
+		for (i = 0; lists[k] && lists[k][i]; i++)
+			size += strlen(lists[k][i]) + 1;
+		n[k] = i;
+		size += lists[k] ? (i + 1) * sizeof(char *) : 0;
+	}
+	c = relay__malloc(size);
+	if (!c)
+		return NULL;
+	*c = *spec;
+	c->version = RELAY_EXEC_SPEC_VERSION;
+	if (spec->version < 2) {
+		c->warm = RELAY_WARM_AUTO;
+		c->generation = 0;
+	}
+	c->event = NULL;
+	c->event_len = 0;
+	vec = (char **)(c + 1);
+	p = (char *)(vec + (spec->argv ? n[0] + 1 : 0) +
+		     (spec->env ? n[1] + 1 : 0));
+	for (k = 0; k < 2; k++) {
+		char **v = vec;
+
+		if (!lists[k])
+			continue;
+		for (i = 0; i < n[k]; i++) {
+			v[i] = p;
+			p = stpcpy(p, lists[k][i]) + 1;
+		}
+		v[n[k]] = NULL;
+		if (k == 0)
+			c->argv = (const char *const *)v;
+		else
+			c->env = (const char *const *)v;
+		vec += n[k] + 1;
+	}
+	for (i = 0; i < 4; i++) {
+		const char **dst = i == 0 ? &c->app : i == 1 ? &c->handler
+				 : i == 2 ? &c->message_id : &c->app_dir;
+
+		if (!strs[i])
+			continue;
+		*dst = p;
+		p = stpcpy(p, strs[i]) + 1;
+	}
+	return c;
+}
+
+/* The process exists (r->proc): watch its pipes, write the event. */
+static void watch_io(relay_run *r)
+{
+	r->event_off = 0;
+	ev_io_init(&r->w_in, stdin_cb, r->proc->stdin_fd, EV_WRITE);
+	ev_io_init(&r->w_out, output_cb, r->proc->stdout_fd, EV_READ);
+	ev_io_init(&r->w_err, output_cb, r->proc->stderr_fd, EV_READ);
+	r->w_in.data = r->w_out.data = r->w_err.data = r;
+	if (r->event_len)
+		ev_io_start(r->loop, &r->w_in);
+	else
+		close_fd(&r->proc->stdin_fd);
+	ev_io_start(r->loop, &r->w_out);
+	ev_io_start(r->loop, &r->w_err);
+}
+
+/* (Re)start the timeout from now. */
+static void arm_timeout(relay_run *r)
+{
+	/* The loop's cached "now" may predate the spawn by a whole callback
+	 * or, for a new loop, by the spawn itself: time from here. */
+	ev_now_update(r->loop);
+	ev_timer_stop(r->loop, &r->w_timeout);
+	ev_timer_set(&r->w_timeout, r->timeout_ms / 1000.0, 0.);
+	ev_timer_start(r->loop, &r->w_timeout);
+}
+
+/* Spawn @spec through the backend and watch its exit. */
+static int launch_cold(relay_run *r, const relay_exec_spec *spec,
+		       relay_error *err)
+{
+	relay_runtime *rt = r->rt;
+	relay_mono_us t0 = relay_clock_mono_us(NULL);
+	int rc;
+
+	rc = relay__runtime_spawn(rt, spec, &r->proc, err);
+	if (rc != 0)
+		return rc;
+	r->warm = false;
+	r->start_lat_us = relay_clock_mono_us(NULL) - t0;
+	rc = watch_exit(r, err);
+	if (rc != 0) {
+		relay__runtime_signal(rt, r->proc, SIGKILL);
+		while (waitpid(r->proc->pid, NULL, 0) < 0 && errno == EINTR)
+			;
+		relay__runtime_release(rt, r->proc);
+		close_fd(&r->proc->stdin_fd);
+		close_fd(&r->proc->stdout_fd);
+		close_fd(&r->proc->stderr_fd);
+		relay__free(r->proc);
+		r->proc = NULL;
+		return rc;
+	}
+	relay__warm_count(rt, 0, r->start_lat_us);
+	return 0;
+}
+
 static int run_start(relay_runtime *rt, struct ev_loop *loop,
 		     const relay_exec_spec *spec, relay_output_fn output,
 		     relay_run_done_fn done, void *payload, relay_run **out,
 		     relay_error *err)
 {
 	relay_run *r;
-	int rc;
+	int rc, w;
 
 	rc = relay__runtime_check_spec(spec, err);
 	if (rc != 0)
@@ -341,6 +476,7 @@ static int run_start(relay_runtime *rt, struct ev_loop *loop,
 	r->done = done;
 	r->payload = payload;
 	r->budget = rt->max_output;
+	r->warm_mode = spec->version >= 2 ? spec->warm : RELAY_WARM_AUTO;
 	r->timeout_ms = spec->timeout_ms ? spec->timeout_ms
 					 : RELAY_RUNTIME_TIMEOUT_DEFAULT_MS;
 	r->event_len = spec->event_len;
@@ -358,40 +494,45 @@ static int run_start(relay_runtime *rt, struct ev_loop *loop,
 		relay__error_set(err, rc, NULL, 0, 0, "out of memory");
 		goto fail;
 	}
-	rc = relay__runtime_spawn(rt, spec, &r->proc, err);
-	if (rc != 0)
-		goto fail;
-	r->start_us = relay_clock_mono_us(NULL);
-	rc = watch_exit(r, err);
-	if (rc != 0) {
-		relay__runtime_signal(rt, r->proc, SIGKILL);
-		while (waitpid(r->proc->pid, NULL, 0) < 0 && errno == EINTR)
-			;
-		relay__runtime_release(rt, r->proc);
-		close_fd(&r->proc->stdin_fd);
-		close_fd(&r->proc->stdout_fd);
-		close_fd(&r->proc->stderr_fd);
-		goto fail;
-	}
-	ev_io_init(&r->w_in, stdin_cb, r->proc->stdin_fd, EV_WRITE);
-	ev_io_init(&r->w_out, output_cb, r->proc->stdout_fd, EV_READ);
-	ev_io_init(&r->w_err, output_cb, r->proc->stderr_fd, EV_READ);
 	ev_init(&r->w_timeout, timeout_cb);
 	ev_init(&r->w_kill, kill_cb);
 	ev_init(&r->w_drain, drain_cb);
-	r->w_in.data = r->w_out.data = r->w_err.data = r;
 	r->w_timeout.data = r->w_kill.data = r->w_drain.data = r;
-	if (r->event_len)
-		ev_io_start(loop, &r->w_in);
-	else
-		close_fd(&r->proc->stdin_fd);
-	ev_io_start(loop, &r->w_out);
-	ev_io_start(loop, &r->w_err);
-	/* The loop's cached "now" may predate the spawn by a whole callback
-	 * or, for a new loop, by the spawn itself: time from here. */
-	ev_now_update(loop);
-	ev_timer_set(&r->w_timeout, r->timeout_ms / 1000.0, 0.);
-	ev_timer_start(loop, &r->w_timeout);
+	r->start_us = relay_clock_mono_us(NULL);
+	w = r->warm_mode == RELAY_WARM_OFF ? -1
+	  : relay__warm_start(rt, loop, r, spec, &r->proc);
+	if (w == 0) {
+		/* Kept to start again cold if the warm parent fails. */
+		r->spec = spec_dup(spec);
+		if (!r->spec) {
+			relay__warm_forget(rt, r);
+			relay__runtime_release(rt, r->proc);
+			close_fd(&r->proc->stdin_fd);
+			close_fd(&r->proc->stdout_fd);
+			close_fd(&r->proc->stderr_fd);
+			rc = relay__error_set(err, RELAY_ENOMEM, NULL, 0, 0,
+					      "out of memory");
+			goto fail;
+		}
+		r->warm = true;
+	} else if (r->warm_mode == RELAY_WARM_REQUIRE) {
+		rc = relay__error_set(err, RELAY_EBACKEND, NULL, 0, 0,
+				      "warm start unavailable: %s",
+				      w >= 0 ? relay_warm_fail_name(
+						       (relay_warm_fail)w)
+					     : "the runtime keeps no warm "
+					       "parents (bwrap backend and "
+					       "warm option needed)");
+		goto fail;
+	} else {
+		if (w > 0 || w == RELAY_WARM_FAIL_UNSUPPORTED)
+			relay__warm_count_fail(rt, w);
+		rc = launch_cold(r, spec, err);
+		if (rc != 0)
+			goto fail;
+	}
+	watch_io(r);
+	arm_timeout(r);
 	r->next = rt->runs;
 	if (rt->runs)
 		rt->runs->prev = r;
@@ -403,6 +544,76 @@ static int run_start(relay_runtime *rt, struct ev_loop *loop,
 fail:
 	run_free(r);
 	return rc;
+}
+
+void relay__run_warm_started(relay_run *r, pid_t pid)
+{
+	r->proc->pid = pid;
+	r->warm_started = true;
+	r->start_lat_us = relay_clock_mono_us(NULL) - r->start_us;
+	relay__warm_count(r->rt, 1, r->start_lat_us);
+	relay__log(&r->rt->logger, RELAY_LOG_DEBUG, "RELAY-RT02",
+		   "runtime: started %s/%s warm, pid %ld", r->spec->app,
+		   r->spec->handler, (long)pid);
+	/* A signal that came before the pid was known. */
+	if (r->cancelled || ev_is_active(&r->w_kill))
+		relay__runtime_signal(r->rt, r->proc, SIGKILL);
+	else if (r->timed_out)
+		relay__runtime_signal(r->rt, r->proc, SIGTERM);
+}
+
+void relay__run_warm_exited(relay_run *r, int wstatus)
+{
+	/* The invocation's pid namespace died with its init: no leftovers,
+	 * and its group id may already be free, so it is not signalled. */
+	r->wstatus = wstatus;
+	on_exited(r);
+}
+
+void relay__run_warm_lost(relay_run *r, int why, const char *detail)
+{
+	relay_runtime *rt = r->rt;
+	relay_error err;
+
+	relay__warm_count_fail(rt, why);
+	stop_io(r, &r->w_in, &r->proc->stdin_fd);
+	stop_io(r, &r->w_out, &r->proc->stdout_fd);
+	stop_io(r, &r->w_err, &r->proc->stderr_fd);
+	relay__runtime_release(rt, r->proc);
+	relay__free(r->proc);
+	r->proc = NULL;
+	r->warm = false;
+	if (r->cancelled || r->warm_mode == RELAY_WARM_REQUIRE) {
+		if (!r->cancelled)
+			snprintf(r->fail_reason, sizeof(r->fail_reason),
+				 "warm start failed: %s: %s",
+				 relay_warm_fail_name((relay_warm_fail)why),
+				 detail);
+		goto fail;
+	}
+	relay__log(&rt->logger, RELAY_LOG_INFO, "RELAY-RT05",
+		   "runtime: %s/%s: warm start failed (%s: %s), starting "
+		   "it cold", r->spec->app, r->spec->handler,
+		   relay_warm_fail_name((relay_warm_fail)why), detail);
+	r->out[0].total = r->out[1].total = 0;
+	if (launch_cold(r, r->spec, &err) != 0) {
+		snprintf(r->fail_reason, sizeof(r->fail_reason), "%.150s",
+			 err.text);
+		goto fail;
+	}
+	watch_io(r);
+	arm_timeout(r);
+	return;
+fail:
+	/* A placeholder process so finish() has something to close. */
+	r->proc = relay__calloc(1, rt->rb->proc_size);
+	if (r->proc)
+		r->proc->stdin_fd = r->proc->stdout_fd = r->proc->stderr_fd =
+			-1;
+	r->exited = true;
+	r->end_us = relay_clock_mono_us(NULL);
+	r->wstatus = 255 << 8;
+	finish(r);
 }
 
 int relay_runtime_libev_attach(relay_runtime *rt, struct ev_loop *loop)
@@ -478,6 +689,7 @@ int relay_runtime_run_sync(relay_runtime *rt, const relay_exec_spec *spec,
 		       sync_done_cb, &sr, NULL, err);
 	while (rc == 0 && !sr.done)
 		ev_run(loop, EVRUN_ONCE);
+	relay__warm_drop_loop(rt, loop);
 	ev_loop_destroy(loop);
 	return rc;
 }
@@ -493,7 +705,15 @@ void relay__runtime_cancel_all(relay_runtime *rt)
 
 		/* A run that already exited (draining output) keeps its
 		 * real outcome. */
-		if (!r->exited) {
+		if (!r->exited && r->warm) {
+			/* Forked by a warm parent: not ours to reap; the
+			 * group dies with SIGKILL, its cgroups on release. */
+			r->cancelled = true;
+			relay__runtime_signal(rt, r->proc, SIGKILL);
+			r->exited = true;
+			r->end_us = relay_clock_mono_us(NULL);
+			relay__runtime_release(rt, r->proc);
+		} else if (!r->exited) {
 			r->cancelled = true;
 			relay__runtime_signal(rt, r->proc, SIGKILL);
 			if (r->pidfd >= 0) {

@@ -371,9 +371,16 @@ int relay_runtime_new(relay_runtime **out, const relay_runtime_options *opts,
 	rc = runtime_new(&rt, rb, true, opts, err);
 	if (rc != 0)
 		return rc;
+	rc = relay__warm_new(rt, opts, err);
+	if (rc != 0) {
+		relay_runtime_free(rt);
+		return rc;
+	}
 	relay__log(&rt->logger, RELAY_LOG_INFO, "RELAY-RT01",
-		   "runtime: backend %s, resource limits: %s", rb->name,
-		   relay__limits_describe(((relay__builtin *)rb)->limits));
+		   "runtime: backend %s, resource limits: %s, warm parents: %s",
+		   rb->name,
+		   relay__limits_describe(((relay__builtin *)rb)->limits),
+		   rt->warm ? "on" : "off");
 	*out = rt;
 	return 0;
 }
@@ -383,6 +390,7 @@ void relay_runtime_free(relay_runtime *rt)
 	if (!rt)
 		return;
 	relay__runtime_cancel_all(rt);
+	relay__warm_free(rt);
 	backend_free(rt->rb);
 	relay__free(rt);
 }
@@ -430,6 +438,9 @@ int relay__runtime_spawn(relay_runtime *rt, const relay_exec_spec *spec,
 
 int relay__runtime_signal(relay_runtime *rt, relay_proc *proc, int sig)
 {
+	/* A warm invocation whose pid is not known yet: never kill(0). */
+	if (proc->pid <= 0)
+		return 0;
 	return rt->rb->signal(rt->rb, proc, sig);
 }
 

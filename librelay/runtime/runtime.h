@@ -87,6 +87,10 @@ int relay__limits_prepare(relay__limits *l, const relay_exec_spec *spec,
 			  relay__limits_inv *inv, relay_error *err);
 /* Async-signal-safe: join the cgroups and set rlimits. 0 or an errno. */
 int relay__limits_child(const relay__limits_inv *inv);
+/* Move the running process @pid (in this process's pid namespace) into
+ * the invocation's cgroups: the warm path, where the process is forked
+ * by a warm parent instead of by us. 0 or an errno. */
+int relay__limits_attach(const relay__limits_inv *inv, pid_t pid);
 /* Close the cgroup.procs descriptors once the child has started. */
 void relay__limits_spawned(relay__limits_inv *inv);
 /* SIGKILL whatever is left in the cgroups, then remove them. */
@@ -100,7 +104,10 @@ typedef struct relay__spawn_req {
 	char *const *envp;               /* NULL-terminated */
 	const char *cwd;                 /* working directory, or NULL */
 	const relay__limits_inv *limits; /* applied before exec, or NULL */
+	int keep_fd;                     /* becomes the child's fd 3, or -1 */
 } relay__spawn_req;
+
+#define RELAY__SPAWN_REQ_INIT { .keep_fd = -1 }
 
 /*
  * Start @req in a new session (so its own process group), stdin/stdout/
@@ -111,6 +118,10 @@ typedef struct relay__spawn_req {
  */
 int relay__spawn(const relay__spawn_req *req, relay_proc *proc,
 		 relay_error *err);
+
+/* A pipe for a child's stdio: the child's end is >= 3, the parent's end
+ * O_NONBLOCK; both close-on-exec. 0 or -1 with errno. */
+int relay__make_pipe(int *parent, int *child, bool child_reads);
 
 /* write(2) that never raises SIGPIPE in the host (EPIPE returned). */
 ssize_t relay__write_nosigpipe(int fd, const void *buf, size_t len);
@@ -164,14 +175,23 @@ void relay__builtin_free(relay_runtime_backend *rb);
 int relay__runtime_process_new(relay_runtime_backend **out,
 			       const relay_runtime_options *opts,
 			       relay_error *err);
+/* bwrap.c: is @rb the built-in bwrap backend; its command line for @spec
+ * running @inner (NULL: the handler), @warm as for a warm parent. */
+bool relay__backend_is_bwrap(const relay_runtime_backend *rb);
+int relay__bwrap_argv(relay_runtime_backend *rb, const relay_exec_spec *spec,
+		      const char *const *inner, bool warm, relay__strv *out,
+		      relay_error *err);
 int relay__runtime_bwrap_new(relay_runtime_backend **out,
 			     const relay_runtime_options *opts,
 			     relay_error *err);
 
 /* ---- the runtime ------------------------------------------------- */
 
+typedef struct relay__warm relay__warm;
+
 struct relay_runtime {
 	relay_runtime_backend *rb;  /* owned */
+	relay__warm *warm;          /* warm parents (warm.c), or NULL */
 	bool builtin;               /* rb is a relay__builtin */
 	uint32_t grace_ms;
 	size_t max_line;
@@ -190,6 +210,38 @@ void relay__runtime_release(relay_runtime *rt, relay_proc *proc);
 
 /* run_libev.c: cancel and reap every active run (from relay_runtime_free). */
 void relay__runtime_cancel_all(relay_runtime *rt);
+
+/* ---- warm parents (warm.c) -------------------------------------- */
+
+/* Create rt->warm when @opts ask for it and the backend is bwrap. */
+int relay__warm_new(relay_runtime *rt, const relay_runtime_options *opts,
+		    relay_error *err);
+/* Kill every warm parent (reaped synchronously) and free rt->warm. */
+void relay__warm_free(relay_runtime *rt);
+/* Kill the warm parents living on @loop (a private loop going away). */
+void relay__warm_drop_loop(relay_runtime *rt, void *loop);
+
+/*
+ * Start @run warm on @loop. Returns 0 with *proc set (its pid stays 0
+ * until the parent reports the fork; then warm.c calls
+ * relay__run_warm_started()), or a relay_warm_fail reason (>= 0) when the
+ * run must start cold, or -1 when warm does not apply to @spec (nothing
+ * counted).
+ */
+int relay__warm_start(relay_runtime *rt, void *loop, relay_run *run,
+		      const relay_exec_spec *spec, relay_proc **proc);
+/* @run is finishing or being cancelled: forget it. */
+void relay__warm_forget(relay_runtime *rt, relay_run *run);
+/* Count one start on the cold (0) or warm (1) path with its latency. */
+void relay__warm_count(relay_runtime *rt, int warm, uint64_t latency_us);
+void relay__warm_count_fail(relay_runtime *rt, int why);
+
+/* run_libev.c, called by warm.c. */
+void relay__run_warm_started(relay_run *run, pid_t pid);
+void relay__run_warm_exited(relay_run *run, int wstatus);
+/* The warm start failed before the handler ran (@why: relay_warm_fail):
+ * the run starts again on the cold path, or fails for REQUIRE. */
+void relay__run_warm_lost(relay_run *run, int why, const char *detail);
 
 /* Validate @spec (required fields, timeout range). */
 int relay__runtime_check_spec(const relay_exec_spec *spec, relay_error *err);

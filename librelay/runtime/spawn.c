@@ -30,7 +30,7 @@
  * close-on-exec) and whose parent end is non-blocking. @child_reads says
  * which end the child gets. Both ends are close-on-exec.
  */
-static int make_pipe(int *parent, int *child, bool child_reads)
+int relay__make_pipe(int *parent, int *child, bool child_reads)
 {
 	int fds[2], c, p;
 
@@ -78,8 +78,11 @@ static int spawn_posix(const relay__spawn_req *req, const int cfd[3],
 	}
 	for (i = 0; i < 3 && rc == 0; i++)
 		rc = posix_spawn_file_actions_adddup2(&fa, cfd[i], i);
+	if (rc == 0 && req->keep_fd >= 0)
+		rc = posix_spawn_file_actions_adddup2(&fa, req->keep_fd, 3);
 	if (rc == 0)
-		rc = posix_spawn_file_actions_addclosefrom_np(&fa, 3);
+		rc = posix_spawn_file_actions_addclosefrom_np(
+			&fa, req->keep_fd >= 0 ? 4 : 3);
 	if (rc == 0 && req->cwd)
 		rc = posix_spawn_file_actions_addchdir_np(&fa, req->cwd);
 	if (rc == 0)
@@ -108,6 +111,7 @@ vfork_child(const relay__spawn_req *req, const int cfd[3], volatile int *err)
 {
 	struct sigaction sa;
 	sigset_t none;
+	unsigned int first;
 	int sig, i, e;
 
 	memset(&sa, 0, sizeof(sa));
@@ -125,10 +129,13 @@ vfork_child(const relay__spawn_req *req, const int cfd[3], volatile int *err)
 	for (i = 0; i < 3; i++)
 		if (dup2(cfd[i], i) < 0)
 			goto fail;
+	if (req->keep_fd >= 0 && dup2(req->keep_fd, 3) < 0)
+		goto fail;
 	if (req->cwd && chdir(req->cwd) != 0)
 		goto fail;
-	if (syscall(SYS_close_range, 3u, ~0u, 0u) != 0)
-		for (i = 3; i < 1024; i++)
+	first = req->keep_fd >= 0 ? 4 : 3;
+	if (syscall(SYS_close_range, first, ~0u, 0u) != 0)
+		for (i = (int)first; i < 1024; i++)
 			(void)close(i);
 	sigemptyset(&none);
 	sigprocmask(SIG_SETMASK, &none, NULL);
@@ -171,7 +178,7 @@ int relay__spawn(const relay__spawn_req *req, relay_proc *proc,
 	int rc = RELAY_EBACKEND, e, i;
 
 	for (i = 0; i < 3; i++) {
-		if (make_pipe(&pfd[i], &cfd[i], i == 0) != 0) {
+		if (relay__make_pipe(&pfd[i], &cfd[i], i == 0) != 0) {
 			relay__error_set(err, RELAY_EBACKEND, NULL, 0, 0,
 					 "pipe: %s", strerror(errno));
 			goto done;

@@ -914,7 +914,7 @@ static void test_runtime__startup_log_and_output_at_any_level(void)
 	RT_EQ_INT(l.n, 1);
 	RT_EQ_STR(l.msgid, "RELAY-RT01");
 	RT_EQ_STR(l.last, "runtime: backend process, resource limits: "
-		  "rlimit");
+		  "rlimit, warm parents: off");
 	close_rt();
 	opt.logger.level = RELAY_LOG_ERROR;
 	RT_ASSERT(relay_runtime_new(&rt, &opt, NULL) == 0);

@@ -8,23 +8,28 @@
 # (text after the last dot) with the decoded event; a coroutine result is
 # awaited. Exit 0 when it returns, 1 with the traceback on stderr when it
 # raises; sys.exit(N) inside the handler exits N. Exit 2 on bad usage.
-import asyncio
+#
+# Only what every call needs is imported up front (json, importlib):
+# asyncio is imported only for a coroutine handler and traceback only on
+# failure, so a cold start pays for the interpreter and json alone.
+#
+# Usage: python3 relay-bootstrap.py --serve
+# The warm fork server (doc/sandbox.md, "Warm sandboxes"); see
+# relay_warm_server.py beside this file. Each invocation it forks runs
+# run() below exactly as a cold start would.
 import importlib
-import inspect
 import json
 import os
 import sys
-import traceback
 
 
-def main():
-    if len(sys.argv) != 2 or "." not in sys.argv[1].strip("."):
+def run(target, raw):
+    """Import and call target ("MODULE.FUNCTION") with raw (bytes) decoded
+    as JSON; return the exit code. SystemExit propagates."""
+    if "." not in target.strip("."):
         print("usage: relay-bootstrap.py MODULE.FUNCTION", file=sys.stderr)
         return 2
-    module_name, _, func_name = sys.argv[1].rpartition(".")
-    # Import from the app directory, not from where this script lives.
-    sys.path[0] = os.getcwd()
-    raw = sys.stdin.buffer.read()
+    module_name, _, func_name = target.rpartition(".")
     try:
         event = json.loads(raw) if raw.strip() else None
     except ValueError as e:
@@ -35,16 +40,32 @@ def main():
         module = importlib.import_module(module_name)
         func = getattr(module, func_name)
         result = func(event)
-        if inspect.isawaitable(result):
+        if hasattr(result, "__await__"):
+            import asyncio
+
             async def wait():
                 return await result
             asyncio.run(wait())
     except SystemExit:
         raise
     except BaseException:
+        import traceback
         traceback.print_exc()
         return 1
     return 0
+
+
+def main():
+    if len(sys.argv) == 2 and sys.argv[1] == "--serve":
+        sys.path[0] = os.path.dirname(os.path.abspath(__file__))
+        import relay_warm_server
+        return relay_warm_server.serve(run)
+    if len(sys.argv) != 2:
+        print("usage: relay-bootstrap.py MODULE.FUNCTION", file=sys.stderr)
+        return 2
+    # Import from the app directory, not from where this script lives.
+    sys.path[0] = os.getcwd()
+    return run(sys.argv[1], sys.stdin.buffer.read())
 
 
 if __name__ == "__main__":

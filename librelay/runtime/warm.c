@@ -1,0 +1,1203 @@
+/*
+ * warm.c - warm parents: python3 invocations forked from a sandbox that is
+ * already running, instead of a cold bubblewrap + interpreter start.
+ *
+ * A warm parent is one bwrap sandbox per app generation (the same
+ * isolation as a cold invocation's, built by bwrap.c, plus CAP_SYS_ADMIN
+ * inside its own user namespace) running "relay-bootstrap.py --serve"
+ * (relay_warm_server.py). It forks each invocation into fresh mount and
+ * pid namespaces with a private /tmp and /proc and drops every capability
+ * before handler code runs; doc/sandbox.md says what this keeps and what
+ * differs from a cold start.
+ *
+ *   relay_runtime_run ─ warm_start ─┬─ parent ready → R (+3 pipe ends)
+ *                                   └─ none: start one, this run cold
+ *   parent: S id + pidfd → host pid, join cgroups, G id
+ *           X id status  → relay__run_warm_exited()
+ *   parent dies / no S within the bound → every run it had starts again
+ *           cold (relay__run_warm_lost()), the parent is retired and the
+ *           next one starts after a backoff
+ *
+ * A parent is keyed by everything of the spec that its sandbox fixes (app,
+ * directory, generation, network, environment); resources apply per
+ * invocation (cgroups joined before the invocation unshares, rlimits set
+ * by it). Idle parents are retired after warm_idle_ms; at most
+ * warm_max_parents live at once (the least recently used idle one makes
+ * room). One runtime file besides run_libev.c includes <ev.h>: this one.
+ */
+#define _GNU_SOURCE
+#include <errno.h>
+#include <fcntl.h>
+#include <signal.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/socket.h>
+#include <sys/syscall.h>
+#include <sys/uio.h>
+#include <sys/wait.h>
+#include <unistd.h>
+
+#include <ev.h>
+
+#include "relay/clock.h"
+#include "runtime.h"
+
+#define WARM_MAX_PARENTS 32u
+#define WARM_IDLE_MS 300000u
+#define WARM_START_TIMEOUT_MS 2000u
+#define WARM_BACKOFF_MIN_MS 1000u
+#define WARM_BACKOFF_MAX_MS 60000u
+#define WARM_MSG_MAX 65536u
+/* An invocation of the warm path is three processes (see
+ * relay_warm_server.py), the handler's limit pays for the other two. */
+#define WARM_PIDS_OVERHEAD 2u
+
+typedef enum parent_state {
+	P_STARTING,   /* spawned, waiting for Y */
+	P_READY,      /* serving */
+	P_RETIRING,   /* no new requests; freed when its runs are done */
+} parent_state;
+
+typedef struct warm_req warm_req;
+typedef struct warm_parent warm_parent;
+
+/* One run handed to a parent. */
+struct warm_req {
+	warm_req *next;
+	warm_parent *p;
+	relay_run *run;
+	relay_proc *proc;
+	uint32_t id;
+	int cfd[3];            /* the invocation's ends, until sent */
+	char *msg;             /* the R message, until sent */
+	size_t msg_len;
+	relay__limits_inv *inv;
+	bool sent, started;
+};
+
+struct warm_parent {
+	warm_parent *next;
+	relay__warm *w;
+	struct ev_loop *loop;
+	char *key;             /* see make_key() */
+	char *app;
+	parent_state state;
+	pid_t pid;             /* the bwrap process (our child) */
+	pid_t server_pid;      /* the server, as seen from here (for RSS) */
+	int pidfd;             /* bwrap's exit */
+	int ctl;               /* our end of the control socket */
+	int out_fd, err_fd;    /* the server's own stdout/stderr */
+	ev_io w_ctl, w_exit, w_out, w_err;
+	ev_timer w_watchdog;   /* a request unanswered for too long */
+	warm_req *reqs;
+	unsigned int inflight;
+	relay_mono_us last_used;
+	bool dead;
+};
+
+/* A failure remembered per app, so a broken app is not respawned in a
+ * tight loop. */
+typedef struct warm_backoff {
+	struct warm_backoff *next;
+	char *app;
+	relay_mono_us until;
+	uint32_t delay_ms;
+} warm_backoff;
+
+struct relay__warm {
+	relay_runtime *rt;
+	warm_parent *parents;
+	warm_backoff *backoff;
+	uint32_t max_parents, idle_ms, start_timeout_ms;
+	uint32_t next_id;
+	ev_timer w_idle;
+	struct ev_loop *idle_loop;
+	relay_runtime_warm_stats st;
+};
+
+static const char *const fail_names[RELAY_WARM_FAIL_COUNT] = {
+	"unsupported", "crashed", "wedged", "spawn", "fork", "cap",
+};
+
+const char *relay_warm_fail_name(relay_warm_fail f)
+{
+	return (unsigned int)f < RELAY_WARM_FAIL_COUNT ? fail_names[f]
+						       : "unknown";
+}
+
+static void close_fd(int *fd)
+{
+	if (*fd >= 0)
+		close(*fd);
+	*fd = -1;
+}
+
+/* ---- keys ------------------------------------------------------- */
+
+/*
+ * What a warm sandbox fixes for all its invocations. The per-invocation
+ * variables (RELAY_HANDLER, RELAY_MESSAGE_ID) are left out: the parent
+ * gets them with each request.
+ */
+static bool per_invocation_var(const char *kv)
+{
+	return strncmp(kv, "RELAY_HANDLER=", 14) == 0 ||
+	       strncmp(kv, "RELAY_MESSAGE_ID=", 17) == 0;
+}
+
+static char *make_key(const relay_exec_spec *spec, const relay__strv *env)
+{
+	relay__buf b = { 0 };
+	size_t i;
+	int rc = 0;
+
+	rc |= relay__buf_printf(&b, "%s%c%s%c%llu%c%d%c", spec->app, 0,
+				spec->app_dir, 0,
+				(unsigned long long)(spec->version >= 2
+							     ? spec->generation
+							     : 0), 0,
+				spec->network ? 1 : 0, 0);
+	for (i = 0; rc == 0 && i < env->n; i++)
+		if (!per_invocation_var(env->v[i]))
+			rc |= relay__buf_printf(&b, "%s%c", env->v[i], 0);
+	if (rc != 0) {
+		relay__buf_free(&b);
+		return NULL;
+	}
+	/* Embedded NULs: hex-free comparison through the length prefix. */
+	{
+		char *k = relay__malloc(b.len + 24);
+
+		if (k) {
+			int n = snprintf(k, 24, "%zu:", b.len);
+
+			memcpy(k + n, b.data, b.len);
+			k[n + b.len] = '\0';
+		}
+		relay__buf_free(&b);
+		return k;
+	}
+}
+
+static bool key_eq(const char *a, const char *b)
+{
+	size_t la = strtoul(a, NULL, 10), lb = strtoul(b, NULL, 10);
+	const char *pa = strchr(a, ':'), *pb = strchr(b, ':');
+
+	return la == lb && memcmp(pa, pb, la + 1) == 0;
+}
+
+/* ---- parents ---------------------------------------------------- */
+
+static void parent_fault(warm_parent *p, int why, const char *detail);
+
+static void count_states(relay__warm *w)
+{
+	warm_parent *p;
+
+	w->st.parents_starting = w->st.parents_ready = 0;
+	w->st.parents_retiring = 0;
+	for (p = w->parents; p; p = p->next) {
+		if (p->state == P_STARTING)
+			w->st.parents_starting++;
+		else if (p->state == P_READY)
+			w->st.parents_ready++;
+		else
+			w->st.parents_retiring++;
+	}
+}
+
+static unsigned int nparents(const relay__warm *w)
+{
+	const warm_parent *p;
+	unsigned int n = 0;
+
+	for (p = w->parents; p; p = p->next)
+		n++;
+	return n;
+}
+
+static void req_free(warm_req *q)
+{
+	int i;
+
+	for (i = 0; i < 3; i++)
+		close_fd(&q->cfd[i]);
+	relay__free(q->msg);
+	relay__free(q);
+}
+
+/* Unlink and free @p; its bwrap is killed and, where we can, reaped. */
+static void parent_free(warm_parent *p)
+{
+	relay__warm *w = p->w;
+	warm_parent **pp;
+
+	for (pp = &w->parents; *pp; pp = &(*pp)->next) {
+		if (*pp == p) {
+			*pp = p->next;
+			break;
+		}
+	}
+	ev_io_stop(p->loop, &p->w_ctl);
+	ev_io_stop(p->loop, &p->w_exit);
+	ev_io_stop(p->loop, &p->w_out);
+	ev_io_stop(p->loop, &p->w_err);
+	ev_timer_stop(p->loop, &p->w_watchdog);
+	close_fd(&p->ctl);
+	close_fd(&p->out_fd);
+	close_fd(&p->err_fd);
+	if (p->pid > 0) {
+		/* On libev's default loop its SIGCHLD watcher reaps bwrap;
+		 * elsewhere nobody else will, so wait for the SIGKILL. */
+		kill(-p->pid, SIGKILL);
+		if (!ev_is_default_loop(p->loop))
+			while (waitpid(p->pid, NULL, 0) < 0 && errno == EINTR)
+				;
+	}
+	close_fd(&p->pidfd);
+	relay__free(p->key);
+	relay__free(p->app);
+	relay__free(p);
+	count_states(w);
+}
+
+/* Retire: no new requests; free now if nothing runs on it. */
+static void parent_retire(warm_parent *p)
+{
+	p->state = P_RETIRING;
+	count_states(p->w);
+	if (!p->reqs)
+		parent_free(p);
+}
+
+static void backoff_note(relay__warm *w, const char *app, bool failed)
+{
+	warm_backoff **bp, *b;
+
+	for (bp = &w->backoff; *bp; bp = &(*bp)->next)
+		if (strcmp((*bp)->app, app) == 0)
+			break;
+	b = *bp;
+	if (!failed) {
+		if (b) {
+			*bp = b->next;
+			relay__free(b->app);
+			relay__free(b);
+		}
+		return;
+	}
+	if (!b) {
+		b = relay__calloc(1, sizeof(*b));
+		if (!b || !(b->app = relay__strdup(app))) {
+			relay__free(b);
+			return;
+		}
+		b->next = w->backoff;
+		w->backoff = b;
+	}
+	b->delay_ms = b->delay_ms ? b->delay_ms * 2 : WARM_BACKOFF_MIN_MS;
+	if (b->delay_ms > WARM_BACKOFF_MAX_MS)
+		b->delay_ms = WARM_BACKOFF_MAX_MS;
+	b->until = relay_clock_mono_us(NULL) + (uint64_t)b->delay_ms * 1000u;
+}
+
+static bool backoff_active(relay__warm *w, const char *app)
+{
+	warm_backoff *b;
+
+	for (b = w->backoff; b; b = b->next)
+		if (strcmp(b->app, app) == 0)
+			return relay_clock_mono_us(NULL) < b->until;
+	return false;
+}
+
+/* The pid a pidfd refers to, in our pid namespace (fdinfo "Pid:"). */
+static pid_t pidfd_pid(int pidfd)
+{
+	char path[64], buf[1024];
+	ssize_t n;
+	char *p;
+	int fd;
+
+	snprintf(path, sizeof(path), "/proc/self/fdinfo/%d", pidfd);
+	fd = open(path, O_RDONLY | O_CLOEXEC);
+	if (fd < 0)
+		return -1;
+	n = read(fd, buf, sizeof(buf) - 1);
+	close(fd);
+	if (n <= 0)
+		return -1;
+	buf[n] = '\0';
+	p = strstr(buf, "\nPid:");
+	if (!p)
+		return -1;
+	return (pid_t)strtol(p + 5, NULL, 10);
+}
+
+static int send_msg(int fd, const char *msg, size_t len, const int *fds,
+		    int nfds)
+{
+	union {
+		char buf[CMSG_SPACE(3 * sizeof(int))];
+		struct cmsghdr align;
+	} u;
+	struct iovec iov = { (void *)msg, len };
+	struct msghdr mh;
+	ssize_t n;
+
+	memset(&mh, 0, sizeof(mh));
+	mh.msg_iov = &iov;
+	mh.msg_iovlen = 1;
+	if (nfds) {
+		struct cmsghdr *c;
+
+		memset(&u, 0, sizeof(u));
+		mh.msg_control = u.buf;
+		mh.msg_controllen = CMSG_SPACE((size_t)nfds * sizeof(int));
+		c = CMSG_FIRSTHDR(&mh);
+		c->cmsg_level = SOL_SOCKET;
+		c->cmsg_type = SCM_RIGHTS;
+		c->cmsg_len = CMSG_LEN((size_t)nfds * sizeof(int));
+		memcpy(CMSG_DATA(c), fds, (size_t)nfds * sizeof(int));
+	}
+	do
+		n = sendmsg(fd, &mh, MSG_NOSIGNAL);
+	while (n < 0 && errno == EINTR);
+	return n == (ssize_t)len ? 0 : -1;
+}
+
+static void arm_watchdog(warm_parent *p)
+{
+	warm_req *q;
+
+	for (q = p->reqs; q; q = q->next)
+		if (q->sent && !q->started)
+			break;
+	if (!q) {
+		ev_timer_stop(p->loop, &p->w_watchdog);
+		return;
+	}
+	if (!ev_is_active(&p->w_watchdog)) {
+		ev_timer_set(&p->w_watchdog,
+			     p->w->start_timeout_ms / 1000.0, 0.);
+		ev_timer_start(p->loop, &p->w_watchdog);
+	}
+}
+
+/* Hand @q to its parent. 0, or -1 when the parent is unreachable. */
+static int req_send(warm_req *q)
+{
+	warm_parent *p = q->p;
+	int i;
+
+	if (send_msg(p->ctl, q->msg, q->msg_len, q->cfd, 3) != 0)
+		return -1;
+	for (i = 0; i < 3; i++)
+		close_fd(&q->cfd[i]);
+	relay__free(q->msg);
+	q->msg = NULL;
+	q->sent = true;
+	arm_watchdog(p);
+	return 0;
+}
+
+static warm_req *find_req(warm_parent *p, uint32_t id)
+{
+	warm_req *q;
+
+	for (q = p->reqs; q; q = q->next)
+		if (q->id == id)
+			return q;
+	return NULL;
+}
+
+static void unlink_req(warm_parent *p, warm_req *q)
+{
+	warm_req **qp;
+
+	for (qp = &p->reqs; *qp; qp = &(*qp)->next) {
+		if (*qp == q) {
+			*qp = q->next;
+			break;
+		}
+	}
+	p->inflight--;
+	p->last_used = relay_clock_mono_us(NULL);
+}
+
+/* Split a NUL-separated message into at most @max fields. */
+static int split(char *msg, size_t len, char **f, int max)
+{
+	size_t i = 0;
+	int n = 0;
+
+	while (i < len && n < max) {
+		f[n++] = msg + i;
+		i += strnlen(msg + i, len - i) + 1;
+	}
+	return n;
+}
+
+static void on_started(warm_parent *p, warm_req *q, int pidfd)
+{
+	pid_t pid = pidfd >= 0 ? pidfd_pid(pidfd) : -1;
+
+	if (pidfd >= 0)
+		close(pidfd);
+	if (pid <= 0) {
+		parent_fault(p, RELAY_WARM_FAIL_CRASHED,
+			     "no process for a started invocation");
+		return;
+	}
+	q->started = true;
+	arm_watchdog(p);
+	if (q->inv && q->inv->ncg > 0) {
+		char go[32];
+		int n = snprintf(go, sizeof(go), "G%c%u", 0, q->id) + 1;
+		int e = relay__limits_attach(q->inv, pid);
+
+		relay__limits_spawned(q->inv);
+		if (e != 0) {
+			/* Never run a handler outside its limits. */
+			kill(pid, SIGKILL);
+		} else if (send_msg(p->ctl, go, (size_t)n, NULL, 0) != 0) {
+			parent_fault(p, RELAY_WARM_FAIL_CRASHED,
+				     "control socket write failed");
+			return;
+		}
+	}
+	relay__run_warm_started(q->run, pid);
+}
+
+static void ctl_cb(struct ev_loop *loop, ev_io *wio, int revents)
+{
+	warm_parent *p = wio->data;
+	union {
+		char buf[CMSG_SPACE(4 * sizeof(int))];
+		struct cmsghdr align;
+	} u;
+	char msg[4096];
+	char *f[4];
+	int nf, i;
+
+	(void)loop;
+	(void)revents;
+	for (i = 0; i < 64 && !p->dead; i++) {
+		struct iovec iov = { msg, sizeof(msg) - 1 };
+		struct msghdr mh;
+		struct cmsghdr *c;
+		int fd = -1;
+		ssize_t n;
+		warm_req *q;
+
+		memset(&mh, 0, sizeof(mh));
+		mh.msg_iov = &iov;
+		mh.msg_iovlen = 1;
+		mh.msg_control = u.buf;
+		mh.msg_controllen = sizeof(u.buf);
+		n = recvmsg(p->ctl, &mh, MSG_CMSG_CLOEXEC | MSG_DONTWAIT);
+		if (n < 0 && errno == EINTR)
+			continue;
+		if (n < 0 && (errno == EAGAIN || errno == EWOULDBLOCK))
+			return;
+		for (c = CMSG_FIRSTHDR(&mh); c; c = CMSG_NXTHDR(&mh, c)) {
+			size_t k, nfd;
+
+			if (c->cmsg_level != SOL_SOCKET ||
+			    c->cmsg_type != SCM_RIGHTS)
+				continue;
+			nfd = (c->cmsg_len - CMSG_LEN(0)) / sizeof(int);
+			for (k = 0; k < nfd; k++) {
+				int x;
+
+				memcpy(&x, CMSG_DATA(c) + k * sizeof(int),
+				       sizeof(int));
+				if (fd < 0)
+					fd = x;
+				else
+					close(x);
+			}
+		}
+		if (n <= 0) {
+			close_fd(&fd);
+			parent_fault(p, RELAY_WARM_FAIL_CRASHED,
+				     n == 0 ? "the warm parent exited"
+					    : strerror(errno));
+			return;
+		}
+		msg[n] = '\0';
+		nf = split(msg, (size_t)n, f, 4);
+		if (f[0][0] == 'Y' && p->state == P_STARTING) {
+			p->server_pid = fd >= 0 ? pidfd_pid(fd) : 0;
+			close_fd(&fd);
+			p->state = P_READY;
+			count_states(p->w);
+			backoff_note(p->w, p->app, false);
+			relay__log(&p->w->rt->logger, RELAY_LOG_DEBUG,
+				   "RELAY-RT06", "runtime: warm parent for "
+				   "app %s ready", p->app);
+			for (q = p->reqs; q; q = q->next) {
+				if (!q->sent && req_send(q) != 0) {
+					parent_fault(p, RELAY_WARM_FAIL_CRASHED,
+						     "control socket write "
+						     "failed");
+					return;
+				}
+			}
+			continue;
+		}
+		if (f[0][0] == 'N' && p->state == P_STARTING) {
+			close_fd(&fd);
+			parent_fault(p, RELAY_WARM_FAIL_UNSUPPORTED,
+				     nf > 1 ? f[1] : "unsupported");
+			return;
+		}
+		q = nf > 1 ? find_req(p, (uint32_t)strtoul(f[1], NULL, 10))
+			   : NULL;
+		if (!q) {
+			close_fd(&fd);
+			continue;
+		}
+		if (f[0][0] == 'S') {
+			on_started(p, q, fd);
+		} else if (f[0][0] == 'X' && nf > 2) {
+			relay_run *run = q->run;
+
+			close_fd(&fd);
+			unlink_req(p, q);
+			req_free(q);
+			arm_watchdog(p);
+			relay__run_warm_exited(run,
+					       (int)strtol(f[2], NULL, 10));
+		} else if (f[0][0] == 'E') {
+			relay_run *run = q->run;
+
+			close_fd(&fd);
+			unlink_req(p, q);
+			req_free(q);
+			arm_watchdog(p);
+			relay__run_warm_lost(run, RELAY_WARM_FAIL_FORK,
+					     nf > 2 ? f[2] : "fork failed");
+		} else {
+			close_fd(&fd);
+		}
+		if (p->state == P_RETIRING && !p->reqs) {
+			parent_free(p);
+			return;
+		}
+	}
+}
+
+/*
+ * The parent is gone or useless: log once, every run it had starts again
+ * cold, and the app waits a backoff before its next warm parent.
+ */
+static void parent_fault(warm_parent *p, int why, const char *detail)
+{
+	relay__warm *w = p->w;
+
+	if (p->dead)
+		return;
+	p->dead = true;
+	relay__log(&w->rt->logger,
+		   why == RELAY_WARM_FAIL_UNSUPPORTED ? RELAY_LOG_INFO
+						      : RELAY_LOG_WARN,
+		   "RELAY-RT07", "runtime: warm parent for app %s %s: %s; "
+		   "its invocations start cold", p->app,
+		   why == RELAY_WARM_FAIL_UNSUPPORTED ? "unavailable"
+						      : relay_warm_fail_name(
+							(relay_warm_fail)why),
+		   detail);
+	backoff_note(w, p->app, true);
+	if (why == RELAY_WARM_FAIL_UNSUPPORTED)
+		w->st.failures[why]++;
+	while (p->reqs) {
+		warm_req *q = p->reqs;
+		relay_run *run = q->run;
+
+		unlink_req(p, q);
+		req_free(q);
+		relay__run_warm_lost(run, why, detail);
+	}
+	parent_free(p);
+}
+
+static void exit_cb(struct ev_loop *loop, ev_io *wio, int revents)
+{
+	warm_parent *p = wio->data;
+
+	(void)loop;
+	(void)revents;
+	ev_io_stop(p->loop, wio);
+	if (!ev_is_default_loop(p->loop))
+		while (waitpid(p->pid, NULL, 0) < 0 && errno == EINTR)
+			;
+	p->pid = -1;
+	parent_fault(p, RELAY_WARM_FAIL_CRASHED, "the warm sandbox exited");
+}
+
+static void watchdog_cb(struct ev_loop *loop, ev_timer *t, int revents)
+{
+	warm_parent *p = t->data;
+	char d[64];
+
+	(void)loop;
+	(void)revents;
+	snprintf(d, sizeof(d), "no answer within %ums",
+		 p->w->start_timeout_ms);
+	parent_fault(p, RELAY_WARM_FAIL_WEDGED, d);
+}
+
+/* The server's own output (tracebacks of the server itself): logged. */
+static void out_cb(struct ev_loop *loop, ev_io *wio, int revents)
+{
+	warm_parent *p = wio->data;
+	int *fd = wio == &p->w_out ? &p->out_fd : &p->err_fd;
+	char buf[1024];
+	ssize_t n;
+
+	(void)revents;
+	n = read(*fd, buf, sizeof(buf) - 1);
+	if (n < 0 && (errno == EAGAIN || errno == EINTR))
+		return;
+	if (n <= 0) {
+		ev_io_stop(loop, wio);
+		close_fd(fd);
+		return;
+	}
+	buf[n] = '\0';
+	buf[strcspn(buf, "\n")] = '\0';
+	relay__log(&p->w->rt->logger, RELAY_LOG_WARN, "RELAY-RT08",
+		   "runtime: warm parent for app %s says: %.200s", p->app,
+		   buf);
+}
+
+static int spawn_parent(relay__warm *w, warm_parent *p,
+			const relay_exec_spec *spec, relay_error *err)
+{
+	static const char *const inner[] = {
+		"python3", "-u", "-B",
+		RELAY__SANDBOX_BOOTSTRAP_DIR "/relay-bootstrap.py", "--serve",
+		NULL,
+	};
+	relay__strv argv = { 0 }, env = { 0 }, penv = { 0 };
+	relay__spawn_req req = RELAY__SPAWN_REQ_INIT;
+	relay_proc proc;
+	int sv[2] = { -1, -1 }, keep = -1, rc;
+	size_t i;
+
+	rc = relay__bwrap_argv(w->rt->rb, spec, inner, true, &argv, err);
+	if (rc != 0)
+		goto done;
+	rc = relay__runtime_env(spec, &env);
+	for (i = 0; rc == 0 && i < env.n; i++)
+		if (!per_invocation_var(env.v[i]))
+			rc = relay__strv_push(&penv, env.v[i]);
+	if (rc != 0) {
+		rc = relay__error_set(err, RELAY_ENOMEM, NULL, 0, 0,
+				      "out of memory");
+		goto done;
+	}
+	if (socketpair(AF_UNIX, SOCK_SEQPACKET | SOCK_CLOEXEC, 0, sv) != 0) {
+		rc = relay__error_set(err, RELAY_EBACKEND, NULL, 0, 0,
+				      "socketpair: %s", strerror(errno));
+		goto done;
+	}
+	/* The child's fd 3 must come from a dup2 (which clears
+	 * close-on-exec), so never hand over fd 3 itself. */
+	keep = fcntl(sv[1], F_DUPFD_CLOEXEC, 10);
+	close_fd(&sv[1]);
+	if (keep < 0 || fcntl(sv[0], F_SETFL, O_NONBLOCK) != 0) {
+		rc = relay__error_set(err, RELAY_EBACKEND, NULL, 0, 0,
+				      "control socket: %s", strerror(errno));
+		goto done;
+	}
+	req.path = argv.v[0];
+	req.argv = argv.v;
+	req.envp = penv.v;
+	req.cwd = "/";
+	req.keep_fd = keep;
+	memset(&proc, 0, sizeof(proc));
+	rc = relay__spawn(&req, &proc, err);
+	if (rc != 0)
+		goto done;
+	close(proc.stdin_fd);
+	p->pid = proc.pid;
+	p->out_fd = proc.stdout_fd;
+	p->err_fd = proc.stderr_fd;
+	p->ctl = sv[0];
+	sv[0] = -1;
+	p->pidfd = (int)syscall(SYS_pidfd_open, p->pid, 0);
+	if (p->pidfd < 0) {
+		rc = relay__error_set(err, RELAY_EBACKEND, NULL, 0, 0,
+				      "pidfd_open: %s", strerror(errno));
+		goto done;
+	}
+	ev_io_init(&p->w_ctl, ctl_cb, p->ctl, EV_READ);
+	ev_io_init(&p->w_exit, exit_cb, p->pidfd, EV_READ);
+	ev_io_init(&p->w_out, out_cb, p->out_fd, EV_READ);
+	ev_io_init(&p->w_err, out_cb, p->err_fd, EV_READ);
+	ev_init(&p->w_watchdog, watchdog_cb);
+	p->w_ctl.data = p->w_exit.data = p->w_out.data = p->w_err.data = p;
+	p->w_watchdog.data = p;
+	ev_io_start(p->loop, &p->w_ctl);
+	ev_io_start(p->loop, &p->w_exit);
+	ev_io_start(p->loop, &p->w_out);
+	ev_io_start(p->loop, &p->w_err);
+	/* Starting counts as a request: a parent that never says Y is
+	 * wedged like one that never answers. */
+	ev_timer_set(&p->w_watchdog, (w->start_timeout_ms + 5000) / 1000.0,
+		     0.);
+	ev_timer_start(p->loop, &p->w_watchdog);
+	w->st.parents_started++;
+done:
+	close_fd(&sv[0]);
+	close_fd(&sv[1]);
+	close_fd(&keep);
+	relay__strv_free(&argv);
+	relay__strv_free(&env);
+	relay__strv_free(&penv);
+	return rc;
+}
+
+/* The least recently used idle parent, to make room under the cap. */
+static warm_parent *lru_idle(relay__warm *w)
+{
+	warm_parent *p, *best = NULL;
+
+	for (p = w->parents; p; p = p->next)
+		if (!p->reqs && p->state != P_STARTING &&
+		    (!best || p->last_used < best->last_used))
+			best = p;
+	return best;
+}
+
+static warm_parent *parent_new(relay__warm *w, struct ev_loop *loop,
+			       const relay_exec_spec *spec, char *key,
+			       int *why)
+{
+	warm_parent *p;
+	relay_error err;
+
+	if (nparents(w) >= w->max_parents) {
+		warm_parent *old = lru_idle(w);
+
+		if (!old) {
+			*why = RELAY_WARM_FAIL_CAP;
+			relay__free(key);
+			return NULL;
+		}
+		parent_free(old);
+	}
+	p = relay__calloc(1, sizeof(*p));
+	if (!p || !(p->app = relay__strdup(spec->app))) {
+		relay__free(p);
+		relay__free(key);
+		*why = RELAY_WARM_FAIL_SPAWN;
+		return NULL;
+	}
+	p->w = w;
+	p->loop = loop;
+	p->key = key;
+	p->pid = -1;
+	p->pidfd = p->ctl = p->out_fd = p->err_fd = -1;
+	p->state = P_STARTING;
+	p->last_used = relay_clock_mono_us(NULL);
+	p->next = w->parents;
+	w->parents = p;
+	if (spawn_parent(w, p, spec, &err) != 0) {
+		relay__log(&w->rt->logger, RELAY_LOG_WARN, "RELAY-RT07",
+			   "runtime: warm parent for app %s: %s", spec->app,
+			   err.text);
+		backoff_note(w, spec->app, true);
+		parent_free(p);
+		*why = RELAY_WARM_FAIL_SPAWN;
+		return NULL;
+	}
+	count_states(w);
+	return p;
+}
+
+/* ---- idle eviction ----------------------------------------------- */
+
+static void idle_cb(struct ev_loop *loop, ev_timer *t, int revents)
+{
+	relay__warm *w = t->data;
+	relay_mono_us now = relay_clock_mono_us(NULL);
+	warm_parent *p, *next;
+
+	(void)loop;
+	(void)revents;
+	for (p = w->parents; p; p = next) {
+		next = p->next;
+		if (!p->reqs && p->state == P_READY &&
+		    now - p->last_used >= (uint64_t)w->idle_ms * 1000u)
+			parent_retire(p);
+	}
+}
+
+static void start_idle_timer(relay__warm *w, struct ev_loop *loop)
+{
+	double every = w->idle_ms / 4000.0;
+
+	if (w->idle_loop)
+		return;
+	if (every < 0.05)
+		every = 0.05;
+	if (every > 30.0)
+		every = 30.0;
+	ev_timer_init(&w->w_idle, idle_cb, every, every);
+	w->w_idle.data = w;
+	ev_timer_start(loop, &w->w_idle);
+	/* The timer alone must not keep a loop running. */
+	ev_unref(loop);
+	w->idle_loop = loop;
+}
+
+/* ---- the runtime's side ------------------------------------------ */
+
+int relay__warm_new(relay_runtime *rt, const relay_runtime_options *opts,
+		    relay_error *err)
+{
+	relay__warm *w;
+
+	(void)err;
+	if (!opts || opts->version < 2 || !opts->warm ||
+	    !relay__backend_is_bwrap(rt->rb))
+		return 0;
+	w = relay__calloc(1, sizeof(*w));
+	if (!w)
+		return relay__error_set(err, RELAY_ENOMEM, NULL, 0, 0,
+					"out of memory");
+	w->rt = rt;
+	w->max_parents = opts->warm_max_parents ? opts->warm_max_parents
+						: WARM_MAX_PARENTS;
+	w->idle_ms = opts->warm_idle_ms ? opts->warm_idle_ms : WARM_IDLE_MS;
+	w->start_timeout_ms = opts->warm_start_timeout_ms
+				      ? opts->warm_start_timeout_ms
+				      : WARM_START_TIMEOUT_MS;
+	w->st.version = RELAY_RUNTIME_WARM_STATS_VERSION;
+	rt->warm = w;
+	return 0;
+}
+
+void relay__warm_drop_loop(relay_runtime *rt, void *loop)
+{
+	relay__warm *w = rt->warm;
+	warm_parent *p, *next;
+
+	if (!w)
+		return;
+	for (p = w->parents; p; p = next) {
+		next = p->next;
+		if (p->loop == loop) {
+			while (p->reqs) {
+				warm_req *q = p->reqs;
+
+				unlink_req(p, q);
+				req_free(q);
+			}
+			parent_free(p);
+		}
+	}
+	if (w->idle_loop == loop) {
+		ev_ref(w->idle_loop);
+		ev_timer_stop(w->idle_loop, &w->w_idle);
+		w->idle_loop = NULL;
+	}
+}
+
+void relay__warm_free(relay_runtime *rt)
+{
+	relay__warm *w = rt->warm;
+
+	if (!w)
+		return;
+	while (w->parents)
+		relay__warm_drop_loop(rt, w->parents->loop);
+	if (w->idle_loop)
+		relay__warm_drop_loop(rt, w->idle_loop);
+	while (w->backoff) {
+		warm_backoff *b = w->backoff;
+
+		w->backoff = b->next;
+		relay__free(b->app);
+		relay__free(b);
+	}
+	relay__free(w);
+	rt->warm = NULL;
+}
+
+/* The R message: id, wait for G?, rlimits, handler, environment. */
+static int build_request(warm_req *q, const relay_exec_spec *spec,
+			 const relay__strv *env)
+{
+	relay__buf b = { 0 };
+	uint64_t as = 0, nproc = 0;
+	int rc, i;
+	size_t k;
+
+	for (i = 0; i < q->inv->nrl; i++) {
+		if (q->inv->rl_res[i] == RLIMIT_AS)
+			as = q->inv->rl_val[i].rlim_cur;
+		else if (q->inv->rl_res[i] == RLIMIT_NPROC)
+			nproc = q->inv->rl_val[i].rlim_cur;
+	}
+	rc = relay__buf_printf(&b, "R%c%u%c%d%c%llu%c%llu%c%s%c", 0, q->id,
+			       0, q->inv->ncg > 0 ? 1 : 0, 0,
+			       (unsigned long long)as, 0,
+			       (unsigned long long)nproc, 0, spec->handler,
+			       0);
+	for (k = 0; rc == 0 && k < env->n; k++)
+		rc = relay__buf_printf(&b, "%s%c", env->v[k], 0);
+	if (rc == 0 && b.len > WARM_MSG_MAX)
+		rc = RELAY_EINVAL;
+	if (rc != 0) {
+		relay__buf_free(&b);
+		return rc;
+	}
+	q->msg = b.data;
+	q->msg_len = b.len;
+	return 0;
+}
+
+int relay__warm_start(relay_runtime *rt, void *loop, relay_run *run,
+		      const relay_exec_spec *spec, relay_proc **out)
+{
+	relay__warm *w = rt->warm;
+	relay__builtin *b = (relay__builtin *)rt->rb;
+	relay__builtin_proc *bp;
+	relay__strv env = { 0 };
+	relay_exec_spec lim;
+	relay_error err;
+	warm_parent *p, *next;
+	warm_req *q = NULL;
+	char *key;
+	int why = RELAY_WARM_FAIL_SPAWN, i;
+
+	if (!w || spec->runtime != RELAY_RUNTIME_PYTHON3)
+		return -1;
+	if (relay__runtime_env(spec, &env) != 0)
+		return RELAY_WARM_FAIL_SPAWN;
+	key = make_key(spec, &env);
+	if (!key)
+		goto fail;
+	start_idle_timer(w, loop);
+	for (p = w->parents; p; p = next) {
+		next = p->next;
+		if (p->state == P_RETIRING || p->loop != loop)
+			continue;
+		if (key_eq(p->key, key))
+			break;
+		/* Another generation (or environment) of the same app. */
+		if (strcmp(p->app, spec->app) == 0)
+			parent_retire(p);
+	}
+	if (!p) {
+		if (backoff_active(w, spec->app)) {
+			relay__free(key);
+			why = -1;
+			goto fail;
+		}
+		p = parent_new(w, loop, spec, key, &why);
+		/* Not ready yet: this run starts cold unless it must wait. */
+		if (p && spec->version >= 2 &&
+		    spec->warm == RELAY_WARM_REQUIRE)
+			goto use;
+		if (!p)
+			goto fail;
+		relay__strv_free(&env);
+		return -1;
+	}
+	relay__free(key);
+	if (p->state != P_READY && (spec->version < 2 ||
+				    spec->warm != RELAY_WARM_REQUIRE)) {
+		relay__strv_free(&env);
+		return -1;
+	}
+use:
+	q = relay__calloc(1, sizeof(*q));
+	bp = relay__calloc(1, rt->rb->proc_size);
+	if (!q || !bp) {
+		relay__free(q);
+		relay__free(bp);
+		goto fail;
+	}
+	q->p = p;
+	q->run = run;
+	q->proc = &bp->parent;
+	q->id = ++w->next_id;
+	q->cfd[0] = q->cfd[1] = q->cfd[2] = -1;
+	bp->parent.stdin_fd = bp->parent.stdout_fd = bp->parent.stderr_fd = -1;
+	relay__limits_inv_init(&bp->inv);
+	q->inv = &bp->inv;
+	lim = *spec;
+	if (lim.pids)
+		lim.pids += WARM_PIDS_OVERHEAD;
+	if (relay__limits_prepare(b->limits, &lim, &bp->inv, &err) != 0)
+		goto fail_q;
+	for (i = 0; i < 3; i++) {
+		int *pfd = i == 0 ? &bp->parent.stdin_fd
+			 : i == 1 ? &bp->parent.stdout_fd
+				  : &bp->parent.stderr_fd;
+
+		if (relay__make_pipe(pfd, &q->cfd[i], i == 0) != 0)
+			goto fail_q;
+	}
+	if (build_request(q, spec, &env) != 0)
+		goto fail_q;
+	relay__strv_free(&env);
+	q->next = p->reqs;
+	p->reqs = q;
+	p->inflight++;
+	p->last_used = relay_clock_mono_us(NULL);
+	if (p->state == P_READY && req_send(q) != 0) {
+		unlink_req(p, q);
+		parent_fault(p, RELAY_WARM_FAIL_CRASHED,
+			     "control socket write failed");
+		why = RELAY_WARM_FAIL_CRASHED;
+		goto fail_q_counted;
+	}
+	*out = &bp->parent;
+	return 0;
+fail_q:
+	relay__limits_release(&bp->inv, NULL);
+	close_fd(&bp->parent.stdin_fd);
+	close_fd(&bp->parent.stdout_fd);
+	close_fd(&bp->parent.stderr_fd);
+	relay__free(bp);
+	req_free(q);
+	why = RELAY_WARM_FAIL_SPAWN;
+	goto fail;
+fail_q_counted:
+	relay__limits_release(&bp->inv, NULL);
+	close_fd(&bp->parent.stdin_fd);
+	close_fd(&bp->parent.stdout_fd);
+	close_fd(&bp->parent.stderr_fd);
+	relay__free(bp);
+	req_free(q);
+fail:
+	relay__strv_free(&env);
+	return why;
+}
+
+void relay__warm_forget(relay_runtime *rt, relay_run *run)
+{
+	relay__warm *w = rt->warm;
+	warm_parent *p;
+	warm_req *q;
+
+	if (!w)
+		return;
+	for (p = w->parents; p; p = p->next) {
+		for (q = p->reqs; q; q = q->next) {
+			if (q->run != run)
+				continue;
+			unlink_req(p, q);
+			req_free(q);
+			arm_watchdog(p);
+			if (p->state == P_RETIRING && !p->reqs)
+				parent_free(p);
+			return;
+		}
+	}
+}
+
+void relay__warm_count(relay_runtime *rt, int warm, uint64_t latency_us)
+{
+	static const uint64_t bounds[] = RELAY_WARM_LATENCY_BOUNDS_US;
+	relay__warm *w = rt->warm;
+	size_t i;
+
+	if (!w)
+		return;
+	if (warm)
+		w->st.warm_starts++;
+	else
+		w->st.cold_starts++;
+	for (i = 0; i < RELAY__ARRAY_SIZE(bounds); i++)
+		if (latency_us <= bounds[i])
+			break;
+	w->st.latency_us[warm ? 1 : 0][i]++;
+	w->st.latency_sum_us[warm ? 1 : 0] += latency_us;
+}
+
+void relay__warm_count_fail(relay_runtime *rt, int why)
+{
+	if (rt->warm && why >= 0 && why < RELAY_WARM_FAIL_COUNT &&
+	    why != RELAY_WARM_FAIL_UNSUPPORTED)
+		rt->warm->st.failures[why]++;
+}
+
+/* ---- public ------------------------------------------------------ */
+
+static uint64_t rss_of(pid_t pid)
+{
+	char path[64], buf[128];
+	unsigned long size, rss;
+	ssize_t n;
+	int fd;
+
+	if (pid <= 0)
+		return 0;
+	snprintf(path, sizeof(path), "/proc/%ld/statm", (long)pid);
+	fd = open(path, O_RDONLY | O_CLOEXEC);
+	if (fd < 0)
+		return 0;
+	n = read(fd, buf, sizeof(buf) - 1);
+	close(fd);
+	if (n <= 0)
+		return 0;
+	buf[n] = '\0';
+	if (sscanf(buf, "%lu %lu", &size, &rss) != 2)
+		return 0;
+	return (uint64_t)rss * (uint64_t)sysconf(_SC_PAGESIZE);
+}
+
+int relay_runtime_warm_stats_get(const relay_runtime *rt,
+				 relay_runtime_warm_stats *out)
+{
+	unsigned int v = out->version;
+	const warm_parent *p;
+
+	if (v == 0 || v > RELAY_RUNTIME_WARM_STATS_VERSION)
+		return RELAY_EINVAL;
+	memset(out, 0, sizeof(*out));
+	out->version = v;
+	if (!rt->warm)
+		return 0;
+	*out = rt->warm->st;
+	out->version = v;
+	out->parents_rss_bytes = 0;
+	for (p = rt->warm->parents; p; p = p->next)
+		out->parents_rss_bytes += rss_of(p->server_pid);
+	return 0;
+}
+
+void relay_runtime_warm_foreach(const relay_runtime *rt,
+				relay_warm_parent_fn fn, void *payload)
+{
+	static const char *const names[] = { "starting", "ready", "retiring" };
+	const warm_parent *p;
+
+	if (!rt->warm)
+		return;
+	for (p = rt->warm->parents; p; p = p->next)
+		fn(p->app, names[p->state], p->inflight, rss_of(p->server_pid),
+		   payload);
+}
+
+void relay_runtime_warm_retire(relay_runtime *rt, const char *app)
+{
+	warm_parent *p, *next;
+
+	if (!rt->warm)
+		return;
+	for (p = rt->warm->parents; p; p = next) {
+		next = p->next;
+		if (p->state != P_RETIRING && (!app || strcmp(p->app, app) == 0))
+			parent_retire(p);
+	}
+}
