@@ -30,13 +30,16 @@
 static void usage(FILE *f)
 {
 	fputs("usage: relayctl app run NAME --apps DIR [--event JSON|--file "
-	      "PATH] [--sandbox bwrap|none]\n\n"
+	      "PATH] [--sandbox bwrap|none] [--warm]\n\n"
 	      "Run app NAME's handlers that match the event, locally and one\n"
 	      "at a time, through the same runtime as relayd (no Redis). The\n"
 	      "event is --event JSON, the contents of --file PATH, or stdin.\n\n"
 	      "  --apps DIR        the apps directory\n"
 	      "  --sandbox MODE    bwrap (isolated) or none (plain process);\n"
 	      "                    default: $RELAY_SANDBOX, else bwrap\n"
+	      "  --warm            start each handler from a warm parent, as\n"
+	      "                    relayd does by default (bwrap only); the\n"
+	      "                    default is a cold one-shot start\n"
 	      "  -h, --help        show this help\n\n"
 	      "Exit status: 0 all handlers succeeded (or none matched), 1 a\n"
 	      "handler failed or the app/event is invalid, 2 usage error.\n",
@@ -45,6 +48,7 @@ static void usage(FILE *f)
 
 struct opts {
 	const char *name, *apps, *event, *file, *sandbox;
+	int warm;
 };
 
 static int parse(int argc, char **argv, struct opts *o)
@@ -61,6 +65,10 @@ static int parse(int argc, char **argv, struct opts *o)
 		if (relayctl_is_help(argv[i])) {
 			usage(stdout);
 			return -1;
+		}
+		if (strcmp(argv[i], "--warm") == 0) {
+			o->warm = 1;
+			continue;
 		}
 		for (k = 0; k < 4 && m == 0; k++) {
 			m = relayctl_opt_value(argc, argv, &i, names[k],
@@ -87,6 +95,11 @@ static int parse(int argc, char **argv, struct opts *o)
 	    strcmp(o->sandbox, "none") != 0) {
 		relayctl_error(RELAYCTL_USAGE, "app run: --sandbox must be "
 			       "bwrap or none, not \"%s\"", o->sandbox);
+		return RELAYCTL_USAGE;
+	}
+	if (o->warm && o->sandbox && strcmp(o->sandbox, "none") == 0) {
+		relayctl_error(RELAYCTL_USAGE, "app run: --warm needs the "
+			       "bwrap sandbox");
 		return RELAYCTL_USAGE;
 	}
 	return 0;
@@ -139,7 +152,7 @@ static void summary(const char *app, const char *handler,
 }
 
 /* Run one matched rule; returns 1 on success. */
-static int run_one(relay_runtime *rt, const relay_app *app,
+static int run_one(relay_runtime *rt, int warm, const relay_app *app,
 		   const relay_app_rule *rule, const char *event, size_t len)
 {
 	relay_exec_spec s = RELAY_EXEC_SPEC_INIT;
@@ -160,6 +173,8 @@ static int run_one(relay_runtime *rt, const relay_app *app,
 	s.timeout_ms = t > 0 ? (uint32_t)t : 0;
 	s.event = event;
 	s.event_len = len;
+	s.warm = warm ? RELAY_WARM_REQUIRE : RELAY_WARM_OFF;
+	s.generation = relay_app_generation(app);
 	if (relay_runtime_run_sync(rt, &s, print_line, NULL, &o, &err) != 0) {
 		printf("%s/%s failed 0ms (%s)\n", s.app, s.handler, err.text);
 		fflush(stdout);
@@ -169,12 +184,13 @@ static int run_one(relay_runtime *rt, const relay_app *app,
 	return o.status == RELAY_RUN_OK;
 }
 
-static int open_runtime(relay_runtime **rt, const char *sandbox)
+static int open_runtime(relay_runtime **rt, const char *sandbox, int warm)
 {
 	relay_runtime_options ro = RELAY_RUNTIME_OPTIONS_INIT;
 	relay_error err;
 
 	ro.backend = strcmp(sandbox, "none") == 0 ? "process" : "bwrap";
+	ro.warm = warm;
 	if (relay_runtime_new(rt, &ro, &err) != 0)
 		return relayctl_error(RELAYCTL_FAIL, "app run: %s%s", err.text,
 				      strcmp(sandbox, "bwrap") == 0
@@ -229,10 +245,11 @@ static int run(const struct opts *o, const char *sandbox)
 		if (v[i].app != app)
 			continue;
 		if (!rt)
-			rc = open_runtime(&rt, sandbox);
+			rc = open_runtime(&rt, sandbox, o->warm);
 		if (rc == 0) {
 			ran++;
-			ok += (size_t)run_one(rt, app, v[i].rule, json, len);
+			ok += (size_t)run_one(rt, o->warm, app, v[i].rule,
+					      json, len);
 		}
 	}
 	if (rc == 0 && ran == 0)
@@ -262,6 +279,8 @@ int relayctl_cmd_app_run(int argc, char **argv)
 		return rc;
 	}
 	sandbox = o.sandbox;
+	if (!sandbox && o.warm)
+		sandbox = "bwrap";
 	if (!sandbox) {
 		sandbox = getenv("RELAY_SANDBOX");
 		if (!sandbox || !*sandbox)

@@ -296,6 +296,42 @@ static int load_enums(relayd_config *c, char *errbuf, size_t size)
 	return 0;
 }
 
+/* RELAY_WARM, RELAY_WARM_MAX_PARENTS, RELAY_WARM_IDLE (warm parents). */
+static int load_warm(relayd_config *c, char *errbuf, size_t size)
+{
+	const char *v;
+	long n;
+
+	if ((v = env("RELAY_WARM"))) {
+		if (strcmp(v, "1") == 0)
+			c->warm = true;
+		else if (strcmp(v, "0") == 0)
+			c->warm = false;
+		else
+			return fail(errbuf, size,
+				    "RELAY_WARM: invalid value \"%s\": "
+				    "expected 1 (on) or 0 (off)", v);
+	}
+	if ((v = env("RELAY_WARM_MAX_PARENTS"))) {
+		if (parse_int(v, 1, 4096, &n))
+			return fail(errbuf, size,
+				    "RELAY_WARM_MAX_PARENTS: invalid value "
+				    "\"%s\": expected an integer from 1 to "
+				    "4096", v);
+		c->warm_max_parents = (unsigned int)n;
+	}
+	if ((v = env("RELAY_WARM_IDLE"))) {
+		if (relayd_parse_duration_ms(v, &c->warm_idle_ms) ||
+		    c->warm_idle_ms < 1000 ||
+		    c->warm_idle_ms > 24LL * 3600 * 1000)
+			return fail(errbuf, size,
+				    "RELAY_WARM_IDLE: invalid value \"%s\": "
+				    "expected a duration from 1s to 24h such "
+				    "as 5m", v);
+	}
+	return 0;
+}
+
 static int load_time_scale(relayd_config *c, char *errbuf, size_t size)
 {
 	const char *v = env("RELAY_TEST_TIME_SCALE");
@@ -376,6 +412,9 @@ static void set_defaults(relayd_config *c)
 	c->retention_ms = 168LL * 3600 * 1000;
 	c->time_scale = 1;
 	c->sandbox = xstrdup("bwrap");
+	c->warm = true;
+	c->warm_max_parents = 32;
+	c->warm_idle_ms = 5LL * 60 * 1000;
 	c->apps_dir = xstrdup("/etc/relay/apps");
 	c->run_dir = xstrdup("/run/relay");
 	c->state_dir = xstrdup("/var/lib/relay");
@@ -422,6 +461,7 @@ int relayd_config_load(relayd_config *c, char *errbuf, size_t size)
 			    "90 bytes (the control socket path would not "
 			    "fit)", c->run_dir);
 	if (load_numbers(c, errbuf, size) || load_enums(c, errbuf, size) ||
+	    load_warm(c, errbuf, size) ||
 	    load_time_scale(c, errbuf, size) ||
 	    load_sched_clock(c, errbuf, size))
 		return -1;

@@ -90,6 +90,7 @@ static int take(relayd *d, relayd_stats *s)
 	s->started_at_ms = d->started_at_ms;
 	s->reset_at_ms = d->reset_at_ms;
 	relayd_schedpub_counts_get(d->schedpub, &s->sp);
+	relayd_warm_take(&s->warm, d->rt);
 	if (relayd_stats_take(s, d->consumer)) {
 		relayd_stats_clear(s);
 		return -1;
@@ -295,6 +296,9 @@ static int open_backends(relayd *d, char *errbuf, size_t size)
 	memset(&err, 0, sizeof(err));
 	ro.backend = d->cfg.sandbox;
 	ro.logger = relayd_logger();
+	ro.warm = d->cfg.warm;
+	ro.warm_max_parents = d->cfg.warm_max_parents;
+	ro.warm_idle_ms = (uint32_t)d->cfg.warm_idle_ms;
 	rc = relay_runtime_new(&d->rt, &ro, &err);
 	if (rc) {
 		if (strcmp(d->cfg.sandbox, "bwrap") == 0)

@@ -34,6 +34,9 @@ typedef struct relayd_config {
 	relay_log_level log_level;/* LOG_LEVEL */
 	bool log_json;            /* LOG_FORMAT=json */
 	char *sandbox;            /* RELAY_SANDBOX: "bwrap" or "none" */
+	bool warm;                /* RELAY_WARM (default on) */
+	unsigned int warm_max_parents; /* RELAY_WARM_MAX_PARENTS */
+	int64_t warm_idle_ms;     /* RELAY_WARM_IDLE */
 	int64_t retention_ms;     /* REDIS_INVOCATION_RETENTION */
 	unsigned int time_scale;  /* RELAY_TEST_TIME_SCALE (1 = off) */
 	bool time_scale_ignored;  /* set in a release build: say so */
@@ -102,8 +105,30 @@ typedef struct relayd_hist {
 
 /* A point-in-time copy of everything /metrics and the stats file show,
  * taken on the loop thread. */
+/* ---- warmstats.c ------------------------------------------------------ */
+
+typedef struct relayd_warm_parent {
+	char *app;
+	char state[12];
+	unsigned int inflight;
+	uint64_t rss_bytes;
+} relayd_warm_parent;
+
+typedef struct relayd_warm_snap {
+	relay_runtime_warm_stats st;
+	relayd_warm_parent *parents;
+	size_t nparents;
+} relayd_warm_snap;
+
+void relayd_warm_take(relayd_warm_snap *w, const relay_runtime *rt);
+void relayd_warm_clear(relayd_warm_snap *w);
+void relayd_warm_prometheus(FILE *f, const relayd_warm_snap *w);
+/* {"warm_starts":…, "cold_starts":…, "failures":{…}, "parents":[…]} */
+void *relayd_warm_json(const relayd_warm_snap *w);
+
 typedef struct relayd_stats {
 	relay_consumer_metrics m;  /* the engine's counters and gauges */
+	relayd_warm_snap warm;     /* the runtime's warm path */
 	relayd_hist *hists;        /* per app/handler durations */
 	size_t nhists;
 	int64_t started_at_ms;     /* wall clock */

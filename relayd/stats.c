@@ -32,6 +32,7 @@ void relayd_stats_clear(relayd_stats *s)
 	free(s->hists);
 	s->hists = NULL;
 	s->nhists = 0;
+	relayd_warm_clear(&s->warm);
 }
 
 static int take_hist(const relay_consumer_histogram *h, void *payload)
@@ -61,7 +62,11 @@ static int take_hist(const relay_consumer_histogram *h, void *payload)
 
 int relayd_stats_take(relayd_stats *s, const relay_consumer *c)
 {
+	relayd_warm_snap w = s->warm;
+
+	memset(&s->warm, 0, sizeof(s->warm));
 	relayd_stats_clear(s);
+	s->warm = w;
 	memset(&s->m, 0, sizeof(s->m));
 	s->m.version = RELAY_CONSUMER_METRICS_VERSION;
 	if (relay_consumer_metrics_get(c, &s->m))
@@ -221,6 +226,7 @@ char *relayd_stats_prometheus(const relayd_stats *s, size_t *len)
 	      (double)m->buffered_events);
 	gauge(f, "relay_redis_up", "1 when Redis is reachable.",
 	      (double)m->redis_up);
+	relayd_warm_prometheus(f, &s->warm);
 	if (fclose(f) != 0) {
 		free(buf);
 		return NULL;
@@ -321,6 +327,7 @@ void *relayd_stats_json(const relayd_stats *s, const relayd_config *c)
 	json_object_set_new(root, "counters", counters);
 	json_object_set_new(root, "gauges", gauges);
 	json_object_set_new(root, "handlers", handlers);
+	json_object_set_new(root, "warm", relayd_warm_json(&s->warm));
 	return root;
 }
 

@@ -175,6 +175,17 @@ RELAY_EXTERN const char *const *relay_app_command(const relay_app *app,
  * (`network:`, default false). */
 RELAY_EXTERN bool relay_app_network(const relay_app *app);
 
+/** relay_app_warm() - whether invocations may start from a warm parent
+ * (`warm:`, default true; see relay_exec_spec.warm). */
+RELAY_EXTERN bool relay_app_warm(const relay_app *app);
+
+/**
+ * relay_app_generation() - a number distinct for every loaded template
+ * (in this process): a reloaded app has a new one, so warm parents of
+ * the old template are retired (relay_exec_spec.generation).
+ */
+RELAY_EXTERN uint64_t relay_app_generation(const relay_app *app);
+
 /** relay_app_concurrency() - `concurrency:` (default 2, 1…1024); the
  * effective value is min(this, MAX_CONCURRENCY). */
 RELAY_EXTERN int relay_app_concurrency(const relay_app *app);

@@ -86,6 +86,9 @@ void relay__diags_free(relay__diags *d)
 	d->n = d->cap = 0;
 }
 
+/* Every loaded template gets the next number (relay_app_generation()). */
+static uint64_t generations;
+
 static void free_strv(char **v, size_t n)
 {
 	size_t i;
@@ -159,6 +162,8 @@ int relay__app_load_diags(relay_app **out, const char *name,
 	if (!app)
 		return RELAY_ENOMEM;
 	app->refs = 1;
+	app->generation = __atomic_add_fetch(&generations, 1,
+					     __ATOMIC_RELAXED);
 	app->name = relay__strdup(name ? name : "");
 	app->dir = absolute_dir(app_dir ? app_dir : ".");
 	app->path = relay__strdup(path ? path : "template.yaml");
@@ -329,6 +334,13 @@ relay_app_runtime_kind relay_app_runtime(const relay_app *app)
 	return app->runtime;
 }
 bool relay_app_network(const relay_app *app) { return app->network; }
+
+bool relay_app_warm(const relay_app *app) { return !app->no_warm; }
+
+uint64_t relay_app_generation(const relay_app *app)
+{
+	return app->generation;
+}
 int relay_app_concurrency(const relay_app *app) { return app->concurrency; }
 uint64_t relay_app_memory(const relay_app *app) { return app->memory; }
 uint32_t relay_app_cpus_milli(const relay_app *app) { return app->cpus_milli; }

@@ -64,6 +64,8 @@ struct relay_app {
 	char **command;          /* NULL-terminated; NULL unless exec */
 	size_t ncommand;
 	bool network;
+	bool no_warm;            /* warm: false */
+	uint64_t generation;     /* distinct for every loaded template */
 	int concurrency;
 	uint64_t memory;
 	uint32_t cpus_milli;

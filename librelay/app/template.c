@@ -31,7 +31,8 @@ typedef struct walker {
 } walker;
 
 static const char *const top_keys[] = { "runtime", "command", "network",
-	"concurrency", "resources", "env", "events", "schedules", NULL };
+	"concurrency", "resources", "env", "warm", "events", "schedules",
+	NULL };
 static const char *const resource_keys[] = { "memory", "cpus", "pids",
 					       NULL };
 static const char *const rule_keys[] = { "handler", "pattern", "timeout",
@@ -687,6 +688,12 @@ static void do_top(walker *w, const relay__pnode *c)
 			    kind_name(c->kind));
 		else
 			w->app->network = c->boolean;
+	} else if (key_is(c, "warm")) {
+		if (c->kind != RELAY__PNODE_BOOL)
+			bad(w, c, "warm", "must be true or false, not %s",
+			    kind_name(c->kind));
+		else
+			w->app->no_warm = !c->boolean;
 	} else if (key_is(c, "concurrency")) {
 		if (!want_int(w, c, "concurrency", 1,
 			      RELAY_APP_MAX_CONCURRENCY, &v))

@@ -394,6 +394,8 @@ void relay__consumer_exec_spec_h(relay_exec_spec *s, const relay_app *app,
 	s->timeout_ms = timeout_ms > 0 ? (uint32_t)timeout_ms : 0;
 	s->event = event;
 	s->event_len = len;
+	s->warm = relay_app_warm(app) ? RELAY_WARM_AUTO : RELAY_WARM_OFF;
+	s->generation = relay_app_generation(app);
 }
 
 void relay__consumer_exec_spec(relay_exec_spec *s, const relay_app *app,
