@@ -771,7 +771,7 @@ static void test_appset__scan(void)
 	relay_appset_free(set);
 }
 
-/* ---- allocation failure (CONVENTIONS C14: chaos malloc) ---- */
+/* ---- allocation failure (chaos malloc: every allocation fails once) ---- */
 
 static long oom_countdown; /* fail the allocation that brings it to 0 */
 
