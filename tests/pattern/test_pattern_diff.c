@@ -13,6 +13,7 @@
 #include "pattern_int.h"
 #include "relay_config.h"
 #include "relaytest.h"
+#include "rt_oom.h"
 
 #define NOW 1767268800000LL /* 2026-01-01T12:00:00Z */
 
@@ -437,26 +438,6 @@ static void test_pattern__no_alloc(void)
 	relay_set_allocator(NULL, NULL, NULL);
 }
 
-static long fail_after = -1; /* allocations left before failing; <0 never */
-
-static void *chaos_malloc(size_t n)
-{
-	if (fail_after == 0)
-		return NULL;
-	if (fail_after > 0)
-		fail_after--;
-	return malloc(n);
-}
-
-static void *chaos_realloc(void *p, size_t n)
-{
-	if (fail_after == 0)
-		return NULL;
-	if (fail_after > 0)
-		fail_after--;
-	return realloc(p, n);
-}
-
 /*
  * Every allocation of compile, add, build, matcher creation and a match
  * with an escaped string fails in turn: each call reports RELAY_ENOMEM (or
@@ -483,7 +464,7 @@ static void test_pattern__chaos_alloc(void)
 		j[i] = json_loads(pats[i], 0, NULL);
 		RT_ASSERT(j[i]);
 	}
-	relay_set_allocator(chaos_malloc, chaos_realloc, free);
+	rt_oom_install();
 	for (n = 0; !done && n < 10000; n++) {
 		relay_ruleset *rs = NULL;
 		relay_matcher *m = NULL;
@@ -491,7 +472,7 @@ static void test_pattern__chaos_alloc(void)
 		size_t cnt = 0;
 		int rc = 0;
 
-		fail_after = n;
+		rt_oom_arm(n + 1, 1); /* n succeed, then every one fails */
 		for (i = 0; !rc && i < RELAY__ARRAY_SIZE(pats); i++) {
 			relay_pattern *p = NULL;
 
@@ -515,15 +496,14 @@ static void test_pattern__chaos_alloc(void)
 		if (rc == RELAY_EPARSE && !strstr(relay_matcher_errstr(m),
 						  "out of memory"))
 			RT_FAILF("after %ld: %s", n, relay_matcher_errstr(m));
-		if (!rc && fail_after >= 0) {
+		if (!rc) {
 			done = 1;
 			RT_EQ_INT(cnt, 2); /* rules 0 and 2 */
 		}
 		relay_matcher_free(m);
 		relay_ruleset_free(rs);
 	}
-	fail_after = -1;
-	relay_set_allocator(NULL, NULL, NULL);
+	rt_oom_uninstall();
 	RT_CHECK(done);
 	printf("# %ld allocation failure points\n", n - 1);
 	for (i = 0; i < RELAY__ARRAY_SIZE(pats); i++)
