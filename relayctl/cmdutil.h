@@ -63,7 +63,7 @@ int relayctl_put_listing(const json_t *list, const relayctl_table *t);
 
 /*
  * Load the apps under @dir, printing every template problem to stderr as
- * "app: file:line:col: message" (DESIGN §6) and a missing or unreadable
+ * "app: file:line:col: message" (doc/cli.md L-2) and a missing or unreadable
  * @dir as "relayctl: CMD: cannot open apps directory …". Returns
  * RELAYCTL_OK with *out set (the set may hold invalid apps: check
  * relay_appset_invalid_count()), or RELAYCTL_FAIL with *out NULL.

@@ -1,7 +1,7 @@
 /*
  * ctlconf.h - where relayctl finds Redis, relayd and the apps: the same
  * environment as relayd (REDIS_URI, REDIS_STREAM, REDIS_GROUP,
- * RELAY_RUN_DIR, RELAY_STATE_DIR, RELAY_APPS_DIR, DESIGN.md §5), each
+ * RELAY_RUN_DIR, RELAY_STATE_DIR, RELAY_APPS_DIR, doc/configuration.md C-5), each
  * overridable by a flag of the same meaning (--redis, --stream, --group,
  * --run-dir, --state-dir, --apps), plus --json for the listing commands.
  */

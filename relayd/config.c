@@ -1,6 +1,7 @@
 /*
  * config.c - relayd's configuration, read from the environment
- * (DESIGN.md §5: the names, defaults and limits are a fixed contract).
+ * (doc/configuration.md C-1, C-2: the names, defaults, limits and error
+ * texts are a contract).
  *
  * Every problem becomes ONE line naming the variable and what is wrong
  * with its value; main() prints it and exits 1. An empty variable counts

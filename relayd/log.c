@@ -14,8 +14,8 @@
  * json mode also copies into JSON members. Values are never payloads,
  * tokens or environment values: callers pass only identifiers and numbers.
  *
- * Handler output lines are forwarded verbatim at every level (the spec
- * wants them even with LOG_LEVEL=ERROR): raw in text mode, as the "msg"
+ * Handler output lines are forwarded verbatim at every level
+ * (doc/behaviour.md B-64: even with LOG_LEVEL=ERROR): raw in text mode, as the "msg"
  * of an {"output":"stdout"|"stderr"} object in json mode.
  */
 #include <stdarg.h>

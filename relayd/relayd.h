@@ -2,7 +2,7 @@
  * relayd/relayd.h - private declarations shared by relayd's files.
  *
  * relayd is a thin host around librelay: config.c reads the environment
- * (DESIGN.md §5), log.c is the stderr logger, control.c serves the
+ * (doc/configuration.md C-2), log.c is the stderr logger, control.c serves the
  * control socket, http.c serves /metrics, stats.c renders metrics and the
  * stats file, main.c owns the libev loop, signals and the engine.
  */

@@ -2,7 +2,7 @@
  * schedpub.c - relayd's schedule publisher: every relayd evaluates every
  * schedule of every valid app once a minute and publishes the
  * occurrences that fell due, deduplicated cluster-wide by the atomic
- * SCHEDULE_PUBLISH script (DESIGN.md §4), so no leader election is
+ * SCHEDULE_PUBLISH script (doc/redis-layout.md R-4, R-7), so no leader election is
  * needed: three daemons publishing the same occurrence leave one stream
  * entry.
  *

@@ -1,6 +1,6 @@
 #!/bin/sh
 # check-exports.sh LIB - the shared library exports only relay_* symbols
-# (CONVENTIONS C10/C14). Prints each offending symbol; exit 1 if any.
+# (doc/api-stability.md). Prints each offending symbol; exit 1 if any.
 set -eu
 lib=$1
 bad=$(nm -D --defined-only "$lib" | awk '{print $NF}' |

@@ -1,6 +1,6 @@
 #!/bin/sh
 # check-headers.sh SRCROOT CC CXX - every public header compiles on its own
-# as C99 -pedantic and as C++ (CONVENTIONS C10). TAP output.
+# as C99 -pedantic and as C++ (doc/api-stability.md). TAP output.
 set -u
 root=$1 cc=$2 cxx=$3
 inc="-I$root/include $(pkg-config --cflags jansson 2>/dev/null)"

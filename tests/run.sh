@@ -4,7 +4,10 @@
 # On a fresh Debian 12 machine this installs what it needs (as root, with
 # apt-get), configures build-tests/ with -Db_sanitize=address,undefined and
 # test hooks, runs `meson test`, then runs each libFuzzer target for a short
-# bounded time when clang is present. The last line is "N passed, M failed";
+# bounded time when clang is present; checks that no tracked file names a
+# path outside the repository (tests/check-paths.sh) and that the include
+# graph obeys the module map (tests/check-layering.py). The last line is
+# "N passed, M failed";
 # the exit status is non-zero on any failure.
 #
 # Environment: RELAY_BUILD_DIR (default: build-tests), RELAY_FUZZ_SECONDS
@@ -73,6 +76,25 @@ for line in open(sys.argv[1]):
 print(p, f, s)
 PY
 )
+
+# The repository stands alone: no tracked file names a path outside it,
+# and the include graph obeys doc/architecture.md's module map. Run here
+# as well as in the unit suite, so a RELAY_TEST_SUITES without unit still
+# checks them (rules: the headers of both scripts).
+if sh tests/check-paths.sh "$here" >"$build/check-paths.log" 2>&1; then
+	echo "paths: ok"
+	passed=$((passed + 1))
+else
+	echo "paths: FAILED"; grep -v '^ok' "$build/check-paths.log"
+	failed=$((failed + 1))
+fi
+if python3 tests/check-layering.py "$here" >"$build/check-layering.log" 2>&1; then
+	echo "layering: ok"
+	passed=$((passed + 1))
+else
+	echo "layering: FAILED"; grep -v '^ok' "$build/check-layering.log"
+	failed=$((failed + 1))
+fi
 
 # Release build: gcc -O3 sees warnings (format truncation, maybe
 # uninitialised) that the debug build does not, and quickstart.sh and

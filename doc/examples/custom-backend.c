@@ -88,7 +88,8 @@ static const struct {
 
 /*
  * The vtable comes first, so the core's relay_runtime_backend * is also
- * a pointer to our struct (CONVENTIONS C5).
+ * a pointer to our struct (doc/api-stability.md, "Versioned structs and
+ * vtables").
  */
 struct fork_backend {
 	relay_runtime_backend parent;   /* must be first */

@@ -1,5 +1,5 @@
 /*
- * relay/dlq.h - the dead-letter queue (DESIGN.md §4).
+ * relay/dlq.h - the dead-letter queue (doc/redis-layout.md R-5, R-6).
  *
  * Stream "relay:<stream>:dlq"; one entry per exhausted invocation, or one
  * placeholder per malformed/oversized message. An entry is appended and

@@ -35,7 +35,8 @@
  *	...                         // in on_stopped:
  *	relay_consumer_close(c, on_closed);           // then free backends
  *
- * Fixed internals (DESIGN.md §5), each divided by options.time_scale:
+ * Fixed internals (doc/configuration.md C-3), each divided by
+ * options.time_scale:
  * retry backoff 1m, 2m, 5m, 10m (relay_inv_backoff_ms()); reclaim
  * interval 1m; MinPendingIdle 1m; ownership renewal every 20 s; slot wait
  * 30 s; XREADGROUP BLOCK 1 s; Redis read backoff 1 s doubling to 30 s
@@ -84,7 +85,7 @@ struct ev_loop; /* libev; only relay/relay_libev.h includes <ev.h> */
 
 typedef struct relay_consumer relay_consumer;
 
-/* Defaults of the options (DESIGN.md §5). */
+/* Defaults of the options (doc/configuration.md C-2). */
 #define RELAY_CONSUMER_DEFAULT_MAX_CONCURRENCY 8u
 #define RELAY_CONSUMER_DEFAULT_MAX_BUFFERED 16u
 #define RELAY_CONSUMER_DEFAULT_MAX_EVENT_BYTES (256u * 1024u)
@@ -116,7 +117,7 @@ typedef int (*relay_consumer_available_fn)(const relay_app *app,
 
 /**
  * struct relay_consumer_executor - how the consumer runs one invocation
- * (versioned vtable, CONVENTIONS C5).
+ * (versioned vtable: doc/api-stability.md, "Versioned structs and vtables").
  *
  * The default (options.executor NULL) runs through the relay_runtime given
  * to relay_consumer_new(). An embedder may run handlers some other way

@@ -1,5 +1,6 @@
 /*
- * relay/invocation.h - per-message invocation state (DESIGN.md §4).
+ * relay/invocation.h - per-message invocation state (doc/redis-layout.md
+ * R-3, R-4).
  *
  * One Redis hash per stream message, one field per "<app>/<handler>":
  *

@@ -2,7 +2,7 @@
  * appset.c - every app under an apps directory, and the one ruleset that
  * matches an event against all of them.
  *
- * Dispatch order is a contract (spec/events.md): apps in sorted name
+ * Dispatch order is a contract (doc/behaviour.md B-60): apps in sorted name
  * order, each app's rules in declaration order. We get it for free by
  * sorting the entries bytewise (strcmp, i.e. the C locale, so the order
  * does not depend on the host's LC_COLLATE) and adding rules to the

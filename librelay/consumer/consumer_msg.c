@@ -377,7 +377,7 @@ static void dlq_next(relay__msg *m)
 
 /*
  * A schedule occurrence carries "source":"relay.schedule" at the top
- * level (DESIGN.md §4). The substring test keeps the decode off the hot
+ * level (doc/redis-layout.md R-7). The substring test keeps the decode off the hot
  * path of ordinary events.
  */
 static int contains(const char *s, size_t len, const char *needle, size_t n)

@@ -3,7 +3,7 @@
  * occurrence envelope helpers relayd's publisher shares (sched.h).
  *
  * A stream entry whose event carries "source":"relay.schedule" is a
- * schedule occurrence (DESIGN.md §4), not an external event: it bypasses
+ * schedule occurrence (doc/redis-layout.md R-7), not an external event: it bypasses
  * the classification counters and pattern matching.
  *
  *	envelope ─┬─ malformed → DLQ placeholder (-/-, 0 attempts) → ACK

@@ -1,6 +1,6 @@
 /*
  * librelay/consumer/sched.h - private: schedule occurrence envelopes
- * (DESIGN.md §4), shared by the engine's dispatch path
+ * (doc/redis-layout.md R-7), shared by the engine's dispatch path
  * (consumer_sched.c) and relayd's publisher (relayd/schedpub.c). Never
  * installed.
  *
@@ -15,7 +15,7 @@
 #include <stdint.h>
 
 #define RELAY__SCHED_SOURCE "relay.schedule"
-/* Publication marker TTL and key prefix (DESIGN.md §4). */
+/* Publication marker TTL and key prefix (doc/redis-layout.md R-7). */
 #define RELAY__SCHED_MARKER_TTL_MS (7LL * 24 * 3600 * 1000)
 #define RELAY__SCHED_MARKER_PREFIX "relay:schedule:"
 #define RELAY__SCHED_TIME_LEN 20  /* "YYYY-MM-DDTHH:MM:SSZ" */

@@ -1,6 +1,6 @@
 /*
  * dlq.c - the dead-letter queue: entry format and validation, the fixed
- * reason texts (DESIGN.md §4), the atomic persist, and strict parsing for
+ * reason texts (doc/redis-layout.md R-6), the atomic persist, and strict parsing for
  * relayctl dlq ls / inspect / rm.
  */
 #include <stdio.h>

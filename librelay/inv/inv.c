@@ -1,7 +1,7 @@
 /*
  * inv.c - invocation state: field values, keys, tokens, backoff, and the
- * pure transition decisions (DESIGN.md §4, spec "Invocation state
- * persistence").
+ * pure transition decisions (doc/redis-layout.md R-3, R-4;
+ * doc/behaviour.md B-90 ... B-94).
  *
  * Nothing here does I/O. The memory backend calls the decide functions
  * under its own "atomicity" (single-threaded, no yield); the Lua scripts in

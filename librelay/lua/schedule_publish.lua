@@ -1,6 +1,6 @@
 -- schedule_publish.lua KEYS[1]=relay:schedule:<occurrence_id> marker,
 -- KEYS[2]=the source stream; ARGV ttl_ms envelope
--- Publish one schedule occurrence at most once (DESIGN.md §4): the
+-- Publish one schedule occurrence at most once (doc/redis-layout.md R-7): the
 -- marker decides, and the XADD happens in the same script, so a crash can
 -- never leave a marker without its stream entry (or the reverse).
 local ttl = relay_num(ARGV[1])

@@ -1,8 +1,8 @@
 /*
  * compile.c - pnode tree -> compiled pattern, with exact error messages.
  *
- * The compiler is where the pattern language is enforced. Its rule is the
- * spec's: anything that is not unambiguously one of the three alternative
+ * The compiler is where the pattern language is enforced. Its rule is
+ * doc/behaviour.md B-23: anything that is not unambiguously one of the three alternative
  * shapes (literal, single-operator map, nested map) is rejected with the
  * line/column of the offending node and a message naming the field path,
  * never widened. The grammar, as checked here:

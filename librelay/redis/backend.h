@@ -1,6 +1,7 @@
 /*
  * librelay/redis/backend.h - private: the wrappers every caller of a Redis
- * backend goes through (CONVENTIONS C6), reply builders for backends, and
+ * backend goes through (one place checks versions and callbacks), reply
+ * builders for backends, and
  * URI parsing. Never installed.
  */
 #ifndef RELAY__REDIS_BACKEND_H
@@ -30,7 +31,7 @@ relay_redis_reply *relay__reply_array(size_t n);
 relay_redis_reply *relay__reply_errorf(const char *fmt, ...)
 	RELAY__PRINTF(1, 2);
 
-/* A parsed REDIS_URI (DESIGN.md §5). */
+/* A parsed REDIS_URI (doc/configuration.md C-2). */
 typedef struct relay__redis_uri {
 	char *host;  /* NULL for unix sockets */
 	int port;

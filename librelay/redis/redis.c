@@ -1,6 +1,7 @@
 /*
  * redis.c - the Redis backend seam: vtable checks, the wrappers through
- * which every command and transition flows (CONVENTIONS C6), owned reply
+ * which every command and transition flows (one place for the version
+ * and callback checks), owned reply
  * trees, the synchronous wrapper, and REDIS_URI parsing.
  */
 #include <stdarg.h>
@@ -263,7 +264,7 @@ static int parse_hostport(relay__redis_uri *u, char *hp)
 }
 
 /*
- * REDIS_URI forms (DESIGN.md §5): "host:port",
+ * REDIS_URI forms (doc/configuration.md C-2): "host:port",
  * "redis://[user:pass@]host:port[/db]" (a bare "pass@" means password
  * only), "unix:///absolute/path", and "memory://" for tests.
  */

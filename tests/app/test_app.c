@@ -12,6 +12,7 @@
 
 #include "app.h"
 #include "relaytest.h"
+#include "rt_oom.h"
 
 /* ---- helpers ---- */
 
@@ -771,19 +772,7 @@ static void test_appset__scan(void)
 	relay_appset_free(set);
 }
 
-/* ---- allocation failure (CONVENTIONS C14: chaos malloc) ---- */
-
-static long oom_countdown; /* fail the allocation that brings it to 0 */
-
-static void *oom_malloc(size_t n)
-{
-	return --oom_countdown == 0 ? NULL : malloc(n);
-}
-
-static void *oom_realloc(void *p, size_t n)
-{
-	return --oom_countdown == 0 ? NULL : realloc(p, n);
-}
+/* ---- allocation failure (tests/rt_oom.h: each allocation fails once) ---- */
 
 static const char oom_yaml[] =
 	"runtime: exec\ncommand: [./run, -v]\nnetwork: true\n"
@@ -808,11 +797,11 @@ static void test_app__oom(void)
 	for (n = 1; n < 100000 && rc != 0; n++) {
 		relay_app *app = NULL;
 
-		oom_countdown = n;
-		relay_set_allocator(oom_malloc, oom_realloc, free);
+		rt_oom_arm(n, 0);
+		rt_oom_install();
 		rc = relay_app_load_buffer(&app, "oom", "/", "t.yaml", oom_yaml,
 					   sizeof(oom_yaml) - 1, NULL, NULL);
-		relay_set_allocator(NULL, NULL, NULL);
+		rt_oom_uninstall();
 		if (rc) {
 			RT_CHECK(app == NULL);
 			RT_CHECK(rc == RELAY_ENOMEM);
@@ -840,10 +829,10 @@ static void test_appset__oom(void)
 	for (n = 1; n < 100000 && rc != 0; n++) {
 		relay_appset *set = NULL;
 
-		oom_countdown = n;
-		relay_set_allocator(oom_malloc, oom_realloc, free);
+		rt_oom_arm(n, 0);
+		rt_oom_install();
 		rc = relay_appset_load(&set, tmp_root, NULL, NULL);
-		relay_set_allocator(NULL, NULL, NULL);
+		rt_oom_uninstall();
 		RT_CHECK(rc == 0 || rc == RELAY_ENOMEM);
 		RT_CHECK((rc == 0) == (set != NULL));
 		if (set)
@@ -859,10 +848,10 @@ static void test_appset__oom(void)
 	for (n = 1; n < 100000 && rc != 0; n++) {
 		relay_appset *re = NULL;
 
-		oom_countdown = n;
-		relay_set_allocator(oom_malloc, oom_realloc, free);
+		rt_oom_arm(n, 0);
+		rt_oom_install();
 		rc = relay_appset_reload(&re, base, "a", NULL, NULL);
-		relay_set_allocator(NULL, NULL, NULL);
+		rt_oom_uninstall();
 		RT_CHECK(rc == 0 || rc == RELAY_ENOMEM);
 		RT_CHECK((rc == 0) == (re != NULL));
 		relay_appset_free(re);

@@ -1,5 +1,5 @@
 #!/usr/bin/env python3
-"""Black-box tests of `relayctl validate` and `relayctl match` (DESIGN 6).
+"""Black-box tests of `relayctl validate` and `relayctl match` (doc/cli.md L-1 ... L-3).
 
 usage: test_cli.py RELAYCTL [SOURCE_ROOT]
 

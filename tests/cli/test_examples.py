@@ -19,7 +19,7 @@ import shutil
 import subprocess
 import sys
 
-from clitap import case, eq, run_cases
+from clitap import Skip, case, eq, run_cases
 
 ROOT = sys.argv[1] if len(sys.argv) > 1 else os.environ.get(
     "RELAY_SOURCE_ROOT", os.path.join(os.path.dirname(__file__), "..", ".."))
@@ -119,7 +119,7 @@ def audit_exec_reads_stdin_and_handler():
 @case
 def notify_node_alerts():
     if not shutil.which("node"):
-        return "SKIP node not installed"
+        raise Skip("node not installed")
     rc, out, err = invoke("notify", "node", "alerts.send",
                           {"service": "db", "result": {"status": "DEGRADED",
                                                        "attempts": 4}}, {})

@@ -1,5 +1,5 @@
 /*
- * test_consumer_gaps.c - spec/events.md statements the spec-coverage
+ * test_consumer_gaps.c - doc/behaviour.md statements the coverage
  * audit (tests/SPEC-COVERAGE.md, "Audit") found without an engine test
  * that could fail: the engine on the memory backend with a fixed clock
  * and the scripted executor of harness.h (suite unit).

@@ -37,8 +37,11 @@ TIME_SCALE = 600  # 1m backoff / reclaim / MinPendingIdle -> 100 ms
 DEADLINE = float(os.environ.get("RELAY_TEST_DEADLINE", "30"))
 
 
-class Skip(Exception):
-    pass
+# The TAP runner and its helpers are tests/tap.py, shared with the CLI
+# scripts (one set of rules: raise Skip to skip, RELAY_TEST_ONLY, ...).
+sys.path.insert(0, os.path.join(os.path.dirname(os.path.abspath(__file__)),
+                                os.pardir))
+from tap import CASES, Skip, case, check, eq, run_cases  # noqa: E402,F401
 
 
 # ---- polling -------------------------------------------------------------
@@ -62,14 +65,6 @@ def wait_for(pred, what, timeout=DEADLINE, interval=0.02):
         interval = min(interval * 1.5, 0.2)
 
 
-def eq(got, want, what):
-    if got != want:
-        raise AssertionError(f"{what}:\n  got:  {got!r}\n  want: {want!r}")
-
-
-def check(cond, what):
-    if not cond:
-        raise AssertionError(what)
 
 
 # ---- a tiny RESP2 client --------------------------------------------------
@@ -613,35 +608,3 @@ def metrics(port):
             name, value = line.rsplit(" ", 1)
             out[name] = float(value)
     return out
-
-# ---- TAP runner -----------------------------------------------------------
-
-CASES = []
-
-
-def case(fn):
-    CASES.append(fn)
-    return fn
-
-
-def run_cases():
-    only = os.environ.get("RELAY_TEST_ONLY")
-    cases = [c for c in CASES if not only or only in c.__name__]
-    print(f"1..{len(cases)}", flush=True)
-    failed = 0
-    for i, fn in enumerate(cases, 1):
-        t0 = time.monotonic()
-        try:
-            fn()
-        except Skip as e:
-            print(f"ok {i} - {fn.__name__} # SKIP {e}", flush=True)
-            continue
-        except BaseException:
-            failed += 1
-            print(f"not ok {i} - {fn.__name__}", flush=True)
-            for line in traceback.format_exc().splitlines():
-                print(f"# {line}", flush=True)
-            continue
-        print(f"ok {i} - {fn.__name__} ({time.monotonic() - t0:.1f}s)",
-              flush=True)
-    return 1 if failed else 0

@@ -1,6 +1,6 @@
 #!/usr/bin/env python3
 """relayd black-box tests: configuration, the run-dir lock, the control
-socket and /metrics (DESIGN.md §5, doc/protocol.md).
+socket and /metrics (doc/configuration.md, doc/protocol.md).
 
 usage: test_config.py RELAYD
 """

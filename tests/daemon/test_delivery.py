@@ -1,8 +1,7 @@
 #!/usr/bin/env python3
 """relayd end to end: classification, ACK, retry, DLQ, invocation state,
-metrics, control-socket runs and app reloads (spec/events.md "Dispatch and
-concurrency", "Delivery, retry, and ACK", "Invocation state persistence",
-"Dead-letter queue").
+metrics, control-socket runs and app reloads (doc/behaviour.md B-60 ... B-65,
+B-70 ... B-81, B-90 ... B-94, B-100 ... B-104).
 
 usage: test_delivery.py RELAYD
 

@@ -1,6 +1,6 @@
 #!/usr/bin/env python3
 """relayd end to end: crashes, replicas, Redis outages, backpressure and
-recovery (spec/events.md "Delivery, retry, and ACK", "Guarantees summary").
+recovery (doc/behaviour.md B-70 ... B-81, B-120 ... B-122).
 
 usage: test_recovery.py RELAYD
 """

@@ -1,6 +1,6 @@
 #!/usr/bin/env python3
 """relayctl against a real redis-server and a real relayd (issue #6,
-DESIGN.md §6): dlq ls/inspect/replay/rm, app ls/inspect/invoke, health,
+doc/cli.md): dlq ls/inspect/replay/rm, app ls/inspect/invoke, health,
 stats [reset]. DLQ entries are made by real paths (a handler that exits
 non-zero with retries 0, a message that is not JSON); the malformed DLQ
 entry case writes the DLQ stream directly.

@@ -1,5 +1,5 @@
 #!/usr/bin/env python3
-"""relayd end to end: spec/events.md statements the spec-coverage audit
+"""relayd end to end: doc/behaviour.md statements the coverage audit
 (tests/SPEC-COVERAGE.md, "Audit") found without a test that could fail.
 
 usage: test_spec_gaps.py RELAYD

@@ -1,6 +1,6 @@
 /*
  * fuzz-envelope.c - libFuzzer target: arbitrary bytes as the "event" value
- * of a schedule occurrence entry (DESIGN.md §4).
+ * of a schedule occurrence entry (doc/redis-layout.md R-7).
  *
  * The bytes are decoded the way the engine decodes a stream event
  * (json_loadb, no flags) and, whatever JSON they hold, checked by

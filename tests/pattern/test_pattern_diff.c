@@ -1,7 +1,7 @@
 /*
  * test_pattern_diff.c - the match paths against each other and against
- * the spec's reference matcher: a seeded differential test of
- * relay_pattern_match(), the raw relay_matcher_match() and
+ * the reference matcher of tests/bench/gen_corpus.py: a seeded
+ * differential test of relay_pattern_match(), the raw relay_matcher_match() and
  * relay_matcher_match_json(); gen_corpus.py's expected files for all 12
  * sets; no steady-state allocation; every allocation failure.
  */
@@ -13,6 +13,7 @@
 #include "pattern_int.h"
 #include "relay_config.h"
 #include "relaytest.h"
+#include "rt_oom.h"
 
 #define NOW 1767268800000LL /* 2026-01-01T12:00:00Z */
 
@@ -327,11 +328,10 @@ static void check_set(const char *dir, const char *profile, int nrules,
 }
 
 /*
- * The reference matcher of gen_corpus.py (our spec's semantics in Python)
- * against the raw matcher, on all 12 sets of a small fresh corpus.
- * RELAY_GEN_CORPUS names the script (default: ../shared/bench/ beside
- * the source tree);
- * skipped without python3 or the script.
+ * The reference matcher of tests/bench/gen_corpus.py (the pattern language
+ * of doc/patterns.md restated in Python) against the raw matcher, on all
+ * 12 sets of a small fresh corpus. RELAY_GEN_CORPUS may name another
+ * script of the same interface; skipped without python3.
  */
 static void test_pattern__corpus(void)
 {
@@ -343,11 +343,8 @@ static void test_pattern__corpus(void)
 	relay__instant t;
 	size_t nev = 0, i, j;
 
-	/* shared/ sits beside the checkout (CI lays it there too) */
 	if (!gen)
-		gen = RELAY_SOURCE_ROOT "/../shared/bench/gen_corpus.py";
-	if (access(gen, R_OK) != 0)
-		gen = "/work/shared/bench/gen_corpus.py";
+		gen = RELAY_SOURCE_ROOT "/tests/bench/gen_corpus.py";
 	if (access(gen, R_OK) != 0)
 		RT_SKIP("no gen_corpus.py (set RELAY_GEN_CORPUS)");
 	if (system("command -v python3 >/dev/null 2>&1") != 0)
@@ -363,7 +360,7 @@ static void test_pattern__corpus(void)
 	     line = strtok_r(NULL, "\n", &save))
 		evs[nev++] = line;
 	RT_EQ_INT(nev, 300);
-	/* gen_corpus.py's default pinned now */
+	/* gen_corpus.py's default --now */
 	RT_ASSERT(relay__rfc3339_parse("2026-01-01T12:00:00Z", 20, &t) == 0);
 	for (i = 0; i < 3; i++)
 		for (j = 0; j < 4; j++)
@@ -441,26 +438,6 @@ static void test_pattern__no_alloc(void)
 	relay_set_allocator(NULL, NULL, NULL);
 }
 
-static long fail_after = -1; /* allocations left before failing; <0 never */
-
-static void *chaos_malloc(size_t n)
-{
-	if (fail_after == 0)
-		return NULL;
-	if (fail_after > 0)
-		fail_after--;
-	return malloc(n);
-}
-
-static void *chaos_realloc(void *p, size_t n)
-{
-	if (fail_after == 0)
-		return NULL;
-	if (fail_after > 0)
-		fail_after--;
-	return realloc(p, n);
-}
-
 /*
  * Every allocation of compile, add, build, matcher creation and a match
  * with an escaped string fails in turn: each call reports RELAY_ENOMEM (or
@@ -487,7 +464,7 @@ static void test_pattern__chaos_alloc(void)
 		j[i] = json_loads(pats[i], 0, NULL);
 		RT_ASSERT(j[i]);
 	}
-	relay_set_allocator(chaos_malloc, chaos_realloc, free);
+	rt_oom_install();
 	for (n = 0; !done && n < 10000; n++) {
 		relay_ruleset *rs = NULL;
 		relay_matcher *m = NULL;
@@ -495,7 +472,7 @@ static void test_pattern__chaos_alloc(void)
 		size_t cnt = 0;
 		int rc = 0;
 
-		fail_after = n;
+		rt_oom_arm(n + 1, 1); /* n succeed, then every one fails */
 		for (i = 0; !rc && i < RELAY__ARRAY_SIZE(pats); i++) {
 			relay_pattern *p = NULL;
 
@@ -519,15 +496,14 @@ static void test_pattern__chaos_alloc(void)
 		if (rc == RELAY_EPARSE && !strstr(relay_matcher_errstr(m),
 						  "out of memory"))
 			RT_FAILF("after %ld: %s", n, relay_matcher_errstr(m));
-		if (!rc && fail_after >= 0) {
+		if (!rc) {
 			done = 1;
 			RT_EQ_INT(cnt, 2); /* rules 0 and 2 */
 		}
 		relay_matcher_free(m);
 		relay_ruleset_free(rs);
 	}
-	fail_after = -1;
-	relay_set_allocator(NULL, NULL, NULL);
+	rt_oom_uninstall();
 	RT_CHECK(done);
 	printf("# %ld allocation failure points\n", n - 1);
 	for (i = 0; i < RELAY__ARRAY_SIZE(pats); i++)

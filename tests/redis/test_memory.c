@@ -6,6 +6,7 @@
 #include <ev.h>
 
 #include "relaytest.h"
+#include "rt_oom.h"
 
 #include "relay/clock.h"
 #include "relay/redis.h"
@@ -334,28 +335,7 @@ static void test_memory__custom_backend_through_sys_header(void)
  * one-shot mode only that one does, so the code after a failed step keeps
  * running and partial writes would show.
  */
-static long chaos_left;
-static int chaos_sticky;
-
-static int chaos_fail(void)
-{
-	if (chaos_left < 0)
-		return 0;
-	if (chaos_left-- > 0)
-		return 0;
-	chaos_left = chaos_sticky ? 0 : -1;
-	return 1;
-}
-
-static void *chaos_malloc(size_t n)
-{
-	return chaos_fail() ? NULL : malloc(n);
-}
-
-static void *chaos_realloc(void *p, size_t n)
-{
-	return chaos_fail() ? NULL : realloc(p, n);
-}
+static int chaos_sticky; /* rt_oom.h mode of the current pass */
 
 struct chaos_calls {
 	int calls;
@@ -418,31 +398,29 @@ static int chaos_pass(relay_clock *clock)
 	{
 		/* an existing DLQ stream, so an undo cannot hide behind
 		 * deleting a stream the persist created */
-		long saved = chaos_left;
 		relay_redis_backend *keep = rs_b;
 
-		chaos_left = -1;
+		rt_oom_pause();
 		rs_b = b;
 		RS_STR("XADD", RS_DLQ, "*", "older", "entry");
 		rs_b = keep;
-		chaos_left = saved;
+		rt_oom_resume();
 	}
 	CHAOS(relay_dlq_persist(b, key, RS_DLQ, NULL, 0, NULL, &e,
 				chaos_persist_cb, &c));
 	{
 		/* all or nothing: entry present iff marker set */
-		long saved = chaos_left;
 		relay_redis_backend *keep = rs_b;
 
-		chaos_left = -1;
+		rt_oom_pause();
 		rs_b = b;
 		if ((RS_INT("XLEN", RS_DLQ) == 2) !=
 		    (strcmp(RS_STR("HGET", key, "__dlq_placeholder"), "1") ==
 		     0))
 			RT_FAILF("half-written DLQ persist at failure point "
-				 "%ld", saved);
+				 "%ld", rt_oom_at);
 		rs_b = keep;
-		chaos_left = saved;
+		rt_oom_resume();
 	}
 	CHAOS(relay_inv_retain(b, key, 1000, chaos_inv_cb, &c));
 	{
@@ -480,12 +458,13 @@ static void test_memory__chaos_malloc(void)
 	for (chaos_sticky = 1; chaos_sticky >= 0; chaos_sticky--) {
 		clean = 0;
 		for (n = 0; n < 5000 && !clean; n++) {
-			chaos_left = n;
-			relay_set_allocator(chaos_malloc, chaos_realloc, free);
-			clean = chaos_pass(clock) == 0 && chaos_left > 0;
-			relay_set_allocator(NULL, NULL, NULL);
+			/* n allocations succeed, the next fails (sticky: and
+			 * every later one) */
+			rt_oom_arm(n + 1, chaos_sticky);
+			rt_oom_install();
+			clean = chaos_pass(clock) == 0 && !rt_oom_fired();
+			rt_oom_uninstall();
 		}
-		chaos_left = -1;
 		printf("# %s: %ld allocation failure points exercised\n",
 		       chaos_sticky ? "sticky" : "one-shot", n - 1);
 		RT_CHECK(clean); /* some n let the whole pass succeed */

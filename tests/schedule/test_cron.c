@@ -5,6 +5,7 @@
  * positions, and next/prev symmetry against a brute-force reference.
  */
 #include "relaytest.h"
+#include "rt_oom.h"
 #include "sched_util.h"
 
 typedef struct seq_case {
@@ -663,23 +664,12 @@ static void test_cron__immutable(void)
 	relay_cron_free(NULL);
 }
 
-static int oom_fail_at, oom_calls;
-
-static void *oom_malloc(size_t n)
-{
-	return ++oom_calls == oom_fail_at ? NULL : malloc(n);
-}
-
-static void *oom_realloc(void *p, size_t n)
-{
-	return ++oom_calls == oom_fail_at ? NULL : realloc(p, n);
-}
-
 /* Every allocation failure while parsing is RELAY_ENOMEM, no leak. */
 static void test_cron__oom(void)
 {
 	static const char *tzs[] = { "UTC", "America/New_York", "Nowhere/X" };
 	size_t i;
+	int oom_fail_at;
 
 	NEED_TZDATA();
 	for (i = 0; i < RT_NCASES(tzs); i++) {
@@ -688,12 +678,12 @@ static void test_cron__oom(void)
 			relay_error err;
 			int rc;
 
-			oom_calls = 0;
-			relay_set_allocator(oom_malloc, oom_realloc, free);
+			rt_oom_arm(oom_fail_at, 0);
+			rt_oom_install();
 			rc = relay_cron_parse(&c, "30 2 * * *", tzs[i], &err);
 			relay_cron_free(c);
 			relay_set_allocator(NULL, NULL, NULL);
-			if (oom_calls < oom_fail_at) { /* no failure injected */
+			if (!rt_oom_fired()) { /* no failure injected */
 				RT_EQ_INT(rc, i == 2 ? RELAY_ENOTFOUND : 0);
 				break;
 			}

@@ -8,7 +8,7 @@
  * librelay/lua/; the memory backend runs C code. Both must agree; the
  * shared behavioural suite in tests/redis/ proves it.
  *
- * Callback rule (CONVENTIONS C7): a slot that returns nonzero never runs
+ * Callback rule: a slot that returns nonzero never runs
  * the callback; zero means it runs exactly once (RELAY_ECLOSED when the
  * backend is freed first).
  */
@@ -22,7 +22,8 @@ extern "C" {
 #endif
 
 /**
- * enum relay_redis_script - the atomic transitions (DESIGN.md §4).
+ * enum relay_redis_script - the atomic transitions (doc/redis-layout.md
+ * R-4).
  *
  * Every transition replies with an ARRAY of four elements
  * [result (string), attempt (integer), deadline_ms (integer), token

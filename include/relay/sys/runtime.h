@@ -7,7 +7,7 @@
  * forwards output, enforces the timeout and reaps the child. Built-in
  * backends: "process" (plain process group) and "bwrap" (bubblewrap).
  *
- * Versioning (CONVENTIONS C5): the core rejects version 0 or a version
+ * Versioning (doc/api-stability.md): the core rejects version 0 or a version
  * newer than RELAY_RUNTIME_BACKEND_VERSION, and calls a slot added in
  * version N only when rb->version >= N and the slot is non-NULL.
  */
