@@ -8,30 +8,33 @@
 # cold start does (import-time side effects run once per invocation and an
 # edited handler is picked up at once).
 #
-# One invocation is three processes:
-#   I  (fork of the server)  setsid, joins its cgroups (relayd moves it
-#      before sending "go"), sets rlimits, new mount and pid namespaces,
-#      a private tmpfs /tmp; waits for N and exits with its status
-#   N  (pid 1 of the new pid namespace)  mounts a fresh /proc, reaps; when
-#      H exits it exits with H's status (128+signal when killed), which
-#      takes every leftover process of the invocation down with it
+# One invocation is two processes:
+#   N  (fork of the server, pid 1 of a new pid namespace)  its own session;
+#      joins its cgroups (relayd moves it, then sends "go"), sets rlimits,
+#      a new mount namespace with a private tmpfs /tmp and a fresh /proc;
+#      reaps, and when H exits it exits with H's status (128+signal when
+#      killed), which takes every leftover process of the invocation down
+#      with it
 #   H  (pid 2)  drops every capability, restores the interpreter's start-up
 #      signal dispositions, the clean environment and stdio, reseeds
 #      random, then runs the handler exactly as a cold bootstrap would.
-# relayd signals the process group of I (SIGTERM at the timeout reaches H;
-# I and N outlive it) and SIGKILL ends all three.
+# relayd signals the process group of N (SIGTERM at the timeout reaches H;
+# N, a pid 1, ignores it) and SIGKILL ends both. If the server dies, the
+# sandbox's init exits and the kernel kills every invocation with it.
 #
 # Control socket (fd 3, SOCK_SEQPACKET), fields NUL-separated:
 #   relayd -> server  R id wait_go as_limit nproc_limit handler env... +
 #                       3 fds (stdin, stdout, stderr of the invocation)
 #                     G id           (the invocation joined its cgroups)
-#   server -> relayd  Y              ready (a probe invocation worked)
+#   server -> relayd  Y + pidfd      ready (a probe invocation worked;
+#                                    the server's own pidfd, for its RSS)
 #                     N reason       this sandbox cannot run invocations
-#                     S id + pidfd   invocation process I forked
-#                     X id status    I exited (raw wait status)
+#                     S id + pidfd   invocation process N forked
+#                     X id status    N exited (raw wait status)
 #                     E id reason    could not fork
 import array
 import ctypes
+import gc
 import os
 import random
 import resource
@@ -42,13 +45,38 @@ import sys
 
 CLONE_NEWNS = 0x00020000
 CLONE_NEWPID = 0x20000000
+CLONE_PIDFD = 0x00001000
+SYS_CLONE3 = 435      # the same number on every architecture
 MS_NOSUID, MS_NODEV, MS_NOEXEC = 2, 4, 8
 MS_REC, MS_PRIVATE = 0x4000, 1 << 18
-PR_SET_PDEATHSIG = 1
 PR_CAP_AMBIENT, PR_CAP_AMBIENT_CLEAR_ALL = 47, 4
 CAP_VERSION_3 = 0x20080522
+# What N ignores (and H restores): a SIGTERM to the invocation's process
+# group is H's to handle.
+IGNORED = (signal.SIGTERM, signal.SIGINT, signal.SIGHUP, signal.SIGQUIT,
+           signal.SIGUSR1, signal.SIGUSR2, signal.SIGALRM, signal.SIGPIPE)
 
 libc = ctypes.CDLL(None, use_errno=True)
+# Calls through PyDLL keep the GIL held: clone3 must not race a release.
+_raw = ctypes.PyDLL(None, use_errno=True)
+
+
+class _CloneArgs(ctypes.Structure):
+    _fields_ = [(n, ctypes.c_uint64) for n in (
+        "flags", "pidfd", "child_tid", "parent_tid", "exit_signal", "stack",
+        "stack_size", "tls", "set_tid", "set_tid_size", "cgroup")]
+
+
+def _clone3(flags, pidfd=None):
+    """clone3(2) like fork(2) (SIGCHLD to the parent), with @flags; the
+    child's pidfd goes to @pidfd (a c_int) with CLONE_PIDFD."""
+    args = _CloneArgs()
+    args.flags = flags
+    args.exit_signal = signal.SIGCHLD
+    if pidfd is not None:
+        args.pidfd = ctypes.addressof(pidfd)
+    return _raw.syscall(SYS_CLONE3, ctypes.byref(args),
+                        ctypes.c_size_t(ctypes.sizeof(args)))
 
 
 class _CapHeader(ctypes.Structure):
@@ -83,13 +111,12 @@ class Server:
         self.pwd = os.environ.get("PWD")
         self.sock = socket.socket(fileno=3)
         # What an interpreter has at start-up, restored in every handler.
-        self.sigs = {}
-        for s in signal.valid_signals():
-            try:
-                self.sigs[s] = signal.getsignal(s)
-            except (OSError, ValueError):
-                pass
+        self.sigs = {s: signal.getsignal(s)
+                     for s in (signal.SIGCHLD,) + IGNORED}
         self.wake_r, self.wake_w = os.pipe2(os.O_NONBLOCK | os.O_CLOEXEC)
+        # Resolve the C functions once, not in every invocation.
+        for name in ("capset", "prctl", "mount"):
+            getattr(libc, name)
         self.children = {}   # pid of I -> id
         self.go = {}         # id -> write end of I's go pipe
         self.bootstrap = os.path.join(
@@ -126,11 +153,10 @@ class Server:
         data = (_CapData * 2)()
         _check(libc.capset(ctypes.byref(hdr), data), "capset")
         libc.prctl(PR_CAP_AMBIENT, PR_CAP_AMBIENT_CLEAR_ALL, 0, 0, 0)
-        for s, h in self.sigs.items():
-            try:
-                signal.signal(s, h if h is not None else signal.SIG_DFL)
-            except (OSError, ValueError, TypeError):
-                pass
+        # Only the server (SIGCHLD) and N (IGNORED) changed any.
+        for s in (signal.SIGCHLD,) + IGNORED:
+            h = self.sigs.get(s)
+            signal.signal(s, h if h is not None else signal.SIG_DFL)
         for i, fd in enumerate(fds):
             os.dup2(fd, i)
             os.close(fd)
@@ -183,18 +209,33 @@ class Server:
                 pass
         return code
 
-    def _init(self, fds, handler, env):
-        """N: pid 1 of the invocation's pid namespace."""
-        libc.prctl(PR_SET_PDEATHSIG, signal.SIGKILL, 0, 0, 0)
-        try:
-            _check(libc.mount(b"proc", b"/proc", b"proc",
-                              MS_NOSUID | MS_NODEV | MS_NOEXEC, None),
-                   "mount /proc")
-        except OSError as e:
-            os.write(2, ("relay: warm invocation setup: %s\n" % e).encode())
-            os._exit(255)
-        h = os.fork()
+    def _init(self, fds, go_r, limits, handler, env):
+        """N: pid 1 of the invocation's own pid namespace."""
+        self._leave_server(set(fds) | ({go_r} if go_r is not None else set()))
+        gc.disable()
+        os.setsid()
+        if go_r is not None:
+            if os.read(go_r, 1) != b"g":
+                os._exit(255)
+            os.close(go_r)
+        for res, val in limits:
+            resource.setrlimit(res, (val, val))
+        # N outlives a SIGTERM to the group: it is H's to handle (a pid 1
+        # ignores it anyway; H restores the start-up dispositions).
+        for s in IGNORED:
+            signal.signal(s, signal.SIG_IGN)
+        _check(libc.mount(None, b"/", None, MS_REC | MS_PRIVATE, None),
+               "mount --make-rprivate /")
+        _check(libc.mount(b"tmpfs", b"/tmp", b"tmpfs", MS_NOSUID | MS_NODEV,
+                          b"mode=1777"), "mount /tmp")
+        _check(libc.mount(b"proc", b"/proc", b"proc",
+                          MS_NOSUID | MS_NODEV | MS_NOEXEC, None),
+               "mount /proc")
+        # os.fork() here would pay for before-fork work N does not need;
+        # H gets the after-fork half, as from os.fork().
+        h = _clone3(0)
         if h == 0:
+            ctypes.pythonapi.PyOS_AfterFork_Child()
             code = 1
             try:
                 code = self._handler(fds, handler, env) if handler else 0
@@ -207,59 +248,28 @@ class Server:
                 pid, st = os.waitpid(-1, 0)
             except ChildProcessError:
                 os._exit(255)
-            if pid == h:
-                os._exit(_status_code(st))
-
-    def _invocation(self, fds, go_r, limits, handler, env):
-        """I: the invocation's own session, limits and namespaces."""
-        self._leave_server(set(fds) | ({go_r} if go_r is not None else set()))
-        os.setsid()
-        libc.prctl(PR_SET_PDEATHSIG, signal.SIGKILL, 0, 0, 0)
-        if os.getppid() != self.pid:
-            os._exit(255)
-        if go_r is not None:
-            if os.read(go_r, 1) != b"g":
-                os._exit(255)
-            os.close(go_r)
-        for res, val in limits:
-            resource.setrlimit(res, (val, val))
-        # I and N outlive a SIGTERM to the group: it is H's to handle.
-        for s in (signal.SIGTERM, signal.SIGINT, signal.SIGHUP,
-                  signal.SIGQUIT, signal.SIGUSR1, signal.SIGUSR2,
-                  signal.SIGALRM, signal.SIGPIPE):
-            signal.signal(s, signal.SIG_IGN)
-        _check(libc.unshare(CLONE_NEWNS | CLONE_NEWPID), "unshare")
-        _check(libc.mount(None, b"/", None, MS_REC | MS_PRIVATE, None),
-               "mount --make-rprivate /")
-        _check(libc.mount(b"tmpfs", b"/tmp", b"tmpfs", MS_NOSUID | MS_NODEV,
-                          b"mode=1777"), "mount /tmp")
-        n = os.fork()
-        if n == 0:
-            try:
-                self._init(fds, handler, env)
-            finally:
-                os._exit(255)
-        for fd in fds:
-            os.close(fd)
-        while True:
-            try:
-                pid, st = os.waitpid(n, 0)
             except InterruptedError:
                 continue
-            os._exit(_status_code(st))
+            if pid == h:
+                os._exit(_status_code(st))
 
     # ---- in the server --------------------------------------------
 
     def fork(self, fds, wait_go, limits, handler, env):
+        """Start N with clone3(): pid 1 of a new pid namespace, in a new
+        mount namespace, and its pidfd. Returns (pid, pidfd, go_w)."""
         go_r = go_w = None
         if wait_go:
             go_r, go_w = os.pipe2(os.O_CLOEXEC)
         sys.stdout.flush()
         sys.stderr.flush()
-        pid = os.fork()
+        pidfd = ctypes.c_int(-1)
+        # Like os.fork() without Python's after-fork hooks: N runs only
+        # this module's code; H, its child, gets them.
+        pid = _clone3(CLONE_NEWNS | CLONE_NEWPID | CLONE_PIDFD, pidfd)
         if pid == 0:
             try:
-                self._invocation(fds, go_r, limits, handler, env)
+                self._init(fds, go_r, limits, handler, env)
             except BaseException as e:
                 try:
                     os.write(2, ("relay: warm invocation setup: %s\n"
@@ -269,7 +279,11 @@ class Server:
             os._exit(255)
         if go_r is not None:
             os.close(go_r)
-        return pid, go_w
+        if pid < 0:
+            if go_w is not None:
+                os.close(go_w)
+            _check(-1, "clone3")
+        return pid, pidfd.value, go_w
 
     def probe(self):
         """Run one empty invocation: can this sandbox make namespaces?"""
@@ -277,7 +291,8 @@ class Server:
                 for _ in range(3)]
         r, w = os.pipe2(os.O_CLOEXEC)
         null[2] = w
-        pid, _ = self.fork(null, False, (), None, {})
+        pid, pidfd, _ = self.fork(null, False, (), None, {})
+        os.close(pidfd)
         for fd in null:
             os.close(fd)
         _, st = os.waitpid(pid, 0)
@@ -303,7 +318,7 @@ class Server:
                 env[k] = v
             if len(fds) != 3:
                 raise ValueError("expected 3 descriptors, got %d" % len(fds))
-            pid, go_w = self.fork(fds, wait_go, limits, handler, env)
+            pid, pidfd, go_w = self.fork(fds, wait_go, limits, handler, env)
         except Exception as e:
             for fd in fds:
                 os.close(fd)
@@ -314,7 +329,6 @@ class Server:
         self.children[pid] = rid
         if go_w is not None:
             self.go[rid] = go_w
-        pidfd = os.pidfd_open(pid)
         try:
             self.send([b"S", rid], [pidfd])
         finally:
@@ -356,7 +370,12 @@ class Server:
         if why:
             self.send([b"N", why.encode()])
             return 0
-        self.send([b"Y"])
+        # Objects of the server are never freed: keep the collector from
+        # touching (and so copying) their pages in every fork.
+        gc.freeze()
+        me = os.pidfd_open(os.getpid())
+        self.send([b"Y"], [me])
+        os.close(me)
         fdsize = socket.CMSG_SPACE(3 * array.array("i").itemsize)
         while True:
             try:
