@@ -8,7 +8,9 @@
  * relayd ({"cmd":"stats reset"}) to zero its counters and prints the new
  * snapshot. Output: aligned "Key: value" lines, or with --json one object
  * {"events_received": N, ..., "oldest_pending_age_seconds": S,
- *  "updated": "<RFC 3339>"|null}.
+ *  "stream_length": N|null, ..., "retention_failing": B,
+ *  "updated": "<RFC 3339>"|null}. The retention figures come from the
+ * file's "retention" object (relayd's retention ticks).
  */
 #include <errno.h>
 #include <stdio.h>
@@ -46,6 +48,59 @@ static const struct line {
 	{ "Pending entries", "gauges", "pending_entries" },
 };
 
+/* Retention figures (the stats file's "retention" object), --json key
+ * = file key. */
+static const char *const ret_keys[] = {
+	"stream_length", "dlq_length", "stream_trimmed", "dlq_trimmed",
+	"stream_retention_seconds", "dlq_retention_seconds", "failures",
+};
+
+static const char *retention_text(json_t *v, char *buf, size_t size)
+{
+	if (!json_integer_value(v))
+		return "off";
+	return relayctl_fmt_age(json_integer_value(v), buf, size);
+}
+
+/* The retention lines: lengths, what was trimmed, how long entries are
+ * kept, and whether the last retention tick worked. */
+static void print_retention(json_t *snap)
+{
+	json_t *r = json_object_get(snap, "retention");
+	json_t *slen = json_object_get(r, "stream_length");
+	json_t *dlen = json_object_get(r, "dlq_length");
+	char buf[64];
+
+	relayctl_kv(stdout, 18, "Stream length", json_is_integer(slen) ?
+		    (snprintf(buf, sizeof(buf), "%lld", (long long)
+			      json_integer_value(slen)), buf) : "unknown");
+	relayctl_kv(stdout, 18, "DLQ length", json_is_integer(dlen) ?
+		    (snprintf(buf, sizeof(buf), "%lld", (long long)
+			      json_integer_value(dlen)), buf) : "unknown");
+	relayctl_kv(stdout, 18, "Oldest entry age", relayctl_fmt_age(
+		(int64_t)json_number_value(json_object_get(
+			r, "oldest_entry_age_seconds")), buf, sizeof(buf)));
+	snprintf(buf, sizeof(buf), "%lld", (long long)json_integer_value(
+		json_object_get(r, "stream_trimmed")));
+	relayctl_kv(stdout, 18, "Stream trimmed", buf);
+	snprintf(buf, sizeof(buf), "%lld", (long long)json_integer_value(
+		json_object_get(r, "dlq_trimmed")));
+	relayctl_kv(stdout, 18, "DLQ trimmed", buf);
+	relayctl_kv(stdout, 18, "Stream retention", retention_text(
+		json_object_get(r, "stream_retention_seconds"), buf,
+		sizeof(buf)));
+	relayctl_kv(stdout, 18, "DLQ retention", retention_text(
+		json_object_get(r, "dlq_retention_seconds"), buf,
+		sizeof(buf)));
+	if (!r)
+		relayctl_kv(stdout, 18, "Retention", "unknown");
+	else if (json_is_true(json_object_get(r, "failing")))
+		relayctl_kv(stdout, 18, "Retention", "FAILING (see relayd's "
+			    "log, RELAYD-RET02)");
+	else
+		relayctl_kv(stdout, 18, "Retention", "ok");
+}
+
 static long long figure(json_t *snap, const struct line *l)
 {
 	return (long long)json_integer_value(json_object_get(
@@ -71,6 +126,22 @@ static int print(json_t *snap, int json)
 				figure(snap, &lines[i])));
 		json_object_set_new(o, "oldest_pending_age_seconds",
 				    json_real(age));
+		for (i = 0; o && i < sizeof(ret_keys) / sizeof(ret_keys[0]);
+		     i++) {
+			json_t *v = json_object_get(json_object_get(
+				snap, "retention"), ret_keys[i]);
+
+			json_object_set_new(o, ret_keys[i], json_is_integer(v)
+					    ? json_copy(v) : json_null());
+		}
+		json_object_set_new(o, "oldest_entry_age_seconds",
+				    json_real(json_number_value(
+					    json_object_get(json_object_get(
+						    snap, "retention"),
+						    "oldest_entry_age_seconds"))));
+		json_object_set_new(o, "retention_failing", json_boolean(
+			json_is_true(json_object_get(json_object_get(
+				snap, "retention"), "failing"))));
 		json_object_set_new(o, "updated", upd ? json_string(upd)
 						      : json_null());
 		if (relayctl_put_json(o, JSON_INDENT(2) |
@@ -88,6 +159,7 @@ static int print(json_t *snap, int json)
 	}
 	relayctl_kv(stdout, 18, "Oldest pending age",
 		    relayctl_fmt_age((int64_t)age, buf, sizeof(buf)));
+	print_retention(snap);
 	relayctl_kv(stdout, 18, "Updated", upd ? relayctl_fmt_time_age(
 				    upd, buf, sizeof(buf)) : "never");
 	return fflush(stdout) ? RELAYCTL_FAIL : RELAYCTL_OK;

@@ -222,8 +222,9 @@ bad:
 		    "with a port from 1 to 65535", v);
 }
 
-/* REDIS_STREAM_RETENTION, REDIS_DLQ_RETENTION: "0" turns retention off,
- * anything else is a duration of at least 1s. */
+/* REDIS_STREAM_RETENTION, REDIS_DLQ_RETENTION: "0" (or any zero
+ * duration) turns retention off; anything else is a duration of at least
+ * 1s. */
 static int load_retention(const char *name, int64_t *out, char *errbuf,
 			  size_t size)
 {
@@ -235,7 +236,7 @@ static int load_retention(const char *name, int64_t *out, char *errbuf,
 		*out = 0;
 		return 0;
 	}
-	if (relayd_parse_duration_ms(v, out) || *out < 1000)
+	if (relayd_parse_duration_ms(v, out) || (*out > 0 && *out < 1000))
 		return fail(errbuf, size,
 			    "%s: invalid value \"%s\": expected 0 (off) or "
 			    "a duration of at least 1s such as 24h, 30m or "
