@@ -57,6 +57,8 @@ static const char *const ret_keys[] = {
 
 static const char *retention_text(json_t *v, char *buf, size_t size)
 {
+	if (!json_is_integer(v))
+		return "unknown";
 	if (!json_integer_value(v))
 		return "off";
 	return relayctl_fmt_age(json_integer_value(v), buf, size);

@@ -32,6 +32,14 @@ def ids(env, stream=None):
     return [e[0] for e in env.r("XRANGE", stream or env.stream, "-", "+")]
 
 
+def dlq_entry(reason):
+    """The fields of a well-formed DLQ entry (doc/protocol.md)."""
+    return ["original_stream", "events", "original_id", "1-0", "group",
+            "relay", "consumer", "c", "event", "{}", "reason", reason,
+            "app", "a", "handler", "h", "deliveries", "1",
+            "handler_attempts", "1", "timestamp", "2026-01-01T00:00:00Z"]
+
+
 def ret(d):
     """The stats file's retention object (written every 5s/600)."""
     path = os.path.join(d.state_dir, "stats.json")
@@ -108,10 +116,10 @@ def dlq_trims_by_age_only():
         env.app("a", [("h", {"kind": ["x"]})])
         dlq = f"relay:{env.stream}:dlq"
         old_ms = int(time.time() * 1000) - 10000
-        old = env.r("XADD", dlq, f"{old_ms}-0", "reason", "old")
+        old = env.r("XADD", dlq, f"{old_ms}-0", *dlq_entry("old"))
         # A group on the DLQ that read nothing does not protect it.
         env.r("XGROUP", "CREATE", dlq, "audit", "0")
-        new = env.r("XADD", dlq, "*", "reason", "new")
+        new = env.r("XADD", dlq, "*", *dlq_entry("new"))
         d = env.relayd(REDIS_DLQ_RETENTION="5s",
                        REDIS_STREAM_RETENTION="0")
         env.wait(lambda: ids(env, dlq) == [new], "old DLQ entry trimmed")
@@ -120,6 +128,14 @@ def dlq_trims_by_age_only():
                  ret(d)["dlq_length"] == 1, "stats: dlq_trimmed 1")
         eq(ret(d)["stream_retention_seconds"], 0, "stream retention off")
         eq(ret(d)["dlq_retention_seconds"], 5, "dlq retention")
+        out = subprocess.run(
+            [RELAYCTL, "dlq", "ls", "--redis", env.redis.uri, "--stream",
+             env.stream, "--state-dir", d.state_dir],
+            capture_output=True, text=True, timeout=30)
+        eq(out.returncode, 0, "dlq ls: " + out.stderr)
+        check(out.stdout.endswith("\n\nRetention: entries older than 5s "
+                                  "are trimmed (REDIS_DLQ_RETENTION).\n"),
+              "dlq ls says how long entries are kept:\n" + out.stdout)
         d.stop()
 
 
