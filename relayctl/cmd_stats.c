@@ -68,39 +68,50 @@ static const char *retention_text(json_t *v, char *buf, size_t size)
  * kept, and whether the last retention tick worked. */
 static void print_retention(json_t *snap)
 {
+	static const char *const labels[] = {
+		"Stream length", "DLQ length", "Oldest entry age",
+		"Stream trimmed", "DLQ trimmed", "Stream retention",
+		"DLQ retention", "Retention",
+	};
 	json_t *r = json_object_get(snap, "retention");
 	json_t *slen = json_object_get(r, "stream_length");
 	json_t *dlen = json_object_get(r, "dlq_length");
 	char buf[64];
+	size_t i;
 
-	relayctl_kv(stdout, 18, "Stream length", json_is_integer(slen) ?
+	if (!json_is_object(r)) {
+		/* No stats file yet, or one from a relayd without
+		 * retention. */
+		for (i = 0; i < sizeof(labels) / sizeof(labels[0]); i++)
+			relayctl_kv(stdout, 18, labels[i], "unknown");
+		return;
+	}
+	relayctl_kv(stdout, 18, labels[0], json_is_integer(slen) ?
 		    (snprintf(buf, sizeof(buf), "%lld", (long long)
 			      json_integer_value(slen)), buf) : "unknown");
-	relayctl_kv(stdout, 18, "DLQ length", json_is_integer(dlen) ?
+	relayctl_kv(stdout, 18, labels[1], json_is_integer(dlen) ?
 		    (snprintf(buf, sizeof(buf), "%lld", (long long)
 			      json_integer_value(dlen)), buf) : "unknown");
-	relayctl_kv(stdout, 18, "Oldest entry age", relayctl_fmt_age(
+	relayctl_kv(stdout, 18, labels[2], relayctl_fmt_age(
 		(int64_t)json_number_value(json_object_get(
 			r, "oldest_entry_age_seconds")), buf, sizeof(buf)));
 	snprintf(buf, sizeof(buf), "%lld", (long long)json_integer_value(
 		json_object_get(r, "stream_trimmed")));
-	relayctl_kv(stdout, 18, "Stream trimmed", buf);
+	relayctl_kv(stdout, 18, labels[3], buf);
 	snprintf(buf, sizeof(buf), "%lld", (long long)json_integer_value(
 		json_object_get(r, "dlq_trimmed")));
-	relayctl_kv(stdout, 18, "DLQ trimmed", buf);
-	relayctl_kv(stdout, 18, "Stream retention", retention_text(
+	relayctl_kv(stdout, 18, labels[4], buf);
+	relayctl_kv(stdout, 18, labels[5], retention_text(
 		json_object_get(r, "stream_retention_seconds"), buf,
 		sizeof(buf)));
-	relayctl_kv(stdout, 18, "DLQ retention", retention_text(
+	relayctl_kv(stdout, 18, labels[6], retention_text(
 		json_object_get(r, "dlq_retention_seconds"), buf,
 		sizeof(buf)));
-	if (!r)
-		relayctl_kv(stdout, 18, "Retention", "unknown");
-	else if (json_is_true(json_object_get(r, "failing")))
-		relayctl_kv(stdout, 18, "Retention", "FAILING (see relayd's "
+	if (json_is_true(json_object_get(r, "failing")))
+		relayctl_kv(stdout, 18, labels[7], "FAILING (see relayd's "
 			    "log, RELAYD-RET02)");
 	else
-		relayctl_kv(stdout, 18, "Retention", "ok");
+		relayctl_kv(stdout, 18, labels[7], "ok");
 }
 
 static long long figure(json_t *snap, const struct line *l)
