@@ -133,6 +133,7 @@ static int print(json_t *snap, int json)
 
 	if (json) {
 		json_t *o = json_object();
+		json_t *ret = json_object_get(snap, "retention");
 
 		for (i = 0; o && i < sizeof(lines) / sizeof(lines[0]); i++)
 			json_object_set_new(o, lines[i].key, json_integer(
@@ -141,20 +142,16 @@ static int print(json_t *snap, int json)
 				    json_real(age));
 		for (i = 0; o && i < sizeof(ret_keys) / sizeof(ret_keys[0]);
 		     i++) {
-			json_t *v = json_object_get(json_object_get(
-				snap, "retention"), ret_keys[i]);
+			json_t *v = json_object_get(ret, ret_keys[i]);
 
 			json_object_set_new(o, ret_keys[i], json_is_integer(v)
 					    ? json_copy(v) : json_null());
 		}
 		json_object_set_new(o, "oldest_entry_age_seconds",
-				    json_real(json_number_value(
-					    json_object_get(json_object_get(
-						    snap, "retention"),
-						    "oldest_entry_age_seconds"))));
+				    json_real(json_number_value(json_object_get(
+					    ret, "oldest_entry_age_seconds"))));
 		json_object_set_new(o, "retention_failing", json_boolean(
-			json_is_true(json_object_get(json_object_get(
-				snap, "retention"), "failing"))));
+			json_is_true(json_object_get(ret, "failing"))));
 		json_object_set_new(o, "updated", upd ? json_string(upd)
 						      : json_null());
 		if (relayctl_put_json(o, JSON_INDENT(2) |

@@ -680,8 +680,10 @@ static void test_hiredis__trim_races_autoclaim_and_xadd(void)
 	f = fopen(path, "r");
 	RT_ASSERT(f);
 	while (fgets(line, sizeof(line), f)) {
-		char ***v = line[0] == 'A' ? &added : line[0] == '1' ? &a1 : &a2;
-		size_t *nv = line[0] == 'A' ? &nadd : line[0] == '1' ? &n1 : &n2;
+		char ***v = line[0] == 'A' ? &added
+			    : line[0] == '1' ? &a1 : &a2;
+		size_t *nv = line[0] == 'A' ? &nadd
+			     : line[0] == '1' ? &n1 : &n2;
 
 		line[strcspn(line, "\n")] = '\0';
 		*v = realloc(*v, (*nv + 1) * sizeof(**v));
