@@ -28,7 +28,7 @@ check()
 }
 
 echo "TAP version 13"
-check "validate match app dlq health stats --help --version" relayctl ""
+check "validate match app dlq health stats state --help --version" relayctl ""
 check "run ls inspect invoke --help" relayctl app ""
 check "ls inspect replay rm --help" relayctl dlq ""
 check "audit billing notify" relayctl app run --apps "$apps" ""
@@ -48,5 +48,8 @@ check "--json --redis --stream --group --run-dir --state-dir --apps --help" rela
 check "audit" relayctl dlq replay --all --apps "$apps" --app a
 check "--all" relayctl dlq replay --app billing --al
 check "--json" relayctl app ls --run-dir /tmp --j
+check "leaks --help" relayctl state ""
+check "--retain --ttl --json --redis --stream --group --run-dir --state-dir --apps --help" relayctl state leaks -
+check "--retain" relayctl state leaks --ttl 2h --ret
 echo "1..$n"
 exit $fail

@@ -5,7 +5,9 @@
  *	    ID  ORIGINAL  APP  HANDLER  ATTEMPTS  AGE, oldest first;
  *	    ORIGINAL is <original_stream>/<original_id>, AGE the time since
  *	    the entry's timestamp ("3m12s"). --json: an array with one object
- *	    per entry holding every field. A malformed entry fails the whole
+ *	    per entry holding every field. The table ends with a blank line
+ *	    and "Retention: ..." (how long relayd keeps entries, from its
+ *	    stats file). A malformed entry fails the whole
  *	    listing, naming the entry and the field: an operator must never
  *	    believe the queue is shorter than it is.
  *	dlq rm ID
@@ -40,7 +42,8 @@ static void ls_usage(FILE *f)
 	fprintf(f, "usage: relayctl dlq ls [--app NAME] [--limit N] "
 		"[--json] [connection options]\n\n"
 		"List the DLQ entries oldest first as a table\n"
-		"ID ORIGINAL APP HANDLER ATTEMPTS AGE.\n\n"
+		"ID ORIGINAL APP HANDLER ATTEMPTS AGE, then how long relayd "
+		"keeps them\n(REDIS_DLQ_RETENTION, from its stats file).\n\n"
 		"  --app NAME         only entries of app NAME\n"
 		"  --limit N          at most N entries\n"
 		"  --json             a JSON array, one object per entry with "
@@ -80,6 +83,35 @@ static int add_row(relayctl_table *t, const relay_dlq_record *r,
 	row[4] = attempts;
 	row[5] = age;
 	return relayctl_table_add(t, row);
+}
+
+/*
+ * The footer of the `dlq ls` table: how long entries are kept. The
+ * figure is the running relayd's REDIS_DLQ_RETENTION as recorded in its
+ * stats file (RELAY_STATE_DIR/stats.json), which is what is enforced;
+ * without that file relayctl cannot know it and says so.
+ */
+static void retention_note(const struct relayctl_conf *c)
+{
+	char path[4200], buf[64];
+	json_t *snap, *v;
+
+	snprintf(path, sizeof(path), "%s/stats.json", c->state_dir);
+	snap = json_load_file(path, 0, NULL);
+	v = json_object_get(json_object_get(snap, "retention"),
+			    "dlq_retention_seconds");
+	if (!json_is_integer(v))
+		printf("\nRetention: unknown (no relayd stats file in %s); "
+		       "relayd's default\nREDIS_DLQ_RETENTION=168h trims "
+		       "entries older than 7 days.\n", c->state_dir);
+	else if (json_integer_value(v) == 0)
+		printf("\nRetention: off (REDIS_DLQ_RETENTION=0): entries are "
+		       "kept until removed.\n");
+	else
+		printf("\nRetention: entries older than %s are trimmed "
+		       "(REDIS_DLQ_RETENTION).\n", relayctl_fmt_age(
+			       json_integer_value(v), buf, sizeof(buf)));
+	json_decref(snap);
 }
 
 static int ls(int argc, char **argv)
@@ -140,6 +172,10 @@ static int ls(int argc, char **argv)
 			break;
 	}
 	rc = relayctl_put_listing(list, &t);
+	if (!rc && !list) {
+		retention_note(&d.conf);
+		rc = fflush(stdout) ? RELAYCTL_FAIL : RELAYCTL_OK;
+	}
 done:
 	json_decref(list);
 	relayctl_table_free(&t);

@@ -8,7 +8,9 @@
  * relayd ({"cmd":"stats reset"}) to zero its counters and prints the new
  * snapshot. Output: aligned "Key: value" lines, or with --json one object
  * {"events_received": N, ..., "oldest_pending_age_seconds": S,
- *  "updated": "<RFC 3339>"|null}.
+ *  "stream_length": N|null, ..., "retention_failing": B,
+ *  "updated": "<RFC 3339>"|null}. The retention figures come from the
+ * file's "retention" object (relayd's retention ticks).
  */
 #include <errno.h>
 #include <stdio.h>
@@ -46,6 +48,72 @@ static const struct line {
 	{ "Pending entries", "gauges", "pending_entries" },
 };
 
+/* Retention figures (the stats file's "retention" object), --json key
+ * = file key. */
+static const char *const ret_keys[] = {
+	"stream_length", "dlq_length", "stream_trimmed", "dlq_trimmed",
+	"stream_retention_seconds", "dlq_retention_seconds", "failures",
+};
+
+static const char *retention_text(json_t *v, char *buf, size_t size)
+{
+	if (!json_is_integer(v))
+		return "unknown";
+	if (!json_integer_value(v))
+		return "off";
+	return relayctl_fmt_age(json_integer_value(v), buf, size);
+}
+
+/* The retention lines: lengths, what was trimmed, how long entries are
+ * kept, and whether the last retention tick worked. */
+static void print_retention(json_t *snap)
+{
+	static const char *const labels[] = {
+		"Stream length", "DLQ length", "Oldest entry age",
+		"Stream trimmed", "DLQ trimmed", "Stream retention",
+		"DLQ retention", "Retention",
+	};
+	json_t *r = json_object_get(snap, "retention");
+	json_t *slen = json_object_get(r, "stream_length");
+	json_t *dlen = json_object_get(r, "dlq_length");
+	char buf[64];
+	size_t i;
+
+	if (!json_is_object(r)) {
+		/* No stats file yet, or one from a relayd without
+		 * retention. */
+		for (i = 0; i < sizeof(labels) / sizeof(labels[0]); i++)
+			relayctl_kv(stdout, 18, labels[i], "unknown");
+		return;
+	}
+	relayctl_kv(stdout, 18, labels[0], json_is_integer(slen) ?
+		    (snprintf(buf, sizeof(buf), "%lld", (long long)
+			      json_integer_value(slen)), buf) : "unknown");
+	relayctl_kv(stdout, 18, labels[1], json_is_integer(dlen) ?
+		    (snprintf(buf, sizeof(buf), "%lld", (long long)
+			      json_integer_value(dlen)), buf) : "unknown");
+	relayctl_kv(stdout, 18, labels[2], relayctl_fmt_age(
+		(int64_t)json_number_value(json_object_get(
+			r, "oldest_entry_age_seconds")), buf, sizeof(buf)));
+	snprintf(buf, sizeof(buf), "%lld", (long long)json_integer_value(
+		json_object_get(r, "stream_trimmed")));
+	relayctl_kv(stdout, 18, labels[3], buf);
+	snprintf(buf, sizeof(buf), "%lld", (long long)json_integer_value(
+		json_object_get(r, "dlq_trimmed")));
+	relayctl_kv(stdout, 18, labels[4], buf);
+	relayctl_kv(stdout, 18, labels[5], retention_text(
+		json_object_get(r, "stream_retention_seconds"), buf,
+		sizeof(buf)));
+	relayctl_kv(stdout, 18, labels[6], retention_text(
+		json_object_get(r, "dlq_retention_seconds"), buf,
+		sizeof(buf)));
+	if (json_is_true(json_object_get(r, "failing")))
+		relayctl_kv(stdout, 18, labels[7], "FAILING (see relayd's "
+			    "log, RELAYD-RET02)");
+	else
+		relayctl_kv(stdout, 18, labels[7], "ok");
+}
+
 static long long figure(json_t *snap, const struct line *l)
 {
 	return (long long)json_integer_value(json_object_get(
@@ -65,12 +133,25 @@ static int print(json_t *snap, int json)
 
 	if (json) {
 		json_t *o = json_object();
+		json_t *ret = json_object_get(snap, "retention");
 
 		for (i = 0; o && i < sizeof(lines) / sizeof(lines[0]); i++)
 			json_object_set_new(o, lines[i].key, json_integer(
 				figure(snap, &lines[i])));
 		json_object_set_new(o, "oldest_pending_age_seconds",
 				    json_real(age));
+		for (i = 0; o && i < sizeof(ret_keys) / sizeof(ret_keys[0]);
+		     i++) {
+			json_t *v = json_object_get(ret, ret_keys[i]);
+
+			json_object_set_new(o, ret_keys[i], json_is_integer(v)
+					    ? json_copy(v) : json_null());
+		}
+		json_object_set_new(o, "oldest_entry_age_seconds",
+				    json_real(json_number_value(json_object_get(
+					    ret, "oldest_entry_age_seconds"))));
+		json_object_set_new(o, "retention_failing", json_boolean(
+			json_is_true(json_object_get(ret, "failing"))));
 		json_object_set_new(o, "updated", upd ? json_string(upd)
 						      : json_null());
 		if (relayctl_put_json(o, JSON_INDENT(2) |
@@ -88,6 +169,7 @@ static int print(json_t *snap, int json)
 	}
 	relayctl_kv(stdout, 18, "Oldest pending age",
 		    relayctl_fmt_age((int64_t)age, buf, sizeof(buf)));
+	print_retention(snap);
 	relayctl_kv(stdout, 18, "Updated", upd ? relayctl_fmt_time_age(
 				    upd, buf, sizeof(buf)) : "never");
 	return fflush(stdout) ? RELAYCTL_FAIL : RELAYCTL_OK;

@@ -16,6 +16,7 @@ static const struct relayctl_sub commands[] = {
 	{ "dlq", relayctl_cmd_dlq, "list, inspect, replay, remove DLQ entries" },
 	{ "health", relayctl_cmd_health, "ask relayd whether it is healthy" },
 	{ "stats", relayctl_cmd_stats, "show or reset the event counters" },
+	{ "state", relayctl_cmd_state, "find leaked invocation-state hashes" },
 };
 
 int relayctl_error(int code, const char *fmt, ...)

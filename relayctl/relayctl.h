@@ -18,6 +18,7 @@ int relayctl_cmd_app(int argc, char **argv);
 int relayctl_cmd_dlq(int argc, char **argv);
 int relayctl_cmd_health(int argc, char **argv);
 int relayctl_cmd_stats(int argc, char **argv);
+int relayctl_cmd_state(int argc, char **argv);  /* cmd_state.c */
 
 /* Subcommands, called by their group's dispatcher (argv[0] = the
  * subcommand name). */

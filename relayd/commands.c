@@ -403,6 +403,7 @@ static void cmd_stats(relayd *d, relayd_request *req, bool reset)
 	if (reset && d->consumer) {
 		relay_consumer_metrics_reset(d->consumer);
 		relayd_schedpub_counts_reset(d->schedpub);
+		relayd_retention_counts_reset(d->retention);
 		d->reset_at_ms = relayd_wall_ms();
 		relayd_flush_stats(d);
 	}

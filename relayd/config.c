@@ -223,6 +223,28 @@ bad:
 		    "with a port from 1 to 65535", v);
 }
 
+/* REDIS_STREAM_RETENTION, REDIS_DLQ_RETENTION: "0" (or any zero
+ * duration) turns retention off; anything else is a duration of at least
+ * 1s. */
+static int load_retention(const char *name, int64_t *out, char *errbuf,
+			  size_t size)
+{
+	const char *v = env(name);
+
+	if (!v)
+		return 0;
+	if (strcmp(v, "0") == 0) {
+		*out = 0;
+		return 0;
+	}
+	if (relayd_parse_duration_ms(v, out) || (*out > 0 && *out < 1000))
+		return fail(errbuf, size,
+			    "%s: invalid value \"%s\": expected 0 (off) or "
+			    "a duration of at least 1s such as 24h, 30m or "
+			    "7d", name, v);
+	return 0;
+}
+
 static int load_numbers(relayd_config *c, char *errbuf, size_t size)
 {
 	const char *v;
@@ -264,6 +286,11 @@ static int load_numbers(relayd_config *c, char *errbuf, size_t size)
 				    "value \"%s\": expected a duration of at "
 				    "least 1s such as 168h, 30m or 7d", v);
 	}
+	if (load_retention("REDIS_STREAM_RETENTION", &c->stream_retention_ms,
+			   errbuf, size) ||
+	    load_retention("REDIS_DLQ_RETENTION", &c->dlq_retention_ms,
+			   errbuf, size))
+		return -1;
 	return 0;
 }
 
@@ -411,6 +438,8 @@ static void set_defaults(relayd_config *c)
 	c->max_event_bytes = 256 * 1024;
 	c->log_level = RELAY_LOG_INFO;
 	c->retention_ms = 168LL * 3600 * 1000;
+	c->stream_retention_ms = 24LL * 3600 * 1000;
+	c->dlq_retention_ms = 168LL * 3600 * 1000;
 	c->time_scale = 1;
 	c->sandbox = xstrdup("bwrap");
 	c->warm = true;

@@ -64,6 +64,8 @@ static void usage(FILE *f)
 		"  LOG_FORMAT                    text (default) or json\n"
 		"  RELAY_SANDBOX                 bwrap (default) or none\n"
 		"  REDIS_INVOCATION_RETENTION    default: 168h\n"
+		"  REDIS_STREAM_RETENTION        default: 24h (0: off)\n"
+		"  REDIS_DLQ_RETENTION           default: 168h (0: off)\n"
 		"See relayd(8).\n");
 }
 
@@ -91,6 +93,7 @@ static int take(relayd *d, relayd_stats *s)
 	s->reset_at_ms = d->reset_at_ms;
 	relayd_schedpub_counts_get(d->schedpub, &s->sp);
 	relayd_warm_take(&s->warm, d->rt);
+	relayd_retention_counts_get(d->retention, &s->ret);
 	if (relayd_stats_take(s, d->consumer)) {
 		relayd_stats_clear(s);
 		return -1;
@@ -195,6 +198,7 @@ static void on_stop_signal(struct ev_loop *loop, ev_signal *w, int revents)
 		return;
 	graceful = d->signals++ == 0;
 	relayd_schedpub_stop(d->schedpub);
+	relayd_retention_stop(d->retention);
 	relayd_log(RELAY_LOG_INFO, "RELAYD02", "%s received: %s",
 		   strsignal(w->signum), graceful ?
 		   "stopping reading, letting running handlers finish "
@@ -402,6 +406,7 @@ static void shutdown_all(relayd *d)
 		relayd_apps_unwatch(d);
 	}
 	relayd_schedpub_stop(d->schedpub);
+	relayd_retention_stop(d->retention);
 	relayd_http_stop(d->http);
 	relayd_control_stop(d->ctl);
 	if (d->consumer) {
@@ -414,6 +419,8 @@ static void shutdown_all(relayd *d)
 	relay_redis_free(d->redis);  /* in-flight publishes: ECLOSED */
 	relayd_schedpub_free(d->schedpub);
 	d->schedpub = NULL;
+	relayd_retention_free(d->retention);  /* after its ECLOSED */
+	d->retention = NULL;
 	relay_appset_free(d->apps);
 	if (d->lock_fd >= 0)
 		close(d->lock_fd);
@@ -510,6 +517,11 @@ int main(int argc, char **argv)
 	d.schedpub = relayd_schedpub_start(&d);
 	if (!d.schedpub) {
 		snprintf(errbuf, sizeof(errbuf), "schedules: out of memory");
+		goto fail;
+	}
+	d.retention = relayd_retention_start(&d);
+	if (!d.retention) {
+		snprintf(errbuf, sizeof(errbuf), "retention: out of memory");
 		goto fail;
 	}
 	relayd_log(RELAY_LOG_INFO, "RELAYD01", "relayd %s running: stream %s, "

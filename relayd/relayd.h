@@ -38,6 +38,8 @@ typedef struct relayd_config {
 	unsigned int warm_max_parents; /* RELAY_WARM_MAX_PARENTS */
 	int64_t warm_idle_ms;     /* RELAY_WARM_IDLE */
 	int64_t retention_ms;     /* REDIS_INVOCATION_RETENTION */
+	int64_t stream_retention_ms; /* REDIS_STREAM_RETENTION, 0 = off */
+	int64_t dlq_retention_ms; /* REDIS_DLQ_RETENTION, 0 = off */
 	unsigned int time_scale;  /* RELAY_TEST_TIME_SCALE (1 = off) */
 	bool time_scale_ignored;  /* set in a release build: say so */
 	/* RELAY_TEST_SCHEDULE_CLOCK=V[:A[:R]] (test builds only): the
@@ -95,6 +97,20 @@ typedef struct relayd_schedpub_counts {
 	uint64_t pending;     /* gauge: occurrences waiting (outbox) */
 } relayd_schedpub_counts;
 
+/* The retention scheduler's counters and gauges (retention.c). */
+typedef struct relayd_retention_counts {
+	uint64_t stream_trimmed;      /* entries trimmed from the stream */
+	uint64_t dlq_trimmed;         /* ... from the DLQ */
+	uint64_t failures;            /* failed retention steps */
+	int64_t stream_retention_ms;  /* 0 = off */
+	int64_t dlq_retention_ms;     /* 0 = off */
+	int64_t stream_length;        /* gauges as of the last step; */
+	int64_t dlq_length;           /* -1 = not known yet */
+	int64_t oldest_entry_age_ms;  /* first stream entry; 0 = empty */
+	int64_t oldest_pending_age_ms;/* oldest PEL entry of any group */
+	bool failing;                 /* the last step failed */
+} relayd_retention_counts;
+
 typedef struct relayd_hist {
 	char *app;
 	char *handler;
@@ -134,6 +150,7 @@ typedef struct relayd_stats {
 	int64_t started_at_ms;     /* wall clock */
 	int64_t reset_at_ms;       /* last `stats reset`, 0 = never */
 	relayd_schedpub_counts sp; /* the schedule publisher */
+	relayd_retention_counts ret; /* stream and DLQ retention */
 } relayd_stats;
 
 /* Fill @s from the consumer (0 or -1 on allocation failure). */
@@ -200,6 +217,7 @@ typedef struct relayd {
 	relayd_control *ctl;
 	relayd_http *http;
 	struct relayd_schedpub *schedpub; /* schedule publisher */
+	struct relayd_retention *retention; /* stream/DLQ retention */
 	ev_signal sig_term, sig_int, sig_hup;
 	ev_timer metrics_timer;      /* re-render /metrics */
 	ev_timer stats_timer;        /* flush the stats file */
@@ -246,6 +264,23 @@ void relayd_schedpub_counts_reset(relayd_schedpub *p);
 /* The schedule clock: Unix seconds (virtual under
  * RELAY_TEST_SCHEDULE_CLOCK). */
 int64_t relayd_schedule_now(const relayd *d);
+
+/* retention.c: REDIS_STREAM_RETENTION and REDIS_DLQ_RETENTION, one
+ * relay_redis_stream_trim() step per target and tick. */
+typedef struct relayd_retention relayd_retention;
+/* Log what is in effect and start ticking; NULL on allocation failure. */
+relayd_retention *relayd_retention_start(relayd *d);
+/* Stop ticking (stop signal); a step in flight completes harmlessly. */
+void relayd_retention_stop(relayd_retention *r);
+/* After the Redis backend is freed. NULL is a no-op. */
+void relayd_retention_free(relayd_retention *r);
+void relayd_retention_counts_get(const relayd_retention *r,
+				 relayd_retention_counts *out);
+/* `stats reset`: zero the counters (gauges stay). */
+void relayd_retention_counts_reset(relayd_retention *r);
+/* The tick for a retention: @ms / 24 within [1m, 1h] (before the time
+ * scale); exposed for the start-up log and tests. */
+int64_t relayd_retention_tick_ms(int64_t ms);
 
 /* commands.c: the control-socket requests. */
 void relayd_command(relayd_request *req, void *req_json, void *payload);

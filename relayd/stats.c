@@ -138,6 +138,62 @@ static void histogram(FILE *f, const relayd_stats *s)
 	}
 }
 
+#define JU(v) json_integer((json_int_t)(v))
+
+static void retention_metrics(FILE *f, const relayd_retention_counts *r)
+{
+	counter(f, "relay_stream_trimmed_total",
+		"Entries retention trimmed from the source stream.",
+		r->stream_trimmed);
+	counter(f, "relay_dlq_trimmed_total",
+		"Entries retention trimmed from the DLQ.", r->dlq_trimmed);
+	counter(f, "relay_retention_failures_total",
+		"Failed retention steps.", r->failures);
+	gauge(f, "relay_retention_failing",
+	      "1 when the last retention tick failed.", (double)r->failing);
+	gauge(f, "relay_stream_retention_seconds",
+	      "REDIS_STREAM_RETENTION (0: disabled).",
+	      (double)r->stream_retention_ms / 1000.0);
+	gauge(f, "relay_dlq_retention_seconds",
+	      "REDIS_DLQ_RETENTION (0: disabled).",
+	      (double)r->dlq_retention_ms / 1000.0);
+	if (r->stream_length >= 0)
+		gauge(f, "relay_stream_length",
+		      "Entries in the source stream (as of the last "
+		      "retention step).", (double)r->stream_length);
+	if (r->dlq_length >= 0)
+		gauge(f, "relay_dlq_length",
+		      "Entries in the DLQ (as of the last retention step).",
+		      (double)r->dlq_length);
+	gauge(f, "relay_stream_oldest_entry_age_seconds",
+	      "Age of the oldest entry in the source stream.",
+	      (double)r->oldest_entry_age_ms / 1000.0);
+	gauge(f, "relay_stream_oldest_pending_entry_age_seconds",
+	      "Age (since XADD) of the oldest entry pending in any group.",
+	      (double)r->oldest_pending_age_ms / 1000.0);
+}
+
+/* The "retention" object of the stats file (doc/protocol.md). */
+static json_t *retention_json(const relayd_retention_counts *r)
+{
+	return json_pack("{s:o, s:o, s:o, s:o, s:o, s:o, s:o, s:f, s:f, s:b}",
+		"stream_retention_seconds",
+		JU(r->stream_retention_ms / 1000),
+		"dlq_retention_seconds", JU(r->dlq_retention_ms / 1000),
+		"stream_trimmed", JU(r->stream_trimmed),
+		"dlq_trimmed", JU(r->dlq_trimmed),
+		"failures", JU(r->failures),
+		"stream_length", r->stream_length >= 0 ?
+			JU(r->stream_length) : json_null(),
+		"dlq_length", r->dlq_length >= 0 ?
+			JU(r->dlq_length) : json_null(),
+		"oldest_entry_age_seconds",
+		(double)r->oldest_entry_age_ms / 1000.0,
+		"oldest_pending_entry_age_seconds",
+		(double)r->oldest_pending_age_ms / 1000.0,
+		"failing", r->failing);
+}
+
 /*
  * relay_events_received_total counts external events that were classified
  * (decoded and matched against the apps), so received = matched +
@@ -227,6 +283,7 @@ char *relayd_stats_prometheus(const relayd_stats *s, size_t *len)
 	gauge(f, "relay_redis_up", "1 when Redis is reachable.",
 	      (double)m->redis_up);
 	relayd_warm_prometheus(f, &s->warm);
+	retention_metrics(f, &s->ret);
 	if (fclose(f) != 0) {
 		free(buf);
 		return NULL;
@@ -247,8 +304,6 @@ static char *iso8601(int64_t ms, char *buf, size_t size)
 	snprintf(buf + n, size - n, ".%03uZ", (unsigned int)(ms % 1000));
 	return buf;
 }
-
-#define JU(v) json_integer((json_int_t)(v))
 
 void *relayd_stats_json(const relayd_stats *s, const relayd_config *c)
 {
@@ -328,6 +383,7 @@ void *relayd_stats_json(const relayd_stats *s, const relayd_config *c)
 	json_object_set_new(root, "gauges", gauges);
 	json_object_set_new(root, "handlers", handlers);
 	json_object_set_new(root, "warm", relayd_warm_json(&s->warm));
+	json_object_set_new(root, "retention", retention_json(&s->ret));
 	return root;
 }
 

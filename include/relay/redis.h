@@ -395,6 +395,74 @@ RELAY_EXTERN int relay_redis_xpending_count(relay_redis_backend *b,
 					    relay_redis_int_cb cb,
 					    void *payload);
 
+/* ---- retention -------------------------------------------------------- */
+
+/**
+ * struct relay_stream_trim - what one retention step did and saw; every
+ * pointer owned (free with relay_stream_trim_free()).
+ */
+typedef struct relay_stream_trim {
+	long long trimmed;        /* entries this step removed */
+	long long length;         /* entries left (XLEN after the trim) */
+	char *bound;              /* entries below this id were eligible;
+				   * "" when the stream does not exist */
+	char *first_id;           /* oldest entry left, "" when empty */
+	char *oldest_pending_id;  /* oldest PEL entry over every group, ""
+				   * when none (always "" with
+				   * RELAY_TRIM_AGE_ONLY) */
+	long long groups;         /* consumer groups on the stream */
+} relay_stream_trim;
+
+/** relay_stream_trim_free() - free a result; NULL is a no-op. */
+RELAY_EXTERN void relay_stream_trim_free(relay_stream_trim *t);
+
+/** Completion of relay_redis_stream_trim(); @t is new (NULL on failure). */
+typedef void (*relay_redis_trim_cb)(relay_redis_backend *b, int status,
+				    relay_stream_trim *t, void *payload);
+
+/* relay_redis_stream_trim() flags. */
+#define RELAY_TRIM_AGE_ONLY 1u  /* ignore consumer groups (the DLQ) */
+
+/**
+ * relay_redis_stream_trim() - one safe retention step on a stream, as one
+ * atomic server-side script (REDIS_STREAM_RETENTION, REDIS_DLQ_RETENTION).
+ * @b: the backend (version 3 or later; RELAY_EBACKEND otherwise).
+ * @stream: the stream key.
+ * @cutoff_ms: Unix ms; only entries whose id time is below it may go
+ *   (the age cutoff: now - retention).
+ * @limit: at most this many entries removed (XTRIM LIMIT), so one step
+ *   never blocks Redis for long; 0 only observes (nothing is removed).
+ * @flags: 0, or RELAY_TRIM_AGE_ONLY.
+ * @cb: completion; @payload passed to it.
+ *
+ * The bound is the smallest of "@cutoff_ms-0" and, for every consumer
+ * group on the stream (unless RELAY_TRIM_AGE_ONLY), the group's oldest
+ * pending id and its last-delivered id + 1. Entries below the bound are
+ * removed with XTRIM MINID ~ bound LIMIT @limit, which removes whole
+ * nodes only: never an entry at or above the bound, so never an entry
+ * any group still has pending or has not read yet, however the trim
+ * interleaves with XREADGROUP, XAUTOCLAIM, XACK or XADD. A stream with
+ * no group is trimmed by age alone. A missing stream is not an error
+ * (everything zero). Works on Redis 6.2 and later.
+ * Returns: 0 (@cb runs once) or a negative code (it never runs). The
+ * callback's status is RELAY_EBACKEND (RELAY_ETYPE for a key that is
+ * not a stream) on an ERROR reply, RELAY_EPARSE on an unexpected reply.
+ * Ownership: the callback owns @t.
+ * Thread-safety: as every call on @b.
+ */
+RELAY_EXTERN int relay_redis_stream_trim(relay_redis_backend *b,
+					 const char *stream,
+					 int64_t cutoff_ms, size_t limit,
+					 unsigned int flags,
+					 relay_redis_trim_cb cb,
+					 void *payload);
+
+/**
+ * relay_stream_id_ms() - the time part of a stream id ("ms-seq" or
+ * "ms"). Returns: the milliseconds, or -1 if @id is not an id.
+ */
+RELAY_EXTERN int64_t relay_stream_id_ms(const char *id);
+
 #ifdef __cplusplus
 }
 #endif

@@ -129,6 +129,8 @@ relay_redis_reply *relay__mem_stream_cmd(mem_backend *m, const mem_args *a,
 					 const char *cmd);
 relay_redis_reply *relay__mem_pel_cmd(mem_backend *m, mem_key *k,
 				      const mem_args *a, const char *cmd);
+/* RELAY_REDIS_SCRIPT_STREAM_TRIM (memory_trim.c). */
+relay_redis_reply *relay__mem_stream_trim(mem_backend *m, const mem_args *a);
 relay_redis_reply *relay__mem_script_run(mem_backend *m,
 					 relay_redis_script op,
 					 const mem_args *a);

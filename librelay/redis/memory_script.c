@@ -347,6 +347,8 @@ relay_redis_reply *relay__mem_script_run(mem_backend *m,
 
 	if (op == RELAY_REDIS_SCRIPT_SCHEDULE_PUBLISH)
 		return schedule_publish(m, a);
+	if (op == RELAY_REDIS_SCRIPT_STREAM_TRIM)
+		return relay__mem_stream_trim(m, a);
 	k = relay__mem_lookup(m, a->argv[0], a->len[0]);
 	if (k && k->type != MEM_HASH)
 		return wrongtype();

@@ -39,7 +39,7 @@ HELP = [
     ["dlq"], ["dlq", "ls"], ["dlq", "inspect"], ["dlq", "replay"],
     ["dlq", "rm"], ["app"], ["app", "ls"], ["app", "inspect"],
     ["app", "invoke"], ["app", "run"], ["health"], ["stats"],
-    ["stats", "reset"],
+    ["stats", "reset"], ["state"], ["state", "leaks"],
 ]
 
 
@@ -160,6 +160,12 @@ STATS = {
     "gauges": {"pending_entries": 7, "pending_oldest_age_seconds": 192.5,
                "redis_up": True},
     "handlers": [],
+    "retention": {"stream_retention_seconds": 86400,
+                  "dlq_retention_seconds": 0, "stream_trimmed": 42,
+                  "dlq_trimmed": 0, "failures": 1, "stream_length": 1200,
+                  "dlq_length": 3, "oldest_entry_age_seconds": 5000.5,
+                  "oldest_pending_entry_age_seconds": 12.0,
+                  "failing": True},
 }
 
 
@@ -184,6 +190,15 @@ def stats_from_file():
                 "DLQ entries:        1\n"
                 "Pending entries:    7\n"
                 "Oldest pending age: 3m12s\n"
+                "Stream length:      1200\n"
+                "DLQ length:         3\n"
+                "Oldest entry age:   1h23m\n"
+                "Stream trimmed:     42\n"
+                "DLQ trimmed:        0\n"
+                "Stream retention:   1d0h\n"
+                "DLQ retention:      off\n"
+                "Retention:          FAILING (see relayd's log, "
+                "RELAYD-RET02)\n"
                 f"Updated:            {s['written_at']} (1h2m ago)\n")
         eq(out, want, "stats lines")
         rc, out, err = run("stats", "--json", "--state-dir", d)
@@ -192,6 +207,10 @@ def stats_from_file():
             "events_unmatched": 4, "handler_success": 5,
             "handler_failure": 3, "reclaims": 2, "dlq_entries": 1,
             "pending_entries": 7, "oldest_pending_age_seconds": 192.5,
+            "stream_length": 1200, "dlq_length": 3, "stream_trimmed": 42,
+            "dlq_trimmed": 0, "stream_retention_seconds": 86400,
+            "dlq_retention_seconds": 0, "failures": 1,
+            "oldest_entry_age_seconds": 5000.5, "retention_failing": True,
             "updated": s["written_at"]}, "stats --json")
         with open(os.path.join(d, "stats.json"), "w") as f:
             json.dump(dict(s, version=2), f)

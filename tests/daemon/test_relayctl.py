@@ -53,8 +53,14 @@ def okfile_app(env, name, rules, okfile):
 
 
 def table(out):
-    """Rows of a relayctl table, split on runs of 2+ spaces."""
-    return [re.split(r"\s{2,}", ln.rstrip()) for ln in out.splitlines()]
+    """Rows of a relayctl table, split on runs of 2+ spaces; a blank line
+    ends the table (dlq ls adds a retention footer)."""
+    rows = []
+    for ln in out.splitlines():
+        if not ln.strip():
+            break
+        rows.append(re.split(r"\s{2,}", ln.rstrip()))
+    return rows
 
 
 def make_dlq(env, d):
@@ -94,11 +100,15 @@ def dlq_ls_table_json_and_filters():
         for r in rows[1:]:
             check(re.fullmatch(r"\d+s|\d+m\d+s", r[5]), f"AGE {r[5]!r}")
         # The header's columns line up with the cells.
-        lines = out.splitlines()
+        lines = out.split("\n\n")[0].splitlines()
         for col in ("ORIGINAL", "APP", "AGE"):
             at = lines[0].index(col)
             check(all(ln[at - 2:at] == "  " and ln[at] != " "
                       for ln in lines[1:]), f"column {col} aligned:\n{out}")
+
+        check(out.endswith("\n\nRetention: entries older than 7d0h are "
+                           "trimmed (REDIS_DLQ_RETENTION).\n"),
+              "retention footer:\n" + out)
 
         rc, out, err = ctl(d, "dlq", "ls", "--json")
         eq(rc, 0, "dlq ls --json exit\n" + err)
@@ -232,8 +242,10 @@ def dlq_inspect_replay_rm():
         eq((rc, out), (0, "DLQ entry removed\n"), "rm\n" + err)
         eq(env.dlq(), [], "DLQ empty")
         rc, out, err = ctl(d, "dlq", "ls")
-        eq((rc, out), (0, "ID  ORIGINAL  APP  HANDLER  ATTEMPTS  AGE\n"),
-           "empty listing is the header")
+        eq((rc, out), (0, "ID  ORIGINAL  APP  HANDLER  ATTEMPTS  AGE\n\n"
+                          "Retention: entries older than 7d0h are trimmed "
+                          "(REDIS_DLQ_RETENTION).\n"),
+           "empty listing is the header and the retention footer")
 
         # An event that is not UTF-8 still lists as JSON.
         env.xadd(fields=["event", b"\xff\xfe{"])
@@ -414,11 +426,15 @@ def stats_never_then_counts_and_reset():
         labels = ["Events received", "Events matched", "Events unmatched",
                   "Handler successes", "Handler failures",
                   "Message reclaims", "DLQ entries", "Pending entries",
-                  "Oldest pending age", "Updated"]
+                  "Oldest pending age", "Stream length", "DLQ length",
+                  "Oldest entry age", "Stream trimmed", "DLQ trimmed",
+                  "Stream retention", "DLQ retention", "Retention",
+                  "Updated"]
         kv = [ln.split(":", 1) for ln in out.splitlines()]
         eq([k for k, _ in kv], labels, "stats lines")
         eq([v.strip() for _, v in kv],
-           ["0"] * 8 + ["0s", "never"], "fresh values")
+           ["0"] * 8 + ["0s"] + ["unknown"] * 8 + ["never"],
+           "fresh values")
         rc, out, _ = ctl(d, "stats", "--json")
         eq(json.loads(out)["updated"], None, "JSON updated null")
         rc, _, err = ctl(d, "stats", "reset")

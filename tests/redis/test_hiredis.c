@@ -7,7 +7,11 @@
  * redis-server is not installed.
  */
 #include <ev.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <sys/wait.h>
 #include <time.h>
+#include <unistd.h>
 
 #include "relaytest.h"
 
@@ -509,8 +513,218 @@ static void test_hiredis__connect_refused(void)
 	relay_redis_free(b);
 }
 
+/* ---- retention under a real race ---------------------------------------
+ *
+ * A child process produces (XADD), consumes in two groups (relay: c1
+ * acknowledges most of what it reads, c2 reads and "crashes", never
+ * acknowledging; c1 takes c2's PEL over with XAUTOCLAIM; analytics reads
+ * slowly) while the parent runs retention steps as fast as it can with a
+ * cutoff in the future, so only the groups protect entries. At the end
+ * every XADDed id must be acknowledged by both groups or still be in the
+ * stream, and XAUTOCLAIM must never have met a deleted entry.
+ */
+static relay_redis_reply *stress_cmd(relay_redis_backend *b, int argc,
+				     const char *const *argv)
+{
+	relay_redis_reply *r = NULL;
+
+	if (relay_redis_sync_command(b, &r, argc, argv, NULL) ||
+	    !r || r->type == RELAY_REDIS_REPLY_ERROR) {
+		relay_redis_reply_free(r);
+		return NULL;
+	}
+	return r;
+}
+
+/* Read up to @count for @group/@consumer; log "<tag> id" for each entry
+ * acknowledged (when @ack_pct allows). Returns -1 on a failure. */
+static int stress_read(relay_redis_backend *b, FILE *log, const char *group,
+		       const char *consumer, const char *count, int ack_pct,
+		       char tag)
+{
+	const char *rd[] = { "XREADGROUP", "GROUP", group, consumer, "COUNT",
+			     count, "STREAMS", "s", ">" };
+	const char *ack[4] = { "XACK", "s", group, NULL };
+	relay_redis_reply *r = stress_cmd(b, 9, rd), *e, *a;
+	size_t i;
+
+	if (!r)
+		return -1;
+	if (r->type != RELAY_REDIS_REPLY_ARRAY) {
+		relay_redis_reply_free(r);
+		return 0;
+	}
+	e = r->element[0]->element[1];
+	for (i = 0; i < e->elements; i++) {
+		if (rand() % 100 >= ack_pct)
+			continue;
+		ack[3] = e->element[i]->element[0]->str;
+		a = stress_cmd(b, 4, ack);
+		if (!a || a->integer != 1) {
+			relay_redis_reply_free(a);
+			relay_redis_reply_free(r);
+			return -1;
+		}
+		relay_redis_reply_free(a);
+		fprintf(log, "%c %s\n", tag, ack[3]);
+	}
+	relay_redis_reply_free(r);
+	return 0;
+}
+
+/* XAUTOCLAIM everything idle in relay for c1 and acknowledge it; a
+ * deleted id means a trim removed a pending entry: -1. */
+static int stress_reclaim(relay_redis_backend *b, FILE *log)
+{
+	const char *cl[] = { "XAUTOCLAIM", "s", "relay", "c1", "0", "0-0",
+			     "COUNT", "100" };
+	const char *ack[4] = { "XACK", "s", "relay", NULL };
+	relay_redis_reply *r = stress_cmd(b, 8, cl), *a;
+	size_t i;
+	int rc = 0;
+
+	if (!r || r->elements != 3)
+		rc = -1;
+	else if (r->element[2]->elements != 0)
+		rc = -1; /* deleted ids: data loss */
+	for (i = 0; !rc && i < r->element[1]->elements; i++) {
+		ack[3] = r->element[1]->element[i]->element[0]->str;
+		a = stress_cmd(b, 4, ack);
+		if (a && a->integer == 1)
+			fprintf(log, "1 %s\n", ack[3]);
+		relay_redis_reply_free(a);
+	}
+	relay_redis_reply_free(r);
+	return rc;
+}
+
+static int stress_child(const char *path, int n)
+{
+	const char *add[] = { "XADD", "s", "*", "event", "{}" };
+	relay_redis_backend *b;
+	relay_redis_reply *r;
+	FILE *log = fopen(path, "w");
+	int i, rc = 0;
+
+	srand(12);
+	if (!log || relay_redis_open(&b, srv.uri, NULL, NULL))
+		return 2;
+	for (i = 0; i < n && !rc; i++) {
+		r = stress_cmd(b, 5, add);
+		if (!r)
+			rc = 3;
+		else
+			fprintf(log, "A %s\n", r->str);
+		relay_redis_reply_free(r);
+		if (rand() % 3 == 0 && stress_read(b, log, "relay",
+						    rand() % 4 ? "c1" : "c2",
+						    "5", rand() % 4 ? 90 : 0,
+						    '1'))
+			rc = 4;
+		if (rand() % 5 == 0 &&
+		    stress_read(b, log, "analytics", "a1", "3", 100, '2'))
+			rc = 5;
+		if (i % 97 == 0 && stress_reclaim(b, log))
+			rc = 6;
+	}
+	/* Drain: whatever is left unread or pending stays unacknowledged. */
+	if (!rc && stress_reclaim(b, log))
+		rc = 6;
+	relay_redis_free(b);
+	fclose(log);
+	return rc;
+}
+
+static int stress_has(char **v, size_t n, const char *id)
+{
+	size_t i;
+
+	for (i = 0; i < n; i++)
+		if (strcmp(v[i], id) == 0)
+			return 1;
+	return 0;
+}
+
+static void test_hiredis__trim_races_autoclaim_and_xadd(void)
+{
+	char path[] = "/tmp/relay-trim-stress.XXXXXX", line[128];
+	char **added = NULL, **a1 = NULL, **a2 = NULL;
+	size_t nadd = 0, n1 = 0, n2 = 0, i, lost = 0, kept = 0;
+	int fd, status = 0, steps = 0, st;
+	long long trimmed = 0;
+	relay_stream_trim *t;
+	pid_t pid;
+	FILE *f;
+
+	rs_setup();
+	RT_EQ_STR(RS_STR("CONFIG", "SET", "stream-node-max-entries", "4"),
+		  "OK");
+	RS_STR("XGROUP", "CREATE", "s", "relay", "0", "MKSTREAM");
+	RS_STR("XGROUP", "CREATE", "s", "analytics", "0");
+	fd = mkstemp(path);
+	RT_ASSERT(fd >= 0);
+	close(fd);
+	pid = fork();
+	RT_ASSERT(pid >= 0);
+	if (pid == 0)
+		_exit(stress_child(path, 3000));
+	while (waitpid(pid, &status, WNOHANG) == 0) {
+		t = rs_trim("s", RS_NOW * 2, 50, 0, &st);
+		RT_ASSERT(t);
+		trimmed += t->trimmed;
+		steps++;
+		relay_stream_trim_free(t);
+	}
+	RT_ASSERT(WIFEXITED(status));
+	RT_EQ_INT(WEXITSTATUS(status), 0);
+	f = fopen(path, "r");
+	RT_ASSERT(f);
+	while (fgets(line, sizeof(line), f)) {
+		char ***v = line[0] == 'A' ? &added
+			    : line[0] == '1' ? &a1 : &a2;
+		size_t *nv = line[0] == 'A' ? &nadd
+			     : line[0] == '1' ? &n1 : &n2;
+
+		line[strcspn(line, "\n")] = '\0';
+		*v = realloc(*v, (*nv + 1) * sizeof(**v));
+		(*v)[(*nv)++] = strdup(line + 2);
+	}
+	fclose(f);
+	unlink(path);
+	RT_EQ_INT(nadd, 3000);
+	for (i = 0; i < nadd; i++) {
+		relay_redis_reply *r;
+
+		if (stress_has(a1, n1, added[i]) &&
+		    stress_has(a2, n2, added[i]))
+			continue;
+		r = RS_CMD("XRANGE", "s", added[i], added[i]);
+		if (r && r->elements == 1)
+			kept++;
+		else
+			lost++;
+		relay_redis_reply_free(r);
+	}
+	printf("# retention stress: %zu added, %zu/%zu acked, %d steps, "
+	       "%lld trimmed, %zu unacknowledged kept\n", nadd, n1, n2,
+	       steps, trimmed, kept);
+	RT_EQ_INT(lost, 0);
+	RT_CHECK(trimmed > 0);
+	for (i = 0; i < nadd; i++)
+		free(added[i]);
+	for (i = 0; i < n1; i++)
+		free(a1[i]);
+	for (i = 0; i < n2; i++)
+		free(a2[i]);
+	free(added);
+	free(a1);
+	free(a2);
+	rs_teardown();
+}
+
 static const rt_case cases[] = {
 	RS_SHARED_CASES,
+	RT_CASE(test_hiredis__trim_races_autoclaim_and_xadd),
 	RT_CASE(test_hiredis__evalsha_after_first_call),
 	RT_CASE(test_hiredis__noscript_reloads_and_retries),
 	RT_CASE(test_hiredis__sha_relearned_after_lost_load),

@@ -28,7 +28,8 @@ extern "C" {
  * Every transition replies with an ARRAY of four elements
  * [result (string), attempt (integer), deadline_ms (integer), token
  * (string)]; elements that do not apply are 0 or "". Arguments are passed
- * as strings; integers in decimal. KEYS[1] is always the invocation hash.
+ * as strings; integers in decimal. KEYS[1] is the invocation hash unless
+ * the op says otherwise.
  *
  * TRY_START      ARGV field now_ms timeout_ms token
  *                result claimed|running|backoff|ok|exhausted|exhausted_dlq|
@@ -58,12 +59,21 @@ extern "C" {
  *                SET the marker with the TTL, result published (token =
  *                the new entry id). Not a state-hash transition: KEYS[1]
  *                is a string key.
+ * STREAM_TRIM    (version 3) KEYS[1] a stream; ARGV cutoff_ms limit mode
+ *                (mode "groups" or "age"). Not a state-hash transition:
+ *                the retention step behind relay_redis_stream_trim()
+ *                (relay/redis.h), which documents the bound. Replies
+ *                [trimmed (integer), length (integer), bound, first
+ *                entry id or "", oldest pending id or "", groups
+ *                (integer)]; an absent key replies [0, 0, "", "", "", 0].
+ *                A backend may trim fewer entries than the bound allows
+ *                (whole nodes only), never more; limit 0 trims nothing.
  *
  * Versioning: values are only ever appended. A backend declaring
- * version 1 is never asked for an op added later (SCHEDULE_PUBLISH): the
- * wrapper answers RELAY_EBACKEND without calling its script slot, so a
- * version 1 backend built against an older header keeps working for
- * everything but publishing schedule occurrences.
+ * version N is never asked for an op added in a later version
+ * (SCHEDULE_PUBLISH: 2, STREAM_TRIM: 3): the wrapper answers
+ * RELAY_EBACKEND without calling its script slot, so a backend built
+ * against an older header keeps working for everything else.
  */
 typedef enum relay_redis_script {
 	RELAY_REDIS_SCRIPT_TRY_START = 0,
@@ -75,7 +85,9 @@ typedef enum relay_redis_script {
 	RELAY_REDIS_SCRIPT_DLQ_PERSIST = 6,
 	/* version 2 */
 	RELAY_REDIS_SCRIPT_SCHEDULE_PUBLISH = 7,
-	RELAY_REDIS_SCRIPT_COUNT_ = 8
+	/* version 3 */
+	RELAY_REDIS_SCRIPT_STREAM_TRIM = 8,
+	RELAY_REDIS_SCRIPT_COUNT_ = 9
 } relay_redis_script;
 
 /**
@@ -113,10 +125,11 @@ struct relay_redis_backend {
 	void (*free)(relay_redis_backend *b);
 	/* version 1 ends here; later versions append only. Version 2 adds
 	 * no slot: it declares that script() implements
-	 * RELAY_REDIS_SCRIPT_SCHEDULE_PUBLISH. */
+	 * RELAY_REDIS_SCRIPT_SCHEDULE_PUBLISH; version 3 adds none either:
+	 * it declares RELAY_REDIS_SCRIPT_STREAM_TRIM. */
 };
 
-#define RELAY_REDIS_BACKEND_VERSION 2
+#define RELAY_REDIS_BACKEND_VERSION 3
 
 /**
  * relay_redis_backend_check() - validate a backend's version and slots.
