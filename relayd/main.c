@@ -63,6 +63,8 @@ static void usage(FILE *f)
 		"WARN, ERROR\n"
 		"  LOG_FORMAT                    text (default) or json\n"
 		"  RELAY_SANDBOX                 bwrap (default) or none\n"
+		"  RELAY_SANDBOX_USER            host user of the sandbox "
+		"when root (default: nobody)\n"
 		"  REDIS_INVOCATION_RETENTION    default: 168h\n"
 		"See relayd(8).\n");
 }
@@ -294,6 +296,7 @@ static int open_backends(relayd *d, char *errbuf, size_t size)
 
 	memset(&err, 0, sizeof(err));
 	ro.backend = d->cfg.sandbox;
+	ro.sandbox_user = d->cfg.sandbox_user;  /* only used when root */
 	ro.logger = relayd_logger();
 	rc = relay_runtime_new(&d->rt, &ro, &err);
 	if (rc) {

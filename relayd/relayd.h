@@ -34,6 +34,7 @@ typedef struct relayd_config {
 	relay_log_level log_level;/* LOG_LEVEL */
 	bool log_json;            /* LOG_FORMAT=json */
 	char *sandbox;            /* RELAY_SANDBOX: "bwrap" or "none" */
+	char *sandbox_user;       /* RELAY_SANDBOX_USER, NULL = nobody */
 	int64_t retention_ms;     /* REDIS_INVOCATION_RETENTION */
 	unsigned int time_scale;  /* RELAY_TEST_TIME_SCALE (1 = off) */
 	bool time_scale_ignored;  /* set in a release build: say so */

@@ -197,9 +197,16 @@ typedef struct relay_runtime_options {
 					UINT64_MAX = unlimited */
 	relay_logger logger;         /* runtime's own messages (not output) */
 	/* version 1 ends here; later versions append only */
+	const char *sandbox_user;    /* "bwrap" only, and only when the
+					calling process is root: the host
+					user (name or number) the sandbox
+					runs as; NULL/"" = "nobody". A user
+					whose uid or gid is 0 is refused. A
+					non-root host runs it as itself. */
+	/* version 2 ends here */
 } relay_runtime_options;
 
-#define RELAY_RUNTIME_OPTIONS_VERSION 1
+#define RELAY_RUNTIME_OPTIONS_VERSION 2
 #define RELAY_RUNTIME_OPTIONS_INIT \
 	{ .version = RELAY_RUNTIME_OPTIONS_VERSION }
 
