@@ -119,7 +119,9 @@ void relayd_stats_clear(relayd_stats *s);
 char *relayd_stats_prometheus(const relayd_stats *s, size_t *len);
 /* The stats file body (doc/protocol.md): a json_t object (new). */
 void *relayd_stats_json(const relayd_stats *s, const relayd_config *c);
-/* Write @data to @dir/@name atomically (temp + fsync + rename). */
+/* Write @data to @dir/@name atomically (temp + fsync + rename). The temp
+ * file is created with O_EXCL|O_NOFOLLOW: nothing planted at its name is
+ * ever followed or overwritten. */
 int relayd_write_atomic(const char *dir, const char *name, const char *data,
 			size_t len);
 
