@@ -33,6 +33,7 @@
 #include "consumer.h"
 #include "inv/inv.h"
 #include "redis/backend.h"
+#include "sched.h"
 
 #define LOG(c, lvl, id, ...) relay__log(&(c)->logger, lvl, id, __VA_ARGS__)
 
@@ -375,45 +376,6 @@ static void dlq_next(relay__msg *m)
 
 /* ---- classification ---------------------------------------------------- */
 
-/*
- * A schedule occurrence carries "source":"relay.schedule" at the top
- * level (DESIGN.md §4). The substring test keeps the decode off the hot
- * path of ordinary events.
- */
-static int contains(const char *s, size_t len, const char *needle, size_t n)
-{
-	const char *p = s, *end = s + len;
-
-	while (n && (size_t)(end - p) >= n) {
-		p = memchr(p, needle[0], (size_t)(end - p) - n + 1);
-		if (!p)
-			return 0;
-		if (memcmp(p, needle, n) == 0)
-			return 1;
-		p++;
-	}
-	return 0;
-}
-
-static int is_schedule(const char *ev, size_t len)
-{
-	static const char needle[] = "relay.schedule";
-	json_t *root, *src;
-	int yes = 0;
-
-	if (!contains(ev, len, needle, sizeof(needle) - 1))
-		return 0;
-	root = json_loadb(ev, len, 0, NULL);
-	if (!root)
-		return 0;
-	src = json_object_get(root, "source");
-	if (json_is_string(src) &&
-	    strcmp(json_string_value(src), "relay.schedule") == 0)
-		yes = 1;
-	json_decref(root);
-	return yes;
-}
-
 static void classified_cb(int status, const relay_inv_outcome *o,
 			  void *payload)
 {
@@ -591,7 +553,7 @@ static int classify(relay__msg *m, const relay_stream_entry *e)
 	if (!m->event)
 		return RELAY_ENOMEM;
 	m->event_len = len;
-	if (is_schedule(ev, len)) {
+	if (relay__sched_is_envelope(ev, len)) {
 		m->schedule = 1;
 		return relay__sched_classify(m);
 	}

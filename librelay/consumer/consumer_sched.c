@@ -194,6 +194,47 @@ int relay__sched_envelope_check(const void *rootp, const char **app,
 
 /* ---- classification ----------------------------------------------------- */
 
+/*
+ * A schedule occurrence carries "source":"relay.schedule" at the top
+ * level (DESIGN.md §4). The substring test keeps the decode off the hot
+ * path of ordinary events. The engine and relayctl match both classify
+ * with this function.
+ */
+static int contains(const char *s, size_t len, const char *needle, size_t n)
+{
+	const char *p = s, *end = s + len;
+
+	while (n && (size_t)(end - p) >= n) {
+		p = memchr(p, needle[0], (size_t)(end - p) - n + 1);
+		if (!p)
+			return 0;
+		if (memcmp(p, needle, n) == 0)
+			return 1;
+		p++;
+	}
+	return 0;
+}
+
+int relay__sched_is_envelope(const char *ev, size_t len)
+{
+	static const char needle[] = "relay.schedule";
+	json_t *root, *src;
+	int yes = 0;
+
+	if (!contains(ev, len, needle, sizeof(needle) - 1))
+		return 0;
+	root = json_loadb(ev, len, 0, NULL);
+	if (!root)
+		return 0;
+	src = json_object_get(root, "source");
+	if (json_is_string(src) &&
+	    strcmp(json_string_value(src), "relay.schedule") == 0)
+		yes = 1;
+	json_decref(root);
+	return yes;
+}
+
+
 /* The entry named @name: 1 valid (*app set), 0 invalid, -1 absent. */
 static int find_app(const relay_appset *set, const char *name,
 		    const relay_app **app)
@@ -221,7 +262,8 @@ int relay__sched_classify(relay__msg *m)
 	int rc, found;
 
 	root = json_loadb(m->event, m->event_len, 0, NULL);
-	if (!root)  /* is_schedule() decoded it: only memory fails */
+	if (!root)  /* relay__sched_is_envelope() decoded it: only
+		     * memory fails */
 		return RELAY_ENOMEM;
 	rc = relay__sched_envelope_check(root, &an, &sn, &hn, &at, why,
 					 sizeof(why));

@@ -6,6 +6,7 @@ usage: test_sec_daemon.py RELAYD RELAYCTL
 """
 import json
 import os
+import subprocess
 import sys
 
 sys.path.insert(0, os.path.join(os.path.dirname(os.path.abspath(__file__)),
@@ -13,6 +14,33 @@ sys.path.insert(0, os.path.join(os.path.dirname(os.path.abspath(__file__)),
 from harness import Env, case, check, eq, run_cases, wait_for  # noqa: E402
 
 RELAYCTL = sys.argv[2] if len(sys.argv) > 2 else "relayctl"
+
+
+def ctl(d, *args, input=None):
+    """Run relayctl with relayd @d's environment; (rc, stdout, stderr)."""
+    env = {k: v for k, v in os.environ.items()
+           if k.startswith(("ASAN_", "UBSAN_", "LSAN_", "PATH"))}
+    for k in ("REDIS_URI", "REDIS_STREAM", "REDIS_GROUP", "RELAY_RUN_DIR",
+              "RELAY_STATE_DIR", "RELAY_APPS_DIR"):
+        env[k] = d.vars[k]
+    p = subprocess.run([RELAYCTL, *args], env=env, input=input,
+                       capture_output=True, text=True, errors="replace",
+                       timeout=120)
+    check("Sanitizer" not in p.stderr and "runtime error" not in p.stderr,
+          f"relayctl {args}: sanitizer report:\n{p.stderr}")
+    return p.returncode, p.stdout, p.stderr
+
+
+def ctl_plain(*args, input=None):
+    """relayctl without a daemon's environment; (rc, stdout, stderr)."""
+    env = {k: v for k, v in os.environ.items()
+           if k.startswith(("ASAN_", "UBSAN_", "LSAN_", "PATH"))}
+    p = subprocess.run([RELAYCTL, *args], env=env, input=input,
+                       capture_output=True, text=True, errors="replace",
+                       timeout=120)
+    check("Sanitizer" not in p.stderr and "runtime error" not in p.stderr,
+          f"relayctl {args}: sanitizer report:\n{p.stderr}")
+    return p.returncode, p.stdout, p.stderr
 
 
 # ---- item 3: files in the run and state directories -------------------------
@@ -58,6 +86,74 @@ def group_or_world_writable_dirs_refused():
             os.chmod(path, 0o755)
             d2 = env.relayd("r2", **{var: path})
             d2.stop()
+
+
+
+# ---- item 15: one answer for an id that is not a DLQ entry -------------------
+
+BAD_IDS = ["abc", "99999999999999999999-0", "1-99999999999999999999",
+           "18446744073709551616", "1-", "1-2-3"]
+
+
+@case
+def dlq_replay_invalid_id_is_not_found():
+    with Env() as env:
+        env.app("a", [("h", {"kind": ["x"]})])
+        d = env.relayd()
+        for bad in BAD_IDS:
+            rc, out, err = ctl(d, "dlq", "replay", bad)
+            eq(rc, 1, f"relayctl dlq replay {bad}: exit status")
+            check("unknown DLQ entry" in err and "XRANGE" not in err,
+                  f"relayctl dlq replay {bad}: not found: {err!r}")
+            r = d.control({"cmd": "dlq replay", "id": bad})
+            eq(r.get("error"), "not_found", f"socket dlq replay {bad}: {r}")
+        d.stop()
+
+
+@case
+def json_log_message_id_has_no_trailing_colon():
+    """The JSON log's message_id is the id, not "id:" (the text message
+    "dead-lettering message_id=<id>: <why>" puts a colon after it)."""
+    with Env() as env:
+        env.app("a", [("h", {"kind": ["x"]})])
+        d = env.relayd(LOG_FORMAT="json")
+        mid = env.xadd("[1]")
+        env.wait(lambda: len(env.dlq()) == 1, "malformed entry in the DLQ")
+        d.stop()
+        objs = [json.loads(ln) for ln in d.log().splitlines()
+                if ln.startswith("{")]
+        eng06 = [o for o in objs if o.get("msgid") == "RELAY-ENG06"]
+        check(eng06, "a RELAY-ENG06 line:\n" + d.log())
+        for o in eng06:
+            eq(o.get("message_id"), mid, f"message_id of {o}")
+
+
+
+@case
+def match_classifies_schedule_events_like_relayd():
+    """relayctl match and relayd agree on a schedule-looking external
+    event: no rule matches it, and a malformed one is an error for
+    relayctl exactly when relayd dead-letters it."""
+    with Env() as env:
+        env.app("a", [("h", {"a": [1]})])
+        forged = '{"source":"relay.schedule","a":1}'
+        rc, out, err = ctl_plain("match", "--apps", env.apps_dir, "-",
+                                 input=forged)
+        eq(out, "", "no rule printed")
+        eq(rc, 1, "malformed occurrence: exit status")
+        check("malformed schedule occurrence" in err, f"reason: {err!r}")
+        rc, out, err = ctl_plain("match", "--apps", env.apps_dir, "-",
+                                 input='{"source":"other","a":1}')
+        eq((rc, out), (0, "a/h\n"), "an ordinary event still matches")
+        d = env.relayd()
+        mid = env.xadd(forged)
+        env.wait(lambda: len(env.dlq()) == 1, "dead-lettered")
+        e = env.dlq()[0]
+        eq(e["original_id"], mid, "the forged event")
+        check(e["reason"].startswith("malformed schedule occurrence"),
+              f"relayd's reason: {e['reason']!r}")
+        d.stop()
+        eq(env.count("start"), 0, "no handler ran")
 
 
 if __name__ == "__main__":
