@@ -61,6 +61,7 @@ struct relay__msg {
 	int sched_hold;              /* ... whose app is invalid now: keep
 					pending */
 	char *sched_desc;            /* "app/schedule@scheduled_at" (logs) */
+	char *sched_occ;             /* its occurrence_id (admission) */
 	char *pin;                   /* admission pin sent / stored */
 	char *run_event;             /* handler stdin of an occurrence */
 	size_t run_event_len;

@@ -105,6 +105,7 @@ static void msg_free(relay__msg *m)
 	relay__free(m->pl_reason);
 	relay__free(m->pl_event);
 	relay__free(m->sched_desc);
+	relay__free(m->sched_occ);
 	relay__free(m->pin);
 	relay__free(m->run_event);
 	relay__free(m);

@@ -156,5 +156,66 @@ def match_classifies_schedule_events_like_relayd():
         eq(env.count("start"), 0, "no handler ran")
 
 
+
+# ---- item 14: forged schedule runs -------------------------------------------
+
+def sched_template(env):
+    """App "a": schedule "nightly" runs handler "tick" at 03:00 on Feb 29
+    only (the publisher itself publishes nothing near the test clock)."""
+    return "\n".join([
+        "runtime: exec", "command: [./handler.sh]", "env:",
+        f"  OUT: {json.dumps(env.out)}", "  APP: a",
+        "schedules:", "  - name: nightly", "    handler: tick",
+        '    cron: "0 3 29 2 *"', ""])
+
+
+def envelope(at):
+    return json.dumps({"source": "relay.schedule", "app": "a",
+                       "schedule": "nightly", "handler": "tick",
+                       "scheduled_at": at,
+                       "occurrence_id": f"schedule:a:nightly:{at}"},
+                      separators=(",", ":"))
+
+
+def marker(at):
+    return f"relay:schedule:schedule:a:nightly:{at}"
+
+
+@case
+def forged_schedule_occurrences_never_run():
+    """Only an occurrence at a firing time of its schedule, with relayd's
+    publication marker, runs, and only once per occurrence_id; each
+    forgery is dead-lettered with the reason and runs nothing."""
+    with Env() as env:
+        env.app("a", [], raw=sched_template(env))
+        d = env.relayd(RELAY_TEST_SCHEDULE_CLOCK="1780272000")  # 2026-06-01
+        # 1. Not a firing time (Feb 28), even with a marker planted.
+        env.r("SET", marker("2026-02-28T03:00:00Z"), "1")
+        m1 = env.xadd(envelope("2026-02-28T03:00:00Z"))
+        # 2. A firing time, but never published: no marker.
+        m2 = env.xadd(envelope("2024-02-29T03:00:00Z"))
+        env.wait(lambda: len(env.dlq()) == 2, "two forgeries dead-lettered")
+        # 3. A published occurrence runs once; re-adding it runs nothing.
+        env.r("SET", marker("2028-02-29T03:00:00Z"), "1")
+        m3 = env.xadd(envelope("2028-02-29T03:00:00Z"))
+        env.wait(lambda: env.count("end", handler="tick") == 1
+                 and env.pel_count() == 0, "the published occurrence ran")
+        m4 = env.xadd(envelope("2028-02-29T03:00:00Z"))
+        env.wait(lambda: len(env.dlq()) == 3 and env.pel_count() == 0,
+                 "the re-added occurrence dead-lettered")
+        d.stop()
+        eq(env.count("start", handler="tick"), 1, "tick ran exactly once")
+        reasons = {e["original_id"]: e["reason"] for e in env.dlq()}
+        check("not a firing time" in reasons.get(m1, ""),
+              f"not a firing time: {reasons}")
+        check("no publication marker" in reasons.get(m2, ""),
+              f"no marker: {reasons}")
+        check(m3 not in reasons, "the published one is not dead-lettered")
+        check(f"already dispatched as message {m3}" in reasons.get(m4, ""),
+              f"duplicate: {reasons}")
+        for e in env.dlq():
+            eq((e["app"], e["handler"]), ("-", "-"), "placeholders")
+
+
 if __name__ == "__main__":
     sys.exit(run_cases())
