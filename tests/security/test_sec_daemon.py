@@ -43,6 +43,71 @@ def ctl_plain(*args, input=None):
     return p.returncode, p.stdout, p.stderr
 
 
+# ---- item 2: symlinks out of the apps directory, echoed content -------------
+
+SECRET = "root:$6$SECRETHASHxyz:19000:0:99999:7:::"
+
+
+@case
+def symlinks_out_of_apps_dir_refused_unread():
+    """A template.yaml or an app directory that is a symlink leading out of
+    RELAY_APPS_DIR is refused without being read: no line of the target
+    in validate, app ls or relayd's log; the linked app never runs."""
+    with Env() as env:
+        env.app("good", [("h", {"kind": ["x"]})])
+        outside = os.path.join(env.dir, "outside")
+        os.makedirs(outside)
+        secret = os.path.join(outside, "shadow")
+        with open(secret, "w") as f:
+            f.write(SECRET + "\n")
+        os.makedirs(os.path.join(env.apps_dir, "evil"))
+        os.symlink(secret, os.path.join(env.apps_dir, "evil",
+                                        "template.yaml"))
+        # A real app outside, linked in as a directory.
+        env.app("outapp", [("h", {"kind": ["x"]})])
+        os.rename(os.path.join(env.apps_dir, "outapp"),
+                  os.path.join(outside, "outapp"))
+        os.symlink(os.path.join(outside, "outapp"),
+                   os.path.join(env.apps_dir, "linked"))
+        rc, out, err = ctl_plain("validate", "--apps", env.apps_dir,
+                                 "--verbose")
+        text = out + err
+        eq(rc, 1, "validate: invalid apps")
+        check("SECRET" not in text and "root:" not in text,
+              f"validate echoes nothing of the target:\n{text}")
+        check("template.yaml is a symlink out of the apps directory" in
+              text, f"validate says why (template):\n{text}")
+        check("app directory is a symlink out of the apps directory" in
+              text, f"validate says why (directory):\n{text}")
+        d = env.relayd()
+        rc, out, err = ctl_plain("app", "ls", "--apps", env.apps_dir)
+        check("SECRET" not in out + err, f"app ls:\n{out}{err}")
+        env.xadd({"kind": "x", "k": "e1"})
+        env.wait(lambda: env.pel_count() == 0 and
+                 env.count("end") >= 1, "the good app ran")
+        d.stop()
+        check("SECRET" not in d.log(), "relayd log echoes nothing")
+        eq(sorted(r[2] for r in env.records() if r[0] == "end"), ["good"],
+           "only the app inside the apps dir ran")
+
+
+@case
+def unknown_key_excerpt_is_short_and_escaped():
+    with Env() as env:
+        key = "\x1b]0;pwned\x07" + "A" * 60
+        d = os.path.join(env.apps_dir, "keys")
+        os.makedirs(d)
+        with open(os.path.join(d, "template.yaml"), "w") as f:
+            f.write("runtime: exec\ncommand: [/bin/true]\n"
+                    + json.dumps(key) + ": 1\nevents: []\n")
+        rc, out, err = ctl_plain("validate", "--apps", env.apps_dir)
+        eq(rc, 1, "validate exit")
+        check("\x1b" not in err and "\x07" not in err, f"no raw ESC/BEL: {err!r}")
+        check("unknown key" in err and "\\x1b]0;pwned\\x07" in err,
+              f"escaped excerpt: {err!r}")
+        check("A" * 30 not in err and "..." in err, f"cut short: {err!r}")
+
+
 # ---- item 3: files in the run and state directories -------------------------
 
 @case
