@@ -197,7 +197,7 @@ int relay__sched_envelope_check(const void *rootp, const char **app,
 
 /*
  * A schedule occurrence carries "source":"relay.schedule" at the top
- * level (DESIGN.md §4). The substring test keeps the decode off the hot
+ * level (the schedule envelope). The substring test keeps the decode off the hot
  * path of ordinary events. The engine and relayctl match both classify
  * with this function.
  */
