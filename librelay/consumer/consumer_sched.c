@@ -197,9 +197,9 @@ int relay__sched_envelope_check(const void *rootp, const char **app,
 
 /*
  * A schedule occurrence carries "source":"relay.schedule" at the top
- * level (the schedule envelope). The substring test keeps the decode off the hot
- * path of ordinary events. The engine and relayctl match both classify
- * with this function.
+ * level of its envelope. The substring test keeps the decode off the
+ * hot path of ordinary events. The engine and relayctl match both
+ * classify with this function.
  */
 static int contains(const char *s, size_t len, const char *needle, size_t n)
 {
