@@ -7,13 +7,50 @@
  * matches; the exit status is still 0. Any invalid template fails the
  * whole command (exit 1, validate-style lines), because matching against
  * a partial set would silently drop rules.
+ *
+ * A schedule occurrence ("source":"relay.schedule" at the top level) is
+ * classified by relayd's own rule (relay__sched_is_envelope): never
+ * pattern-matched; a malformed one fails as relayd would dead-letter it.
  */
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
 
+#include <jansson.h>
+
 #include "cmdutil.h"
+#include "consumer/sched.h"
 #include "relayctl.h"
+
+/*
+ * relayd never pattern-matches a schedule occurrence: it runs the named
+ * schedule's handler, or dead-letters a malformed occurrence. Say which,
+ * and print no rule. Returns the exit status.
+ */
+static int schedule_event(const char *what, const char *json, size_t len)
+{
+	const char *app, *schedule, *handler, *at;
+	char why[160];
+	json_t *root = json_loadb(json, len, 0, NULL);
+	int rc;
+
+	if (!root)
+		return relayctl_error(RELAYCTL_FAIL, "match: out of memory");
+	rc = relay__sched_envelope_check(root, &app, &schedule, &handler,
+					 &at, why, sizeof(why));
+	if (rc == 0)
+		fprintf(stderr, "match: %s: a schedule occurrence of %s/%s at "
+			"%s: relayd runs that schedule's handler, never "
+			"pattern rules\n", what, app, schedule, at);
+	json_decref(root);
+	if (rc == RELAY_ENOMEM)
+		return relayctl_error(RELAYCTL_FAIL, "match: out of memory");
+	if (rc)
+		return relayctl_error(RELAYCTL_FAIL, "match: %s: malformed "
+				      "schedule occurrence: %s (relayd "
+				      "dead-letters it)", what, why);
+	return RELAYCTL_OK;
+}
 
 static void usage(FILE *f)
 {
@@ -56,6 +93,10 @@ static int run(relay_appset *set, const char *event_path, relay_wall_ms now)
 	if (rc)
 		return rc;
 	what = strcmp(event_path, "-") ? event_path : "stdin";
+	if (relay__sched_is_envelope(json, len)) {
+		rc = schedule_event(what, json, len);
+		goto done;
+	}
 	if (relay_matcher_new(&m, relay_appset_ruleset(set))) {
 		rc = relayctl_error(RELAYCTL_FAIL, "match: out of memory");
 		goto done;

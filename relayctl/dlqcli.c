@@ -1,6 +1,7 @@
 /*
  * dlqcli.c - shared parts of the relayctl dlq subcommands.
  */
+#include <stdint.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -135,21 +136,34 @@ int dlqcli_store_error(const struct dlqcli *d, int rc,
 			      err->text[0] ? err->text : relay_strerror(rc));
 }
 
-int dlqcli_id_valid(const char *id)
+/* Digits of one 64-bit unsigned part; the end, or NULL. */
+static const char *u64_part(const char *p)
 {
-	const char *p = id;
+	uint64_t v = 0;
 
 	if (*p < '0' || *p > '9')
+		return NULL;
+	for (; *p >= '0' && *p <= '9'; p++) {
+		unsigned int dg = (unsigned int)(*p - '0');
+
+		if (v > (UINT64_MAX - dg) / 10)
+			return NULL;  /* Redis would refuse it */
+		v = v * 10 + dg;
+	}
+	return p;
+}
+
+int dlqcli_id_valid(const char *id)
+{
+	const char *p = u64_part(id);
+
+	if (!p)
 		return 0;
-	while (*p >= '0' && *p <= '9')
-		p++;
 	if (*p == '\0')
-		return p - id <= 20;
-	if (*p++ != '-' || *p < '0' || *p > '9')
+		return 1;
+	if (*p != '-' || !(p = u64_part(p + 1)))
 		return 0;
-	while (*p >= '0' && *p <= '9')
-		p++;
-	return *p == '\0' && p - id <= 41;
+	return *p == '\0';
 }
 
 int dlqcli_get(struct dlqcli *d, const char *id, relay_dlq_record *rec)

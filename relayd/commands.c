@@ -13,6 +13,7 @@
  * waits (handlers, Redis) answers later from the loop; if the consumer is
  * closed meanwhile the reply says so.
  */
+#include <stdint.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -355,6 +356,34 @@ fail:
 	free(rr);
 }
 
+/*
+ * "MS" or "MS-SEQ", each a 64-bit unsigned decimal: anything else is not
+ * the id of any entry (and Redis would answer XRANGE with an error).
+ */
+static bool stream_id_valid(const char *id)
+{
+	int part;
+
+	for (part = 0; part < 2; part++) {
+		uint64_t v = 0;
+
+		if (*id < '0' || *id > '9')
+			return false;
+		for (; *id >= '0' && *id <= '9'; id++) {
+			unsigned int dg = (unsigned int)(*id - '0');
+
+			if (v > (UINT64_MAX - dg) / 10)
+				return false;
+			v = v * 10 + dg;
+		}
+		if (*id == '\0')
+			return true;
+		if (part == 1 || *id++ != '-')
+			return false;
+	}
+	return false;
+}
+
 static void cmd_replay(relayd *d, relayd_request *req, json_t *j)
 {
 	const char *id = json_string_value(json_object_get(j, "id"));
@@ -366,6 +395,11 @@ static void cmd_replay(relayd *d, relayd_request *req, json_t *j)
 	if (!id || !*id) {
 		relayd_request_fail(req, "bad_request",
 				    "dlq replay needs \"id\" (a DLQ entry id)");
+		return;
+	}
+	if (!stream_id_valid(id)) {
+		relayd_request_fail(req, "not_found", "no such DLQ entry "
+				    "(not a stream entry id)");
 		return;
 	}
 	rr = calloc(1, sizeof(*rr));

@@ -321,6 +321,11 @@ static int load_enums(relayd_config *c, char *errbuf, size_t size)
 		free(c->sandbox);
 		c->sandbox = xstrdup(v);
 	}
+	/* Checked (exists, not uid/gid 0) when the runtime is created. */
+	if ((v = env("RELAY_SANDBOX_USER"))) {
+		free(c->sandbox_user);
+		c->sandbox_user = xstrdup(v);
+	}
 	return 0;
 }
 
@@ -514,5 +519,6 @@ void relayd_config_clear(relayd_config *c)
 	free(c->state_dir);
 	free(c->metrics_host);
 	free(c->sandbox);
+	free(c->sandbox_user);
 	memset(c, 0, sizeof(*c));
 }

@@ -171,11 +171,16 @@ static void lift_kv(const char *msg, json_t *obj)
 			e = strchr(v, ' ');
 			if (!e)
 				e = v + strlen(v);
+			p = e;
+			/* "message_id=1-0: why": the sentence's punctuation
+			 * is not part of the value. */
+			while (e > v && (e[-1] == ':' || e[-1] == ',' ||
+					 e[-1] == ';'))
+				e--;
 			if (!json_object_get(obj, key))
 				json_object_set_new(obj, key,
 						    string_lossy(v,
 							(size_t)(e - v)));
-			p = e;
 		}
 	}
 }

@@ -63,6 +63,8 @@ static void usage(FILE *f)
 		"WARN, ERROR\n"
 		"  LOG_FORMAT                    text (default) or json\n"
 		"  RELAY_SANDBOX                 bwrap (default) or none\n"
+		"  RELAY_SANDBOX_USER            host user of the sandbox "
+		"when root (default: nobody)\n"
 		"  REDIS_INVOCATION_RETENTION    default: 168h\n"
 		"  REDIS_STREAM_RETENTION        default: 24h (0: off)\n"
 		"  REDIS_DLQ_RETENTION           default: 168h (0: off)\n"
@@ -234,9 +236,49 @@ static int make_dirs(const char *path, mode_t mode)
 		if (buf[i] != '/' && buf[i] != '\0')
 			continue;
 		buf[i] = '\0';
-		if (mkdir(buf, mode) != 0 && errno != EEXIST)
+		if (mkdir(buf, mode) == 0)
+			(void)chmod(buf, mode);  /* exactly @mode, whatever
+						    the umask */
+		else if (errno != EEXIST)
 			return -1;
 		buf[i] = path[i];
+	}
+	return 0;
+}
+
+/*
+ * The run and state directories hold the control socket, the lock, the
+ * stats file and the schedule outbox, written by relayd (often root). A
+ * directory another user may write lets that user plant or swap files
+ * there, so refuse one that is group- or world-writable or owned by
+ * someone other than relayd's user or root.
+ */
+static int check_dir_private(const char *var, const char *path,
+			     char *errbuf, size_t size)
+{
+	struct stat st;
+
+	if (stat(path, &st) != 0) {
+		snprintf(errbuf, size, "%s: cannot stat \"%s\": %s", var, path,
+			 strerror(errno));
+		return -1;
+	}
+	if (!S_ISDIR(st.st_mode)) {
+		snprintf(errbuf, size, "%s: \"%s\" is not a directory", var,
+			 path);
+		return -1;
+	}
+	if (st.st_mode & (S_IWGRP | S_IWOTH)) {
+		snprintf(errbuf, size, "%s: \"%s\" is writable by group or "
+			 "others (mode %04o): refusing to use it (chmod go-w)",
+			 var, path, (unsigned int)(st.st_mode & 07777));
+		return -1;
+	}
+	if (st.st_uid != geteuid() && st.st_uid != 0) {
+		snprintf(errbuf, size, "%s: \"%s\" is owned by uid %ld, not "
+			 "by relayd's user (uid %ld) or root: refusing to use "
+			 "it", var, path, (long)st.st_uid, (long)geteuid());
+		return -1;
 	}
 	return 0;
 }
@@ -258,8 +300,10 @@ static int take_lock(relayd *d, char *errbuf, size_t size)
 			 "%s", d->cfg.run_dir, strerror(errno));
 		return -1;
 	}
+	if (check_dir_private("RELAY_RUN_DIR", d->cfg.run_dir, errbuf, size))
+		return -1;
 	snprintf(path, sizeof(path), "%s/relay.lock", d->cfg.run_dir);
-	fd = open(path, O_RDWR | O_CREAT | O_CLOEXEC, 0600);
+	fd = open(path, O_RDWR | O_CREAT | O_NOFOLLOW | O_CLOEXEC, 0600);
 	if (fd < 0) {
 		snprintf(errbuf, size, "RELAY_RUN_DIR: cannot open %s: %s",
 			 path, strerror(errno));
@@ -299,6 +343,7 @@ static int open_backends(relayd *d, char *errbuf, size_t size)
 
 	memset(&err, 0, sizeof(err));
 	ro.backend = d->cfg.sandbox;
+	ro.sandbox_user = d->cfg.sandbox_user;  /* only used when root */
 	ro.logger = relayd_logger();
 	ro.warm = d->cfg.warm;
 	ro.warm_max_parents = d->cfg.warm_max_parents;
@@ -504,6 +549,9 @@ int main(int argc, char **argv)
 			 strerror(errno));
 		goto fail;
 	}
+	if (check_dir_private("RELAY_STATE_DIR", d.cfg.state_dir, errbuf,
+			      sizeof(errbuf)))
+		goto fail;
 	if (relayd_apps_load(&d, errbuf, sizeof(errbuf)) ||
 	    open_backends(&d, errbuf, sizeof(errbuf)) ||
 	    open_consumer(&d, errbuf, sizeof(errbuf)) ||

@@ -37,6 +37,7 @@ typedef struct relayd_config {
 	bool warm;                /* RELAY_WARM (default on) */
 	unsigned int warm_max_parents; /* RELAY_WARM_MAX_PARENTS */
 	int64_t warm_idle_ms;     /* RELAY_WARM_IDLE */
+	char *sandbox_user;       /* RELAY_SANDBOX_USER, NULL = nobody */
 	int64_t retention_ms;     /* REDIS_INVOCATION_RETENTION */
 	int64_t stream_retention_ms; /* REDIS_STREAM_RETENTION, 0 = off */
 	int64_t dlq_retention_ms; /* REDIS_DLQ_RETENTION, 0 = off */
@@ -160,7 +161,9 @@ void relayd_stats_clear(relayd_stats *s);
 char *relayd_stats_prometheus(const relayd_stats *s, size_t *len);
 /* The stats file body (doc/protocol.md): a json_t object (new). */
 void *relayd_stats_json(const relayd_stats *s, const relayd_config *c);
-/* Write @data to @dir/@name atomically (temp + fsync + rename). */
+/* Write @data to @dir/@name atomically (temp + fsync + rename). The temp
+ * file is created with O_EXCL|O_NOFOLLOW: nothing planted at its name is
+ * ever followed or overwritten. */
 int relayd_write_atomic(const char *dir, const char *name, const char *data,
 			size_t len);
 

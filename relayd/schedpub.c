@@ -221,13 +221,21 @@ static occ *occ_add(relayd_schedpub *p, const char *app,
 
 static int read_file(const char *path, char **out, size_t *len)
 {
-	FILE *f = fopen(path, "rb");
+	/* Never through a symlink (the state dir is ours alone). */
+	int fd = open(path, O_RDONLY | O_NOFOLLOW | O_CLOEXEC);
+	FILE *f = fd >= 0 ? fdopen(fd, "rb") : NULL;
 	char *buf = NULL;
 	long n;
 
 	*out = NULL;
-	if (!f)
-		return errno == ENOENT ? 1 : -1;
+	if (!f) {
+		int e = errno;
+
+		if (fd >= 0)
+			close(fd);
+		errno = e;
+		return e == ENOENT ? 1 : -1;
+	}
 	if (fseek(f, 0, SEEK_END) == 0 && (n = ftell(f)) >= 0 &&
 	    n <= 4 * 1024 * 1024 && fseek(f, 0, SEEK_SET) == 0 &&
 	    (buf = malloc((size_t)n + 1)) &&

@@ -399,7 +399,18 @@ int relayd_write_atomic(const char *dir, const char *name, const char *data,
 	    (size_t)snprintf(tmp, sizeof(tmp), "%s/.%s.%ld.tmp", dir, name,
 			     (long)getpid()) >= sizeof(tmp))
 		return -1;
-	fd = open(tmp, O_WRONLY | O_CREAT | O_TRUNC | O_CLOEXEC, 0644);
+	/*
+	 * A fresh file, never an existing one and never through a symlink:
+	 * whatever sits at the temp name (a leftover of a crash, or a link
+	 * planted to make us overwrite its target) is unlinked (the link,
+	 * not its target) and the create retried once; losing that race
+	 * again is an error, not a write elsewhere.
+	 */
+	fd = open(tmp, O_WRONLY | O_CREAT | O_EXCL | O_NOFOLLOW | O_CLOEXEC,
+		  0644);
+	if (fd < 0 && errno == EEXIST && unlink(tmp) == 0)
+		fd = open(tmp, O_WRONLY | O_CREAT | O_EXCL | O_NOFOLLOW |
+			  O_CLOEXEC, 0644);
 	if (fd < 0)
 		return -1;
 	while (off < len) {

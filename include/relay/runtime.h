@@ -222,6 +222,12 @@ typedef struct relay_runtime_options {
 					UINT64_MAX = unlimited */
 	relay_logger logger;         /* runtime's own messages (not output) */
 	/* version 1 ends here; later versions append only */
+	const char *sandbox_user;    /* v2: "bwrap" only, and only when the
+					calling process is root: the host
+					user (name or number) the sandbox
+					runs as; NULL/"" = "nobody". A user
+					whose uid or gid is 0 is refused. A
+					non-root host runs it as itself. */
 	int warm;                    /* v2: nonzero keeps warm parents (bwrap
 					backend only; ignored otherwise) */
 	uint32_t warm_max_parents;   /* v2: global cap; default 32 */

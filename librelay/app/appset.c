@@ -207,6 +207,58 @@ static int rebuild(relay_appset *set)
 	return 0;
 }
 
+/*
+ * Does @path resolve (symlinks followed) to @root_real or below it?
+ * 1 yes, 0 no, -1 it does not resolve (the loader reports why).
+ */
+static int resolves_inside(const char *root_real, const char *path)
+{
+	char *real = realpath(path, NULL);
+	size_t n = strlen(root_real);
+	int in;
+
+	if (!real)
+		return -1;
+	in = strncmp(real, root_real, n) == 0 &&
+	     (real[n] == '\0' || real[n] == '/' ||
+	      (n > 0 && root_real[n - 1] == '/'));
+	free(real);  /* realpath() allocates with malloc() */
+	return in;
+}
+
+/*
+ * An app directory or template.yaml that is a symlink leading out of the
+ * apps directory is refused unread: relayd (often root) would otherwise
+ * read any file as a template, echo parts of it in diagnostics, and
+ * mount any directory as a handler's /app. Returns 0 (fine, or a
+ * diagnostic added to @d), or RELAY_ENOMEM.
+ */
+static int check_inside(const char *apps_dir, const char *dir,
+			relay__diags *d)
+{
+	char *root = realpath(apps_dir, NULL), *tpl;
+	int rc = 0;
+
+	if (!root)
+		return 0;  /* list_apps() already read it: a race; load */
+	tpl = join(dir, "template.yaml", "");
+	if (!tpl) {
+		free(root);
+		return RELAY_ENOMEM;
+	}
+	if (resolves_inside(root, dir) == 0)
+		rc = relay__diags_add(d, RELAY_EINVAL, tpl, 1, 1,
+				      "the app directory is a symlink out of "
+				      "the apps directory: refused");
+	else if (resolves_inside(root, tpl) == 0)
+		rc = relay__diags_add(d, RELAY_EINVAL, tpl, 1, 1,
+				      "template.yaml is a symlink out of the "
+				      "apps directory: refused, not read");
+	relay__free(tpl);
+	free(root);
+	return rc ? RELAY_ENOMEM : 0;
+}
+
 static int load_entry(relay_appset *set, entry *e, relay_app_diag_fn fn,
 		      void *payload)
 {
@@ -220,7 +272,11 @@ static int load_entry(relay_appset *set, entry *e, relay_app_diag_fn fn,
 		relay__free(dir);
 		return RELAY_ENOMEM;
 	}
-	rc = relay__app_load_dir(&e->app, e->name, dir, &e->diags);
+	rc = check_inside(set->dir, dir, &e->diags);
+	if (rc == 0 && e->diags.n)
+		rc = RELAY_EINVAL;  /* refused: not read */
+	else if (rc == 0)
+		rc = relay__app_load_dir(&e->app, e->name, dir, &e->diags);
 	relay__free(dir);
 	if (rc == RELAY_ENOMEM || e->diags.oom)
 		return RELAY_ENOMEM;

@@ -96,18 +96,53 @@ static int key_is(const relay__pnode *n, const char *k)
 	       memcmp(n->key, k, n->key_len) == 0;
 }
 
+/*
+ * A short, escaped excerpt of an unknown key for messages: at most
+ * KEY_EXCERPT bytes of it, printable ASCII as is (but '"' and '\\'),
+ * every other byte as \xNN, "..." when cut. A "template" that is really
+ * some other file (a symlink to a secret) must not be echoed into logs.
+ */
+#define KEY_EXCERPT 24
+static const char *key_excerpt(const char *k, size_t len, char *buf,
+			       size_t size)
+{
+	static const char hex[] = "0123456789abcdef";
+	size_t i, o = 0;
+
+	for (i = 0; i < len && i < KEY_EXCERPT && o + 5 < size; i++) {
+		unsigned char c = (unsigned char)k[i];
+
+		if (c >= 0x20 && c < 0x7f && c != '"' && c != '\\') {
+			buf[o++] = (char)c;
+		} else {
+			buf[o++] = '\\';
+			buf[o++] = 'x';
+			buf[o++] = hex[c >> 4];
+			buf[o++] = hex[c & 15];
+		}
+	}
+	if (i < len && o + 4 <= size) {
+		memcpy(buf + o, "...", 3);
+		o += 3;
+	}
+	buf[o] = '\0';
+	return buf;
+}
+
 static void unknown_key(walker *w, const relay__pnode *n, const char *where,
 			const char *const *known)
 {
 	const char *hint = NULL;
+	char ex[KEY_EXCERPT * 4 + 8];
 
 	if (strlen(n->key) == n->key_len)
 		hint = relay__app_suggest(n->key, known);
+	key_excerpt(n->key, n->key_len, ex, sizeof(ex));
 	if (hint)
-		bad_key(w, n, where, "unknown key \"%.40s\" (did you mean "
-			"\"%s\"?)", n->key, hint);
+		bad_key(w, n, where, "unknown key \"%s\" (did you mean "
+			"\"%s\"?)", ex, hint);
 	else
-		bad_key(w, n, where, "unknown key \"%.40s\"", n->key);
+		bad_key(w, n, where, "unknown key \"%s\"", ex);
 }
 
 /* A non-empty string without NUL bytes; reports and returns NULL if not. */

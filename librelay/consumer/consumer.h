@@ -61,11 +61,13 @@ struct relay__msg {
 	int sched_hold;              /* ... whose app is invalid now: keep
 					pending */
 	char *sched_desc;            /* "app/schedule@scheduled_at" (logs) */
+	char *sched_occ;             /* its occurrence_id (admission) */
 	char *pin;                   /* admission pin sent / stored */
 	char *run_event;             /* handler stdin of an occurrence */
 	size_t run_event_len;
 	char *pl_reason;             /* placeholder reason */
 	char *pl_event;              /* placeholder event field */
+	size_t pl_event_len;         /* its bytes (a raw value may hold NUL) */
 	int reclaimed;               /* delivered by XAUTOCLAIM */
 	relay__inv *invs;            /* matched invocations, dispatch order */
 	size_t ninv;

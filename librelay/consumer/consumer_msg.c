@@ -33,6 +33,7 @@
 #include "consumer.h"
 #include "inv/inv.h"
 #include "redis/backend.h"
+#include "sched.h"
 
 #define LOG(c, lvl, id, ...) relay__log(&(c)->logger, lvl, id, __VA_ARGS__)
 
@@ -104,6 +105,7 @@ static void msg_free(relay__msg *m)
 	relay__free(m->pl_reason);
 	relay__free(m->pl_event);
 	relay__free(m->sched_desc);
+	relay__free(m->sched_occ);
 	relay__free(m->pin);
 	relay__free(m->run_event);
 	relay__free(m);
@@ -282,8 +284,8 @@ static void persist_placeholder(relay__msg *m)
 	e.app = "-";
 	e.handler = "-";
 	e.handler_attempts = 0;
-	rc = relay_dlq_persist(m->c->redis, m->key, m->c->dlq_key, NULL, 0,
-			       NULL, &e, persist_cb, m);
+	rc = relay__dlq_persist(m->c->redis, m->key, m->c->dlq_key, NULL, 0,
+				NULL, &e, m->pl_event_len, persist_cb, m);
 	if (rc) {
 		relay__msg_step_failed(m->c, rc, "DLQ write", m);
 		msg_free(m);
@@ -375,45 +377,6 @@ static void dlq_next(relay__msg *m)
 
 /* ---- classification ---------------------------------------------------- */
 
-/*
- * A schedule occurrence carries "source":"relay.schedule" at the top
- * level (doc/redis-layout.md R-7). The substring test keeps the decode off the hot
- * path of ordinary events.
- */
-static int contains(const char *s, size_t len, const char *needle, size_t n)
-{
-	const char *p = s, *end = s + len;
-
-	while (n && (size_t)(end - p) >= n) {
-		p = memchr(p, needle[0], (size_t)(end - p) - n + 1);
-		if (!p)
-			return 0;
-		if (memcmp(p, needle, n) == 0)
-			return 1;
-		p++;
-	}
-	return 0;
-}
-
-static int is_schedule(const char *ev, size_t len)
-{
-	static const char needle[] = "relay.schedule";
-	json_t *root, *src;
-	int yes = 0;
-
-	if (!contains(ev, len, needle, sizeof(needle) - 1))
-		return 0;
-	root = json_loadb(ev, len, 0, NULL);
-	if (!root)
-		return 0;
-	src = json_object_get(root, "source");
-	if (json_is_string(src) &&
-	    strcmp(json_string_value(src), "relay.schedule") == 0)
-		yes = 1;
-	json_decref(root);
-	return yes;
-}
-
 static void classified_cb(int status, const relay_inv_outcome *o,
 			  void *payload)
 {
@@ -503,8 +466,15 @@ static int set_placeholder(relay__msg *m, relay_dlq_malformed kind,
 							  c->max_event_bytes);
 	else if (kind == RELAY_DLQ_MISSING_EVENT)
 		m->pl_event = relay__strdup("-");
-	else
-		m->pl_event = relay__strndup(ev, len);
+	else if ((m->pl_event = relay__malloc(len + 1))) {
+		/* The raw value, byte-exact: it may hold NUL bytes. */
+		memcpy(m->pl_event, ev, len);
+		m->pl_event[len] = '\0';
+		m->pl_event_len = len;
+		return m->pl_reason ? 0 : RELAY_ENOMEM;
+	}
+	if (m->pl_event)
+		m->pl_event_len = strlen(m->pl_event);
 	return m->pl_reason && m->pl_event ? 0 : RELAY_ENOMEM;
 }
 
@@ -584,7 +554,7 @@ static int classify(relay__msg *m, const relay_stream_entry *e)
 	if (!m->event)
 		return RELAY_ENOMEM;
 	m->event_len = len;
-	if (is_schedule(ev, len)) {
+	if (relay__sched_is_envelope(ev, len)) {
 		m->schedule = 1;
 		return relay__sched_classify(m);
 	}

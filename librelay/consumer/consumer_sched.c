@@ -31,6 +31,7 @@
 #include "consumer.h"
 #include "inv/inv.h"
 #include "redis/backend.h"
+#include "relay/schedule.h"
 #include "sched.h"
 
 #define LOG(c, lvl, id, ...) relay__log(&(c)->logger, lvl, id, __VA_ARGS__)
@@ -194,6 +195,47 @@ int relay__sched_envelope_check(const void *rootp, const char **app,
 
 /* ---- classification ----------------------------------------------------- */
 
+/*
+ * A schedule occurrence carries "source":"relay.schedule" at the top
+ * level of its envelope. The substring test keeps the decode off the
+ * hot path of ordinary events. The engine and relayctl match both
+ * classify with this function.
+ */
+static int contains(const char *s, size_t len, const char *needle, size_t n)
+{
+	const char *p = s, *end = s + len;
+
+	while (n && (size_t)(end - p) >= n) {
+		p = memchr(p, needle[0], (size_t)(end - p) - n + 1);
+		if (!p)
+			return 0;
+		if (memcmp(p, needle, n) == 0)
+			return 1;
+		p++;
+	}
+	return 0;
+}
+
+int relay__sched_is_envelope(const char *ev, size_t len)
+{
+	static const char needle[] = "relay.schedule";
+	json_t *root, *src;
+	int yes = 0;
+
+	if (!contains(ev, len, needle, sizeof(needle) - 1))
+		return 0;
+	root = json_loadb(ev, len, 0, NULL);
+	if (!root)
+		return 0;
+	src = json_object_get(root, "source");
+	if (json_is_string(src) &&
+	    strcmp(json_string_value(src), "relay.schedule") == 0)
+		yes = 1;
+	json_decref(root);
+	return yes;
+}
+
+
 /* The entry named @name: 1 valid (*app set), 0 invalid, -1 absent. */
 static int find_app(const relay_appset *set, const char *name,
 		    const relay_app **app)
@@ -218,10 +260,12 @@ int relay__sched_classify(relay__msg *m)
 	relay__inv *inv;
 	char why[160];
 	json_t *root;
+	int64_t t = 0, next = 0;
 	int rc, found;
 
 	root = json_loadb(m->event, m->event_len, 0, NULL);
-	if (!root)  /* is_schedule() decoded it: only memory fails */
+	if (!root)  /* relay__sched_is_envelope() decoded it: only
+		     * memory fails */
 		return RELAY_ENOMEM;
 	rc = relay__sched_envelope_check(root, &an, &sn, &hn, &at, why,
 					 sizeof(why));
@@ -233,15 +277,32 @@ int relay__sched_classify(relay__msg *m)
 					      m->event, m->event_len);
 	}
 	m->sched_desc = relay__sprintf("%s/%s@%s", an, sn, at);
+	m->sched_occ = relay__sched_occurrence_id(an, sn, at);
 	m->run_event = relay__sprintf("{\"source\":\"%s\",\"scheduled_at\":"
 				      "\"%s\"}", RELAY__SCHED_SOURCE, at);
-	if (!m->sched_desc || !m->run_event) {
+	if (!m->sched_desc || !m->sched_occ || !m->run_event) {
 		json_decref(root);
 		return RELAY_ENOMEM;
 	}
 	m->run_event_len = strlen(m->run_event);
 	found = find_app(c->apps, an, &app);
 	s = found == 1 ? relay_app_schedule_find(app, sn) : NULL;
+	/*
+	 * Only a firing time of the schedule is an occurrence of it (a
+	 * stream writer could otherwise run the handler at will). Checked
+	 * against the schedule as configured now: an occurrence published
+	 * before a cron edit that no longer fires then is dead-lettered,
+	 * where dlq replay can still run it.
+	 */
+	if (s && (relay__sched_time_parse(at, &t) ||
+		  relay_cron_next(relay_app_schedule_cron_compiled(s), t - 1,
+				  &next) || next != t)) {
+		snprintf(why, sizeof(why), "\"scheduled_at\" %s is not a "
+			 "firing time of schedule \"%s\"", at, sn);
+		json_decref(root);
+		return relay__msg_placeholder(m, RELAY_DLQ_DECODE, why,
+					      m->event, m->event_len);
+	}
 	json_decref(root);
 	if (found == 0) {
 		m->sched_hold = 1;
@@ -315,7 +376,7 @@ static void claim_reply(relay_redis_backend *b, int status,
 	relay__msg_classified(m, status, status ? NULL : &o);
 }
 
-int relay__sched_claim(relay__msg *m)
+static int claim_script(relay__msg *m)
 {
 	const char *argv[2];
 
@@ -324,6 +385,178 @@ int relay__sched_claim(relay__msg *m)
 	return relay__redis_script(m->c->redis,
 				   RELAY_REDIS_SCRIPT_CLAIM_CLASSIFICATION, 1,
 				   m->pin ? 2 : 1, argv, NULL, claim_reply, m);
+}
+
+/*
+ * ---- admission: only what relayd published, once per occurrence ----
+ *
+ * Before a dispatchable occurrence is claimed: (1) its publication marker
+ * relay:schedule:<occurrence_id> must exist (relayd's publisher sets it
+ * in the same script as its XADD, so an envelope XADDed by anyone else
+ * has none); (2) it takes relay:schedule:<occurrence_id>:run with SET NX
+ * for its message id (same TTL as the marker), so the same occurrence_id
+ * re-added under another message id never runs again; a redelivery of
+ * the message that took it finds its own id there and goes on. Either
+ * refusal dead-letters the entry as a malformed occurrence. Both keys
+ * only ever appear and expire, so the two steps need no atomicity.
+ */
+enum { ADMIT_MARKER, ADMIT_TAKE, ADMIT_OWNER };
+
+typedef struct admit {
+	relay__msg *m;
+	int step;
+	char *marker;
+	char *run;
+} admit;
+
+static void admit_free(admit *a)
+{
+	relay__free(a->marker);
+	relay__free(a->run);
+	relay__free(a);
+}
+
+static void refused_cb(int status, const relay_inv_outcome *o,
+		       void *payload)
+{
+	relay__msg_classified(payload, status, o);
+}
+
+/* Dead-letter @m (placeholder) instead of dispatching it. */
+static void admit_refuse(admit *a, const char *why)
+{
+	relay__msg *m = a->m;
+	int rc;
+
+	admit_free(a);
+	rc = relay__msg_placeholder(m, RELAY_DLQ_DECODE, why, m->event,
+				    m->event_len);
+	if (rc == 0)
+		rc = relay_inv_claim_classification(m->c->redis, m->key,
+						    refused_cb, m);
+	if (rc)
+		relay__msg_classified(m, rc, NULL);
+}
+
+static int admit_send(admit *a);
+
+static void admit_reply(relay_redis_backend *b, int status,
+			relay_redis_reply *r, void *payload)
+{
+	admit *a = payload;
+	relay__msg *m = a->m;
+	char why[160];
+	int rc = status;
+
+	(void)b;
+	if (rc == 0)
+		rc = relay_redis_reply_error(r);
+	if (rc) {
+		relay_redis_reply_free(r);
+		admit_free(a);
+		relay__msg_classified(m, rc, NULL);  /* stays pending */
+		return;
+	}
+	switch (a->step) {
+	case ADMIT_MARKER:
+		if (r->type == RELAY_REDIS_REPLY_NIL) {
+			relay_redis_reply_free(r);
+			admit_refuse(a, "no publication marker: not published "
+				     "by relayd (or published more than 7 "
+				     "days ago)");
+			return;
+		}
+		a->step = ADMIT_TAKE;
+		break;
+	case ADMIT_TAKE:
+		if (r->type != RELAY_REDIS_REPLY_NIL) {  /* OK: taken */
+			relay_redis_reply_free(r);
+			admit_free(a);
+			rc = claim_script(m);
+			if (rc)
+				relay__msg_classified(m, rc, NULL);
+			return;
+		}
+		a->step = ADMIT_OWNER;
+		break;
+	default:  /* ADMIT_OWNER */
+		if (r->type == RELAY_REDIS_REPLY_STRING && r->str &&
+		    r->len == strlen(m->id) &&
+		    memcmp(r->str, m->id, r->len) == 0) {
+			/* A redelivery of the message that took it. */
+			relay_redis_reply_free(r);
+			admit_free(a);
+			rc = claim_script(m);
+			if (rc)
+				relay__msg_classified(m, rc, NULL);
+			return;
+		}
+		snprintf(why, sizeof(why), "occurrence_id already dispatched "
+			 "as message %.*s",
+			 r->type == RELAY_REDIS_REPLY_STRING && r->len < 64 ?
+			 (int)r->len : 1,
+			 r->type == RELAY_REDIS_REPLY_STRING && r->len < 64 ?
+			 r->str : "?");
+		relay_redis_reply_free(r);
+		admit_refuse(a, why);
+		return;
+	}
+	relay_redis_reply_free(r);
+	rc = admit_send(a);
+	if (rc) {
+		admit_free(a);
+		relay__msg_classified(m, rc, NULL);
+	}
+}
+
+static int admit_send(admit *a)
+{
+	char ttl[24];
+	const char *argv[6];
+	int argc;
+
+	snprintf(ttl, sizeof(ttl), "%lld", RELAY__SCHED_MARKER_TTL_MS);
+	if (a->step == ADMIT_TAKE) {
+		argv[0] = "SET";
+		argv[1] = a->run;
+		argv[2] = a->m->id;
+		argv[3] = "NX";
+		argv[4] = "PX";
+		argv[5] = ttl;
+		argc = 6;
+	} else {
+		argv[0] = "GET";
+		argv[1] = a->step == ADMIT_MARKER ? a->marker : a->run;
+		argc = 2;
+	}
+	return relay_redis_command(a->m->c->redis, argc, argv, NULL,
+				   admit_reply, a);
+}
+
+int relay__sched_claim(relay__msg *m)
+{
+	admit *a;
+	int rc;
+
+	if (!m->ninv || !m->sched_occ)  /* hold / obsolete: nothing runs */
+		return claim_script(m);
+	a = relay__calloc(1, sizeof(*a));
+	if (!a)
+		return RELAY_ENOMEM;
+	a->m = m;
+	a->step = ADMIT_MARKER;
+	a->marker = relay__sprintf("%s%s", RELAY__SCHED_MARKER_PREFIX,
+				   m->sched_occ);
+	a->run = relay__sprintf("%s%s:run", RELAY__SCHED_MARKER_PREFIX,
+				m->sched_occ);
+	if (!a->marker || !a->run) {
+		admit_free(a);
+		return RELAY_ENOMEM;
+	}
+	rc = admit_send(a);
+	if (rc)
+		admit_free(a);
+	return rc;
 }
 
 void relay__sched_classified(relay__msg *m, int first)

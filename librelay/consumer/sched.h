@@ -38,6 +38,16 @@ char *relay__sched_envelope(const char *app, const char *schedule,
 			    const char *handler, int64_t at);
 
 /*
+ * Is @ev (@len bytes of raw JSON) a schedule occurrence: a JSON object
+ * whose top-level "source" is the string "relay.schedule"? Then it is
+ * never pattern-matched: it is dispatched to its schedule, or
+ * dead-lettered as a malformed occurrence when
+ * relay__sched_envelope_check() refuses it. The one rule of the engine
+ * and relayctl match. Returns 1 or 0.
+ */
+int relay__sched_is_envelope(const char *ev, size_t len);
+
+/*
  * Check a decoded envelope (a json_t object whose source is
  * "relay.schedule"). On success returns 0 and points *app, *schedule,
  * *handler, *at into @root (borrowed). Otherwise RELAY_EPARSE and @why

@@ -19,6 +19,7 @@ static const char *const field_names[] = {
 	"timestamp", "trace",
 };
 #define NFIELDS 12
+#define F_EVENT 4  /* index of "event" */
 #define NREQUIRED 11
 
 char *relay_dlq_key(const char *stream)
@@ -68,7 +69,12 @@ static int is_rfc3339(const char *s)
 	       s[5] <= '9';
 }
 
-int relay_dlq_entry_validate(const relay_dlq_entry *e, relay_error *err)
+/*
+ * @event_len: bytes of e->event, which may hold NUL bytes (a raw stream
+ * value is stored byte-exact); the other strings are C strings.
+ */
+static int entry_validate(const relay_dlq_entry *e, size_t event_len,
+			  relay_error *err)
 {
 	const char *str[] = { e->original_stream, e->original_id, e->group,
 			      e->consumer, e->event, e->reason, e->app,
@@ -77,7 +83,7 @@ int relay_dlq_entry_validate(const relay_dlq_entry *e, relay_error *err)
 	int dash_app, dash_handler;
 
 	for (i = 0; i < RELAY__ARRAY_SIZE(str); i++) {
-		if (!str[i] || !*str[i])
+		if (!str[i] || (i == F_EVENT ? event_len == 0 : !*str[i]))
 			return relay__error_set(err, RELAY_EINVAL, NULL, 0, 0,
 						"DLQ field %s is empty",
 						field_names[i]);
@@ -92,7 +98,7 @@ int relay_dlq_entry_validate(const relay_dlq_entry *e, relay_error *err)
 		return relay__error_set(err, RELAY_EINVAL, NULL, 0, 0,
 					"DLQ field trace is empty");
 	if (strncmp(e->reason, "event oversized:", 16) == 0 &&
-	    strlen(e->event) > RELAY_DLQ_SUMMARY_MAX)
+	    event_len > RELAY_DLQ_SUMMARY_MAX)
 		return relay__error_set(err, RELAY_EINVAL, NULL, 0, 0,
 					"DLQ field event of an oversized entry "
 					"must be a summary of at most %d bytes",
@@ -111,6 +117,11 @@ int relay_dlq_entry_validate(const relay_dlq_entry *e, relay_error *err)
 					dash_app ? " placeholder"
 						 : "n invocation");
 	return 0;
+}
+
+int relay_dlq_entry_validate(const relay_dlq_entry *e, relay_error *err)
+{
+	return entry_validate(e, e->event ? strlen(e->event) : 0, err);
 }
 
 char *relay_dlq_reason_exhausted(const char *app, const char *handler,
@@ -196,14 +207,28 @@ int relay_dlq_persist(relay_redis_backend *b, const char *inv_key,
 		      const relay_dlq_entry *e, relay_dlq_persist_cb cb,
 		      void *payload)
 {
+	if (!e)
+		return RELAY_EINVAL;
+	return relay__dlq_persist(b, inv_key, dlq_key, field, attempt, token,
+				  e, e->event ? strlen(e->event) : 0, cb,
+				  payload);
+}
+
+int relay__dlq_persist(relay_redis_backend *b, const char *inv_key,
+		       const char *dlq_key, const char *field,
+		       unsigned int attempt, const char *token,
+		       const relay_dlq_entry *e, size_t event_len,
+		       relay_dlq_persist_cb cb, void *payload)
+{
 	const char *argv[5 + 2 * NFIELDS];
+	size_t argvlen[5 + 2 * NFIELDS];
 	char sat[16], sdel[24], shat[24];
 	struct persist_call *c;
-	int argc = 0, rc;
+	int argc = 0, rc, i;
 
 	if (!b || !inv_key || !dlq_key || !e || !cb)
 		return RELAY_EINVAL;
-	rc = relay_dlq_entry_validate(e, NULL);
+	rc = entry_validate(e, event_len, NULL);
 	if (rc)
 		return rc;
 	if (field && (!*field || attempt < 1 || !token ||
@@ -226,7 +251,6 @@ int relay_dlq_persist(relay_redis_backend *b, const char *inv_key,
 			e->consumer, e->event, e->reason, e->app, e->handler,
 			sdel, shat, e->timestamp, e->trace,
 		};
-		int i;
 
 		for (i = 0; i < NFIELDS; i++) {
 			if (!vals[i])
@@ -235,13 +259,19 @@ int relay_dlq_persist(relay_redis_backend *b, const char *inv_key,
 			argv[argc++] = vals[i];
 		}
 	}
+	/* Every argument is a C string but the event value. */
+	for (i = 0; i < argc; i++)
+		argvlen[i] = strlen(argv[i]);
+	for (i = 5; i + 1 < argc; i += 2)
+		if (argv[i] == field_names[F_EVENT])
+			argvlen[i + 1] = event_len;
 	c = relay__malloc(sizeof(*c));
 	if (!c)
 		return RELAY_ENOMEM;
 	c->cb = cb;
 	c->payload = payload;
 	rc = relay__redis_script(b, RELAY_REDIS_SCRIPT_DLQ_PERSIST, 2, argc,
-				 argv, NULL, persist_reply, c);
+				 argv, argvlen, persist_reply, c);
 	if (rc)
 		relay__free(c);
 	return rc;

@@ -56,6 +56,17 @@ int relay__inv_result_parse(const char *s, relay_inv_result *out);
 int relay__inv_outcome_from_reply(const relay_redis_reply *r,
 				  relay_inv_outcome *out);
 
+/*
+ * relay_dlq_persist() with an explicit length for e->event, so a raw
+ * stream value holding NUL bytes is stored byte-exact (the public
+ * function takes strlen(e->event)).
+ */
+int relay__dlq_persist(relay_redis_backend *b, const char *inv_key,
+		       const char *dlq_key, const char *field,
+		       unsigned int attempt, const char *token,
+		       const relay_dlq_entry *e, size_t event_len,
+		       relay_dlq_persist_cb cb, void *payload);
+
 /* Parse a decimal integer strictly (no sign unless @neg_ok). */
 int relay__parse_i64(const char *s, size_t len, int64_t *out);
 

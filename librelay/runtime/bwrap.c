@@ -3,7 +3,9 @@
  *
  * The sandbox (see doc/sandbox.md for the full list and its limits):
  * new user, pid, ipc, uts, net and (where available) cgroup namespaces;
- * the handler runs as uid/gid 65534 inside; a read-only root built from
+ * the handler runs as uid/gid 65534 inside, and outside as the host uid
+ * that started bwrap: the daemon's own, or, when the daemon is root, an
+ * unprivileged one (b->cred, default nobody); a read-only root built from
  * /usr, the merged-/usr symlinks and a short list of /etc files (never all
  * of /etc); a fresh /proc and minimal /dev; a private tmpfs /tmp; the app
  * directory read-only at /app (the working directory); the bootstrap
@@ -16,10 +18,17 @@
  * clean environment, limits joined before exec), so cgroup limits cover
  * the sandbox's own helper processes too: a pids limit is raised by
  * BWRAP_PIDS_OVERHEAD to pay for them.
+ *
+ * Signals other than SIGKILL go to the processes inside the sandbox, not
+ * to bwrap (bwrap_signal): the outer bwrap dies of a SIGTERM, and its
+ * death SIGKILLs the sandbox, which would cancel the handler's grace.
  */
 #define _GNU_SOURCE
+#include <dirent.h>
 #include <errno.h>
 #include <signal.h>
+#include <stdio.h>
+#include <stdlib.h>
 #include <string.h>
 #include <sys/stat.h>
 #include <sys/wait.h>
@@ -31,11 +40,12 @@
 #define BWRAP_PIDS_OVERHEAD 2u
 
 /* /etc entries a handler may need (dynamic linker, TLS roots, name
- * resolution, users, time zone); the rest of /etc stays hidden. */
+ * resolution, users, time zone); the rest of /etc stays hidden. Of
+ * /etc/ssl only the public parts: never /etc/ssl/private (host keys). */
 static const char *const etc_files[] = {
 	"/etc/ld.so.cache", "/etc/ld.so.conf", "/etc/ld.so.conf.d",
-	"/etc/alternatives", "/etc/localtime", "/etc/ssl",
-	"/etc/ca-certificates", "/etc/resolv.conf", "/etc/hosts",
+	"/etc/alternatives", "/etc/localtime", "/etc/ssl/certs",
+	"/etc/ssl/openssl.cnf", "/etc/ssl/cert.pem", "/etc/ca-certificates", "/etc/resolv.conf", "/etc/hosts",
 	"/etc/nsswitch.conf", "/etc/host.conf", "/etc/gai.conf",
 	"/etc/passwd", "/etc/group", "/etc/mime.types",
 };
@@ -178,6 +188,8 @@ static int bwrap_spawn(relay_runtime_backend *rb, const relay_exec_spec *spec,
 	req.envp = env.v;
 	req.cwd = "/";
 	req.limits = &bp->inv;
+	req.cred = &b->cred;          /* unprivileged when the host is root */
+	req.need_dir = spec->app_dir; /* bwrap must be able to bind it */
 	rc = relay__spawn(&req, proc, err);
 	if (rc != 0)
 		relay__limits_release(&bp->inv, NULL);
@@ -229,6 +241,7 @@ static int probe(relay__builtin *b, relay_error *err)
 	req.envp = (char *const *)env;
 	req.cwd = "/";
 	req.limits = NULL;
+	req.cred = &b->cred;  /* probe exactly what handlers will get */
 	rc = relay__spawn(&req, &proc, err);
 	relay__strv_free(&a);
 	if (rc != 0)
@@ -248,6 +261,50 @@ static int probe(relay__builtin *b, relay_error *err)
 	return 0;
 }
 
+/*
+ * Deliver @sig to the sandbox's processes rather than to bwrap. They stay
+ * in bwrap's process group (bwrap is started as a session leader, so the
+ * group id is proc->pid), so every group member but bwrap itself gets it;
+ * the sandbox's init ignores it (an ancestor namespace cannot signal a
+ * pid-namespace init that set no handler). SIGKILL, or a sandbox with
+ * nobody in it yet, goes to the whole group as in the "process" backend.
+ */
+static int bwrap_signal(relay_runtime_backend *rb, relay_proc *proc, int sig)
+{
+	DIR *d;
+	struct dirent *de;
+	int sent = 0;
+
+	if (sig == SIGKILL || !(d = opendir("/proc")))
+		return relay__builtin_signal(rb, proc, sig);
+	while ((de = readdir(d))) {
+		char path[64], buf[512], *p;
+		long pid = strtol(de->d_name, &p, 10), pgrp;
+		FILE *f;
+
+		if (pid <= 0 || *p || pid == (long)proc->pid)
+			continue;
+		snprintf(path, sizeof(path), "/proc/%ld/stat", pid);
+		f = fopen(path, "re");
+		if (!f)
+			continue;
+		p = fgets(buf, sizeof(buf), f);
+		fclose(f);
+		/* "pid (comm) state ppid pgrp ...": comm may hold anything,
+		 * so parse after its last ')'. */
+		if (!p || !(p = strrchr(buf, ')')) ||
+		    sscanf(p + 1, " %*c %*d %ld", &pgrp) != 1 ||
+		    pgrp != (long)proc->pid)
+			continue;
+		if (kill((pid_t)pid, sig) == 0)
+			sent++;
+	}
+	closedir(d);
+	if (sent == 0)
+		return relay__builtin_signal(rb, proc, sig);
+	return 0;
+}
+
 int relay__runtime_bwrap_new(relay_runtime_backend **out,
 			     const relay_runtime_options *opts,
 			     relay_error *err)
@@ -262,6 +319,11 @@ int relay__runtime_bwrap_new(relay_runtime_backend **out,
 	if (rc != 0)
 		goto fail;
 	b->parent.spawn = bwrap_spawn;
+	b->parent.signal = bwrap_signal;
+	rc = relay__builtin_cred(b, opts && opts->version >= 2 ?
+				 opts->sandbox_user : NULL, err);
+	if (rc != 0)
+		goto fail;
 	b->bwrap = relay__runtime_which("bwrap", NULL);
 	if (!b->bwrap) {
 		rc = relay__error_set(err, RELAY_EBACKEND, NULL, 0, 0,

@@ -9,8 +9,11 @@
  */
 #define _GNU_SOURCE
 #include <errno.h>
+#include <pwd.h>
 #include <signal.h>
+#include <stdlib.h>
 #include <string.h>
+#include <unistd.h>
 
 #include "runtime.h"
 
@@ -33,6 +36,50 @@ int relay__builtin_init(relay__builtin *b, const char *name,
 					"out of memory");
 	rc = relay__limits_new(&b->limits, want, err);
 	return rc;
+}
+
+/*
+ * A root host must not lend root to its handlers: a sandbox's uid 65534 is
+ * mapped onto the host uid of whoever started bwrap, so bwrap is started
+ * as @user instead. A non-root host keeps its own uid (it has nothing more
+ * to give away).
+ */
+int relay__builtin_cred(relay__builtin *b, const char *user,
+			relay_error *err)
+{
+	const struct passwd *pw;
+	char *end;
+	unsigned long n;
+
+	memset(&b->cred, 0, sizeof(b->cred));
+	if (geteuid() != 0)
+		return 0;
+	if (!user || !*user)
+		user = "nobody";
+	errno = 0;
+	n = strtoul(user, &end, 10);
+	if (*user >= '0' && *user <= '9' && *end == '\0' && errno == 0 &&
+	    n == (uid_t)n) {
+		pw = getpwuid((uid_t)n);
+		b->cred.uid = (uid_t)n;
+		b->cred.gid = pw ? pw->pw_gid : (gid_t)n;
+	} else if ((pw = getpwnam(user))) {
+		b->cred.uid = pw->pw_uid;
+		b->cred.gid = pw->pw_gid;
+	} else if (strcmp(user, "nobody") == 0) {
+		b->cred.uid = b->cred.gid = 65534;  /* no passwd entry */
+	} else {
+		return relay__error_set(err, RELAY_EINVAL, NULL, 0, 0,
+					"sandbox user \"%s\": no such user",
+					user);
+	}
+	if (b->cred.uid == 0 || b->cred.gid == 0)
+		return relay__error_set(err, RELAY_EINVAL, NULL, 0, 0,
+					"sandbox user \"%s\": uid and gid must "
+					"not be 0 (handlers never run as root)",
+					user);
+	b->cred.set = true;
+	return 0;
 }
 
 /*

@@ -98,6 +98,19 @@ void relay__limits_release(relay__limits_inv *inv, int *oom_killed);
 
 /* ---- spawning (spawn.c) ------------------------------------------ */
 
+/*
+ * The host credentials a spawned child switches to (setgroups, setgid,
+ * setuid) after joining its cgroups and before exec. Chosen once, when a
+ * backend is created (relay__builtin_init), so every spawn of that backend
+ * gets the same ones.
+ */
+typedef struct relay__cred {
+	bool set;                        /* false: keep the host's own */
+	uid_t uid;
+	gid_t gid;
+} relay__cred;
+
+/* Initialise with { 0 }: zero fields mean "not used". */
 typedef struct relay__spawn_req {
 	const char *path;                /* executable (resolved) */
 	char *const *argv;               /* NULL-terminated */
@@ -105,6 +118,10 @@ typedef struct relay__spawn_req {
 	const char *cwd;                 /* working directory, or NULL */
 	const relay__limits_inv *limits; /* applied before exec, or NULL */
 	int keep_fd;                     /* becomes the child's fd 3, or -1 */
+	const relay__cred *cred;         /* switched to before exec, or NULL */
+	const char *need_dir;            /* with cred: must be readable and
+					    searchable by cred->uid, else the
+					    spawn fails saying so; or NULL */
 } relay__spawn_req;
 
 #define RELAY__SPAWN_REQ_INIT { .keep_fd = -1 }
@@ -158,6 +175,9 @@ typedef struct relay__builtin {
 	char *bootstrap_dir;           /* owned */
 	char *bwrap;                   /* bwrap executable (bwrap only) */
 	bool cgroupns;                 /* bwrap: --unshare-cgroup works */
+	relay__cred cred;              /* bwrap: when the host is root, the
+					  unprivileged host uid the sandbox
+					  runs as (relay__builtin_cred) */
 } relay__builtin;
 
 typedef struct relay__builtin_proc {
@@ -171,6 +191,10 @@ int relay__builtin_signal(relay_runtime_backend *rb, relay_proc *proc,
 			  int sig);
 void relay__builtin_release(relay_runtime_backend *rb, relay_proc *proc);
 void relay__builtin_free(relay_runtime_backend *rb);
+/* When the host process is root, resolve @user (name or number; NULL or
+ * "" = "nobody") into b->cred; refuses uid 0. Otherwise leaves it unset. */
+int relay__builtin_cred(relay__builtin *b, const char *user,
+			relay_error *err);
 
 int relay__runtime_process_new(relay_runtime_backend **out,
 			       const relay_runtime_options *opts,

@@ -9,7 +9,10 @@
  * (joining a cgroup, setting rlimits), posix_spawn has no hook for them,
  * and doing it from the parent after the spawn would race a fork bomb; so
  * that path uses vfork(2) and does the same steps plus the limits in the
- * child, calling only async-signal-safe functions, before execve.
+ * child, calling only async-signal-safe functions, before execve. The same
+ * path switches to unprivileged host credentials (req->cred) when a root
+ * host runs a sandbox: after joining the cgroups (which needs root), before
+ * execve.
  */
 #define _GNU_SOURCE
 #include <errno.h>
@@ -101,13 +104,21 @@ static int spawn_posix(const relay__spawn_req *req, const int cfd[3],
 	return rc;
 }
 
+/* Why the vfork child failed: errno, and whether it was the need_dir
+ * check (so the parent can say which directory and uid). */
+struct child_fail {
+	int err;
+	int dir_denied;
+};
+
 /*
  * The vfork child. Shares the parent's memory until execve, so it touches
- * nothing but its stack and *err; signal dispositions are per process
+ * nothing but its stack and *fail; signal dispositions are per process
  * (no CLONE_SIGHAND), so resetting them here leaves the parent's alone.
  */
 static void __attribute__((noreturn))
-vfork_child(const relay__spawn_req *req, const int cfd[3], volatile int *err)
+vfork_child(const relay__spawn_req *req, const int cfd[3],
+	    volatile struct child_fail *fail)
 {
 	struct sigaction sa;
 	sigset_t none;
@@ -121,10 +132,30 @@ vfork_child(const relay__spawn_req *req, const int cfd[3], volatile int *err)
 			(void)sigaction(sig, &sa, NULL);
 	if (setsid() < 0)
 		goto fail;
-	e = relay__limits_child(req->limits);
+	e = req->limits ? relay__limits_child(req->limits) : 0;
 	if (e != 0) {
 		errno = e;
 		goto fail;
+	}
+	/*
+	 * Drop root last: the cgroup.procs writes above need it. Groups
+	 * first, then gid, then uid. Raw system calls: glibc's wrappers
+	 * broadcast the change to every thread of the process, and in a
+	 * vfork child that would be the parent's threads.
+	 */
+	if (req->cred && req->cred->set) {
+		gid_t g = req->cred->gid;
+
+		if (syscall(SYS_setgroups, 1, &g) != 0 ||
+		    syscall(SYS_setresgid, g, g, g) != 0 ||
+		    syscall(SYS_setresuid, req->cred->uid, req->cred->uid,
+			    req->cred->uid) != 0)
+			goto fail;
+		if (req->need_dir &&
+		    access(req->need_dir, R_OK | X_OK) != 0) {
+			fail->dir_denied = 1;
+			goto fail;
+		}
 	}
 	for (i = 0; i < 3; i++)
 		if (dup2(cfd[i], i) < 0)
@@ -141,14 +172,13 @@ vfork_child(const relay__spawn_req *req, const int cfd[3], volatile int *err)
 	sigprocmask(SIG_SETMASK, &none, NULL);
 	execve(req->path, req->argv, req->envp);
 fail:
-	*err = errno ? errno : EINVAL;
+	fail->err = errno ? errno : EINVAL;
 	_exit(127);
 }
 
 static int spawn_vfork(const relay__spawn_req *req, const int cfd[3],
-		       pid_t *pid)
+		       pid_t *pid, volatile struct child_fail *fail)
 {
-	volatile int child_err = 0;
 	sigset_t all, old;
 	pid_t p;
 
@@ -157,14 +187,14 @@ static int spawn_vfork(const relay__spawn_req *req, const int cfd[3],
 	pthread_sigmask(SIG_SETMASK, &all, &old);
 	p = vfork();
 	if (p == 0)
-		vfork_child(req, cfd, &child_err);
+		vfork_child(req, cfd, fail);
 	pthread_sigmask(SIG_SETMASK, &old, NULL);
 	if (p < 0)
 		return errno;
-	if (child_err != 0) {
+	if (fail->err != 0) {
 		while (waitpid(p, NULL, 0) < 0 && errno == EINTR)
 			;
-		return child_err;
+		return fail->err;
 	}
 	*pid = p;
 	return 0;
@@ -174,6 +204,7 @@ int relay__spawn(const relay__spawn_req *req, relay_proc *proc,
 		 relay_error *err)
 {
 	int pfd[3] = { -1, -1, -1 }, cfd[3] = { -1, -1, -1 };
+	volatile struct child_fail fail = { 0, 0 };
 	pid_t pid = -1;
 	int rc = RELAY_EBACKEND, e, i;
 
@@ -184,10 +215,20 @@ int relay__spawn(const relay__spawn_req *req, relay_proc *proc,
 			goto done;
 		}
 	}
-	if (req->limits && relay__limits_inv_needed(req->limits))
-		e = spawn_vfork(req, cfd, &pid);
+	if ((req->limits && relay__limits_inv_needed(req->limits)) ||
+	    (req->cred && req->cred->set))
+		e = spawn_vfork(req, cfd, &pid, &fail);
 	else
 		e = spawn_posix(req, cfd, &pid);
+	if (e != 0 && fail.dir_denied) {
+		relay__error_set(err, RELAY_EBACKEND, NULL, 0, 0,
+				 "app directory %s is not readable by the "
+				 "sandbox user (uid %ld): %s; make it and its "
+				 "parents readable and searchable by that uid",
+				 req->need_dir, (long)req->cred->uid,
+				 strerror(e));
+		goto done;
+	}
 	if (e != 0) {
 		relay__error_set(err, RELAY_EBACKEND, NULL, 0, 0,
 				 "spawn %s: %s", req->argv[0], strerror(e));

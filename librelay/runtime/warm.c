@@ -719,6 +719,9 @@ static int spawn_parent(relay__warm *w, warm_parent *p,
 	req.envp = penv.v;
 	req.cwd = "/";
 	req.keep_fd = keep;
+	/* The same host user as a cold sandbox (never root). */
+	req.cred = &((relay__builtin *)w->rt->rb)->cred;
+	req.need_dir = spec->app_dir;
 	memset(&proc, 0, sizeof(proc));
 	rc = relay__spawn(&req, &proc, err);
 	if (rc != 0)

@@ -29,14 +29,24 @@
 	"    cron: \"0 3 * * *\"\n" \
 	"    retries: " retries "\n"
 
+/* Publish an occurrence as relayd does: its marker, then the entry (the
+ * engine dispatches only occurrences with a publication marker). */
 static const char *xadd_occ(h_ctx *h, const char *app, const char *sched,
 			    const char *handler, int64_t at)
 {
 	static char id[64];
 	char *env = relay__sched_envelope(app, sched, handler, at);
+	char ts[RELAY__SCHED_TIME_LEN + 1], marker[256], *occ;
 
 	RT_ASSERT(env != NULL);
+	RT_ASSERT(relay__sched_time_fmt(at, ts, sizeof(ts)) == 0);
+	occ = relay__sched_occurrence_id(app, sched, ts);
+	RT_ASSERT(occ != NULL);
+	snprintf(marker, sizeof(marker), "%s%s", RELAY__SCHED_MARKER_PREFIX,
+		 occ);
+	relay_redis_reply_free(H_CMD(h, "SET", marker, "1"));
 	snprintf(id, sizeof(id), "%s", h_xadd(h, env));
+	free(occ);
 	free(env);
 	return id;
 }

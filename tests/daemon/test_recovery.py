@@ -247,6 +247,9 @@ def bwrap_sandbox_end_to_end():
     if probe.returncode != 0:
         raise Skip("bwrap cannot create namespaces here")
     with Env() as env:
+        # As root, the sandbox runs as nobody (RELAY_SANDBOX_USER), which
+        # must be able to reach the app directory: open the temp dir up.
+        os.chmod(env.dir, 0o755)
         env.app("sb", [], raw="runtime: exec\n"
                 "command: [/bin/sh, -c, 'cat >/dev/null; echo in-sandbox "
                 "$(id -u) $RELAY_HANDLER']\n"

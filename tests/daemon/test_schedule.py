@@ -107,6 +107,14 @@ def envelope(app, schedule, handler, at):
             "occurrence_id": f"schedule:{app}:{schedule}:{at}"}
 
 
+def publish(env, ev):
+    """Publish an occurrence as relayd does: its marker, then the entry
+    (relayd dispatches only occurrences with a publication marker)."""
+    e = json.loads(ev) if isinstance(ev, str) else ev
+    env.r("SET", f"relay:schedule:{e['occurrence_id']}", "1")
+    return env.xadd(ev)
+
+
 def outbox(d):
     try:
         with open(os.path.join(d.state_dir, "schedule-outbox.json")) as f:
@@ -318,9 +326,9 @@ def failing_handler_retries_then_dlq():
                   fail="tick")
         d = env.relayd("r1", **quiet())
         raw = json.dumps(envelope("a", "nightly", "tick",
-                                  "2026-02-28T03:00:00Z"),
+                                  "2024-02-29T03:00:00Z"),
                          separators=(",", ":"))
-        mid = env.xadd(raw)
+        mid = publish(env, raw)
         env.wait(lambda: env.pel_count() == 0 and len(env.dlq()) == 1,
                  "dead-lettered after 3 attempts")
         # dlq replay runs the schedule's handler with the occurrence
@@ -331,7 +339,7 @@ def failing_handler_retries_then_dlq():
         eq(rep["results"][0]["handler"], "tick", "replayed handler")
         d.stop()
         eq(runs(env), [("tick", '{"source":"relay.schedule",'
-                        '"scheduled_at":"2026-02-28T03:00:00Z"}')] * 4,
+                        '"scheduled_at":"2024-02-29T03:00:00Z"}')] * 4,
            "three attempts and the replay, exact stdin")
         e = env.dlq()[0]
         eq((e["app"], e["handler"], e["handler_attempts"]),
@@ -364,8 +372,8 @@ def pinned_across_template_edit():
                       "EDIT_DST": os.path.join(d_app, "template.yaml")})
         # Backoff 1 s: time for the reload to land between attempts.
         d = env.relayd("r1", RELAY_TEST_TIME_SCALE="60", **quiet())
-        mid = env.xadd(envelope("a", "nightly", "tick",
-                                "2026-02-28T03:00:00Z"))
+        mid = publish(env, envelope("a", "nightly", "tick",
+                                "2024-02-29T03:00:00Z"))
         env.wait(lambda: env.pel_count() == 0 and len(env.dlq()) == 1,
                  "dead-lettered", timeout=60)
         eq([h for h, _ in runs(env)], ["tick"] * 3,
@@ -378,7 +386,8 @@ def pinned_across_template_edit():
         second = log.find("handler=tick message_id=" + mid + " attempt=2")
         check(0 <= reload_at < second,
               "the edit was loaded before the second attempt")
-        env.xadd(envelope("a", "nightly", "tick", "2026-03-01T03:00:00Z"))
+        publish(env, envelope("a", "nightly", "tick",
+                               "2028-02-29T03:00:00Z"))
         env.wait(lambda: env.pel_count() == 0 and len(runs(env)) == 4,
                  "next occurrence")
         eq(runs(env)[3][0], "tock", "a new occurrence runs the edit")
