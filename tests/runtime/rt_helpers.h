@@ -123,7 +123,7 @@ static relay_exec_spec sh_spec(const char *const *argv, uint32_t timeout_ms)
 }
 
 /* Run a shell snippet; returns run_sync's code. */
-static int run_sh(relay_runtime *rt, const char *script, uint32_t timeout_ms,
+static inline int run_sh(relay_runtime *rt, const char *script, uint32_t timeout_ms,
 		  cap *c, relay_run_outcome *o)
 {
 	const char *argv[] = { "/bin/sh", "-c", script, NULL };
@@ -133,7 +133,7 @@ static int run_sh(relay_runtime *rt, const char *script, uint32_t timeout_ms,
 	return relay_runtime_run_sync(rt, &s, cap_cb, c, o, NULL);
 }
 
-static relay_runtime *make_rt(const char *backend, relay_limits_mode lim,
+static inline relay_runtime *make_rt(const char *backend, relay_limits_mode lim,
 			      uint32_t grace_ms, relay_error *err)
 {
 	relay_runtime_options o = RELAY_RUNTIME_OPTIONS_INIT;

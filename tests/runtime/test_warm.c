@@ -1,0 +1,569 @@
+/*
+ * test_warm.c - warm parents (python3 under bwrap): every invocation stays
+ * one-shot and isolated, behaves as a cold start, and faults fall back to
+ * the cold path. Skips when bwrap or python3 cannot run here, or when this
+ * kernel refuses the warm sandbox (the reason is printed).
+ *
+ * Each case runs several invocations through ONE runtime on ONE loop, so
+ * they really share a warm parent (checked: the outcome says warm).
+ */
+#define _GNU_SOURCE
+#include <dirent.h>
+#include <errno.h>
+#include <signal.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/stat.h>
+#include <time.h>
+#include <unistd.h>
+
+#include <ev.h>
+
+#include "relay/relay_libev.h"
+#include "relaytest.h"
+#include "rt_helpers.h"
+
+static char app_dir[256];
+static struct ev_loop *loop;
+static relay_runtime *rt;
+static const char *skip_why;
+
+static void write_file(const char *name, const char *text)
+{
+	char path[512];
+	FILE *f;
+
+	snprintf(path, sizeof(path), "%s/%s", app_dir, name);
+	f = fopen(path, "w");
+	if (!f) {
+		perror(path);
+		exit(1);
+	}
+	fputs(text, f);
+	fclose(f);
+	chmod(path, 0644);
+}
+
+static relay_runtime *new_rt(uint32_t idle_ms, uint32_t max_parents)
+{
+	relay_runtime_options o = RELAY_RUNTIME_OPTIONS_INIT;
+	relay_runtime *r = NULL;
+	relay_error err;
+
+	o.backend = "bwrap";
+	o.bootstrap_dir = bootstrap_dir();
+	o.kill_grace_ms = 1500;
+	o.warm = 1;
+	o.warm_idle_ms = idle_ms;
+	o.warm_max_parents = max_parents;
+	if (relay_runtime_new(&r, &o, &err) != 0)
+		return NULL;
+	relay_runtime_libev_attach(r, loop);
+	return r;
+}
+
+static relay_exec_spec py_spec(const char *handler)
+{
+	relay_exec_spec s = RELAY_EXEC_SPEC_INIT;
+
+	s.app = "warmapp";
+	s.handler = handler;
+	s.message_id = "7-0";
+	s.app_dir = app_dir;
+	s.runtime = RELAY_RUNTIME_PYTHON3;
+	s.timeout_ms = 20000;
+	s.event = "{\"n\":1}";
+	s.event_len = 7;
+	s.warm = RELAY_WARM_REQUIRE;
+	s.generation = 1;
+	return s;
+}
+
+struct job {
+	cap c;
+	relay_run_outcome o;
+	bool done;
+};
+
+static void job_done(const relay_run_outcome *o, void *payload)
+{
+	struct job *j = payload;
+
+	j->o = *o;
+	j->done = true;
+}
+
+static int start(relay_runtime *r, const relay_exec_spec *s, struct job *j)
+{
+	relay_error err;
+
+	memset(j, 0, sizeof(*j));
+	if (relay_runtime_run(r, s, cap_cb, job_done, &j->c, NULL, &err)) {
+		fprintf(stderr, "# run: %s\n", err.text);
+		return -1;
+	}
+	return 0;
+}
+
+/* One invocation on the shared loop; 0 when it ran. */
+static int run1(relay_runtime *r, const relay_exec_spec *s, struct job *j)
+{
+	if (start(r, s, j) != 0)
+		return -1;
+	while (!j->done)
+		ev_run(loop, EVRUN_ONCE);
+	return 0;
+}
+
+static void wait_all(struct job *j, int n)
+{
+	int i;
+
+	for (i = 0; i < n; i++)
+		while (!j[i].done)
+			ev_run(loop, EVRUN_ONCE);
+}
+
+static void job_free(struct job *j)
+{
+	cap_free(&j->c);
+}
+
+/* Every line of a run joined with '\n' (content only). */
+static char *joined(const cap *c)
+{
+	size_t i, n = 1;
+	char *s, *p;
+
+	for (i = 0; i < c->n; i++)
+		n += strlen(cap_line(c, i)) + 1;
+	s = p = calloc(1, n);
+	for (i = 0; i < c->n; i++)
+		p += sprintf(p, "%s\n", cap_line(c, i));
+	return s;
+}
+
+#define HANDLERS                                                          \
+	"import os, sys, signal, random, json\n"                          \
+	"counter = 0\n"                                                   \
+	"def state(event):\n"                                             \
+	"    global counter\n"                                            \
+	"    counter += 1\n"                                              \
+	"    json.relay_leak = getattr(json, 'relay_leak', 0) + 1\n"      \
+	"    print('counter', counter, json.relay_leak)\n"               \
+	"    print('tmp', sorted(os.listdir('/tmp')))\n"                 \
+	"    print('fds', sorted(os.listdir('/proc/self/fd')))\n"        \
+	"    print('env', sorted(os.environ.items()))\n"                 \
+	"    print('procs', sorted(p for p in os.listdir('/proc')"        \
+	" if p.isdigit()))\n"                                             \
+	"    print('sig', [str(signal.getsignal(s)) for s in (signal.SIGINT," \
+	" signal.SIGTERM, signal.SIGPIPE, signal.SIGUSR1, signal.SIGCHLD)])\n" \
+	"    print('uid', os.getuid(), os.getgid(), os.getcwd(), sys.argv)\n" \
+	"    print('caps', [l for l in open('/proc/self/status')"        \
+	" if l.startswith('CapEff')])\n"                                  \
+	"    print('mods', 'asyncio' in sys.modules)\n"                  \
+	"    print('rand', random.random(), random.random())\n"          \
+	"    open('/tmp/left-behind', 'w').write('x')\n"                 \
+	"    leak = open('/app/handlers.py')\n"                           \
+	"    os.environ['RELAY_LEAK'] = '1'\n"                            \
+	"    signal.signal(signal.SIGUSR1, lambda *a: None)\n"            \
+	"    import subprocess\n"                                          \
+	"    subprocess.Popen(['sleep', '31337'])\n"                       \
+	"def slow(event):\n"                                               \
+	"    import time\n"                                                \
+	"    time.sleep(1.0)\n"                                            \
+	"    print('slow done')\n"                                         \
+	"def forever(event):\n"                                            \
+	"    import time\n"                                                \
+	"    def term(*a):\n"                                              \
+	"        print('got SIGTERM', flush=True)\n"                       \
+	"        sys.exit(5)\n"                                            \
+	"    signal.signal(signal.SIGTERM, term)\n"                       \
+	"    print('waiting', flush=True)\n"                               \
+	"    time.sleep(60)\n"                                             \
+	"def hog(event):\n"                                                \
+	"    x = bytearray(400 * 1024 * 1024)\n"                          \
+	"    for i in range(0, len(x), 4096): x[i] = 1\n"                 \
+	"def ok(event):\n"                                                 \
+	"    print('ok', event)\n"                                         \
+	"def fails(event):\n"                                              \
+	"    sys.exit(3)\n"
+
+/* Is a process whose command line holds @needle alive (host view)? */
+static bool host_has_process(const char *needle, pid_t *pid)
+{
+	DIR *d = opendir("/proc");
+	struct dirent *e;
+	bool found = false;
+
+	while (d && (e = readdir(d)) && !found) {
+		char path[300], buf[4096];
+		FILE *f;
+		size_t n, i;
+
+		if (e->d_name[0] < '0' || e->d_name[0] > '9')
+			continue;
+		snprintf(path, sizeof(path), "/proc/%s/cmdline", e->d_name);
+		f = fopen(path, "r");
+		if (!f)
+			continue;
+		n = fread(buf, 1, sizeof(buf) - 1, f);
+		fclose(f);
+		for (i = 0; i < n; i++)
+			if (buf[i] == '\0')
+				buf[i] = ' ';
+		buf[n] = '\0';
+		if (strstr(buf, needle)) {
+			found = true;
+			if (pid)
+				*pid = (pid_t)atol(e->d_name);
+		}
+	}
+	if (d)
+		closedir(d);
+	return found;
+}
+
+static void sleep_ms(int ms)
+{
+	struct timespec ts = { ms / 1000, (ms % 1000) * 1000000L };
+
+	nanosleep(&ts, NULL);
+}
+
+/* One-shot: nothing of an earlier invocation is seen by a later one, and
+ * the warm start looks like a cold one from inside. */
+static void test_warm__one_shot_and_same_as_cold(void)
+{
+	relay_exec_spec s = py_spec("handlers.state");
+	struct job w1, w2, c1;
+	char *a, *b, *cold;
+	const char *rand1, *rand2;
+	size_t i;
+
+	RT_CHECK(run1(rt, &s, &w1) == 0);
+	RT_CHECK(run1(rt, &s, &w2) == 0);
+	s.warm = RELAY_WARM_OFF;
+	RT_CHECK(run1(rt, &s, &c1) == 0);
+	RT_EQ_INT(w1.o.status, RELAY_RUN_OK);
+	RT_EQ_INT(w2.o.status, RELAY_RUN_OK);
+	RT_EQ_INT(c1.o.status, RELAY_RUN_OK);
+	RT_CHECK(w1.o.warm && w2.o.warm && !c1.o.warm);
+	a = joined(&w1.c);
+	b = joined(&w2.c);
+	cold = joined(&c1.c);
+	RT_CHECK(cap_has(&w2.c, "counter 1 1"));
+	RT_CHECK(cap_has(&w2.c, "tmp []"));
+	RT_CHECK(cap_has(&w2.c, "procs ['1', '2']"));
+	RT_CHECK(cap_has(&w2.c, "mods False"));
+	RT_CHECK(cap_has(&w2.c, "caps ['CapEff:\\t0000000000000000\\n']"));
+	/* Everything but the random draws is identical warm, warm, cold. */
+	for (i = 0; i < w2.c.n && i < c1.c.n; i++) {
+		if (strncmp(cap_line(&w2.c, i), "rand ", 5) == 0)
+			continue;
+		RT_EQ_STR(cap_line(&w2.c, i), cap_line(&c1.c, i));
+		RT_EQ_STR(cap_line(&w1.c, i), cap_line(&c1.c, i));
+	}
+	RT_EQ_INT(w2.c.n, c1.c.n);
+	rand1 = strstr(a, "rand ");
+	rand2 = strstr(b, "rand ");
+	RT_CHECK(rand1 && rand2 && strncmp(rand1, rand2, 30) != 0);
+	/* The child it left behind died with its invocation. */
+	sleep_ms(100);
+	RT_CHECK(!host_has_process("sleep 31337", NULL));
+	free(a);
+	free(b);
+	free(cold);
+	job_free(&w1);
+	job_free(&w2);
+	job_free(&c1);
+}
+
+/* Two invocations at once: neither sees the other's processes or /tmp. */
+static void test_warm__concurrent_isolated(void)
+{
+	relay_exec_spec s = py_spec("handlers.state");
+	struct job j[4];
+	int i;
+
+	for (i = 0; i < 4; i++)
+		RT_CHECK(start(rt, &s, &j[i]) == 0);
+	wait_all(j, 4);
+	for (i = 0; i < 4; i++) {
+		RT_EQ_INT(j[i].o.status, RELAY_RUN_OK);
+		RT_CHECK(j[i].o.warm);
+		RT_CHECK(cap_has(&j[i].c, "procs ['1', '2']"));
+		RT_CHECK(cap_has(&j[i].c, "tmp []"));
+		job_free(&j[i]);
+	}
+}
+
+/* Exit codes, import errors and the timeout are a cold start's. */
+static void test_warm__exit_codes_and_import_errors(void)
+{
+	relay_exec_spec s = py_spec("handlers.fails");
+	struct job j;
+
+	RT_CHECK(run1(rt, &s, &j) == 0);
+	RT_EQ_INT(j.o.status, RELAY_RUN_FAILED);
+	RT_EQ_STR(j.o.reason, "exit status 3");
+	RT_CHECK(j.o.warm);
+	job_free(&j);
+	s = py_spec("nosuchmodule.fn");
+	RT_CHECK(run1(rt, &s, &j) == 0);
+	RT_EQ_STR(j.o.reason, "exit status 1");
+	RT_CHECK(cap_contains(&j.c, "ModuleNotFoundError"));
+	job_free(&j);
+	s = py_spec("handlers.ok");
+	RT_CHECK(run1(rt, &s, &j) == 0);
+	RT_EQ_INT(j.o.status, RELAY_RUN_OK);
+	RT_CHECK(cap_has(&j.c, "ok {'n': 1}"));
+	RT_EQ_STR(j.c.text[0], "[warmapp/handlers.ok@7-0] stdout: ok {'n': 1}");
+	job_free(&j);
+}
+
+/* The timeout gives a SIGTERM trap its grace and kills only that
+ * invocation; the parent keeps serving. */
+static void test_warm__timeout_kills_one(void)
+{
+	relay_exec_spec s = py_spec("handlers.forever"), q = py_spec(
+		"handlers.ok");
+	struct job j[2], k;
+
+	s.timeout_ms = 500;
+	RT_CHECK(start(rt, &s, &j[0]) == 0);
+	RT_CHECK(start(rt, &q, &j[1]) == 0);
+	wait_all(j, 2);
+	RT_EQ_INT(j[0].o.status, RELAY_RUN_TIMEOUT);
+	RT_CHECK(cap_has(&j[0].c, "waiting"));
+	RT_CHECK(cap_has(&j[0].c, "got SIGTERM"));
+	RT_EQ_INT(j[1].o.status, RELAY_RUN_OK);
+	RT_CHECK(run1(rt, &q, &k) == 0);
+	RT_EQ_INT(k.o.status, RELAY_RUN_OK);
+	RT_CHECK(k.o.warm);
+	job_free(&j[0]);
+	job_free(&j[1]);
+	job_free(&k);
+}
+
+/* A memory limit kills the invocation that exceeds it, alone. */
+static void test_warm__memory_limit_per_invocation(void)
+{
+	relay_exec_spec s = py_spec("handlers.hog"), q = py_spec(
+		"handlers.slow");
+	struct job j[2];
+
+	if (relay_runtime_limits_mode(rt) != RELAY_LIMITS_CGROUP_V1 &&
+	    relay_runtime_limits_mode(rt) != RELAY_LIMITS_CGROUP_V2) {
+		printf("# no cgroups here: the rlimit fallback is covered by "
+		       "the sandbox suite\n");
+		return;
+	}
+	s.memory_bytes = q.memory_bytes = 128u << 20;
+	RT_CHECK(start(rt, &q, &j[1]) == 0);
+	RT_CHECK(start(rt, &s, &j[0]) == 0);
+	wait_all(j, 2);
+	RT_EQ_INT(j[0].o.status, RELAY_RUN_FAILED);
+	RT_CHECK(strncmp(j[0].o.reason, "memory limit exceeded", 21) == 0);
+	RT_CHECK(j[0].o.warm);
+	RT_EQ_INT(j[1].o.status, RELAY_RUN_OK);
+	RT_CHECK(cap_has(&j[1].c, "slow done"));
+	job_free(&j[0]);
+	job_free(&j[1]);
+}
+
+/* The warm parent killed mid-invocation: the run finishes cold, counted,
+ * without failing. */
+static void test_warm__parent_killed(void)
+{
+	relay_exec_spec s = py_spec("handlers.slow");
+	relay_runtime_warm_stats st = { .version = 1 };
+	struct job j;
+	pid_t pid = 0;
+	int i;
+
+	RT_CHECK(run1(rt, &s, &j) == 0);   /* the parent is ready */
+	job_free(&j);
+	s.warm = RELAY_WARM_AUTO;          /* as relayd runs it */
+	RT_CHECK(start(rt, &s, &j) == 0);
+	for (i = 0; i < 50 && !j.done; i++) {
+		ev_run(loop, EVRUN_NOWAIT);
+		sleep_ms(10);
+	}
+	RT_CHECK(host_has_process("relay-bootstrap.py --serve", &pid));
+	RT_CHECK(pid > 0 && kill(pid, SIGKILL) == 0);
+	while (!j.done)
+		ev_run(loop, EVRUN_ONCE);
+	RT_EQ_STR(j.o.reason, "");
+	RT_CHECK(!j.o.warm);
+	RT_CHECK(cap_has(&j.c, "slow done"));
+	relay_runtime_warm_stats_get(rt, &st);
+	RT_CHECK(st.failures[RELAY_WARM_FAIL_CRASHED] >= 1);
+	job_free(&j);
+}
+
+static void count_parent(const char *app, const char *state,
+			 unsigned int inflight, uint64_t rss, void *payload)
+{
+	int *n = payload;
+
+	(void)app;
+	(void)inflight;
+	(void)rss;
+	if (strcmp(state, "ready") == 0)
+		n[0]++;
+	else if (strcmp(state, "retiring") == 0)
+		n[1]++;
+	else
+		n[2]++;
+}
+
+/* A new generation starts a new parent; the old one finishes what it runs
+ * and goes. */
+static void test_warm__reload_generation(void)
+{
+	relay_runtime *r = new_rt(60000, 8);
+	relay_exec_spec s = py_spec("handlers.slow"), q = py_spec(
+		"handlers.ok");
+	struct job j[2], k;
+	int n[3] = { 0, 0, 0 };
+
+	RT_CHECK(r != NULL);
+	RT_CHECK(run1(r, &q, &k) == 0);
+	job_free(&k);
+	RT_CHECK(start(r, &s, &j[0]) == 0);          /* generation 1, slow */
+	q.generation = 2;
+	RT_CHECK(start(r, &q, &j[1]) == 0);          /* generation 2 */
+	relay_runtime_warm_foreach(r, count_parent, n);
+	RT_EQ_INT(n[1], 1);                           /* 1 retiring */
+	wait_all(j, 2);
+	RT_EQ_INT(j[0].o.status, RELAY_RUN_OK);
+	RT_CHECK(j[0].o.warm);
+	RT_EQ_INT(j[1].o.status, RELAY_RUN_OK);
+	RT_CHECK(j[1].o.warm);
+	memset(n, 0, sizeof(n));
+	relay_runtime_warm_foreach(r, count_parent, n);
+	RT_EQ_INT(n[0], 1);
+	RT_EQ_INT(n[1], 0);
+	job_free(&j[0]);
+	job_free(&j[1]);
+	relay_runtime_free(r);
+}
+
+/* Many apps: never more parents than the cap, idle ones go. */
+static void test_warm__cap_and_idle_eviction(void)
+{
+	relay_runtime *r = new_rt(300, 3);
+	relay_exec_spec s = py_spec("handlers.ok");
+	char name[32];
+	int i, n[3];
+	struct job j;
+
+	RT_CHECK(r != NULL);
+	s.warm = RELAY_WARM_AUTO;
+	for (i = 0; i < 12; i++) {
+		snprintf(name, sizeof(name), "app%02d", i);
+		s.app = name;
+		RT_CHECK(run1(r, &s, &j) == 0);
+		RT_EQ_INT(j.o.status, RELAY_RUN_OK);
+		job_free(&j);
+		memset(n, 0, sizeof(n));
+		relay_runtime_warm_foreach(r, count_parent, n);
+		RT_CHECK(n[0] + n[1] + n[2] <= 3);
+	}
+	for (i = 0; i < 150; i++) {
+		ev_run(loop, EVRUN_NOWAIT);
+		sleep_ms(10);
+	}
+	memset(n, 0, sizeof(n));
+	relay_runtime_warm_foreach(r, count_parent, n);
+	RT_EQ_INT(n[0] + n[1] + n[2], 0);
+	relay_runtime_free(r);
+}
+
+/* relay_runtime_free() leaves no warm sandbox behind. */
+static void test_warm__free_leaves_nothing(void)
+{
+	relay_runtime *r = new_rt(60000, 8);
+	relay_exec_spec s = py_spec("handlers.ok");
+	struct job j;
+
+	RT_CHECK(r != NULL);
+	RT_CHECK(run1(r, &s, &j) == 0);
+	job_free(&j);
+	relay_runtime_free(rt);
+	rt = NULL;
+	relay_runtime_free(r);
+	sleep_ms(100);
+	RT_CHECK(!host_has_process("relay-bootstrap.py --serve", NULL));
+	rt = new_rt(60000, 8);
+}
+
+static int setup(void)
+{
+	relay_exec_spec s;
+	struct job j;
+
+	if (!have_prog("/usr/bin/bwrap") || !have_prog("/usr/bin/python3")) {
+		skip_why = "bwrap or python3 missing";
+		return 0;
+	}
+	snprintf(app_dir, sizeof(app_dir), "/tmp/relay-test-warm-%ld",
+		 (long)getpid());
+	mkdir(app_dir, 0755);
+	chmod(app_dir, 0755);
+	write_file("handlers.py", HANDLERS);
+	loop = ev_loop_new(EVFLAG_AUTO);
+	rt = new_rt(60000, 8);
+	if (!rt) {
+		skip_why = "bwrap cannot run here";
+		return 0;
+	}
+	s = py_spec("handlers.ok");
+	if (start(rt, &s, &j) != 0) {
+		skip_why = "warm start refused";
+		return 0;
+	}
+	while (!j.done)
+		ev_run(loop, EVRUN_ONCE);
+	if (j.o.status != RELAY_RUN_OK) {
+		static char why[200];
+
+		snprintf(why, sizeof(why), "warm parents unavailable here: %s",
+			 j.o.reason);
+		skip_why = why;
+	}
+	job_free(&j);
+	return 0;
+}
+
+int main(int argc, char **argv)
+{
+	static const rt_case cases[] = {
+		RT_CASE(test_warm__one_shot_and_same_as_cold),
+		RT_CASE(test_warm__concurrent_isolated),
+		RT_CASE(test_warm__exit_codes_and_import_errors),
+		RT_CASE(test_warm__timeout_kills_one),
+		RT_CASE(test_warm__memory_limit_per_invocation),
+		RT_CASE(test_warm__parent_killed),
+		RT_CASE(test_warm__reload_generation),
+		RT_CASE(test_warm__cap_and_idle_eviction),
+		RT_CASE(test_warm__free_leaves_nothing),
+	};
+	char cmd[300];
+	int rc;
+
+	setup();
+	if (skip_why) {
+		printf("1..0 # SKIP %s\n", skip_why);
+		return 0;
+	}
+	rc = rt_main(argc, argv, cases, RT_NCASES(cases));
+	relay_runtime_free(rt);
+	ev_loop_destroy(loop);
+	snprintf(cmd, sizeof(cmd), "rm -rf %s", app_dir);
+	if (system(cmd) != 0)
+		rc = 1;
+	return rc;
+}
