@@ -159,10 +159,15 @@ static int build_argv(relay__builtin *b, const relay_exec_spec *spec,
 	return rc;
 }
 
-static int bwrap_spawn(relay_runtime_backend *rb, const relay_exec_spec *spec,
-		       relay_proc *proc, relay_error *err)
+/*
+ * Spawn @spec's sandbox running @inner (NULL: the handler). With @pooled
+ * the per-invocation variables (RELAY_HANDLER, RELAY_MESSAGE_ID) are left
+ * out of the environment: a pre-started process gets them on stdin.
+ */
+static int spawn_inner(relay__builtin *b, const relay_exec_spec *spec,
+		       const char *const *inner, bool pooled, relay_proc *proc,
+		       relay_error *err)
 {
-	relay__builtin *b = (relay__builtin *)rb;
 	relay__builtin_proc *bp = (relay__builtin_proc *)proc;
 	relay__strv argv = { 0 }, env = { 0 };
 	relay_exec_spec lim = *spec;
@@ -170,13 +175,26 @@ static int bwrap_spawn(relay_runtime_backend *rb, const relay_exec_spec *spec,
 	int rc;
 
 	relay__limits_inv_init(&bp->inv);
-	rc = build_argv(b, spec, NULL, false, &argv, err);
+	rc = build_argv(b, spec, inner, false, &argv, err);
 	if (rc != 0)
 		goto done;
 	rc = relay__runtime_env(spec, &env);
 	if (rc != 0) {
 		relay__error_set(err, rc, NULL, 0, 0, "out of memory");
 		goto done;
+	}
+	if (pooled) {
+		size_t i, k = 0;
+
+		for (i = 0; i < env.n; i++) {
+			if (strncmp(env.v[i], "RELAY_HANDLER=", 14) == 0 ||
+			    strncmp(env.v[i], "RELAY_MESSAGE_ID=", 17) == 0)
+				relay__free(env.v[i]);
+			else
+				env.v[k++] = env.v[i];
+		}
+		env.n = k;
+		env.v[k] = NULL;
 	}
 	if (lim.pids)
 		lim.pids += BWRAP_PIDS_OVERHEAD;
@@ -199,6 +217,20 @@ done:
 	relay__strv_free(&argv);
 	relay__strv_free(&env);
 	return rc;
+}
+
+static int bwrap_spawn(relay_runtime_backend *rb, const relay_exec_spec *spec,
+		       relay_proc *proc, relay_error *err)
+{
+	return spawn_inner((relay__builtin *)rb, spec, NULL, false, proc, err);
+}
+
+int relay__bwrap_spawn_pooled(relay_runtime_backend *rb,
+			      const relay_exec_spec *spec,
+			      const char *const *inner, relay_proc *proc,
+			      relay_error *err)
+{
+	return spawn_inner((relay__builtin *)rb, spec, inner, true, proc, err);
 }
 
 bool relay__backend_is_bwrap(const relay_runtime_backend *rb)

@@ -334,67 +334,6 @@ static int watch_exit(relay_run *r, relay_error *err)
 	return 0;
 }
 
-/* One allocation holding @spec and every string it points at. */
-static relay_exec_spec *spec_dup(const relay_exec_spec *spec)
-{
-	const char *const *lists[2] = { spec->argv, spec->env };
-	const char *strs[4] = { spec->app, spec->handler, spec->message_id,
-				spec->app_dir };
-	size_t size = sizeof(*spec), n[2] = { 0, 0 }, i, k;
-	relay_exec_spec *c;
-	char **vec;
-	char *p;
-
-	for (i = 0; i < 4; i++)
-		size += strs[i] ? strlen(strs[i]) + 1 : 0;
-	for (k = 0; k < 2; k++) {
-		for (i = 0; lists[k] && lists[k][i]; i++)
-			size += strlen(lists[k][i]) + 1;
-		n[k] = i;
-		size += lists[k] ? (i + 1) * sizeof(char *) : 0;
-	}
-	c = relay__malloc(size);
-	if (!c)
-		return NULL;
-	*c = *spec;
-	c->version = RELAY_EXEC_SPEC_VERSION;
-	if (spec->version < 2) {
-		c->warm = RELAY_WARM_AUTO;
-		c->generation = 0;
-	}
-	c->event = NULL;
-	c->event_len = 0;
-	vec = (char **)(c + 1);
-	p = (char *)(vec + (spec->argv ? n[0] + 1 : 0) +
-		     (spec->env ? n[1] + 1 : 0));
-	for (k = 0; k < 2; k++) {
-		char **v = vec;
-
-		if (!lists[k])
-			continue;
-		for (i = 0; i < n[k]; i++) {
-			v[i] = p;
-			p = stpcpy(p, lists[k][i]) + 1;
-		}
-		v[n[k]] = NULL;
-		if (k == 0)
-			c->argv = (const char *const *)v;
-		else
-			c->env = (const char *const *)v;
-		vec += n[k] + 1;
-	}
-	for (i = 0; i < 4; i++) {
-		const char **dst = i == 0 ? &c->app : i == 1 ? &c->handler
-				 : i == 2 ? &c->message_id : &c->app_dir;
-
-		if (!strs[i])
-			continue;
-		*dst = p;
-		p = stpcpy(p, strs[i]) + 1;
-	}
-	return c;
-}
-
 /* The process exists (r->proc): watch its pipes, write the event. */
 static void watch_io(relay_run *r)
 {
@@ -409,6 +348,23 @@ static void watch_io(relay_run *r)
 		close_fd(&r->proc->stdin_fd);
 	ev_io_start(r->loop, &r->w_out);
 	ev_io_start(r->loop, &r->w_err);
+}
+
+/* Put @p before the event bytes (a pre-started process's header). */
+static int prepend(relay_run *r, const relay__buf *p)
+{
+	char *ev = relay__malloc(p->len + r->event_len + 1);
+
+	if (!ev)
+		return RELAY_ENOMEM;
+	if (p->len)
+		memcpy(ev, p->data, p->len);
+	if (r->event_len)
+		memcpy(ev + p->len, r->event, r->event_len);
+	relay__free(r->event);
+	r->event = ev;
+	r->event_len += p->len;
+	return 0;
 }
 
 /* (Re)start the timeout from now. */
@@ -457,6 +413,8 @@ static int run_start(relay_runtime *rt, struct ev_loop *loop,
 		     relay_run_done_fn done, void *payload, relay_run **out,
 		     relay_error *err)
 {
+	relay__buf prefix = { 0 };
+	bool pooled = false;
 	relay_run *r;
 	int rc, w;
 
@@ -500,10 +458,30 @@ static int run_start(relay_runtime *rt, struct ev_loop *loop,
 	r->w_timeout.data = r->w_kill.data = r->w_drain.data = r;
 	r->start_us = relay_clock_mono_us(NULL);
 	w = r->warm_mode == RELAY_WARM_OFF ? -1
-	  : relay__warm_start(rt, loop, r, spec, &r->proc);
-	if (w == 0) {
+	  : relay__warm_start(rt, loop, r, spec, &r->proc, &pooled, &prefix);
+	if (w == 0 && pooled) {
+		/* A pre-started process: ours, like a cold one, but its
+		 * handler and message id come first on stdin. */
+		r->warm = r->warm_started = true;
+		rc = prepend(r, &prefix);
+		if (rc == 0)
+			rc = watch_exit(r, err);
+		if (rc != 0) {
+			relay__runtime_signal(rt, r->proc, SIGKILL);
+			while (waitpid(r->proc->pid, NULL, 0) < 0 &&
+			       errno == EINTR)
+				;
+			relay__runtime_release(rt, r->proc);
+			close_fd(&r->proc->stdin_fd);
+			close_fd(&r->proc->stdout_fd);
+			close_fd(&r->proc->stderr_fd);
+			goto fail;
+		}
+		r->start_lat_us = relay_clock_mono_us(NULL) - r->start_us;
+		relay__warm_count(rt, 1, r->start_lat_us);
+	} else if (w == 0) {
 		/* Kept to start again cold if the warm parent fails. */
-		r->spec = spec_dup(spec);
+		r->spec = relay__spec_dup(spec);
 		if (!r->spec) {
 			relay__warm_forget(rt, r);
 			relay__runtime_release(rt, r->proc);
@@ -525,7 +503,7 @@ static int run_start(relay_runtime *rt, struct ev_loop *loop,
 					       "warm option needed)");
 		goto fail;
 	} else {
-		if (w > 0 || w == RELAY_WARM_FAIL_UNSUPPORTED)
+		if (w >= 0)
 			relay__warm_count_fail(rt, w);
 		rc = launch_cold(r, spec, err);
 		if (rc != 0)
@@ -540,8 +518,10 @@ static int run_start(relay_runtime *rt, struct ev_loop *loop,
 	rt->nactive++;
 	if (out)
 		*out = r;
+	relay__buf_free(&prefix);
 	return 0;
 fail:
+	relay__buf_free(&prefix);
 	run_free(r);
 	return rc;
 }

@@ -242,6 +242,67 @@ int relay__runtime_check_spec(const relay_exec_spec *spec, relay_error *err)
 	return 0;
 }
 
+/* One allocation holding @spec and every string it points at. */
+relay_exec_spec *relay__spec_dup(const relay_exec_spec *spec)
+{
+	const char *const *lists[2] = { spec->argv, spec->env };
+	const char *strs[4] = { spec->app, spec->handler, spec->message_id,
+				spec->app_dir };
+	size_t size = sizeof(*spec), n[2] = { 0, 0 }, i, k;
+	relay_exec_spec *c;
+	char **vec;
+	char *p;
+
+	for (i = 0; i < 4; i++)
+		size += strs[i] ? strlen(strs[i]) + 1 : 0;
+	for (k = 0; k < 2; k++) {
+		for (i = 0; lists[k] && lists[k][i]; i++)
+			size += strlen(lists[k][i]) + 1;
+		n[k] = i;
+		size += lists[k] ? (i + 1) * sizeof(char *) : 0;
+	}
+	c = relay__malloc(size);
+	if (!c)
+		return NULL;
+	*c = *spec;
+	c->version = RELAY_EXEC_SPEC_VERSION;
+	if (spec->version < 2) {
+		c->warm = RELAY_WARM_AUTO;
+		c->generation = 0;
+	}
+	c->event = NULL;
+	c->event_len = 0;
+	vec = (char **)(c + 1);
+	p = (char *)(vec + (spec->argv ? n[0] + 1 : 0) +
+		     (spec->env ? n[1] + 1 : 0));
+	for (k = 0; k < 2; k++) {
+		char **v = vec;
+
+		if (!lists[k])
+			continue;
+		for (i = 0; i < n[k]; i++) {
+			v[i] = p;
+			p = stpcpy(p, lists[k][i]) + 1;
+		}
+		v[n[k]] = NULL;
+		if (k == 0)
+			c->argv = (const char *const *)v;
+		else
+			c->env = (const char *const *)v;
+		vec += n[k] + 1;
+	}
+	for (i = 0; i < 4; i++) {
+		const char **dst = i == 0 ? &c->app : i == 1 ? &c->handler
+				 : i == 2 ? &c->message_id : &c->app_dir;
+
+		if (!strs[i])
+			continue;
+		*dst = p;
+		p = stpcpy(p, strs[i]) + 1;
+	}
+	return c;
+}
+
 /* ---- kinds ------------------------------------------------------- */
 
 static const char *const kind_names[] = { "exec", "python3", "node" };

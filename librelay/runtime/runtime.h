@@ -205,6 +205,12 @@ bool relay__backend_is_bwrap(const relay_runtime_backend *rb);
 int relay__bwrap_argv(relay_runtime_backend *rb, const relay_exec_spec *spec,
 		      const char *const *inner, bool warm, relay__strv *out,
 		      relay_error *err);
+/* bwrap.c: start a pre-started ("pooled") process: @spec's sandbox and
+ * limits running @inner, without the per-invocation variables. */
+int relay__bwrap_spawn_pooled(relay_runtime_backend *rb,
+			      const relay_exec_spec *spec,
+			      const char *const *inner, relay_proc *proc,
+			      relay_error *err);
 int relay__runtime_bwrap_new(relay_runtime_backend **out,
 			     const relay_runtime_options *opts,
 			     relay_error *err);
@@ -246,14 +252,18 @@ void relay__warm_free(relay_runtime *rt);
 void relay__warm_drop_loop(relay_runtime *rt, void *loop);
 
 /*
- * Start @run warm on @loop. Returns 0 with *proc set (its pid stays 0
- * until the parent reports the fork; then warm.c calls
- * relay__run_warm_started()), or a relay_warm_fail reason (>= 0) when the
- * run must start cold, or -1 when warm does not apply to @spec (nothing
- * counted).
+ * Start @run warm on @loop. Returns 0 with *proc set, or a
+ * relay_warm_fail reason (>= 0) when the run must start cold, or -1 when
+ * warm does not apply to @spec (nothing counted).
+ *   *pooled false: a warm parent forks it; its pid stays 0 until the
+ *   parent reports the fork (relay__run_warm_started()), its status
+ *   arrives through relay__run_warm_exited().
+ *   *pooled true: a pre-started process, our own child: watch its exit
+ *   as a cold one's, and write @prefix (filled here) before the event.
  */
 int relay__warm_start(relay_runtime *rt, void *loop, relay_run *run,
-		      const relay_exec_spec *spec, relay_proc **proc);
+		      const relay_exec_spec *spec, relay_proc **proc,
+		      bool *pooled, relay__buf *prefix);
 /* @run is finishing or being cancelled: forget it. */
 void relay__warm_forget(relay_runtime *rt, relay_run *run);
 /* Count one start on the cold (0) or warm (1) path with its latency. */
@@ -266,6 +276,10 @@ void relay__run_warm_exited(relay_run *run, int wstatus);
 /* The warm start failed before the handler ran (@why: relay_warm_fail):
  * the run starts again on the cold path, or fails for REQUIRE. */
 void relay__run_warm_lost(relay_run *run, int why, const char *detail);
+
+/* A copy of @spec and every string it points at, in one allocation
+ * (relay__free); its event is left out. NULL when out of memory. */
+relay_exec_spec *relay__spec_dup(const relay_exec_spec *spec);
 
 /* Validate @spec (required fields, timeout range). */
 int relay__runtime_check_spec(const relay_exec_spec *spec, relay_error *err);

@@ -52,6 +52,9 @@
 /* An invocation of the warm path is three processes (see
  * relay_warm_server.py), the handler's limit pays for the other two. */
 #define WARM_PIDS_OVERHEAD 2u
+/* Pre-started processes kept per node/exec app generation. */
+#define WARM_POOL_SIZE 2u
+#define WARM_POOL_MAX_FAILURES 3u
 
 typedef enum parent_state {
 	P_STARTING,   /* spawned, waiting for Y */
@@ -96,6 +99,39 @@ struct warm_parent {
 	bool dead;
 };
 
+/*
+ * node and exec: pre-started one-shot processes. V8 cannot fork, and an
+ * exec command is a new program anyway, so each is a full cold sandbox
+ * (same argv building, limits and user as a cold start) started ahead of
+ * time and used for exactly one invocation: it reads the handler and
+ * message id from the first bytes of its stdin, then runs as a cold start
+ * would. A claimed process is replaced in the background.
+ */
+typedef struct warm_pool warm_pool;
+
+typedef struct pooled_proc {
+	struct pooled_proc *next;
+	warm_pool *pool;
+	relay_proc *proc;       /* our child, not claimed yet */
+	ev_child w_child;       /* its death before a claim (default loop) */
+	ev_io w_pidfd;          /* ... elsewhere */
+	int pidfd;
+} pooled_proc;
+
+struct warm_pool {
+	warm_pool *next;
+	relay__warm *w;
+	struct ev_loop *loop;
+	char *key;
+	char *app;
+	relay_exec_spec *spec;  /* what to start (relay__spec_dup) */
+	pooled_proc *ready;
+	unsigned int nready;
+	ev_timer w_refill;      /* refill off the claim's path */
+	relay_mono_us last_used;
+	unsigned int failures;  /* consecutive start failures */
+};
+
 /* A failure remembered per app, so a broken app is not respawned in a
  * tight loop. */
 typedef struct warm_backoff {
@@ -108,6 +144,7 @@ typedef struct warm_backoff {
 struct relay__warm {
 	relay_runtime *rt;
 	warm_parent *parents;
+	warm_pool *pools;
 	warm_backoff *backoff;
 	uint32_t max_parents, idle_ms, start_timeout_ms;
 	uint32_t next_id;
@@ -152,12 +189,16 @@ static char *make_key(const relay_exec_spec *spec, const relay__strv *env)
 	size_t i;
 	int rc = 0;
 
-	rc |= relay__buf_printf(&b, "%s%c%s%c%llu%c%d%c", spec->app, 0,
-				spec->app_dir, 0,
+	rc |= relay__buf_printf(&b, "%s%c%s%c%llu%c%d%c%d%c%llu%c%u%c%u%c",
+				spec->app, 0, spec->app_dir, 0,
 				(unsigned long long)(spec->version >= 2
 							     ? spec->generation
 							     : 0), 0,
-				spec->network ? 1 : 0, 0);
+				spec->network ? 1 : 0, 0, (int)spec->runtime,
+				0, (unsigned long long)spec->memory_bytes, 0,
+				spec->cpus_milli, 0, spec->pids, 0);
+	for (i = 0; rc == 0 && spec->argv && spec->argv[i]; i++)
+		rc |= relay__buf_printf(&b, "%s%c", spec->argv[i], 1);
 	for (i = 0; rc == 0 && i < env->n; i++)
 		if (!per_invocation_var(env->v[i]))
 			rc |= relay__buf_printf(&b, "%s%c", env->v[i], 0);
@@ -208,13 +249,17 @@ static void count_states(relay__warm *w)
 	}
 }
 
+/* Warm parents plus pre-started processes: what the cap bounds. */
 static unsigned int nparents(const relay__warm *w)
 {
 	const warm_parent *p;
+	const warm_pool *q;
 	unsigned int n = 0;
 
 	for (p = w->parents; p; p = p->next)
 		n++;
+	for (q = w->pools; q; q = q->next)
+		n += q->nready;
 	return n;
 }
 
@@ -825,6 +870,8 @@ static warm_parent *parent_new(relay__warm *w, struct ev_loop *loop,
 
 /* ---- idle eviction ----------------------------------------------- */
 
+static void pool_free(warm_pool *q);
+
 static void idle_cb(struct ev_loop *loop, ev_timer *t, int revents)
 {
 	relay__warm *w = t->data;
@@ -833,11 +880,18 @@ static void idle_cb(struct ev_loop *loop, ev_timer *t, int revents)
 
 	(void)loop;
 	(void)revents;
+	warm_pool *q, *qnext;
+
 	for (p = w->parents; p; p = next) {
 		next = p->next;
 		if (!p->reqs && p->state == P_READY &&
 		    now - p->last_used >= (uint64_t)w->idle_ms * 1000u)
 			parent_retire(p);
+	}
+	for (q = w->pools; q; q = qnext) {
+		qnext = q->next;
+		if (now - q->last_used >= (uint64_t)w->idle_ms * 1000u)
+			pool_free(q);
 	}
 }
 
@@ -857,6 +911,303 @@ static void start_idle_timer(relay__warm *w, struct ev_loop *loop)
 	/* The timer alone must not keep a loop running. */
 	ev_unref(loop);
 	w->idle_loop = loop;
+}
+
+/* ---- pre-started processes (node, exec) ------------------------- */
+
+/*
+ * What a pre-started process runs. Both read two lines first: the handler
+ * and the message id (either may be empty), then the event. exec: a POSIX
+ * shell reads them byte by byte (so never a byte of the event), exports
+ * them and execs the command; its environment is then a cold start's
+ * (bwrap sets PWD either way).
+ */
+static int pool_inner(const relay_exec_spec *spec, relay__strv *out)
+{
+	static const char script[] =
+		"IFS= read -r h && IFS= read -r m || exit 125; "
+		"RELAY_HANDLER=$h; export RELAY_HANDLER; "
+		"if [ -n \"$m\" ]; then RELAY_MESSAGE_ID=$m; "
+		"export RELAY_MESSAGE_ID; fi; unset h m; exec \"$@\"";
+	size_t i;
+	int rc = 0;
+
+	if (spec->runtime == RELAY_RUNTIME_NODE) {
+		rc |= relay__strv_push(out, "node");
+		rc |= relay__strv_push(out, RELAY__SANDBOX_BOOTSTRAP_DIR
+				       "/relay-bootstrap.js");
+		rc |= relay__strv_push(out, "--pool");
+		return rc ? RELAY_ENOMEM : 0;
+	}
+	rc |= relay__strv_push(out, "/bin/sh");
+	rc |= relay__strv_push(out, "-c");
+	rc |= relay__strv_push(out, script);
+	rc |= relay__strv_push(out, "relay");
+	for (i = 0; rc == 0 && spec->argv[i]; i++)
+		rc |= relay__strv_push(out, spec->argv[i]);
+	return rc ? RELAY_ENOMEM : 0;
+}
+
+static void pool_unlink(warm_pool *q, pooled_proc *pp)
+{
+	pooled_proc **pq;
+
+	for (pq = &q->ready; *pq; pq = &(*pq)->next) {
+		if (*pq == pp) {
+			*pq = pp->next;
+			q->nready--;
+			return;
+		}
+	}
+}
+
+/* Stop watching @pp's death (it is claimed or going). */
+static void pooled_unwatch(pooled_proc *pp)
+{
+	struct ev_loop *loop = pp->pool->loop;
+
+	if (pp->pidfd >= 0) {
+		ev_io_stop(loop, &pp->w_pidfd);
+		close_fd(&pp->pidfd);
+	} else {
+		ev_child_stop(loop, &pp->w_child);
+	}
+}
+
+static void pooled_free(pooled_proc *pp, bool kill_it)
+{
+	relay_runtime *rt = pp->pool->w->rt;
+	relay_proc *proc = pp->proc;
+
+	pooled_unwatch(pp);
+	if (kill_it) {
+		relay__runtime_signal(rt, proc, SIGKILL);
+		if (!ev_is_default_loop(pp->pool->loop))
+			while (waitpid(proc->pid, NULL, 0) < 0 &&
+			       errno == EINTR)
+				;
+	}
+	relay__runtime_release(rt, proc);
+	close_fd(&proc->stdin_fd);
+	close_fd(&proc->stdout_fd);
+	close_fd(&proc->stderr_fd);
+	relay__free(proc);
+	relay__free(pp);
+}
+
+static void pool_arm_refill(warm_pool *q)
+{
+	if (!ev_is_active(&q->w_refill)) {
+		ev_timer_set(&q->w_refill, 0., 0.);
+		ev_timer_start(q->loop, &q->w_refill);
+	}
+}
+
+/* A pre-started process died before anyone claimed it. */
+static void pooled_died(pooled_proc *pp)
+{
+	warm_pool *q = pp->pool;
+
+	pool_unlink(q, pp);
+	pooled_free(pp, false);
+	if (++q->failures == WARM_POOL_MAX_FAILURES) {
+		relay__log(&q->w->rt->logger, RELAY_LOG_WARN, "RELAY-RT07",
+			   "runtime: pre-started processes for app %s keep "
+			   "exiting; its invocations start cold", q->app);
+		backoff_note(q->w, q->app, true);
+		return;
+	}
+	pool_arm_refill(q);
+}
+
+static void pooled_child_cb(struct ev_loop *loop, ev_child *c, int revents)
+{
+	(void)loop;
+	(void)revents;
+	pooled_died(c->data);
+}
+
+static void pooled_pidfd_cb(struct ev_loop *loop, ev_io *wio, int revents)
+{
+	pooled_proc *pp = wio->data;
+
+	(void)loop;
+	(void)revents;
+	while (waitpid(pp->proc->pid, NULL, 0) < 0 && errno == EINTR)
+		;
+	pooled_died(pp);
+}
+
+static int pool_start_one(warm_pool *q)
+{
+	relay_runtime *rt = q->w->rt;
+	relay__strv inner = { 0 };
+	pooled_proc *pp = relay__calloc(1, sizeof(*pp));
+	relay_proc *proc = relay__calloc(1, rt->rb->proc_size);
+	relay_error err;
+	int rc;
+
+	if (!pp || !proc || pool_inner(q->spec, &inner) != 0) {
+		rc = RELAY_ENOMEM;
+		goto fail;
+	}
+	proc->stdin_fd = proc->stdout_fd = proc->stderr_fd = -1;
+	rc = relay__bwrap_spawn_pooled(rt->rb, q->spec,
+				       (const char *const *)inner.v, proc,
+				       &err);
+	relay__strv_free(&inner);
+	if (rc != 0) {
+		if (q->failures == 0)
+			relay__log(&rt->logger, RELAY_LOG_WARN, "RELAY-RT07",
+				   "runtime: pre-starting a process for app "
+				   "%s: %s", q->app, err.text);
+		goto fail;
+	}
+	pp->pool = q;
+	pp->proc = proc;
+	pp->pidfd = -1;
+	if (ev_is_default_loop(q->loop)) {
+		ev_child_init(&pp->w_child, pooled_child_cb, proc->pid, 0);
+		pp->w_child.data = pp;
+		ev_child_start(q->loop, &pp->w_child);
+	} else {
+		pp->pidfd = (int)syscall(SYS_pidfd_open, proc->pid, 0);
+		if (pp->pidfd < 0) {
+			pp->pidfd = -1;
+			ev_child_init(&pp->w_child, pooled_child_cb, proc->pid,
+				      0);
+			pp->w_child.data = pp;
+			pooled_free(pp, true);
+			return -1;
+		}
+		ev_io_init(&pp->w_pidfd, pooled_pidfd_cb, pp->pidfd, EV_READ);
+		pp->w_pidfd.data = pp;
+		ev_io_start(q->loop, &pp->w_pidfd);
+	}
+	pp->next = q->ready;
+	q->ready = pp;
+	q->nready++;
+	q->w->st.parents_started++;
+	return 0;
+fail:
+	relay__strv_free(&inner);
+	relay__free(proc);
+	relay__free(pp);
+	q->failures++;
+	return -1;
+}
+
+static void pool_refill_cb(struct ev_loop *loop, ev_timer *t, int revents)
+{
+	warm_pool *q = t->data;
+
+	(void)loop;
+	(void)revents;
+	while (q->nready < WARM_POOL_SIZE &&
+	       q->failures < WARM_POOL_MAX_FAILURES &&
+	       nparents(q->w) < q->w->max_parents)
+		if (pool_start_one(q) != 0)
+			break;
+}
+
+static void pool_free(warm_pool *q)
+{
+	relay__warm *w = q->w;
+	warm_pool **pq;
+
+	for (pq = &w->pools; *pq; pq = &(*pq)->next) {
+		if (*pq == q) {
+			*pq = q->next;
+			break;
+		}
+	}
+	ev_timer_stop(q->loop, &q->w_refill);
+	while (q->ready) {
+		pooled_proc *pp = q->ready;
+
+		q->ready = pp->next;
+		pooled_free(pp, true);
+	}
+	relay__free(q->spec);
+	relay__free(q->key);
+	relay__free(q->app);
+	relay__free(q);
+}
+
+/* The two header lines a pre-started process reads first. */
+static int pool_header(const relay_exec_spec *spec, relay__buf *out)
+{
+	return relay__buf_printf(out, "%s\n%s\n", spec->handler,
+				 spec->message_id ? spec->message_id : "");
+}
+
+static int pool_claim(relay__warm *w, struct ev_loop *loop,
+		      const relay_exec_spec *spec, char *key,
+		      relay_proc **proc, relay__buf *prefix)
+{
+	warm_pool *q, *next;
+	pooled_proc *pp;
+	bool require = spec->version >= 2 && spec->warm == RELAY_WARM_REQUIRE;
+
+	/* A handler or message id with a newline cannot be framed. */
+	if (strchr(spec->handler, '\n') ||
+	    (spec->message_id && strchr(spec->message_id, '\n'))) {
+		relay__free(key);
+		return -1;
+	}
+	for (q = w->pools; q; q = next) {
+		next = q->next;
+		if (q->loop != loop)
+			continue;
+		if (key_eq(q->key, key))
+			break;
+		if (strcmp(q->app, spec->app) == 0)
+			pool_free(q);   /* another generation of the app */
+	}
+	if (!q) {
+		if (backoff_active(w, spec->app)) {
+			relay__free(key);
+			return -1;
+		}
+		q = relay__calloc(1, sizeof(*q));
+		if (!q || !(q->app = relay__strdup(spec->app)) ||
+		    !(q->spec = relay__spec_dup(spec))) {
+			if (q)
+				relay__free(q->app);
+			relay__free(q);
+			relay__free(key);
+			return RELAY_WARM_FAIL_SPAWN;
+		}
+		q->w = w;
+		q->loop = loop;
+		q->key = key;
+		q->last_used = relay_clock_mono_us(NULL);
+		ev_init(&q->w_refill, pool_refill_cb);
+		q->w_refill.data = q;
+		q->next = w->pools;
+		w->pools = q;
+	} else {
+		relay__free(key);
+	}
+	q->last_used = relay_clock_mono_us(NULL);
+	if (!q->ready && require) {
+		q->failures = 0;
+		if (pool_start_one(q) != 0)
+			return RELAY_WARM_FAIL_SPAWN;
+	}
+	pool_arm_refill(q);
+	pp = q->ready;
+	if (!pp)
+		return -1;      /* none ready yet: cold, refill under way */
+	pool_unlink(q, pp);
+	pooled_unwatch(pp);
+	if (pool_header(spec, prefix) != 0) {
+		pooled_free(pp, true);
+		return RELAY_WARM_FAIL_SPAWN;
+	}
+	*proc = pp->proc;
+	relay__free(pp);
+	return 0;
 }
 
 /* ---- the runtime's side ------------------------------------------ */
@@ -905,6 +1256,15 @@ void relay__warm_drop_loop(relay_runtime *rt, void *loop)
 			parent_free(p);
 		}
 	}
+	{
+		warm_pool *q, *qnext;
+
+		for (q = w->pools; q; q = qnext) {
+			qnext = q->next;
+			if (q->loop == loop)
+				pool_free(q);
+		}
+	}
 	if (w->idle_loop == loop) {
 		ev_ref(w->idle_loop);
 		ev_timer_stop(w->idle_loop, &w->w_idle);
@@ -920,6 +1280,8 @@ void relay__warm_free(relay_runtime *rt)
 		return;
 	while (w->parents)
 		relay__warm_drop_loop(rt, w->parents->loop);
+	while (w->pools)
+		relay__warm_drop_loop(rt, w->pools->loop);
 	if (w->idle_loop)
 		relay__warm_drop_loop(rt, w->idle_loop);
 	while (w->backoff) {
@@ -967,7 +1329,8 @@ static int build_request(warm_req *q, const relay_exec_spec *spec,
 }
 
 int relay__warm_start(relay_runtime *rt, void *loop, relay_run *run,
-		      const relay_exec_spec *spec, relay_proc **out)
+		      const relay_exec_spec *spec, relay_proc **out,
+		      bool *pooled, relay__buf *prefix)
 {
 	relay__warm *w = rt->warm;
 	relay__builtin *b = (relay__builtin *)rt->rb;
@@ -980,7 +1343,8 @@ int relay__warm_start(relay_runtime *rt, void *loop, relay_run *run,
 	char *key;
 	int why = RELAY_WARM_FAIL_SPAWN, i;
 
-	if (!w || spec->runtime != RELAY_RUNTIME_PYTHON3)
+	*pooled = false;
+	if (!w)
 		return -1;
 	if (relay__runtime_env(spec, &env) != 0)
 		return RELAY_WARM_FAIL_SPAWN;
@@ -988,6 +1352,12 @@ int relay__warm_start(relay_runtime *rt, void *loop, relay_run *run,
 	if (!key)
 		goto fail;
 	start_idle_timer(w, loop);
+	if (spec->runtime != RELAY_RUNTIME_PYTHON3) {
+		relay__strv_free(&env);
+		why = pool_claim(w, loop, spec, key, out, prefix);
+		*pooled = why == 0;
+		return why;
+	}
 	for (p = w->parents; p; p = next) {
 		next = p->next;
 		if (p->state == P_RETIRING || p->loop != loop)
@@ -1159,11 +1529,14 @@ static uint64_t rss_of(pid_t pid)
 	return (uint64_t)rss * (uint64_t)sysconf(_SC_PAGESIZE);
 }
 
+static uint64_t pool_rss(const warm_pool *q);
+
 int relay_runtime_warm_stats_get(const relay_runtime *rt,
 				 relay_runtime_warm_stats *out)
 {
 	unsigned int v = out->version;
 	const warm_parent *p;
+	const warm_pool *q;
 
 	if (v == 0 || v > RELAY_RUNTIME_WARM_STATS_VERSION)
 		return RELAY_EINVAL;
@@ -1176,7 +1549,50 @@ int relay_runtime_warm_stats_get(const relay_runtime *rt,
 	out->parents_rss_bytes = 0;
 	for (p = rt->warm->parents; p; p = p->next)
 		out->parents_rss_bytes += rss_of(p->server_pid);
+	for (q = rt->warm->pools; q; q = q->next) {
+		out->parents_rss_bytes += pool_rss(q);
+		out->parents_ready += q->nready;
+	}
 	return 0;
+}
+
+/* Resident memory of @pid and its descendants (a sandbox: bwrap, its
+ * init, the pre-started process). */
+static uint64_t tree_rss(pid_t pid, int depth)
+{
+	char path[80], buf[512], *p, *end;
+	uint64_t sum = rss_of(pid);
+	ssize_t n;
+	int fd;
+
+	if (depth > 4)
+		return sum;
+	snprintf(path, sizeof(path), "/proc/%ld/task/%ld/children", (long)pid,
+		 (long)pid);
+	fd = open(path, O_RDONLY | O_CLOEXEC);
+	if (fd < 0)
+		return sum;
+	n = read(fd, buf, sizeof(buf) - 1);
+	close(fd);
+	buf[n > 0 ? n : 0] = '\0';
+	for (p = buf; *p; p = end) {
+		long c = strtol(p, &end, 10);
+
+		if (end == p)
+			break;
+		sum += tree_rss((pid_t)c, depth + 1);
+	}
+	return sum;
+}
+
+static uint64_t pool_rss(const warm_pool *q)
+{
+	const pooled_proc *pp;
+	uint64_t sum = 0;
+
+	for (pp = q->ready; pp; pp = pp->next)
+		sum += tree_rss(pp->proc->pid, 0);
+	return sum;
 }
 
 void relay_runtime_warm_foreach(const relay_runtime *rt,
@@ -1184,12 +1600,19 @@ void relay_runtime_warm_foreach(const relay_runtime *rt,
 {
 	static const char *const names[] = { "starting", "ready", "retiring" };
 	const warm_parent *p;
+	const warm_pool *q;
+	const pooled_proc *pp;
 
 	if (!rt->warm)
 		return;
 	for (p = rt->warm->parents; p; p = p->next)
 		fn(p->app, names[p->state], p->inflight, rss_of(p->server_pid),
 		   payload);
+	/* Each pre-started process is a parent of one invocation. */
+	for (q = rt->warm->pools; q; q = q->next)
+		for (pp = q->ready; pp; pp = pp->next)
+			fn(q->app, "ready", 0, tree_rss(pp->proc->pid, 0),
+			   payload);
 }
 
 void relay_runtime_warm_retire(relay_runtime *rt, const char *app)

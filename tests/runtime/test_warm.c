@@ -482,6 +482,85 @@ static void test_warm__cap_and_idle_eviction(void)
 	relay_runtime_free(r);
 }
 
+#define NODE_STATE                                                       \
+	"const fs = require('fs');\n"                                   \
+	"let counter = 0;\n"                                             \
+	"exports.state = (event) => {\n"                                 \
+	"  counter++; globalThis.leak = (globalThis.leak || 0) + 1;\n"   \
+	"  console.log('counter', counter, globalThis.leak, event.n);\n" \
+	"  console.log('tmp', fs.readdirSync('/tmp').join(','));\n"      \
+	"  console.log('env', Object.keys(process.env).sort().map(k => "  \
+	"k + '=' + process.env[k]).join(' '));\n"                        \
+	"  console.log('argv', process.argv.slice(2).join(' '));\n"     \
+	"  console.log('rand', Math.random());\n"                        \
+	"  fs.writeFileSync('/tmp/left-behind', 'x');\n"                 \
+	"};\n"
+
+/* node: a pre-started process per invocation, looking like a cold one. */
+static void test_warm__node_pool_one_shot(void)
+{
+	relay_exec_spec s = py_spec("nodestate.state");
+	struct job w1, w2, c1;
+	size_t i;
+
+	if (!have_prog("/usr/bin/node"))
+		RT_SKIP("node missing");
+	write_file("nodestate.js", NODE_STATE);
+	s.runtime = RELAY_RUNTIME_NODE;
+	RT_CHECK(run1(rt, &s, &w1) == 0);
+	RT_CHECK(run1(rt, &s, &w2) == 0);
+	s.warm = RELAY_WARM_OFF;
+	RT_CHECK(run1(rt, &s, &c1) == 0);
+	RT_EQ_INT(w2.o.status, RELAY_RUN_OK);
+	RT_CHECK(w1.o.warm && w2.o.warm && !c1.o.warm);
+	RT_CHECK(cap_has(&w2.c, "counter 1 1 1"));
+	RT_CHECK(cap_has(&w2.c, "tmp "));
+	RT_CHECK(cap_has(&w2.c, "argv nodestate.state"));
+	RT_EQ_INT(w2.c.n, c1.c.n);
+	for (i = 0; i < w2.c.n && i < c1.c.n; i++) {
+		if (strncmp(cap_line(&w2.c, i), "rand ", 5) == 0) {
+			RT_CHECK(strcmp(cap_line(&w1.c, i),
+					cap_line(&w2.c, i)) != 0);
+			continue;
+		}
+		RT_EQ_STR(cap_line(&w2.c, i), cap_line(&c1.c, i));
+	}
+	job_free(&w1);
+	job_free(&w2);
+	job_free(&c1);
+}
+
+/* exec: a pre-started sandbox; the command sees a cold start's world. */
+static void test_warm__exec_pool_same_as_cold(void)
+{
+	static const char *const argv[] = {
+		"/bin/sh", "-c", "env | sort; ls -A /tmp; echo x >/tmp/x; "
+		"cat; echo; exit 4", NULL,
+	};
+	relay_exec_spec s = py_spec("run");
+	struct job w1, w2, c1;
+	size_t i;
+
+	s.runtime = RELAY_RUNTIME_EXEC;
+	s.argv = argv;
+	RT_CHECK(run1(rt, &s, &w1) == 0);
+	RT_CHECK(run1(rt, &s, &w2) == 0);
+	s.warm = RELAY_WARM_OFF;
+	RT_CHECK(run1(rt, &s, &c1) == 0);
+	RT_EQ_STR(w2.o.reason, "exit status 4");
+	RT_EQ_STR(c1.o.reason, "exit status 4");
+	RT_CHECK(w1.o.warm && w2.o.warm && !c1.o.warm);
+	RT_CHECK(cap_has(&w2.c, "RELAY_HANDLER=run"));
+	RT_CHECK(cap_has(&w2.c, "RELAY_MESSAGE_ID=7-0"));
+	RT_CHECK(cap_has(&w2.c, "{\"n\":1}"));
+	RT_EQ_INT(w2.c.n, c1.c.n);
+	for (i = 0; i < w2.c.n && i < c1.c.n; i++)
+		RT_EQ_STR(cap_line(&w2.c, i), cap_line(&c1.c, i));
+	job_free(&w1);
+	job_free(&w2);
+	job_free(&c1);
+}
+
 /* relay_runtime_free() leaves no warm sandbox behind. */
 static void test_warm__free_leaves_nothing(void)
 {
@@ -549,6 +628,8 @@ int main(int argc, char **argv)
 		RT_CASE(test_warm__parent_killed),
 		RT_CASE(test_warm__reload_generation),
 		RT_CASE(test_warm__cap_and_idle_eviction),
+		RT_CASE(test_warm__node_pool_one_shot),
+		RT_CASE(test_warm__exec_pool_same_as_cold),
 		RT_CASE(test_warm__free_leaves_nothing),
 	};
 	char cmd[300];

@@ -1,6 +1,7 @@
 // relay-bootstrap.js - run one Relay node handler.
 //
 // Usage: node relay-bootstrap.js MODULE.FUNCTION
+//        node relay-bootstrap.js --pool
 // Run with the app directory as working directory and the event JSON on
 // stdin. Loads MODULE (text before the last dot; dots become directories,
 // so "events.created" is ./events/created.js, .cjs or .mjs) from the app
@@ -8,6 +9,12 @@
 // returned promise is awaited (async handlers). Exit 0 when it settles,
 // 1 with the stack on stderr when it throws or rejects; process.exit(N)
 // inside the handler exits N. Exit 2 on bad usage.
+//
+// --pool: a pre-started process (doc/sandbox.md, "Warm sandboxes"): node
+// and this script are loaded before an invocation exists; stdin then
+// carries two lines, MODULE.FUNCTION and the message id (may be empty),
+// set as RELAY_HANDLER and RELAY_MESSAGE_ID, followed by the event. From
+// there it is exactly a cold start.
 'use strict';
 
 const fs = require('fs');
@@ -39,14 +46,33 @@ async function load(base) {
 	throw err;
 }
 
+// The two header lines of --pool, taken off @raw.
+function poolHeader(raw) {
+	const a = raw.indexOf(10);
+	const b = a < 0 ? -1 : raw.indexOf(10, a + 1);
+	if (b < 0) {
+		process.stderr.write('relay-bootstrap: no invocation header\n');
+		process.exit(2);
+	}
+	const handler = raw.subarray(0, a).toString('utf8');
+	const id = raw.subarray(a + 1, b).toString('utf8');
+	process.env.RELAY_HANDLER = handler;
+	if (id !== '')
+		process.env.RELAY_MESSAGE_ID = id;
+	process.argv[2] = handler;
+	return raw.subarray(b + 1);
+}
+
 async function main() {
+	let raw = fs.readFileSync(0);
+	if (process.argv.length === 3 && process.argv[2] === '--pool')
+		raw = poolHeader(raw);
 	const target = process.argv[2] || '';
 	const dot = target.lastIndexOf('.');
 	if (process.argv.length !== 3 || dot <= 0 || dot === target.length - 1)
 		usage();
 	const modName = target.slice(0, dot);
 	const fnName = target.slice(dot + 1);
-	const raw = fs.readFileSync(0);
 	let event = null;
 	if (raw.toString('utf8').trim() !== '') {
 		try {
