@@ -4,8 +4,9 @@
  * Files: runtime.c (options, registry, env/argv building, the relay__
  * wrappers around backend slots), spawn.c (pipes + posix_spawn/vfork),
  * limits.c (cgroups and rlimits), output.c (line splitting), process.c and
- * bwrap.c (the built-in backends), run_libev.c (the only file with <ev.h>:
- * the per-run state machine).
+ * bwrap.c (the built-in backends), run_libev.c (the per-run state machine)
+ * and warm.c, warm_pool.c, warm_stats.c (warm parents and pre-started
+ * processes): the files with <ev.h>.
  */
 #ifndef RELAY__RUNTIME_H
 #define RELAY__RUNTIME_H

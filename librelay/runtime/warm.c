@@ -23,7 +23,8 @@
  * invocation (cgroups joined before the invocation unshares, rlimits set
  * by it). Idle parents are retired after warm_idle_ms; at most
  * warm_max_parents live at once (the least recently used idle one makes
- * room). One runtime file besides run_libev.c includes <ev.h>: this one.
+ * room). warm_pool.c has the node/exec pre-started processes, warm_stats.c
+ * the counters; these and run_libev.c are the runtime files with <ev.h>.
  */
 #define _GNU_SOURCE
 #include <errno.h>
@@ -38,137 +39,7 @@
 #include <sys/wait.h>
 #include <unistd.h>
 
-#include <ev.h>
-
-#include "relay/clock.h"
-#include "runtime.h"
-
-#define WARM_MAX_PARENTS 32u
-#define WARM_IDLE_MS 300000u
-#define WARM_START_TIMEOUT_MS 2000u
-#define WARM_BACKOFF_MIN_MS 1000u
-#define WARM_BACKOFF_MAX_MS 60000u
-#define WARM_MSG_MAX 65536u
-/* An invocation of the warm path is three processes (see
- * relay_warm_server.py), the handler's limit pays for the other two. */
-#define WARM_PIDS_OVERHEAD 2u
-/* Pre-started processes kept per node/exec app generation. */
-#define WARM_POOL_SIZE 2u
-#define WARM_POOL_MAX_FAILURES 3u
-
-typedef enum parent_state {
-	P_STARTING,   /* spawned, waiting for Y */
-	P_READY,      /* serving */
-	P_RETIRING,   /* no new requests; freed when its runs are done */
-} parent_state;
-
-typedef struct warm_req warm_req;
-typedef struct warm_parent warm_parent;
-
-/* One run handed to a parent. */
-struct warm_req {
-	warm_req *next;
-	warm_parent *p;
-	relay_run *run;
-	relay_proc *proc;
-	uint32_t id;
-	int cfd[3];            /* the invocation's ends, until sent */
-	char *msg;             /* the R message, until sent */
-	size_t msg_len;
-	relay__limits_inv *inv;
-	bool sent, started;
-};
-
-struct warm_parent {
-	warm_parent *next;
-	relay__warm *w;
-	struct ev_loop *loop;
-	char *key;             /* see make_key() */
-	char *app;
-	parent_state state;
-	pid_t pid;             /* the bwrap process (our child) */
-	pid_t server_pid;      /* the server, as seen from here (for RSS) */
-	int pidfd;             /* bwrap's exit */
-	int ctl;               /* our end of the control socket */
-	int out_fd, err_fd;    /* the server's own stdout/stderr */
-	ev_io w_ctl, w_exit, w_out, w_err;
-	ev_timer w_watchdog;   /* a request unanswered for too long */
-	warm_req *reqs;
-	unsigned int inflight;
-	relay_mono_us last_used;
-	bool dead;
-};
-
-/*
- * node and exec: pre-started one-shot processes. V8 cannot fork, and an
- * exec command is a new program anyway, so each is a full cold sandbox
- * (same argv building, limits and user as a cold start) started ahead of
- * time and used for exactly one invocation: it reads the handler and
- * message id from the first bytes of its stdin, then runs as a cold start
- * would. A claimed process is replaced in the background.
- */
-typedef struct warm_pool warm_pool;
-
-typedef struct pooled_proc {
-	struct pooled_proc *next;
-	warm_pool *pool;
-	relay_proc *proc;       /* our child, not claimed yet */
-	ev_child w_child;       /* its death before a claim (default loop) */
-	ev_io w_pidfd;          /* ... elsewhere */
-	int pidfd;
-} pooled_proc;
-
-struct warm_pool {
-	warm_pool *next;
-	relay__warm *w;
-	struct ev_loop *loop;
-	char *key;
-	char *app;
-	relay_exec_spec *spec;  /* what to start (relay__spec_dup) */
-	pooled_proc *ready;
-	unsigned int nready;
-	ev_timer w_refill;      /* refill off the claim's path */
-	relay_mono_us last_used;
-	unsigned int failures;  /* consecutive start failures */
-};
-
-/* A failure remembered per app, so a broken app is not respawned in a
- * tight loop. */
-typedef struct warm_backoff {
-	struct warm_backoff *next;
-	char *app;
-	relay_mono_us until;
-	uint32_t delay_ms;
-} warm_backoff;
-
-struct relay__warm {
-	relay_runtime *rt;
-	warm_parent *parents;
-	warm_pool *pools;
-	warm_backoff *backoff;
-	uint32_t max_parents, idle_ms, start_timeout_ms;
-	uint32_t next_id;
-	ev_timer w_idle;
-	struct ev_loop *idle_loop;
-	relay_runtime_warm_stats st;
-};
-
-static const char *const fail_names[RELAY_WARM_FAIL_COUNT] = {
-	"unsupported", "crashed", "wedged", "spawn", "fork", "cap",
-};
-
-const char *relay_warm_fail_name(relay_warm_fail f)
-{
-	return (unsigned int)f < RELAY_WARM_FAIL_COUNT ? fail_names[f]
-						       : "unknown";
-}
-
-static void close_fd(int *fd)
-{
-	if (*fd >= 0)
-		close(*fd);
-	*fd = -1;
-}
+#include "warm.h"
 
 /* ---- keys ------------------------------------------------------- */
 
@@ -221,14 +92,6 @@ static char *make_key(const relay_exec_spec *spec, const relay__strv *env)
 	}
 }
 
-static bool key_eq(const char *a, const char *b)
-{
-	size_t la = strtoul(a, NULL, 10), lb = strtoul(b, NULL, 10);
-	const char *pa = strchr(a, ':'), *pb = strchr(b, ':');
-
-	return la == lb && memcmp(pa, pb, la + 1) == 0;
-}
-
 /* ---- parents ---------------------------------------------------- */
 
 static void parent_fault(warm_parent *p, int why, const char *detail);
@@ -250,7 +113,7 @@ static void count_states(relay__warm *w)
 }
 
 /* Warm parents plus pre-started processes: what the cap bounds. */
-static unsigned int nparents(const relay__warm *w)
+unsigned int relay__warm_nparents(const relay__warm *w)
 {
 	const warm_parent *p;
 	const warm_pool *q;
@@ -268,7 +131,7 @@ static void req_free(warm_req *q)
 	int i;
 
 	for (i = 0; i < 3; i++)
-		close_fd(&q->cfd[i]);
+		relay__warm_close_fd(&q->cfd[i]);
 	relay__free(q->msg);
 	relay__free(q);
 }
@@ -290,9 +153,9 @@ static void parent_free(warm_parent *p)
 	ev_io_stop(p->loop, &p->w_out);
 	ev_io_stop(p->loop, &p->w_err);
 	ev_timer_stop(p->loop, &p->w_watchdog);
-	close_fd(&p->ctl);
-	close_fd(&p->out_fd);
-	close_fd(&p->err_fd);
+	relay__warm_close_fd(&p->ctl);
+	relay__warm_close_fd(&p->out_fd);
+	relay__warm_close_fd(&p->err_fd);
 	if (p->pid > 0) {
 		/* On libev's default loop its SIGCHLD watcher reaps bwrap;
 		 * elsewhere nobody else will, so wait for the SIGKILL. */
@@ -301,7 +164,7 @@ static void parent_free(warm_parent *p)
 			while (waitpid(p->pid, NULL, 0) < 0 && errno == EINTR)
 				;
 	}
-	close_fd(&p->pidfd);
+	relay__warm_close_fd(&p->pidfd);
 	relay__free(p->key);
 	relay__free(p->app);
 	relay__free(p);
@@ -317,7 +180,7 @@ static void parent_retire(warm_parent *p)
 		parent_free(p);
 }
 
-static void backoff_note(relay__warm *w, const char *app, bool failed)
+void relay__warm_backoff_note(relay__warm *w, const char *app, bool failed)
 {
 	warm_backoff **bp, *b;
 
@@ -348,7 +211,7 @@ static void backoff_note(relay__warm *w, const char *app, bool failed)
 	b->until = relay_clock_mono_us(NULL) + (uint64_t)b->delay_ms * 1000u;
 }
 
-static bool backoff_active(relay__warm *w, const char *app)
+bool relay__warm_backoff_active(relay__warm *w, const char *app)
 {
 	warm_backoff *b;
 
@@ -440,7 +303,7 @@ static int req_send(warm_req *q)
 	if (send_msg(p->ctl, q->msg, q->msg_len, q->cfd, 3) != 0)
 		return -1;
 	for (i = 0; i < 3; i++)
-		close_fd(&q->cfd[i]);
+		relay__warm_close_fd(&q->cfd[i]);
 	relay__free(q->msg);
 	q->msg = NULL;
 	q->sent = true;
@@ -566,7 +429,7 @@ static void ctl_cb(struct ev_loop *loop, ev_io *wio, int revents)
 			}
 		}
 		if (n <= 0) {
-			close_fd(&fd);
+			relay__warm_close_fd(&fd);
 			parent_fault(p, RELAY_WARM_FAIL_CRASHED,
 				     n == 0 ? "the warm parent exited"
 					    : strerror(errno));
@@ -576,10 +439,10 @@ static void ctl_cb(struct ev_loop *loop, ev_io *wio, int revents)
 		nf = split(msg, (size_t)n, f, 4);
 		if (f[0][0] == 'Y' && p->state == P_STARTING) {
 			p->server_pid = fd >= 0 ? pidfd_pid(fd) : 0;
-			close_fd(&fd);
+			relay__warm_close_fd(&fd);
 			p->state = P_READY;
 			count_states(p->w);
-			backoff_note(p->w, p->app, false);
+			relay__warm_backoff_note(p->w, p->app, false);
 			relay__log(&p->w->rt->logger, RELAY_LOG_DEBUG,
 				   "RELAY-RT06", "runtime: warm parent for "
 				   "app %s ready", p->app);
@@ -594,7 +457,7 @@ static void ctl_cb(struct ev_loop *loop, ev_io *wio, int revents)
 			continue;
 		}
 		if (f[0][0] == 'N' && p->state == P_STARTING) {
-			close_fd(&fd);
+			relay__warm_close_fd(&fd);
 			parent_fault(p, RELAY_WARM_FAIL_UNSUPPORTED,
 				     nf > 1 ? f[1] : "unsupported");
 			return;
@@ -602,7 +465,7 @@ static void ctl_cb(struct ev_loop *loop, ev_io *wio, int revents)
 		q = nf > 1 ? find_req(p, (uint32_t)strtoul(f[1], NULL, 10))
 			   : NULL;
 		if (!q) {
-			close_fd(&fd);
+			relay__warm_close_fd(&fd);
 			continue;
 		}
 		if (f[0][0] == 'S') {
@@ -610,7 +473,7 @@ static void ctl_cb(struct ev_loop *loop, ev_io *wio, int revents)
 		} else if (f[0][0] == 'X' && nf > 2) {
 			relay_run *run = q->run;
 
-			close_fd(&fd);
+			relay__warm_close_fd(&fd);
 			unlink_req(p, q);
 			req_free(q);
 			arm_watchdog(p);
@@ -619,14 +482,14 @@ static void ctl_cb(struct ev_loop *loop, ev_io *wio, int revents)
 		} else if (f[0][0] == 'E') {
 			relay_run *run = q->run;
 
-			close_fd(&fd);
+			relay__warm_close_fd(&fd);
 			unlink_req(p, q);
 			req_free(q);
 			arm_watchdog(p);
 			relay__run_warm_lost(run, RELAY_WARM_FAIL_FORK,
 					     nf > 2 ? f[2] : "fork failed");
 		} else {
-			close_fd(&fd);
+			relay__warm_close_fd(&fd);
 		}
 		if (p->state == P_RETIRING && !p->reqs) {
 			parent_free(p);
@@ -655,7 +518,7 @@ static void parent_fault(warm_parent *p, int why, const char *detail)
 						      : relay_warm_fail_name(
 							(relay_warm_fail)why),
 		   detail);
-	backoff_note(w, p->app, true);
+	relay__warm_backoff_note(w, p->app, true);
 	if (why == RELAY_WARM_FAIL_UNSUPPORTED)
 		w->st.failures[why]++;
 	while (p->reqs) {
@@ -709,7 +572,7 @@ static void out_cb(struct ev_loop *loop, ev_io *wio, int revents)
 		return;
 	if (n <= 0) {
 		ev_io_stop(loop, wio);
-		close_fd(fd);
+		relay__warm_close_fd(fd);
 		return;
 	}
 	buf[n] = '\0';
@@ -753,7 +616,7 @@ static int spawn_parent(relay__warm *w, warm_parent *p,
 	/* The child's fd 3 must come from a dup2 (which clears
 	 * close-on-exec), so never hand over fd 3 itself. */
 	keep = fcntl(sv[1], F_DUPFD_CLOEXEC, 10);
-	close_fd(&sv[1]);
+	relay__warm_close_fd(&sv[1]);
 	if (keep < 0 || fcntl(sv[0], F_SETFL, O_NONBLOCK) != 0) {
 		rc = relay__error_set(err, RELAY_EBACKEND, NULL, 0, 0,
 				      "control socket: %s", strerror(errno));
@@ -801,9 +664,9 @@ static int spawn_parent(relay__warm *w, warm_parent *p,
 	ev_timer_start(p->loop, &p->w_watchdog);
 	w->st.parents_started++;
 done:
-	close_fd(&sv[0]);
-	close_fd(&sv[1]);
-	close_fd(&keep);
+	relay__warm_close_fd(&sv[0]);
+	relay__warm_close_fd(&sv[1]);
+	relay__warm_close_fd(&keep);
 	relay__strv_free(&argv);
 	relay__strv_free(&env);
 	relay__strv_free(&penv);
@@ -829,7 +692,7 @@ static warm_parent *parent_new(relay__warm *w, struct ev_loop *loop,
 	warm_parent *p;
 	relay_error err;
 
-	if (nparents(w) >= w->max_parents) {
+	if (relay__warm_nparents(w) >= w->max_parents) {
 		warm_parent *old = lru_idle(w);
 
 		if (!old) {
@@ -859,7 +722,7 @@ static warm_parent *parent_new(relay__warm *w, struct ev_loop *loop,
 		relay__log(&w->rt->logger, RELAY_LOG_WARN, "RELAY-RT07",
 			   "runtime: warm parent for app %s: %s", spec->app,
 			   err.text);
-		backoff_note(w, spec->app, true);
+		relay__warm_backoff_note(w, spec->app, true);
 		parent_free(p);
 		*why = RELAY_WARM_FAIL_SPAWN;
 		return NULL;
@@ -869,8 +732,6 @@ static warm_parent *parent_new(relay__warm *w, struct ev_loop *loop,
 }
 
 /* ---- idle eviction ----------------------------------------------- */
-
-static void pool_free(warm_pool *q);
 
 static void idle_cb(struct ev_loop *loop, ev_timer *t, int revents)
 {
@@ -891,7 +752,7 @@ static void idle_cb(struct ev_loop *loop, ev_timer *t, int revents)
 	for (q = w->pools; q; q = qnext) {
 		qnext = q->next;
 		if (now - q->last_used >= (uint64_t)w->idle_ms * 1000u)
-			pool_free(q);
+			relay__warm_pool_free(q);
 	}
 }
 
@@ -911,303 +772,6 @@ static void start_idle_timer(relay__warm *w, struct ev_loop *loop)
 	/* The timer alone must not keep a loop running. */
 	ev_unref(loop);
 	w->idle_loop = loop;
-}
-
-/* ---- pre-started processes (node, exec) ------------------------- */
-
-/*
- * What a pre-started process runs. Both read two lines first: the handler
- * and the message id (either may be empty), then the event. exec: a POSIX
- * shell reads them byte by byte (so never a byte of the event), exports
- * them and execs the command; its environment is then a cold start's
- * (bwrap sets PWD either way).
- */
-static int pool_inner(const relay_exec_spec *spec, relay__strv *out)
-{
-	static const char script[] =
-		"IFS= read -r h && IFS= read -r m || exit 125; "
-		"RELAY_HANDLER=$h; export RELAY_HANDLER; "
-		"if [ -n \"$m\" ]; then RELAY_MESSAGE_ID=$m; "
-		"export RELAY_MESSAGE_ID; fi; unset h m; exec \"$@\"";
-	size_t i;
-	int rc = 0;
-
-	if (spec->runtime == RELAY_RUNTIME_NODE) {
-		rc |= relay__strv_push(out, "node");
-		rc |= relay__strv_push(out, RELAY__SANDBOX_BOOTSTRAP_DIR
-				       "/relay-bootstrap.js");
-		rc |= relay__strv_push(out, "--pool");
-		return rc ? RELAY_ENOMEM : 0;
-	}
-	rc |= relay__strv_push(out, "/bin/sh");
-	rc |= relay__strv_push(out, "-c");
-	rc |= relay__strv_push(out, script);
-	rc |= relay__strv_push(out, "relay");
-	for (i = 0; rc == 0 && spec->argv[i]; i++)
-		rc |= relay__strv_push(out, spec->argv[i]);
-	return rc ? RELAY_ENOMEM : 0;
-}
-
-static void pool_unlink(warm_pool *q, pooled_proc *pp)
-{
-	pooled_proc **pq;
-
-	for (pq = &q->ready; *pq; pq = &(*pq)->next) {
-		if (*pq == pp) {
-			*pq = pp->next;
-			q->nready--;
-			return;
-		}
-	}
-}
-
-/* Stop watching @pp's death (it is claimed or going). */
-static void pooled_unwatch(pooled_proc *pp)
-{
-	struct ev_loop *loop = pp->pool->loop;
-
-	if (pp->pidfd >= 0) {
-		ev_io_stop(loop, &pp->w_pidfd);
-		close_fd(&pp->pidfd);
-	} else {
-		ev_child_stop(loop, &pp->w_child);
-	}
-}
-
-static void pooled_free(pooled_proc *pp, bool kill_it)
-{
-	relay_runtime *rt = pp->pool->w->rt;
-	relay_proc *proc = pp->proc;
-
-	pooled_unwatch(pp);
-	if (kill_it) {
-		relay__runtime_signal(rt, proc, SIGKILL);
-		if (!ev_is_default_loop(pp->pool->loop))
-			while (waitpid(proc->pid, NULL, 0) < 0 &&
-			       errno == EINTR)
-				;
-	}
-	relay__runtime_release(rt, proc);
-	close_fd(&proc->stdin_fd);
-	close_fd(&proc->stdout_fd);
-	close_fd(&proc->stderr_fd);
-	relay__free(proc);
-	relay__free(pp);
-}
-
-static void pool_arm_refill(warm_pool *q)
-{
-	if (!ev_is_active(&q->w_refill)) {
-		ev_timer_set(&q->w_refill, 0., 0.);
-		ev_timer_start(q->loop, &q->w_refill);
-	}
-}
-
-/* A pre-started process died before anyone claimed it. */
-static void pooled_died(pooled_proc *pp)
-{
-	warm_pool *q = pp->pool;
-
-	pool_unlink(q, pp);
-	pooled_free(pp, false);
-	if (++q->failures == WARM_POOL_MAX_FAILURES) {
-		relay__log(&q->w->rt->logger, RELAY_LOG_WARN, "RELAY-RT07",
-			   "runtime: pre-started processes for app %s keep "
-			   "exiting; its invocations start cold", q->app);
-		backoff_note(q->w, q->app, true);
-		return;
-	}
-	pool_arm_refill(q);
-}
-
-static void pooled_child_cb(struct ev_loop *loop, ev_child *c, int revents)
-{
-	(void)loop;
-	(void)revents;
-	pooled_died(c->data);
-}
-
-static void pooled_pidfd_cb(struct ev_loop *loop, ev_io *wio, int revents)
-{
-	pooled_proc *pp = wio->data;
-
-	(void)loop;
-	(void)revents;
-	while (waitpid(pp->proc->pid, NULL, 0) < 0 && errno == EINTR)
-		;
-	pooled_died(pp);
-}
-
-static int pool_start_one(warm_pool *q)
-{
-	relay_runtime *rt = q->w->rt;
-	relay__strv inner = { 0 };
-	pooled_proc *pp = relay__calloc(1, sizeof(*pp));
-	relay_proc *proc = relay__calloc(1, rt->rb->proc_size);
-	relay_error err;
-	int rc;
-
-	if (!pp || !proc || pool_inner(q->spec, &inner) != 0) {
-		rc = RELAY_ENOMEM;
-		goto fail;
-	}
-	proc->stdin_fd = proc->stdout_fd = proc->stderr_fd = -1;
-	rc = relay__bwrap_spawn_pooled(rt->rb, q->spec,
-				       (const char *const *)inner.v, proc,
-				       &err);
-	relay__strv_free(&inner);
-	if (rc != 0) {
-		if (q->failures == 0)
-			relay__log(&rt->logger, RELAY_LOG_WARN, "RELAY-RT07",
-				   "runtime: pre-starting a process for app "
-				   "%s: %s", q->app, err.text);
-		goto fail;
-	}
-	pp->pool = q;
-	pp->proc = proc;
-	pp->pidfd = -1;
-	if (ev_is_default_loop(q->loop)) {
-		ev_child_init(&pp->w_child, pooled_child_cb, proc->pid, 0);
-		pp->w_child.data = pp;
-		ev_child_start(q->loop, &pp->w_child);
-	} else {
-		pp->pidfd = (int)syscall(SYS_pidfd_open, proc->pid, 0);
-		if (pp->pidfd < 0) {
-			pp->pidfd = -1;
-			ev_child_init(&pp->w_child, pooled_child_cb, proc->pid,
-				      0);
-			pp->w_child.data = pp;
-			pooled_free(pp, true);
-			return -1;
-		}
-		ev_io_init(&pp->w_pidfd, pooled_pidfd_cb, pp->pidfd, EV_READ);
-		pp->w_pidfd.data = pp;
-		ev_io_start(q->loop, &pp->w_pidfd);
-	}
-	pp->next = q->ready;
-	q->ready = pp;
-	q->nready++;
-	q->w->st.parents_started++;
-	return 0;
-fail:
-	relay__strv_free(&inner);
-	relay__free(proc);
-	relay__free(pp);
-	q->failures++;
-	return -1;
-}
-
-static void pool_refill_cb(struct ev_loop *loop, ev_timer *t, int revents)
-{
-	warm_pool *q = t->data;
-
-	(void)loop;
-	(void)revents;
-	while (q->nready < WARM_POOL_SIZE &&
-	       q->failures < WARM_POOL_MAX_FAILURES &&
-	       nparents(q->w) < q->w->max_parents)
-		if (pool_start_one(q) != 0)
-			break;
-}
-
-static void pool_free(warm_pool *q)
-{
-	relay__warm *w = q->w;
-	warm_pool **pq;
-
-	for (pq = &w->pools; *pq; pq = &(*pq)->next) {
-		if (*pq == q) {
-			*pq = q->next;
-			break;
-		}
-	}
-	ev_timer_stop(q->loop, &q->w_refill);
-	while (q->ready) {
-		pooled_proc *pp = q->ready;
-
-		q->ready = pp->next;
-		pooled_free(pp, true);
-	}
-	relay__free(q->spec);
-	relay__free(q->key);
-	relay__free(q->app);
-	relay__free(q);
-}
-
-/* The two header lines a pre-started process reads first. */
-static int pool_header(const relay_exec_spec *spec, relay__buf *out)
-{
-	return relay__buf_printf(out, "%s\n%s\n", spec->handler,
-				 spec->message_id ? spec->message_id : "");
-}
-
-static int pool_claim(relay__warm *w, struct ev_loop *loop,
-		      const relay_exec_spec *spec, char *key,
-		      relay_proc **proc, relay__buf *prefix)
-{
-	warm_pool *q, *next;
-	pooled_proc *pp;
-	bool require = spec->version >= 2 && spec->warm == RELAY_WARM_REQUIRE;
-
-	/* A handler or message id with a newline cannot be framed. */
-	if (strchr(spec->handler, '\n') ||
-	    (spec->message_id && strchr(spec->message_id, '\n'))) {
-		relay__free(key);
-		return -1;
-	}
-	for (q = w->pools; q; q = next) {
-		next = q->next;
-		if (q->loop != loop)
-			continue;
-		if (key_eq(q->key, key))
-			break;
-		if (strcmp(q->app, spec->app) == 0)
-			pool_free(q);   /* another generation of the app */
-	}
-	if (!q) {
-		if (backoff_active(w, spec->app)) {
-			relay__free(key);
-			return -1;
-		}
-		q = relay__calloc(1, sizeof(*q));
-		if (!q || !(q->app = relay__strdup(spec->app)) ||
-		    !(q->spec = relay__spec_dup(spec))) {
-			if (q)
-				relay__free(q->app);
-			relay__free(q);
-			relay__free(key);
-			return RELAY_WARM_FAIL_SPAWN;
-		}
-		q->w = w;
-		q->loop = loop;
-		q->key = key;
-		q->last_used = relay_clock_mono_us(NULL);
-		ev_init(&q->w_refill, pool_refill_cb);
-		q->w_refill.data = q;
-		q->next = w->pools;
-		w->pools = q;
-	} else {
-		relay__free(key);
-	}
-	q->last_used = relay_clock_mono_us(NULL);
-	if (!q->ready && require) {
-		q->failures = 0;
-		if (pool_start_one(q) != 0)
-			return RELAY_WARM_FAIL_SPAWN;
-	}
-	pool_arm_refill(q);
-	pp = q->ready;
-	if (!pp)
-		return -1;      /* none ready yet: cold, refill under way */
-	pool_unlink(q, pp);
-	pooled_unwatch(pp);
-	if (pool_header(spec, prefix) != 0) {
-		pooled_free(pp, true);
-		return RELAY_WARM_FAIL_SPAWN;
-	}
-	*proc = pp->proc;
-	relay__free(pp);
-	return 0;
 }
 
 /* ---- the runtime's side ------------------------------------------ */
@@ -1262,7 +826,7 @@ void relay__warm_drop_loop(relay_runtime *rt, void *loop)
 		for (q = w->pools; q; q = qnext) {
 			qnext = q->next;
 			if (q->loop == loop)
-				pool_free(q);
+				relay__warm_pool_free(q);
 		}
 	}
 	if (w->idle_loop == loop) {
@@ -1354,7 +918,7 @@ int relay__warm_start(relay_runtime *rt, void *loop, relay_run *run,
 	start_idle_timer(w, loop);
 	if (spec->runtime != RELAY_RUNTIME_PYTHON3) {
 		relay__strv_free(&env);
-		why = pool_claim(w, loop, spec, key, out, prefix);
+		why = relay__warm_pool_claim(w, loop, spec, key, out, prefix);
 		*pooled = why == 0;
 		return why;
 	}
@@ -1362,14 +926,14 @@ int relay__warm_start(relay_runtime *rt, void *loop, relay_run *run,
 		next = p->next;
 		if (p->state == P_RETIRING || p->loop != loop)
 			continue;
-		if (key_eq(p->key, key))
+		if (relay__warm_key_eq(p->key, key))
 			break;
 		/* Another generation (or environment) of the same app. */
 		if (strcmp(p->app, spec->app) == 0)
 			parent_retire(p);
 	}
 	if (!p) {
-		if (backoff_active(w, spec->app)) {
+		if (relay__warm_backoff_active(w, spec->app)) {
 			relay__free(key);
 			why = -1;
 			goto fail;
@@ -1437,18 +1001,18 @@ use:
 	return 0;
 fail_q:
 	relay__limits_release(&bp->inv, NULL);
-	close_fd(&bp->parent.stdin_fd);
-	close_fd(&bp->parent.stdout_fd);
-	close_fd(&bp->parent.stderr_fd);
+	relay__warm_close_fd(&bp->parent.stdin_fd);
+	relay__warm_close_fd(&bp->parent.stdout_fd);
+	relay__warm_close_fd(&bp->parent.stderr_fd);
 	relay__free(bp);
 	req_free(q);
 	why = RELAY_WARM_FAIL_SPAWN;
 	goto fail;
 fail_q_counted:
 	relay__limits_release(&bp->inv, NULL);
-	close_fd(&bp->parent.stdin_fd);
-	close_fd(&bp->parent.stdout_fd);
-	close_fd(&bp->parent.stderr_fd);
+	relay__warm_close_fd(&bp->parent.stdin_fd);
+	relay__warm_close_fd(&bp->parent.stdout_fd);
+	relay__warm_close_fd(&bp->parent.stderr_fd);
 	relay__free(bp);
 	req_free(q);
 fail:
@@ -1476,143 +1040,6 @@ void relay__warm_forget(relay_runtime *rt, relay_run *run)
 			return;
 		}
 	}
-}
-
-void relay__warm_count(relay_runtime *rt, int warm, uint64_t latency_us)
-{
-	static const uint64_t bounds[] = RELAY_WARM_LATENCY_BOUNDS_US;
-	relay__warm *w = rt->warm;
-	size_t i;
-
-	if (!w)
-		return;
-	if (warm)
-		w->st.warm_starts++;
-	else
-		w->st.cold_starts++;
-	for (i = 0; i < RELAY__ARRAY_SIZE(bounds); i++)
-		if (latency_us <= bounds[i])
-			break;
-	w->st.latency_us[warm ? 1 : 0][i]++;
-	w->st.latency_sum_us[warm ? 1 : 0] += latency_us;
-}
-
-void relay__warm_count_fail(relay_runtime *rt, int why)
-{
-	if (rt->warm && why >= 0 && why < RELAY_WARM_FAIL_COUNT &&
-	    why != RELAY_WARM_FAIL_UNSUPPORTED)
-		rt->warm->st.failures[why]++;
-}
-
-/* ---- public ------------------------------------------------------ */
-
-static uint64_t rss_of(pid_t pid)
-{
-	char path[64], buf[128];
-	unsigned long size, rss;
-	ssize_t n;
-	int fd;
-
-	if (pid <= 0)
-		return 0;
-	snprintf(path, sizeof(path), "/proc/%ld/statm", (long)pid);
-	fd = open(path, O_RDONLY | O_CLOEXEC);
-	if (fd < 0)
-		return 0;
-	n = read(fd, buf, sizeof(buf) - 1);
-	close(fd);
-	if (n <= 0)
-		return 0;
-	buf[n] = '\0';
-	if (sscanf(buf, "%lu %lu", &size, &rss) != 2)
-		return 0;
-	return (uint64_t)rss * (uint64_t)sysconf(_SC_PAGESIZE);
-}
-
-static uint64_t pool_rss(const warm_pool *q);
-
-int relay_runtime_warm_stats_get(const relay_runtime *rt,
-				 relay_runtime_warm_stats *out)
-{
-	unsigned int v = out->version;
-	const warm_parent *p;
-	const warm_pool *q;
-
-	if (v == 0 || v > RELAY_RUNTIME_WARM_STATS_VERSION)
-		return RELAY_EINVAL;
-	memset(out, 0, sizeof(*out));
-	out->version = v;
-	if (!rt->warm)
-		return 0;
-	*out = rt->warm->st;
-	out->version = v;
-	out->parents_rss_bytes = 0;
-	for (p = rt->warm->parents; p; p = p->next)
-		out->parents_rss_bytes += rss_of(p->server_pid);
-	for (q = rt->warm->pools; q; q = q->next) {
-		out->parents_rss_bytes += pool_rss(q);
-		out->parents_ready += q->nready;
-	}
-	return 0;
-}
-
-/* Resident memory of @pid and its descendants (a sandbox: bwrap, its
- * init, the pre-started process). */
-static uint64_t tree_rss(pid_t pid, int depth)
-{
-	char path[80], buf[512], *p, *end;
-	uint64_t sum = rss_of(pid);
-	ssize_t n;
-	int fd;
-
-	if (depth > 4)
-		return sum;
-	snprintf(path, sizeof(path), "/proc/%ld/task/%ld/children", (long)pid,
-		 (long)pid);
-	fd = open(path, O_RDONLY | O_CLOEXEC);
-	if (fd < 0)
-		return sum;
-	n = read(fd, buf, sizeof(buf) - 1);
-	close(fd);
-	buf[n > 0 ? n : 0] = '\0';
-	for (p = buf; *p; p = end) {
-		long c = strtol(p, &end, 10);
-
-		if (end == p)
-			break;
-		sum += tree_rss((pid_t)c, depth + 1);
-	}
-	return sum;
-}
-
-static uint64_t pool_rss(const warm_pool *q)
-{
-	const pooled_proc *pp;
-	uint64_t sum = 0;
-
-	for (pp = q->ready; pp; pp = pp->next)
-		sum += tree_rss(pp->proc->pid, 0);
-	return sum;
-}
-
-void relay_runtime_warm_foreach(const relay_runtime *rt,
-				relay_warm_parent_fn fn, void *payload)
-{
-	static const char *const names[] = { "starting", "ready", "retiring" };
-	const warm_parent *p;
-	const warm_pool *q;
-	const pooled_proc *pp;
-
-	if (!rt->warm)
-		return;
-	for (p = rt->warm->parents; p; p = p->next)
-		fn(p->app, names[p->state], p->inflight, rss_of(p->server_pid),
-		   payload);
-	/* Each pre-started process is a parent of one invocation. */
-	for (q = rt->warm->pools; q; q = q->next)
-		for (pp = q->ready; pp; pp = pp->next)
-			fn(q->app, "ready", 0, tree_rss(pp->proc->pid, 0),
-			   payload);
 }
 
 void relay_runtime_warm_retire(relay_runtime *rt, const char *app)

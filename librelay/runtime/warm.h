@@ -1,0 +1,165 @@
+/*
+ * librelay/runtime/warm.h - private to the warm path: warm.c (python3 warm
+ * parents, the runtime's side, stats) and warm_pool.c (node and exec
+ * pre-started processes). Both include <ev.h>.
+ */
+#ifndef RELAY__WARM_H
+#define RELAY__WARM_H
+
+#include <stdbool.h>
+#include <stdint.h>
+#include <stdlib.h>
+#include <string.h>
+#include <unistd.h>
+
+#include <ev.h>
+
+#include "relay/clock.h"
+#include "runtime.h"
+
+#define WARM_MAX_PARENTS 32u
+#define WARM_IDLE_MS 300000u
+#define WARM_START_TIMEOUT_MS 2000u
+#define WARM_BACKOFF_MIN_MS 1000u
+#define WARM_BACKOFF_MAX_MS 60000u
+#define WARM_MSG_MAX 65536u
+/* An invocation of the warm path is three processes (see
+ * relay_warm_server.py), the handler's limit pays for the other two. */
+#define WARM_PIDS_OVERHEAD 2u
+/* Pre-started processes kept per node/exec app generation. */
+#define WARM_POOL_SIZE 2u
+#define WARM_POOL_MAX_FAILURES 3u
+
+typedef enum parent_state {
+	P_STARTING,   /* spawned, waiting for Y */
+	P_READY,      /* serving */
+	P_RETIRING,   /* no new requests; freed when its runs are done */
+} parent_state;
+
+typedef struct warm_req warm_req;
+typedef struct warm_parent warm_parent;
+
+/* One run handed to a parent. */
+struct warm_req {
+	warm_req *next;
+	warm_parent *p;
+	relay_run *run;
+	relay_proc *proc;
+	uint32_t id;
+	int cfd[3];            /* the invocation's ends, until sent */
+	char *msg;             /* the R message, until sent */
+	size_t msg_len;
+	relay__limits_inv *inv;
+	bool sent, started;
+};
+
+struct warm_parent {
+	warm_parent *next;
+	relay__warm *w;
+	struct ev_loop *loop;
+	char *key;             /* see make_key() */
+	char *app;
+	parent_state state;
+	pid_t pid;             /* the bwrap process (our child) */
+	pid_t server_pid;      /* the server, as seen from here (for RSS) */
+	int pidfd;             /* bwrap's exit */
+	int ctl;               /* our end of the control socket */
+	int out_fd, err_fd;    /* the server's own stdout/stderr */
+	ev_io w_ctl, w_exit, w_out, w_err;
+	ev_timer w_watchdog;   /* a request unanswered for too long */
+	warm_req *reqs;
+	unsigned int inflight;
+	relay_mono_us last_used;
+	bool dead;
+};
+
+/*
+ * node and exec: pre-started one-shot processes. V8 cannot fork, and an
+ * exec command is a new program anyway, so each is a full cold sandbox
+ * (same argv building, limits and user as a cold start) started ahead of
+ * time and used for exactly one invocation: it reads the handler and
+ * message id from the first bytes of its stdin, then runs as a cold start
+ * would. A claimed process is replaced in the background.
+ */
+typedef struct warm_pool warm_pool;
+
+typedef struct pooled_proc {
+	struct pooled_proc *next;
+	warm_pool *pool;
+	relay_proc *proc;       /* our child, not claimed yet */
+	ev_child w_child;       /* its death before a claim (default loop) */
+	ev_io w_pidfd;          /* ... elsewhere */
+	int pidfd;
+} pooled_proc;
+
+struct warm_pool {
+	warm_pool *next;
+	relay__warm *w;
+	struct ev_loop *loop;
+	char *key;
+	char *app;
+	relay_exec_spec *spec;  /* what to start (relay__spec_dup) */
+	pooled_proc *ready;
+	unsigned int nready;
+	ev_timer w_refill;      /* refill off the claim's path */
+	relay_mono_us last_used;
+	unsigned int failures;  /* consecutive start failures */
+};
+
+/* A failure remembered per app, so a broken app is not respawned in a
+ * tight loop. */
+typedef struct warm_backoff {
+	struct warm_backoff *next;
+	char *app;
+	relay_mono_us until;
+	uint32_t delay_ms;
+} warm_backoff;
+
+struct relay__warm {
+	relay_runtime *rt;
+	warm_parent *parents;
+	warm_pool *pools;
+	warm_backoff *backoff;
+	uint32_t max_parents, idle_ms, start_timeout_ms;
+	uint32_t next_id;
+	ev_timer w_idle;
+	struct ev_loop *idle_loop;
+	relay_runtime_warm_stats st;
+};
+
+
+static inline void relay__warm_close_fd(int *fd)
+{
+	if (*fd >= 0)
+		close(*fd);
+	*fd = -1;
+}
+
+static inline bool relay__warm_key_eq(const char *a, const char *b)
+{
+	size_t la = strtoul(a, NULL, 10), lb = strtoul(b, NULL, 10);
+	const char *pa = strchr(a, ':'), *pb = strchr(b, ':');
+
+	return la == lb && memcmp(pa, pb, la + 1) == 0;
+}
+
+/* warm.c */
+unsigned int relay__warm_nparents(const relay__warm *w);
+void relay__warm_backoff_note(relay__warm *w, const char *app, bool failed);
+bool relay__warm_backoff_active(relay__warm *w, const char *app);
+uint64_t relay__warm_rss_of(pid_t pid);
+
+/* warm_pool.c */
+
+/* Claim a pre-started process for @spec (node, exec); @key is taken.
+ * Returns as relay__warm_start() does; 0 with *proc and *prefix set. */
+int relay__warm_pool_claim(relay__warm *w, struct ev_loop *loop,
+			   const relay_exec_spec *spec, char *key,
+			   relay_proc **proc, relay__buf *prefix);
+/* Kill the pool's processes and free it. */
+void relay__warm_pool_free(warm_pool *q);
+/* Resident memory of its processes (and of a process tree). */
+uint64_t relay__warm_pool_rss(const warm_pool *q);
+uint64_t relay__warm_tree_rss(pid_t pid, int depth);
+
+#endif /* RELAY__WARM_H */

@@ -1,0 +1,114 @@
+/*
+ * warm_stats.c - the warm path's counters and what it reports: starts by
+ * path, fallbacks by reason, the start-latency histogram, warm parents and
+ * pre-started processes with their resident memory.
+ */
+#define _GNU_SOURCE
+#include <fcntl.h>
+#include <stdio.h>
+
+#include "warm.h"
+
+static const char *const fail_names[RELAY_WARM_FAIL_COUNT] = {
+	"unsupported", "crashed", "wedged", "spawn", "fork", "cap",
+};
+
+const char *relay_warm_fail_name(relay_warm_fail f)
+{
+	return (unsigned int)f < RELAY_WARM_FAIL_COUNT ? fail_names[f]
+						       : "unknown";
+}
+
+void relay__warm_count(relay_runtime *rt, int warm, uint64_t latency_us)
+{
+	static const uint64_t bounds[] = RELAY_WARM_LATENCY_BOUNDS_US;
+	relay__warm *w = rt->warm;
+	size_t i;
+
+	if (!w)
+		return;
+	if (warm)
+		w->st.warm_starts++;
+	else
+		w->st.cold_starts++;
+	for (i = 0; i < RELAY__ARRAY_SIZE(bounds); i++)
+		if (latency_us <= bounds[i])
+			break;
+	w->st.latency_us[warm ? 1 : 0][i]++;
+	w->st.latency_sum_us[warm ? 1 : 0] += latency_us;
+}
+
+void relay__warm_count_fail(relay_runtime *rt, int why)
+{
+	if (rt->warm && why >= 0 && why < RELAY_WARM_FAIL_COUNT &&
+	    why != RELAY_WARM_FAIL_UNSUPPORTED)
+		rt->warm->st.failures[why]++;
+}
+
+uint64_t relay__warm_rss_of(pid_t pid)
+{
+	char path[64], buf[128];
+	unsigned long size, rss;
+	ssize_t n;
+	int fd;
+
+	if (pid <= 0)
+		return 0;
+	snprintf(path, sizeof(path), "/proc/%ld/statm", (long)pid);
+	fd = open(path, O_RDONLY | O_CLOEXEC);
+	if (fd < 0)
+		return 0;
+	n = read(fd, buf, sizeof(buf) - 1);
+	close(fd);
+	if (n <= 0)
+		return 0;
+	buf[n] = '\0';
+	if (sscanf(buf, "%lu %lu", &size, &rss) != 2)
+		return 0;
+	return (uint64_t)rss * (uint64_t)sysconf(_SC_PAGESIZE);
+}
+
+int relay_runtime_warm_stats_get(const relay_runtime *rt,
+				 relay_runtime_warm_stats *out)
+{
+	unsigned int v = out->version;
+	const warm_parent *p;
+	const warm_pool *q;
+
+	if (v == 0 || v > RELAY_RUNTIME_WARM_STATS_VERSION)
+		return RELAY_EINVAL;
+	memset(out, 0, sizeof(*out));
+	out->version = v;
+	if (!rt->warm)
+		return 0;
+	*out = rt->warm->st;
+	out->version = v;
+	out->parents_rss_bytes = 0;
+	for (p = rt->warm->parents; p; p = p->next)
+		out->parents_rss_bytes += relay__warm_rss_of(p->server_pid);
+	for (q = rt->warm->pools; q; q = q->next) {
+		out->parents_rss_bytes += relay__warm_pool_rss(q);
+		out->parents_ready += q->nready;
+	}
+	return 0;
+}
+
+void relay_runtime_warm_foreach(const relay_runtime *rt,
+				relay_warm_parent_fn fn, void *payload)
+{
+	static const char *const names[] = { "starting", "ready", "retiring" };
+	const warm_parent *p;
+	const warm_pool *q;
+	const pooled_proc *pp;
+
+	if (!rt->warm)
+		return;
+	for (p = rt->warm->parents; p; p = p->next)
+		fn(p->app, names[p->state], p->inflight, relay__warm_rss_of(p->server_pid),
+		   payload);
+	/* Each pre-started process is a parent of one invocation. */
+	for (q = rt->warm->pools; q; q = q->next)
+		for (pp = q->ready; pp; pp = pp->next)
+			fn(q->app, "ready", 0, relay__warm_tree_rss(pp->proc->pid, 0),
+			   payload);
+}
