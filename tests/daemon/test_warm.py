@@ -1,0 +1,168 @@
+#!/usr/bin/env python3
+"""relayd end to end with warm parents (doc/sandbox.md, "Warm sandboxes"):
+python3 handlers in the bwrap sandbox start warm by default, each
+invocation one-shot; RELAY_WARM=0 and `warm: false` keep them cold; a
+template edit starts a new generation; kill -9 of relayd leaves no warm
+sandbox behind; the metrics count warm and cold starts.
+
+usage: test_warm.py RELAYD
+"""
+import os
+import shutil
+import signal
+import subprocess
+import sys
+import time
+
+from harness import (Env, Skip, case, check, eq, free_port, metrics,
+                     run_cases)
+
+HANDLER = """import os
+seen = 0
+def h(event):
+    global seen
+    seen += 1
+    print("seen", seen, event["k"], sorted(os.listdir("/tmp")))
+    open("/tmp/mark", "w").write(event["k"])
+"""
+
+
+def bwrap_or_skip():
+    if not shutil.which("bwrap") or not shutil.which("python3"):
+        raise Skip("bwrap or python3 not installed")
+    probe = subprocess.run(["bwrap", "--ro-bind", "/", "/", "--unshare-all",
+                            "true"], capture_output=True)
+    if probe.returncode != 0:
+        raise Skip("bwrap cannot create namespaces here")
+
+
+def py_app(env, name="py", extra=""):
+    d = os.path.join(env.apps_dir, name)
+    os.makedirs(d, exist_ok=True)
+    os.chmod(env.dir, 0o755)
+    os.chmod(env.apps_dir, 0o755)
+    os.chmod(d, 0o755)
+    with open(os.path.join(d, "mod.py"), "w") as f:
+        f.write(HANDLER)
+    os.chmod(os.path.join(d, "mod.py"), 0o644)
+    env.app(name, [], raw="runtime: python3\n" + extra +
+            "events:\n  - handler: mod.h\n    pattern: {kind: [x]}\n")
+
+
+def serve_processes():
+    out = []
+    for pid in os.listdir("/proc"):
+        if not pid.isdigit():
+            continue
+        try:
+            with open(f"/proc/{pid}/cmdline", "rb") as f:
+                cmd = f.read()
+        except OSError:
+            continue
+        if cmd.startswith(b"python3\0") and \
+                b"relay-bootstrap.py\0--serve" in cmd:
+            out.append(int(pid))
+    return out
+
+
+def start(env, **vars):
+    port = free_port()
+    d = env.relayd(start=False, RELAY_SANDBOX="bwrap",
+                   METRICS_ADDR=f"127.0.0.1:{port}", **vars)
+    d.start(wait_ready=False)
+    try:
+        d.wait_ready()
+    except AssertionError:
+        if d.proc.poll() == 1 and "RELAY_SANDBOX" in d.log():
+            raise Skip("bwrap unusable: " + d.log_tail(1))
+        raise
+    return d, port
+
+
+def run_events(env, d, keys):
+    ids = [env.xadd({"kind": "x", "k": k}) for k in keys]
+    env.wait(lambda: env.pel_count() == 0 and
+             all(env.inv(i).get("py/mod.h") == "ok" for i in ids),
+             "handled and acknowledged", timeout=60)
+    return ids
+
+
+@case
+def warm_by_default_and_one_shot():
+    bwrap_or_skip()
+    with Env() as env:
+        py_app(env)
+        d, port = start(env)
+        run_events(env, d, ["a"])
+        time.sleep(0.5)  # the warm parent starts after the first event
+        run_events(env, d, ["b", "c", "d"])
+        log = d.log()
+        for k in "abcd":
+            check(f"stdout: seen 1 {k} []" in log, f"one-shot run {k}")
+        m = metrics(port)
+        check(m.get('relay_handler_starts_total{path="warm"}', 0) >= 1,
+              "warm starts counted")
+        check(m.get("relay_warm_parents_memory_bytes", 0) > 0,
+              "parent memory reported")
+        check(m.get('relay_warm_parents{app="py",state="ready"}') == 1,
+              "one ready parent for the app")
+        check(serve_processes(), "a warm parent runs")
+        # kill -9: bwrap --die-with-parent takes the sandbox along.
+        d.kill9()
+        deadline = time.monotonic() + 5
+        while serve_processes() and time.monotonic() < deadline:
+            time.sleep(0.05)
+        eq(serve_processes(), [], "no warm sandbox left after kill -9")
+
+
+@case
+def warm_off_by_env_and_by_template():
+    bwrap_or_skip()
+    with Env() as env:
+        py_app(env)
+        d, port = start(env, RELAY_WARM="0")
+        run_events(env, d, ["a", "b"])
+        m = metrics(port)
+        eq(m.get('relay_handler_starts_total{path="warm"}'), 0.0,
+           "no warm start with RELAY_WARM=0")
+        eq(serve_processes(), [], "no warm parent")
+        d.stop()
+    with Env() as env:
+        py_app(env, extra="warm: false\n")
+        d, port = start(env)
+        run_events(env, d, ["a"])
+        time.sleep(0.3)
+        run_events(env, d, ["b"])
+        m = metrics(port)
+        eq(m.get('relay_handler_starts_total{path="warm"}'), 0.0,
+           "no warm start for warm: false")
+        d.stop()
+
+
+@case
+def template_edit_starts_a_new_generation():
+    bwrap_or_skip()
+    with Env() as env:
+        py_app(env)
+        d, port = start(env)
+        run_events(env, d, ["a"])
+        time.sleep(0.5)
+        run_events(env, d, ["b"])
+        before = serve_processes()
+        check(len(before) == 1, "one warm parent")
+        # An edited template (same handler) is a new generation.
+        py_app(env, extra="concurrency: 3\n")
+        time.sleep(1.5)
+        run_events(env, d, ["c"])
+        time.sleep(0.5)
+        run_events(env, d, ["d"])
+        after = serve_processes()
+        check(len(after) == 1 and after != before,
+              f"the old parent retired, a new one serves: {before} "
+              f"-> {after}")
+        check("stdout: seen 1 d []" in d.log(), "new generation one-shot")
+        d.stop()
+
+
+if __name__ == "__main__":
+    sys.exit(run_cases())
