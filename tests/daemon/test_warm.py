@@ -49,7 +49,26 @@ def py_app(env, name="py", extra=""):
             "events:\n  - handler: mod.h\n    pattern: {kind: [x]}\n")
 
 
-def serve_processes():
+def ppid(pid):
+    try:
+        with open(f"/proc/{pid}/stat") as f:
+            return int(f.read().rsplit(")", 1)[1].split()[1])
+    except (OSError, ValueError, IndexError):
+        return 0
+
+
+def descends(pid, root):
+    for _ in range(16):
+        if pid == root:
+            return True
+        if pid <= 1:
+            return False
+        pid = ppid(pid)
+    return False
+
+
+def serve_processes(root):
+    """Warm parents (the python3 server) under relayd @root."""
     out = []
     for pid in os.listdir("/proc"):
         if not pid.isdigit():
@@ -60,7 +79,8 @@ def serve_processes():
         except OSError:
             continue
         if cmd.startswith(b"python3\0") and \
-                b"relay-bootstrap.py\0--serve" in cmd:
+                b"relay-bootstrap.py\0--serve" in cmd and \
+                descends(int(pid), root):
             out.append(int(pid))
     return out
 
@@ -79,6 +99,12 @@ def start(env, **vars):
     return d, port
 
 
+def parent_ready(env, port, app="py"):
+    env.wait(lambda: metrics(port).get(
+        f'relay_warm_parents{{app="{app}",state="ready"}}') == 1,
+        "a ready warm parent", timeout=30)
+
+
 def run_events(env, d, keys):
     ids = [env.xadd({"kind": "x", "k": k}) for k in keys]
     env.wait(lambda: env.pel_count() == 0 and
@@ -94,25 +120,27 @@ def warm_by_default_and_one_shot():
         py_app(env)
         d, port = start(env)
         run_events(env, d, ["a"])
-        time.sleep(0.5)  # the warm parent starts after the first event
+        parent_ready(env, port)  # it starts with the first event
         run_events(env, d, ["b", "c", "d"])
         log = d.log()
         for k in "abcd":
             check(f"stdout: seen 1 {k} []" in log, f"one-shot run {k}")
+        env.wait(lambda: metrics(port).get(
+            'relay_handler_starts_total{path="warm"}', 0) >= 3,
+            "warm starts counted", timeout=30)
         m = metrics(port)
-        check(m.get('relay_handler_starts_total{path="warm"}', 0) >= 1,
-              "warm starts counted")
         check(m.get("relay_warm_parents_memory_bytes", 0) > 0,
               "parent memory reported")
-        check(m.get('relay_warm_parents{app="py",state="ready"}') == 1,
-              "one ready parent for the app")
-        check(serve_processes(), "a warm parent runs")
+        check(serve_processes(d.proc.pid), "a warm parent runs")
         # kill -9: bwrap --die-with-parent takes the sandbox along.
+        parents = serve_processes(d.proc.pid)
         d.kill9()
         deadline = time.monotonic() + 5
-        while serve_processes() and time.monotonic() < deadline:
+        while any(os.path.exists(f"/proc/{p}") for p in parents) and \
+                time.monotonic() < deadline:
             time.sleep(0.05)
-        eq(serve_processes(), [], "no warm sandbox left after kill -9")
+        eq([p for p in parents if os.path.exists(f"/proc/{p}")], [],
+           "no warm sandbox left after kill -9")
 
 
 @case
@@ -125,7 +153,7 @@ def warm_off_by_env_and_by_template():
         m = metrics(port)
         eq(m.get('relay_handler_starts_total{path="warm"}'), 0.0,
            "no warm start with RELAY_WARM=0")
-        eq(serve_processes(), [], "no warm parent")
+        eq(serve_processes(d.proc.pid), [], "no warm parent")
         d.stop()
     with Env() as env:
         py_app(env, extra="warm: false\n")
@@ -146,17 +174,19 @@ def template_edit_starts_a_new_generation():
         py_app(env)
         d, port = start(env)
         run_events(env, d, ["a"])
-        time.sleep(0.5)
-        run_events(env, d, ["b"])
-        before = serve_processes()
+        parent_ready(env, port)
+        before = serve_processes(d.proc.pid)
         check(len(before) == 1, "one warm parent")
         # An edited template (same handler) is a new generation.
         py_app(env, extra="concurrency: 3\n")
-        time.sleep(1.5)
-        run_events(env, d, ["c"])
+        env.wait(lambda: "apps reloaded" in d.log(), "reloaded",
+                 timeout=30)
         time.sleep(0.5)
+        run_events(env, d, ["c"])
+        env.wait(lambda: serve_processes(d.proc.pid) and
+                 serve_processes(d.proc.pid) != before, "a new parent", timeout=30)
         run_events(env, d, ["d"])
-        after = serve_processes()
+        after = serve_processes(d.proc.pid)
         check(len(after) == 1 and after != before,
               f"the old parent retired, a new one serves: {before} "
               f"-> {after}")

@@ -190,7 +190,37 @@ static char *joined(const cap *c)
 	"def fails(event):\n"                                              \
 	"    sys.exit(3)\n"
 
-/* Is a process whose command line holds @needle alive (host view)? */
+static pid_t parent_of(pid_t pid)
+{
+	char path[64], buf[512], *p;
+	FILE *f;
+	size_t n;
+
+	snprintf(path, sizeof(path), "/proc/%ld/stat", (long)pid);
+	f = fopen(path, "r");
+	if (!f)
+		return 0;
+	n = fread(buf, 1, sizeof(buf) - 1, f);
+	fclose(f);
+	buf[n] = '\0';
+	p = strrchr(buf, ')');
+	return p ? (pid_t)atol(p + 4) : 0;
+}
+
+/* Is @pid this test's own descendant (not another suite's process)? */
+static bool ours(pid_t pid)
+{
+	int i;
+
+	for (i = 0; i < 16 && pid > 1; i++) {
+		pid = parent_of(pid);
+		if (pid == getpid())
+			return true;
+	}
+	return false;
+}
+
+/* Is a process of ours whose command line holds @needle alive? */
 static bool host_has_process(const char *needle, pid_t *pid)
 {
 	DIR *d = opendir("/proc");
@@ -214,7 +244,7 @@ static bool host_has_process(const char *needle, pid_t *pid)
 			if (buf[i] == '\0')
 				buf[i] = ' ';
 		buf[n] = '\0';
-		if (strstr(buf, needle)) {
+		if (strstr(buf, needle) && ours((pid_t)atol(e->d_name))) {
 			found = true;
 			if (pid)
 				*pid = (pid_t)atol(e->d_name);
