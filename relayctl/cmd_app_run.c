@@ -156,7 +156,7 @@ static int run_one(relay_runtime *rt, int warm, const relay_app *app,
 		   const relay_app_rule *rule, const char *event, size_t len)
 {
 	relay_exec_spec s = RELAY_EXEC_SPEC_INIT;
-	relay_run_outcome o;
+	relay_run_outcome o = { .version = RELAY_RUN_OUTCOME_VERSION };
 	relay_error err;
 	int64_t t = relay_app_rule_timeout_ms(rule);
 

@@ -320,7 +320,9 @@ RELAY_EXTERN void relay_run_cancel(relay_run *run);
  * relay_runtime_run_sync() - run one invocation to completion.
  * @rt: a runtime (attached or not; a private loop is used).
  * @spec, @output, @payload: as for relay_runtime_run().
- * @outcome: receives the outcome.
+ * @outcome: receives the outcome; set its .version first
+ *   (RELAY_RUN_OUTCOME_VERSION): fields of later versions are written only
+ *   when it is >= their version (0 counts as 1).
  * @err: optional error detail.
  *
  * Returns: 0 and *outcome filled, or a negative code as for

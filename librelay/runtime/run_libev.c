@@ -20,6 +20,7 @@
  */
 #define _GNU_SOURCE
 #include <errno.h>
+#include <stddef.h>
 #include <signal.h>
 #include <stdio.h>
 #include <string.h>
@@ -642,7 +643,12 @@ static void sync_done_cb(const relay_run_outcome *o, void *payload)
 {
 	struct sync_run *sr = payload;
 
-	*sr->outcome = *o;
+	/* A caller built against version 1 has the version 1 struct only
+	 * (it says so by leaving .version 0 or 1). */
+	if (sr->outcome->version >= 2)
+		*sr->outcome = *o;
+	else
+		memcpy(sr->outcome, o, offsetof(relay_run_outcome, warm));
 	sr->done = true;
 }
 

@@ -354,13 +354,14 @@ static void on_started(warm_parent *p, warm_req *q, int pidfd)
 
 	if (pidfd >= 0)
 		close(pidfd);
-	if (pid <= 0) {
-		parent_fault(p, RELAY_WARM_FAIL_CRASHED,
-			     "no process for a started invocation");
-		return;
-	}
 	q->started = true;
 	arm_watchdog(p);
+	/* Already exited and reaped by the parent (its X is on the way):
+	 * nothing to signal. It cannot be waiting for a G. */
+	if (pid <= 0) {
+		relay__run_warm_started(q->run, 0);
+		return;
+	}
 	if (q->inv && q->inv->ncg > 0) {
 		char go[32];
 		int n = snprintf(go, sizeof(go), "G%c%u", 0, q->id) + 1;

@@ -23,9 +23,9 @@
 #define WARM_BACKOFF_MIN_MS 1000u
 #define WARM_BACKOFF_MAX_MS 60000u
 #define WARM_MSG_MAX 65536u
-/* An invocation of the warm path is three processes (see
- * relay_warm_server.py), the handler's limit pays for the other two. */
-#define WARM_PIDS_OVERHEAD 2u
+/* An invocation of the warm path is two processes (see
+ * relay_warm_server.py): the handler's pids limit pays for N. */
+#define WARM_PIDS_OVERHEAD 1u
 /* Pre-started processes kept per node/exec app generation. */
 #define WARM_POOL_SIZE 2u
 #define WARM_POOL_MAX_FAILURES 3u

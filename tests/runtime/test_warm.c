@@ -163,6 +163,7 @@ static char *joined(const cap *c)
 	"    print('caps', [l for l in open('/proc/self/status')"        \
 	" if l.startswith('CapEff')])\n"                                  \
 	"    print('mods', 'asyncio' in sys.modules)\n"                  \
+	"    print('gc', __import__('gc').isenabled())\n"                \
 	"    print('rand', random.random(), random.random())\n"          \
 	"    open('/tmp/left-behind', 'w').write('x')\n"                 \
 	"    leak = open('/app/handlers.py')\n"                           \

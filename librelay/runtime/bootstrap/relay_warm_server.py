@@ -160,6 +160,7 @@ class Server:
         for i, fd in enumerate(fds):
             os.dup2(fd, i)
             os.close(fd)
+        gc.enable()          # N disabled it; a handler has it on
         os.environ.clear()
         os.environ.update(env)
         if self.pwd is not None:
