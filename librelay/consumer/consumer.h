@@ -66,6 +66,7 @@ struct relay__msg {
 	size_t run_event_len;
 	char *pl_reason;             /* placeholder reason */
 	char *pl_event;              /* placeholder event field */
+	size_t pl_event_len;         /* ... its length (NUL bytes kept) */
 	int reclaimed;               /* delivered by XAUTOCLAIM */
 	relay__inv *invs;            /* matched invocations, dispatch order */
 	size_t ninv;

@@ -282,8 +282,9 @@ static void persist_placeholder(relay__msg *m)
 	e.app = "-";
 	e.handler = "-";
 	e.handler_attempts = 0;
-	rc = relay_dlq_persist(m->c->redis, m->key, m->c->dlq_key, NULL, 0,
-			       NULL, &e, persist_cb, m);
+	rc = relay__dlq_persist_raw(m->c->redis, m->key, m->c->dlq_key, NULL,
+				    0, NULL, &e, m->pl_event_len, persist_cb,
+				    m);
 	if (rc) {
 		relay__msg_step_failed(m->c, rc, "DLQ write", m);
 		msg_free(m);
@@ -503,8 +504,15 @@ static int set_placeholder(relay__msg *m, relay_dlq_malformed kind,
 							  c->max_event_bytes);
 	else if (kind == RELAY_DLQ_MISSING_EVENT)
 		m->pl_event = relay__strdup("-");
-	else
-		m->pl_event = relay__strndup(ev, len);
+	else if ((m->pl_event = relay__malloc(len + 1)) != NULL) {
+		/* Verbatim, NUL bytes included; may be empty. */
+		memcpy(m->pl_event, ev ? ev : "", len);
+		m->pl_event[len] = '\0';
+		m->pl_event_len = len;
+		return m->pl_reason ? 0 : RELAY_ENOMEM;
+	}
+	if (m->pl_event)
+		m->pl_event_len = strlen(m->pl_event);
 	return m->pl_reason && m->pl_event ? 0 : RELAY_ENOMEM;
 }
 

@@ -45,6 +45,17 @@ int relay__inv_decide_dlq(const relay_inv_state *cur, unsigned int attempt,
 			  const char *token, relay_dlq_persist_result *res,
 			  relay_inv_state *next);
 
+/*
+ * relay_dlq_persist() with the event's length given: the raw value of a
+ * malformed message is stored verbatim, NUL bytes included (the struct's
+ * event is then not a C string of that length).
+ */
+int relay__dlq_persist_raw(relay_redis_backend *b, const char *inv_key,
+			   const char *dlq_key, const char *field,
+			   unsigned int attempt, const char *token,
+			   const relay_dlq_entry *e, size_t event_len,
+			   relay_dlq_persist_cb cb, void *payload);
+
 /* Script result names on the wire (index = relay_inv_result). */
 const char *relay__inv_result_wire(relay_inv_result r);
 int relay__inv_result_parse(const char *s, relay_inv_result *out);

@@ -144,12 +144,23 @@ static void test_consumer_redis__unmatched_and_malformed(void)
 	h_xadd(&h, "{\"kind\":\"nope\"}");
 	h_xadd_field(&h, "other", "1", 1);
 	h_xadd(&h, "not json");
-	H_UNTIL(&h, h_metrics(&h).acks == 3, 10000);
+	/* Issue 13: an empty value and one whose first byte is NUL are
+	 * dead-lettered verbatim like any malformed value. */
+	h_xadd_field(&h, "event", "", 0);
+	h_xadd_field(&h, "event", "\0{}", 3);
+	H_UNTIL(&h, h_metrics(&h).acks == 5, 10000);
+	RT_EQ_INT((int)h_metrics(&h).acks, 5);
 	RT_EQ_INT((int)h_pel(&h), 0);
 	RT_EQ_INT(r_runs(&h, NULL, NULL), 0);
 	d = h_dlq(&h, &n);
-	RT_EQ_INT((int)n, 2);
-	if (n == 2) {
+	RT_EQ_INT((int)n, 4);
+	if (n == 4) {
+		RT_CHECK(strncmp(d[2].e.reason, "decode event: ", 14) == 0);
+		RT_EQ_STR(d[2].e.event, "");
+		RT_EQ_STR(d[3].e.reason, "'event' field is not a string");
+		RT_EQ_STR(d[3].e.app, "-");
+	}
+	if (n >= 2) {
 		RT_EQ_STR(d[0].e.reason, "missing 'event' field");
 		RT_EQ_STR(d[0].e.event, "-");
 		RT_CHECK(strncmp(d[1].e.reason, "decode event: ", 14) == 0);
