@@ -498,6 +498,79 @@ static void reclaim_timer_cb(struct ev_loop *loop, ev_timer *w, int revents)
 	relay__consumer_reclaim_now(w->data);
 }
 
+/*
+ * An id the renewal XCLAIM (min-idle 0, so never refused for another
+ * owner) did not return has left the PEL: either its stream entry was
+ * deleted (Redis drops such ids from the PEL on XCLAIM) or another
+ * consumer acknowledged it. XRANGE id id tells the two apart, once per
+ * message.
+ */
+typedef struct body_check {
+	relay_consumer *c;
+	char *id;
+} body_check;
+
+static void body_cb(relay_redis_backend *b, int status,
+		    relay_redis_reply *r, void *payload)
+{
+	body_check *bc = payload;
+	relay_consumer *c = bc->c;
+	relay__msg *m = relay__msg_find(c, bc->id);
+
+	(void)b;
+	c->ops--;
+	if (m)
+		m->body_busy = 0;
+	if (status == 0)
+		status = relay_redis_reply_error(r);
+	if (status) {
+		relay__consumer_redis_failed(c, status, "XRANGE");
+	} else if (m && r->type == RELAY_REDIS_REPLY_ARRAY) {
+		if (r->elements == 0) {
+			relay__msg_gone(m);
+		} else if (!m->lost_logged) {
+			m->lost_logged = 1;
+			LOG(c, RELAY_LOG_WARN, "RELAY-ENG12",
+			    "ownership of a message was lost "
+			    "message_id=%s", m->id);
+		}
+	}
+	relay_redis_reply_free(r);
+	relay__free(bc->id);
+	relay__free(bc);
+	relay__consumer_check_stopped(c);
+}
+
+static void body_check_start(relay_consumer *c, relay__msg *m)
+{
+	body_check *bc;
+	const char *argv[4];
+
+	if (m->gone || m->lost_logged || m->body_busy)
+		return;
+	bc = relay__calloc(1, sizeof(*bc));
+	if (!bc)
+		return;
+	bc->c = c;
+	bc->id = relay__strdup(m->id);
+	if (!bc->id) {
+		relay__free(bc);
+		return;
+	}
+	argv[0] = "XRANGE";
+	argv[1] = c->stream;
+	argv[2] = m->id;
+	argv[3] = m->id;
+	c->ops++;
+	m->body_busy = 1;
+	if (relay_redis_command(c->redis, 4, argv, NULL, body_cb, bc)) {
+		c->ops--;
+		m->body_busy = 0;
+		relay__free(bc->id);
+		relay__free(bc);
+	}
+}
+
 typedef struct renew_call {
 	relay_consumer *c;
 	char **ids;
@@ -519,13 +592,13 @@ static void renew_cb(relay_redis_backend *b, int status, char **ids,
 	} else {
 		relay__consumer_redis_ok(c);
 		for (i = 0; i < rc->n; i++) {
+			relay__msg *m;
+
 			for (j = 0; j < n; j++)
 				if (strcmp(rc->ids[i], ids[j]) == 0)
 					break;
-			if (j == n && relay__msg_find(c, rc->ids[i]))
-				LOG(c, RELAY_LOG_WARN, "RELAY-ENG12",
-				    "ownership of a message was lost "
-				    "message_id=%s", rc->ids[i]);
+			if (j == n && (m = relay__msg_find(c, rc->ids[i])))
+				body_check_start(c, m);
 		}
 	}
 	relay_redis_strings_free(ids, n);

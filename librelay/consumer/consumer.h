@@ -68,6 +68,11 @@ struct relay__msg {
 	char *pl_event;              /* placeholder event field */
 	size_t pl_event_len;         /* ... its length (NUL bytes kept) */
 	int reclaimed;               /* delivered by XAUTOCLAIM */
+	int gone;                    /* stream entry deleted while in
+					memory: counted once, no further
+					attempts, reference cleared */
+	int lost_logged;             /* ownership loss reported */
+	int body_busy;               /* body check in flight */
 	relay__inv *invs;            /* matched invocations, dispatch order */
 	size_t ninv;
 	size_t cur;                  /* the invocation being worked on */
@@ -190,6 +195,9 @@ void relay__inv_begin(relay__inv *inv);
 void relay__msg_deliver(relay_consumer *c, const relay_stream_entry *e,
 			int reclaimed);
 void relay__msg_missing(relay_consumer *c, const char *id);
+/* The body of in-memory @m is gone: count it once, finish without
+ * further attempts (consumer_msg.c). */
+void relay__msg_gone(relay__msg *m);
 relay__msg *relay__msg_find(relay_consumer *c, const char *id);
 void relay__msg_stop(relay_consumer *c, int graceful);
 void relay__slots_release(relay_consumer *c, relay__inv *inv);

@@ -489,6 +489,11 @@ static void inv_claim(relay__inv *inv)
 	relay_consumer *c = m->c;
 	int rc;
 
+	if (m->gone) {
+		/* The body left while this waited for a slot. */
+		inv_resolved(inv, RELAY__INV_UNRESOLVED);
+		return;
+	}
 	rc = relay_inv_try_start(c->redis, m->key, inv->field,
 				 relay_clock_wall_ms(c->clock),
 				 inv->timeout_ms,

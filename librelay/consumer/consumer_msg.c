@@ -38,6 +38,7 @@
 
 static void msg_finish(relay__msg *m);
 static void dlq_next(relay__msg *m);
+static void missing_finish(relay__msg *m);
 
 /* ---- allocation -------------------------------------------------------- */
 
@@ -131,6 +132,11 @@ void relay__msg_step_failed(relay_consumer *c, int status, const char *what,
 
 void relay__msg_next(relay__msg *m)
 {
+	if (m->gone) {
+		/* No further attempts for a message whose body is gone. */
+		msg_finish(m);
+		return;
+	}
 	while (m->cur < m->ninv && m->invs[m->cur].status != RELAY__INV_TODO)
 		m->cur++;
 	if (m->cur < m->ninv)
@@ -146,6 +152,10 @@ static void msg_finish(relay__msg *m)
 	if (m->class_pending) {
 		/* The classification reply is still due: finish then. */
 		m->finish_deferred = 1;
+		return;
+	}
+	if (m->gone) {
+		missing_finish(m);
 		return;
 	}
 	if (m->class_failed) {
@@ -653,27 +663,56 @@ static void missing_ack_cb(relay_redis_backend *b, int status,
 	msg_retain_free(m);
 }
 
+/* Clear the dangling PEL reference (if any is left), then retain. */
+static void missing_finish(relay__msg *m)
+{
+	relay_consumer *c = m->c;
+	const char *ids[1];
+
+	LOG(c, RELAY_LOG_DEBUG, "RELAY-ENG07",
+	    "stream body gone: reference cleared, state retained "
+	    "message_id=%s", m->id);
+	ids[0] = m->id;
+	if (relay_redis_xack(c->redis, c->stream, c->group, ids, 1,
+			     missing_ack_cb, m))
+		msg_free(m);
+}
+
+void relay__msg_gone(relay__msg *m)
+{
+	relay_consumer *c = m->c;
+
+	if (m->gone)
+		return;
+	m->gone = 1;
+	c->m.missing_payload++;
+	LOG(c, RELAY_LOG_WARN, "RELAY-ENG07",
+	    "stream entry deleted while its message was worked on "
+	    "(deleted or trimmed); no further attempts message_id=%s", m->id);
+}
+
 /*
  * A PEL entry whose stream entry is gone is data loss, not success:
  * count it, clear the dangling reference, retain any state hash. No
- * handler runs and no DLQ entry is fabricated.
+ * handler runs and no DLQ entry is fabricated. A message still in
+ * memory (its handler running) is counted once and finishes this way
+ * when its current step ends.
  */
 void relay__msg_missing(relay_consumer *c, const char *id)
 {
-	const char *ids[1];
-	relay__msg *m;
+	relay__msg *m = relay__msg_find(c, id);
 
+	if (m) {
+		relay__msg_gone(m);
+		return;
+	}
 	c->m.missing_payload++;
 	LOG(c, RELAY_LOG_WARN, "RELAY-ENG07",
 	    "pending entry has no stream body (deleted or trimmed) "
 	    "message_id=%s", id);
-	if (relay__msg_find(c, id))
-		return;
 	m = msg_new(c, id);
 	if (!m)
 		return;
-	ids[0] = id;
-	if (relay_redis_xack(c->redis, c->stream, c->group, ids, 1,
-			     missing_ack_cb, m))
-		msg_free(m);
+	m->gone = 1;
+	missing_finish(m);
 }

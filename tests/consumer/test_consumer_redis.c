@@ -344,6 +344,38 @@ static void test_consumer_redis__restart_recovery(void)
 	h_cleanup(&h);
 }
 
+/*
+ * Issue 13: an XDEL while the handler runs (300 ms, renewals every
+ * 33 ms). Redis drops the id from the PEL at the next renewal XCLAIM;
+ * the engine counts one missing payload, warns once, lets the handler
+ * finish, retains the state hash and writes no DLQ entry.
+ */
+static void test_consumer_redis__deleted_while_running(void)
+{
+	h_ctx h;
+	char id[64];
+
+	r_init(&h, "  - handler: slow\n    pattern:\n      kind: [slow]\n");
+	h_start(&h);
+	snprintf(id, sizeof(id), "%s", h_xadd(&h, "{\"kind\":\"slow\"}"));
+	H_UNTIL(&h, r_runs(&h, "slow", id) == 1, 10000);
+	relay_redis_reply_free(H_CMD(&h, "XDEL", "events", id));
+	H_UNTIL(&h, h_metrics(&h).buffered_events == 0 &&
+		strcmp(h_state(&h, id, "__terminal"), "1") == 0, 10000);
+	h_settle(&h, 300);
+	RT_EQ_INT((int)h_metrics(&h).missing_payload, 1);
+	RT_EQ_INT(h.eng_warn[12], 0);
+	RT_EQ_INT(h.eng_warn[7], 1);
+	RT_EQ_INT(h.eng_warn[9], 0);
+	RT_EQ_INT((int)h_pel(&h), 0);
+	RT_EQ_STR(h_state(&h, id, "__terminal"), "1");
+	RT_EQ_STR(h_state(&h, id, "a/slow"), "ok");
+	RT_CHECK(h_pttl(&h, id) > 0);
+	RT_EQ_INT((int)h_dlq_count(&h), 0);
+	RT_EQ_INT(r_runs(&h, "slow", id), 1);
+	h_cleanup(&h);
+}
+
 int main(int argc, char **argv)
 {
 	static const rt_case cases[] = {
@@ -354,6 +386,7 @@ int main(int argc, char **argv)
 		RT_CASE(test_consumer_redis__renewal_across_replicas),
 		RT_CASE(test_consumer_redis__slot_saturation_drains),
 		RT_CASE(test_consumer_redis__restart_recovery),
+		RT_CASE(test_consumer_redis__deleted_while_running),
 	};
 	int rc = rt_main(argc, argv, cases, RT_NCASES(cases));
 
