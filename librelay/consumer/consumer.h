@@ -170,7 +170,8 @@ struct relay_consumer {
 	int in_backoff;               /* read_timer is a backoff */
 	int delivering;               /* inside a batch: no new read yet */
 	int python_ok, node_ok;       /* availability cache: 1, -1, 0 */
-	relay_mono_us avail_checked_us;
+	relay_mono_us python_checked_us, node_checked_us; /* ... per
+							    interpreter */
 };
 
 /* Durations after time_scale. */

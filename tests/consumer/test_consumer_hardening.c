@@ -93,11 +93,76 @@ static void test_hardening__ownership_lost_once(void)
 	h_cleanup(&h);
 }
 
+static void put_exe(const char *dir, const char *name)
+{
+	char path[256];
+	FILE *f;
+
+	snprintf(path, sizeof(path), "%s/%s", dir, name);
+	f = fopen(path, "w");
+	RT_ASSERT(f != NULL);
+	fputs("#!/bin/sh\n", f);
+	fclose(f);
+	RT_EQ_INT(chmod(path, 0755), 0);
+}
+
+/*
+ * The python3/node availability cache: checking node must not reset
+ * python3's entry (with both kinds of apps PATH was rescanned on every
+ * invocation). python3 leaves PATH after it was seen; within the five
+ * second cache a python3 event after a node event still runs, and after
+ * the cache expires the app is unavailable (message kept pending).
+ */
+static void test_hardening__availability_cache_per_interpreter(void)
+{
+	char bin[64], path[256], *old = getenv("PATH");
+	char saved[4096];
+	h_script *sp, *sn;
+	h_ctx h;
+
+	snprintf(saved, sizeof(saved), "%s", old ? old : "/usr/bin:/bin");
+	snprintf(bin, sizeof(bin), "/tmp/relay-path.XXXXXX");
+	RT_ASSERT(mkdtemp(bin) != NULL);
+	put_exe(bin, "python3");
+	put_exe(bin, "node");
+	h_init(&h, NULL);
+	h.o.available = NULL;  /* the engine's own check */
+	h.o.available_payload = NULL;
+	h_write_app(&h, "p", "runtime: python3\nevents:\n  - handler: m.h\n"
+		    "    pattern:\n      kind: [p]\n");
+	h_write_app(&h, "n", "runtime: node\nevents:\n  - handler: m.h\n"
+		    "    pattern:\n      kind: [n]\n");
+	sp = h_script_get(&h.exec, "p", "m.h");
+	sn = h_script_get(&h.exec, "n", "m.h");
+	setenv("PATH", bin, 1);
+	h_start(&h);
+	h_xadd(&h, "{\"kind\":\"p\"}");
+	H_UNTIL(&h, sp->runs == 1 && h_metrics(&h).acks == 1, 5000);
+	snprintf(path, sizeof(path), "%s/python3", bin);
+	unlink(path);
+	h_xadd(&h, "{\"kind\":\"n\"}");
+	H_UNTIL(&h, sn->runs == 1 && h_metrics(&h).acks == 2, 5000);
+	h_xadd(&h, "{\"kind\":\"p\"}");
+	H_UNTIL(&h, sp->runs == 2 && h_metrics(&h).acks == 3, 5000);
+	RT_EQ_INT(sp->runs, 2);   /* cached: PATH not rescanned */
+	h_advance(&h, 6000);
+	h_xadd(&h, "{\"kind\":\"p\"}");
+	H_UNTIL(&h, h.eng[8] >= 1, 5000);
+	RT_EQ_INT(h.eng[8], 1);   /* app unavailable after expiry */
+	RT_EQ_INT(sp->runs, 2);
+	setenv("PATH", saved, 1);
+	h_cleanup(&h);
+	snprintf(path, sizeof(path), "%s/node", bin);
+	unlink(path);
+	rmdir(bin);
+}
+
 int main(int argc, char **argv)
 {
 	static const rt_case cases[] = {
 		RT_CASE(test_hardening__deleted_while_running),
 		RT_CASE(test_hardening__ownership_lost_once),
+		RT_CASE(test_hardening__availability_cache_per_interpreter),
 	};
 
 	return rt_main(argc, argv, cases, RT_NCASES(cases));
