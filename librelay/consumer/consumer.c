@@ -124,9 +124,12 @@ int relay_consumer_metrics_get(const relay_consumer *c,
 		m.version = v;
 		m.buffered_events = c->nmsgs;
 		m.redis_up = c->redis_up;
-		/* A version 1 caller has the smaller struct. */
+		m.stuck_messages = c->nstuck;
+		/* An older caller has the smaller struct. */
 		memcpy(out, &m, v == 1 ? offsetof(relay_consumer_metrics,
 						  schedule_malformed)
+			       : v == 2 ? offsetof(relay_consumer_metrics,
+						   step_failures)
 				       : sizeof(m));
 	}
 	return 0;
@@ -714,6 +717,7 @@ static void consumer_free(relay_consumer *c)
 		relay__free(c->hists[i].handler);
 	}
 	relay__free(c->hists);
+	relay__stuck_free(c);
 	relay__free(c->reclaim_cursor);
 	relay__free(c->stream);
 	relay__free(c->group);

@@ -82,8 +82,18 @@ struct relay__msg {
 	int pipelined;               /* first try_start sent with it */
 	int class_failed;            /* ... and it failed: do not ACK */
 	int finish_deferred;         /* finished before its reply */
+	int step_failed;             /* a Redis step failed this delivery */
 	ev_timer slot_timer;         /* bounded slot wait */
 };
+
+/* A message whose Redis step keeps failing (consumer_stuck.c). */
+typedef struct relay__stuck {
+	char *id;
+	char reason[160];            /* "<step>: <error>" */
+	unsigned int failures;       /* backoff steps so far */
+	relay_mono_us retry_us;      /* deliveries skipped until then */
+	relay_wall_ms since_ms;      /* first failure */
+} relay__stuck;
 
 /* Per-app running count (concurrency slots). */
 typedef struct relay__app_slots {
@@ -161,6 +171,10 @@ struct relay_consumer {
 	relay__hist *hists;
 	size_t nhists;
 
+	/* messages whose steps keep failing */
+	relay__stuck *stuck;
+	size_t nstuck;
+
 	/* manual runs in progress */
 	unsigned int manual;
 	struct manual *manual_runs;
@@ -190,7 +204,7 @@ void relay__consumer_detach_read(relay_consumer *c);
 /* consumer_msg.c */
 void relay__msg_next(relay__msg *m);
 void relay__msg_step_failed(relay_consumer *c, int status, const char *what,
-			    const relay__msg *m);
+			    relay__msg *m);
 /* consumer_inv.c */
 void relay__inv_begin(relay__inv *inv);
 void relay__msg_deliver(relay_consumer *c, const relay_stream_entry *e,
@@ -224,6 +238,19 @@ int relay__sched_claim(relay__msg *m);
 /* After the classification reply: obsolete → ACK, hold → release,
  * else run the invocation. @first: this delivery claimed it. */
 void relay__sched_classified(relay__msg *m, int first);
+
+/* consumer_stuck.c */
+/* 1 when a failure of @status is the message's own (Redis answered). */
+int relay__stuck_class(const relay_consumer *c, int status);
+/* Record a failed step of message @id. Returns 1 when this starts a new
+ * backoff step (log it; *retry_ms is the wait), 0 when the current step
+ * already counted. */
+int relay__stuck_note(relay_consumer *c, const char *id, const char *what,
+		      const char *detail, int64_t *retry_ms);
+/* 1 while message @id is in its backoff: skip the delivery. */
+int relay__stuck_wait(relay_consumer *c, const char *id);
+void relay__stuck_clear(relay_consumer *c, const char *id);
+void relay__stuck_free(relay_consumer *c);
 
 /* consumer_exec.c */
 void relay__rt_executor_init(relay__rt_executor *x, relay_runtime *rt);

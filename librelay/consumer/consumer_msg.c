@@ -87,6 +87,8 @@ static void msg_free(relay__msg *m)
 	size_t i;
 
 	ev_timer_stop(c->loop, &m->slot_timer); /* also clears pending */
+	if (!m->step_failed)
+		relay__stuck_clear(c, m->id);  /* every step passed */
 	if (m->prev)
 		m->prev->next = m->next;
 	else
@@ -120,12 +122,30 @@ void relay__msg_release(relay__msg *m, const char *why)
 }
 
 void relay__msg_step_failed(relay_consumer *c, int status, const char *what,
-			   const relay__msg *m)
+			    relay__msg *m)
 {
+	const char *detail;
+	int64_t retry_ms;
+
 	relay__consumer_redis_failed(c, status, what);
-	LOG(c, RELAY_LOG_WARN, "RELAY-ENG09",
-	    "%s: %s; message kept pending message_id=%s", what,
-	    relay_strerror(status), m->id);
+	if (!relay__stuck_class(c, status)) {
+		LOG(c, RELAY_LOG_WARN, "RELAY-ENG09",
+		    "%s: %s; message kept pending message_id=%s", what,
+		    relay_strerror(status), m->id);
+		return;
+	}
+	/* Redis answered with an error: this message's own trouble. One
+	 * line per backoff step, never one per delivery. */
+	m->step_failed = 1;
+	detail = relay_strerror(status);
+	if (relay__stuck_note(c, m->id, what, detail, &retry_ms))
+		LOG(c, RELAY_LOG_WARN, "RELAY-ENG09",
+		    "%s: %s; message kept pending, next try in %lld ms "
+		    "message_id=%s", what, detail, (long long)retry_ms, m->id);
+	else
+		LOG(c, RELAY_LOG_DEBUG, "RELAY-ENG09",
+		    "%s: %s; message kept pending message_id=%s", what,
+		    detail, m->id);
 }
 
 /* ---- the message ------------------------------------------------------- */
@@ -617,6 +637,8 @@ void relay__msg_deliver(relay_consumer *c, const relay_stream_entry *e,
 
 	if (relay__msg_find(c, e->id))
 		return;  /* already being worked on here */
+	if (relay__stuck_wait(c, e->id))
+		return;  /* its failing step backs off: stays pending */
 	m = msg_new(c, e->id);
 	if (!m)
 		return;  /* stays pending; reclaimed later */

@@ -93,6 +93,91 @@ static void test_hardening__ownership_lost_once(void)
 	h_cleanup(&h);
 }
 
+typedef struct stuck_seen {
+	int n;
+	char id[64];
+	char reason[160];
+	unsigned int failures;
+	int64_t retry_in_ms;
+} stuck_seen;
+
+static int take_stuck(const relay_consumer_stuck *st, void *payload)
+{
+	stuck_seen *ss = payload;
+
+	ss->n++;
+	snprintf(ss->id, sizeof(ss->id), "%s", st->message_id);
+	snprintf(ss->reason, sizeof(ss->reason), "%s", st->reason);
+	ss->failures = st->failures;
+	ss->retry_in_ms = st->retry_in_ms;
+	return 0;
+}
+
+static void stuck_round(h_ctx *h, int64_t ms)
+{
+	h_advance(h, ms);
+	relay__consumer_reclaim_now(h->c);
+	h_settle(h, 30);
+}
+
+/*
+ * No step may spin: a malformed message whose DLQ write always fails.
+ * Its deliveries are skipped while its backoff (1m, 2m, 4m, ...) runs,
+ * one WARN per backoff step, the failures are counted, and the message
+ * shows as stuck with its reason; once the write succeeds it is
+ * dead-lettered and acknowledged and no longer stuck.
+ */
+static void test_hardening__failing_step_backs_off(void)
+{
+	const int op = RELAY_REDIS_SCRIPT_DLQ_PERSIST;
+	stuck_seen ss;
+	relay_consumer_metrics m;
+	char id[64];
+	h_ctx h;
+
+	h_init(&h, NULL);
+	h_write_app(&h, "a", APP_ONE);
+	h.fault->fail_script[op] = 1000;
+	h_start(&h);
+	snprintf(id, sizeof(id), "%s", h_xadd(&h, "not json"));
+	H_UNTIL(&h, h.fault->scripts[op] == 1 &&
+		h_metrics(&h).buffered_events == 0, 5000);
+	RT_EQ_INT(h.eng_warn[9], 1);
+	stuck_round(&h, MIN_IDLE + 1);          /* 1m passed: retry */
+	RT_EQ_INT(h.fault->scripts[op], 2);
+	RT_EQ_INT(h.eng_warn[9], 2);
+	stuck_round(&h, MIN_IDLE + 1);          /* inside the 2m backoff */
+	RT_EQ_INT(h.fault->scripts[op], 2);
+	RT_EQ_INT(h.eng_warn[9], 2);
+	stuck_round(&h, MIN_IDLE + 1);          /* 2m passed: retry */
+	RT_EQ_INT(h.fault->scripts[op], 3);
+	RT_EQ_INT(h.eng_warn[9], 3);
+	stuck_round(&h, MIN_IDLE + 1);          /* inside the 4m backoff */
+	stuck_round(&h, MIN_IDLE + 1);
+	RT_EQ_INT(h.fault->scripts[op], 3);
+	RT_EQ_INT(h.eng_warn[9], 3);
+	m = h_metrics(&h);
+	RT_EQ_INT((int)m.step_failures, 3);
+	RT_EQ_INT((int)m.stuck_messages, 1);
+	RT_EQ_INT((int)h_pel(&h), 1);           /* nothing lost */
+	memset(&ss, 0, sizeof(ss));
+	RT_EQ_INT(relay_consumer_stuck_messages(h.c, take_stuck, &ss), 0);
+	RT_EQ_INT(ss.n, 1);
+	RT_EQ_STR(ss.id, id);
+	RT_CHECK(strncmp(ss.reason, "DLQ write: ", 11) == 0);
+	RT_EQ_INT((int)ss.failures, 3);
+	RT_CHECK(ss.retry_in_ms > 0 && ss.retry_in_ms <= 4 * 60000);
+	/* The cause goes away: the next try after the backoff succeeds. */
+	h.fault->fail_script[op] = 0;
+	stuck_round(&h, 4 * 60000);
+	H_UNTIL(&h, h_pel(&h) == 0, 5000);
+	RT_EQ_INT((int)h_pel(&h), 0);
+	RT_EQ_INT((int)h_dlq_count(&h), 1);
+	RT_EQ_INT((int)h_metrics(&h).stuck_messages, 0);
+	RT_EQ_INT(h.eng_warn[9], 3);
+	h_cleanup(&h);
+}
+
 static void put_exe(const char *dir, const char *name)
 {
 	char path[256];
@@ -163,6 +248,7 @@ int main(int argc, char **argv)
 		RT_CASE(test_hardening__deleted_while_running),
 		RT_CASE(test_hardening__ownership_lost_once),
 		RT_CASE(test_hardening__availability_cache_per_interpreter),
+		RT_CASE(test_hardening__failing_step_backs_off),
 	};
 
 	return rt_main(argc, argv, cases, RT_NCASES(cases));

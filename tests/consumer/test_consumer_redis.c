@@ -376,6 +376,52 @@ static void test_consumer_redis__deleted_while_running(void)
 	h_cleanup(&h);
 }
 
+static int r_take_stuck(const relay_consumer_stuck *st, void *payload)
+{
+	snprintf(payload, 160, "%s", st->reason);
+	return 0;
+}
+
+/*
+ * Issue 13, no step may spin: the message's state hash key holds a
+ * string, so every script on it fails with WRONGTYPE. Reclaim passes
+ * come every 100 ms; the message is tried only when its backoff (100,
+ * 200, 400, 800 ms, ...) has passed, with one WARN per try. Once the key
+ * is fixed the message completes.
+ */
+static void test_consumer_redis__failing_script_backs_off(void)
+{
+	char *key = relay_inv_key("events", "relay", "5-1");
+	char reason[160] = "";
+	relay_consumer_metrics m;
+	h_ctx h;
+
+	r_init(&h, NULL);
+	relay_redis_reply_free(H_CMD(&h, "SET", key, "not a hash"));
+	relay_redis_reply_free(H_CMD(&h, "XADD", "events", "5-1", "event",
+				     "{\"kind\":\"x\"}"));
+	h_start(&h);
+	h_settle(&h, 1400);
+	m = h_metrics(&h);
+	RT_CHECK(h.eng_warn[9] >= 2 && h.eng_warn[9] <= 5);
+	RT_EQ_INT((int)m.step_failures, h.eng_warn[9]);
+	RT_EQ_INT((int)m.stuck_messages, 1);
+	RT_EQ_INT(r_runs(&h, NULL, NULL), 0);
+	RT_EQ_INT((int)h_pel(&h), 1);
+	RT_EQ_INT(relay_consumer_stuck_messages(h.c, r_take_stuck, reason),
+		  0);
+	RT_CHECK(strstr(reason, "claim_classification: ") == reason);
+	RT_EQ_STR(reason, "claim_classification: wrong type");
+	relay_redis_reply_free(H_CMD(&h, "DEL", key));
+	H_UNTIL(&h, h_pel(&h) == 0, 15000);
+	RT_EQ_INT((int)h_pel(&h), 0);
+	RT_EQ_INT(r_runs(&h, "good", "5-1"), 1);
+	H_UNTIL(&h, h_metrics(&h).stuck_messages == 0, 5000);
+	RT_EQ_INT((int)h_metrics(&h).stuck_messages, 0);
+	relay_free(key);
+	h_cleanup(&h);
+}
+
 int main(int argc, char **argv)
 {
 	static const rt_case cases[] = {
@@ -387,6 +433,7 @@ int main(int argc, char **argv)
 		RT_CASE(test_consumer_redis__slot_saturation_drains),
 		RT_CASE(test_consumer_redis__restart_recovery),
 		RT_CASE(test_consumer_redis__deleted_while_running),
+		RT_CASE(test_consumer_redis__failing_script_backs_off),
 	};
 	int rc = rt_main(argc, argv, cases, RT_NCASES(cases));
 
