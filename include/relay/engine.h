@@ -284,7 +284,12 @@ typedef struct relay_consumer_health {
 
 #define RELAY_CONSUMER_HEALTH_VERSION 1
 
-/** relay_consumer_health_get() - fill @out (caller-allocated). */
+/**
+ * relay_consumer_health_get() - fill @out (caller-allocated). Set
+ * out->version to RELAY_CONSUMER_HEALTH_VERSION first: only the fields of
+ * that version are written and out->version is left as given (0 is read
+ * as 1). Loop thread only.
+ */
 RELAY_EXTERN void relay_consumer_health_get(const relay_consumer *c,
 					    relay_consumer_health *out);
 

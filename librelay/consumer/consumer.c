@@ -95,18 +95,24 @@ void relay__consumer_redis_failed(relay_consumer *c, int status,
 void relay_consumer_health_get(const relay_consumer *c,
 			       relay_consumer_health *out)
 {
-	memset(out, 0, sizeof(*out));
-	out->version = RELAY_CONSUMER_HEALTH_VERSION;
-	out->redis_up = c->redis_up;
-	out->stopping = c->stopping;
-	out->ready = c->started && c->group_ok && c->redis_up && !c->stopping;
+	relay_consumer_health h;
+
+	/* Only the caller's version is written, and its version field is
+	 * left as given (doc/api-stability.md); version 1 is the whole
+	 * struct today, and 0 (a caller that never set it) reads as 1. */
+	memset(&h, 0, sizeof(h));
+	h.version = out->version;
+	h.redis_up = c->redis_up;
+	h.stopping = c->stopping;
+	h.ready = c->started && c->group_ok && c->redis_up && !c->stopping;
 	if (c->stopping)
-		snprintf(out->reason, sizeof(out->reason), "stopping");
+		snprintf(h.reason, sizeof(h.reason), "stopping");
 	else if (!c->redis_up && c->down_reason[0])
-		snprintf(out->reason, sizeof(out->reason),
+		snprintf(h.reason, sizeof(h.reason),
 			 "redis unavailable: %s", c->down_reason);
-	else if (!out->ready)
-		snprintf(out->reason, sizeof(out->reason), "starting");
+	else if (!h.ready)
+		snprintf(h.reason, sizeof(h.reason), "starting");
+	memcpy(out, &h, sizeof(h));
 }
 
 /* ---- metrics ----------------------------------------------------------- */

@@ -6,6 +6,10 @@
  * fixed clock, the scripted executor of harness.h (suite unit).
  */
 #include "harness.h"
+/* Both private sched.h headers in one translation unit: they used to
+ * share an include guard, so the second was silently empty. */
+#include "../../librelay/consumer/sched.h"
+#include "../../librelay/schedule/sched.h"
 
 #define APP_ONE \
 	"runtime: exec\n" \
@@ -242,6 +246,40 @@ static void test_hardening__availability_cache_per_interpreter(void)
 	rmdir(bin);
 }
 
+/* The two private headers declare their own functions (a shared guard
+ * made this fail to compile). */
+static void test_hardening__sched_headers_distinct(void)
+{
+	char buf[40];
+
+	RT_EQ_INT((int)relay__days_from_civil(1970, 1, 1), 0);
+	RT_EQ_INT(relay__sched_time_fmt(0, buf, sizeof(buf)), 0);
+	RT_EQ_STR(buf, "1970-01-01T00:00:00Z");
+}
+
+/* doc/api-stability.md rule 5: the caller's version is left as given. */
+static void test_hardening__health_keeps_caller_version(void)
+{
+	relay_consumer_health hl;
+	h_ctx h;
+
+	h_init(&h, NULL);
+	h_write_app(&h, "a", APP_ONE);
+	h_start(&h);
+	H_UNTIL(&h, h.c->group_ok, 5000);
+	memset(&hl, 0x5a, sizeof(hl));
+	hl.version = 0;
+	relay_consumer_health_get(h.c, &hl);
+	RT_EQ_INT((int)hl.version, 0);
+	RT_EQ_INT(hl.ready, 1);
+	RT_EQ_STR(hl.reason, "");
+	hl.version = RELAY_CONSUMER_HEALTH_VERSION;
+	relay_consumer_health_get(h.c, &hl);
+	RT_EQ_INT((int)hl.version, RELAY_CONSUMER_HEALTH_VERSION);
+	RT_EQ_INT(hl.redis_up, 1);
+	h_cleanup(&h);
+}
+
 int main(int argc, char **argv)
 {
 	static const rt_case cases[] = {
@@ -249,6 +287,8 @@ int main(int argc, char **argv)
 		RT_CASE(test_hardening__ownership_lost_once),
 		RT_CASE(test_hardening__availability_cache_per_interpreter),
 		RT_CASE(test_hardening__failing_step_backs_off),
+		RT_CASE(test_hardening__sched_headers_distinct),
+		RT_CASE(test_hardening__health_keeps_caller_version),
 	};
 
 	return rt_main(argc, argv, cases, RT_NCASES(cases));
