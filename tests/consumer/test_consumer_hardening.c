@@ -10,6 +10,7 @@
  * share an include guard, so the second was silently empty. */
 #include "../../librelay/consumer/sched.h"
 #include "../../librelay/schedule/sched.h"
+#include "../../librelay/runtime/runtime.h"  /* relay__limits_desc_fmt */
 
 #define APP_ONE \
 	"runtime: exec\n" \
@@ -257,6 +258,24 @@ static void test_hardening__sched_headers_distinct(void)
 	RT_EQ_STR(buf, "1970-01-01T00:00:00Z");
 }
 
+/* The runtime's start-up line named the controllers without separators
+ * ("cgroup-v1 (memorypidscpu)"). */
+static void test_hardening__limits_description(void)
+{
+	const bool all[3] = { true, true, true }, some[3] = { true, false,
+							      true };
+	char buf[128];
+
+	relay__limits_desc_fmt(buf, sizeof(buf), RELAY_LIMITS_CGROUP_V1, all);
+	RT_EQ_STR(buf, "cgroup-v1 (memory, pids, cpu)");
+	relay__limits_desc_fmt(buf, sizeof(buf), RELAY_LIMITS_CGROUP_V2, some);
+	RT_EQ_STR(buf, "cgroup-v2 (memory, pids:rlimit, cpu)");
+	relay__limits_desc_fmt(buf, sizeof(buf), RELAY_LIMITS_RLIMIT, NULL);
+	RT_EQ_STR(buf, "rlimit");
+	relay__limits_desc_fmt(buf, 12, RELAY_LIMITS_CGROUP_V1, all);
+	RT_EQ_STR(buf, "cgroup-v1 (");  /* truncated, terminated */
+}
+
 /* doc/api-stability.md rule 5: the caller's version is left as given. */
 static void test_hardening__health_keeps_caller_version(void)
 {
@@ -289,6 +308,7 @@ int main(int argc, char **argv)
 		RT_CASE(test_hardening__failing_step_backs_off),
 		RT_CASE(test_hardening__sched_headers_distinct),
 		RT_CASE(test_hardening__health_keeps_caller_version),
+		RT_CASE(test_hardening__limits_description),
 	};
 
 	return rt_main(argc, argv, cases, RT_NCASES(cases));
