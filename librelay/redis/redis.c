@@ -29,6 +29,54 @@ relay_redis_reply *relay_redis_reply_new(relay_redis_reply_type type)
 	return r;
 }
 
+void *relay_redis_malloc(size_t n)
+{
+	return relay__malloc(n);
+}
+
+void *relay_redis_realloc(void *p, size_t n)
+{
+	return relay__realloc(p, n);
+}
+
+int relay_redis_reply_set_str(relay_redis_reply *r, const char *s,
+			      size_t len)
+{
+	char *copy;
+
+	if (!r || !s)
+		return RELAY_EINVAL;
+	copy = relay__malloc(len + 1);
+	if (!copy)
+		return RELAY_ENOMEM;
+	memcpy(copy, s, len);
+	copy[len] = '\0';
+	relay__free(r->str);
+	r->str = copy;
+	r->len = len;
+	return 0;
+}
+
+int relay_redis_reply_set_elements(relay_redis_reply *r, size_t n)
+{
+	relay_redis_reply **el = NULL;
+	size_t i;
+
+	if (!r)
+		return RELAY_EINVAL;
+	if (n) {
+		el = relay__calloc(n, sizeof(*el));
+		if (!el)
+			return RELAY_ENOMEM;
+	}
+	for (i = 0; i < r->elements; i++)
+		relay_redis_reply_free(r->element[i]);
+	relay__free(r->element);
+	r->element = el;
+	r->elements = n;
+	return 0;
+}
+
 void relay_redis_reply_free(relay_redis_reply *r)
 {
 	size_t i;

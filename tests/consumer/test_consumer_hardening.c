@@ -276,6 +276,87 @@ static void test_hardening__limits_description(void)
 	RT_EQ_STR(buf, "cgroup-v1 (");  /* truncated, terminated */
 }
 
+/* A tagging allocator: frees of blocks it did not hand out are counted. */
+#define TAG 0x52454c41u
+static int live, foreign;
+
+static void *tag_malloc(size_t n)
+{
+	unsigned int *p = malloc(n + 16);
+
+	if (!p)
+		return NULL;
+	p[0] = TAG;
+	live++;
+	return (char *)p + 16;
+}
+
+static void tag_free(void *q)
+{
+	unsigned int *p;
+
+	if (!q)
+		return;
+	p = (unsigned int *)((char *)q - 16);
+	if (p[0] != TAG) {
+		foreign++;
+		return;  /* not ours: leak rather than corrupt */
+	}
+	p[0] = 0;
+	live--;
+	free(p);
+}
+
+static void *tag_realloc(void *q, size_t n)
+{
+	unsigned int *p;
+
+	if (!q)
+		return tag_malloc(n);
+	p = (unsigned int *)((char *)q - 16);
+	if (p[0] != TAG) {
+		foreign++;
+		return NULL;
+	}
+	p = realloc(p, n + 16);
+	return p ? (char *)p + 16 : NULL;
+}
+
+/*
+ * A custom Redis backend builds replies with the library's allocator
+ * (relay/sys/redis.h), so relay_redis_reply_free() releases every part
+ * through the allocator of relay_set_allocator() that made it.
+ */
+static void test_hardening__backend_replies_use_library_allocator(void)
+{
+	relay_redis_reply *r;
+	char *p;
+
+	relay_set_allocator(tag_malloc, tag_realloc, tag_free);
+	r = relay_redis_reply_new(RELAY_REDIS_REPLY_ARRAY);
+	RT_ASSERT(r != NULL);
+	RT_EQ_INT(relay_redis_reply_set_elements(r, 3), 0);
+	RT_EQ_INT((int)r->elements, 3);
+	r->element[0] = relay_redis_reply_new(RELAY_REDIS_REPLY_STRING);
+	RT_EQ_INT(relay_redis_reply_set_str(r->element[0], "a\0b", 3), 0);
+	RT_EQ_INT((int)r->element[0]->len, 3);
+	RT_CHECK(memcmp(r->element[0]->str, "a\0b", 4) == 0);
+	RT_EQ_INT(relay_redis_reply_set_str(r->element[0], "xy", 2), 0);
+	RT_EQ_STR(r->element[0]->str, "xy");
+	r->element[1] = relay_redis_reply_new(RELAY_REDIS_REPLY_INTEGER);
+	/* element[2] left NULL */
+	RT_EQ_INT(relay_redis_reply_set_str(NULL, "x", 1), RELAY_EINVAL);
+	p = relay_redis_malloc(4);
+	RT_ASSERT(p != NULL);
+	p = relay_redis_realloc(p, 64);
+	RT_ASSERT(p != NULL);
+	relay_free(p);
+	relay_redis_reply_free(r);
+	relay_set_allocator(NULL, NULL, NULL);
+	RT_EQ_INT(foreign, 0);
+	RT_EQ_INT(live, 0);
+}
+
 /* doc/api-stability.md rule 5: the caller's version is left as given. */
 static void test_hardening__health_keeps_caller_version(void)
 {
@@ -309,6 +390,7 @@ int main(int argc, char **argv)
 		RT_CASE(test_hardening__sched_headers_distinct),
 		RT_CASE(test_hardening__health_keeps_caller_version),
 		RT_CASE(test_hardening__limits_description),
+		RT_CASE(test_hardening__backend_replies_use_library_allocator),
 	};
 
 	return rt_main(argc, argv, cases, RT_NCASES(cases));

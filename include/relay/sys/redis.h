@@ -130,6 +130,48 @@ RELAY_EXTERN int relay_redis_backend_check(const relay_redis_backend *b);
 RELAY_EXTERN relay_redis_reply *relay_redis_reply_new(
 	relay_redis_reply_type type);
 
+/*
+ * The library's allocator for backends. A reply handed to a callback is
+ * freed by relay_redis_reply_free(), which frees every part (the element
+ * array, str, the nodes) through the allocator installed with
+ * relay_set_allocator(). So everything a backend puts into a reply must
+ * come from these functions (or relay_redis_reply_new()), never from
+ * malloc(): with a custom allocator the two would not match. Safe from
+ * any thread, like the allocator installed.
+ */
+
+/**
+ * relay_redis_malloc() - @n bytes from the library's allocator.
+ * Returns: the block (free with relay_free(), or as part of a reply), or
+ * NULL on allocation failure. Ownership: new.
+ */
+RELAY_EXTERN void *relay_redis_malloc(size_t n);
+
+/**
+ * relay_redis_realloc() - resize a block of relay_redis_malloc() (NULL:
+ * allocate). Returns: the block, or NULL (then @p is unchanged).
+ */
+RELAY_EXTERN void *relay_redis_realloc(void *p, size_t n);
+
+/**
+ * relay_redis_reply_set_str() - copy @len bytes of @s (NUL bytes kept, a
+ * NUL appended) into r->str and set r->len, replacing and freeing any
+ * previous str. For STRING, STATUS and ERROR replies.
+ * Returns: 0, RELAY_EINVAL (@r or @s NULL), or RELAY_ENOMEM (@r unchanged).
+ */
+RELAY_EXTERN int relay_redis_reply_set_str(relay_redis_reply *r,
+					   const char *s, size_t len);
+
+/**
+ * relay_redis_reply_set_elements() - give an ARRAY reply @n zeroed element
+ * slots (r->element, r->elements = @n) for the backend to fill with
+ * relay_redis_reply_new() nodes; a slot left NULL is freed as nothing.
+ * Replaces and frees any previous elements.
+ * Returns: 0, RELAY_EINVAL (@r NULL), or RELAY_ENOMEM (@r unchanged).
+ */
+RELAY_EXTERN int relay_redis_reply_set_elements(relay_redis_reply *r,
+						size_t n);
+
 #ifdef __cplusplus
 }
 #endif
