@@ -222,6 +222,8 @@ void relay__slots_release(relay_consumer *c, relay__inv *inv);
 void relay__msg_classified(relay__msg *m, int status,
 			   const relay_inv_outcome *o);
 void relay__msg_ack(relay__msg *m);
+/* The message left the PEL and was retained in one script: free it. */
+void relay__msg_acked(relay__msg *m);
 void relay__msg_release(relay__msg *m, const char *why);
 /* Route the message to the DLQ placeholder path; @detail (a schedule
  * envelope's problem) is the reason after "malformed schedule

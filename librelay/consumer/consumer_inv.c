@@ -208,6 +208,51 @@ static void complete_cb(int status, const relay_inv_outcome *o, void *payload)
 		     RELAY__INV_DONE_OK : RELAY__INV_UNRESOLVED);
 }
 
+/* The fused success tail: recorded = complete, acknowledged, retained. */
+static void complete_ack_cb(int status, const relay_inv_outcome *o,
+			    void *payload)
+{
+	relay__inv *inv = payload;
+	relay__msg *m = inv->m;
+	relay_consumer *c = m->c;
+
+	if (status) {
+		relay__msg_step_failed(c, status, "mark_complete+XACK", m);
+		inv_resolved(inv, RELAY__INV_UNRESOLVED);
+		return;
+	}
+	relay__consumer_redis_ok(c);
+	if (o->result != RELAY_INV_R_RECORDED) {
+		inv_resolved(inv, RELAY__INV_UNRESOLVED);
+		return;
+	}
+	inv->status = RELAY__INV_DONE_OK;
+	c->m.acks++;
+	relay__msg_acked(m);
+}
+
+/*
+ * The common path's last step in one round trip: when this invocation
+ * is the message's last non-terminal one and every other one succeeded
+ * (so no DLQ entry is due), mark_complete, XACK and retain go as one
+ * script. Anything else (a sibling exhausted, the classification not
+ * recorded, the body gone, an older backend) takes the separate steps.
+ */
+static int can_fuse(const relay__inv *inv)
+{
+	const relay__msg *m = inv->m;
+	size_t i;
+
+	if (m->c->redis->version < 3 || m->class_pending || m->class_failed ||
+	    m->gone)
+		return 0;
+	for (i = 0; i < m->ninv; i++)
+		if (&m->invs[i] != inv &&
+		    m->invs[i].status != RELAY__INV_DONE_OK)
+			return 0;
+	return 1;
+}
+
 static void exhausted_cb(int status, const relay_inv_outcome *o,
 			 void *payload)
 {
@@ -344,9 +389,18 @@ static void run_done(const relay_run_outcome *o, void *payload)
 		    relay_app_name(inv->app),
 		    inv->handler, m->id, inv->attempt,
 		    (unsigned long long)(dur_us / 1000));
-		rc = relay_inv_mark_complete(c->redis, m->key, inv->field,
-					     inv->attempt, inv->token,
-					     complete_cb, inv);
+		if (can_fuse(inv))
+			rc = relay__inv_complete_ack(c->redis, m->key,
+						     c->stream, inv->field,
+						     inv->attempt, inv->token,
+						     c->group, m->id,
+						     c->retention_ms,
+						     complete_ack_cb, inv);
+		else
+			rc = relay_inv_mark_complete(c->redis, m->key,
+						     inv->field, inv->attempt,
+						     inv->token, complete_cb,
+						     inv);
 		if (rc) {
 			relay__msg_step_failed(c, rc, "mark_complete", m);
 			inv_resolved(inv, RELAY__INV_UNRESOLVED);

@@ -113,6 +113,12 @@ static void msg_free(relay__msg *m)
 	relay__consumer_kick(c);
 }
 
+/* Acknowledged and retained by the fused success tail: drop it. */
+void relay__msg_acked(relay__msg *m)
+{
+	msg_free(m);
+}
+
 /* Leave the message pending; a later delivery decides again. */
 void relay__msg_release(relay__msg *m, const char *why)
 {

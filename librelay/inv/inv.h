@@ -56,6 +56,18 @@ int relay__dlq_persist_raw(relay_redis_backend *b, const char *inv_key,
 			   const relay_dlq_entry *e, size_t event_len,
 			   relay_dlq_persist_cb cb, void *payload);
 
+/*
+ * mark_complete + XACK @id of @stream for @group + retain (@ttl_ms) in one
+ * script (RELAY_REDIS_SCRIPT_COMPLETE_ACK, backend version >= 3; else
+ * RELAY_EBACKEND). The outcome is mark_complete's: recorded means the
+ * message was also acknowledged and retained.
+ */
+int relay__inv_complete_ack(relay_redis_backend *b, const char *key,
+			    const char *stream, const char *field,
+			    unsigned int attempt, const char *token,
+			    const char *group, const char *id,
+			    int64_t ttl_ms, relay_inv_cb cb, void *payload);
+
 /* Script result names on the wire (index = relay_inv_result). */
 const char *relay__inv_result_wire(relay_inv_result r);
 int relay__inv_result_parse(const char *s, relay_inv_result *out);

@@ -6,6 +6,7 @@
  * fixed clock, the scripted executor of harness.h (suite unit).
  */
 #include "harness.h"
+#include "../../librelay/inv/inv.h"  /* relay__inv_complete_ack */
 /* Both private sched.h headers in one translation unit: they used to
  * share an include guard, so the second was silently empty. */
 #include "../../librelay/consumer/sched.h"
@@ -258,6 +259,132 @@ static void test_hardening__sched_headers_distinct(void)
 	RT_EQ_STR(buf, "1970-01-01T00:00:00Z");
 }
 
+
+typedef struct fuse_res {
+	int done, status;
+	relay_inv_outcome o;
+} fuse_res;
+
+static void fuse_cb(int status, const relay_inv_outcome *o, void *payload)
+{
+	fuse_res *r = payload;
+
+	r->done = 1;
+	r->status = status;
+	if (o)
+		r->o = *o;
+}
+
+/*
+ * The fused success tail (COMPLETE_ACK) keeps the guarantees of the three
+ * steps it replaces: a stale token writes nothing and acknowledges
+ * nothing; an XACK that fails leaves the state written ("ok") and no
+ * retention; the live claim is marked ok, acknowledged and retained.
+ */
+static void fused_tail_guarantees(h_ctx *h)
+{
+	const char *tokb = "0123456789abcdef0123456789abcdef";
+	char id[64], *key;
+	fuse_res r;
+
+	relay_redis_reply_free(H_CMD(h, "XGROUP", "CREATE", "events", "g",
+				     "$", "MKSTREAM"));
+	snprintf(id, sizeof(id), "%s", h_xadd(h, "{\"kind\":\"x\"}"));
+	relay_redis_reply_free(H_CMD(h, "XREADGROUP", "GROUP", "g", "c",
+				     "COUNT", "1", "STREAMS", "events", ">"));
+	key = relay_inv_key("events", "relay", id);
+	relay_redis_reply_free(H_CMD(h, "HSET", key, "a/h", "running:"
+				     "99999999999999:1:"
+				     "0123456789abcdef0123456789abcdef"));
+	/* stale token: nothing written, nothing acknowledged */
+	memset(&r, 0, sizeof(r));
+	RT_EQ_INT(relay__inv_complete_ack(h->redis, key, "events", "a/h", 1,
+					  "ffffffffffffffffffffffffffffffff",
+					  "g", id, 1000000, fuse_cb, &r), 0);
+	H_UNTIL(h, r.done, 5000);
+	RT_EQ_INT(r.status, 0);
+	RT_EQ_INT((int)r.o.result, (int)RELAY_INV_R_STALE);
+	RT_CHECK(strncmp(h_state(h, id, "a/h"), "running:", 8) == 0);
+	RT_EQ_INT(h_int(h, H_CMD(h, "XLEN", "events")), 1);
+	{
+		relay_redis_reply *p = H_CMD(h, "XPENDING", "events", "g");
+
+		RT_EQ_INT((int)p->element[0]->integer, 1);
+		relay_redis_reply_free(p);
+	}
+	/* XACK fails (WRONGTYPE): state written, no retention */
+	relay_redis_reply_free(H_CMD(h, "SET", "notastream", "x"));
+	memset(&r, 0, sizeof(r));
+	RT_EQ_INT(relay__inv_complete_ack(h->redis, key, "notastream", "a/h",
+					  1, tokb, "g", id, 1000000, fuse_cb,
+					  &r), 0);
+	H_UNTIL(h, r.done, 5000);
+	RT_CHECK(r.status != 0);
+	RT_EQ_STR(h_state(h, id, "a/h"), "ok");
+	RT_EQ_STR(h_state(h, id, "__terminal"), "");
+	RT_EQ_INT((int)h_pttl(h, id), -1);
+	/* the live claim: ok, acknowledged, retained */
+	relay_redis_reply_free(H_CMD(h, "HSET", key, "a/h", "running:"
+				     "99999999999999:1:"
+				     "0123456789abcdef0123456789abcdef"));
+	memset(&r, 0, sizeof(r));
+	RT_EQ_INT(relay__inv_complete_ack(h->redis, key, "events", "a/h", 1,
+					  tokb, "g", id, 1000000, fuse_cb,
+					  &r), 0);
+	H_UNTIL(h, r.done, 5000);
+	RT_EQ_INT(r.status, 0);
+	RT_EQ_INT((int)r.o.result, (int)RELAY_INV_R_RECORDED);
+	RT_EQ_STR(h_state(h, id, "a/h"), "ok");
+	RT_EQ_STR(h_state(h, id, "__terminal"), "1");
+	RT_CHECK(h_pttl(h, id) > 0 && h_pttl(h, id) <= 1000000);
+	{
+		relay_redis_reply *p = H_CMD(h, "XPENDING", "events", "g");
+
+		RT_EQ_INT((int)p->element[0]->integer, 0);
+		relay_redis_reply_free(p);
+	}
+	/* retained: a later (replayed) call is inert */
+	memset(&r, 0, sizeof(r));
+	RT_EQ_INT(relay__inv_complete_ack(h->redis, key, "events", "a/h", 1,
+					  tokb, "g", id, 5, fuse_cb, &r), 0);
+	H_UNTIL(h, r.done, 5000);
+	RT_EQ_INT((int)r.o.result, (int)RELAY_INV_R_RETAINED);
+	RT_CHECK(h_pttl(h, id) > 5);
+	relay_free(key);
+}
+
+static void test_hardening__fused_tail_guarantees(void)
+{
+	h_ctx h;
+
+	h_init(&h, NULL);
+	fused_tail_guarantees(&h);
+	h_cleanup(&h);
+}
+
+/* The common path (one matched handler that succeeds) ends in one
+ * script: no separate mark_complete, XACK or retain. */
+static void test_hardening__success_tail_is_one_script(void)
+{
+	h_ctx h;
+	char id[64];
+
+	h_init(&h, NULL);
+	h_write_app(&h, "a", APP_ONE);
+	h_start(&h);
+	snprintf(id, sizeof(id), "%s", h_xadd(&h, "{\"kind\":\"x\"}"));
+	H_UNTIL(&h, h_metrics(&h).acks == 1, 5000);
+	h_settle(&h, 20);
+	RT_EQ_INT(h.fault->scripts[RELAY_REDIS_SCRIPT_COMPLETE_ACK], 1);
+	RT_EQ_INT(h.fault->scripts[RELAY_REDIS_SCRIPT_MARK_COMPLETE], 0);
+	RT_EQ_INT(h.fault->scripts[RELAY_REDIS_SCRIPT_RETAIN], 0);
+	RT_EQ_INT((int)h_pel(&h), 0);
+	RT_EQ_STR(h_state(&h, id, "a/h"), "ok");
+	RT_EQ_STR(h_state(&h, id, "__terminal"), "1");
+	RT_CHECK(h_pttl(&h, id) > 167LL * 3600 * 1000);
+	h_cleanup(&h);
+}
+
 /* The runtime's start-up line named the controllers without separators
  * ("cgroup-v1 (memorypidscpu)"). */
 static void test_hardening__limits_description(void)
@@ -390,6 +517,8 @@ int main(int argc, char **argv)
 		RT_CASE(test_hardening__sched_headers_distinct),
 		RT_CASE(test_hardening__health_keeps_caller_version),
 		RT_CASE(test_hardening__limits_description),
+		RT_CASE(test_hardening__fused_tail_guarantees),
+		RT_CASE(test_hardening__success_tail_is_one_script),
 		RT_CASE(test_hardening__backend_replies_use_library_allocator),
 	};
 

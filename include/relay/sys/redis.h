@@ -57,6 +57,14 @@ extern "C" {
  *                SET the marker with the TTL, result published (token =
  *                the new entry id). Not a state-hash transition: KEYS[1]
  *                is a string key.
+ * COMPLETE_ACK   (version 3) KEYS[2] the source stream; ARGV field
+ *                attempt token group id ttl_ms. MARK_COMPLETE's decision;
+ *                when recorded: HSET field ok, PERSIST, then XACK stream
+ *                group id, then (only if the XACK did not fail) set
+ *                __terminal and PEXPIRE ttl_ms. result recorded|stale|
+ *                retained (stale/retained: nothing written, nothing
+ *                acknowledged); an ERROR reply when the XACK fails, with
+ *                the field already "ok" and no retention.
  *
  * Versioning: values are only ever appended. A backend declaring
  * version 1 is never asked for an op added later (SCHEDULE_PUBLISH): the
@@ -74,7 +82,10 @@ typedef enum relay_redis_script {
 	RELAY_REDIS_SCRIPT_DLQ_PERSIST = 6,
 	/* version 2 */
 	RELAY_REDIS_SCRIPT_SCHEDULE_PUBLISH = 7,
-	RELAY_REDIS_SCRIPT_COUNT_ = 8
+	/* version 3: mark_complete + XACK + retain in one step; KEYS state
+	 * hash, stream; ARGV field attempt token group id ttl_ms */
+	RELAY_REDIS_SCRIPT_COMPLETE_ACK = 8,
+	RELAY_REDIS_SCRIPT_COUNT_ = 9
 } relay_redis_script;
 
 /**
@@ -112,10 +123,12 @@ struct relay_redis_backend {
 	void (*free)(relay_redis_backend *b);
 	/* version 1 ends here; later versions append only. Version 2 adds
 	 * no slot: it declares that script() implements
-	 * RELAY_REDIS_SCRIPT_SCHEDULE_PUBLISH. */
+	 * RELAY_REDIS_SCRIPT_SCHEDULE_PUBLISH. Version 3 adds no slot: it
+	 * declares RELAY_REDIS_SCRIPT_COMPLETE_ACK (the engine uses
+	 * MARK_COMPLETE, XACK and RETAIN apart with an older backend). */
 };
 
-#define RELAY_REDIS_BACKEND_VERSION 2
+#define RELAY_REDIS_BACKEND_VERSION 3
 
 /**
  * relay_redis_backend_check() - validate a backend's version and slots.
