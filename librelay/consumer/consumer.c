@@ -275,14 +275,34 @@ static void read_timer_cb(struct ev_loop *loop, ev_timer *w, int revents)
 		do_read(c);
 }
 
+/*
+ * Room for another XREADGROUP: buffer room not already asked for by an
+ * outstanding read. Several non-blocking reads may be outstanding (up to
+ * MAX_READS), so the buffer is refilled as messages end instead of one
+ * round trip after another; together they never ask for more entries
+ * than the buffer has room for. A blocking read (nothing in memory) is
+ * always alone.
+ */
+#define MAX_READS 4
+
+static size_t read_room(const relay_consumer *c)
+{
+	size_t used = c->nmsgs + c->read_asked;
+
+	if (c->read_blocking || c->reads >= MAX_READS ||
+	    used >= c->max_buffered)
+		return 0;
+	return c->max_buffered - used;
+}
+
 void relay__consumer_kick(relay_consumer *c)
 {
 	if (c->stopping) {
 		relay__consumer_check_stopped(c);
 		return;
 	}
-	if (!c->started || !c->group_ok || c->read_busy || c->in_backoff ||
-	    c->delivering || c->nmsgs >= c->max_buffered)
+	if (!c->started || !c->group_ok || c->in_backoff || c->delivering ||
+	    !read_room(c))
 		return;
 	ev_timer_stop(c->loop, &c->read_timer);
 	do_read(c);
@@ -297,16 +317,35 @@ void relay__consumer_kick(relay_consumer *c)
  */
 typedef struct read_token {
 	relay_consumer *c;  /* NULL once detached */
+	struct read_token *next;
+	size_t count;       /* entries asked for */
+	int block;
 } read_token;
+
+static void read_unlink(relay_consumer *c, read_token *t)
+{
+	read_token **pp;
+
+	for (pp = &c->read_tokens; *pp; pp = &(*pp)->next)
+		if (*pp == t) {
+			*pp = t->next;
+			break;
+		}
+	c->reads--;
+	c->read_asked -= t->count;
+	if (t->block)
+		c->read_blocking = 0;
+	c->ops--;
+}
 
 void relay__consumer_detach_read(relay_consumer *c)
 {
-	if (!c->read_token)
-		return;
-	c->read_token->c = NULL;
-	c->read_token = NULL;
-	c->read_busy = 0;
-	c->ops--;
+	while (c->read_tokens) {
+		read_token *t = c->read_tokens;
+
+		read_unlink(c, t);
+		t->c = NULL;
+	}
 }
 
 static void read_cb(relay_redis_backend *b, int status,
@@ -317,14 +356,13 @@ static void read_cb(relay_redis_backend *b, int status,
 	size_t i;
 
 	(void)b;
+	if (c)
+		read_unlink(c, t);
 	relay__free(t);
 	if (!c) {
 		relay_stream_entries_free(e, n);
 		return;
 	}
-	c->read_token = NULL;
-	c->ops--;
-	c->read_busy = 0;
 	if (status) {
 		relay_stream_entries_free(e, n);
 		if (c->stopping) {
@@ -340,7 +378,8 @@ static void read_cb(relay_redis_backend *b, int status,
 		} else {
 			relay__consumer_redis_failed(c, status, "XREADGROUP");
 		}
-		read_backoff(c);
+		if (!c->reads)  /* once for the reads failing together */
+			read_backoff(c);
 		return;
 	}
 	relay__consumer_redis_ok(c);
@@ -356,39 +395,48 @@ static void read_cb(relay_redis_backend *b, int status,
 		relay__consumer_check_stopped(c);
 		return;
 	}
-	if (n == 0)
-		read_poll(c);
-	else
+	if (n == 0) {
+		if (!c->reads)
+			read_poll(c);
+	} else {
 		relay__consumer_kick(c);
+	}
 }
 
 static void do_read(relay_consumer *c)
 {
-	size_t room = c->max_buffered - c->nmsgs;
+	size_t room = read_room(c);
+	read_token *t;
 	int block = -1, rc;
 
-	if (c->read_busy || c->stopping || c->nmsgs >= c->max_buffered)
+	if (c->stopping || !room)
 		return;
-	if (c->nmsgs == 0)
+	if (c->nmsgs == 0 && c->reads == 0)
 		block = (int)relay__consumer_scaled(
 			c, RELAY_CONSUMER_READ_BLOCK_MS);
-	c->read_token = relay__malloc(sizeof(*c->read_token));
-	if (!c->read_token) {
+	t = relay__calloc(1, sizeof(*t));
+	if (!t) {
 		read_backoff(c);
 		return;
 	}
-	c->read_token->c = c;
-	c->read_busy = 1;
+	t->c = c;
+	t->count = room;
+	t->block = block >= 0;
+	t->next = c->read_tokens;
+	c->read_tokens = t;
+	c->reads++;
+	c->read_asked += room;
+	if (t->block)
+		c->read_blocking = 1;
 	c->ops++;
 	rc = relay_redis_xreadgroup(c->redis, c->stream, c->group, c->name,
-				    room, block, ">", read_cb, c->read_token);
+				    room, block, ">", read_cb, t);
 	if (rc) {
-		relay__free(c->read_token);
-		c->read_token = NULL;
-		c->read_busy = 0;
-		c->ops--;
+		read_unlink(c, t);
+		relay__free(t);
 		relay__consumer_redis_failed(c, rc, "XREADGROUP");
-		read_backoff(c);
+		if (!c->reads)
+			read_backoff(c);
 	}
 }
 

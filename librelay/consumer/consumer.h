@@ -147,14 +147,17 @@ struct relay_consumer {
 	char down_reason[120];
 
 	/* reading and recovery */
-	int read_busy, reclaim_busy, renew_busy, pending_busy;
+	int reclaim_busy, renew_busy, pending_busy;
+	unsigned int reads;           /* XREADGROUPs outstanding */
+	size_t read_asked;            /* ... entries they may bring */
+	int read_blocking;            /* one of them BLOCKs */
 	ev_timer read_timer;          /* retry/poll of reads */
 	ev_timer reclaim_timer;
 	ev_timer renew_timer;
 	ev_timer pending_timer;
 	ev_idle finish_idle;          /* deferred stopped/close callbacks */
 	char *reclaim_cursor;
-	struct read_token *read_token; /* the outstanding read, or NULL */
+	struct read_token *read_tokens; /* the outstanding reads */
 
 	/* messages */
 	relay__msg *msgs;
@@ -222,8 +225,9 @@ void relay__slots_release(relay_consumer *c, relay__inv *inv);
 void relay__msg_classified(relay__msg *m, int status,
 			   const relay_inv_outcome *o);
 void relay__msg_ack(relay__msg *m);
-/* The message left the PEL and was retained in one script: free it. */
-void relay__msg_acked(relay__msg *m);
+/* Send the fused success tail for @inv (the last one of @m) and free
+ * @m. Returns 0 (then @m is gone) or the send error (@m untouched). */
+int relay__msg_tail(relay__msg *m, relay__inv *inv);
 void relay__msg_release(relay__msg *m, const char *why);
 /* Route the message to the DLQ placeholder path; @detail (a schedule
  * envelope's problem) is the reason after "malformed schedule

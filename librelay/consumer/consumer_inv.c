@@ -208,29 +208,6 @@ static void complete_cb(int status, const relay_inv_outcome *o, void *payload)
 		     RELAY__INV_DONE_OK : RELAY__INV_UNRESOLVED);
 }
 
-/* The fused success tail: recorded = complete, acknowledged, retained. */
-static void complete_ack_cb(int status, const relay_inv_outcome *o,
-			    void *payload)
-{
-	relay__inv *inv = payload;
-	relay__msg *m = inv->m;
-	relay_consumer *c = m->c;
-
-	if (status) {
-		relay__msg_step_failed(c, status, "mark_complete+XACK", m);
-		inv_resolved(inv, RELAY__INV_UNRESOLVED);
-		return;
-	}
-	relay__consumer_redis_ok(c);
-	if (o->result != RELAY_INV_R_RECORDED) {
-		inv_resolved(inv, RELAY__INV_UNRESOLVED);
-		return;
-	}
-	inv->status = RELAY__INV_DONE_OK;
-	c->m.acks++;
-	relay__msg_acked(m);
-}
-
 /*
  * The common path's last step in one round trip: when this invocation
  * is the message's last non-terminal one and every other one succeeded
@@ -390,12 +367,7 @@ static void run_done(const relay_run_outcome *o, void *payload)
 		    inv->handler, m->id, inv->attempt,
 		    (unsigned long long)(dur_us / 1000));
 		if (can_fuse(inv))
-			rc = relay__inv_complete_ack(c->redis, m->key,
-						     c->stream, inv->field,
-						     inv->attempt, inv->token,
-						     c->group, m->id,
-						     c->retention_ms,
-						     complete_ack_cb, inv);
+			rc = relay__msg_tail(m, inv);
 		else
 			rc = relay_inv_mark_complete(c->redis, m->key,
 						     inv->field, inv->attempt,

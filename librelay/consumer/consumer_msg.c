@@ -113,10 +113,82 @@ static void msg_free(relay__msg *m)
 	relay__consumer_kick(c);
 }
 
-/* Acknowledged and retained by the fused success tail: drop it. */
-void relay__msg_acked(relay__msg *m)
+/*
+ * The fused success tail (COMPLETE_ACK: mark_complete, XACK, retain in
+ * one script). Once the script is sent nothing in memory is needed to
+ * finish the message: whatever the reply says, nothing else is done with
+ * it here (recorded: it left the PEL and is retained; stale, retained or
+ * an error: it stays pending, a later delivery decides). So its buffer
+ * slot is given back at once and the next read goes out in the same
+ * write as the script, which Redis runs first; the reply is an
+ * outstanding operation that stop waits for, like retain.
+ */
+typedef struct tail_call {
+	relay_consumer *c;
+	char *id;
+} tail_call;
+
+static void tail_cb(int status, const relay_inv_outcome *o, void *payload)
 {
+	tail_call *t = payload;
+	relay_consumer *c = t->c;
+	int64_t retry_ms;
+
+	c->ops--;
+	if (status) {
+		relay__consumer_redis_failed(c, status, "mark_complete+XACK");
+		if (!relay__stuck_class(c, status))
+			LOG(c, RELAY_LOG_WARN, "RELAY-ENG09",
+			    "mark_complete+XACK: %s; message kept pending "
+			    "message_id=%s", relay_strerror(status), t->id);
+		else if (relay__stuck_note(c, t->id, "mark_complete+XACK",
+					   relay_strerror(status), &retry_ms))
+			LOG(c, RELAY_LOG_WARN, "RELAY-ENG09",
+			    "mark_complete+XACK: %s; message kept pending, "
+			    "next try in %lld ms message_id=%s",
+			    relay_strerror(status), (long long)retry_ms,
+			    t->id);
+	} else {
+		relay__consumer_redis_ok(c);
+		if (o->result == RELAY_INV_R_RECORDED)
+			c->m.acks++;
+		else
+			LOG(c, RELAY_LOG_DEBUG, "RELAY-ENG09",
+			    "message kept pending: completion not recorded "
+			    "(%s) message_id=%s",
+			    relay__inv_result_wire(o->result), t->id);
+	}
+	relay__free(t->id);
+	relay__free(t);
+	relay__consumer_check_stopped(c);
+}
+
+int relay__msg_tail(relay__msg *m, relay__inv *inv)
+{
+	relay_consumer *c = m->c;
+	tail_call *t = relay__calloc(1, sizeof(*t));
+	int rc;
+
+	if (!t)
+		return RELAY_ENOMEM;
+	t->c = c;
+	t->id = relay__strdup(m->id);
+	if (!t->id) {
+		relay__free(t);
+		return RELAY_ENOMEM;
+	}
+	rc = relay__inv_complete_ack(c->redis, m->key, c->stream, inv->field,
+				     inv->attempt, inv->token, c->group, m->id,
+				     c->retention_ms, tail_cb, t);
+	if (rc) {
+		relay__free(t->id);
+		relay__free(t);
+		return rc;
+	}
+	c->ops++;
+	inv->status = RELAY__INV_DONE_OK;
 	msg_free(m);
+	return 0;
 }
 
 /* Leave the message pending; a later delivery decides again. */
