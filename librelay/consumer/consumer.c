@@ -2,8 +2,8 @@
  * consumer.c - the stream engine: lifecycle, reading, recovery, health
  * and metrics. One message's life is in consumer_msg.c.
  *
- * Reading. One XREADGROUP is outstanding at a time, asking for as many
- * entries as the buffer has room for (max_buffered minus the messages in
+ * Reading. Up to MAX_READS XREADGROUPs are outstanding, together asking
+ * for at most the buffer's room (max_buffered minus the messages in
  * memory); at the limit nothing is read and the backlog stays in Redis.
  * A read BLOCKs only while no message is in memory: a blocked read holds
  * the connection, and the transitions of in-flight messages must not

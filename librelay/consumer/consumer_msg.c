@@ -9,7 +9,8 @@
  *	                                            ├─ unmatched: ack
  *	                                            └─ invocations, one at a
  *	   time in dispatch order: slots → try_start → run → complete |
- *	   record_failure | mark_exhausted
+ *	   record_failure | mark_exhausted; the last one's success, all
+ *	   others ok: complete_ack (complete + XACK + retain, one script)
  *	finish ─ all terminal? ─ no: release (stays pending in the PEL)
  *	                       └ yes: DLQ entries → XACK → retain → free
  *
