@@ -385,6 +385,27 @@ static void test_hardening__success_tail_is_one_script(void)
 	h_cleanup(&h);
 }
 
+/* A version 2 backend (no COMPLETE_ACK) gets the three steps apart. */
+static void test_hardening__old_backend_separate_tail(void)
+{
+	h_ctx h;
+	char id[64];
+
+	h_init(&h, NULL);
+	h.fault->parent.version = 2;
+	h_write_app(&h, "a", APP_ONE);
+	h_start(&h);
+	snprintf(id, sizeof(id), "%s", h_xadd(&h, "{\"kind\":\"x\"}"));
+	H_UNTIL(&h, h_metrics(&h).acks == 1 &&
+		strcmp(h_state(&h, id, "__terminal"), "1") == 0, 5000);
+	RT_EQ_INT(h.fault->scripts[RELAY_REDIS_SCRIPT_COMPLETE_ACK], 0);
+	RT_EQ_INT(h.fault->scripts[RELAY_REDIS_SCRIPT_MARK_COMPLETE], 1);
+	RT_EQ_INT(h.fault->scripts[RELAY_REDIS_SCRIPT_RETAIN], 1);
+	RT_EQ_INT((int)h_pel(&h), 0);
+	RT_EQ_STR(h_state(&h, id, "a/h"), "ok");
+	h_cleanup(&h);
+}
+
 /* The runtime's start-up line named the controllers without separators
  * ("cgroup-v1 (memorypidscpu)"). */
 static void test_hardening__limits_description(void)
@@ -519,6 +540,7 @@ int main(int argc, char **argv)
 		RT_CASE(test_hardening__limits_description),
 		RT_CASE(test_hardening__fused_tail_guarantees),
 		RT_CASE(test_hardening__success_tail_is_one_script),
+		RT_CASE(test_hardening__old_backend_separate_tail),
 		RT_CASE(test_hardening__backend_replies_use_library_allocator),
 	};
 
