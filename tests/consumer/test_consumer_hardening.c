@@ -165,6 +165,14 @@ static void test_hardening__failing_step_backs_off(void)
 	m = h_metrics(&h);
 	RT_EQ_INT((int)m.step_failures, 3);
 	RT_EQ_INT((int)m.stuck_messages, 1);
+	/* a version 2 caller's struct ends before the new fields */
+	memset(&m, 0x5a, sizeof(m));
+	m.version = 2;
+	RT_EQ_INT(relay_consumer_metrics_get(h.c, &m), 0);
+	RT_EQ_INT((int)m.version, 2);
+	RT_CHECK(m.step_failures == 0x5a5a5a5a5a5a5a5aULL);
+	RT_CHECK(m.stuck_messages == 0x5a5a5a5a5a5a5a5aULL);
+	RT_EQ_INT((int)m.acks, 0);
 	RT_EQ_INT((int)h_pel(&h), 1);           /* nothing lost */
 	memset(&ss, 0, sizeof(ss));
 	RT_EQ_INT(relay_consumer_stuck_messages(h.c, take_stuck, &ss), 0);
