@@ -91,6 +91,23 @@ int relayctl_cmd_health(int argc, char **argv)
 								     "apps")),
 		       (long long)json_integer_value(json_object_get(
 			       resp, "invalid_apps")));
+	if (!c.json) {
+		/* Messages whose Redis step keeps failing: healthy, but an
+		 * operator must look (relayd.8, "stuck messages"). */
+		json_t *st = json_object_get(resp, "stuck"), *e;
+		size_t i;
+
+		json_array_foreach(st, i, e)
+			printf("stuck: message %s: %s (%lld failures, next "
+			       "try in %lld s)\n",
+			       relayctl_jstr(e, "message_id", "?"),
+			       relayctl_jstr(e, "reason", "?"),
+			       (long long)json_integer_value(
+				       json_object_get(e, "failures")),
+			       (long long)(json_integer_value(
+				       json_object_get(e, "retry_in_ms")) +
+				       999) / 1000);
+	}
 	json_decref(resp);
 	return fflush(stdout) ? RELAYCTL_FAIL : RELAYCTL_OK;
 }

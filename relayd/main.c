@@ -512,6 +512,15 @@ int main(int argc, char **argv)
 		relayd_config_clear(&d.cfg);
 		return 1;
 	}
+	if (d.cfg.metrics_host && !relayd_http_available()) {
+		/* Refused before anything starts: no silent lack of the
+		 * endpoint the operator asked for. */
+		fprintf(stderr, "relayd: METRICS_ADDR: set, but this relayd "
+			"was built without libmicrohttpd (no metrics support; "
+			"rebuild with -Dmetrics=enabled)\n");
+		relayd_config_clear(&d.cfg);
+		return 1;
+	}
 	relayd_log_init(d.cfg.log_level, d.cfg.log_json);
 	if (d.cfg.time_scale_ignored)
 		relayd_log(RELAY_LOG_WARN, "RELAYD05",

@@ -30,6 +30,54 @@ relay_redis_reply *relay_redis_reply_new(relay_redis_reply_type type)
 	return r;
 }
 
+void *relay_redis_malloc(size_t n)
+{
+	return relay__malloc(n);
+}
+
+void *relay_redis_realloc(void *p, size_t n)
+{
+	return relay__realloc(p, n);
+}
+
+int relay_redis_reply_set_str(relay_redis_reply *r, const char *s,
+			      size_t len)
+{
+	char *copy;
+
+	if (!r || !s)
+		return RELAY_EINVAL;
+	copy = relay__malloc(len + 1);
+	if (!copy)
+		return RELAY_ENOMEM;
+	memcpy(copy, s, len);
+	copy[len] = '\0';
+	relay__free(r->str);
+	r->str = copy;
+	r->len = len;
+	return 0;
+}
+
+int relay_redis_reply_set_elements(relay_redis_reply *r, size_t n)
+{
+	relay_redis_reply **el = NULL;
+	size_t i;
+
+	if (!r)
+		return RELAY_EINVAL;
+	if (n) {
+		el = relay__calloc(n, sizeof(*el));
+		if (!el)
+			return RELAY_ENOMEM;
+	}
+	for (i = 0; i < r->elements; i++)
+		relay_redis_reply_free(r->element[i]);
+	relay__free(r->element);
+	r->element = el;
+	r->elements = n;
+	return 0;
+}
+
 void relay_redis_reply_free(relay_redis_reply *r)
 {
 	size_t i;
@@ -140,7 +188,7 @@ int relay_redis_command(relay_redis_backend *b, int argc,
 }
 
 static const int script_numkeys[RELAY_REDIS_SCRIPT_COUNT_] = {
-	1, 1, 1, 1, 1, 1, 2, 2, 1,
+	1, 1, 1, 1, 1, 1, 2, 2, 2, 1,
 };
 
 int relay__redis_script_numkeys(relay_redis_script op)
@@ -161,7 +209,7 @@ int relay__redis_script(relay_redis_backend *b, relay_redis_script op,
 	 * (relay/sys/redis.h). */
 	if (op >= RELAY_REDIS_SCRIPT_SCHEDULE_PUBLISH && b->version < 2)
 		return RELAY_EBACKEND;
-	if (op >= RELAY_REDIS_SCRIPT_STREAM_TRIM && b->version < 3)
+	if (op >= RELAY_REDIS_SCRIPT_COMPLETE_ACK && b->version < 3)
 		return RELAY_EBACKEND;
 	return b->script(b, op, numkeys, argc, argv, argvlen, cb, payload);
 }
