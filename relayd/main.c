@@ -35,6 +35,7 @@
 #define STATS_FILE "stats.json"
 #define METRICS_INTERVAL_S 1.0
 #define STATS_INTERVAL_S 5.0
+#define CONTROL_IDLE_S 30.0    /* control connection with nothing asked */
 
 static void usage(FILE *f)
 {
@@ -351,10 +352,14 @@ static int open_consumer(relayd *d, char *errbuf, size_t size)
 static int open_servers(relayd *d, char *errbuf, size_t size)
 {
 	char path[128]; /* RELAY_RUN_DIR is at most 90 bytes */
+	double idle;
 
 	snprintf(path, sizeof(path), "%s/relay.sock", d->cfg.run_dir);
-	d->ctl = relayd_control_start(d->loop, path, relayd_command, d,
-				      errbuf, size);
+	/* Scaled in tests, but never below a second: a client must have
+	 * time to write its request. */
+	idle = relayd_scaled(d, CONTROL_IDLE_S);
+	d->ctl = relayd_control_start(d->loop, path, idle < 1. ? 1. : idle,
+				      relayd_command, d, errbuf, size);
 	if (!d->ctl)
 		return -1;
 	if (d->cfg.metrics_host) {

@@ -148,9 +148,13 @@ typedef struct relayd_request relayd_request;
 typedef void (*relayd_control_fn)(relayd_request *req, void *req_json,
 				  void *payload);
 
+/*
+ * Listen on @path (mode 0600). A connection with no request outstanding
+ * for @idle_s seconds is closed. NULL on failure with @errbuf set.
+ */
 relayd_control *relayd_control_start(struct ev_loop *loop, const char *path,
-				     relayd_control_fn fn, void *payload,
-				     char *errbuf, size_t size);
+				     double idle_s, relayd_control_fn fn,
+				     void *payload, char *errbuf, size_t size);
 /* Stop listening and drop clients; pending requests are answered never
  * (their replies are discarded). */
 void relayd_control_stop(relayd_control *c);
