@@ -51,31 +51,18 @@ static char *xstrdup(const char *s)
 }
 
 /*
- * A copy of @uri safe to print: the password of redis://user:pass@host is
- * replaced by "***" (also when there is no user part).
+ * A copy of @uri safe to print: the password is replaced by "***" in
+ * every form (redis://, rediss://, any scheme or none; also when there is
+ * no user part), and control bytes by '?'.
  */
 static char *redact_uri(const char *uri)
 {
-	const char *p, *at, *colon;
-	size_t n;
-	char *out;
+	size_t n = strlen(uri) + 8;
+	char *out = malloc(n);
 
-	if (strncmp(uri, "redis://", 8) != 0)
-		return xstrdup(uri);
-	p = uri + 8;
-	at = strrchr(p, '@');
-	if (!at)
-		return xstrdup(uri);
-	colon = memchr(p, ':', (size_t)(at - p));
-	n = strlen(uri) + 8;
-	out = malloc(n);
 	if (!out)
 		abort();
-	if (colon)
-		snprintf(out, n, "redis://%.*s:***%s", (int)(colon - p), p, at);
-	else
-		snprintf(out, n, "redis://***%s", at);
-	return out;
+	return relay__redis_uri_redact(uri, out, n);
 }
 
 /* A decimal integer in [lo, hi], nothing else. */
