@@ -328,7 +328,8 @@ static void client_process(client *cl)
 	if (cl->in_off && cl->in_off >= cl->in_len - cl->in_off) {
 		memmove(cl->in, cl->in + cl->in_off, cl->in_len - cl->in_off);
 		cl->in_len -= cl->in_off;
-		cl->scanned -= cl->in_off;
+		cl->scanned = cl->scanned > cl->in_off ?
+			      cl->scanned - cl->in_off : 0;
 		cl->in_off = 0;
 	}
 	cl->processing = false;
