@@ -13,6 +13,7 @@
 #include <string.h>
 
 #include "cmdutil.h"
+#include "fmt.h"
 #include "relayctl.h"
 
 static void usage(FILE *f)
@@ -77,8 +78,8 @@ static int run(relay_appset *set, const char *event_path, relay_wall_ms now)
 		goto done;
 	}
 	for (i = 0; i < n; i++)
-		printf("%s/%s\n", relay_app_name(v[i].app),
-		       relay_app_rule_handler(v[i].rule));
+		printf("%s/%s\n", relayctl_c(relay_app_name(v[i].app)),
+		       relayctl_c(relay_app_rule_handler(v[i].rule)));
 	rc = fflush(stdout) ? RELAYCTL_FAIL : RELAYCTL_OK;
 done:
 	relay_free(v);
