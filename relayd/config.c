@@ -351,6 +351,28 @@ static int load_sched_clock(relayd_config *c, char *errbuf, size_t size)
 	return 0;
 }
 
+/* OUTPUT_BUDGET: a byte count per app per minute, or "off". */
+static int load_output_budget(relayd_config *c, char *errbuf, size_t size)
+{
+	const char *v = env("OUTPUT_BUDGET");
+	size_t n;
+
+	if (!v)
+		return 0;
+	if (strcmp(v, "off") == 0) {
+		c->output_budget = 0;
+		return 0;
+	}
+	if (relayd_parse_size(v, &n) || n < 1024)
+		return fail(errbuf, size,
+			    "OUTPUT_BUDGET: invalid value \"%s\": expected "
+			    "a byte count of at least 1KiB (per app per "
+			    "minute, optionally with a B, KiB or MiB suffix) "
+			    "or off", v);
+	c->output_budget = n;
+	return 0;
+}
+
 static void set_defaults(relayd_config *c)
 {
 	char host[256];
@@ -361,6 +383,7 @@ static void set_defaults(relayd_config *c)
 	c->max_event_bytes = 256 * 1024;
 	c->log_level = RELAY_LOG_INFO;
 	c->retention_ms = 168LL * 3600 * 1000;
+	c->output_budget = 8u * 1024 * 1024;
 	c->time_scale = 1;
 	c->sandbox = xstrdup("bwrap");
 	c->apps_dir = xstrdup("/etc/relay/apps");
@@ -410,7 +433,8 @@ int relayd_config_load(relayd_config *c, char *errbuf, size_t size)
 			    "fit)", c->run_dir);
 	if (load_numbers(c, errbuf, size) || load_enums(c, errbuf, size) ||
 	    load_time_scale(c, errbuf, size) ||
-	    load_sched_clock(c, errbuf, size))
+	    load_sched_clock(c, errbuf, size) ||
+	    load_output_budget(c, errbuf, size))
 		return -1;
 	if ((v = env("METRICS_ADDR")) && check_metrics(c, v, errbuf, size))
 		return -1;

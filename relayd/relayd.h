@@ -35,6 +35,7 @@ typedef struct relayd_config {
 	bool log_json;            /* LOG_FORMAT=json */
 	char *sandbox;            /* RELAY_SANDBOX: "bwrap" or "none" */
 	int64_t retention_ms;     /* REDIS_INVOCATION_RETENTION */
+	uint64_t output_budget;   /* OUTPUT_BUDGET, bytes/app/minute; 0 off */
 	unsigned int time_scale;  /* RELAY_TEST_TIME_SCALE (1 = off) */
 	bool time_scale_ignored;  /* set in a release build: say so */
 	/* RELAY_TEST_SCHEDULE_CLOCK=V[:A[:R]] (test builds only): the
@@ -135,6 +136,22 @@ void relayd_http_stop(relayd_http *h);
 /* Whether metrics support was built in (libmicrohttpd). */
 bool relayd_http_available(void);
 
+/* ---- outbudget.c ------------------------------------------------------ */
+
+/* The per-app budget of handler output over time (OUTPUT_BUDGET). */
+typedef struct relayd_outbudget relayd_outbudget;
+
+/* @per_minute bytes per app per minute; 0 = no budget. NULL on ENOMEM. */
+relayd_outbudget *relayd_outbudget_new(uint64_t per_minute);
+void relayd_outbudget_free(relayd_outbudget *b);
+/* Whether the output line @text (@len bytes, "[app/handler…] stream: "
+ * prefix of @prefix_len bytes) fits its app's budget; if not, it is
+ * counted as dropped. */
+bool relayd_outbudget_take(relayd_outbudget *b, const char *text,
+			   size_t len, size_t prefix_len);
+/* The relay_output_dropped_bytes_total samples (malloc'd), or NULL. */
+char *relayd_outbudget_prometheus(const relayd_outbudget *b, size_t *len);
+
 /* ---- control.c -------------------------------------------------------- */
 
 struct ev_loop;
@@ -178,6 +195,7 @@ typedef struct relayd {
 	relay_consumer *consumer;    /* NULL once closed */
 	relayd_control *ctl;
 	relayd_http *http;
+	relayd_outbudget *outbudget; /* per-app handler output budget */
 	struct relayd_schedpub *schedpub; /* schedule publisher */
 	ev_signal sig_term, sig_int, sig_hup;
 	ev_timer metrics_timer;      /* re-render /metrics */
