@@ -12,6 +12,7 @@
 #include <string.h>
 
 #include "cmdutil.h"
+#include "fmt.h"
 #include "ctlconf.h"
 #include "ctlsock.h"
 #include "relayctl.h"
@@ -81,12 +82,12 @@ int relayctl_cmd_health(int argc, char **argv)
 		printf("healthy: relayd %s pid %lld ready, Redis reachable "
 		       "(stream %s, group %s, consumer %s, %lld apps, %lld "
 		       "invalid)\n",
-		       relayctl_jstr(resp, "version", "?"),
+		       relayctl_c(relayctl_jstr(resp, "version", "?")),
 		       (long long)json_integer_value(json_object_get(resp,
 								     "pid")),
-		       relayctl_jstr(resp, "stream", "?"),
-		       relayctl_jstr(resp, "group", "?"),
-		       relayctl_jstr(resp, "consumer", "?"),
+		       relayctl_c(relayctl_jstr(resp, "stream", "?")),
+		       relayctl_c(relayctl_jstr(resp, "group", "?")),
+		       relayctl_c(relayctl_jstr(resp, "consumer", "?")),
 		       (long long)json_integer_value(json_object_get(resp,
 								     "apps")),
 		       (long long)json_integer_value(json_object_get(

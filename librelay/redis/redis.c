@@ -291,6 +291,7 @@ static int parse_int(const char *s, long lo, long hi, int *out)
 static int parse_hostport(relay__redis_uri *u, char *hp)
 {
 	char *colon;
+	const char *h;
 
 	if (hp[0] == '[') {
 		colon = strchr(hp, ']');
@@ -308,9 +309,40 @@ static int parse_hostport(relay__redis_uri *u, char *hp)
 	}
 	if (!u->host)
 		return RELAY_ENOMEM;
-	if (!u->host[0])
+	/* No user information ("user:pass@host:port" needs redis://), no
+	 * path, no blanks or control bytes in a host name. */
+	if (!u->host[0] || strpbrk(u->host, "@/ \t\r\n\v\f"))
 		return RELAY_EINVAL;
+	for (h = u->host; *h; h++)
+		if ((unsigned char)*h < 0x20 || *h == 0x7f)
+			return RELAY_EINVAL;
 	return parse_int(colon + 1, 1, 65535, &u->port);
+}
+
+char *relay__redis_uri_redact(const char *uri, char *buf, size_t size)
+{
+	const char *start, *at, *colon, *sep, *q;
+	size_t n = 0;
+
+	if (!size)
+		return buf;
+	if (!uri)
+		uri = "";
+	sep = strstr(uri, "://");
+	start = sep ? sep + 3 : uri;
+	at = strrchr(start, '@');
+	colon = at ? memchr(start, ':', (size_t)(at - start)) : NULL;
+	for (q = uri; *q && n + 1 < size; q++) {
+		if (at && q == (colon ? colon + 1 : start)) {
+			snprintf(buf + n, size - n, "***");
+			n += strlen(buf + n);
+			q = at - 1;
+			continue;
+		}
+		buf[n++] = (unsigned char)*q < 0x20 || *q == 0x7f ? '?' : *q;
+	}
+	buf[n] = '\0';
+	return buf;
 }
 
 /*
@@ -372,9 +404,13 @@ int relay__redis_uri_parse(relay__redis_uri *out, const char *uri,
 done:
 	relay__free(copy);
 	if (rc) {
+		char safe[256];
+
 		relay__redis_uri_clear(out);
 		relay__error_set(err, rc, NULL, 0, 0,
-				 "invalid Redis URI \"%s\"", uri ? uri : "");
+				 "invalid Redis URI \"%s\"",
+				 relay__redis_uri_redact(uri, safe,
+							 sizeof(safe)));
 	}
 	return rc;
 }
