@@ -260,3 +260,32 @@ bool relay__on_path(const char *prog)
 	}
 	return false;
 }
+
+char *relay__escape(const char *s, size_t max, char *buf, size_t size)
+{
+	size_t n = 0, i;
+
+	if (!size)
+		return buf;
+	for (i = 0; s && s[i] && n + 1 < size; i++) {
+		unsigned char c = (unsigned char)s[i];
+
+		if (i == max) {
+			if (n + 4 > size)
+				break;
+			memcpy(buf + n, "...", 3);
+			n += 3;
+			break;
+		}
+		if (c < 0x20 || c >= 0x7f || c == '"' || c == '\\') {
+			if (n + 5 > size)
+				break;
+			snprintf(buf + n, 5, "\\x%02x", c);
+			n += 4;
+		} else {
+			buf[n++] = (char)c;
+		}
+	}
+	buf[n] = '\0';
+	return buf;
+}

@@ -34,6 +34,12 @@ char *relay__strdup(const char *s);
 char *relay__strndup(const char *s, size_t n);
 /* Like asprintf(); returns NULL on failure. Free with relay__free(). */
 char *relay__sprintf(const char *fmt, ...) RELAY__PRINTF(1, 2);
+/*
+ * @s made safe to quote on one line, into @buf (always terminated): bytes
+ * outside printable ASCII, '"' and '\\' are written as \xNN; at most
+ * @max bytes of @s are shown, then "...". Returns @buf.
+ */
+char *relay__escape(const char *s, size_t max, char *buf, size_t size);
 
 /*
  * Fill a caller's optional relay_error. @path may be NULL; text is

@@ -233,14 +233,14 @@ static void print_text(const struct view *v)
 	for (i = 0; i < n; i++) {
 		const relay_app_rule *r = relay_app_rule_at(a, i);
 
-		printf("  - handler: %s\n", relay_app_rule_handler(r));
+		printf("  - handler: %s\n", relayctl_c(relay_app_rule_handler(r)));
 		printf("    timeout: %s\n", relay__app_format_duration(
 			relay_app_rule_timeout_ms(r), buf, sizeof(buf)));
 		printf("    retries: %d\n", relay_app_rule_retries(r));
 		puts("    pattern:");
 		if (patyaml_print(v->pat, i, 6, stdout))
 			printf("      # see %s line %d\n",
-			       relay_app_template_path(a),
+			       relayctl_c(relay_app_template_path(a)),
 			       relay_app_rule_line(r));
 	}
 	n = relay_app_schedule_count(a);
@@ -251,10 +251,12 @@ static void print_text(const struct view *v)
 	for (i = 0; i < n; i++) {
 		const relay_app_schedule *s = relay_app_schedule_at(a, i);
 
-		printf("  - name: %s\n", relay_app_schedule_name(s));
-		printf("    handler: %s\n", relay_app_schedule_handler(s));
-		printf("    cron: \"%s\"\n", relay_app_schedule_cron(s));
-		printf("    timezone: %s\n", relay_app_schedule_timezone(s));
+		printf("  - name: %s\n", relayctl_c(relay_app_schedule_name(s)));
+		printf("    handler: %s\n",
+		       relayctl_c(relay_app_schedule_handler(s)));
+		printf("    cron: \"%s\"\n", relayctl_c(relay_app_schedule_cron(s)));
+		printf("    timezone: %s\n",
+		       relayctl_c(relay_app_schedule_timezone(s)));
 		printf("    timeout: %s\n", relay__app_format_duration(
 			relay_app_schedule_timeout_ms(s), buf, sizeof(buf)));
 		printf("    retries: %d\n", relay_app_schedule_retries(s));

@@ -18,6 +18,7 @@
 #include <unistd.h>
 
 #include "cmdutil.h"
+#include "fmt.h"
 #include "ctlconf.h"
 #include "ctlsock.h"
 #include "relayctl.h"
@@ -174,10 +175,11 @@ static int print_results(json_t *resp)
 		if (strcmp(st, "ok") != 0)
 			failed = 1;
 		printf("  %s/%s %s %lldms%s%s%s\n",
-		       relayctl_jstr(r, "app", "?"),
-		       relayctl_jstr(r, "handler", "?"), st, ms,
+		       relayctl_c(relayctl_jstr(r, "app", "?")),
+		       relayctl_c(relayctl_jstr(r, "handler", "?")),
+		       relayctl_c(st), ms,
 		       *why && strcmp(st, "ok") ? " (" : "",
-		       strcmp(st, "ok") ? why : "",
+		       strcmp(st, "ok") ? relayctl_c(why) : "",
 		       *why && strcmp(st, "ok") ? ")" : "");
 	}
 	if (fflush(stdout))

@@ -136,11 +136,18 @@ static int from_relayd(const struct relayctl_conf *c, json_t *apps,
 	return 0;
 }
 
+/* Template problems show as the app's status; a directory skipped for
+ * its name (no entry) is mentioned, its name escaped. */
 static void quiet(const char *app, const relay_error *err, void *payload)
 {
-	(void)app;
-	(void)err;
+	char *c;
+
 	(void)payload;
+	if (app || err->code != RELAY_EINVAL)
+		return;
+	c = relayctl_clean(err->text);
+	fprintf(stderr, "relayctl: app ls: %s\n", c ? c : "");
+	free(c);
 }
 
 /* From the apps directory: relayd is not running. */

@@ -23,6 +23,7 @@
 #include <string.h>
 
 #include "cmdutil.h"
+#include "fmt.h"
 #include "relay/clock.h"
 #include "relay/runtime.h"
 #include "relayctl.h"
@@ -135,6 +136,9 @@ static void summary(const char *app, const char *handler,
 	const char *oom = strncmp(o->reason, "memory limit", 12) == 0
 			  ? " (memory limit exceeded)" : "";
 
+	app = relayctl_c(app);
+	handler = relayctl_c(handler);
+
 	if (o->status == RELAY_RUN_OK)
 		printf("%s/%s ok %lums\n", app, handler, ms);
 	else if (o->status == RELAY_RUN_TIMEOUT)
@@ -147,7 +151,7 @@ static void summary(const char *app, const char *handler,
 		       o->exit_code, ms, oom);
 	else
 		printf("%s/%s failed %lums (%s)\n", app, handler, ms,
-		       o->reason);
+		       relayctl_c(o->reason));
 	fflush(stdout);
 }
 
@@ -176,7 +180,8 @@ static int run_one(relay_runtime *rt, int warm, const relay_app *app,
 	s.warm = warm ? RELAY_WARM_REQUIRE : RELAY_WARM_OFF;
 	s.generation = relay_app_generation(app);
 	if (relay_runtime_run_sync(rt, &s, print_line, NULL, &o, &err) != 0) {
-		printf("%s/%s failed 0ms (%s)\n", s.app, s.handler, err.text);
+		printf("%s/%s failed 0ms (%s)\n", relayctl_c(s.app),
+		       relayctl_c(s.handler), relayctl_c(err.text));
 		fflush(stdout);
 		return 0;
 	}

@@ -27,18 +27,28 @@ static void usage(FILE *f)
 		"Redis error, 2 usage error.\n", relayctl_conf_help);
 }
 
+/*
+ * The event pretty-printed as JSON, or as stored when it is not JSON;
+ * either way with control characters (C0, DEL, C1) and bytes that are
+ * not UTF-8 shown as '?', so a producer cannot drive the terminal.
+ * (--json prints the exact bytes, JSON-escaped.)
+ */
 static void print_event(const char *event)
 {
 	json_error_t jerr;
 	json_t *j = json_loads(event, JSON_DECODE_ANY, &jerr);
+	char *s = j ? json_dumps(j, JSON_INDENT(2) | JSON_PRESERVE_ORDER |
+				 JSON_ENCODE_ANY) : NULL;
+	char *c;
 
 	puts("Event:");
-	if (relayctl_put_json(j, JSON_INDENT(2) | JSON_PRESERVE_ORDER |
-			      JSON_ENCODE_ANY)) {
-		/* Not JSON: exactly as stored. */
-		fputs(event, stdout);
-		fputc('\n', stdout);
-	}
+	/* jansson escapes newlines inside strings: the ones left are its
+	 * layout. */
+	c = s ? relayctl_clean_text(s) : relayctl_clean(event);
+	fputs(c ? c : "?", stdout);
+	fputc('\n', stdout);
+	free(c);
+	free(s);
 	json_decref(j);
 }
 

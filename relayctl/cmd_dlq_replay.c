@@ -20,6 +20,7 @@
 
 #include "ctlsock.h"
 #include "dlqcli.h"
+#include "fmt.h"
 #include "relayctl.h"
 
 /* Handlers run at most 5 minutes each; leave room for the spawn. */
@@ -58,9 +59,10 @@ static void failure_text(json_t *resp, char *buf, size_t size)
 		if (strcmp(st, "ok") == 0)
 			continue;
 		snprintf(buf, size, "%s/%s %s (%s)",
-			 relayctl_jstr(r, "app", "?"),
-			 relayctl_jstr(r, "handler", "?"), st,
-			 relayctl_jstr(r, "reason", ""));
+			 relayctl_c(relayctl_jstr(r, "app", "?")),
+			 relayctl_c(relayctl_jstr(r, "handler", "?")),
+			 relayctl_c(st),
+			 relayctl_c(relayctl_jstr(r, "reason", "")));
 		return;
 	}
 }
@@ -160,16 +162,19 @@ static int all(struct dlqcli *d)
 			if (strcmp(e->app, "-") == 0) {
 				printf("%s -/-: skipped (placeholder of a "
 				       "malformed message, not replayable)\n",
-				       recs[i].id);
+				       relayctl_c(recs[i].id));
 				skipped++;
 				continue;
 			}
 			if (replay_one(fd, recs[i].id, why, sizeof(why))) {
-				printf("%s %s\n", recs[i].id, why);
+				printf("%s %s\n", relayctl_c(recs[i].id),
+				       relayctl_c(why));
 				failed++;
 			} else {
-				printf("%s %s/%s replayed\n", recs[i].id,
-				       e->app, e->handler);
+				printf("%s %s/%s replayed\n",
+				       relayctl_c(recs[i].id),
+				       relayctl_c(e->app),
+				       relayctl_c(e->handler));
 				done++;
 			}
 			fflush(stdout);

@@ -12,6 +12,7 @@
 #include <string.h>
 
 #include "cmdutil.h"
+#include "fmt.h"
 #include "ctlconf.h"
 #include "ctlsock.h"
 #include "relayctl.h"
@@ -81,16 +82,33 @@ int relayctl_cmd_health(int argc, char **argv)
 		printf("healthy: relayd %s pid %lld ready, Redis reachable "
 		       "(stream %s, group %s, consumer %s, %lld apps, %lld "
 		       "invalid)\n",
-		       relayctl_jstr(resp, "version", "?"),
+		       relayctl_c(relayctl_jstr(resp, "version", "?")),
 		       (long long)json_integer_value(json_object_get(resp,
 								     "pid")),
-		       relayctl_jstr(resp, "stream", "?"),
-		       relayctl_jstr(resp, "group", "?"),
-		       relayctl_jstr(resp, "consumer", "?"),
+		       relayctl_c(relayctl_jstr(resp, "stream", "?")),
+		       relayctl_c(relayctl_jstr(resp, "group", "?")),
+		       relayctl_c(relayctl_jstr(resp, "consumer", "?")),
 		       (long long)json_integer_value(json_object_get(resp,
 								     "apps")),
 		       (long long)json_integer_value(json_object_get(
 			       resp, "invalid_apps")));
+	if (!c.json) {
+		/* Messages whose Redis step keeps failing: healthy, but an
+		 * operator must look (relayd.8, "stuck messages"). */
+		json_t *st = json_object_get(resp, "stuck"), *e;
+		size_t i;
+
+		json_array_foreach(st, i, e)
+			printf("stuck: message %s: %s (%lld failures, next "
+			       "try in %lld s)\n",
+			       relayctl_jstr(e, "message_id", "?"),
+			       relayctl_jstr(e, "reason", "?"),
+			       (long long)json_integer_value(
+				       json_object_get(e, "failures")),
+			       (long long)(json_integer_value(
+				       json_object_get(e, "retry_in_ms")) +
+				       999) / 1000);
+	}
 	json_decref(resp);
 	return fflush(stdout) ? RELAYCTL_FAIL : RELAYCTL_OK;
 }

@@ -20,6 +20,7 @@
 
 #include "cmdutil.h"
 #include "consumer/sched.h"
+#include "fmt.h"
 #include "relayctl.h"
 
 /*
@@ -118,8 +119,8 @@ static int run(relay_appset *set, const char *event_path, relay_wall_ms now)
 		goto done;
 	}
 	for (i = 0; i < n; i++)
-		printf("%s/%s\n", relay_app_name(v[i].app),
-		       relay_app_rule_handler(v[i].rule));
+		printf("%s/%s\n", relayctl_c(relay_app_name(v[i].app)),
+		       relayctl_c(relay_app_rule_handler(v[i].rule)));
 	rc = fflush(stdout) ? RELAYCTL_FAIL : RELAYCTL_OK;
 done:
 	relay_free(v);

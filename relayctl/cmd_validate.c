@@ -10,6 +10,7 @@
 #include <string.h>
 
 #include "cmdutil.h"
+#include "fmt.h"
 #include "relayctl.h"
 
 static void usage(FILE *f)
@@ -33,11 +34,11 @@ static void summary(const relay_appset *set)
 
 		if (!app) {
 			printf("%s: invalid\n",
-			       relay_appset_entry_name(set, i));
+			       relayctl_c(relay_appset_entry_name(set, i)));
 			continue;
 		}
 		printf("%s: ok (%s, %zu rule%s, %zu schedule%s)\n",
-		       relay_app_name(app),
+		       relayctl_c(relay_app_name(app)),
 		       relay_app_runtime_name(relay_app_runtime(app)),
 		       relay_app_rule_count(app),
 		       relay_app_rule_count(app) == 1 ? "" : "s",
@@ -50,7 +51,7 @@ int relayctl_cmd_validate(int argc, char **argv)
 {
 	const char *dir = NULL;
 	relay_appset *set = NULL;
-	int i, verbose = 0, rc;
+	int i, verbose = 0, rc, skipped = 0;
 
 	for (i = 1; i < argc; i++) {
 		const char *v;
@@ -80,12 +81,13 @@ int relayctl_cmd_validate(int argc, char **argv)
 			       "required");
 		goto usage_error;
 	}
-	rc = relayctl_load_apps(&set, "validate", dir);
+	rc = relayctl_load_apps_counted(&set, "validate", dir, &skipped);
 	if (rc)
 		return rc;
 	if (verbose)
 		summary(set);
-	rc = relay_appset_invalid_count(set) ? RELAYCTL_FAIL : RELAYCTL_OK;
+	rc = relay_appset_invalid_count(set) || skipped ? RELAYCTL_FAIL :
+							  RELAYCTL_OK;
 	relay_appset_free(set);
 	return rc;
 

@@ -7,6 +7,7 @@
 #include <string.h>
 
 #include "cmdutil.h"
+#include "fmt.h"
 #include "relayctl.h"
 
 int relayctl_dispatch(const struct relayctl_sub *subs, size_t n,
@@ -81,13 +82,13 @@ int relayctl_put_listing(const json_t *list, const relayctl_table *t)
  * line whatever a template's keys contain. */
 static void put_clean(const char *s, FILE *f)
 {
-	for (; *s; s++)
-		fputc((unsigned char)*s < 0x20 || *s == 0x7f ? '?' : *s, f);
+	fputs(relayctl_c(s), f);
 }
 
 struct diag_ctx {
 	const char *cmd;
 	int dir_failed;
+	int skipped;     /* directories skipped for their name */
 };
 
 static void print_diag(const char *app, const relay_error *err,
@@ -96,11 +97,17 @@ static void print_diag(const char *app, const relay_error *err,
 	struct diag_ctx *ctx = payload;
 
 	if (!app) {
-		/* The apps directory itself. */
-		fprintf(stderr, "relayctl: %s: %s: ", ctx->cmd, err->path);
+		/* The apps directory itself, or a directory in it skipped
+		 * for its name (RELAY_EINVAL; the name comes escaped). */
+		fprintf(stderr, "relayctl: %s: ", ctx->cmd);
+		put_clean(err->path, stderr);
+		fputs(": ", stderr);
 		put_clean(err->text, stderr);
 		fputc('\n', stderr);
-		ctx->dir_failed = 1;
+		if (err->code == RELAY_EINVAL)
+			ctx->skipped++;
+		else
+			ctx->dir_failed = 1;
 		return;
 	}
 	put_clean(app, stderr);
@@ -114,10 +121,18 @@ static void print_diag(const char *app, const relay_error *err,
 
 int relayctl_load_apps(relay_appset **out, const char *cmd, const char *dir)
 {
-	struct diag_ctx ctx = { cmd, 0 };
+	return relayctl_load_apps_counted(out, cmd, dir, NULL);
+}
+
+int relayctl_load_apps_counted(relay_appset **out, const char *cmd,
+			       const char *dir, int *skipped)
+{
+	struct diag_ctx ctx = { cmd, 0, 0 };
 	int rc;
 
 	rc = relay_appset_load(out, dir, print_diag, &ctx);
+	if (skipped)
+		*skipped = ctx.skipped;
 	if (rc == 0)
 		return RELAYCTL_OK;
 	if (!ctx.dir_failed)

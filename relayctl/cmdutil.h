@@ -69,6 +69,10 @@ int relayctl_put_listing(const json_t *list, const relayctl_table *t);
  * relay_appset_invalid_count()), or RELAYCTL_FAIL with *out NULL.
  */
 int relayctl_load_apps(relay_appset **out, const char *cmd, const char *dir);
+/* The same, also counting the directories skipped because their name is
+ * not a valid app name (each mentioned, escaped, on stderr). */
+int relayctl_load_apps_counted(relay_appset **out, const char *cmd,
+			       const char *dir, int *skipped);
 
 /*
  * Match an option of the form "--name VALUE" or "--name=VALUE" at argv[*i]

@@ -108,17 +108,93 @@ char *relayctl_fmt_time_age(const char *ts, char *buf, size_t size)
 	return buf;
 }
 
+/*
+ * Length of the well-formed UTF-8 sequence at @p (1-4), or 0 if it is not
+ * one. *@cp receives its code point.
+ */
+static size_t utf8_seq(const unsigned char *p, uint32_t *cp)
+{
+	size_t n, i;
+	uint32_t c;
+
+	if (p[0] < 0x80) {
+		*cp = p[0];
+		return 1;
+	}
+	if (p[0] >= 0xc2 && p[0] <= 0xdf) {
+		n = 2;
+		c = p[0] & 0x1f;
+	} else if (p[0] >= 0xe0 && p[0] <= 0xef) {
+		n = 3;
+		c = p[0] & 0x0f;
+	} else if (p[0] >= 0xf0 && p[0] <= 0xf4) {
+		n = 4;
+		c = p[0] & 0x07;
+	} else {
+		return 0;
+	}
+	for (i = 1; i < n; i++) {
+		if ((p[i] & 0xc0) != 0x80)
+			return 0;
+		c = (c << 6) | (p[i] & 0x3f);
+	}
+	if ((n == 3 && (c < 0x800 || (c >= 0xd800 && c <= 0xdfff))) ||
+	    (n == 4 && (c < 0x10000 || c > 0x10ffff)))
+		return 0;
+	*cp = c;
+	return n;
+}
+
+/* Clean in place; '\n' survives when @keep_nl. Returns @c. */
+static char *clean_in_place(char *c, int keep_nl)
+{
+	const unsigned char *p = (const unsigned char *)c;
+	char *o = c;
+	uint32_t cp;
+	size_t n;
+
+	while (*p) {
+		n = utf8_seq(p, &cp);
+		if (n == 0 || cp == 0x7f || (cp < 0x20 &&
+					     !(keep_nl && cp == '\n')) ||
+		    (cp >= 0x80 && cp <= 0x9f)) {
+			/* a C0/C1 control, DEL, or a byte that is not
+			 * UTF-8 (which a terminal may read as C1) */
+			*o++ = '?';
+			p += n ? n : 1;
+			continue;
+		}
+		memmove(o, p, n);
+		o += n;
+		p += n;
+	}
+	*o = '\0';
+	return c;
+}
+
 char *relayctl_clean(const char *s)
 {
 	char *c = strdup(s ? s : "");
-	char *p;
 
-	if (!c)
-		return NULL;
-	for (p = c; *p; p++)
-		if ((unsigned char)*p < 0x20 || *p == 0x7f)
-			*p = '?';
-	return c;
+	return c ? clean_in_place(c, 0) : NULL;
+}
+
+char *relayctl_clean_text(const char *s)
+{
+	char *c = strdup(s ? s : "");
+
+	return c ? clean_in_place(c, 1) : NULL;
+}
+
+const char *relayctl_c(const char *s)
+{
+	static char *ring[16];
+	static unsigned int next;
+	char **slot = &ring[next++ % 16];
+
+	free(*slot);
+	*slot = relayctl_clean(s);
+	return *slot ? *slot : "?";
 }
 
 int relayctl_table_init(relayctl_table *t, size_t ncols,

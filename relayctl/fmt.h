@@ -26,8 +26,15 @@ char *relayctl_fmt_time(int64_t ms, char *buf, size_t size);
 /* "<time> (3m12s ago)" for an RFC 3339 @ts, or @ts as is if unparsable. */
 char *relayctl_fmt_time_age(const char *ts, char *buf, size_t size);
 
-/* A new copy of @s with control characters replaced by '?'. */
+/* A new copy of @s with control characters (C0, DEL, C1) and bytes that
+ * are not UTF-8 replaced by '?'. */
 char *relayctl_clean(const char *s);
+/* The same, keeping newlines (multi-line text that relayctl itself laid
+ * out, e.g. indented JSON whose strings escape their own newlines). */
+char *relayctl_clean_text(const char *s);
+/* A clean copy of @s for one printf(): owned by relayctl, valid until
+ * 16 more calls. Never NULL. */
+const char *relayctl_c(const char *s);
 
 /*
  * A table printed with columns padded to their widest cell, separated by

@@ -6,6 +6,7 @@
 #include <string.h>
 
 #include "cmdutil.h"
+#include "fmt.h"
 #include "relay/relay.h"
 #include "relayctl.h"
 
@@ -23,11 +24,14 @@ int relayctl_error(int code, const char *fmt, ...)
 {
 	va_list ap;
 
-	fputs("relayctl: ", stderr);
+	char msg[4096];
+
+	/* Arguments, names and relayd's messages are echoed: one clean
+	 * line whatever they hold. */
 	va_start(ap, fmt);
-	vfprintf(stderr, fmt, ap);
+	vsnprintf(msg, sizeof(msg), fmt, ap);
 	va_end(ap);
-	fputc('\n', stderr);
+	fprintf(stderr, "relayctl: %s\n", relayctl_c(msg));
 	return code;
 }
 

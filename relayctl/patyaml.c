@@ -10,6 +10,7 @@
 #include <string.h>
 
 #include "app/app.h"
+#include "fmt.h"
 #include "patyaml.h"
 #include "relayctl.h"
 
@@ -105,13 +106,16 @@ static void put_string(const char *s, size_t n, FILE *f)
 	char *q;
 
 	if (plain_ok(s, n)) {
-		fwrite(s, 1, n, f);
+		char *c = strndup(s, n);
+
+		fputs(c ? relayctl_c(c) : "?", f);  /* C1, not UTF-8 */
+		free(c);
 		return;
 	}
 	j = json_stringn(s, n);
 	q = j ? json_dumps(j, JSON_ENCODE_ANY) : NULL;
 	if (q)
-		fputs(q, f);
+		fputs(relayctl_c(q), f);  /* DEL and C1 too */
 	else
 		fputs("\"?\"", f);
 	free(q);

@@ -14,10 +14,20 @@
  * inotify watches the apps directory and every app directory in it;
  * events are debounced (100 ms) so an editor's rename dance is one
  * reload.
+ *
+ * A reload reads and compiles templates, which for a template with tens
+ * of thousands of alternatives takes a noticeable time: it runs on a
+ * worker thread, so the loop keeps serving events, the control socket
+ * and /metrics meanwhile. Sets are immutable and shared read-only; the
+ * thread builds the next set from the current one and the loop swaps it
+ * in when the thread is done (ev_async). One reload runs at a time; a
+ * request during one runs again after it. The first load, at start-up,
+ * is synchronous (relayd is not ready before it).
  */
 #include <dirent.h>
 #include <errno.h>
 #include <limits.h>
+#include <pthread.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -81,9 +91,22 @@ int relayd_apps_load(relayd *d, char *errbuf, size_t size)
 
 typedef struct reload_ctx {
 	relayd *d;
-	relay_appset *set;   /* the set being built (starts as d->apps) */
+	relay_appset *base;  /* d->apps when the reload started */
+	relay_appset *set;   /* the set being built (starts as base) */
 	int changed;         /* entries swapped in */
+	int err;             /* relay_appset_scan()'s result */
 } reload_ctx;
+
+/* The reload worker's state (one per daemon; loop thread unless said). */
+static struct {
+	pthread_t th;
+	bool running;        /* a worker was started and not joined */
+	bool again;          /* asked again while running */
+	char why[32];        /* what asked (for the log line) */
+	reload_ctx rc;       /* written by the worker until it signals */
+	ev_async done;
+	relayd *d;
+} reloader;
 
 static bool template_exists(const relayd *d, const char *name)
 {
@@ -122,7 +145,7 @@ static void on_changed(const char *name, void *payload)
 			     "reload failed (out of memory)");
 		return;
 	}
-	if (rc->set != d->apps)
+	if (rc->set != rc->base)
 		relay_appset_free(rc->set);
 	rc->set = next;
 	rc->changed++;
@@ -171,19 +194,46 @@ static void add_watches(relayd *d)
 	closedir(dp);
 }
 
-void relayd_apps_reload(relayd *d, const char *why)
+/* The worker: compute the next set from the base; never touches the
+ * consumer or d->apps. */
+static void *reload_main(void *arg)
 {
-	reload_ctx rc = { d, d->apps, 0 };
-	int err;
+	reload_ctx *rc = arg;
 
-	err = relay_appset_scan(d->apps, on_changed, &rc);
-	if (err) {
+	rc->err = relay_appset_scan(rc->base, on_changed, rc);
+	ev_async_send(rc->d->loop, &reloader.done);
+	return NULL;
+}
+
+static void start_reload(relayd *d)
+{
+	memset(&reloader.rc, 0, sizeof(reloader.rc));
+	reloader.rc.d = d;
+	reloader.rc.base = reloader.rc.set = d->apps;
+	if (pthread_create(&reloader.th, NULL, reload_main,
+			   &reloader.rc) != 0) {
+		relayd_log(RELAY_LOG_ERROR, "RELAYD-APP11",
+			   "cannot start the reload thread; reloading on the "
+			   "loop");
+		reload_main(&reloader.rc);
+		ev_invoke(d->loop, &reloader.done, EV_ASYNC);
+		return;
+	}
+	reloader.running = true;
+}
+
+/* Swap in what the worker built (loop thread). */
+static void finish_reload(relayd *d)
+{
+	reload_ctx rc = reloader.rc;
+
+	if (rc.err) {
 		relayd_log(RELAY_LOG_ERROR, "RELAYD-APP08",
 			   "apps directory %s cannot be read (%s); keeping "
 			   "the loaded apps", d->cfg.apps_dir,
-			   relay_strerror(err));
+			   relay_strerror(rc.err));
 	}
-	if (rc.set != d->apps) {
+	if (rc.set != rc.base) {
 		if (d->consumer && relay_consumer_set_apps(d->consumer,
 							   rc.set)) {
 			relayd_log(RELAY_LOG_ERROR, "RELAYD-APP05",
@@ -195,9 +245,47 @@ void relayd_apps_reload(relayd *d, const char *why)
 		d->apps = rc.set;
 	}
 	relayd_log(rc.changed ? RELAY_LOG_INFO : RELAY_LOG_DEBUG,
-		   "RELAYD-APP09", "apps reloaded (%s): %d changed", why,
-		   rc.changed);
+		   "RELAYD-APP09", "apps reloaded (%s): %d changed",
+		   reloader.why, rc.changed);
 	add_watches(d);
+}
+
+static void on_reload_done(struct ev_loop *loop, ev_async *w, int revents)
+{
+	relayd *d = w->data;
+
+	(void)loop;
+	(void)revents;
+	if (reloader.running) {
+		pthread_join(reloader.th, NULL);
+		reloader.running = false;
+	}
+	finish_reload(d);
+	if (reloader.again) {
+		reloader.again = false;
+		snprintf(reloader.why, sizeof(reloader.why), "queued");
+		start_reload(d);
+	}
+}
+
+void relayd_apps_reload(relayd *d, const char *why)
+{
+	if (reloader.d != d) {
+		/* Not watching (no loop integration yet): on the spot. */
+		reload_ctx rc = { d, d->apps, d->apps, 0, 0 };
+
+		rc.err = relay_appset_scan(d->apps, on_changed, &rc);
+		reloader.rc = rc;
+		snprintf(reloader.why, sizeof(reloader.why), "%s", why);
+		finish_reload(d);
+		return;
+	}
+	if (reloader.running) {
+		reloader.again = true;
+		return;
+	}
+	snprintf(reloader.why, sizeof(reloader.why), "%s", why);
+	start_reload(d);
 }
 
 static void on_reload_timer(struct ev_loop *loop, ev_timer *w, int revents)
@@ -223,6 +311,10 @@ static void on_inotify(struct ev_loop *loop, ev_io *w, int revents)
 
 int relayd_apps_watch(relayd *d)
 {
+	reloader.d = d;
+	ev_async_init(&reloader.done, on_reload_done);
+	reloader.done.data = d;
+	ev_async_start(d->loop, &reloader.done);
 	d->inotify_fd = inotify_init1(IN_NONBLOCK | IN_CLOEXEC);
 	if (d->inotify_fd < 0) {
 		relayd_log(RELAY_LOG_WARN, "RELAYD-APP10",
@@ -241,6 +333,17 @@ int relayd_apps_watch(relayd *d)
 
 void relayd_apps_unwatch(relayd *d)
 {
+	if (reloader.d == d) {
+		/* Wait for a reload in progress; drop what it built. */
+		if (reloader.running) {
+			pthread_join(reloader.th, NULL);
+			reloader.running = false;
+			if (reloader.rc.set != reloader.rc.base)
+				relay_appset_free(reloader.rc.set);
+		}
+		ev_async_stop(d->loop, &reloader.done);
+		reloader.d = NULL;
+	}
 	if (d->inotify_fd < 0)
 		return;
 	ev_io_stop(d->loop, &d->inotify_io);

@@ -30,6 +30,16 @@ static json_t *okobj(void)
 	return json_pack("{s:b}", "ok", 1);
 }
 
+/* One stuck message (relay_consumer_stuck_messages()) as JSON. */
+static int stuck_json(const relay_consumer_stuck *st, void *payload)
+{
+	json_array_append_new(payload, json_pack("{s:s, s:s, s:I, s:I}",
+		"message_id", st->message_id, "reason", st->reason,
+		"failures", (json_int_t)st->failures,
+		"retry_in_ms", (json_int_t)st->retry_in_ms));
+	return 0;
+}
+
 static void cmd_health(relayd *d, relayd_request *req)
 {
 	relay_consumer_health h = { RELAY_CONSUMER_HEALTH_VERSION, 0, 0, 0,
@@ -57,6 +67,14 @@ static void cmd_health(relayd *d, relayd_request *req)
 		relay_appset_entry_count(d->apps)));
 	json_object_set_new(r, "invalid_apps", json_integer((json_int_t)
 		relay_appset_invalid_count(d->apps)));
+	{
+		json_t *stuck = json_array();
+
+		if (d->consumer && stuck)
+			relay_consumer_stuck_messages(d->consumer, stuck_json,
+						      stuck);
+		json_object_set_new(r, "stuck", stuck);
+	}
 	relayd_request_reply(req, r);
 }
 

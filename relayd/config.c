@@ -52,31 +52,18 @@ static char *xstrdup(const char *s)
 }
 
 /*
- * A copy of @uri safe to print: the password of redis://user:pass@host is
- * replaced by "***" (also when there is no user part).
+ * A copy of @uri safe to print: the password is replaced by "***" in
+ * every form (redis://, rediss://, any scheme or none; also when there is
+ * no user part), and control bytes by '?'.
  */
 static char *redact_uri(const char *uri)
 {
-	const char *p, *at, *colon;
-	size_t n;
-	char *out;
+	size_t n = strlen(uri) + 8;
+	char *out = malloc(n);
 
-	if (strncmp(uri, "redis://", 8) != 0)
-		return xstrdup(uri);
-	p = uri + 8;
-	at = strrchr(p, '@');
-	if (!at)
-		return xstrdup(uri);
-	colon = memchr(p, ':', (size_t)(at - p));
-	n = strlen(uri) + 8;
-	out = malloc(n);
 	if (!out)
 		abort();
-	if (colon)
-		snprintf(out, n, "redis://%.*s:***%s", (int)(colon - p), p, at);
-	else
-		snprintf(out, n, "redis://***%s", at);
-	return out;
+	return relay__redis_uri_redact(uri, out, n);
 }
 
 /* A decimal integer in [lo, hi], nothing else. */
@@ -433,6 +420,28 @@ static int load_sched_clock(relayd_config *c, char *errbuf, size_t size)
 	return 0;
 }
 
+/* OUTPUT_BUDGET: a byte count per app per minute, or "off". */
+static int load_output_budget(relayd_config *c, char *errbuf, size_t size)
+{
+	const char *v = env("OUTPUT_BUDGET");
+	size_t n;
+
+	if (!v)
+		return 0;
+	if (strcmp(v, "off") == 0) {
+		c->output_budget = 0;
+		return 0;
+	}
+	if (relayd_parse_size(v, &n) || n < 1024)
+		return fail(errbuf, size,
+			    "OUTPUT_BUDGET: invalid value \"%s\": expected "
+			    "a byte count of at least 1KiB (per app per "
+			    "minute, optionally with a B, KiB or MiB suffix) "
+			    "or off", v);
+	c->output_budget = n;
+	return 0;
+}
+
 static void set_defaults(relayd_config *c)
 {
 	char host[256];
@@ -445,6 +454,7 @@ static void set_defaults(relayd_config *c)
 	c->retention_ms = 168LL * 3600 * 1000;
 	c->stream_retention_ms = 24LL * 3600 * 1000;
 	c->dlq_retention_ms = 168LL * 3600 * 1000;
+	c->output_budget = 8u * 1024 * 1024;
 	c->time_scale = 1;
 	c->sandbox = xstrdup("bwrap");
 	c->warm = true;
@@ -498,7 +508,8 @@ int relayd_config_load(relayd_config *c, char *errbuf, size_t size)
 	if (load_numbers(c, errbuf, size) || load_enums(c, errbuf, size) ||
 	    load_warm(c, errbuf, size) ||
 	    load_time_scale(c, errbuf, size) ||
-	    load_sched_clock(c, errbuf, size))
+	    load_sched_clock(c, errbuf, size) ||
+	    load_output_budget(c, errbuf, size))
 		return -1;
 	if ((v = env("METRICS_ADDR")) && check_metrics(c, v, errbuf, size))
 		return -1;

@@ -7,6 +7,13 @@
  * timer and publishes it here; the HTTP thread copies the latest text
  * under a mutex. GET /metrics → 200 text/plain; version=0.0.4; GET of any
  * other path → 404; other methods → 405.
+ *
+ * Any client of METRICS_ADDR can connect, so: libmicrohttpd's own
+ * messages go through relayd's logger (one line, escaped, JSON in
+ * LOG_FORMAT=json), never raw to stderr; connections are polled with
+ * epoll/poll (no select() limit), up to HTTP_MAX_CONNS at once, and one
+ * that has not completed its request within HTTP_TIMEOUT_S seconds is
+ * closed, so half-sent requests cannot keep scrapes out for long.
  */
 #include <netdb.h>
 #include <pthread.h>
@@ -18,7 +25,12 @@
 #include "relayd.h"
 
 #ifdef RELAYD_HAVE_MHD
+#include <stdarg.h>
+
 #include <microhttpd.h>
+
+#define HTTP_MAX_CONNS 256u
+#define HTTP_TIMEOUT_S 3u
 
 struct relayd_http {
 	struct MHD_Daemon *d;
@@ -84,6 +96,20 @@ static enum MHD_Result on_request(void *cls, struct MHD_Connection *conn,
 		       body, len);
 }
 
+/* libmicrohttpd's error log (its own thread): one relayd log line. */
+static void mhd_log(void *cls, const char *fmt, va_list ap)
+{
+	char buf[512];
+	size_t n;
+
+	(void)cls;
+	vsnprintf(buf, sizeof(buf), fmt, ap);
+	n = strlen(buf);
+	while (n && (buf[n - 1] == '\n' || buf[n - 1] == '\r'))
+		buf[--n] = '\0';
+	relayd_log(RELAY_LOG_WARN, "RELAYD-HTTP01", "metrics server: %s", buf);
+}
+
 relayd_http *relayd_http_start(const char *host, int port, char *errbuf,
 			       size_t size)
 {
@@ -110,13 +136,16 @@ relayd_http *relayd_http_start(const char *host, int port, char *errbuf,
 		return NULL;
 	}
 	pthread_mutex_init(&h->lock, NULL);
-	h->d = MHD_start_daemon(MHD_USE_INTERNAL_POLLING_THREAD |
+	h->d = MHD_start_daemon(MHD_USE_AUTO_INTERNAL_THREAD |
 				MHD_USE_ERROR_LOG |
 				(ai->ai_family == AF_INET6 ? MHD_USE_IPv6 : 0),
 				(uint16_t)port, NULL, NULL, on_request, h,
+				MHD_OPTION_EXTERNAL_LOGGER, mhd_log, NULL,
 				MHD_OPTION_SOCK_ADDR, ai->ai_addr,
-				MHD_OPTION_CONNECTION_LIMIT, 64u,
-				MHD_OPTION_CONNECTION_TIMEOUT, 10u,
+				MHD_OPTION_CONNECTION_LIMIT, HTTP_MAX_CONNS,
+				MHD_OPTION_CONNECTION_TIMEOUT, HTTP_TIMEOUT_S,
+				MHD_OPTION_CONNECTION_MEMORY_LIMIT,
+				(size_t)16384,
 				MHD_OPTION_END);
 	freeaddrinfo(ai);
 	if (!h->d) {
@@ -161,6 +190,20 @@ bool relayd_http_available(void)
 struct relayd_http {
 	int unused;
 };
+
+/* libmicrohttpd's error log (its own thread): one relayd log line. */
+static void mhd_log(void *cls, const char *fmt, va_list ap)
+{
+	char buf[512];
+	size_t n;
+
+	(void)cls;
+	vsnprintf(buf, sizeof(buf), fmt, ap);
+	n = strlen(buf);
+	while (n && (buf[n - 1] == '\n' || buf[n - 1] == '\r'))
+		buf[--n] = '\0';
+	relayd_log(RELAY_LOG_WARN, "RELAYD-HTTP01", "metrics server: %s", buf);
+}
 
 relayd_http *relayd_http_start(const char *host, int port, char *errbuf,
 			       size_t size)

@@ -185,6 +185,14 @@ static void lift_kv(const char *msg, json_t *obj)
 	}
 }
 
+/* text mode: one message stays one line whatever a name or an error
+ * text holds: control characters are written as '?'. */
+static void put_clean(FILE *f, const char *s)
+{
+	for (; *s; s++)
+		fputc((unsigned char)*s < 0x20 || *s == 0x7f ? '?' : *s, f);
+}
+
 static void vlog(relay_log_level lvl, const char *msgid,
 		 const char *const *kv, const char *msg)
 {
@@ -213,10 +221,13 @@ static void vlog(relay_log_level lvl, const char *msgid,
 
 		if (!f)
 			return;
-		fprintf(f, "%s %s %s%s%s", ts, relay_log_level_name(lvl),
-			*msgid ? msgid : "", *msgid ? " " : "", msg);
-		for (; kv && kv[0] && kv[1]; kv += 2)
-			fprintf(f, " %s=%s", kv[0], kv[1]);
+		fprintf(f, "%s %s %s%s", ts, relay_log_level_name(lvl),
+			*msgid ? msgid : "", *msgid ? " " : "");
+		put_clean(f, msg);
+		for (; kv && kv[0] && kv[1]; kv += 2) {
+			fprintf(f, " %s=", kv[0]);
+			put_clean(f, kv[1]);
+		}
 		fputc('\n', f);
 		fclose(f);
 		write_all(line, len);

@@ -35,6 +35,7 @@
 #define STATS_FILE "stats.json"
 #define METRICS_INTERVAL_S 1.0
 #define STATS_INTERVAL_S 5.0
+#define CONTROL_IDLE_S 30.0    /* control connection with nothing asked */
 
 static void usage(FILE *f)
 {
@@ -150,8 +151,19 @@ static void publish_metrics(relayd *d)
 		return;
 	text = relayd_stats_prometheus(&s, &len);
 	relayd_stats_clear(&s);
-	if (text)
+	if (text) {
+		size_t xlen;
+		char *x = relayd_outbudget_prometheus(d->outbudget, &xlen);
+		char *both = x ? realloc(text, len + xlen + 1) : NULL;
+
+		if (both) {
+			memcpy(both + len, x, xlen + 1);
+			text = both;
+			len += xlen;
+		}
+		free(x);
 		relayd_http_publish(d->http, text, len);
+	}
 }
 
 static void on_metrics_timer(struct ev_loop *loop, ev_timer *w, int revents)
@@ -218,7 +230,11 @@ static void on_hup(struct ev_loop *loop, ev_signal *w, int revents)
 
 static void on_output(const relay_output_line *line, void *payload)
 {
-	(void)payload;
+	relayd *d = payload;
+
+	if (!relayd_outbudget_take(d->outbudget, line->text, line->len,
+				   line->prefix_len))
+		return;
 	relayd_log_output(line->text, line->len,
 			  line->stream == RELAY_OUTPUT_STDERR);
 }
@@ -389,6 +405,11 @@ static int open_consumer(relayd *d, char *errbuf, size_t size)
 	o.retention_ms = d->cfg.retention_ms;
 	o.time_scale = d->cfg.time_scale;
 	o.logger = relayd_logger();
+	d->outbudget = relayd_outbudget_new(d->cfg.output_budget);
+	if (!d->outbudget) {
+		snprintf(errbuf, size, "out of memory");
+		return -1;
+	}
 	o.output = on_output;
 	o.output_payload = d;
 	rc = relay_consumer_new(&d->consumer, d->loop, d->redis, d->rt,
@@ -404,10 +425,14 @@ static int open_consumer(relayd *d, char *errbuf, size_t size)
 static int open_servers(relayd *d, char *errbuf, size_t size)
 {
 	char path[128]; /* RELAY_RUN_DIR is at most 90 bytes */
+	double idle;
 
 	snprintf(path, sizeof(path), "%s/relay.sock", d->cfg.run_dir);
-	d->ctl = relayd_control_start(d->loop, path, relayd_command, d,
-				      errbuf, size);
+	/* Scaled in tests, but never below a second: a client must have
+	 * time to write its request. */
+	idle = relayd_scaled(d, CONTROL_IDLE_S);
+	d->ctl = relayd_control_start(d->loop, path, idle < 1. ? 1. : idle,
+				      relayd_command, d, errbuf, size);
 	if (!d->ctl)
 		return -1;
 	if (d->cfg.metrics_host) {
@@ -461,6 +486,8 @@ static void shutdown_all(relayd *d)
 		ev_run(d->loop, 0);
 	}
 	relay_runtime_free(d->rt);
+	relayd_outbudget_free(d->outbudget);
+	d->outbudget = NULL;
 	relay_redis_free(d->redis);  /* in-flight publishes: ECLOSED */
 	relayd_schedpub_free(d->schedpub);
 	d->schedpub = NULL;
@@ -509,6 +536,15 @@ int main(int argc, char **argv)
 	the_daemon = &d;
 	if (relayd_config_load(&d.cfg, errbuf, sizeof(errbuf))) {
 		fprintf(stderr, "relayd: %s\n", errbuf);
+		relayd_config_clear(&d.cfg);
+		return 1;
+	}
+	if (d.cfg.metrics_host && !relayd_http_available()) {
+		/* Refused before anything starts: no silent lack of the
+		 * endpoint the operator asked for. */
+		fprintf(stderr, "relayd: METRICS_ADDR: set, but this relayd "
+			"was built without libmicrohttpd (no metrics support; "
+			"rebuild with -Dmetrics=enabled)\n");
 		relayd_config_clear(&d.cfg);
 		return 1;
 	}

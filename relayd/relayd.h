@@ -41,6 +41,7 @@ typedef struct relayd_config {
 	int64_t retention_ms;     /* REDIS_INVOCATION_RETENTION */
 	int64_t stream_retention_ms; /* REDIS_STREAM_RETENTION, 0 = off */
 	int64_t dlq_retention_ms; /* REDIS_DLQ_RETENTION, 0 = off */
+	uint64_t output_budget;   /* OUTPUT_BUDGET, bytes/app/minute; 0 off */
 	unsigned int time_scale;  /* RELAY_TEST_TIME_SCALE (1 = off) */
 	bool time_scale_ignored;  /* set in a release build: say so */
 	/* RELAY_TEST_SCHEDULE_CLOCK=V[:A[:R]] (test builds only): the
@@ -180,6 +181,22 @@ void relayd_http_stop(relayd_http *h);
 /* Whether metrics support was built in (libmicrohttpd). */
 bool relayd_http_available(void);
 
+/* ---- outbudget.c ------------------------------------------------------ */
+
+/* The per-app budget of handler output over time (OUTPUT_BUDGET). */
+typedef struct relayd_outbudget relayd_outbudget;
+
+/* @per_minute bytes per app per minute; 0 = no budget. NULL on ENOMEM. */
+relayd_outbudget *relayd_outbudget_new(uint64_t per_minute);
+void relayd_outbudget_free(relayd_outbudget *b);
+/* Whether the output line @text (@len bytes, "[app/handler…] stream: "
+ * prefix of @prefix_len bytes) fits its app's budget; if not, it is
+ * counted as dropped. */
+bool relayd_outbudget_take(relayd_outbudget *b, const char *text,
+			   size_t len, size_t prefix_len);
+/* The relay_output_dropped_bytes_total samples (malloc'd), or NULL. */
+char *relayd_outbudget_prometheus(const relayd_outbudget *b, size_t *len);
+
 /* ---- control.c -------------------------------------------------------- */
 
 struct ev_loop;
@@ -193,9 +210,13 @@ typedef struct relayd_request relayd_request;
 typedef void (*relayd_control_fn)(relayd_request *req, void *req_json,
 				  void *payload);
 
+/*
+ * Listen on @path (mode 0600). A connection with no request outstanding
+ * for @idle_s seconds is closed. NULL on failure with @errbuf set.
+ */
 relayd_control *relayd_control_start(struct ev_loop *loop, const char *path,
-				     relayd_control_fn fn, void *payload,
-				     char *errbuf, size_t size);
+				     double idle_s, relayd_control_fn fn,
+				     void *payload, char *errbuf, size_t size);
 /* Stop listening and drop clients; pending requests are answered never
  * (their replies are discarded). */
 void relayd_control_stop(relayd_control *c);
@@ -219,6 +240,7 @@ typedef struct relayd {
 	relay_consumer *consumer;    /* NULL once closed */
 	relayd_control *ctl;
 	relayd_http *http;
+	relayd_outbudget *outbudget; /* per-app handler output budget */
 	struct relayd_schedpub *schedpub; /* schedule publisher */
 	struct relayd_retention *retention; /* stream/DLQ retention */
 	ev_signal sig_term, sig_int, sig_hup;

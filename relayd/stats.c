@@ -248,6 +248,9 @@ char *relayd_stats_prometheus(const relayd_stats *s, size_t *len)
 	counter(f, "relay_acks_total", "Messages acknowledged.", m->acks);
 	counter(f, "relay_redis_errors_total", "Failed Redis operations.",
 		m->redis_errors);
+	counter(f, "relay_step_failures_total",
+		"Redis steps that failed for one message while Redis "
+		"answered (once per backoff step).", m->step_failures);
 	counter(f, "relay_schedule_occurrences_published_total",
 		"Schedule occurrences this relayd appended to the stream.",
 		s->sp.published);
@@ -282,6 +285,9 @@ char *relayd_stats_prometheus(const relayd_stats *s, size_t *len)
 	      (double)m->buffered_events);
 	gauge(f, "relay_redis_up", "1 when Redis is reachable.",
 	      (double)m->redis_up);
+	gauge(f, "relay_stuck_messages",
+	      "Messages whose Redis step keeps failing, in backoff "
+	      "(relayctl health lists them).", (double)m->stuck_messages);
 	relayd_warm_prometheus(f, &s->warm);
 	retention_metrics(f, &s->ret);
 	if (fclose(f) != 0) {
@@ -339,6 +345,9 @@ void *relayd_stats_json(const relayd_stats *s, const relayd_config *c)
 		"in_flight_invocations", JU(m->in_flight_invocations),
 		"buffered_events", JU(m->buffered_events),
 		"redis_up", m->redis_up);
+	json_object_set_new(counters, "step_failures",
+			    JU(m->step_failures));
+	json_object_set_new(gauges, "stuck_messages", JU(m->stuck_messages));
 	handlers = json_array();
 	for (i = 0; i < s->nhists; i++) {
 		const relayd_hist *h = &s->hists[i];

@@ -17,7 +17,11 @@
 # RELAY_SKIP_QUICKSTART=1 to skip running doc/examples/quickstart.sh,
 # RELAY_FUZZ_SEED (default 1: the CI run explores the same inputs every
 # time, so a red run is reproducible; long exploratory runs are done by
-# hand with another seed, see tests/fuzz/README.md).
+# hand with another seed, see tests/fuzz/README.md), RELAY_MESON_ARGS
+# (extra options for a new build dir, e.g. -Dmetrics=disabled).
+#
+# Every build here treats warnings as errors (-Dwerror=true); a user's
+# build does not by default.
 set -euo pipefail
 
 here=$(cd "$(dirname "$0")/.." && pwd)
@@ -51,8 +55,13 @@ install_packages() {
 [ "${RELAY_SKIP_INSTALL:-0}" = 1 ] || install_packages
 
 if [ ! -f "$build/build.ninja" ]; then
+	# shellcheck disable=SC2086
 	meson setup "$build" -Db_sanitize=address,undefined -Db_lundef=false \
-		-Dtest_hooks=true -Dbuildtype=debug
+		-Dtest_hooks=true -Dbuildtype=debug -Dwerror=true \
+		${RELAY_MESON_ARGS:-}
+else
+	# A build dir made before werror stopped being the default.
+	meson configure "$build" -Dwerror=true >/dev/null
 fi
 ninja -C "$build"
 
@@ -103,7 +112,9 @@ if [ "${RELAY_SKIP_RELEASE_BUILD:-0}" != 1 ]; then
 	rbuild="$build-release"
 	if [ ! -f "$rbuild/build.ninja" ]; then
 		meson setup "$rbuild" -Dbuildtype=release -Dtests=false \
-			>/dev/null
+			-Dwerror=true >/dev/null
+	else
+		meson configure "$rbuild" -Dwerror=true >/dev/null
 	fi
 	if ninja -C "$rbuild" >"$rbuild.log" 2>&1; then
 		echo "release build: ok"
@@ -144,7 +155,7 @@ if [ "$fuzz_seconds" != 0 ] && command -v clang >/dev/null; then
 		CC=clang meson setup "$fbuild" -Dfuzz=true -Dbench=false \
 			-Db_sanitize=address,undefined -Db_lundef=false \
 			-Dc_args=-fsanitize=fuzzer-no-link \
-			-Dbuildtype=debugoptimized >/dev/null
+			-Dbuildtype=debugoptimized -Dwerror=true >/dev/null
 	fi
 	if ninja -C "$fbuild" >/dev/null; then
 		for t in "$fbuild"/tests/fuzz/fuzz-*; do

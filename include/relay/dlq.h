@@ -48,7 +48,8 @@ typedef struct relay_dlq_entry {
 /**
  * relay_dlq_entry_validate() - check an entry before it is written.
  *
- * Every string present and non-empty, counts >= 0, timestamp RFC 3339,
+ * Every string present and non-empty (event may be empty: a malformed
+ * message's raw value is stored verbatim), counts >= 0, timestamp RFC 3339,
  * app/handler both "-" with handler_attempts 0 or neither "-" with
  * handler_attempts >= 1, and an oversized entry (reason "event
  * oversized: ...") carries a summary of at most RELAY_DLQ_SUMMARY_MAX

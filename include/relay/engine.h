@@ -101,6 +101,10 @@ typedef struct relay_consumer relay_consumer;
 #define RELAY_CONSUMER_PENDING_REFRESH_MS 5000
 #define RELAY_CONSUMER_BACKOFF_MIN_MS 1000
 #define RELAY_CONSUMER_BACKOFF_MAX_MS 30000
+/* A message whose Redis step keeps failing while Redis answers is
+ * retried after a per-message backoff doubling between these. */
+#define RELAY_CONSUMER_STUCK_BACKOFF_MIN_MS 60000
+#define RELAY_CONSUMER_STUCK_BACKOFF_MAX_MS (30 * 60000)
 
 /**
  * relay_consumer_available_fn - whether an app can run now.
@@ -281,7 +285,12 @@ typedef struct relay_consumer_health {
 
 #define RELAY_CONSUMER_HEALTH_VERSION 1
 
-/** relay_consumer_health_get() - fill @out (caller-allocated). */
+/**
+ * relay_consumer_health_get() - fill @out (caller-allocated). Set
+ * out->version to RELAY_CONSUMER_HEALTH_VERSION first: only the fields of
+ * that version are written and out->version is left as given (0 is read
+ * as 1). Loop thread only.
+ */
 RELAY_EXTERN void relay_consumer_health_get(const relay_consumer *c,
 					    relay_consumer_health *out);
 
@@ -326,9 +335,16 @@ typedef struct relay_consumer_metrics {
 					  events_schedule) */
 	uint64_t schedule_obsolete;    /* v2: occurrences ACKed without a
 					  run: schedule gone */
+	/* version 2 ends here */
+	uint64_t step_failures;        /* v3: Redis steps that failed for
+					  one message while Redis answered,
+					  counted once per backoff step */
+	uint64_t stuck_messages;       /* v3 gauge: messages in such a
+					  backoff (relay_consumer_stuck_
+					  messages()) */
 } relay_consumer_metrics;
 
-#define RELAY_CONSUMER_METRICS_VERSION 2
+#define RELAY_CONSUMER_METRICS_VERSION 3
 
 /**
  * relay_consumer_metrics_get() - copy the current figures into @out.
@@ -371,6 +387,36 @@ typedef int (*relay_consumer_histogram_fn)(const relay_consumer_histogram *h,
 RELAY_EXTERN int relay_consumer_histograms(const relay_consumer *c,
 					   relay_consumer_histogram_fn fn,
 					   void *payload);
+
+/**
+ * struct relay_consumer_stuck - a message whose Redis step keeps failing
+ * (an error reply such as a refused DLQ write or a script error). The
+ * message stays pending; its deliveries are skipped until retry_in_ms
+ * passes (a per-message backoff doubling from
+ * RELAY_CONSUMER_STUCK_BACKOFF_MIN_MS to RELAY_CONSUMER_STUCK_BACKOFF_MAX_MS),
+ * and one log line is written per backoff step. Borrowed by the callback;
+ * may grow (fields are appended).
+ */
+typedef struct relay_consumer_stuck {
+	const char *message_id;
+	const char *reason;        /* "<step>: <error>", one line */
+	unsigned int failures;     /* backoff steps so far */
+	int64_t retry_in_ms;       /* until the next try; 0 = due */
+	relay_wall_ms since_ms;    /* first failure, wall clock */
+} relay_consumer_stuck;
+
+/** relay_consumer_stuck_fn - one stuck message; nonzero stops. */
+typedef int (*relay_consumer_stuck_fn)(const relay_consumer_stuck *s,
+				       void *payload);
+
+/**
+ * relay_consumer_stuck_messages() - visit every stuck message (for
+ * `relayctl health` and stats), in no particular order. Loop thread only.
+ * Returns: 0, or the callback's nonzero value.
+ */
+RELAY_EXTERN int relay_consumer_stuck_messages(const relay_consumer *c,
+					       relay_consumer_stuck_fn fn,
+					       void *payload);
 
 /** struct relay_consumer_result - the outcome of one manual run. */
 typedef struct relay_consumer_result {

@@ -156,6 +156,7 @@ int relay__app_load_diags(relay_app **out, const char *name,
 	relay__pnode *root = NULL;
 	relay_app *app;
 	int rc = RELAY_ENOMEM, bad_name;
+	char esc[300];
 
 	*out = NULL;
 	app = relay__calloc(1, sizeof(*app));
@@ -173,9 +174,10 @@ int relay__app_load_diags(relay_app **out, const char *name,
 	bad_name = !relay_app_name_valid(app->name);
 	if (bad_name &&
 	    relay__diags_add(d, RELAY_EINVAL, app->path, 1, 1,
-			     "invalid app name \"%.64s\" (directory name "
+			     "invalid app name \"%s\" (directory name "
 			     "must match [a-z0-9][a-z0-9._-]* and be at most "
-			     "63 bytes)", app->name))
+			     "63 bytes)", relay__escape(app->name, 64, esc,
+							sizeof(esc))))
 		goto done;
 	rc = relay__yaml_parse(&root, yaml, len, app->path, d);
 	if (rc == 0)

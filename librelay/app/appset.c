@@ -138,6 +138,22 @@ static int list_apps(const char *dir, char ***names, size_t *n,
 		}
 		if (!t)
 			continue;
+		if (!relay_app_name_valid(de->d_name)) {
+			/* Never an entry: its name would reach logs and
+			 * terminals. Mentioned (escaped) at load time. */
+			relay_error e;
+			char esc[300];
+
+			relay__error_set(&e, RELAY_EINVAL, dir, 0, 0,
+					 "skipping \"%s\": not a valid app "
+					 "name (must match [a-z0-9][a-z0-9._-]*"
+					 ", at most 63 bytes)",
+					 relay__escape(de->d_name, 48, esc,
+						       sizeof(esc)));
+			if (fn)
+				fn(NULL, &e, payload);
+			continue;
+		}
 		if (*n == cap) {
 			size_t c = cap ? cap * 2 : 16;
 			char **nv = relay__realloc(v, c * sizeof(*nv));

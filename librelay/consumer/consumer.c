@@ -2,8 +2,8 @@
  * consumer.c - the stream engine: lifecycle, reading, recovery, health
  * and metrics. One message's life is in consumer_msg.c.
  *
- * Reading. One XREADGROUP is outstanding at a time, asking for as many
- * entries as the buffer has room for (max_buffered minus the messages in
+ * Reading. Up to MAX_READS XREADGROUPs are outstanding, together asking
+ * for at most the buffer's room (max_buffered minus the messages in
  * memory); at the limit nothing is read and the backlog stays in Redis.
  * A read BLOCKs only while no message is in memory: a blocked read holds
  * the connection, and the transitions of in-flight messages must not
@@ -95,18 +95,24 @@ void relay__consumer_redis_failed(relay_consumer *c, int status,
 void relay_consumer_health_get(const relay_consumer *c,
 			       relay_consumer_health *out)
 {
-	memset(out, 0, sizeof(*out));
-	out->version = RELAY_CONSUMER_HEALTH_VERSION;
-	out->redis_up = c->redis_up;
-	out->stopping = c->stopping;
-	out->ready = c->started && c->group_ok && c->redis_up && !c->stopping;
+	relay_consumer_health h;
+
+	/* Only the caller's version is written, and its version field is
+	 * left as given (doc/api-stability.md); version 1 is the whole
+	 * struct today, and 0 (a caller that never set it) reads as 1. */
+	memset(&h, 0, sizeof(h));
+	h.version = out->version;
+	h.redis_up = c->redis_up;
+	h.stopping = c->stopping;
+	h.ready = c->started && c->group_ok && c->redis_up && !c->stopping;
 	if (c->stopping)
-		snprintf(out->reason, sizeof(out->reason), "stopping");
+		snprintf(h.reason, sizeof(h.reason), "stopping");
 	else if (!c->redis_up && c->down_reason[0])
-		snprintf(out->reason, sizeof(out->reason),
+		snprintf(h.reason, sizeof(h.reason),
 			 "redis unavailable: %s", c->down_reason);
-	else if (!out->ready)
-		snprintf(out->reason, sizeof(out->reason), "starting");
+	else if (!h.ready)
+		snprintf(h.reason, sizeof(h.reason), "starting");
+	memcpy(out, &h, sizeof(h));
 }
 
 /* ---- metrics ----------------------------------------------------------- */
@@ -124,9 +130,12 @@ int relay_consumer_metrics_get(const relay_consumer *c,
 		m.version = v;
 		m.buffered_events = c->nmsgs;
 		m.redis_up = c->redis_up;
-		/* A version 1 caller has the smaller struct. */
+		m.stuck_messages = c->nstuck;
+		/* An older caller has the smaller struct. */
 		memcpy(out, &m, v == 1 ? offsetof(relay_consumer_metrics,
 						  schedule_malformed)
+			       : v == 2 ? offsetof(relay_consumer_metrics,
+						   step_failures)
 				       : sizeof(m));
 	}
 	return 0;
@@ -266,14 +275,34 @@ static void read_timer_cb(struct ev_loop *loop, ev_timer *w, int revents)
 		do_read(c);
 }
 
+/*
+ * Room for another XREADGROUP: buffer room not already asked for by an
+ * outstanding read. Several non-blocking reads may be outstanding (up to
+ * MAX_READS), so the buffer is refilled as messages end instead of one
+ * round trip after another; together they never ask for more entries
+ * than the buffer has room for. A blocking read (nothing in memory) is
+ * always alone.
+ */
+#define MAX_READS 4
+
+static size_t read_room(const relay_consumer *c)
+{
+	size_t used = c->nmsgs + c->read_asked;
+
+	if (c->read_blocking || c->reads >= MAX_READS ||
+	    used >= c->max_buffered)
+		return 0;
+	return c->max_buffered - used;
+}
+
 void relay__consumer_kick(relay_consumer *c)
 {
 	if (c->stopping) {
 		relay__consumer_check_stopped(c);
 		return;
 	}
-	if (!c->started || !c->group_ok || c->read_busy || c->in_backoff ||
-	    c->delivering || c->nmsgs >= c->max_buffered)
+	if (!c->started || !c->group_ok || c->in_backoff || c->delivering ||
+	    !read_room(c))
 		return;
 	ev_timer_stop(c->loop, &c->read_timer);
 	do_read(c);
@@ -288,16 +317,35 @@ void relay__consumer_kick(relay_consumer *c)
  */
 typedef struct read_token {
 	relay_consumer *c;  /* NULL once detached */
+	struct read_token *next;
+	size_t count;       /* entries asked for */
+	int block;
 } read_token;
+
+static void read_unlink(relay_consumer *c, read_token *t)
+{
+	read_token **pp;
+
+	for (pp = &c->read_tokens; *pp; pp = &(*pp)->next)
+		if (*pp == t) {
+			*pp = t->next;
+			break;
+		}
+	c->reads--;
+	c->read_asked -= t->count;
+	if (t->block)
+		c->read_blocking = 0;
+	c->ops--;
+}
 
 void relay__consumer_detach_read(relay_consumer *c)
 {
-	if (!c->read_token)
-		return;
-	c->read_token->c = NULL;
-	c->read_token = NULL;
-	c->read_busy = 0;
-	c->ops--;
+	while (c->read_tokens) {
+		read_token *t = c->read_tokens;
+
+		read_unlink(c, t);
+		t->c = NULL;
+	}
 }
 
 static void read_cb(relay_redis_backend *b, int status,
@@ -308,14 +356,13 @@ static void read_cb(relay_redis_backend *b, int status,
 	size_t i;
 
 	(void)b;
+	if (c)
+		read_unlink(c, t);
 	relay__free(t);
 	if (!c) {
 		relay_stream_entries_free(e, n);
 		return;
 	}
-	c->read_token = NULL;
-	c->ops--;
-	c->read_busy = 0;
 	if (status) {
 		relay_stream_entries_free(e, n);
 		if (c->stopping) {
@@ -331,7 +378,8 @@ static void read_cb(relay_redis_backend *b, int status,
 		} else {
 			relay__consumer_redis_failed(c, status, "XREADGROUP");
 		}
-		read_backoff(c);
+		if (!c->reads)  /* once for the reads failing together */
+			read_backoff(c);
 		return;
 	}
 	relay__consumer_redis_ok(c);
@@ -347,39 +395,48 @@ static void read_cb(relay_redis_backend *b, int status,
 		relay__consumer_check_stopped(c);
 		return;
 	}
-	if (n == 0)
-		read_poll(c);
-	else
+	if (n == 0) {
+		if (!c->reads)
+			read_poll(c);
+	} else {
 		relay__consumer_kick(c);
+	}
 }
 
 static void do_read(relay_consumer *c)
 {
-	size_t room = c->max_buffered - c->nmsgs;
+	size_t room = read_room(c);
+	read_token *t;
 	int block = -1, rc;
 
-	if (c->read_busy || c->stopping || c->nmsgs >= c->max_buffered)
+	if (c->stopping || !room)
 		return;
-	if (c->nmsgs == 0)
+	if (c->nmsgs == 0 && c->reads == 0)
 		block = (int)relay__consumer_scaled(
 			c, RELAY_CONSUMER_READ_BLOCK_MS);
-	c->read_token = relay__malloc(sizeof(*c->read_token));
-	if (!c->read_token) {
+	t = relay__calloc(1, sizeof(*t));
+	if (!t) {
 		read_backoff(c);
 		return;
 	}
-	c->read_token->c = c;
-	c->read_busy = 1;
+	t->c = c;
+	t->count = room;
+	t->block = block >= 0;
+	t->next = c->read_tokens;
+	c->read_tokens = t;
+	c->reads++;
+	c->read_asked += room;
+	if (t->block)
+		c->read_blocking = 1;
 	c->ops++;
 	rc = relay_redis_xreadgroup(c->redis, c->stream, c->group, c->name,
-				    room, block, ">", read_cb, c->read_token);
+				    room, block, ">", read_cb, t);
 	if (rc) {
-		relay__free(c->read_token);
-		c->read_token = NULL;
-		c->read_busy = 0;
-		c->ops--;
+		read_unlink(c, t);
+		relay__free(t);
 		relay__consumer_redis_failed(c, rc, "XREADGROUP");
-		read_backoff(c);
+		if (!c->reads)
+			read_backoff(c);
 	}
 }
 
@@ -498,6 +555,79 @@ static void reclaim_timer_cb(struct ev_loop *loop, ev_timer *w, int revents)
 	relay__consumer_reclaim_now(w->data);
 }
 
+/*
+ * An id the renewal XCLAIM (min-idle 0, so never refused for another
+ * owner) did not return has left the PEL: either its stream entry was
+ * deleted (Redis drops such ids from the PEL on XCLAIM) or another
+ * consumer acknowledged it. XRANGE id id tells the two apart, once per
+ * message.
+ */
+typedef struct body_check {
+	relay_consumer *c;
+	char *id;
+} body_check;
+
+static void body_cb(relay_redis_backend *b, int status,
+		    relay_redis_reply *r, void *payload)
+{
+	body_check *bc = payload;
+	relay_consumer *c = bc->c;
+	relay__msg *m = relay__msg_find(c, bc->id);
+
+	(void)b;
+	c->ops--;
+	if (m)
+		m->body_busy = 0;
+	if (status == 0)
+		status = relay_redis_reply_error(r);
+	if (status) {
+		relay__consumer_redis_failed(c, status, "XRANGE");
+	} else if (m && r->type == RELAY_REDIS_REPLY_ARRAY) {
+		if (r->elements == 0) {
+			relay__msg_gone(m);
+		} else if (!m->lost_logged) {
+			m->lost_logged = 1;
+			LOG(c, RELAY_LOG_WARN, "RELAY-ENG12",
+			    "ownership of a message was lost "
+			    "message_id=%s", m->id);
+		}
+	}
+	relay_redis_reply_free(r);
+	relay__free(bc->id);
+	relay__free(bc);
+	relay__consumer_check_stopped(c);
+}
+
+static void body_check_start(relay_consumer *c, relay__msg *m)
+{
+	body_check *bc;
+	const char *argv[4];
+
+	if (m->gone || m->lost_logged || m->body_busy)
+		return;
+	bc = relay__calloc(1, sizeof(*bc));
+	if (!bc)
+		return;
+	bc->c = c;
+	bc->id = relay__strdup(m->id);
+	if (!bc->id) {
+		relay__free(bc);
+		return;
+	}
+	argv[0] = "XRANGE";
+	argv[1] = c->stream;
+	argv[2] = m->id;
+	argv[3] = m->id;
+	c->ops++;
+	m->body_busy = 1;
+	if (relay_redis_command(c->redis, 4, argv, NULL, body_cb, bc)) {
+		c->ops--;
+		m->body_busy = 0;
+		relay__free(bc->id);
+		relay__free(bc);
+	}
+}
+
 typedef struct renew_call {
 	relay_consumer *c;
 	char **ids;
@@ -519,13 +649,13 @@ static void renew_cb(relay_redis_backend *b, int status, char **ids,
 	} else {
 		relay__consumer_redis_ok(c);
 		for (i = 0; i < rc->n; i++) {
+			relay__msg *m;
+
 			for (j = 0; j < n; j++)
 				if (strcmp(rc->ids[i], ids[j]) == 0)
 					break;
-			if (j == n && relay__msg_find(c, rc->ids[i]))
-				LOG(c, RELAY_LOG_WARN, "RELAY-ENG12",
-				    "ownership of a message was lost "
-				    "message_id=%s", rc->ids[i]);
+			if (j == n && (m = relay__msg_find(c, rc->ids[i])))
+				body_check_start(c, m);
 		}
 	}
 	relay_redis_strings_free(ids, n);
@@ -641,6 +771,7 @@ static void consumer_free(relay_consumer *c)
 		relay__free(c->hists[i].handler);
 	}
 	relay__free(c->hists);
+	relay__stuck_free(c);
 	relay__free(c->reclaim_cursor);
 	relay__free(c->stream);
 	relay__free(c->group);

@@ -69,6 +69,11 @@ struct relay__msg {
 	char *pl_event;              /* placeholder event field */
 	size_t pl_event_len;         /* its bytes (a raw value may hold NUL) */
 	int reclaimed;               /* delivered by XAUTOCLAIM */
+	int gone;                    /* stream entry deleted while in
+					memory: counted once, no further
+					attempts, reference cleared */
+	int lost_logged;             /* ownership loss reported */
+	int body_busy;               /* body check in flight */
 	relay__inv *invs;            /* matched invocations, dispatch order */
 	size_t ninv;
 	size_t cur;                  /* the invocation being worked on */
@@ -78,8 +83,18 @@ struct relay__msg {
 	int pipelined;               /* first try_start sent with it */
 	int class_failed;            /* ... and it failed: do not ACK */
 	int finish_deferred;         /* finished before its reply */
+	int step_failed;             /* a Redis step failed this delivery */
 	ev_timer slot_timer;         /* bounded slot wait */
 };
+
+/* A message whose Redis step keeps failing (consumer_stuck.c). */
+typedef struct relay__stuck {
+	char *id;
+	char reason[160];            /* "<step>: <error>" */
+	unsigned int failures;       /* backoff steps so far */
+	relay_mono_us retry_us;      /* deliveries skipped until then */
+	relay_wall_ms since_ms;      /* first failure */
+} relay__stuck;
 
 /* Per-app running count (concurrency slots). */
 typedef struct relay__app_slots {
@@ -133,14 +148,17 @@ struct relay_consumer {
 	char down_reason[120];
 
 	/* reading and recovery */
-	int read_busy, reclaim_busy, renew_busy, pending_busy;
+	int reclaim_busy, renew_busy, pending_busy;
+	unsigned int reads;           /* XREADGROUPs outstanding */
+	size_t read_asked;            /* ... entries they may bring */
+	int read_blocking;            /* one of them BLOCKs */
 	ev_timer read_timer;          /* retry/poll of reads */
 	ev_timer reclaim_timer;
 	ev_timer renew_timer;
 	ev_timer pending_timer;
 	ev_idle finish_idle;          /* deferred stopped/close callbacks */
 	char *reclaim_cursor;
-	struct read_token *read_token; /* the outstanding read, or NULL */
+	struct read_token *read_tokens; /* the outstanding reads */
 
 	/* messages */
 	relay__msg *msgs;
@@ -157,6 +175,10 @@ struct relay_consumer {
 	relay__hist *hists;
 	size_t nhists;
 
+	/* messages whose steps keep failing */
+	relay__stuck *stuck;
+	size_t nstuck;
+
 	/* manual runs in progress */
 	unsigned int manual;
 	struct manual *manual_runs;
@@ -166,7 +188,8 @@ struct relay_consumer {
 	int in_backoff;               /* read_timer is a backoff */
 	int delivering;               /* inside a batch: no new read yet */
 	int python_ok, node_ok;       /* availability cache: 1, -1, 0 */
-	relay_mono_us avail_checked_us;
+	relay_mono_us python_checked_us, node_checked_us; /* ... per
+							    interpreter */
 };
 
 /* Durations after time_scale. */
@@ -185,12 +208,15 @@ void relay__consumer_detach_read(relay_consumer *c);
 /* consumer_msg.c */
 void relay__msg_next(relay__msg *m);
 void relay__msg_step_failed(relay_consumer *c, int status, const char *what,
-			    const relay__msg *m);
+			    relay__msg *m);
 /* consumer_inv.c */
 void relay__inv_begin(relay__inv *inv);
 void relay__msg_deliver(relay_consumer *c, const relay_stream_entry *e,
 			int reclaimed);
 void relay__msg_missing(relay_consumer *c, const char *id);
+/* The body of in-memory @m is gone: count it once, finish without
+ * further attempts (consumer_msg.c). */
+void relay__msg_gone(relay__msg *m);
 relay__msg *relay__msg_find(relay_consumer *c, const char *id);
 void relay__msg_stop(relay_consumer *c, int graceful);
 void relay__slots_release(relay_consumer *c, relay__inv *inv);
@@ -200,6 +226,9 @@ void relay__slots_release(relay_consumer *c, relay__inv *inv);
 void relay__msg_classified(relay__msg *m, int status,
 			   const relay_inv_outcome *o);
 void relay__msg_ack(relay__msg *m);
+/* Send the fused success tail for @inv (the last one of @m) and free
+ * @m. Returns 0 (then @m is gone) or the send error (@m untouched). */
+int relay__msg_tail(relay__msg *m, relay__inv *inv);
 void relay__msg_release(relay__msg *m, const char *why);
 /* Route the message to the DLQ placeholder path; @detail (a schedule
  * envelope's problem) is the reason after "malformed schedule
@@ -216,6 +245,19 @@ int relay__sched_claim(relay__msg *m);
 /* After the classification reply: obsolete → ACK, hold → release,
  * else run the invocation. @first: this delivery claimed it. */
 void relay__sched_classified(relay__msg *m, int first);
+
+/* consumer_stuck.c */
+/* 1 when a failure of @status is the message's own (Redis answered). */
+int relay__stuck_class(const relay_consumer *c, int status);
+/* Record a failed step of message @id. Returns 1 when this starts a new
+ * backoff step (log it; *retry_ms is the wait), 0 when the current step
+ * already counted. */
+int relay__stuck_note(relay_consumer *c, const char *id, const char *what,
+		      const char *detail, int64_t *retry_ms);
+/* 1 while message @id is in its backoff: skip the delivery. */
+int relay__stuck_wait(relay_consumer *c, const char *id);
+void relay__stuck_clear(relay_consumer *c, const char *id);
+void relay__stuck_free(relay_consumer *c);
 
 /* consumer_exec.c */
 void relay__rt_executor_init(relay__rt_executor *x, relay_runtime *rt);

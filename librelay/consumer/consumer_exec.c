@@ -56,25 +56,28 @@ int relay__consumer_default_available(const relay_app *app, void *payload)
 {
 	relay_consumer *c = payload;
 	relay_mono_us now = relay_clock_mono_us(c->clock);
+	relay_mono_us *at;
 	int *ok;
 	const char *prog;
 
 	switch (relay_app_runtime(app)) {
 	case RELAY_APP_RUNTIME_PYTHON3:
 		ok = &c->python_ok;
+		at = &c->python_checked_us;
 		prog = "python3";
 		break;
 	case RELAY_APP_RUNTIME_NODE:
 		ok = &c->node_ok;
+		at = &c->node_checked_us;
 		prog = "node";
 		break;
 	default:
 		return 1;
 	}
-	if (*ok == 0 || now - c->avail_checked_us > 5000000u) {
-		c->avail_checked_us = now;
-		c->python_ok = 0;
-		c->node_ok = 0;
+	/* Each interpreter has its own entry: checking one never forces a
+	 * rescan of the other. */
+	if (*ok == 0 || now - *at > 5000000u) {
+		*at = now;
 		*ok = relay__on_path(prog) ? 1 : -1;
 	}
 	return *ok > 0;

@@ -208,6 +208,28 @@ static void complete_cb(int status, const relay_inv_outcome *o, void *payload)
 		     RELAY__INV_DONE_OK : RELAY__INV_UNRESOLVED);
 }
 
+/*
+ * The common path's last step in one round trip: when this invocation
+ * is the message's last non-terminal one and every other one succeeded
+ * (so no DLQ entry is due), mark_complete, XACK and retain go as one
+ * script. Anything else (a sibling exhausted, the classification not
+ * recorded, the body gone, an older backend) takes the separate steps.
+ */
+static int can_fuse(const relay__inv *inv)
+{
+	const relay__msg *m = inv->m;
+	size_t i;
+
+	if (m->c->redis->version < 3 || m->class_pending || m->class_failed ||
+	    m->gone)
+		return 0;
+	for (i = 0; i < m->ninv; i++)
+		if (&m->invs[i] != inv &&
+		    m->invs[i].status != RELAY__INV_DONE_OK)
+			return 0;
+	return 1;
+}
+
 static void exhausted_cb(int status, const relay_inv_outcome *o,
 			 void *payload)
 {
@@ -344,9 +366,13 @@ static void run_done(const relay_run_outcome *o, void *payload)
 		    relay_app_name(inv->app),
 		    inv->handler, m->id, inv->attempt,
 		    (unsigned long long)(dur_us / 1000));
-		rc = relay_inv_mark_complete(c->redis, m->key, inv->field,
-					     inv->attempt, inv->token,
-					     complete_cb, inv);
+		if (can_fuse(inv))
+			rc = relay__msg_tail(m, inv);
+		else
+			rc = relay_inv_mark_complete(c->redis, m->key,
+						     inv->field, inv->attempt,
+						     inv->token, complete_cb,
+						     inv);
 		if (rc) {
 			relay__msg_step_failed(c, rc, "mark_complete", m);
 			inv_resolved(inv, RELAY__INV_UNRESOLVED);
@@ -491,6 +517,11 @@ static void inv_claim(relay__inv *inv)
 	relay_consumer *c = m->c;
 	int rc;
 
+	if (m->gone) {
+		/* The body left while this waited for a slot. */
+		inv_resolved(inv, RELAY__INV_UNRESOLVED);
+		return;
+	}
 	rc = relay_inv_try_start(c->redis, m->key, inv->field,
 				 relay_clock_wall_ms(c->clock),
 				 inv->timeout_ms,

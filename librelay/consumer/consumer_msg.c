@@ -9,7 +9,8 @@
  *	                                            ├─ unmatched: ack
  *	                                            └─ invocations, one at a
  *	   time in dispatch order: slots → try_start → run → complete |
- *	   record_failure | mark_exhausted
+ *	   record_failure | mark_exhausted; the last one's success, all
+ *	   others ok: complete_ack (complete + XACK + retain, one script)
  *	finish ─ all terminal? ─ no: release (stays pending in the PEL)
  *	                       └ yes: DLQ entries → XACK → retain → free
  *
@@ -39,6 +40,7 @@
 
 static void msg_finish(relay__msg *m);
 static void dlq_next(relay__msg *m);
+static void missing_finish(relay__msg *m);
 
 /* ---- allocation -------------------------------------------------------- */
 
@@ -87,6 +89,8 @@ static void msg_free(relay__msg *m)
 	size_t i;
 
 	ev_timer_stop(c->loop, &m->slot_timer); /* also clears pending */
+	if (!m->step_failed)
+		relay__stuck_clear(c, m->id);  /* every step passed */
 	if (m->prev)
 		m->prev->next = m->next;
 	else
@@ -112,6 +116,84 @@ static void msg_free(relay__msg *m)
 	relay__consumer_kick(c);
 }
 
+/*
+ * The fused success tail (COMPLETE_ACK: mark_complete, XACK, retain in
+ * one script). Once the script is sent nothing in memory is needed to
+ * finish the message: whatever the reply says, nothing else is done with
+ * it here (recorded: it left the PEL and is retained; stale, retained or
+ * an error: it stays pending, a later delivery decides). So its buffer
+ * slot is given back at once and the next read goes out in the same
+ * write as the script, which Redis runs first; the reply is an
+ * outstanding operation that stop waits for, like retain.
+ */
+typedef struct tail_call {
+	relay_consumer *c;
+	char *id;
+} tail_call;
+
+static void tail_cb(int status, const relay_inv_outcome *o, void *payload)
+{
+	tail_call *t = payload;
+	relay_consumer *c = t->c;
+	int64_t retry_ms;
+
+	c->ops--;
+	if (status) {
+		relay__consumer_redis_failed(c, status, "mark_complete+XACK");
+		if (!relay__stuck_class(c, status))
+			LOG(c, RELAY_LOG_WARN, "RELAY-ENG09",
+			    "mark_complete+XACK: %s; message kept pending "
+			    "message_id=%s", relay_strerror(status), t->id);
+		else if (relay__stuck_note(c, t->id, "mark_complete+XACK",
+					   relay_strerror(status), &retry_ms))
+			LOG(c, RELAY_LOG_WARN, "RELAY-ENG09",
+			    "mark_complete+XACK: %s; message kept pending, "
+			    "next try in %lld ms message_id=%s",
+			    relay_strerror(status), (long long)retry_ms,
+			    t->id);
+	} else {
+		relay__consumer_redis_ok(c);
+		if (o->result == RELAY_INV_R_RECORDED)
+			c->m.acks++;
+		else
+			LOG(c, RELAY_LOG_DEBUG, "RELAY-ENG09",
+			    "message kept pending: completion not recorded "
+			    "(%s) message_id=%s",
+			    relay__inv_result_wire(o->result), t->id);
+	}
+	relay__free(t->id);
+	relay__free(t);
+	relay__consumer_check_stopped(c);
+}
+
+int relay__msg_tail(relay__msg *m, relay__inv *inv)
+{
+	relay_consumer *c = m->c;
+	tail_call *t = relay__calloc(1, sizeof(*t));
+	int rc;
+
+	if (!t)
+		return RELAY_ENOMEM;
+	t->c = c;
+	t->id = relay__strdup(m->id);
+	if (!t->id) {
+		relay__free(t);
+		return RELAY_ENOMEM;
+	}
+	rc = relay__inv_complete_ack(c->redis, m->key, c->stream, inv->field,
+				     inv->attempt, inv->token, c->group, m->id,
+				     c->retention_ms, tail_cb, t);
+	if (rc) {
+		relay__free(t->id);
+		relay__free(t);
+		return rc;
+	}
+	c->ops++;
+	inv->status = RELAY__INV_DONE_OK;
+	msg_free(m);
+	return 0;
+}
+
 /* Leave the message pending; a later delivery decides again. */
 void relay__msg_release(relay__msg *m, const char *why)
 {
@@ -121,18 +203,41 @@ void relay__msg_release(relay__msg *m, const char *why)
 }
 
 void relay__msg_step_failed(relay_consumer *c, int status, const char *what,
-			   const relay__msg *m)
+			    relay__msg *m)
 {
+	const char *detail;
+	int64_t retry_ms;
+
 	relay__consumer_redis_failed(c, status, what);
-	LOG(c, RELAY_LOG_WARN, "RELAY-ENG09",
-	    "%s: %s; message kept pending message_id=%s", what,
-	    relay_strerror(status), m->id);
+	if (!relay__stuck_class(c, status)) {
+		LOG(c, RELAY_LOG_WARN, "RELAY-ENG09",
+		    "%s: %s; message kept pending message_id=%s", what,
+		    relay_strerror(status), m->id);
+		return;
+	}
+	/* Redis answered with an error: this message's own trouble. One
+	 * line per backoff step, never one per delivery. */
+	m->step_failed = 1;
+	detail = relay_strerror(status);
+	if (relay__stuck_note(c, m->id, what, detail, &retry_ms))
+		LOG(c, RELAY_LOG_WARN, "RELAY-ENG09",
+		    "%s: %s; message kept pending, next try in %lld ms "
+		    "message_id=%s", what, detail, (long long)retry_ms, m->id);
+	else
+		LOG(c, RELAY_LOG_DEBUG, "RELAY-ENG09",
+		    "%s: %s; message kept pending message_id=%s", what,
+		    detail, m->id);
 }
 
 /* ---- the message ------------------------------------------------------- */
 
 void relay__msg_next(relay__msg *m)
 {
+	if (m->gone) {
+		/* No further attempts for a message whose body is gone. */
+		msg_finish(m);
+		return;
+	}
 	while (m->cur < m->ninv && m->invs[m->cur].status != RELAY__INV_TODO)
 		m->cur++;
 	if (m->cur < m->ninv)
@@ -148,6 +253,10 @@ static void msg_finish(relay__msg *m)
 	if (m->class_pending) {
 		/* The classification reply is still due: finish then. */
 		m->finish_deferred = 1;
+		return;
+	}
+	if (m->gone) {
+		missing_finish(m);
 		return;
 	}
 	if (m->class_failed) {
@@ -284,8 +393,9 @@ static void persist_placeholder(relay__msg *m)
 	e.app = "-";
 	e.handler = "-";
 	e.handler_attempts = 0;
-	rc = relay__dlq_persist(m->c->redis, m->key, m->c->dlq_key, NULL, 0,
-				NULL, &e, m->pl_event_len, persist_cb, m);
+	rc = relay__dlq_persist_raw(m->c->redis, m->key, m->c->dlq_key, NULL,
+				    0, NULL, &e, m->pl_event_len, persist_cb,
+				    m);
 	if (rc) {
 		relay__msg_step_failed(m->c, rc, "DLQ write", m);
 		msg_free(m);
@@ -466,9 +576,9 @@ static int set_placeholder(relay__msg *m, relay_dlq_malformed kind,
 							  c->max_event_bytes);
 	else if (kind == RELAY_DLQ_MISSING_EVENT)
 		m->pl_event = relay__strdup("-");
-	else if ((m->pl_event = relay__malloc(len + 1))) {
-		/* The raw value, byte-exact: it may hold NUL bytes. */
-		memcpy(m->pl_event, ev, len);
+	else if ((m->pl_event = relay__malloc(len + 1)) != NULL) {
+		/* Verbatim, NUL bytes included; may be empty. */
+		memcpy(m->pl_event, ev ? ev : "", len);
 		m->pl_event[len] = '\0';
 		m->pl_event_len = len;
 		return m->pl_reason ? 0 : RELAY_ENOMEM;
@@ -569,6 +679,8 @@ void relay__msg_deliver(relay_consumer *c, const relay_stream_entry *e,
 
 	if (relay__msg_find(c, e->id))
 		return;  /* already being worked on here */
+	if (relay__stuck_wait(c, e->id))
+		return;  /* its failing step backs off: stays pending */
 	m = msg_new(c, e->id);
 	if (!m)
 		return;  /* stays pending; reclaimed later */
@@ -615,27 +727,56 @@ static void missing_ack_cb(relay_redis_backend *b, int status,
 	msg_retain_free(m);
 }
 
+/* Clear the dangling PEL reference (if any is left), then retain. */
+static void missing_finish(relay__msg *m)
+{
+	relay_consumer *c = m->c;
+	const char *ids[1];
+
+	LOG(c, RELAY_LOG_DEBUG, "RELAY-ENG07",
+	    "stream body gone: reference cleared, state retained "
+	    "message_id=%s", m->id);
+	ids[0] = m->id;
+	if (relay_redis_xack(c->redis, c->stream, c->group, ids, 1,
+			     missing_ack_cb, m))
+		msg_free(m);
+}
+
+void relay__msg_gone(relay__msg *m)
+{
+	relay_consumer *c = m->c;
+
+	if (m->gone)
+		return;
+	m->gone = 1;
+	c->m.missing_payload++;
+	LOG(c, RELAY_LOG_WARN, "RELAY-ENG07",
+	    "stream entry deleted while its message was worked on "
+	    "(deleted or trimmed); no further attempts message_id=%s", m->id);
+}
+
 /*
  * A PEL entry whose stream entry is gone is data loss, not success:
  * count it, clear the dangling reference, retain any state hash. No
- * handler runs and no DLQ entry is fabricated.
+ * handler runs and no DLQ entry is fabricated. A message still in
+ * memory (its handler running) is counted once and finishes this way
+ * when its current step ends.
  */
 void relay__msg_missing(relay_consumer *c, const char *id)
 {
-	const char *ids[1];
-	relay__msg *m;
+	relay__msg *m = relay__msg_find(c, id);
 
+	if (m) {
+		relay__msg_gone(m);
+		return;
+	}
 	c->m.missing_payload++;
 	LOG(c, RELAY_LOG_WARN, "RELAY-ENG07",
 	    "pending entry has no stream body (deleted or trimmed) "
 	    "message_id=%s", id);
-	if (relay__msg_find(c, id))
-		return;
 	m = msg_new(c, id);
 	if (!m)
 		return;
-	ids[0] = id;
-	if (relay_redis_xack(c->redis, c->stream, c->group, ids, 1,
-			     missing_ack_cb, m))
-		msg_free(m);
+	m->gone = 1;
+	missing_finish(m);
 }

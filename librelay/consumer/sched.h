@@ -8,8 +8,8 @@
  *	 "scheduled_at":"YYYY-MM-DDTHH:MM:SSZ",
  *	 "occurrence_id":"schedule:A:S:YYYY-MM-DDTHH:MM:SSZ"}
  */
-#ifndef RELAY__SCHED_H
-#define RELAY__SCHED_H
+#ifndef RELAY__CONSUMER_SCHED_H
+#define RELAY__CONSUMER_SCHED_H
 
 #include <stddef.h>
 #include <stdint.h>
@@ -57,4 +57,4 @@ int relay__sched_envelope_check(const void *root, const char **app,
 				const char **schedule, const char **handler,
 				const char **at, char *why, size_t size);
 
-#endif /* RELAY__SCHED_H */
+#endif /* RELAY__CONSUMER_SCHED_H */

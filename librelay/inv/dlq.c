@@ -83,7 +83,9 @@ static int entry_validate(const relay_dlq_entry *e, size_t event_len,
 	int dash_app, dash_handler;
 
 	for (i = 0; i < RELAY__ARRAY_SIZE(str); i++) {
-		if (!str[i] || (i == F_EVENT ? event_len == 0 : !*str[i]))
+		/* The event is stored verbatim: an empty raw value (XADD s *
+		 * event "") is a value, not a missing field. */
+		if (!str[i] || (!*str[i] && str[i] != e->event))
 			return relay__error_set(err, RELAY_EINVAL, NULL, 0, 0,
 						"DLQ field %s is empty",
 						field_names[i]);
@@ -207,21 +209,19 @@ int relay_dlq_persist(relay_redis_backend *b, const char *inv_key,
 		      const relay_dlq_entry *e, relay_dlq_persist_cb cb,
 		      void *payload)
 {
-	if (!e)
-		return RELAY_EINVAL;
-	return relay__dlq_persist(b, inv_key, dlq_key, field, attempt, token,
-				  e, e->event ? strlen(e->event) : 0, cb,
-				  payload);
+	return relay__dlq_persist_raw(b, inv_key, dlq_key, field, attempt,
+				      token, e, e && e->event ?
+				      strlen(e->event) : 0, cb, payload);
 }
 
-int relay__dlq_persist(relay_redis_backend *b, const char *inv_key,
-		       const char *dlq_key, const char *field,
-		       unsigned int attempt, const char *token,
-		       const relay_dlq_entry *e, size_t event_len,
-		       relay_dlq_persist_cb cb, void *payload)
+int relay__dlq_persist_raw(relay_redis_backend *b, const char *inv_key,
+			   const char *dlq_key, const char *field,
+			   unsigned int attempt, const char *token,
+			   const relay_dlq_entry *e, size_t event_len,
+			   relay_dlq_persist_cb cb, void *payload)
 {
 	const char *argv[5 + 2 * NFIELDS];
-	size_t argvlen[5 + 2 * NFIELDS];
+	size_t lens[5 + 2 * NFIELDS];
 	char sat[16], sdel[24], shat[24];
 	struct persist_call *c;
 	int argc = 0, rc, i;
@@ -257,21 +257,21 @@ int relay__dlq_persist(relay_redis_backend *b, const char *inv_key,
 				continue;
 			argv[argc++] = field_names[i];
 			argv[argc++] = vals[i];
+			/* The event may hold NUL bytes: its length is given. */
+			lens[argc - 1] = i == 4 ? event_len : strlen(vals[i]);
 		}
 	}
-	/* Every argument is a C string but the event value. */
-	for (i = 0; i < argc; i++)
-		argvlen[i] = strlen(argv[i]);
-	for (i = 5; i + 1 < argc; i += 2)
-		if (argv[i] == field_names[F_EVENT])
-			argvlen[i + 1] = event_len;
+	for (i = 0; i < 5; i++)
+		lens[i] = strlen(argv[i]);
+	for (i = 5; i < argc; i += 2)
+		lens[i] = strlen(argv[i]);
 	c = relay__malloc(sizeof(*c));
 	if (!c)
 		return RELAY_ENOMEM;
 	c->cb = cb;
 	c->payload = payload;
 	rc = relay__redis_script(b, RELAY_REDIS_SCRIPT_DLQ_PERSIST, 2, argc,
-				 argv, argvlen, persist_reply, c);
+				 argv, lens, persist_reply, c);
 	if (rc)
 		relay__free(c);
 	return rc;

@@ -45,6 +45,29 @@ int relay__inv_decide_dlq(const relay_inv_state *cur, unsigned int attempt,
 			  const char *token, relay_dlq_persist_result *res,
 			  relay_inv_state *next);
 
+/*
+ * relay_dlq_persist() with the event's length given: the raw value of a
+ * malformed message is stored verbatim, NUL bytes included (the struct's
+ * event is then not a C string of that length).
+ */
+int relay__dlq_persist_raw(relay_redis_backend *b, const char *inv_key,
+			   const char *dlq_key, const char *field,
+			   unsigned int attempt, const char *token,
+			   const relay_dlq_entry *e, size_t event_len,
+			   relay_dlq_persist_cb cb, void *payload);
+
+/*
+ * mark_complete + XACK @id of @stream for @group + retain (@ttl_ms) in one
+ * script (RELAY_REDIS_SCRIPT_COMPLETE_ACK, backend version >= 3; else
+ * RELAY_EBACKEND). The outcome is mark_complete's: recorded means the
+ * message was also acknowledged and retained.
+ */
+int relay__inv_complete_ack(relay_redis_backend *b, const char *key,
+			    const char *stream, const char *field,
+			    unsigned int attempt, const char *token,
+			    const char *group, const char *id,
+			    int64_t ttl_ms, relay_inv_cb cb, void *payload);
+
 /* Script result names on the wire (index = relay_inv_result). */
 const char *relay__inv_result_wire(relay_inv_result r);
 int relay__inv_result_parse(const char *s, relay_inv_result *out);
@@ -55,17 +78,6 @@ int relay__inv_result_parse(const char *s, relay_inv_result *out);
  */
 int relay__inv_outcome_from_reply(const relay_redis_reply *r,
 				  relay_inv_outcome *out);
-
-/*
- * relay_dlq_persist() with an explicit length for e->event, so a raw
- * stream value holding NUL bytes is stored byte-exact (the public
- * function takes strlen(e->event)).
- */
-int relay__dlq_persist(relay_redis_backend *b, const char *inv_key,
-		       const char *dlq_key, const char *field,
-		       unsigned int attempt, const char *token,
-		       const relay_dlq_entry *e, size_t event_len,
-		       relay_dlq_persist_cb cb, void *payload);
 
 /* Parse a decimal integer strictly (no sign unless @neg_ok). */
 int relay__parse_i64(const char *s, size_t len, int64_t *out);

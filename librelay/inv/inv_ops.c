@@ -128,6 +128,42 @@ int relay_inv_mark_complete(relay_redis_backend *b, const char *key,
 		      attempt, token, cb, payload);
 }
 
+int relay__inv_complete_ack(relay_redis_backend *b, const char *key,
+			    const char *stream, const char *field,
+			    unsigned int attempt, const char *token,
+			    const char *group, const char *id,
+			    int64_t ttl_ms, relay_inv_cb cb, void *payload)
+{
+	char sat[16], sttl[24];
+	const char *argv[8];
+	struct inv_call *c;
+	int rc;
+
+	if (check_claim(key, field, attempt, token) || !stream || !group ||
+	    !id || ttl_ms < 1 || !b || !cb)
+		return RELAY_EINVAL;
+	snprintf(sat, sizeof(sat), "%u", attempt);
+	snprintf(sttl, sizeof(sttl), "%lld", (long long)ttl_ms);
+	argv[0] = key;
+	argv[1] = stream;
+	argv[2] = field;
+	argv[3] = sat;
+	argv[4] = token;
+	argv[5] = group;
+	argv[6] = id;
+	argv[7] = sttl;
+	c = relay__malloc(sizeof(*c));
+	if (!c)
+		return RELAY_ENOMEM;
+	c->cb = cb;
+	c->payload = payload;
+	rc = relay__redis_script(b, RELAY_REDIS_SCRIPT_COMPLETE_ACK, 2, 8,
+				 argv, NULL, inv_reply, c);
+	if (rc)
+		relay__free(c);
+	return rc;
+}
+
 int relay_inv_mark_exhausted(relay_redis_backend *b, const char *key,
 			     const char *field, unsigned int attempt,
 			     const char *token, relay_inv_cb cb,

@@ -32,10 +32,16 @@ int relay_matcher_new(relay_matcher **out, const relay_ruleset *rs)
 	m->leaf_stamp = relay__calloc(nl, sizeof(uint32_t));
 	m->rule_stamp = relay__calloc(nr, sizeof(uint32_t));
 	m->node_seen = relay__calloc(nn, sizeof(uint32_t));
+	m->node_from = relay__calloc(nn, sizeof(uint32_t));
+	m->node_to = relay__calloc(nn, sizeof(uint32_t));
 	m->cand = relay__calloc(nr, sizeof(uint32_t));
 	m->ids = relay__calloc(nr, sizeof(uint32_t));
+	/* Room for every leaf and node once: a repeated key needs more. */
+	m->cap_log = (uint32_t)(nl + nn + 16);
+	m->log = relay__malloc(m->cap_log * sizeof(uint32_t));
 	if (!m->leaf_stamp || !m->rule_stamp || !m->node_seen || !m->cand ||
-	    !m->ids || relay__buf_reserve(&m->scratch, 1024)) {
+	    !m->ids || !m->node_from || !m->node_to || !m->log ||
+	    relay__buf_reserve(&m->scratch, 1024)) {
 		relay_matcher_free(m);
 		return RELAY_ENOMEM;
 	}
@@ -50,6 +56,9 @@ void relay_matcher_free(relay_matcher *m)
 	relay__free(m->leaf_stamp);
 	relay__free(m->rule_stamp);
 	relay__free(m->node_seen);
+	relay__free(m->node_from);
+	relay__free(m->node_to);
+	relay__free(m->log);
 	relay__free(m->cand);
 	relay__free(m->ids);
 	relay__buf_free(&m->scratch);
@@ -73,8 +82,30 @@ void relay__match_begin(relay_matcher *m, relay_wall_ms now)
 		m->epoch = 1;
 	}
 	m->ncand = 0;
+	m->nlog = 0;
+	m->log_lost = false;
 	m->now = now;
 	m->errstr[0] = '\0';
+}
+
+/* Append @v to the event's log; on failure to grow, stop logging for this
+ * event (repeated keys then fall back to relay__node_reset()). */
+void relay__mlog(relay_matcher *m, uint32_t v)
+{
+	if (m->log_lost)
+		return;
+	if (m->nlog == m->cap_log) {
+		uint32_t cap = m->cap_log * 2, *p;
+
+		if (cap < m->cap_log ||
+		    !(p = relay__realloc(m->log, (size_t)cap * sizeof(*p)))) {
+			m->log_lost = true;
+			return;
+		}
+		m->log = p;
+		m->cap_log = cap;
+	}
+	m->log[m->nlog++] = v;
 }
 
 void relay__fire(relay_matcher *m, uint32_t leaf)
@@ -85,12 +116,47 @@ void relay__fire(relay_matcher *m, uint32_t leaf)
 	if (m->leaf_stamp[leaf] == epoch)
 		return;
 	m->leaf_stamp[leaf] = epoch;
+	relay__mlog(m, leaf);
 	for (k = rs->anchor_off[leaf]; k < rs->anchor_off[leaf + 1]; k++) {
 		r = rs->anchor_rules[k];
 		if (m->rule_stamp[r] != epoch) {
 			m->rule_stamp[r] = epoch;
 			m->cand[m->ncand++] = r;
 		}
+	}
+}
+
+/*
+ * Fire the prefixes (or suffixes) of @s found in @map: a few are compared
+ * one by one; more are looked up once per distinct length, hashing @s
+ * incrementally, so the cost is linear in @s whatever their number.
+ */
+static void eval_affix(relay_matcher *m, const relay__smap *map,
+		       const uint32_t *lens, uint32_t nlens, const char *s,
+		       size_t len, int suffix)
+{
+	uint64_t h = RELAY__AFFIX_SEED;
+	size_t at = 0, l;
+	uint32_t i, leaf;
+
+	if (map->n <= 8) {
+		for (i = 0; i < map->n; i++) {
+			l = map->ents[i].len;
+			if (len >= l && relay__bytes_eq(suffix ? s + len - l :
+							s, map->ents[i].s, l))
+				relay__fire(m, map->ents[i].val);
+		}
+		return;
+	}
+	for (i = 0; i < nlens && lens[i] <= len; i++) {
+		l = lens[i];
+		for (; at < l; at++)
+			h = relay__affix_step(h, (unsigned char)
+					      s[suffix ? len - 1 - at : at]);
+		leaf = relay__smap_find_h(map, suffix ? s + len - l : s, l,
+					  relay__affix_fin(h));
+		if (leaf != RELAY__NONE)
+			relay__fire(m, leaf);
 	}
 }
 
@@ -105,15 +171,12 @@ void relay__eval_string(relay_matcher *m, const relay__tnode *n,
 		if (l != RELAY__NONE)
 			relay__fire(m, l);
 	}
-	for (i = 0; i < n->nprefix; i++)
-		if (len >= n->prefix[i].len &&
-		    relay__bytes_eq(s, n->prefix[i].s, n->prefix[i].len))
-			relay__fire(m, n->prefix[i].val);
-	for (i = 0; i < n->nsuffix; i++)
-		if (len >= n->suffix[i].len &&
-		    relay__bytes_eq(s + len - n->suffix[i].len,
-				    n->suffix[i].s, n->suffix[i].len))
-			relay__fire(m, n->suffix[i].val);
+	if (n->prefix.n)
+		eval_affix(m, &n->prefix, n->prefix_lens, n->nprefix_lens,
+			   s, len, 0);
+	if (n->suffix.n)
+		eval_affix(m, &n->suffix, n->suffix_lens, n->nsuffix_lens,
+			   s, len, 1);
 	if (n->ncmp_time && relay__rfc3339_parse(s, len, &t) == 0)
 		for (i = 0; i < n->ncmp_time; i++)
 			if (relay__instant_cmp(&t, m->now +
@@ -150,6 +213,28 @@ void relay__node_reset(relay_matcher *m, uint32_t node)
 	for (i = 0; i < n->kids.n; i++) {
 		m->node_seen[n->kids.ents[i].val] = 0;
 		relay__node_reset(m, n->kids.ents[i].val);
+	}
+}
+
+/*
+ * A key occurred again: forget what its previous value fired and which
+ * nodes below it were visited, from the log (cost: what that value
+ * logged, not the size of the trie below the key).
+ */
+void relay__node_forget(relay_matcher *m, uint32_t node)
+{
+	uint32_t k, v;
+
+	if (m->log_lost) {
+		relay__node_reset(m, node);
+		return;
+	}
+	for (k = m->node_from[node]; k < m->node_to[node]; k++) {
+		v = m->log[k];
+		if (v & RELAY__LOG_NODE)
+			m->node_seen[v & ~RELAY__LOG_NODE] = 0;
+		else
+			m->leaf_stamp[v] = 0;
 	}
 }
 

@@ -9,6 +9,7 @@
  * a thousand rules load in well under a millisecond.
  */
 #include <math.h>
+#include <stdlib.h>
 #include <string.h>
 
 #include "ruleset_int.h"
@@ -37,9 +38,10 @@ uint32_t relay__hash(const char *s, size_t len)
 	return (uint32_t)h;
 }
 
-uint32_t relay__smap_find(const relay__smap *m, const char *s, size_t len)
+uint32_t relay__smap_find_h(const relay__smap *m, const char *s, size_t len,
+			    uint32_t hash)
 {
-	uint32_t i, e, hash;
+	uint32_t i, e;
 
 	if (m->n <= 8) {
 		for (i = 0; i < m->n; i++)
@@ -48,7 +50,6 @@ uint32_t relay__smap_find(const relay__smap *m, const char *s, size_t len)
 				return m->ents[i].val;
 		return RELAY__NONE;
 	}
-	hash = relay__hash(s, len);
 	for (i = hash & m->mask;; i = (i + 1) & m->mask) {
 		e = m->tab[i];
 		if (e == RELAY__NONE)
@@ -57,6 +58,12 @@ uint32_t relay__smap_find(const relay__smap *m, const char *s, size_t len)
 		    relay__bytes_eq(m->ents[e].s, s, len))
 			return m->ents[e].val;
 	}
+}
+
+uint32_t relay__smap_find(const relay__smap *m, const char *s, size_t len)
+{
+	return relay__smap_find_h(m, s, len,
+				  m->n <= 8 ? 0 : relay__hash(s, len));
 }
 
 static int smap_rehash(relay__smap *m, uint32_t size)
@@ -78,10 +85,12 @@ static int smap_rehash(relay__smap *m, uint32_t size)
 	return 0;
 }
 
-/* Add s -> val; the caller checked that s is not present yet. */
-static int smap_put(relay__smap *m, const char *s, size_t len, uint32_t val)
+/* Add s -> val with its @hash; the caller checked that s is not present
+ * yet. */
+static int smap_put_h(relay__smap *m, const char *s, size_t len, uint32_t val,
+		      uint32_t hash)
 {
-	uint32_t hash = relay__hash(s, len), i;
+	uint32_t i;
 
 	if (len > UINT32_MAX)
 		return RELAY_EINVAL;
@@ -108,6 +117,23 @@ static int smap_put(relay__smap *m, const char *s, size_t len, uint32_t val)
 		;
 	m->tab[i] = m->n - 1;
 	return 0;
+}
+
+static int smap_put(relay__smap *m, const char *s, size_t len, uint32_t val)
+{
+	return smap_put_h(m, s, len, val, relay__hash(s, len));
+}
+
+/* The affix hash of @s (prefix: front to back; suffix: back to front). */
+static uint32_t affix_hash(const char *s, size_t len, int suffix)
+{
+	uint64_t h = RELAY__AFFIX_SEED;
+	size_t i;
+
+	for (i = 0; i < len; i++)
+		h = relay__affix_step(h, (unsigned char)s[suffix ?
+							   len - 1 - i : i]);
+	return relay__affix_fin(h);
 }
 
 static void smap_fini(relay__smap *m)
@@ -189,10 +215,11 @@ static int leaf_new(relay_ruleset *rs, uint32_t node,
 		rs->leaf_kind = k;
 		rs->cap_leaves = cap;
 	}
-	nl = relay__realloc(n->leaves, (n->nleaves + 1) * sizeof(*nl));
-	if (!nl)
-		return RELAY_ENOMEM;
-	n->leaves = nl;
+	p = n->leaves;
+	rc = grow(&p, &n->cap_leaves, n->nleaves + 1, sizeof(*nl));
+	n->leaves = p;
+	if (rc)
+		return rc;
 	n->leaves[n->nleaves++] = rs->nleaves;
 	rs->leaf_node[rs->nleaves] = node;
 	rs->leaf_kind[rs->nleaves] = (uint8_t)kind;
@@ -220,34 +247,53 @@ static int sent_leaf(relay_ruleset *rs, uint32_t node, int suffix,
 		     const relay__pat_alt *a, uint32_t *out)
 {
 	relay__tnode *n = &rs->nodes[node];
-	relay__sent **arr = suffix ? &n->suffix : &n->prefix;
-	uint32_t *cnt = suffix ? &n->nsuffix : &n->nprefix, i;
-	relay__sent *na;
+	relay__smap *map = suffix ? &n->suffix : &n->prefix;
+	uint32_t hash, l;
 	int rc;
 
-	for (i = 0; i < *cnt; i++)
-		if ((*arr)[i].len == a->len &&
-		    memcmp((*arr)[i].s, a->str, a->len) == 0) {
-			*out = (*arr)[i].val;
-			return 0;
-		}
 	if (a->len > UINT32_MAX)
 		return RELAY_EINVAL;
+	hash = affix_hash(a->str, a->len, suffix);
+	l = relay__smap_find_h(map, a->str, a->len, hash);
+	if (l != RELAY__NONE) {
+		*out = l;
+		return 0;
+	}
 	rc = leaf_new(rs, node, a->kind, out);
 	if (rc)
 		return rc;
 	n = &rs->nodes[node];
-	arr = suffix ? &n->suffix : &n->prefix;
-	na = relay__realloc(*arr, (*cnt + 1) * sizeof(*na));
-	if (!na)
-		return RELAY_ENOMEM;
-	*arr = na;
-	na[*cnt].s = a->str;
-	na[*cnt].len = (uint32_t)a->len;
-	na[*cnt].hash = 0;
-	na[*cnt].val = *out;
-	(*cnt)++;
 	n->want_str = 1;
+	return smap_put_h(suffix ? &n->suffix : &n->prefix, a->str, a->len,
+			  *out, hash);
+}
+
+static int cmp_len(const void *a, const void *b)
+{
+	uint32_t x = *(const uint32_t *)a, y = *(const uint32_t *)b;
+
+	return (x > y) - (x < y);
+}
+
+/* The distinct key lengths of an affix map, ascending (for > 8 keys;
+ * fewer are compared one by one). */
+static int affix_lens(const relay__smap *map, uint32_t **out, uint32_t *n)
+{
+	uint32_t *v, i, k = 0;
+
+	if (map->n <= 8)
+		return 0;
+	v = relay__malloc(map->n * sizeof(*v));
+	if (!v)
+		return RELAY_ENOMEM;
+	for (i = 0; i < map->n; i++)
+		v[i] = map->ents[i].len;
+	qsort(v, map->n, sizeof(*v), cmp_len);
+	for (i = 0; i < map->n; i++)
+		if (!k || v[k - 1] != v[i])
+			v[k++] = v[i];
+	*out = v;
+	*n = k;
 	return 0;
 }
 
@@ -726,6 +772,15 @@ int relay_ruleset_build(relay_ruleset *rs)
 		rs->prog_start[r] = rs->nprog;
 		rc = gen_map(rs, &rs->pats[r]->root, root);
 	}
+	for (r = 0; !rc && r < rs->nnodes; r++) {
+		relay__tnode *n = &rs->nodes[r];
+
+		rc = affix_lens(&n->prefix, &n->prefix_lens,
+				&n->nprefix_lens);
+		if (!rc)
+			rc = affix_lens(&n->suffix, &n->suffix_lens,
+					&n->nsuffix_lens);
+	}
 	if (!rc)
 		rc = build_anchors(rs);
 	if (!rc)
@@ -754,8 +809,10 @@ void relay_ruleset_free(relay_ruleset *rs)
 
 		smap_fini(&n->kids);
 		smap_fini(&n->eq_str);
-		relay__free(n->prefix);
-		relay__free(n->suffix);
+		smap_fini(&n->prefix);
+		smap_fini(&n->suffix);
+		relay__free(n->prefix_lens);
+		relay__free(n->suffix_lens);
 		relay__free(n->eq_num);
 		relay__free(n->cmp_num);
 		relay__free(n->cmp_time);

@@ -60,16 +60,19 @@ typedef struct relay__timeleaf {
 typedef struct relay__tnode {
 	relay__smap kids;         /* field name -> child node index */
 	relay__smap eq_str;       /* literal -> leaf */
-	relay__sent *prefix;      /* val = leaf */
-	relay__sent *suffix;
+	relay__smap prefix;       /* prefix -> leaf, relay__affix hashes */
+	relay__smap suffix;       /* suffix -> leaf, hashed back to front */
+	uint32_t *prefix_lens;    /* distinct prefix lengths, ascending */
+	uint32_t *suffix_lens;
+	uint32_t nprefix_lens, nsuffix_lens;
 	relay__numleaf *eq_num;
 	relay__numleaf *cmp_num;
 	relay__timeleaf *cmp_time;
-	uint32_t nprefix, nsuffix, neq_num, ncmp_num, ncmp_time;
+	uint32_t neq_num, ncmp_num, ncmp_time;
 	uint32_t present;         /* leaf fired by any value, or NONE */
 	uint32_t eq_true, eq_false, eq_null;  /* leaves or NONE */
 	uint32_t *leaves;         /* every leaf of this node (for resets) */
-	uint32_t nleaves;
+	uint32_t nleaves, cap_leaves;
 	uint8_t want_str;         /* some string predicate here */
 	uint8_t want_num;         /* some number predicate here */
 } relay__tnode;
@@ -115,6 +118,13 @@ struct relay_matcher {
 	uint32_t *leaf_stamp;     /* leaf fired iff stamp == epoch */
 	uint32_t *rule_stamp;     /* rule already a candidate */
 	uint32_t *node_seen;      /* node visited (duplicate keys) */
+	/* What this event fired and visited, in order: leaf ids, and node
+	 * ids with RELAY__LOG_NODE set. A repeated key forgets exactly what
+	 * its previous value logged, in [node_from, node_to). */
+	uint32_t *log;
+	uint32_t nlog, cap_log;
+	bool log_lost;            /* could not grow: full resets instead */
+	uint32_t *node_from, *node_to;
 	uint32_t *cand;
 	uint32_t ncand;
 	uint32_t *ids;            /* results */
@@ -167,8 +177,35 @@ static inline bool relay__bytes_eq(const char *a, const char *b, size_t len)
 	}
 }
 
+#define RELAY__LOG_NODE 0x80000000u
+
+/*
+ * Prefix and suffix keys are hashed one byte at a time so that the
+ * hashes of every prefix (or suffix) of a string come out of one pass:
+ * matching a string against any number of prefixes costs its length
+ * plus one lookup per distinct prefix length, not one compare per
+ * prefix.
+ */
+#define RELAY__AFFIX_SEED 0xcbf29ce484222325ULL
+
+static inline uint64_t relay__affix_step(uint64_t h, unsigned char c)
+{
+	return (h ^ c) * 0x100000001b3ULL;
+}
+
+static inline uint32_t relay__affix_fin(uint64_t h)
+{
+	h ^= h >> 33;
+	h *= 0xff51afd7ed558ccdULL;
+	h ^= h >> 33;
+	return (uint32_t)h;
+}
+
 uint32_t relay__hash(const char *s, size_t len);
 uint32_t relay__smap_find(const relay__smap *m, const char *s, size_t len);
+/* As relay__smap_find() with the key's hash given (affix maps). */
+uint32_t relay__smap_find_h(const relay__smap *m, const char *s, size_t len,
+			    uint32_t hash);
 
 /*
  * The value of key @s, or RELAY__NONE. Most keys an event has are not in
@@ -214,6 +251,8 @@ void relay__eval_string(relay_matcher *m, const relay__tnode *n,
 			const char *s, size_t len);
 void relay__eval_number(relay_matcher *m, const relay__tnode *n, double v);
 void relay__node_reset(relay_matcher *m, uint32_t node);
+void relay__mlog(relay_matcher *m, uint32_t v);
+void relay__node_forget(relay_matcher *m, uint32_t node);
 void relay__match_begin(relay_matcher *m, relay_wall_ms now);
 size_t relay__match_end(relay_matcher *m);
 

@@ -478,8 +478,33 @@ value:
 static const uchar *scan_object(scan *s, const uchar *p, uint32_t node,
 				int depth);
 
-/* Visit the value at p of the member that leads to trie node @node. */
+static const uchar *visit_value(scan *s, const uchar *p, uint32_t node,
+				 int depth);
+
+/*
+ * Visit the value at p of the member that leads to trie node @node. A
+ * repeated key first forgets what its previous value fired (the last
+ * occurrence wins); what this value fires is logged in [node_from,
+ * node_to) for the next repetition.
+ */
 static const uchar *visit(scan *s, const uchar *p, uint32_t node, int depth)
+{
+	relay_matcher *m = s->m;
+
+	if (depth > RELAY__JSON_MAX_DEPTH)
+		return fail(s, p, "nesting too deep");
+	if (m->node_seen[node] == m->epoch)
+		relay__node_forget(m, node);
+	m->node_seen[node] = m->epoch;
+	relay__mlog(m, node | RELAY__LOG_NODE);
+	m->node_from[node] = m->nlog;
+	p = visit_value(s, p, node, depth);
+	m->node_to[node] = m->nlog;
+	return p;
+}
+
+static const uchar *visit_value(scan *s, const uchar *p, uint32_t node,
+				 int depth)
 {
 	relay_matcher *m = s->m;
 	const relay__tnode *n = &s->nodes[node];
@@ -488,11 +513,6 @@ static const uchar *visit(scan *s, const uchar *p, uint32_t node, int depth)
 	size_t len;
 	int esc = 0;
 
-	if (depth > RELAY__JSON_MAX_DEPTH)
-		return fail(s, p, "nesting too deep");
-	if (m->node_seen[node] == m->epoch)
-		relay__node_reset(m, node);
-	m->node_seen[node] = m->epoch;
 	if (n->present != RELAY__NONE)
 		relay__fire(m, n->present);
 	switch (AT(s, p)) {

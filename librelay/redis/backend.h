@@ -45,6 +45,13 @@ typedef struct relay__redis_uri {
 int relay__redis_uri_parse(relay__redis_uri *out, const char *uri,
 			   relay_error *err);
 void relay__redis_uri_clear(relay__redis_uri *u);
+/*
+ * A form of @uri safe to print, into @buf (always terminated, cut to
+ * fit): whatever the scheme, or with none, the user information before
+ * the last '@' keeps only its user name ("user:***@", "***@" when there
+ * is no ':'); control bytes become '?'. Returns @buf.
+ */
+char *relay__redis_uri_redact(const char *uri, char *buf, size_t size);
 
 /* The hiredis backend (redis_async.c). @loop NULL = private loop. */
 int relay__redis_hiredis_new(relay_redis_backend **out,

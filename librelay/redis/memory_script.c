@@ -270,6 +270,58 @@ static relay_redis_reply *retain(mem_backend *m, mem_key *k,
 	return reply4("recorded", 0, 0, "");
 }
 
+/*
+ * COMPLETE_ACK: mark_complete's decision; when recorded, the field is
+ * written, then XACK, then (only after the XACK) the retention marker
+ * and TTL, as complete_ack.lua.
+ */
+static relay_redis_reply *complete_ack(mem_backend *m, mem_key *k,
+				       const mem_args *a)
+{
+	static const char tf[] = RELAY__INV_F_TERMINAL;
+	relay_inv_state cur, next;
+	relay_inv_outcome o;
+	char tok[RELAY_INV_TOKEN_LEN + 1], val[96];
+	const char *xv[4];
+	size_t xl[4];
+	mem_args xa;
+	relay_redis_reply *n;
+	mem_key *st;
+	int64_t at, ttl;
+
+	if (a->argc != 8 || arg_num(a, 3, &at) || at < 1 ||
+	    arg_token(a, 4, tok) || arg_num(a, 7, &ttl) || ttl < 1)
+		return badargs();
+	read_state(k, a, 2, &cur);
+	if (!relay__inv_decide_complete(&cur, (unsigned)at, tok, &o, &next))
+		return outcome_reply(&o);
+	if (relay_inv_state_format(&next, val, sizeof(val)) < 0 ||
+	    write_field(m, &k, a, a->argv[2], a->len[2], val))
+		return NULL;
+	st = relay__mem_lookup(m, a->argv[1], a->len[1]);
+	if (st && st->type != MEM_STREAM)
+		return wrongtype();
+	xv[0] = "XACK";
+	xl[0] = 4;
+	xv[1] = a->argv[1];
+	xl[1] = a->len[1];
+	xv[2] = a->argv[5];
+	xl[2] = a->len[5];
+	xv[3] = a->argv[6];
+	xl[3] = a->len[6];
+	xa.argc = 4;
+	xa.argv = xv;
+	xa.len = xl;
+	n = relay__mem_pel_cmd(m, st, &xa, "XACK");
+	if (!n || n->type == RELAY_REDIS_REPLY_ERROR)
+		return n;
+	relay_redis_reply_free(n);
+	if (relay__mem_hset(k, tf, sizeof(tf) - 1, "1", 1) < 0)
+		return NULL;
+	k->expire_at = relay__mem_now(m) + ttl;
+	return outcome_reply(&o);
+}
+
 static const char *const persist_wire[] = { "written", "already", "stale",
 					    "retained" };
 
@@ -368,6 +420,8 @@ relay_redis_reply *relay__mem_script_run(mem_backend *m,
 		return classification(m, k, a);
 	case RELAY_REDIS_SCRIPT_DLQ_PERSIST:
 		return dlq_persist(m, k, a);
+	case RELAY_REDIS_SCRIPT_COMPLETE_ACK:
+		return complete_ack(m, k, a);
 	default:
 		return badargs();
 	}

@@ -30,6 +30,54 @@ relay_redis_reply *relay_redis_reply_new(relay_redis_reply_type type)
 	return r;
 }
 
+void *relay_redis_malloc(size_t n)
+{
+	return relay__malloc(n);
+}
+
+void *relay_redis_realloc(void *p, size_t n)
+{
+	return relay__realloc(p, n);
+}
+
+int relay_redis_reply_set_str(relay_redis_reply *r, const char *s,
+			      size_t len)
+{
+	char *copy;
+
+	if (!r || !s)
+		return RELAY_EINVAL;
+	copy = relay__malloc(len + 1);
+	if (!copy)
+		return RELAY_ENOMEM;
+	memcpy(copy, s, len);
+	copy[len] = '\0';
+	relay__free(r->str);
+	r->str = copy;
+	r->len = len;
+	return 0;
+}
+
+int relay_redis_reply_set_elements(relay_redis_reply *r, size_t n)
+{
+	relay_redis_reply **el = NULL;
+	size_t i;
+
+	if (!r)
+		return RELAY_EINVAL;
+	if (n) {
+		el = relay__calloc(n, sizeof(*el));
+		if (!el)
+			return RELAY_ENOMEM;
+	}
+	for (i = 0; i < r->elements; i++)
+		relay_redis_reply_free(r->element[i]);
+	relay__free(r->element);
+	r->element = el;
+	r->elements = n;
+	return 0;
+}
+
 void relay_redis_reply_free(relay_redis_reply *r)
 {
 	size_t i;
@@ -140,7 +188,7 @@ int relay_redis_command(relay_redis_backend *b, int argc,
 }
 
 static const int script_numkeys[RELAY_REDIS_SCRIPT_COUNT_] = {
-	1, 1, 1, 1, 1, 1, 2, 2, 1,
+	1, 1, 1, 1, 1, 1, 2, 2, 2, 1,
 };
 
 int relay__redis_script_numkeys(relay_redis_script op)
@@ -161,7 +209,7 @@ int relay__redis_script(relay_redis_backend *b, relay_redis_script op,
 	 * (relay/sys/redis.h). */
 	if (op >= RELAY_REDIS_SCRIPT_SCHEDULE_PUBLISH && b->version < 2)
 		return RELAY_EBACKEND;
-	if (op >= RELAY_REDIS_SCRIPT_STREAM_TRIM && b->version < 3)
+	if (op >= RELAY_REDIS_SCRIPT_COMPLETE_ACK && b->version < 3)
 		return RELAY_EBACKEND;
 	return b->script(b, op, numkeys, argc, argv, argvlen, cb, payload);
 }
@@ -243,6 +291,7 @@ static int parse_int(const char *s, long lo, long hi, int *out)
 static int parse_hostport(relay__redis_uri *u, char *hp)
 {
 	char *colon;
+	const char *h;
 
 	if (hp[0] == '[') {
 		colon = strchr(hp, ']');
@@ -260,9 +309,40 @@ static int parse_hostport(relay__redis_uri *u, char *hp)
 	}
 	if (!u->host)
 		return RELAY_ENOMEM;
-	if (!u->host[0])
+	/* No user information ("user:pass@host:port" needs redis://), no
+	 * path, no blanks or control bytes in a host name. */
+	if (!u->host[0] || strpbrk(u->host, "@/ \t\r\n\v\f"))
 		return RELAY_EINVAL;
+	for (h = u->host; *h; h++)
+		if ((unsigned char)*h < 0x20 || *h == 0x7f)
+			return RELAY_EINVAL;
 	return parse_int(colon + 1, 1, 65535, &u->port);
+}
+
+char *relay__redis_uri_redact(const char *uri, char *buf, size_t size)
+{
+	const char *start, *at, *colon, *sep, *q;
+	size_t n = 0;
+
+	if (!size)
+		return buf;
+	if (!uri)
+		uri = "";
+	sep = strstr(uri, "://");
+	start = sep ? sep + 3 : uri;
+	at = strrchr(start, '@');
+	colon = at ? memchr(start, ':', (size_t)(at - start)) : NULL;
+	for (q = uri; *q && n + 1 < size; q++) {
+		if (at && q == (colon ? colon + 1 : start)) {
+			snprintf(buf + n, size - n, "***");
+			n += strlen(buf + n);
+			q = at - 1;
+			continue;
+		}
+		buf[n++] = (unsigned char)*q < 0x20 || *q == 0x7f ? '?' : *q;
+	}
+	buf[n] = '\0';
+	return buf;
 }
 
 /*
@@ -324,9 +404,13 @@ int relay__redis_uri_parse(relay__redis_uri *out, const char *uri,
 done:
 	relay__free(copy);
 	if (rc) {
+		char safe[256];
+
 		relay__redis_uri_clear(out);
 		relay__error_set(err, rc, NULL, 0, 0,
-				 "invalid Redis URI \"%s\"", uri ? uri : "");
+				 "invalid Redis URI \"%s\"",
+				 relay__redis_uri_redact(uri, safe,
+							 sizeof(safe)));
 	}
 	return rc;
 }

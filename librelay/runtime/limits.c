@@ -304,7 +304,6 @@ int relay__limits_new(relay__limits **out, relay_limits_mode want,
 {
 	relay__limits *l = relay__calloc(1, sizeof(*l));
 	int found = 0, i;
-	size_t off;
 
 	if (!l)
 		return relay__error_set(err, RELAY_ENOMEM, NULL, 0, 0,
@@ -329,21 +328,37 @@ int relay__limits_new(relay__limits **out, relay_limits_mode want,
 	if (!found)
 		l->mode = want == RELAY_LIMITS_NONE ? RELAY_LIMITS_NONE
 						    : RELAY_LIMITS_RLIMIT;
-	off = (size_t)snprintf(l->desc, sizeof(l->desc), "%s",
-			       relay_limits_mode_name(l->mode));
 	if (found) {
-		off += (size_t)snprintf(l->desc + off, sizeof(l->desc) - off,
-					" (");
-		for (i = 0; i < RELAY__CG_MAX && off < sizeof(l->desc); i++)
-			off += (size_t)snprintf(l->desc + off,
-						sizeof(l->desc) - off, "%s%s",
-						cg_names[i],
-						l->base[i] ? "" : ":rlimit");
-		if (off < sizeof(l->desc))
-			snprintf(l->desc + off, sizeof(l->desc) - off, ")");
+		bool have[RELAY__CG_MAX];
+
+		for (i = 0; i < RELAY__CG_MAX; i++)
+			have[i] = l->base[i] != NULL;
+		relay__limits_desc_fmt(l->desc, sizeof(l->desc), l->mode,
+				       have);
+	} else {
+		relay__limits_desc_fmt(l->desc, sizeof(l->desc), l->mode,
+				       NULL);
 	}
 	*out = l;
 	return 0;
+}
+
+/* "cgroup-v1 (memory, pids, cpu:rlimit)": controllers comma-separated. */
+void relay__limits_desc_fmt(char *buf, size_t size, relay_limits_mode mode,
+			    const bool *have)
+{
+	size_t off;
+	int i;
+
+	off = (size_t)snprintf(buf, size, "%s", relay_limits_mode_name(mode));
+	if (!have || off >= size)
+		return;
+	for (i = 0; i < RELAY__CG_MAX && off < size; i++)
+		off += (size_t)snprintf(buf + off, size - off, "%s%s%s",
+					i ? ", " : " (", cg_names[i],
+					have[i] ? "" : ":rlimit");
+	if (off < size)
+		snprintf(buf + off, size - off, ")");
 }
 
 void relay__limits_free(relay__limits *l)

@@ -81,6 +81,10 @@ void relay__limits_free(relay__limits *l);
 relay_limits_mode relay__limits_mode(const relay__limits *l);
 /* A short description for the startup log line. */
 const char *relay__limits_describe(const relay__limits *l);
+/* The describe text of @mode; @have: per controller (memory, pids, cpu)
+ * whether a cgroup serves it, NULL when no cgroup is in use. */
+void relay__limits_desc_fmt(char *buf, size_t size, relay_limits_mode mode,
+			    const bool *have);
 
 void relay__limits_inv_init(relay__limits_inv *inv);
 bool relay__limits_inv_needed(const relay__limits_inv *inv);

@@ -2,8 +2,8 @@
  * librelay/schedule/sched.h - private parts of the schedule module: civil
  * calendar arithmetic, POSIX TZ rules, TZif zones, the parsed cron.
  */
-#ifndef RELAY__SCHED_H
-#define RELAY__SCHED_H
+#ifndef RELAY__SCHEDULE_SCHED_H
+#define RELAY__SCHEDULE_SCHED_H
 
 #include <stdbool.h>
 #include <stdint.h>
@@ -100,4 +100,4 @@ struct relay_cron {
 	relay__zone zone;
 };
 
-#endif /* RELAY__SCHED_H */
+#endif /* RELAY__SCHEDULE_SCHED_H */

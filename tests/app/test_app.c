@@ -547,7 +547,9 @@ static void test_appset__order_and_invalid(void)
 
 	make_tmp();
 	/* created out of order; "B" sorts before "a" bytewise, and is
-	 * invalid (upper case); "c" has a bad template; "empty" has none */
+	 * not a valid app name (upper case): skipped, with a mention (no
+	 * app) that escapes its name; "c" has a bad template; "empty" has
+	 * none */
 	write_file("zeta/template.yaml", rule_yaml);
 	write_file("alpha/template.yaml", rule_yaml);
 	write_file("beta.2/template.yaml", rule_yaml);
@@ -555,31 +557,35 @@ static void test_appset__order_and_invalid(void)
 	write_file("c/template.yaml", "runtime: cobol\n");
 	write_file("empty/README", "no template here\n");
 	write_file("file.yaml", "not a dir\n");
+	write_file("x\ny/template.yaml", rule_yaml);
 	RT_EQ_INT(relay_appset_load(&set, tmp_root, log_diag, &l), 0);
 	RT_ASSERT(set != NULL);
-	RT_EQ_INT(relay_appset_entry_count(set), 5);
-	RT_EQ_INT(relay_appset_invalid_count(set), 2);
-	RT_EQ_STR(relay_appset_entry_name(set, 0), "B");
-	RT_EQ_STR(relay_appset_entry_name(set, 1), "alpha");
-	RT_EQ_STR(relay_appset_entry_name(set, 2), "beta.2");
-	RT_EQ_STR(relay_appset_entry_name(set, 3), "c");
-	RT_EQ_STR(relay_appset_entry_name(set, 4), "zeta");
-	RT_CHECK(relay_appset_entry_name(set, 5) == NULL);
-	RT_CHECK(relay_appset_entry_app(set, 0) == NULL);
-	RT_EQ_INT(relay_appset_entry_status(set, 0), RELAY_EPARSE);
-	RT_EQ_INT(relay_appset_entry_status(set, 1), 0);
-	RT_EQ_INT(relay_appset_entry_status(set, 3), RELAY_EPARSE);
+	RT_EQ_INT(relay_appset_entry_count(set), 4);
+	RT_EQ_INT(relay_appset_invalid_count(set), 1);
+	RT_EQ_STR(relay_appset_entry_name(set, 0), "alpha");
+	RT_EQ_STR(relay_appset_entry_name(set, 1), "beta.2");
+	RT_EQ_STR(relay_appset_entry_name(set, 2), "c");
+	RT_EQ_STR(relay_appset_entry_name(set, 3), "zeta");
+	RT_CHECK(relay_appset_entry_name(set, 4) == NULL);
+	RT_EQ_INT(relay_appset_entry_status(set, 0), 0);
+	RT_EQ_INT(relay_appset_entry_status(set, 2), RELAY_EPARSE);
 	RT_EQ_INT(relay_appset_entry_status(set, 9), RELAY_ENOTFOUND);
-	RT_EQ_INT(relay_appset_entry_error_count(set, 3), 1);
-	RT_CHECK(strstr(relay_appset_entry_error(set, 3, 0)->text,
+	RT_EQ_INT(relay_appset_entry_error_count(set, 2), 1);
+	RT_CHECK(strstr(relay_appset_entry_error(set, 2, 0)->text,
 			"runtime: must be one of") != NULL);
-	RT_CHECK(relay_appset_entry_error(set, 3, 1) == NULL);
-	/* diagnostics came through the callback in entry order */
-	RT_EQ_INT(l.n, 2);
-	RT_EQ_STR(l.app[0], "B");
-	RT_EQ_STR(l.app[1], "c");
+	RT_CHECK(relay_appset_entry_error(set, 2, 1) == NULL);
+	/* the skipped names first (directory order), then entry order */
+	RT_EQ_INT(l.n, 3);
+	RT_EQ_STR(l.app[2], "c");
+	RT_EQ_STR(l.app[0], "(null)");
+	RT_EQ_STR(l.app[1], "(null)");
+	RT_CHECK(strstr(l.text[0], "skipping \"B\": not a valid app name") ||
+		 strstr(l.text[1], "skipping \"B\": not a valid app name"));
+	RT_CHECK(strstr(l.text[0], "skipping \"x\\x0ay\"") ||
+		 strstr(l.text[1], "skipping \"x\\x0ay\""));
+	RT_CHECK(!strchr(l.text[0], '\n') && !strchr(l.text[1], '\n'));
 	RT_CHECK(relay_appset_find(set, "alpha") ==
-		 relay_appset_entry_app(set, 1));
+		 relay_appset_entry_app(set, 0));
 	RT_CHECK(relay_appset_find(set, "c") == NULL);
 	RT_CHECK(relay_appset_find(set, "nope") == NULL);
 	/* ruleset: 3 valid apps x 3 rules, in dispatch order */

@@ -7,6 +7,9 @@
  *
  *	bench-inv [MESSAGES [WINDOW]]
  *
+ * RELAY_BENCH_FUSED=1 runs the engine's common path instead: try_start →
+ * complete_ack (mark_complete + XACK + retain in one script).
+ *
  * Starts a throwaway redis-server on a unix socket (tests/redis_server.c,
  * compiled in) unless RELAY_BENCH_URI names a server; the baseline needs
  * redis-benchmark and a unix socket.
@@ -23,6 +26,7 @@
 #include "relay/invocation.h"
 #include "relay/redis.h"
 #include "relay/relay_libev.h"
+#include "../../librelay/inv/inv.h"  /* relay__inv_complete_ack */
 
 #define STREAM "bench"
 #define GROUP "g"
@@ -31,6 +35,7 @@ struct bench {
 	relay_redis_backend *b;
 	struct ev_loop *loop;
 	long total, started, finished, errors;
+	int fused;
 	char (*ids)[32];
 };
 
@@ -91,6 +96,11 @@ static void on_complete(int status, const relay_inv_outcome *o, void *p)
 		msg_done(m, 0);
 }
 
+static void on_fused(int status, const relay_inv_outcome *o, void *p)
+{
+	msg_done(p, status == 0 && o->result == RELAY_INV_R_RECORDED);
+}
+
 static void on_claim(int status, const relay_inv_outcome *o, void *p)
 {
 	struct msg *m = p;
@@ -100,6 +110,15 @@ static void on_claim(int status, const relay_inv_outcome *o, void *p)
 		return;
 	}
 	m->claim = *o;
+	if (m->bn->fused) {
+		if (relay__inv_complete_ack(m->bn->b, m->key, STREAM,
+					    "app/handler", o->attempt,
+					    o->token, GROUP, m->bn->ids[m->i],
+					    RELAY_INV_RETENTION_MS, on_fused,
+					    m))
+			msg_done(m, 0);
+		return;
+	}
 	if (relay_inv_mark_complete(m->bn->b, m->key, "app/handler",
 				    o->attempt, o->token, on_complete, m))
 		msg_done(m, 0);
@@ -285,6 +304,8 @@ int main(int argc, char **argv)
 	char sock[300] = "";
 
 	bn.total = argc > 1 ? atol(argv[1]) : 100000;
+	bn.fused = getenv("RELAY_BENCH_FUSED") &&
+		   strcmp(getenv("RELAY_BENCH_FUSED"), "1") == 0;
 	bn.ids = calloc((size_t)bn.total, sizeof(*bn.ids));
 	if (!uri) {
 		if (rt_redis_server_start(&srv) != 0) {

@@ -156,9 +156,9 @@ def validate_bad_app_name():
         write_apps(t, {"Billing": RULES, "ok": RULES})
         rc, out, err = run("validate", "--apps", t)
         eq(rc, 1, "rc")
-        eq(err, f"Billing: {t}/Billing/template.yaml:1:1: invalid app name "
-           "\"Billing\" (directory name must match [a-z0-9][a-z0-9._-]* and "
-           "be at most 63 bytes)\n", "stderr")
+        eq(err, f"relayctl: validate: {t}: skipping \"Billing\": not a "
+           "valid app name (must match [a-z0-9][a-z0-9._-]*, at most 63 "
+           "bytes)\n", "stderr")
 
 
 @case

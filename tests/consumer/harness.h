@@ -263,6 +263,8 @@ typedef struct h_ctx {
 	relay_runtime *rt;
 	ev_timer tick;
 	int logs_down, logs_up;
+	int eng[32];                /* log lines per RELAY-ENGnn */
+	int eng_warn[32];           /* ... at WARN or above */
 	int closed;
 	int avail_b;                /* app "b" available? */
 } h_ctx;
@@ -276,6 +278,15 @@ static inline void h_log(void *payload, relay_log_level lvl, const char *msgid,
 		h->logs_down++;
 	if (strcmp(msgid, "RELAY-ENG03") == 0)
 		h->logs_up++;
+	if (strncmp(msgid, "RELAY-ENG", 9) == 0) {
+		int n = atoi(msgid + 9);
+
+		if (n >= 0 && n < 32) {
+			h->eng[n]++;
+			if (lvl >= RELAY_LOG_WARN)
+				h->eng_warn[n]++;
+		}
+	}
 	if (getenv("H_VERBOSE"))
 		fprintf(stderr, "# %s %s %s\n", relay_log_level_name(lvl),
 			msgid, msg);

@@ -83,7 +83,27 @@ typedef struct mal_case {
 	size_t len;
 	const char *event;   /* expected DLQ event field */
 	const char *reason;  /* expected reason (prefix for decode) */
+	size_t raw;          /* bytes of the stored event when it holds a
+				NUL (else strlen(event)) */
 } mal_case;
+
+/* The length of field @name of DLQ entry @i as Redis holds it. */
+static size_t dlq_field_len(h_ctx *h, size_t i, const char *name)
+{
+	relay_redis_reply *r = H_CMD(h, "XRANGE", "relay:events:dlq", "-",
+				     "+");
+	size_t k, len = (size_t)-1;
+
+	RT_ASSERT(r->type == RELAY_REDIS_REPLY_ARRAY && i < r->elements);
+	for (k = 0; k + 1 < r->element[i]->element[1]->elements; k += 2) {
+		const relay_redis_reply *f = r->element[i]->element[1];
+
+		if (strcmp(f->element[k]->str, name) == 0)
+			len = f->element[k + 1]->len;
+	}
+	relay_redis_reply_free(r);
+	return len;
+}
 
 static void test_consumer__malformed_placeholders(void)
 {
@@ -91,23 +111,29 @@ static void test_consumer__malformed_placeholders(void)
 		"{\"kind\":\"x\",\"pad\":\"0123456789012345678901234567890"
 		"123456789012345678901234567890123456789\"}";
 	const mal_case cases[] = {
-		{ "other", "{}", 2, "-", "missing 'event' field" },
+		{ "other", "{}", 2, "-", "missing 'event' field", 0 },
 		{ "event", "{\"a\":\0}", 7, "{\"a\":",
-		  "'event' field is not a string" },
+		  "'event' field is not a string", 7 },
+		/* Issue 13: an empty value and a value whose first byte is
+		 * NUL wedged (the DLQ write refused them as "empty"). */
+		{ "event", "", 0, "", "decode event: ", 0 },
+		{ "event", "\0{}", 3, "", "'event' field is not a string",
+		  3 },
 		{ "event", big, sizeof(big) - 1,
 		  "{\"relay_summary\":\"event_oversized\",\"event_bytes\":91,"
 		  "\"max_event_bytes\":64}",
 		  "event oversized: raw event value is 91 bytes, exceeds "
-		  "MAX_EVENT_BYTES 64" },
-		{ "event", "{\"kind\":", 8, "{\"kind\":", "decode event: " },
+		  "MAX_EVENT_BYTES 64", 0 },
+		{ "event", "{\"kind\":", 8, "{\"kind\":", "decode event: ",
+		  0 },
 		{ "event", "[1,2]", 5, "[1,2]",
-		  "'event' is not a JSON object" },
+		  "'event' is not a JSON object", 0 },
 		{ "event", "{\"source\":\"relay.schedule\",\"app\":\"a\"}", 37,
 		  "{\"source\":\"relay.schedule\",\"app\":\"a\"}",
-		  "malformed schedule occurrence: missing \"schedule\"" },
+		  "malformed schedule occurrence: missing \"schedule\"", 0 },
 	};
 	const size_t nc = sizeof(cases) / sizeof(cases[0]);
-	char ids[8][64];
+	char ids[10][64];
 	relay_dlq_record *d;
 	relay_consumer_metrics m;
 	h_ctx h;
@@ -140,6 +166,9 @@ static void test_consumer__malformed_placeholders(void)
 		RT_EQ_INT((int)e->handler_attempts, 0);
 		RT_EQ_INT((int)e->deliveries, 1);
 		RT_EQ_STR(e->event, cases[i].event);
+		RT_EQ_INT((int)dlq_field_len(&h, i, "event"),
+			  (int)(cases[i].raw ? cases[i].raw :
+				strlen(cases[i].event)));
 		RT_CHECK(strncmp(e->reason, cases[i].reason,
 				 strlen(cases[i].reason)) == 0);
 		RT_EQ_STR(e->timestamp, "2023-11-14T22:13:20.000Z");
@@ -147,7 +176,7 @@ static void test_consumer__malformed_placeholders(void)
 		RT_EQ_STR(h_state(&h, ids[i], "__terminal"), "1");
 	}
 	m = h_metrics(&h);
-	RT_EQ_INT((int)m.events_malformed, 5);
+	RT_EQ_INT((int)m.events_malformed, 7);
 	RT_EQ_INT((int)m.events_oversized, 1);
 	RT_EQ_INT((int)m.events_schedule, 1);
 	RT_EQ_INT((int)m.events_received, 0);

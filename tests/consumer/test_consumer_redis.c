@@ -7,6 +7,7 @@
  * count. Suite redis; SKIP without redis-server.
  */
 #include "harness.h"
+#include "../../librelay/inv/inv.h"  /* relay__inv_complete_ack */
 #include "redis_server.h"
 
 #include <sys/wait.h>
@@ -144,12 +145,23 @@ static void test_consumer_redis__unmatched_and_malformed(void)
 	h_xadd(&h, "{\"kind\":\"nope\"}");
 	h_xadd_field(&h, "other", "1", 1);
 	h_xadd(&h, "not json");
-	H_UNTIL(&h, h_metrics(&h).acks == 3, 10000);
+	/* Issue 13: an empty value and one whose first byte is NUL are
+	 * dead-lettered verbatim like any malformed value. */
+	h_xadd_field(&h, "event", "", 0);
+	h_xadd_field(&h, "event", "\0{}", 3);
+	H_UNTIL(&h, h_metrics(&h).acks == 5, 10000);
+	RT_EQ_INT((int)h_metrics(&h).acks, 5);
 	RT_EQ_INT((int)h_pel(&h), 0);
 	RT_EQ_INT(r_runs(&h, NULL, NULL), 0);
 	d = h_dlq(&h, &n);
-	RT_EQ_INT((int)n, 2);
-	if (n == 2) {
+	RT_EQ_INT((int)n, 4);
+	if (n == 4) {
+		RT_CHECK(strncmp(d[2].e.reason, "decode event: ", 14) == 0);
+		RT_EQ_STR(d[2].e.event, "");
+		RT_EQ_STR(d[3].e.reason, "'event' field is not a string");
+		RT_EQ_STR(d[3].e.app, "-");
+	}
+	if (n >= 2) {
 		RT_EQ_STR(d[0].e.reason, "missing 'event' field");
 		RT_EQ_STR(d[0].e.event, "-");
 		RT_CHECK(strncmp(d[1].e.reason, "decode event: ", 14) == 0);
@@ -333,6 +345,188 @@ static void test_consumer_redis__restart_recovery(void)
 	h_cleanup(&h);
 }
 
+/*
+ * Issue 13: an XDEL while the handler runs (300 ms, renewals every
+ * 33 ms). Redis drops the id from the PEL at the next renewal XCLAIM;
+ * the engine counts one missing payload, warns once, lets the handler
+ * finish, retains the state hash and writes no DLQ entry.
+ */
+static void test_consumer_redis__deleted_while_running(void)
+{
+	h_ctx h;
+	char id[64];
+
+	r_init(&h, "  - handler: slow\n    pattern:\n      kind: [slow]\n");
+	h_start(&h);
+	snprintf(id, sizeof(id), "%s", h_xadd(&h, "{\"kind\":\"slow\"}"));
+	H_UNTIL(&h, r_runs(&h, "slow", id) == 1, 10000);
+	relay_redis_reply_free(H_CMD(&h, "XDEL", "events", id));
+	H_UNTIL(&h, h_metrics(&h).buffered_events == 0 &&
+		strcmp(h_state(&h, id, "__terminal"), "1") == 0, 10000);
+	h_settle(&h, 300);
+	RT_EQ_INT((int)h_metrics(&h).missing_payload, 1);
+	RT_EQ_INT(h.eng_warn[12], 0);
+	RT_EQ_INT(h.eng_warn[7], 1);
+	RT_EQ_INT(h.eng_warn[9], 0);
+	RT_EQ_INT((int)h_pel(&h), 0);
+	RT_EQ_STR(h_state(&h, id, "__terminal"), "1");
+	RT_EQ_STR(h_state(&h, id, "a/slow"), "ok");
+	RT_CHECK(h_pttl(&h, id) > 0);
+	RT_EQ_INT((int)h_dlq_count(&h), 0);
+	RT_EQ_INT(r_runs(&h, "slow", id), 1);
+	h_cleanup(&h);
+}
+
+static int r_take_stuck(const relay_consumer_stuck *st, void *payload)
+{
+	snprintf(payload, 160, "%s", st->reason);
+	return 0;
+}
+
+/*
+ * Issue 13, no step may spin: the message's state hash key holds a
+ * string, so every script on it fails with WRONGTYPE. Reclaim passes
+ * come every 100 ms; the message is tried only when its backoff (100,
+ * 200, 400, 800 ms, ...) has passed, with one WARN per try. Once the key
+ * is fixed the message completes.
+ */
+static void test_consumer_redis__failing_script_backs_off(void)
+{
+	char *key = relay_inv_key("events", "relay", "5-1");
+	char reason[160] = "";
+	relay_consumer_metrics m;
+	h_ctx h;
+
+	r_init(&h, NULL);
+	relay_redis_reply_free(H_CMD(&h, "SET", key, "not a hash"));
+	relay_redis_reply_free(H_CMD(&h, "XADD", "events", "5-1", "event",
+				     "{\"kind\":\"x\"}"));
+	h_start(&h);
+	h_settle(&h, 1400);
+	m = h_metrics(&h);
+	RT_CHECK(h.eng_warn[9] >= 2 && h.eng_warn[9] <= 5);
+	RT_EQ_INT((int)m.step_failures, h.eng_warn[9]);
+	RT_EQ_INT((int)m.stuck_messages, 1);
+	RT_EQ_INT(r_runs(&h, NULL, NULL), 0);
+	RT_EQ_INT((int)h_pel(&h), 1);
+	RT_EQ_INT(relay_consumer_stuck_messages(h.c, r_take_stuck, reason),
+		  0);
+	RT_CHECK(strstr(reason, "claim_classification: ") == reason);
+	RT_EQ_STR(reason, "claim_classification: wrong type");
+	relay_redis_reply_free(H_CMD(&h, "DEL", key));
+	H_UNTIL(&h, h_pel(&h) == 0, 15000);
+	RT_EQ_INT((int)h_pel(&h), 0);
+	RT_EQ_INT(r_runs(&h, "good", "5-1"), 1);
+	H_UNTIL(&h, h_metrics(&h).stuck_messages == 0, 5000);
+	RT_EQ_INT((int)h_metrics(&h).stuck_messages, 0);
+	relay_free(key);
+	h_cleanup(&h);
+}
+
+
+typedef struct fuse_res {
+	int done, status;
+	relay_inv_outcome o;
+} fuse_res;
+
+static void fuse_cb(int status, const relay_inv_outcome *o, void *payload)
+{
+	fuse_res *r = payload;
+
+	r->done = 1;
+	r->status = status;
+	if (o)
+		r->o = *o;
+}
+
+/*
+ * The fused success tail (COMPLETE_ACK) keeps the guarantees of the three
+ * steps it replaces: a stale token writes nothing and acknowledges
+ * nothing; an XACK that fails leaves the state written ("ok") and no
+ * retention; the live claim is marked ok, acknowledged and retained.
+ */
+static void fused_tail_guarantees(h_ctx *h)
+{
+	const char *tokb = "0123456789abcdef0123456789abcdef";
+	char id[64], *key;
+	fuse_res r;
+
+	relay_redis_reply_free(H_CMD(h, "XGROUP", "CREATE", "events", "g",
+				     "$", "MKSTREAM"));
+	snprintf(id, sizeof(id), "%s", h_xadd(h, "{\"kind\":\"x\"}"));
+	relay_redis_reply_free(H_CMD(h, "XREADGROUP", "GROUP", "g", "c",
+				     "COUNT", "1", "STREAMS", "events", ">"));
+	key = relay_inv_key("events", "relay", id);
+	relay_redis_reply_free(H_CMD(h, "HSET", key, "a/h", "running:"
+				     "99999999999999:1:"
+				     "0123456789abcdef0123456789abcdef"));
+	/* stale token: nothing written, nothing acknowledged */
+	memset(&r, 0, sizeof(r));
+	RT_EQ_INT(relay__inv_complete_ack(h->redis, key, "events", "a/h", 1,
+					  "ffffffffffffffffffffffffffffffff",
+					  "g", id, 1000000, fuse_cb, &r), 0);
+	H_UNTIL(h, r.done, 5000);
+	RT_EQ_INT(r.status, 0);
+	RT_EQ_INT((int)r.o.result, (int)RELAY_INV_R_STALE);
+	RT_CHECK(strncmp(h_state(h, id, "a/h"), "running:", 8) == 0);
+	RT_EQ_INT(h_int(h, H_CMD(h, "XLEN", "events")), 1);
+	{
+		relay_redis_reply *p = H_CMD(h, "XPENDING", "events", "g");
+
+		RT_EQ_INT((int)p->element[0]->integer, 1);
+		relay_redis_reply_free(p);
+	}
+	/* XACK fails (WRONGTYPE): state written, no retention */
+	relay_redis_reply_free(H_CMD(h, "SET", "notastream", "x"));
+	memset(&r, 0, sizeof(r));
+	RT_EQ_INT(relay__inv_complete_ack(h->redis, key, "notastream", "a/h",
+					  1, tokb, "g", id, 1000000, fuse_cb,
+					  &r), 0);
+	H_UNTIL(h, r.done, 5000);
+	RT_CHECK(r.status != 0);
+	RT_EQ_STR(h_state(h, id, "a/h"), "ok");
+	RT_EQ_STR(h_state(h, id, "__terminal"), "");
+	RT_EQ_INT((int)h_pttl(h, id), -1);
+	/* the live claim: ok, acknowledged, retained */
+	relay_redis_reply_free(H_CMD(h, "HSET", key, "a/h", "running:"
+				     "99999999999999:1:"
+				     "0123456789abcdef0123456789abcdef"));
+	memset(&r, 0, sizeof(r));
+	RT_EQ_INT(relay__inv_complete_ack(h->redis, key, "events", "a/h", 1,
+					  tokb, "g", id, 1000000, fuse_cb,
+					  &r), 0);
+	H_UNTIL(h, r.done, 5000);
+	RT_EQ_INT(r.status, 0);
+	RT_EQ_INT((int)r.o.result, (int)RELAY_INV_R_RECORDED);
+	RT_EQ_STR(h_state(h, id, "a/h"), "ok");
+	RT_EQ_STR(h_state(h, id, "__terminal"), "1");
+	RT_CHECK(h_pttl(h, id) > 0 && h_pttl(h, id) <= 1000000);
+	{
+		relay_redis_reply *p = H_CMD(h, "XPENDING", "events", "g");
+
+		RT_EQ_INT((int)p->element[0]->integer, 0);
+		relay_redis_reply_free(p);
+	}
+	/* retained: a later (replayed) call is inert */
+	memset(&r, 0, sizeof(r));
+	RT_EQ_INT(relay__inv_complete_ack(h->redis, key, "events", "a/h", 1,
+					  tokb, "g", id, 5, fuse_cb, &r), 0);
+	H_UNTIL(h, r.done, 5000);
+	RT_EQ_INT((int)r.o.result, (int)RELAY_INV_R_RETAINED);
+	RT_CHECK(h_pttl(h, id) > 5);
+	relay_free(key);
+}
+
+/* The fused success tail's guarantees with the real Lua script. */
+static void test_consumer_redis__fused_tail_guarantees(void)
+{
+	h_ctx h;
+
+	r_init(&h, NULL);
+	fused_tail_guarantees(&h);
+	h_cleanup(&h);
+}
+
 int main(int argc, char **argv)
 {
 	static const rt_case cases[] = {
@@ -343,6 +537,9 @@ int main(int argc, char **argv)
 		RT_CASE(test_consumer_redis__renewal_across_replicas),
 		RT_CASE(test_consumer_redis__slot_saturation_drains),
 		RT_CASE(test_consumer_redis__restart_recovery),
+		RT_CASE(test_consumer_redis__deleted_while_running),
+		RT_CASE(test_consumer_redis__failing_script_backs_off),
+		RT_CASE(test_consumer_redis__fused_tail_guarantees),
 	};
 	int rc = rt_main(argc, argv, cases, RT_NCASES(cases));
 

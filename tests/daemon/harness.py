@@ -585,6 +585,18 @@ class Env:
 
 # ---- local HTTP (METRICS_ADDR) --------------------------------------------
 
+def have_metrics():
+    """Whether relayd was built with GET /metrics (-Dmetrics)."""
+    return os.environ.get("RELAY_HAVE_METRICS", "1") == "1"
+
+
+def need_metrics():
+    """Skip the case when relayd was built without GET /metrics."""
+    if not have_metrics():
+        raise Skip("relayd built without metrics support (-Dmetrics="
+                   "disabled or no libmicrohttpd): no GET /metrics")
+
+
 def free_port():
     """A TCP port on 127.0.0.1 that was free a moment ago."""
     s = socket.socket()

@@ -13,8 +13,8 @@ import sys
 import time
 import urllib.request
 
-from harness import (RELAYD, Env, case, check, eq, free_port, run_cases,
-                     wait_for)
+from harness import (RELAYD, Env, Skip, case, check, eq, free_port,
+                     have_metrics, need_metrics, run_cases, wait_for)
 
 BASE = {
     "REDIS_URI": "unix:///nonexistent/redis.sock",
@@ -73,6 +73,21 @@ def invalid_values_one_line_exit_1():
         for w in words:
             check(w in lines[0], f"{what}: {w!r} in {lines[0]!r}")
         check("s3cr3t" not in err, f"{what}: password echoed: {err!r}")
+
+
+# A relayd built without metrics support refuses METRICS_ADDR with one
+# clear line instead of running without the endpoint it was asked for.
+@case
+def metrics_addr_refused_without_metrics_support():
+    if have_metrics():
+        raise Skip("relayd built with metrics support")
+    vars = dict(BASE)
+    vars["METRICS_ADDR"] = "127.0.0.1:9464"
+    rc, out, err = run_relayd(vars)
+    eq(rc, 1, f"exit status (stderr {err!r})")
+    eq(len(err.splitlines()), 1, f"one line: {err!r}")
+    check("METRICS_ADDR" in err and "without libmicrohttpd" in err,
+          f"names the variable and the cause: {err!r}")
 
 
 @case
@@ -271,6 +286,7 @@ def control_socket_protocol():
 
 @case
 def metrics_endpoint():
+    need_metrics()
     port = free_port()
     with Env() as env:
         env.app("a", [("h1", {"kind": ["x"]})])

@@ -16,7 +16,8 @@ import shutil
 import sys
 import time
 
-from harness import (Env, case, check, eq, free_port, metrics, run_cases,
+from harness import (Env, case, check, eq, free_port, metrics, need_metrics,
+                     run_cases,
                      wait_for)
 
 RFC3339 = re.compile(r"^\d{4}-\d\d-\d\dT\d\d:\d\d:\d\d(\.\d+)?(Z|[+-]\d\d:\d\d)$")
@@ -242,6 +243,7 @@ def redelivery_before_next_attempt_at_does_not_execute():
 
 @case
 def metrics_invariant_and_histogram():
+    need_metrics()
     port = free_port()
     with Env() as env:
         env.app("a", [("h", {"kind": ["x"]})])
@@ -291,6 +293,7 @@ def metrics_invariant_and_histogram():
 
 @case
 def gauges_follow_a_running_handler():
+    need_metrics()
     port = free_port()
     with Env() as env:
         env.app("a", [("h", {"kind": ["x"]})], env={"SLOW": "2"})

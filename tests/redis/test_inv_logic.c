@@ -213,10 +213,16 @@ static void test_dlq__validate(void)
 	e.timestamp = "2026-12-02 16:45:00";
 	RT_EQ_INT(relay_dlq_entry_validate(&e, &err), RELAY_EINVAL);
 	RT_CHECK(strstr(err.text, "timestamp") != NULL);
+	/* an empty raw value is stored verbatim (issue 13); absent is not */
 	e = good_entry();
 	e.event = "";
+	RT_EQ_INT(relay_dlq_entry_validate(&e, &err), 0);
+	e.event = NULL;
 	RT_EQ_INT(relay_dlq_entry_validate(&e, &err), RELAY_EINVAL);
 	RT_CHECK(strstr(err.text, "event") != NULL);
+	e = good_entry();
+	e.reason = "";
+	RT_EQ_INT(relay_dlq_entry_validate(&e, &err), RELAY_EINVAL);
 	e = good_entry();
 	e.deliveries = -1;
 	RT_EQ_INT(relay_dlq_entry_validate(&e, &err), RELAY_EINVAL);

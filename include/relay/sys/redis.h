@@ -59,6 +59,14 @@ extern "C" {
  *                SET the marker with the TTL, result published (token =
  *                the new entry id). Not a state-hash transition: KEYS[1]
  *                is a string key.
+ * COMPLETE_ACK   (version 3) KEYS[2] the source stream; ARGV field
+ *                attempt token group id ttl_ms. MARK_COMPLETE's decision;
+ *                when recorded: HSET field ok, PERSIST, then XACK stream
+ *                group id, then (only if the XACK did not fail) set
+ *                __terminal and PEXPIRE ttl_ms. result recorded|stale|
+ *                retained (stale/retained: nothing written, nothing
+ *                acknowledged); an ERROR reply when the XACK fails, with
+ *                the field already "ok" and no retention.
  * STREAM_TRIM    (version 3) KEYS[1] a stream; ARGV cutoff_ms limit mode
  *                (mode "groups" or "age"). Not a state-hash transition:
  *                the retention step behind relay_redis_stream_trim()
@@ -85,9 +93,12 @@ typedef enum relay_redis_script {
 	RELAY_REDIS_SCRIPT_DLQ_PERSIST = 6,
 	/* version 2 */
 	RELAY_REDIS_SCRIPT_SCHEDULE_PUBLISH = 7,
-	/* version 3 */
-	RELAY_REDIS_SCRIPT_STREAM_TRIM = 8,
-	RELAY_REDIS_SCRIPT_COUNT_ = 9
+	/* version 3: mark_complete + XACK + retain in one step; KEYS state
+	 * hash, stream; ARGV field attempt token group id ttl_ms */
+	RELAY_REDIS_SCRIPT_COMPLETE_ACK = 8,
+	/* version 3: the safe retention step (relay_redis_stream_trim()) */
+	RELAY_REDIS_SCRIPT_STREAM_TRIM = 9,
+	RELAY_REDIS_SCRIPT_COUNT_ = 10
 } relay_redis_script;
 
 /**
@@ -125,8 +136,10 @@ struct relay_redis_backend {
 	void (*free)(relay_redis_backend *b);
 	/* version 1 ends here; later versions append only. Version 2 adds
 	 * no slot: it declares that script() implements
-	 * RELAY_REDIS_SCRIPT_SCHEDULE_PUBLISH; version 3 adds none either:
-	 * it declares RELAY_REDIS_SCRIPT_STREAM_TRIM. */
+	 * RELAY_REDIS_SCRIPT_SCHEDULE_PUBLISH. Version 3 adds no slot: it
+	 * declares RELAY_REDIS_SCRIPT_COMPLETE_ACK (the engine uses
+	 * MARK_COMPLETE, XACK and RETAIN apart with an older backend) and
+	 * RELAY_REDIS_SCRIPT_STREAM_TRIM. */
 };
 
 #define RELAY_REDIS_BACKEND_VERSION 3
@@ -143,6 +156,48 @@ RELAY_EXTERN int relay_redis_backend_check(const relay_redis_backend *b);
  */
 RELAY_EXTERN relay_redis_reply *relay_redis_reply_new(
 	relay_redis_reply_type type);
+
+/*
+ * The library's allocator for backends. A reply handed to a callback is
+ * freed by relay_redis_reply_free(), which frees every part (the element
+ * array, str, the nodes) through the allocator installed with
+ * relay_set_allocator(). So everything a backend puts into a reply must
+ * come from these functions (or relay_redis_reply_new()), never from
+ * malloc(): with a custom allocator the two would not match. Safe from
+ * any thread, like the allocator installed.
+ */
+
+/**
+ * relay_redis_malloc() - @n bytes from the library's allocator.
+ * Returns: the block (free with relay_free(), or as part of a reply), or
+ * NULL on allocation failure. Ownership: new.
+ */
+RELAY_EXTERN void *relay_redis_malloc(size_t n);
+
+/**
+ * relay_redis_realloc() - resize a block of relay_redis_malloc() (NULL:
+ * allocate). Returns: the block, or NULL (then @p is unchanged).
+ */
+RELAY_EXTERN void *relay_redis_realloc(void *p, size_t n);
+
+/**
+ * relay_redis_reply_set_str() - copy @len bytes of @s (NUL bytes kept, a
+ * NUL appended) into r->str and set r->len, replacing and freeing any
+ * previous str. For STRING, STATUS and ERROR replies.
+ * Returns: 0, RELAY_EINVAL (@r or @s NULL), or RELAY_ENOMEM (@r unchanged).
+ */
+RELAY_EXTERN int relay_redis_reply_set_str(relay_redis_reply *r,
+					   const char *s, size_t len);
+
+/**
+ * relay_redis_reply_set_elements() - give an ARRAY reply @n zeroed element
+ * slots (r->element, r->elements = @n) for the backend to fill with
+ * relay_redis_reply_new() nodes; a slot left NULL is freed as nothing.
+ * Replaces and frees any previous elements.
+ * Returns: 0, RELAY_EINVAL (@r NULL), or RELAY_ENOMEM (@r unchanged).
+ */
+RELAY_EXTERN int relay_redis_reply_set_elements(relay_redis_reply *r,
+						size_t n);
 
 #ifdef __cplusplus
 }

@@ -1,0 +1,28 @@
+-- complete_ack.lua KEYS[1]=state hash KEYS[2]=stream
+-- ARGV: field attempt token group id ttl_ms
+-- The success tail of a message in one step: mark_complete, then XACK,
+-- then retain. The engine sends it only for the message's last
+-- invocation when every other one is already "ok". Guarantees kept:
+-- the state is written before the XACK; retention only after the XACK
+-- succeeded (an XACK error is returned with the state written and no
+-- retention); a stale or retained claim writes nothing and acknowledges
+-- nothing (the mark_complete decision, twin of
+-- relay__inv_decide_complete()).
+local key, stream, field = KEYS[1], KEYS[2], ARGV[1]
+local attempt, token = tonumber(ARGV[2]), ARGV[3]
+local early, s = relay_load(key, field)
+if early then
+	return early
+end
+if s.kind ~= 'running' or s.attempt ~= attempt or s.token ~= token then
+	return relay_reply('stale', s)
+end
+redis.call('HSET', key, field, 'ok')
+redis.call('PERSIST', key)
+local n = redis.pcall('XACK', stream, ARGV[4], ARGV[5])
+if relay_is_err(n) then
+	return n
+end
+redis.call('HSET', key, '__terminal', '1')
+redis.call('PEXPIRE', key, ARGV[6])
+return relay_reply('recorded', s)

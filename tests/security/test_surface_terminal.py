@@ -1,0 +1,157 @@
+#!/usr/bin/env python3
+"""Security: producer- and author-controlled bytes never drive the
+operator's terminal or forge log lines (issue 14 items 6 and 7).
+
+6: relayctl's human-readable output shows control characters (C0, DEL,
+   C1) and bytes that are not UTF-8 as '?'; --json stays exact.
+7: an apps-directory entry whose name is not a valid app name (here one
+   holding a newline) is skipped with an escaped mention, in relayd's log
+   (text and JSON) and in relayctl validate / app ls.
+
+argv: relayd relayctl.
+"""
+import json
+import os
+import subprocess
+import sys
+
+sys.path.insert(0, os.path.join(os.path.dirname(os.path.abspath(__file__)),
+                                "..", "daemon"))
+from harness import Env, case, check, eq, run_cases, wait_for  # noqa: E402
+
+RELAYCTL = sys.argv[2]
+
+# ESC ] 0 ; title BEL, a screen clear, DEL, C1 CSI (U+009B), a carriage
+# return that would overwrite the line: valid UTF-8, so --json can carry
+# it exactly. A lone 0x9b byte (not UTF-8) goes in the reason.
+NASTY = (b"\x1b]0;pwned\x07\x1b[2J\x1b[1;31mFAKE\x7f\xc2\x9b31m"
+         b"\rok\x08")
+BAD_BYTES = [b"\x1b", b"\x07", b"\x7f", b"\xc2\x9b", b"\x9b", b"\r", b"\x08"]
+
+
+def ctl(env, *args, extra=None):
+    e = {k: v for k, v in os.environ.items()
+         if k.startswith(("ASAN_", "UBSAN_", "LSAN_", "PATH"))}
+    e.update({"REDIS_URI": env.redis.uri, "REDIS_STREAM": env.stream,
+              "REDIS_GROUP": env.group, "RELAY_APPS_DIR": env.apps_dir,
+              "RELAY_RUN_DIR": os.path.join(env.dir, "norun"),
+              "RELAY_STATE_DIR": os.path.join(env.dir, "nostate")})
+    e.update(extra or {})
+    p = subprocess.run([RELAYCTL, *args], env=e, capture_output=True,
+                       timeout=120)
+    check(b"Sanitizer" not in p.stderr, p.stderr.decode("utf-8", "replace"))
+    return p.returncode, p.stdout, p.stderr
+
+
+def assert_clean(what, data):
+    for b in BAD_BYTES:
+        check(b not in data, f"{what}: raw {b!r} in output:\n{data!r}")
+
+
+@case
+def dlq_inspect_and_ls_escape_producer_bytes():
+    with Env() as env:
+        tid = env.r("XADD", f"relay:{env.stream}:dlq", "*",
+                    "original_stream", env.stream, "original_id", "5-0",
+                    "group", "relay", "consumer", b"c" + NASTY,
+                    "event", b"not json " + NASTY,
+                    "reason", b"r\x9b" + NASTY, "app", b"a" + NASTY,
+                    "handler", b"h" + NASTY, "deliveries", "2",
+                    "handler_attempts", "1",
+                    "timestamp", "2026-01-02T03:04:05.678Z",
+                    "trace", b"t" + NASTY)
+        jid = env.r("XADD", f"relay:{env.stream}:dlq", "*",
+                    "original_stream", env.stream, "original_id", "6-0",
+                    "group", "relay", "consumer", "c",
+                    "event", '{"k":"\\u001b[2J\\u009b\\u007f","n":1}',
+                    "reason", "r", "app", "a", "handler", "h",
+                    "deliveries", "1", "handler_attempts", "1",
+                    "timestamp", "2026-01-02T03:04:05.678Z")
+        rc, out, err = ctl(env, "dlq", "inspect", tid)
+        eq(rc, 0, "inspect\n" + err.decode("utf-8", "replace"))
+        assert_clean("dlq inspect (raw event)", out)
+        check(b"not json ?]0;pwned?" in out, out)
+        rc, out, err = ctl(env, "dlq", "inspect", jid)
+        eq(rc, 0, "inspect JSON event")
+        assert_clean("dlq inspect (JSON event)", out)
+        rc, out, err = ctl(env, "dlq", "ls")
+        eq(rc, 0, "dlq ls")
+        assert_clean("dlq ls", out + err)
+        # --json stays exact.
+        rc, out, err = ctl(env, "dlq", "inspect", tid, "--json")
+        eq(rc, 0, "inspect --json")
+        j = json.loads(out)
+        eq(j["event"].encode("utf-8", "surrogateescape"),
+           b"not json " + NASTY, "--json event")
+        rc, out, err = ctl(env, "dlq", "inspect", jid, "--json")
+        eq(json.loads(out)["event"], '{"k":"\\u001b[2J\\u009b\\u007f",'
+           '"n":1}', "--json JSON event")
+
+
+@case
+def a_malformed_message_reaches_the_dlq_and_inspect_is_clean():
+    with Env() as env:
+        env.app("a", [("h", {"kind": ["x"]})])
+        d = env.relayd()
+        env.xadd(fields=["event", b"{" + NASTY])
+        wait_for(lambda: len(env.dlq()) == 1, "dead-lettered")
+        tid = env.dlq()[0]["_id"]
+        rc, out, err = ctl(env, "dlq", "inspect", tid)
+        eq(rc, 0, "inspect")
+        assert_clean("dlq inspect", out)
+        rc, out, err = ctl(env, "dlq", "inspect", tid, "--json")
+        eq(json.loads(out)["event"].encode("utf-8", "surrogateescape"),
+           b"{" + NASTY, "--json exact")
+        d.stop()
+
+
+EVIL = "evil\n2026-12-03T00:00:00.000Z INFO RELAYD01 forged line"
+
+
+def evil_apps(env):
+    env.app("ok", [("h", {"kind": ["x"]})])
+    env.app(EVIL, [("h", {"kind": ["x"]})])
+    env.app("Billing", [("h", {"kind": ["x"]})])
+
+
+@case
+def relayd_skips_invalid_app_names_with_an_escaped_mention():
+    for fmt in ("text", "json"):
+        with Env() as env:
+            evil_apps(env)
+            d = env.relayd(LOG_FORMAT=fmt)
+            r = d.control({"cmd": "apps"})
+            names = [a["name"] for a in r["apps"]]
+            eq(names, ["ok"], "only the valid app is an entry")
+            d.stop()
+            log = d.log()
+            for line in log.splitlines():
+                check(not line.startswith("2026-12-03T00:00:00.000Z"),
+                      f"{fmt}: a forged log line:\n{log}")
+                if fmt == "json":
+                    json.loads(line)
+            check("skipping" in log and "evil\\\\x0a2026" in log
+                  if fmt == "json" else "evil\\x0a2026" in log,
+                  f"{fmt}: escaped mention:\n{log}")
+
+
+@case
+def relayctl_skips_invalid_app_names_with_an_escaped_mention():
+    with Env() as env:
+        evil_apps(env)
+        rc, out, err = ctl(env, "validate", "--apps", env.apps_dir, "-v")
+        eq(rc, 1, "validate exit status")
+        eq(out, b"ok: ok (exec, 1 rule, 0 schedules)\n", "validate -v")
+        lines = err.decode().splitlines()
+        eq(len(lines), 2, f"two mentions:\n{err!r}")
+        check(any('skipping "evil\\x0a2026-12-03' in ln for ln in lines),
+              err)
+        check(any('skipping "Billing"' in ln for ln in lines), err)
+        rc, out, err = ctl(env, "app", "ls")
+        eq(rc, 0, "app ls")
+        eq([ln.split()[0] for ln in out.decode().splitlines()],
+           ["NAME", "ok"], "app ls rows")
+        check(b"\n2026-12-03" not in err and b"evil\\x0a" in err, err)
+
+
+sys.exit(run_cases())
