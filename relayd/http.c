@@ -97,7 +97,8 @@ static enum MHD_Result on_request(void *cls, struct MHD_Connection *conn,
 }
 
 /* libmicrohttpd's error log (its own thread): one relayd log line. */
-static void mhd_log(void *cls, const char *fmt, va_list ap)
+static void __attribute__((format(printf, 2, 0)))
+mhd_log(void *cls, const char *fmt, va_list ap)
 {
 	char buf[512];
 	size_t n;
@@ -192,7 +193,8 @@ struct relayd_http {
 };
 
 /* libmicrohttpd's error log (its own thread): one relayd log line. */
-static void mhd_log(void *cls, const char *fmt, va_list ap)
+static void __attribute__((format(printf, 2, 0)))
+mhd_log(void *cls, const char *fmt, va_list ap)
 {
 	char buf[512];
 	size_t n;
