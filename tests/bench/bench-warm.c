@@ -2,7 +2,7 @@
  * bench-warm.c - the same no-op handler started warm and cold in one run,
  * through the bwrap runtime (python3, node, exec /bin/true).
  *
- *	bench-warm [-n N] [-c CONC] [-k python3,node,exec] [-r ROUNDS]
+ *	bench-warm [-n N] [-c CONC] [-k python3,node,exec] [-r ROUNDS] [-g MS]
  *
  * For each kind and each path (cold: RELAY_WARM_OFF; warm: a runtime with
  * warm parents, first started and waited for), N invocations run on one
@@ -12,7 +12,10 @@
  * python3 and node handlers print CLOCK_MONOTONIC as their first act; for
  * exec (/bin/true prints nothing) the runtime's start_us is used (process
  * created). Rounds alternate warm and cold so a noisy machine hurts both
- * alike. Needs RELAY_BOOTSTRAP_DIR or an installed bootstrap.
+ * alike. -g MS waits MS milliseconds before each start (give a node/exec
+ * pool time to refill: the latency "when the pool is ready"); the rate
+ * is then not meaningful. Needs RELAY_BOOTSTRAP_DIR or an installed
+ * bootstrap.
  */
 #define _GNU_SOURCE
 #include <errno.h>
@@ -46,7 +49,7 @@ struct bench {
 	relay_runtime *rt;
 	struct ev_loop *loop;
 	relay_exec_spec spec;
-	int total, started, done, failed, conc, inflight;
+	int total, started, done, failed, conc, inflight, gap_ms;
 	double *lat;            /* ms, one per invocation */
 	int nlat;
 };
@@ -83,9 +86,12 @@ static void on_done(const relay_run_outcome *o, void *payload)
 static void start_more(struct bench *b)
 {
 	while (b->inflight < b->conc && b->started < b->total) {
-		struct slot *s = calloc(1, sizeof(*s));
+		struct slot *s;
 		relay_error err;
 
+		if (b->gap_ms)
+			usleep((useconds_t)b->gap_ms * 1000u);
+		s = calloc(1, sizeof(*s));
 		s->b = b;
 		s->handed = now_s();
 		if (relay_runtime_run(b->rt, &b->spec, on_line, on_done, s,
@@ -158,12 +164,14 @@ int main(int argc, char **argv)
 {
 	static const char *const exec_argv[] = { "/bin/true", NULL };
 	const char *kinds = "python3,node,exec";
-	int n = 200, rounds = 2, concs[2] = { 1, 8 }, nconc = 2, opt;
+	int n = 200, rounds = 2, concs[2] = { 1, 8 }, nconc = 2, opt, gap = 0;
 	struct ev_loop *loop = ev_loop_new(EVFLAG_AUTO);
 	char *list, *kind, *save = NULL;
 
-	while ((opt = getopt(argc, argv, "n:c:k:r:")) != -1) {
-		if (opt == 'n')
+	while ((opt = getopt(argc, argv, "n:c:k:r:g:")) != -1) {
+		if (opt == 'g')
+			gap = atoi(optarg);
+		else if (opt == 'n')
 			n = atoi(optarg);
 		else if (opt == 'c') {
 			concs[0] = atoi(optarg);
@@ -174,7 +182,7 @@ int main(int argc, char **argv)
 			rounds = atoi(optarg);
 		else {
 			fprintf(stderr, "usage: bench-warm [-n N] [-c CONC] "
-				"[-k python3,node,exec] [-r ROUNDS]\n");
+				"[-k python3,node,exec] [-r ROUNDS] [-g MS]\n");
 			return 2;
 		}
 	}
@@ -191,6 +199,7 @@ int main(int argc, char **argv)
 
 		memset(&b, 0, sizeof(b));
 		b.loop = loop;
+		b.gap_ms = gap;
 		b.spec = (relay_exec_spec)RELAY_EXEC_SPEC_INIT;
 		b.spec.app = "bench";
 		b.spec.app_dir = make_app(kind);
