@@ -62,7 +62,7 @@ def make_app(env, kind):
         handler = "noop.handle"
     else:
         head = "runtime: exec\ncommand: [/bin/true]\n"
-        handler = "true"
+        handler = "noop"
     for f in os.listdir(d):
         os.chmod(os.path.join(d, f), 0o644)
     open(os.path.join(d, "template.yaml"), "w").write(
@@ -105,6 +105,8 @@ def one(kind, warm, n):
                      for l in lines[-200:]) if kind != "exec" else []
         rss = rss_kb(d.proc.pid)
         failed = log.count("handler failed") + log.count("exhausted")
+        if "invalid" in log or (kind != "exec" and "stdout: L " not in log):
+            raise SystemExit("the bench app did not run: " + d.log_tail(5))
         d.stop()
         p50 = lat[len(lat) // 2] if lat else float("nan")
         p99 = lat[min(len(lat) - 1, len(lat) * 99 // 100)] if lat else \
