@@ -586,18 +586,31 @@ static void out_cb(struct ev_loop *loop, ev_io *wio, int revents)
 static int spawn_parent(relay__warm *w, warm_parent *p,
 			const relay_exec_spec *spec, relay_error *err)
 {
-	static const char *const inner[] = {
+	static const char *const serve[] = {
 		"python3", "-u", "-B",
 		RELAY__SANDBOX_BOOTSTRAP_DIR "/relay-bootstrap.py", "--serve",
-		NULL,
 	};
-	relay__strv argv = { 0 }, env = { 0 }, penv = { 0 };
+	relay__strv inner = { 0 }, argv = { 0 }, env = { 0 }, penv = { 0 };
 	relay__spawn_req req = RELAY__SPAWN_REQ_INIT;
 	relay_proc proc;
-	int sv[2] = { -1, -1 }, keep = -1, rc;
+	int sv[2] = { -1, -1 }, keep = -1, rc = 0;
 	size_t i;
 
-	rc = relay__bwrap_argv(w->rt->rb, spec, inner, true, &argv, err);
+	/* An exec app's parent execs its command in every invocation. */
+	for (i = 0; rc == 0 && i < RELAY__ARRAY_SIZE(serve); i++)
+		rc = relay__strv_push(&inner, serve[i]);
+	if (rc == 0 && spec->runtime == RELAY_RUNTIME_EXEC)
+		rc = relay__strv_push(&inner, "--");
+	for (i = 0; rc == 0 && spec->runtime == RELAY_RUNTIME_EXEC &&
+		    spec->argv[i]; i++)
+		rc = relay__strv_push(&inner, spec->argv[i]);
+	if (rc != 0) {
+		rc = relay__error_set(err, RELAY_ENOMEM, NULL, 0, 0,
+				      "out of memory");
+		goto done;
+	}
+	rc = relay__bwrap_argv(w->rt->rb, spec,
+			       (const char *const *)inner.v, true, &argv, err);
 	if (rc != 0)
 		goto done;
 	rc = relay__runtime_env(spec, &env);
@@ -668,6 +681,7 @@ done:
 	relay__warm_close_fd(&sv[0]);
 	relay__warm_close_fd(&sv[1]);
 	relay__warm_close_fd(&keep);
+	relay__strv_free(&inner);
 	relay__strv_free(&argv);
 	relay__strv_free(&env);
 	relay__strv_free(&penv);
@@ -917,7 +931,7 @@ int relay__warm_start(relay_runtime *rt, void *loop, relay_run *run,
 	if (!key)
 		goto fail;
 	start_idle_timer(w, loop);
-	if (spec->runtime != RELAY_RUNTIME_PYTHON3) {
+	if (spec->runtime == RELAY_RUNTIME_NODE) {
 		relay__strv_free(&env);
 		why = relay__warm_pool_claim(w, loop, spec, key, out, prefix);
 		*pooled = why == 0;

@@ -1,6 +1,6 @@
 /*
  * librelay/runtime/warm.h - private to the warm path: warm.c (python3 warm
- * parents, the runtime's side, stats) and warm_pool.c (node and exec
+ * and exec parents, the runtime's side, stats) and warm_pool.c (node
  * pre-started processes). Both include <ev.h>.
  */
 #ifndef RELAY__WARM_H
@@ -26,7 +26,7 @@
 /* An invocation of the warm path is two processes (see
  * relay_warm_server.py): the handler's pids limit pays for N. */
 #define WARM_PIDS_OVERHEAD 1u
-/* Pre-started processes kept per node/exec app generation. */
+/* Pre-started processes kept per node app generation. */
 #define WARM_POOL_SIZE 2u
 #define WARM_POOL_MAX_FAILURES 3u
 
@@ -74,8 +74,8 @@ struct warm_parent {
 };
 
 /*
- * node and exec: pre-started one-shot processes. V8 cannot fork, and an
- * exec command is a new program anyway, so each is a full cold sandbox
+ * node: pre-started one-shot processes. V8 cannot fork, so each is a
+ * full cold sandbox
  * (same argv building, limits and user as a cold start) started ahead of
  * time and used for exactly one invocation: it reads the handler and
  * message id from the first bytes of its stdin, then runs as a cold start
@@ -151,7 +151,7 @@ uint64_t relay__warm_rss_of(pid_t pid);
 
 /* warm_pool.c */
 
-/* Claim a pre-started process for @spec (node, exec); @key is taken.
+/* Claim a pre-started process for @spec (node); @key is taken.
  * Returns as relay__warm_start() does; 0 with *proc and *prefix set. */
 int relay__warm_pool_claim(relay__warm *w, struct ev_loop *loop,
 			   const relay_exec_spec *spec, char *key,

@@ -1,9 +1,8 @@
 /*
- * warm_pool.c - node and exec: pre-started one-shot processes (see warm.h
- * and doc/sandbox.md, "Warm sandboxes").
+ * warm_pool.c - node: pre-started one-shot processes (see warm.h and
+ * doc/sandbox.md, "Warm sandboxes").
  *
- * V8 cannot fork and an exec command is a new program anyway, so each is
- * a full cold sandbox (the same argv building, limits and host user as a
+ * V8 cannot fork, so each is a full cold sandbox (the same argv building, limits and host user as a
  * cold start) started ahead of time and used for exactly one invocation:
  * it reads the handler and the message id as two lines at the start of
  * its stdin, then runs as a cold start would. A claimed process is
@@ -20,36 +19,17 @@
 
 #include "warm.h"
 
-/*
- * What a pre-started process runs. Both read two lines first: the handler
- * and the message id (either may be empty), then the event. exec: a POSIX
- * shell reads them byte by byte (so never a byte of the event), exports
- * them and execs the command; its environment is then a cold start's
- * (bwrap sets PWD either way).
- */
+/* What a pre-started node process runs: the bootstrap, waiting for the
+ * handler and message id as two lines at the start of its stdin. */
 static int pool_inner(const relay_exec_spec *spec, relay__strv *out)
 {
-	static const char script[] =
-		"IFS= read -r h && IFS= read -r m || exit 125; "
-		"RELAY_HANDLER=$h; export RELAY_HANDLER; "
-		"if [ -n \"$m\" ]; then RELAY_MESSAGE_ID=$m; "
-		"export RELAY_MESSAGE_ID; fi; unset h m; exec \"$@\"";
-	size_t i;
 	int rc = 0;
 
-	if (spec->runtime == RELAY_RUNTIME_NODE) {
-		rc |= relay__strv_push(out, "node");
-		rc |= relay__strv_push(out, RELAY__SANDBOX_BOOTSTRAP_DIR
-				       "/relay-bootstrap.js");
-		rc |= relay__strv_push(out, "--pool");
-		return rc ? RELAY_ENOMEM : 0;
-	}
-	rc |= relay__strv_push(out, "/bin/sh");
-	rc |= relay__strv_push(out, "-c");
-	rc |= relay__strv_push(out, script);
-	rc |= relay__strv_push(out, "relay");
-	for (i = 0; rc == 0 && spec->argv[i]; i++)
-		rc |= relay__strv_push(out, spec->argv[i]);
+	(void)spec;
+	rc |= relay__strv_push(out, "node");
+	rc |= relay__strv_push(out, RELAY__SANDBOX_BOOTSTRAP_DIR
+			       "/relay-bootstrap.js");
+	rc |= relay__strv_push(out, "--pool");
 	return rc ? RELAY_ENOMEM : 0;
 }
 

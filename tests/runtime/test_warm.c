@@ -561,7 +561,7 @@ static void test_warm__node_pool_one_shot(void)
 	job_free(&c1);
 }
 
-/* exec: a pre-started sandbox; the command sees a cold start's world. */
+/* exec: the fork server execs the command, which sees a cold start's world. */
 static void test_warm__exec_pool_same_as_cold(void)
 {
 	static const char *const argv[] = {

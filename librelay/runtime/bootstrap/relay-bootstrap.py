@@ -13,7 +13,7 @@
 # asyncio is imported only for a coroutine handler and traceback only on
 # failure, so a cold start pays for the interpreter and json alone.
 #
-# Usage: python3 relay-bootstrap.py --serve
+# Usage: python3 relay-bootstrap.py --serve [-- CMD ARGS...]
 # The warm fork server (doc/sandbox.md, "Warm sandboxes"); see
 # relay_warm_server.py beside this file. Each invocation it forks runs
 # run() below exactly as a cold start would.
@@ -56,10 +56,12 @@ def run(target, raw):
 
 
 def main():
-    if len(sys.argv) == 2 and sys.argv[1] == "--serve":
+    if len(sys.argv) >= 2 and sys.argv[1] == "--serve":
         sys.path[0] = os.path.dirname(os.path.abspath(__file__))
         import relay_warm_server
-        return relay_warm_server.serve(run)
+        # --serve -- CMD ARGS...: a warm parent of an exec app.
+        command = sys.argv[3:] if sys.argv[2:3] == ["--"] else None
+        return relay_warm_server.serve(run, command)
     if len(sys.argv) != 2:
         print("usage: relay-bootstrap.py MODULE.FUNCTION", file=sys.stderr)
         return 2

@@ -104,8 +104,9 @@ def _status_code(st):
 
 
 class Server:
-    def __init__(self, run):
+    def __init__(self, run, command=None):
         self.run = run
+        self.command = command  # exec apps: the argv each invocation execs
         self.pid = os.getpid()
         # bwrap sets PWD (over the app's env) for a cold start too.
         self.pwd = os.environ.get("PWD")
@@ -165,6 +166,8 @@ class Server:
         os.environ.update(env)
         if self.pwd is not None:
             os.environ["PWD"] = self.pwd
+        if self.command:
+            return self._exec(self.command)
         sys.argv = [self.bootstrap, handler]
         sys.path[0] = os.getcwd()
         sys.modules.pop("relay_warm_server", None)
@@ -178,6 +181,26 @@ class Server:
         except BaseException:
             pass
         return code
+
+    @staticmethod
+    def _exec(argv):
+        """H of an exec app: the command, as bwrap would exec it: every
+        signal at its default (the interpreter ignores SIGPIPE), no
+        blocked ones, the handler's PATH."""
+        for s in signal.valid_signals():
+            if s in (signal.SIGKILL, signal.SIGSTOP):
+                continue
+            try:
+                signal.signal(s, signal.SIG_DFL)
+            except (OSError, ValueError):
+                pass
+        signal.pthread_sigmask(signal.SIG_SETMASK, ())
+        try:
+            os.execvpe(argv[0], argv, os.environ)
+        except OSError as e:
+            os.write(2, ("relay: exec %s: %s\n"
+                         % (argv[0], e.strerror)).encode())
+        return 127
 
     @staticmethod
     def _system_exit(e):
@@ -408,5 +431,7 @@ class Server:
                     os.close(fd)
 
 
-def serve(run):
-    return Server(run).serve()
+def serve(run, command=None):
+    """Serve invocations of python3 handlers (@run), or of the exec
+    command @command (an argv list)."""
+    return Server(run, command).serve()
