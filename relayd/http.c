@@ -192,21 +192,6 @@ struct relayd_http {
 	int unused;
 };
 
-/* libmicrohttpd's error log (its own thread): one relayd log line. */
-static void __attribute__((format(printf, 2, 0)))
-mhd_log(void *cls, const char *fmt, va_list ap)
-{
-	char buf[512];
-	size_t n;
-
-	(void)cls;
-	vsnprintf(buf, sizeof(buf), fmt, ap);
-	n = strlen(buf);
-	while (n && (buf[n - 1] == '\n' || buf[n - 1] == '\r'))
-		buf[--n] = '\0';
-	relayd_log(RELAY_LOG_WARN, "RELAYD-HTTP01", "metrics server: %s", buf);
-}
-
 relayd_http *relayd_http_start(const char *host, int port, char *errbuf,
 			       size_t size)
 {
