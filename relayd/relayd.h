@@ -158,6 +158,8 @@ typedef struct relayd_stats {
 /* Fill @s from the consumer (0 or -1 on allocation failure). */
 int relayd_stats_take(relayd_stats *s, const relay_consumer *c);
 void relayd_stats_clear(relayd_stats *s);
+/* A Prometheus label value with \\, \" and newline escaped. */
+void relayd_prom_label(FILE *f, const char *v);
 /* Prometheus text exposition (0.0.4). Returns a malloc'd string or NULL. */
 char *relayd_stats_prometheus(const relayd_stats *s, size_t *len);
 /* The stats file body (doc/protocol.md): a json_t object (new). */

@@ -75,7 +75,7 @@ int relayd_stats_take(relayd_stats *s, const relay_consumer *c)
 }
 
 /* A label value with \, " and newline escaped (exposition format). */
-static void put_label(FILE *f, const char *v)
+void relayd_prom_label(FILE *f, const char *v)
 {
 	for (; *v; v++) {
 		if (*v == '\\' || *v == '"')
@@ -103,9 +103,9 @@ static void gauge(FILE *f, const char *name, const char *help, double v)
 static void hist_labels(FILE *f, const relayd_hist *h)
 {
 	fputs("app=\"", f);
-	put_label(f, h->app);
+	relayd_prom_label(f, h->app);
 	fputs("\",handler=\"", f);
-	put_label(f, h->handler);
+	relayd_prom_label(f, h->handler);
 	fputc('"', f);
 }
 

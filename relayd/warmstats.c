@@ -53,18 +53,6 @@ void relayd_warm_clear(relayd_warm_snap *w)
 	w->nparents = 0;
 }
 
-static void label(FILE *f, const char *v)
-{
-	for (; *v; v++) {
-		if (*v == '\\' || *v == '"')
-			fprintf(f, "\\%c", *v);
-		else if (*v == '\n')
-			fputs("\\n", f);
-		else
-			fputc(*v, f);
-	}
-}
-
 void relayd_warm_prometheus(FILE *f, const relayd_warm_snap *w)
 {
 	static const uint64_t bounds[] = RELAY_WARM_LATENCY_BOUNDS_US;
@@ -109,7 +97,7 @@ void relayd_warm_prometheus(FILE *f, const relayd_warm_snap *w)
 				     strcmp(w->parents[j].state,
 					    p->state) == 0;
 			fputs("relay_warm_parents{app=\"", f);
-			label(f, p->app);
+			relayd_prom_label(f, p->app);
 			fprintf(f, "\",state=\"%s\"} %zu\n", states[k], n);
 		}
 	}

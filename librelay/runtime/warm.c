@@ -1010,20 +1010,13 @@ use:
 		parent_fault(p, RELAY_WARM_FAIL_CRASHED,
 			     "control socket write failed");
 		why = RELAY_WARM_FAIL_CRASHED;
-		goto fail_q_counted;
+		goto fail_q_why;
 	}
 	*out = &bp->parent;
 	return 0;
 fail_q:
-	relay__limits_release(&bp->inv, NULL);
-	relay__warm_close_fd(&bp->parent.stdin_fd);
-	relay__warm_close_fd(&bp->parent.stdout_fd);
-	relay__warm_close_fd(&bp->parent.stderr_fd);
-	relay__free(bp);
-	req_free(q);
 	why = RELAY_WARM_FAIL_SPAWN;
-	goto fail;
-fail_q_counted:
+fail_q_why:
 	relay__limits_release(&bp->inv, NULL);
 	relay__warm_close_fd(&bp->parent.stdin_fd);
 	relay__warm_close_fd(&bp->parent.stdout_fd);
