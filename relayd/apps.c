@@ -222,6 +222,41 @@ static void start_reload(relayd *d)
 	reloader.running = true;
 }
 
+/* The warm parents of an app that is gone (or no longer valid) are
+ * retired now rather than at the idle timeout; a changed app's go when
+ * its new generation first runs. */
+struct gone {
+	relayd *d;
+	char names[16][64];
+	int n;
+};
+
+static void note_gone(const char *app, const char *state,
+		      unsigned int inflight, uint64_t rss, void *payload)
+{
+	struct gone *g = payload;
+
+	(void)state;
+	(void)inflight;
+	(void)rss;
+	if (g->n < 16 && !relay_appset_find(g->d->apps, app))
+		snprintf(g->names[g->n++], sizeof(g->names[0]), "%s", app);
+}
+
+static void retire_gone(relayd *d)
+{
+	struct gone g;
+	int i;
+
+	if (!d->rt)
+		return;
+	memset(&g, 0, sizeof(g));
+	g.d = d;
+	relay_runtime_warm_foreach(d->rt, note_gone, &g);
+	for (i = 0; i < g.n; i++)
+		relay_runtime_warm_retire(d->rt, g.names[i]);
+}
+
 /* Swap in what the worker built (loop thread). */
 static void finish_reload(relayd *d)
 {
@@ -243,6 +278,7 @@ static void finish_reload(relayd *d)
 		}
 		relay_appset_free(d->apps);
 		d->apps = rc.set;
+		retire_gone(d);
 	}
 	relayd_log(rc.changed ? RELAY_LOG_INFO : RELAY_LOG_DEBUG,
 		   "RELAYD-APP09", "apps reloaded (%s): %d changed",

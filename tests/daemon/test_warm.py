@@ -194,5 +194,26 @@ def template_edit_starts_a_new_generation():
         d.stop()
 
 
+@case
+def removed_app_retires_its_parent():
+    bwrap_or_skip()
+    with Env() as env:
+        py_app(env)
+        py_app(env, name="other")
+        d, port = start(env)
+        run_events(env, d, ["a"])
+        parent_ready(env, port, "py")
+        before = serve_processes(d.proc.pid)
+        check(len(before) == 1, "the app's warm parent runs")
+        shutil.rmtree(os.path.join(env.apps_dir, "py"))
+        env.wait(lambda: metrics(port).get(
+            'relay_warm_parents{app="py",state="ready"}') is None,
+            "the removed app's parent retired", timeout=30)
+        env.wait(lambda: not any(os.path.exists(f"/proc/{p}")
+                                 for p in before), "its process gone",
+                 timeout=10)
+        d.stop()
+
+
 if __name__ == "__main__":
     sys.exit(run_cases())
