@@ -129,6 +129,10 @@ def warm_by_default_and_one_shot():
             'relay_handler_starts_total{path="warm"}', 0) >= 3,
             "warm starts counted", timeout=30)
         m = metrics(port)
+        check(m.get('relay_handler_start_seconds_count{path="warm"}', 0)
+              >= 3, "warm start latency histogram")
+        check(m.get('relay_handler_start_seconds_bucket{path="warm",'
+                    'le="+Inf"}', 0) >= 3, "histogram +Inf bucket")
         check(m.get("relay_warm_parents_memory_bytes", 0) > 0,
               "parent memory reported")
         check(serve_processes(d.proc.pid), "a warm parent runs")
@@ -192,6 +196,12 @@ def template_edit_starts_a_new_generation():
               f"-> {after}")
         check("stdout: seen 1 d []" in d.log(), "new generation one-shot")
         d.stop()
+        w = d.stats_file()["warm"]
+        check(w["warm_starts"] >= 1 and w["cold_starts"] >= 2,
+              f"stats file warm object: {w}")
+        eq(sorted(w["failures"]), ["cap", "crashed", "fork", "spawn",
+                                   "unsupported", "wedged"],
+           "failure reasons in the stats file")
 
 
 @case

@@ -77,6 +77,23 @@ for sb in $sandboxes; do
 	done
 done
 
+# --warm: the same event through the warm path gives the same output.
+if [ "${sandboxes#*bwrap}" != "$sandboxes" ]; then
+	for lang in pyapp shellapp; do
+		if run "cold-$lang" 0 "$lang" --apps "$apps" --event "$ev" &&
+			grep '^\[' "$tmp/out" >"$tmp/cold" &&
+			run "warm-$lang" 0 "$lang" --apps "$apps" --event "$ev" \
+				--warm &&
+			grep '^\[' "$tmp/out" >"$tmp/warm" &&
+			[ -s "$tmp/warm" ] && cmp -s "$tmp/cold" "$tmp/warm"; then
+			ok "app run --warm: $lang output identical to cold"
+		else fail "--warm $lang"; fi
+	done
+	if run usage5 2 shellapp --apps "$apps" --sandbox none --warm
+	then ok "--warm with --sandbox none: usage error"
+	else fail "--warm none"; fi
+fi
+
 if run nomatch 0 shellapp --apps "$apps" --sandbox none \
 	--event '{"event_name":"DELETE"}' && has "No matching handlers" out
 then ok "no match: 'No matching handlers', exit 0"; else fail "no match"; fi

@@ -164,6 +164,8 @@ static char *joined(const cap *c)
 	" if l.startswith('CapEff')])\n"                                  \
 	"    print('mods', 'asyncio' in sys.modules)\n"                  \
 	"    print('gc', __import__('gc').isenabled())\n"                \
+	"    import socket, threading, time\n"                           \
+	"    print('net', socket.if_nameindex(), threading.active_count())\n" \
 	"    print('rand', random.random(), random.random())\n"          \
 	"    open('/tmp/left-behind', 'w').write('x')\n"                 \
 	"    leak = open('/app/handlers.py')\n"                           \
@@ -171,6 +173,8 @@ static char *joined(const cap *c)
 	"    signal.signal(signal.SIGUSR1, lambda *a: None)\n"            \
 	"    import subprocess\n"                                          \
 	"    subprocess.Popen(['sleep', '31337'])\n"                       \
+	"    threading.Thread(target=lambda: (time.sleep(0.2),"            \
+	" print('thread done', flush=True))).start()\n"                  \
 	"def slow(event):\n"                                               \
 	"    import time\n"                                                \
 	"    time.sleep(1.0)\n"                                            \
@@ -186,6 +190,15 @@ static char *joined(const cap *c)
 	"def hog(event):\n"                                                \
 	"    x = bytearray(400 * 1024 * 1024)\n"                          \
 	"    for i in range(0, len(x), 4096): x[i] = 1\n"                 \
+	"def forks(event):\n"                                              \
+	"    import subprocess\n"                                         \
+	"    procs = []\n"                                                \
+	"    try:\n"                                                      \
+	"        for i in range(40):\n"                                   \
+	"            procs.append(subprocess.Popen(['sleep', '5']))\n"    \
+	"    except OSError as e:\n"                                      \
+	"        print('refused after', len(procs), e.errno)\n"           \
+	"        sys.exit(7)\n"                                           \
 	"def ok(event):\n"                                                 \
 	"    print('ok', event)\n"                                         \
 	"def fails(event):\n"                                              \
@@ -221,9 +234,12 @@ static bool ours(pid_t pid)
 	return false;
 }
 
-/* Is a process of ours whose command line holds @needle alive? */
+/* Is a process of ours whose command line holds @needle alive? A
+ * leading '^' anchors @needle at the start of the command line. */
 static bool host_has_process(const char *needle, pid_t *pid)
 {
+	bool anchored = needle[0] == '^';
+
 	DIR *d = opendir("/proc");
 	struct dirent *e;
 	bool found = false;
@@ -245,7 +261,9 @@ static bool host_has_process(const char *needle, pid_t *pid)
 			if (buf[i] == '\0')
 				buf[i] = ' ';
 		buf[n] = '\0';
-		if (strstr(buf, needle) && ours((pid_t)atol(e->d_name))) {
+		if ((anchored ? strncmp(buf, needle + 1, strlen(needle + 1))
+				== 0 : strstr(buf, needle) != NULL) &&
+		    ours((pid_t)atol(e->d_name))) {
 			found = true;
 			if (pid)
 				*pid = (pid_t)atol(e->d_name);
@@ -402,6 +420,67 @@ static void test_warm__memory_limit_per_invocation(void)
 	RT_CHECK(cap_has(&j[1].c, "slow done"));
 	job_free(&j[0]);
 	job_free(&j[1]);
+}
+
+/* A pids limit holds per invocation: a fork bomb is refused alone. */
+static void test_warm__pids_limit_per_invocation(void)
+{
+	relay_exec_spec s = py_spec("handlers.forks"), q = py_spec(
+		"handlers.slow");
+	struct job j[2];
+
+	if (relay_runtime_limits_mode(rt) != RELAY_LIMITS_CGROUP_V1 &&
+	    relay_runtime_limits_mode(rt) != RELAY_LIMITS_CGROUP_V2) {
+		printf("# no cgroups here: the rlimit fallback is covered by "
+		       "the sandbox suite\n");
+		return;
+	}
+	s.pids = q.pids = 8;
+	RT_CHECK(start(rt, &q, &j[1]) == 0);
+	RT_CHECK(start(rt, &s, &j[0]) == 0);
+	wait_all(j, 2);
+	RT_EQ_STR(j[0].o.reason, "exit status 7");
+	RT_CHECK(cap_contains(&j[0].c, "refused after"));
+	RT_CHECK(j[0].o.warm);
+	RT_EQ_INT(j[1].o.status, RELAY_RUN_OK);
+	job_free(&j[0]);
+	job_free(&j[1]);
+}
+
+/* A wedged parent (stopped): no answer within the bound, counted, the
+ * run finishes cold. */
+static void test_warm__parent_wedged(void)
+{
+	relay_runtime_options o = RELAY_RUNTIME_OPTIONS_INIT;
+	relay_runtime_warm_stats st = { .version = 1 };
+	relay_exec_spec s = py_spec("handlers.ok");
+	relay_runtime *r = NULL;
+	struct job j;
+	pid_t pid = 0;
+
+	o.backend = "bwrap";
+	o.bootstrap_dir = bootstrap_dir();
+	o.warm = 1;
+	o.warm_start_timeout_ms = 300;
+	relay_runtime_warm_retire(rt, NULL);  /* its parents go: one left */
+	RT_CHECK(relay_runtime_new(&r, &o, NULL) == 0);
+	relay_runtime_libev_attach(r, loop);
+	RT_CHECK(run1(r, &s, &j) == 0);
+	RT_CHECK(j.o.warm);
+	job_free(&j);
+	RT_CHECK(host_has_process("^python3 -u -B /run/relay-bootstrap/"
+				  "relay-bootstrap.py --serve", &pid));
+	RT_CHECK(pid > 0 && kill(pid, SIGSTOP) == 0);
+	s.warm = RELAY_WARM_AUTO;
+	RT_CHECK(run1(r, &s, &j) == 0);
+	RT_EQ_INT(j.o.status, RELAY_RUN_OK);
+	RT_CHECK(!j.o.warm);
+	relay_runtime_warm_stats_get(r, &st);
+	RT_EQ_INT(st.failures[RELAY_WARM_FAIL_WEDGED], 1);
+	job_free(&j);
+	if (pid > 0)
+		kill(pid, SIGCONT);
+	relay_runtime_free(r);
 }
 
 /* The warm parent killed mid-invocation: the run finishes cold, counted,
@@ -656,6 +735,8 @@ int main(int argc, char **argv)
 		RT_CASE(test_warm__exit_codes_and_import_errors),
 		RT_CASE(test_warm__timeout_kills_one),
 		RT_CASE(test_warm__memory_limit_per_invocation),
+		RT_CASE(test_warm__pids_limit_per_invocation),
+		RT_CASE(test_warm__parent_wedged),
 		RT_CASE(test_warm__parent_killed),
 		RT_CASE(test_warm__reload_generation),
 		RT_CASE(test_warm__cap_and_idle_eviction),
