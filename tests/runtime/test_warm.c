@@ -422,6 +422,28 @@ static void test_warm__memory_limit_per_invocation(void)
 	job_free(&j[1]);
 }
 
+/* An edited handler module takes effect with the next invocation, though
+ * the parent keeps compiled app modules. */
+static void test_warm__edited_module_picked_up(void)
+{
+	relay_exec_spec s = py_spec("edited.h");
+	struct job j;
+
+	write_file("edited.py", "def h(event):\n    print('version one')\n");
+	relay_runtime_warm_retire(rt, NULL);  /* a parent that compiled it */
+	RT_CHECK(run1(rt, &s, &j) == 0);
+	RT_CHECK(j.o.warm && cap_has(&j.c, "version one"));
+	job_free(&j);
+	RT_CHECK(run1(rt, &s, &j) == 0);
+	RT_CHECK(j.o.warm && cap_has(&j.c, "version one"));
+	job_free(&j);
+	write_file("edited.py", "def h(event):\n    print('version 2!!')\n");
+	RT_CHECK(run1(rt, &s, &j) == 0);
+	RT_CHECK(j.o.warm);
+	RT_CHECK(cap_has(&j.c, "version 2!!"));
+	job_free(&j);
+}
+
 /* A pids limit holds per invocation: a fork bomb is refused alone. */
 static void test_warm__pids_limit_per_invocation(void)
 {
@@ -735,6 +757,7 @@ int main(int argc, char **argv)
 		RT_CASE(test_warm__exit_codes_and_import_errors),
 		RT_CASE(test_warm__timeout_kills_one),
 		RT_CASE(test_warm__memory_limit_per_invocation),
+		RT_CASE(test_warm__edited_module_picked_up),
 		RT_CASE(test_warm__pids_limit_per_invocation),
 		RT_CASE(test_warm__parent_wedged),
 		RT_CASE(test_warm__parent_killed),

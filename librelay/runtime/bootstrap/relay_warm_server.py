@@ -95,6 +95,62 @@ def _check(rc, what):
         raise OSError(e, "%s: %s" % (what, os.strerror(e)))
 
 
+# Compiled app modules, kept by the server: the app directory is
+# read-only, so a cold start compiles every handler module from source on
+# every import. The server compiles them once (never executes them) and an
+# invocation's import uses the cached code while the file's size and mtime
+# are unchanged, as a bytecode cache would. Bounded.
+CODE_CACHE_FILES = 512
+CODE_CACHE_BYTES = 8 << 20
+
+
+def _precompile(root):
+    from importlib.machinery import SourceFileLoader
+    cache, total = {}, 0
+    for top, dirs, files in os.walk(root):
+        dirs[:] = sorted(d for d in dirs if not d.startswith("."))
+        for f in sorted(files):
+            if not f.endswith(".py") or len(cache) >= CODE_CACHE_FILES:
+                continue
+            path = os.path.join(top, f)
+            try:
+                st = os.stat(path)
+                if total + st.st_size > CODE_CACHE_BYTES:
+                    continue
+                with open(path, "rb") as fh:
+                    src = fh.read()
+                code = SourceFileLoader("_", path).source_to_code(src, path)
+            except (OSError, SyntaxError, ValueError):
+                continue    # the import in the invocation reports it
+            total += st.st_size
+            cache[path] = ((st.st_mtime_ns, st.st_size), code)
+    return cache
+
+
+def _use_code_cache(cache):
+    """In H: app modules import through the cache (stdlib ones miss it)."""
+    from importlib import machinery
+
+    class CachedSourceLoader(machinery.SourceFileLoader):
+        def get_code(self, fullname):
+            ent = cache.get(self.path)
+            if ent is not None:
+                try:
+                    st = os.stat(self.path)
+                    if (st.st_mtime_ns, st.st_size) == ent[0]:
+                        return ent[1]
+                except OSError:
+                    pass
+            return super().get_code(fullname)
+
+    details = [(machinery.ExtensionFileLoader,
+                machinery.EXTENSION_SUFFIXES),
+               (CachedSourceLoader, machinery.SOURCE_SUFFIXES),
+               (machinery.SourcelessFileLoader, machinery.BYTECODE_SUFFIXES)]
+    sys.path_hooks.insert(0, machinery.FileFinder.path_hook(*details))
+    sys.path_importer_cache.clear()
+
+
 def _status_code(st):
     if os.WIFEXITED(st):
         return os.WEXITSTATUS(st)
@@ -107,6 +163,7 @@ class Server:
     def __init__(self, run, command=None):
         self.run = run
         self.command = command  # exec apps: the argv each invocation execs
+        self.codecache = {}
         self.pid = os.getpid()
         # bwrap sets PWD (over the app's env) for a cold start too.
         self.pwd = os.environ.get("PWD")
@@ -170,6 +227,8 @@ class Server:
             return self._exec(self.command)
         sys.argv = [self.bootstrap, handler]
         sys.path[0] = os.getcwd()
+        if self.codecache:
+            _use_code_cache(self.codecache)
         sys.modules.pop("relay_warm_server", None)
         random.seed()
         code = 1
@@ -394,6 +453,7 @@ class Server:
         if why:
             self.send([b"N", why.encode()])
             return 0
+        self.codecache = {} if self.command else _precompile(os.getcwd())
         # Objects of the server are never freed: keep the collector from
         # touching (and so copying) their pages in every fork.
         gc.freeze()
