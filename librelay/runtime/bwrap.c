@@ -34,6 +34,7 @@
 #include <sys/wait.h>
 #include <unistd.h>
 
+#include "relay_config.h"
 #include "runtime.h"
 
 /* bwrap outside the namespace + its init inside (pid 1). */
@@ -137,6 +138,11 @@ static int build_argv(relay__builtin *b, const relay_exec_spec *spec,
 		rc |= relay__strv_push(a, b->bootstrap_dir);
 		rc |= relay__strv_push(a, RELAY__SANDBOX_BOOTSTRAP_DIR);
 	}
+	if (warm && spec->runtime == RELAY_RUNTIME_EXEC && b->warm_exec) {
+		rc |= relay__strv_push(a, "--ro-bind");
+		rc |= relay__strv_push(a, b->warm_exec);
+		rc |= relay__strv_push(a, RELAY__SANDBOX_WARM_EXEC);
+	}
 	/* The root tmpfs bwrap built everything on becomes read-only too. */
 	rc |= relay__strv_push(a, "--remount-ro");
 	rc |= relay__strv_push(a, "/");
@@ -231,6 +237,30 @@ int relay__bwrap_spawn_pooled(relay_runtime_backend *rb,
 			      relay_error *err)
 {
 	return spawn_inner((relay__builtin *)rb, spec, inner, true, proc, err);
+}
+
+/*
+ * relay-warm-exec, the warm parent of exec apps: $RELAY_WARM_EXEC, the
+ * installed one, else the one of this build tree (uninstalled builds and
+ * tests). NULL: exec apps' warm parents use the python3 server instead.
+ */
+static char *find_warm_exec(void)
+{
+	const char *cand[] = { getenv("RELAY_WARM_EXEC"),
+			       RELAY_LIBEXECDIR "/relay-warm-exec",
+			       RELAY_BUILD_ROOT
+			       "/librelay/runtime/relay-warm-exec" };
+	size_t i;
+
+	for (i = 0; i < RELAY__ARRAY_SIZE(cand); i++)
+		if (cand[i] && cand[i][0] == '/' && access(cand[i], X_OK) == 0)
+			return relay__strdup(cand[i]);
+	return NULL;
+}
+
+const char *relay__bwrap_warm_exec(const relay_runtime_backend *rb)
+{
+	return ((const relay__builtin *)rb)->warm_exec;
 }
 
 bool relay__backend_is_bwrap(const relay_runtime_backend *rb)
@@ -356,6 +386,7 @@ int relay__runtime_bwrap_new(relay_runtime_backend **out,
 				 opts->sandbox_user : NULL, err);
 	if (rc != 0)
 		goto fail;
+	b->warm_exec = find_warm_exec();
 	b->bwrap = relay__runtime_which("bwrap", NULL);
 	if (!b->bwrap) {
 		rc = relay__error_set(err, RELAY_EBACKEND, NULL, 0, 0,

@@ -24,6 +24,7 @@
 #define RELAY__RT_MAX_LINE (16u * 1024u)
 #define RELAY__RT_MAX_OUTPUT (1024u * 1024u)
 /* Inside the bwrap sandbox. */
+#define RELAY__SANDBOX_WARM_EXEC "/run/relay-warm-exec"
 #define RELAY__SANDBOX_APP_DIR "/app"
 #define RELAY__SANDBOX_BOOTSTRAP_DIR "/run/relay-bootstrap"
 
@@ -179,6 +180,7 @@ typedef struct relay__builtin {
 	relay__limits *limits;         /* owned */
 	char *bootstrap_dir;           /* owned */
 	char *bwrap;                   /* bwrap executable (bwrap only) */
+	char *warm_exec;               /* bwrap: relay-warm-exec, or NULL */
 	bool cgroupns;                 /* bwrap: --unshare-cgroup works */
 	relay__cred cred;              /* bwrap: when the host is root, the
 					  unprivileged host uid the sandbox
@@ -207,6 +209,9 @@ int relay__runtime_process_new(relay_runtime_backend **out,
 /* bwrap.c: is @rb the built-in bwrap backend; its command line for @spec
  * running @inner (NULL: the handler), @warm as for a warm parent. */
 bool relay__backend_is_bwrap(const relay_runtime_backend *rb);
+/* bwrap.c: the relay-warm-exec to bind into exec apps' warm sandboxes,
+ * or NULL (they then use the python3 server). */
+const char *relay__bwrap_warm_exec(const relay_runtime_backend *rb);
 int relay__bwrap_argv(relay_runtime_backend *rb, const relay_exec_spec *spec,
 		      const char *const *inner, bool warm, relay__strv *out,
 		      relay_error *err);

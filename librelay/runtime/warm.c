@@ -596,9 +596,14 @@ static int spawn_parent(relay__warm *w, warm_parent *p,
 	int sv[2] = { -1, -1 }, keep = -1, rc = 0;
 	size_t i;
 
-	/* An exec app's parent execs its command in every invocation. */
-	for (i = 0; rc == 0 && i < RELAY__ARRAY_SIZE(serve); i++)
-		rc = relay__strv_push(&inner, serve[i]);
+	/* An exec app's parent execs its command in every invocation: the
+	 * small C server where it is built, else the python3 one. */
+	if (spec->runtime == RELAY_RUNTIME_EXEC &&
+	    relay__bwrap_warm_exec(w->rt->rb))
+		rc = relay__strv_push(&inner, RELAY__SANDBOX_WARM_EXEC);
+	else
+		for (i = 0; rc == 0 && i < RELAY__ARRAY_SIZE(serve); i++)
+			rc = relay__strv_push(&inner, serve[i]);
 	if (rc == 0 && spec->runtime == RELAY_RUNTIME_EXEC)
 		rc = relay__strv_push(&inner, "--");
 	for (i = 0; rc == 0 && spec->runtime == RELAY_RUNTIME_EXEC &&

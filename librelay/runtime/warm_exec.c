@@ -1,0 +1,480 @@
+/*
+ * warm_exec.c - relay-warm-exec, the warm parent of an exec app: a small
+ * fork server run inside the app's warm bubblewrap sandbox (warm.c starts
+ * it like the python3 server, with the same control protocol; see
+ * relay_warm_server.py for the protocol and doc/sandbox.md, "Warm
+ * sandboxes").
+ *
+ *	relay-warm-exec -- CMD ARGS...     (fd 3: the control socket)
+ *
+ * Per invocation: clone3() makes N, pid 1 of a new pid namespace in a new
+ * mount namespace (pidfd sent to relayd in S), which starts its own
+ * session, waits for "go" when the invocation has cgroups, sets rlimits,
+ * mounts a private tmpfs /tmp and a fresh /proc, and forks H. H drops
+ * every capability, resets every signal, takes the invocation's stdio
+ * and exactly the cold environment, and execs CMD. N exits with H's
+ * status (128+signal when killed), which takes the invocation's leftovers
+ * down with it. A C process forks in microseconds where the python3
+ * server's interpreter takes a millisecond.
+ */
+#define _GNU_SOURCE
+#include <errno.h>
+#include <fcntl.h>
+#include <linux/capability.h>
+#include <linux/sched.h>
+#include <poll.h>
+#include <signal.h>
+#include <stdint.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/mount.h>
+#include <sys/prctl.h>
+#include <sys/resource.h>
+#include <sys/signalfd.h>
+#include <sys/socket.h>
+#include <sys/syscall.h>
+#include <sys/wait.h>
+#include <unistd.h>
+
+#define CTL 3
+#define MAX_MSG 65536
+#define MAX_FIELDS 4096
+#define MAX_KIDS 1024
+
+extern char **environ;
+
+struct kid {
+	pid_t pid;
+	char id[24];
+	int go_w;
+};
+
+static struct kid kids[MAX_KIDS];
+static char **command;
+static const char *pwd;
+static int sfd = -1;
+
+static int send_fields(const char *const *f, int n, int fd)
+{
+	char buf[512];
+	size_t len = 0;
+	int i;
+	union {
+		char b[CMSG_SPACE(sizeof(int))];
+		struct cmsghdr align;
+	} u;
+	struct iovec iov;
+	struct msghdr mh;
+
+	for (i = 0; i < n; i++) {
+		size_t l = strlen(f[i]);
+
+		if (len + l + 1 > sizeof(buf))
+			return -1;
+		memcpy(buf + len, f[i], l + 1);
+		len += l + 1;
+	}
+	iov.iov_base = buf;
+	iov.iov_len = len;
+	memset(&mh, 0, sizeof(mh));
+	mh.msg_iov = &iov;
+	mh.msg_iovlen = 1;
+	if (fd >= 0) {
+		struct cmsghdr *c;
+
+		memset(&u, 0, sizeof(u));
+		mh.msg_control = u.b;
+		mh.msg_controllen = sizeof(u.b);
+		c = CMSG_FIRSTHDR(&mh);
+		c->cmsg_level = SOL_SOCKET;
+		c->cmsg_type = SCM_RIGHTS;
+		c->cmsg_len = CMSG_LEN(sizeof(int));
+		memcpy(CMSG_DATA(c), &fd, sizeof(int));
+	}
+	while (sendmsg(CTL, &mh, MSG_NOSIGNAL) < 0)
+		if (errno != EINTR)
+			return -1;
+	return 0;
+}
+
+static int status_code(int st)
+{
+	if (WIFEXITED(st))
+		return WEXITSTATUS(st);
+	if (WIFSIGNALED(st))
+		return 128 + WTERMSIG(st);
+	return 255;
+}
+
+static void die(const char *what)
+{
+	dprintf(2, "relay: warm invocation setup: %s: %s\n", what,
+		strerror(errno));
+	_exit(255);
+}
+
+/* H: become the command. Never returns. */
+static void __attribute__((noreturn)) run_h(char **env)
+{
+	struct __user_cap_header_struct hdr = { _LINUX_CAPABILITY_VERSION_3,
+						0 };
+	struct __user_cap_data_struct data[2];
+	struct sigaction sa;
+	sigset_t none;
+	int s;
+
+	memset(data, 0, sizeof(data));
+	if (syscall(SYS_capset, &hdr, data) != 0)
+		die("capset");
+	prctl(PR_CAP_AMBIENT, PR_CAP_AMBIENT_CLEAR_ALL, 0, 0, 0);
+	memset(&sa, 0, sizeof(sa));
+	sa.sa_handler = SIG_DFL;
+	for (s = 1; s < NSIG; s++)
+		if (s != SIGKILL && s != SIGSTOP)
+			(void)sigaction(s, &sa, NULL);
+	sigemptyset(&none);
+	sigprocmask(SIG_SETMASK, &none, NULL);
+	environ = env;
+	execvp(command[0], command);
+	dprintf(2, "relay: exec %s: %s\n", command[0], strerror(errno));
+	_exit(127);
+}
+
+/* N: pid 1 of the invocation's namespaces. Never returns. */
+static void __attribute__((noreturn))
+run_n(const int fds[3], int go_r, const struct rlimit *rl, char **env)
+{
+	static const int ignored[] = { SIGTERM, SIGINT, SIGHUP, SIGQUIT,
+				       SIGUSR1, SIGUSR2, SIGALRM, SIGPIPE };
+	struct sigaction sa;
+	sigset_t none;
+	pid_t h;
+	int i, st;
+	char c;
+
+	for (i = 0; i < 3; i++)
+		if (dup2(fds[i], i) < 0)
+			die("dup2");
+	if (go_r >= 0 && dup2(go_r, CTL) < 0)
+		die("dup2");
+	syscall(SYS_close_range, go_r >= 0 ? CTL + 1 : CTL, ~0u, 0);
+	setsid();
+	memset(&sa, 0, sizeof(sa));
+	sa.sa_handler = SIG_IGN;
+	for (i = 0; i < (int)(sizeof(ignored) / sizeof(ignored[0])); i++)
+		sigaction(ignored[i], &sa, NULL);
+	sigemptyset(&none);
+	sigprocmask(SIG_SETMASK, &none, NULL);
+	if (go_r >= 0) {
+		if (read(CTL, &c, 1) != 1 || c != 'g')
+			_exit(255);
+		close(CTL);
+	}
+	if (rl[0].rlim_cur && setrlimit(RLIMIT_AS, &rl[0]) != 0)
+		die("setrlimit");
+	if (rl[1].rlim_cur && setrlimit(RLIMIT_NPROC, &rl[1]) != 0)
+		die("setrlimit");
+	if (mount(NULL, "/", NULL, MS_REC | MS_PRIVATE, NULL) != 0)
+		die("mount --make-rprivate /");
+	if (mount("tmpfs", "/tmp", "tmpfs", MS_NOSUID | MS_NODEV,
+		  "mode=1777") != 0)
+		die("mount /tmp");
+	if (mount("proc", "/proc", "proc", MS_NOSUID | MS_NODEV | MS_NOEXEC,
+		  NULL) != 0)
+		die("mount /proc");
+	h = fork();
+	if (h < 0)
+		die("fork");
+	if (h == 0) {
+		if (!env)
+			_exit(0);       /* the probe */
+		run_h(env);
+	}
+	for (;;) {
+		pid_t p = waitpid(-1, &st, 0);
+
+		if (p < 0 && errno == EINTR)
+			continue;
+		if (p < 0)
+			_exit(255);
+		if (p == h)
+			_exit(status_code(st));
+	}
+}
+
+/* Start N; returns its pid with *pidfd, or -1. */
+static pid_t start_n(const int fds[3], int go_r, const struct rlimit *rl,
+		     char **env, int *pidfd)
+{
+	struct clone_args a;
+	pid_t pid;
+
+	memset(&a, 0, sizeof(a));
+	a.flags = CLONE_NEWNS | CLONE_NEWPID | CLONE_PIDFD;
+	a.pidfd = (uint64_t)(uintptr_t)pidfd;
+	a.exit_signal = SIGCHLD;
+	pid = (pid_t)syscall(SYS_clone3, &a, sizeof(a));
+	if (pid == 0)
+		run_n(fds, go_r, rl, env);
+	return pid;
+}
+
+static const char *probe(void)
+{
+	static char why[256];
+	int fds[3], p[2], st, pidfd = -1, i;
+	struct rlimit rl[2];
+	ssize_t n;
+	pid_t pid;
+
+	memset(rl, 0, sizeof(rl));
+	if (pipe2(p, O_CLOEXEC) != 0)
+		return "pipe";
+	fds[0] = fds[1] = open("/dev/null", O_RDWR | O_CLOEXEC);
+	fds[2] = p[1];
+	pid = start_n(fds, -1, rl, NULL, &pidfd);
+	close(fds[0]);
+	close(p[1]);
+	if (pid < 0) {
+		close(p[0]);
+		snprintf(why, sizeof(why), "clone3: %s", strerror(errno));
+		return why;
+	}
+	close(pidfd);
+	while (waitpid(pid, &st, 0) < 0 && errno == EINTR)
+		;
+	n = read(p[0], why, sizeof(why) - 1);
+	close(p[0]);
+	why[n > 0 ? n : 0] = '\0';
+	for (i = 0; why[i]; i++)
+		if (why[i] == '\n')
+			why[i] = '\0';
+	if (status_code(st) == 0)
+		return NULL;
+	if (!*why)
+		snprintf(why, sizeof(why), "probe invocation exited %d",
+			 status_code(st));
+	return why;
+}
+
+static struct kid *find_id(const char *id)
+{
+	int i;
+
+	for (i = 0; i < MAX_KIDS; i++)
+		if (kids[i].pid > 0 && strcmp(kids[i].id, id) == 0)
+			return &kids[i];
+	return NULL;
+}
+
+/* R id wait_go as nproc handler env... (+3 fds) */
+static void request(char **f, int nf, int *fds, int nfds)
+{
+	struct rlimit rl[2];
+	struct kid *k = NULL;
+	int go[2] = { -1, -1 }, pidfd = -1, i, wait_go;
+	char **env = NULL;
+	pid_t pid;
+
+	for (i = 0; i < MAX_KIDS && !k; i++)
+		if (kids[i].pid <= 0)
+			k = &kids[i];
+	if (nf < 6 || nfds != 3 || !k) {
+		const char *e[] = { "E", nf > 1 ? f[1] : "?",
+				    k ? "bad request" : "too many" };
+
+		send_fields(e, 3, -1);
+		goto out;
+	}
+	wait_go = strcmp(f[2], "1") == 0;
+	rl[0].rlim_cur = rl[0].rlim_max = strtoull(f[3], NULL, 10);
+	rl[1].rlim_cur = rl[1].rlim_max = strtoull(f[4], NULL, 10);
+	/* The cold environment, and PWD as bwrap sets it. */
+	env = calloc((size_t)nf, sizeof(char *));
+	if (!env)
+		goto out;
+	for (i = 6; i < nf; i++)
+		if (strncmp(f[i], "PWD=", 4) != 0)
+			env[i - 6] = f[i];
+	if (pwd) {
+		static char pwdkv[4200];
+
+		snprintf(pwdkv, sizeof(pwdkv), "PWD=%s", pwd);
+		env[nf - 6] = pwdkv;
+	}
+	/* Remove the holes left by a dropped PWD. */
+	{
+		int w = 0;
+
+		for (i = 0; i < nf - 5; i++)
+			if (env[i])
+				env[w++] = env[i];
+		env[w] = NULL;
+	}
+	if (wait_go && pipe2(go, O_CLOEXEC) != 0)
+		goto out;
+	pid = start_n(fds, go[0], rl, env, &pidfd);
+	if (go[0] >= 0)
+		close(go[0]);
+	if (pid < 0) {
+		const char *e[] = { "E", f[1], strerror(errno) };
+
+		if (go[1] >= 0)
+			close(go[1]);
+		send_fields(e, 3, -1);
+		goto out;
+	}
+	k->pid = pid;
+	snprintf(k->id, sizeof(k->id), "%s", f[1]);
+	k->go_w = go[1];
+	{
+		const char *s[] = { "S", f[1] };
+
+		send_fields(s, 2, pidfd);
+	}
+	close(pidfd);
+out:
+	free(env);
+	for (i = 0; i < nfds; i++)
+		close(fds[i]);
+}
+
+static void reap(void)
+{
+	struct signalfd_siginfo si;
+	int st, i;
+	pid_t p;
+
+	while (read(sfd, &si, sizeof(si)) == (ssize_t)sizeof(si))
+		;
+	while ((p = waitpid(-1, &st, WNOHANG)) > 0) {
+		for (i = 0; i < MAX_KIDS; i++) {
+			char code[16];
+			const char *x[] = { "X", kids[i].id, code };
+
+			if (kids[i].pid != p)
+				continue;
+			snprintf(code, sizeof(code), "%d", st);
+			if (kids[i].go_w >= 0)
+				close(kids[i].go_w);
+			kids[i].pid = 0;
+			kids[i].go_w = -1;
+			send_fields(x, 3, -1);
+		}
+	}
+}
+
+int main(int argc, char **argv)
+{
+	static char msg[MAX_MSG + 1];
+	static char *f[MAX_FIELDS];
+	struct pollfd pf[2];
+	sigset_t chld;
+	const char *why;
+	int i, me;
+
+	if (argc < 3 || strcmp(argv[1], "--") != 0) {
+		fprintf(stderr, "usage: relay-warm-exec -- CMD ARGS... (fd 3: "
+			"the control socket)\n");
+		return 2;
+	}
+	command = argv + 2;
+	pwd = getenv("PWD");
+	for (i = 0; i < MAX_KIDS; i++)
+		kids[i].go_w = -1;
+	sigemptyset(&chld);
+	sigaddset(&chld, SIGCHLD);
+	sigprocmask(SIG_BLOCK, &chld, NULL);
+	sfd = signalfd(-1, &chld, SFD_NONBLOCK | SFD_CLOEXEC);
+	fcntl(CTL, F_SETFD, FD_CLOEXEC);
+	why = probe();
+	if (why) {
+		const char *n[] = { "N", why };
+
+		send_fields(n, 2, -1);
+		return 0;
+	}
+	me = (int)syscall(SYS_pidfd_open, getpid(), 0);
+	{
+		const char *y[] = { "Y" };
+
+		send_fields(y, 1, me);
+	}
+	close(me);
+	pf[0].fd = CTL;
+	pf[0].events = POLLIN;
+	pf[1].fd = sfd;
+	pf[1].events = POLLIN;
+	for (;;) {
+		union {
+			char b[CMSG_SPACE(4 * sizeof(int))];
+			struct cmsghdr align;
+		} u;
+		struct iovec iov = { msg, MAX_MSG };
+		struct msghdr mh;
+		struct cmsghdr *c;
+		int fds[4], nfds = 0, nf = 0;
+		ssize_t n;
+		size_t off;
+
+		if (poll(pf, 2, -1) < 0) {
+			if (errno == EINTR)
+				continue;
+			return 1;
+		}
+		if (pf[1].revents)
+			reap();
+		if (!pf[0].revents)
+			continue;
+		memset(&mh, 0, sizeof(mh));
+		mh.msg_iov = &iov;
+		mh.msg_iovlen = 1;
+		mh.msg_control = u.b;
+		mh.msg_controllen = sizeof(u.b);
+		n = recvmsg(CTL, &mh, MSG_CMSG_CLOEXEC);
+		if (n < 0 && errno == EINTR)
+			continue;
+		if (n <= 0)
+			return 0;       /* relayd closed the socket: retire */
+		for (c = CMSG_FIRSTHDR(&mh); c; c = CMSG_NXTHDR(&mh, c)) {
+			size_t k, cnt;
+
+			if (c->cmsg_level != SOL_SOCKET ||
+			    c->cmsg_type != SCM_RIGHTS)
+				continue;
+			cnt = (c->cmsg_len - CMSG_LEN(0)) / sizeof(int);
+			for (k = 0; k < cnt; k++) {
+				int x;
+
+				memcpy(&x, CMSG_DATA(c) + k * sizeof(int),
+				       sizeof(int));
+				if (nfds < 4)
+					fds[nfds++] = x;
+				else
+					close(x);
+			}
+		}
+		msg[n] = '\0';
+		for (off = 0; off < (size_t)n && nf < MAX_FIELDS;) {
+			f[nf++] = msg + off;
+			off += strlen(msg + off) + 1;
+		}
+		if (nf >= 1 && strcmp(f[0], "R") == 0) {
+			request(f, nf, fds, nfds);
+		} else {
+			struct kid *k = nf == 2 && strcmp(f[0], "G") == 0
+					? find_id(f[1]) : NULL;
+
+			for (i = 0; i < nfds; i++)
+				close(fds[i]);
+			if (k && k->go_w >= 0) {
+				if (write(k->go_w, "g", 1) != 1) {
+					/* N is gone: its X follows. */
+				}
+				close(k->go_w);
+				k->go_w = -1;
+			}
+		}
+	}
+}
