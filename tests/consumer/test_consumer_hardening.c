@@ -6,7 +6,6 @@
  * fixed clock, the scripted executor of harness.h (suite unit).
  */
 #include "harness.h"
-#include "../../librelay/inv/inv.h"  /* relay__inv_complete_ack */
 /* Both private sched.h headers in one translation unit: they used to
  * share an include guard, so the second was silently empty. */
 #include "../../librelay/consumer/sched.h"
@@ -267,99 +266,6 @@ static void test_hardening__sched_headers_distinct(void)
 	RT_EQ_STR(buf, "1970-01-01T00:00:00Z");
 }
 
-
-typedef struct fuse_res {
-	int done, status;
-	relay_inv_outcome o;
-} fuse_res;
-
-static void fuse_cb(int status, const relay_inv_outcome *o, void *payload)
-{
-	fuse_res *r = payload;
-
-	r->done = 1;
-	r->status = status;
-	if (o)
-		r->o = *o;
-}
-
-/*
- * The fused success tail (COMPLETE_ACK) keeps the guarantees of the three
- * steps it replaces: a stale token writes nothing and acknowledges
- * nothing; an XACK that fails leaves the state written ("ok") and no
- * retention; the live claim is marked ok, acknowledged and retained.
- */
-static void fused_tail_guarantees(h_ctx *h)
-{
-	const char *tokb = "0123456789abcdef0123456789abcdef";
-	char id[64], *key;
-	fuse_res r;
-
-	relay_redis_reply_free(H_CMD(h, "XGROUP", "CREATE", "events", "g",
-				     "$", "MKSTREAM"));
-	snprintf(id, sizeof(id), "%s", h_xadd(h, "{\"kind\":\"x\"}"));
-	relay_redis_reply_free(H_CMD(h, "XREADGROUP", "GROUP", "g", "c",
-				     "COUNT", "1", "STREAMS", "events", ">"));
-	key = relay_inv_key("events", "relay", id);
-	relay_redis_reply_free(H_CMD(h, "HSET", key, "a/h", "running:"
-				     "99999999999999:1:"
-				     "0123456789abcdef0123456789abcdef"));
-	/* stale token: nothing written, nothing acknowledged */
-	memset(&r, 0, sizeof(r));
-	RT_EQ_INT(relay__inv_complete_ack(h->redis, key, "events", "a/h", 1,
-					  "ffffffffffffffffffffffffffffffff",
-					  "g", id, 1000000, fuse_cb, &r), 0);
-	H_UNTIL(h, r.done, 5000);
-	RT_EQ_INT(r.status, 0);
-	RT_EQ_INT((int)r.o.result, (int)RELAY_INV_R_STALE);
-	RT_CHECK(strncmp(h_state(h, id, "a/h"), "running:", 8) == 0);
-	RT_EQ_INT(h_int(h, H_CMD(h, "XLEN", "events")), 1);
-	{
-		relay_redis_reply *p = H_CMD(h, "XPENDING", "events", "g");
-
-		RT_EQ_INT((int)p->element[0]->integer, 1);
-		relay_redis_reply_free(p);
-	}
-	/* XACK fails (WRONGTYPE): state written, no retention */
-	relay_redis_reply_free(H_CMD(h, "SET", "notastream", "x"));
-	memset(&r, 0, sizeof(r));
-	RT_EQ_INT(relay__inv_complete_ack(h->redis, key, "notastream", "a/h",
-					  1, tokb, "g", id, 1000000, fuse_cb,
-					  &r), 0);
-	H_UNTIL(h, r.done, 5000);
-	RT_CHECK(r.status != 0);
-	RT_EQ_STR(h_state(h, id, "a/h"), "ok");
-	RT_EQ_STR(h_state(h, id, "__terminal"), "");
-	RT_EQ_INT((int)h_pttl(h, id), -1);
-	/* the live claim: ok, acknowledged, retained */
-	relay_redis_reply_free(H_CMD(h, "HSET", key, "a/h", "running:"
-				     "99999999999999:1:"
-				     "0123456789abcdef0123456789abcdef"));
-	memset(&r, 0, sizeof(r));
-	RT_EQ_INT(relay__inv_complete_ack(h->redis, key, "events", "a/h", 1,
-					  tokb, "g", id, 1000000, fuse_cb,
-					  &r), 0);
-	H_UNTIL(h, r.done, 5000);
-	RT_EQ_INT(r.status, 0);
-	RT_EQ_INT((int)r.o.result, (int)RELAY_INV_R_RECORDED);
-	RT_EQ_STR(h_state(h, id, "a/h"), "ok");
-	RT_EQ_STR(h_state(h, id, "__terminal"), "1");
-	RT_CHECK(h_pttl(h, id) > 0 && h_pttl(h, id) <= 1000000);
-	{
-		relay_redis_reply *p = H_CMD(h, "XPENDING", "events", "g");
-
-		RT_EQ_INT((int)p->element[0]->integer, 0);
-		relay_redis_reply_free(p);
-	}
-	/* retained: a later (replayed) call is inert */
-	memset(&r, 0, sizeof(r));
-	RT_EQ_INT(relay__inv_complete_ack(h->redis, key, "events", "a/h", 1,
-					  tokb, "g", id, 5, fuse_cb, &r), 0);
-	H_UNTIL(h, r.done, 5000);
-	RT_EQ_INT((int)r.o.result, (int)RELAY_INV_R_RETAINED);
-	RT_CHECK(h_pttl(h, id) > 5);
-	relay_free(key);
-}
 
 static void test_hardening__fused_tail_guarantees(void)
 {
