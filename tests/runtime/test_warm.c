@@ -396,6 +396,19 @@ static void test_warm__timeout_kills_one(void)
 	job_free(&k);
 }
 
+/* Limits per invocation need cgroups (the rlimit fallback is per user:
+ * the sandbox suite covers it). */
+static bool have_cgroups(void)
+{
+	relay_limits_mode m = relay_runtime_limits_mode(rt);
+
+	if (m == RELAY_LIMITS_CGROUP_V1 || m == RELAY_LIMITS_CGROUP_V2)
+		return true;
+	printf("# no cgroups here: the rlimit fallback is covered by the "
+	       "sandbox suite\n");
+	return false;
+}
+
 /* A memory limit kills the invocation that exceeds it, alone. */
 static void test_warm__memory_limit_per_invocation(void)
 {
@@ -403,12 +416,8 @@ static void test_warm__memory_limit_per_invocation(void)
 		"handlers.slow");
 	struct job j[2];
 
-	if (relay_runtime_limits_mode(rt) != RELAY_LIMITS_CGROUP_V1 &&
-	    relay_runtime_limits_mode(rt) != RELAY_LIMITS_CGROUP_V2) {
-		printf("# no cgroups here: the rlimit fallback is covered by "
-		       "the sandbox suite\n");
+	if (!have_cgroups())
 		return;
-	}
 	s.memory_bytes = q.memory_bytes = 128u << 20;
 	RT_CHECK(start(rt, &q, &j[1]) == 0);
 	RT_CHECK(start(rt, &s, &j[0]) == 0);
@@ -451,12 +460,8 @@ static void test_warm__pids_limit_per_invocation(void)
 		"handlers.slow");
 	struct job j[2];
 
-	if (relay_runtime_limits_mode(rt) != RELAY_LIMITS_CGROUP_V1 &&
-	    relay_runtime_limits_mode(rt) != RELAY_LIMITS_CGROUP_V2) {
-		printf("# no cgroups here: the rlimit fallback is covered by "
-		       "the sandbox suite\n");
+	if (!have_cgroups())
 		return;
-	}
 	s.pids = q.pids = 8;
 	RT_CHECK(start(rt, &q, &j[1]) == 0);
 	RT_CHECK(start(rt, &s, &j[0]) == 0);
