@@ -10,12 +10,9 @@
 -- relay__inv_decide_complete()).
 local key, stream, field = KEYS[1], KEYS[2], ARGV[1]
 local attempt, token = tonumber(ARGV[2]), ARGV[3]
-local early, s = relay_load(key, field)
-if early then
-	return early
-end
-if s.kind ~= 'running' or s.attempt ~= attempt or s.token ~= token then
-	return relay_reply('stale', s)
+local stop, s = relay_claim(key, field, attempt, token)
+if stop then
+	return stop
 end
 redis.call('HSET', key, field, 'ok')
 redis.call('PERSIST', key)

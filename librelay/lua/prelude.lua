@@ -82,3 +82,18 @@ local function relay_load(key, field)
 	end
 	return nil, relay_parse(r[2])
 end
+
+-- relay_load() of @field, then the claim check every finishing transition
+-- makes: a reply to send back at once (retained, an error, or "stale" when
+-- the field is not the running claim @attempt/@token), or nil and the
+-- parsed state.
+local function relay_claim(key, field, attempt, token)
+	local stop, s = relay_load(key, field)
+	if stop then
+		return stop
+	end
+	if s.kind ~= 'running' or s.attempt ~= attempt or s.token ~= token then
+		return relay_reply('stale', s)
+	end
+	return nil, s
+end

@@ -3,12 +3,9 @@
 -- Twin of relay__inv_decide_failure(): only the current running claim.
 local key, field = KEYS[1], ARGV[1]
 local attempt, token = tonumber(ARGV[2]), ARGV[3]
-local early, s = relay_load(key, field)
-if early then
-	return early
-end
-if s.kind ~= 'running' or s.attempt ~= attempt or s.token ~= token then
-	return relay_reply('stale', s)
+local stop, s = relay_claim(key, field, attempt, token)
+if stop then
+	return stop
 end
 s.deadline = tonumber(ARGV[4]) + tonumber(ARGV[5])
 redis.call('HSET', key, field, 'next_attempt_at:' .. relay_fmt(s.deadline) ..
