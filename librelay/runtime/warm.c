@@ -1,11 +1,12 @@
 /*
- * warm.c - warm parents: python3 invocations forked from a sandbox that is
- * already running, instead of a cold bubblewrap + interpreter start.
+ * warm.c - warm parents: python3 and exec invocations forked from a
+ * sandbox that is already running, instead of a cold bubblewrap start.
  *
  * A warm parent is one bwrap sandbox per app generation (the same
  * isolation as a cold invocation's, built by bwrap.c, plus CAP_SYS_ADMIN
  * inside its own user namespace) running "relay-bootstrap.py --serve"
- * (relay_warm_server.py). It forks each invocation into fresh mount and
+ * (relay_warm_server.py), or for an exec app relay-warm-exec (warm_exec.c),
+ * which speaks the same protocol. It forks each invocation into fresh mount and
  * pid namespaces with a private /tmp and /proc and drops every capability
  * before handler code runs; doc/sandbox.md says what this keeps and what
  * differs from a cold start.
@@ -23,7 +24,7 @@
  * invocation (cgroups joined before the invocation unshares, rlimits set
  * by it). Idle parents are retired after warm_idle_ms; at most
  * warm_max_parents live at once (the least recently used idle one makes
- * room). warm_pool.c has the node/exec pre-started processes, warm_stats.c
+ * room). warm_pool.c has the node pre-started processes, warm_stats.c
  * the counters; these and run_libev.c are the runtime files with <ev.h>.
  */
 #define _GNU_SOURCE
