@@ -668,7 +668,7 @@ static void test_warm__node_pool_one_shot(void)
 }
 
 /* exec: the fork server execs the command, which sees a cold start's world. */
-static void test_warm__exec_pool_same_as_cold(void)
+static void test_warm__exec_same_as_cold(void)
 {
 	static const char *const argv[] = {
 		"/bin/sh", "-c", "env | sort; ls -A /tmp; echo x >/tmp/x; "
@@ -769,7 +769,7 @@ int main(int argc, char **argv)
 		RT_CASE(test_warm__reload_generation),
 		RT_CASE(test_warm__cap_and_idle_eviction),
 		RT_CASE(test_warm__node_pool_one_shot),
-		RT_CASE(test_warm__exec_pool_same_as_cold),
+		RT_CASE(test_warm__exec_same_as_cold),
 		RT_CASE(test_warm__free_leaves_nothing),
 	};
 	char cmd[300];
