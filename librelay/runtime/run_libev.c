@@ -554,6 +554,7 @@ void relay__run_warm_exited(relay_run *r, int wstatus)
 void relay__run_warm_lost(relay_run *r, int why, const char *detail)
 {
 	relay_runtime *rt = r->rt;
+	relay_proc *old;
 	relay_error err;
 
 	relay__warm_count_fail(rt, why);
@@ -561,8 +562,7 @@ void relay__run_warm_lost(relay_run *r, int why, const char *detail)
 	stop_io(r, &r->w_out, &r->proc->stdout_fd);
 	stop_io(r, &r->w_err, &r->proc->stderr_fd);
 	relay__runtime_release(rt, r->proc);
-	relay__free(r->proc);
-	r->proc = NULL;
+	r->proc->pid = 0;
 	r->warm = false;
 	if (r->cancelled || r->warm_mode == RELAY_WARM_REQUIRE) {
 		if (!r->cancelled)
@@ -577,20 +577,18 @@ void relay__run_warm_lost(relay_run *r, int why, const char *detail)
 		   "it cold", r->spec->app, r->spec->handler,
 		   relay_warm_fail_name((relay_warm_fail)why), detail);
 	r->out[0].total = r->out[1].total = 0;
-	if (launch_cold(r, r->spec, &err) != 0) {
-		snprintf(r->fail_reason, sizeof(r->fail_reason), "%.150s",
-			 err.text);
-		goto fail;
+	/* The warm proc (its descriptors closed) stays until a cold one
+	 * replaces it, so finish() always has one. */
+	old = r->proc;
+	if (launch_cold(r, r->spec, &err) == 0) {
+		relay__free(old);
+		watch_io(r);
+		arm_timeout(r);
+		return;
 	}
-	watch_io(r);
-	arm_timeout(r);
-	return;
+	r->proc = old;
+	snprintf(r->fail_reason, sizeof(r->fail_reason), "%.150s", err.text);
 fail:
-	/* A placeholder process so finish() has something to close. */
-	r->proc = relay__calloc(1, rt->rb->proc_size);
-	if (r->proc)
-		r->proc->stdin_fd = r->proc->stdout_fd = r->proc->stderr_fd =
-			-1;
 	r->exited = true;
 	r->end_us = relay_clock_mono_us(NULL);
 	r->wstatus = 255 << 8;
