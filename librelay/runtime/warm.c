@@ -6,14 +6,18 @@
  * isolation as a cold invocation's, built by bwrap.c, plus CAP_SYS_ADMIN
  * inside its own user namespace) running "relay-bootstrap.py --serve"
  * (relay_warm_server.py), or for an exec app relay-warm-exec (warm_exec.c),
- * which speaks the same protocol. It forks each invocation into fresh mount and
- * pid namespaces with a private /tmp and /proc and drops every capability
- * before handler code runs; doc/sandbox.md says what this keeps and what
- * differs from a cold start.
+ * which speaks the same protocol. Each invocation runs in its own pid and
+ * mount namespace with a private /tmp, /dev/shm and /proc (the python3
+ * server reuses a namespace for the next invocation only once nothing of
+ * the last one is left in it), and drops every capability before handler
+ * code runs; doc/sandbox.md says what this keeps and what differs from a
+ * cold start.
  *
- *   relay_runtime_run ─ warm_start ─┬─ parent ready → R (+3 pipe ends)
+ *   relay_runtime_run ─ warm_start ─┬─ parent ready → R (+3 pipe ends,
+ *                                   │   + a go pipe's read end if it has
+ *                                   │   cgroups)
  *                                   └─ none: start one, this run cold
- *   parent: S id + pidfd → host pid, join cgroups, G id
+ *   parent: S id + pidfd → host pid, join cgroups, "g" down the go pipe
  *           X id status  → relay__run_warm_exited()
  *   parent dies / no S within the bound → every run it had starts again
  *           cold (relay__run_warm_lost()), the parent is retired and the
@@ -131,8 +135,9 @@ static void req_free(warm_req *q)
 {
 	int i;
 
-	for (i = 0; i < 3; i++)
+	for (i = 0; i < 4; i++)
 		relay__warm_close_fd(&q->cfd[i]);
+	relay__warm_close_fd(&q->go_w);
 	relay__free(q->msg);
 	relay__free(q);
 }
@@ -301,9 +306,9 @@ static int req_send(warm_req *q)
 	warm_parent *p = q->p;
 	int i;
 
-	if (send_msg(p->ctl, q->msg, q->msg_len, q->cfd, 3) != 0)
+	if (send_msg(p->ctl, q->msg, q->msg_len, q->cfd, q->ncfd) != 0)
 		return -1;
-	for (i = 0; i < 3; i++)
+	for (i = 0; i < 4; i++)
 		relay__warm_close_fd(&q->cfd[i]);
 	relay__free(q->msg);
 	q->msg = NULL;
@@ -363,20 +368,15 @@ static void on_started(warm_parent *p, warm_req *q, int pidfd)
 		relay__run_warm_started(q->run, 0);
 		return;
 	}
-	if (q->inv && q->inv->ncg > 0) {
-		char go[32];
-		int n = snprintf(go, sizeof(go), "G%c%u", 0, q->id) + 1;
+	if (q->go_w >= 0) {
 		int e = relay__limits_attach(q->inv, pid);
 
 		relay__limits_spawned(q->inv);
-		if (e != 0) {
-			/* Never run a handler outside its limits. */
+		/* Never run a handler outside its limits: without the "g"
+		 * it exits at the pipe's end. */
+		if (e != 0 || write(q->go_w, "g", 1) != 1)
 			kill(pid, SIGKILL);
-		} else if (send_msg(p->ctl, go, (size_t)n, NULL, 0) != 0) {
-			parent_fault(p, RELAY_WARM_FAIL_CRASHED,
-				     "control socket write failed");
-			return;
-		}
+		relay__warm_close_fd(&q->go_w);
 	}
 	relay__run_warm_started(q->run, pid);
 }
@@ -987,13 +987,14 @@ use:
 	q->run = run;
 	q->proc = &bp->parent;
 	q->id = ++w->next_id;
-	q->cfd[0] = q->cfd[1] = q->cfd[2] = -1;
+	q->cfd[0] = q->cfd[1] = q->cfd[2] = q->cfd[3] = q->go_w = -1;
+	q->ncfd = 3;
 	bp->parent.stdin_fd = bp->parent.stdout_fd = bp->parent.stderr_fd = -1;
 	relay__limits_inv_init(&bp->inv);
 	q->inv = &bp->inv;
 	lim = *spec;
-	if (lim.pids)
-		lim.pids += WARM_PIDS_OVERHEAD;
+	if (lim.pids && spec->runtime == RELAY_RUNTIME_EXEC && b->warm_exec)
+		lim.pids += WARM_PIDS_OVERHEAD_EXEC;
 	if (relay__limits_prepare(b->limits, &lim, &bp->inv, &err) != 0)
 		goto fail_q;
 	for (i = 0; i < 3; i++) {
@@ -1003,6 +1004,11 @@ use:
 
 		if (relay__make_pipe(pfd, &q->cfd[i], i == 0) != 0)
 			goto fail_q;
+	}
+	if (q->inv->ncg > 0) {
+		if (relay__make_pipe(&q->go_w, &q->cfd[3], true) != 0)
+			goto fail_q;
+		q->ncfd = 4;
 	}
 	if (build_request(q, spec, &env) != 0)
 		goto fail_q;

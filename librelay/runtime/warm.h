@@ -23,9 +23,10 @@
 #define WARM_BACKOFF_MIN_MS 1000u
 #define WARM_BACKOFF_MAX_MS 60000u
 #define WARM_MSG_MAX 65536u
-/* An invocation of the warm path is two processes (see
- * relay_warm_server.py): the handler's pids limit pays for N. */
-#define WARM_PIDS_OVERHEAD 1u
+/* An invocation of relay-warm-exec is two processes in the cgroup (see
+ * warm_exec.c): the handler's pids limit pays for N. The python3 server
+ * moves only the handler process in. */
+#define WARM_PIDS_OVERHEAD_EXEC 1u
 /* Pre-started processes kept per node app generation. */
 #define WARM_POOL_SIZE 2u
 #define WARM_POOL_MAX_FAILURES 3u
@@ -46,7 +47,11 @@ struct warm_req {
 	relay_run *run;
 	relay_proc *proc;
 	uint32_t id;
-	int cfd[3];            /* the invocation's ends, until sent */
+	int cfd[4];            /* the invocation's ends (stdin, stdout,
+				* stderr; the go pipe's read end when it
+				* has cgroups), until sent */
+	int ncfd;
+	int go_w;              /* "g" here once it joined its cgroups */
 	char *msg;             /* the R message, until sent */
 	size_t msg_len;
 	relay__limits_inv *inv;

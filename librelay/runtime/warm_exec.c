@@ -7,10 +7,11 @@
  *
  *	relay-warm-exec -- CMD ARGS...     (fd 3: the control socket)
  *
- * Per invocation: clone3() makes N, pid 1 of a new pid namespace in a new
- * mount namespace (pidfd sent to relayd in S), which starts its own
- * session, waits for "go" when the invocation has cgroups, sets rlimits,
- * mounts a private tmpfs /tmp and a fresh /proc, and forks H. H drops
+ * Per invocation: clone3() makes N, pid 1 of a new pid namespace in new
+ * mount and IPC namespaces (pidfd sent to relayd in S), which starts its
+ * own session, waits for "g" on the go pipe relayd sent with the request
+ * when the invocation has cgroups, sets rlimits, mounts a private tmpfs
+ * /tmp and /dev/shm and a fresh /proc, and forks H. H drops
  * every capability, resets every signal, takes the invocation's stdio
  * and exactly the cold environment, and execs CMD. N exits with H's
  * status (128+signal when killed), which takes the invocation's leftovers
@@ -33,6 +34,7 @@
 #include <sys/resource.h>
 #include <sys/signalfd.h>
 #include <sys/socket.h>
+#include <sys/stat.h>
 #include <sys/syscall.h>
 #include <sys/wait.h>
 #include <unistd.h>
@@ -47,7 +49,6 @@ extern char **environ;
 struct kid {
 	pid_t pid;
 	char id[24];
-	int go_w;
 };
 
 static struct kid kids[MAX_KIDS];
@@ -141,6 +142,19 @@ static void __attribute__((noreturn)) run_h(char **env)
 	_exit(127);
 }
 
+/* An empty tmpfs over @dir (if it exists) with the mode bwrap gave it,
+ * as in a cold sandbox. */
+static int mount_scratch(const char *dir)
+{
+	struct stat st;
+	char opt[32];
+
+	if (stat(dir, &st) != 0)
+		return 0;
+	snprintf(opt, sizeof(opt), "mode=%o", (unsigned)(st.st_mode & 07777));
+	return mount("tmpfs", dir, "tmpfs", MS_NOSUID | MS_NODEV, opt);
+}
+
 /* N: pid 1 of the invocation's namespaces. Never returns. */
 static void __attribute__((noreturn))
 run_n(const int fds[3], int go_r, const struct rlimit *rl, char **env)
@@ -177,9 +191,11 @@ run_n(const int fds[3], int go_r, const struct rlimit *rl, char **env)
 		die("setrlimit");
 	if (mount(NULL, "/", NULL, MS_REC | MS_PRIVATE, NULL) != 0)
 		die("mount --make-rprivate /");
-	if (mount("tmpfs", "/tmp", "tmpfs", MS_NOSUID | MS_NODEV,
-		  "mode=1777") != 0)
+	/* Writable in the sandbox: each invocation gets empty ones. */
+	if (mount_scratch("/tmp") != 0)
 		die("mount /tmp");
+	if (mount_scratch("/dev/shm") != 0)
+		die("mount /dev/shm");
 	if (mount("proc", "/proc", "proc", MS_NOSUID | MS_NODEV | MS_NOEXEC,
 		  NULL) != 0)
 		die("mount /proc");
@@ -211,7 +227,7 @@ static pid_t start_n(const int fds[3], int go_r, const struct rlimit *rl,
 	pid_t pid;
 
 	memset(&a, 0, sizeof(a));
-	a.flags = CLONE_NEWNS | CLONE_NEWPID | CLONE_PIDFD;
+	a.flags = CLONE_NEWNS | CLONE_NEWPID | CLONE_NEWIPC | CLONE_PIDFD;
 	a.pidfd = (uint64_t)(uintptr_t)pidfd;
 	a.exit_signal = SIGCHLD;
 	pid = (pid_t)syscall(SYS_clone3, &a, sizeof(a));
@@ -258,36 +274,27 @@ static const char *probe(void)
 	return why;
 }
 
-static struct kid *find_id(const char *id)
-{
-	int i;
-
-	for (i = 0; i < MAX_KIDS; i++)
-		if (kids[i].pid > 0 && strcmp(kids[i].id, id) == 0)
-			return &kids[i];
-	return NULL;
-}
-
-/* R id wait_go as nproc handler env... (+3 fds) */
+/* R id wait_go as nproc handler env... (+3 fds, + the go pipe's read end
+ * when wait_go) */
 static void request(char **f, int nf, int *fds, int nfds)
 {
 	struct rlimit rl[2];
 	struct kid *k = NULL;
-	int go[2] = { -1, -1 }, pidfd = -1, i, wait_go;
+	int pidfd = -1, i, wait_go;
 	char **env = NULL;
 	pid_t pid;
 
 	for (i = 0; i < MAX_KIDS && !k; i++)
 		if (kids[i].pid <= 0)
 			k = &kids[i];
-	if (nf < 6 || nfds != 3 || !k) {
+	wait_go = nf > 2 && strcmp(f[2], "1") == 0;
+	if (nf < 6 || nfds != (wait_go ? 4 : 3) || !k) {
 		const char *e[] = { "E", nf > 1 ? f[1] : "?",
 				    k ? "bad request" : "too many" };
 
 		send_fields(e, 3, -1);
 		goto out;
 	}
-	wait_go = strcmp(f[2], "1") == 0;
 	rl[0].rlim_cur = rl[0].rlim_max = strtoull(f[3], NULL, 10);
 	rl[1].rlim_cur = rl[1].rlim_max = strtoull(f[4], NULL, 10);
 	/* The cold environment, and PWD as bwrap sets it. */
@@ -312,22 +319,15 @@ static void request(char **f, int nf, int *fds, int nfds)
 				env[w++] = env[i];
 		env[w] = NULL;
 	}
-	if (wait_go && pipe2(go, O_CLOEXEC) != 0)
-		goto out;
-	pid = start_n(fds, go[0], rl, env, &pidfd);
-	if (go[0] >= 0)
-		close(go[0]);
+	pid = start_n(fds, wait_go ? fds[3] : -1, rl, env, &pidfd);
 	if (pid < 0) {
 		const char *e[] = { "E", f[1], strerror(errno) };
 
-		if (go[1] >= 0)
-			close(go[1]);
 		send_fields(e, 3, -1);
 		goto out;
 	}
 	k->pid = pid;
 	snprintf(k->id, sizeof(k->id), "%s", f[1]);
-	k->go_w = go[1];
 	{
 		const char *s[] = { "S", f[1] };
 
@@ -356,10 +356,7 @@ static void reap(void)
 			if (kids[i].pid != p)
 				continue;
 			snprintf(code, sizeof(code), "%d", st);
-			if (kids[i].go_w >= 0)
-				close(kids[i].go_w);
 			kids[i].pid = 0;
-			kids[i].go_w = -1;
 			send_fields(x, 3, -1);
 		}
 	}
@@ -381,8 +378,6 @@ int main(int argc, char **argv)
 	}
 	command = argv + 2;
 	pwd = getenv("PWD");
-	for (i = 0; i < MAX_KIDS; i++)
-		kids[i].go_w = -1;
 	sigemptyset(&chld);
 	sigaddset(&chld, SIGCHLD);
 	sigprocmask(SIG_BLOCK, &chld, NULL);
@@ -463,18 +458,8 @@ int main(int argc, char **argv)
 		if (nf >= 1 && strcmp(f[0], "R") == 0) {
 			request(f, nf, fds, nfds);
 		} else {
-			struct kid *k = nf == 2 && strcmp(f[0], "G") == 0
-					? find_id(f[1]) : NULL;
-
 			for (i = 0; i < nfds; i++)
 				close(fds[i]);
-			if (k && k->go_w >= 0) {
-				if (write(k->go_w, "g", 1) != 1) {
-					/* N is gone: its X follows. */
-				}
-				close(k->go_w);
-				k->go_w = -1;
-			}
 		}
 	}
 }

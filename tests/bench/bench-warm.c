@@ -3,6 +3,7 @@
  * through the bwrap runtime (python3, node, exec /bin/true).
  *
  *	bench-warm [-n N] [-c CONC] [-k python3,node,exec] [-r ROUNDS] [-g MS]
+ *		   [-p cold|warm]
  *
  * For each kind and each path (cold: RELAY_WARM_OFF; warm: a runtime with
  * warm parents, first started and waited for), N invocations run on one
@@ -14,7 +15,7 @@
  * created). Rounds alternate warm and cold so a noisy machine hurts both
  * alike. -g MS waits MS milliseconds before each start (give a node/exec
  * pool time to refill: the latency "when the pool is ready"); the rate
- * is then not meaningful. Needs RELAY_BOOTSTRAP_DIR or an installed
+ * is then not meaningful. -p runs one path only (to profile it). Needs RELAY_BOOTSTRAP_DIR or an installed
  * bootstrap.
  */
 #define _GNU_SOURCE
@@ -165,11 +166,15 @@ int main(int argc, char **argv)
 	static const char *const exec_argv[] = { "/bin/true", NULL };
 	const char *kinds = "python3,node,exec";
 	int n = 200, rounds = 2, concs[2] = { 1, 8 }, nconc = 2, opt, gap = 0;
+	int only = -1;
 	struct ev_loop *loop = ev_loop_new(EVFLAG_AUTO);
 	char *list, *kind, *save = NULL;
 
-	while ((opt = getopt(argc, argv, "n:c:k:r:g:")) != -1) {
-		if (opt == 'g')
+	while ((opt = getopt(argc, argv, "n:c:k:r:g:p:")) != -1) {
+		if (opt == 'p' && (!strcmp(optarg, "cold") ||
+				   !strcmp(optarg, "warm")))
+			only = !strcmp(optarg, "warm");
+		else if (opt == 'g')
 			gap = atoi(optarg);
 		else if (opt == 'n')
 			n = atoi(optarg);
@@ -182,7 +187,8 @@ int main(int argc, char **argv)
 			rounds = atoi(optarg);
 		else {
 			fprintf(stderr, "usage: bench-warm [-n N] [-c CONC] "
-				"[-k python3,node,exec] [-r ROUNDS] [-g MS]\n");
+				"[-k python3,node,exec] [-r ROUNDS] [-g MS] "
+				"[-p cold|warm]\n");
 			return 2;
 		}
 	}
@@ -228,6 +234,8 @@ int main(int argc, char **argv)
 				for (path = 0; path < 2; path++) {
 					double rate, p50, p99;
 
+					if (only >= 0 && path != only)
+						continue;
 					b.rt = rt[path];
 					b.spec.warm = path ? RELAY_WARM_REQUIRE
 							   : RELAY_WARM_OFF;

@@ -67,20 +67,25 @@ def descends(pid, root):
     return False
 
 
+def _is_server_cmd(pid):
+    try:
+        with open(f"/proc/{pid}/cmdline", "rb") as f:
+            cmd = f.read()
+    except OSError:
+        return False
+    return cmd.startswith(b"python3\0") and \
+        b"relay-bootstrap.py\0--serve" in cmd
+
+
 def serve_processes(root):
-    """Warm parents (the python3 server) under relayd @root."""
+    """Warm parents (the python3 server, not its invocation slots, which
+    are its forks) under relayd @root."""
     out = []
     for pid in os.listdir("/proc"):
-        if not pid.isdigit():
+        if not pid.isdigit() or not _is_server_cmd(pid):
             continue
-        try:
-            with open(f"/proc/{pid}/cmdline", "rb") as f:
-                cmd = f.read()
-        except OSError:
-            continue
-        if cmd.startswith(b"python3\0") and \
-                b"relay-bootstrap.py\0--serve" in cmd and \
-                descends(int(pid), root):
+        if descends(int(pid), root) and \
+                not _is_server_cmd(ppid(int(pid))):
             out.append(int(pid))
     return out
 

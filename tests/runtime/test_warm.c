@@ -202,7 +202,18 @@ static char *joined(const cap *c)
 	"def ok(event):\n"                                                 \
 	"    print('ok', event)\n"                                         \
 	"def fails(event):\n"                                              \
-	"    sys.exit(3)\n"
+	"    sys.exit(3)\n"                                                \
+	"def scratch(event):\n"                                            \
+	"    import ctypes\n"                                              \
+	"    libc = ctypes.CDLL(None)\n"                                   \
+	"    print('ns', os.readlink('/proc/self/ns/pid'))\n"               \
+	"    print('clean', os.listdir('/dev/shm'), os.listdir('/tmp'),"   \
+	" oct(os.stat('/tmp').st_mode), libc.shmget(0x52454c41, 0, 0) >= 0," \
+	" os.getpid())\n"                                                 \
+	"    libc.shmget(0x52454c41, 4096, 0o1600)\n"                      \
+	"    open('/dev/shm/left-behind', 'w').write('x')\n"              \
+	"    open('/tmp/left-behind', 'w').write('x')\n"                  \
+	"    os.chmod('/tmp', 0o700)\n"
 
 static pid_t parent_of(pid_t pid)
 {
@@ -236,6 +247,9 @@ static bool ours(pid_t pid)
 
 /* Is a process of ours whose command line holds @needle alive? A
  * leading '^' anchors @needle at the start of the command line. */
+/* The command line of a python3 warm server (and of its slots). */
+#define SERVER_CMD "python3 -u -B /run/relay-bootstrap/relay-bootstrap.py --serve"
+
 static bool host_has_process(const char *needle, pid_t *pid)
 {
 	bool anchored = needle[0] == '^';
@@ -474,8 +488,78 @@ static void test_warm__pids_limit_per_invocation(void)
 	job_free(&j[1]);
 }
 
-/* A wedged parent (stopped): no answer within the bound, counted, the
- * run finishes cold. */
+/* Send @sig to every process of ours whose command line starts with
+ * @prefix; returns how many. */
+static int signal_all(const char *prefix, int sig)
+{
+	DIR *d = opendir("/proc");
+	struct dirent *e;
+	int n = 0;
+
+	while (d && (e = readdir(d))) {
+		char path[300], buf[4096];
+		pid_t pid = (pid_t)atol(e->d_name);
+		size_t len, i;
+		FILE *f;
+
+		if (pid <= 0)
+			continue;
+		snprintf(path, sizeof(path), "/proc/%s/cmdline", e->d_name);
+		f = fopen(path, "r");
+		if (!f)
+			continue;
+		len = fread(buf, 1, sizeof(buf) - 1, f);
+		fclose(f);
+		for (i = 0; i < len; i++)
+			if (buf[i] == '\0')
+				buf[i] = ' ';
+		buf[len] = '\0';
+		if (strncmp(buf, prefix, strlen(prefix)) == 0 && ours(pid) &&
+		    kill(pid, sig) == 0)
+			n++;
+	}
+	if (d)
+		closedir(d);
+	return n;
+}
+
+/* An invocation slot is reused only clean: an invocation run where an
+ * earlier one ran (the same pid namespace) sees no file it left in /tmp
+ * or /dev/shm, /tmp's mode back, no SysV object it made, and is pid 2,
+ * as a cold one. */
+static void test_warm__slot_reuse_is_clean(void)
+{
+	relay_exec_spec s = py_spec("handlers.scratch");
+	char ns[8][128], cold[256] = "";
+	bool reused = false;
+	struct job j;
+	int i, k;
+
+	s.warm = RELAY_WARM_OFF;
+	RT_CHECK(run1(rt, &s, &j) == 0);
+	RT_CHECK(!j.o.warm && j.c.n == 2);
+	if (j.c.n == 2)
+		snprintf(cold, sizeof(cold), "%s", cap_line(&j.c, 1));
+	RT_CHECK(strncmp(cold, "clean [] [] 0o40", 16) == 0);
+	RT_CHECK(strstr(cold, " False 2") != NULL);
+	job_free(&j);
+	s.warm = RELAY_WARM_REQUIRE;
+	for (i = 0; i < 8; i++) {
+		RT_CHECK(run1(rt, &s, &j) == 0);
+		RT_EQ_INT(j.o.status, RELAY_RUN_OK);
+		RT_CHECK(j.o.warm);
+		RT_CHECK(cap_has(&j.c, cold));
+		snprintf(ns[i], sizeof(ns[i]), "%s", j.c.n ? cap_line(&j.c, 0)
+							   : "");
+		for (k = 0; k < i; k++)
+			reused |= strcmp(ns[k], ns[i]) == 0;
+		job_free(&j);
+	}
+	RT_CHECK(reused);
+}
+
+/* A wedged parent (the server and its invocation slots stopped): no
+ * answer within the bound, counted, the run finishes cold. */
 static void test_warm__parent_wedged(void)
 {
 	relay_runtime_options o = RELAY_RUNTIME_OPTIONS_INIT;
@@ -483,7 +567,6 @@ static void test_warm__parent_wedged(void)
 	relay_exec_spec s = py_spec("handlers.ok");
 	relay_runtime *r = NULL;
 	struct job j;
-	pid_t pid = 0;
 
 	o.backend = "bwrap";
 	o.bootstrap_dir = bootstrap_dir();
@@ -495,9 +578,8 @@ static void test_warm__parent_wedged(void)
 	RT_CHECK(run1(r, &s, &j) == 0);
 	RT_CHECK(j.o.warm);
 	job_free(&j);
-	RT_CHECK(host_has_process("^python3 -u -B /run/relay-bootstrap/"
-				  "relay-bootstrap.py --serve", &pid));
-	RT_CHECK(pid > 0 && kill(pid, SIGSTOP) == 0);
+	/* The server and its slot (one, after one run). */
+	RT_CHECK(signal_all(SERVER_CMD, SIGSTOP) >= 2);
 	s.warm = RELAY_WARM_AUTO;
 	RT_CHECK(run1(r, &s, &j) == 0);
 	RT_EQ_INT(j.o.status, RELAY_RUN_OK);
@@ -505,8 +587,7 @@ static void test_warm__parent_wedged(void)
 	relay_runtime_warm_stats_get(r, &st);
 	RT_EQ_INT(st.failures[RELAY_WARM_FAIL_WEDGED], 1);
 	job_free(&j);
-	if (pid > 0)
-		kill(pid, SIGCONT);
+	signal_all(SERVER_CMD, SIGCONT);
 	relay_runtime_free(r);
 }
 
@@ -764,6 +845,7 @@ int main(int argc, char **argv)
 		RT_CASE(test_warm__memory_limit_per_invocation),
 		RT_CASE(test_warm__edited_module_picked_up),
 		RT_CASE(test_warm__pids_limit_per_invocation),
+		RT_CASE(test_warm__slot_reuse_is_clean),
 		RT_CASE(test_warm__parent_wedged),
 		RT_CASE(test_warm__parent_killed),
 		RT_CASE(test_warm__reload_generation),

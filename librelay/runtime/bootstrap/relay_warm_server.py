@@ -8,32 +8,51 @@
 # cold start does (import-time side effects run once per invocation and an
 # edited handler is picked up at once).
 #
-# One invocation is two processes:
-#   N  (fork of the server, pid 1 of a new pid namespace)  its own session;
-#      joins its cgroups (relayd moves it, then sends "go"), sets rlimits,
-#      a new mount namespace with a private tmpfs /tmp and a fresh /proc;
-#      reaps, and when H exits it exits with H's status (128+signal when
-#      killed), which takes every leftover process of the invocation down
-#      with it
-#   H  (pid 2)  drops every capability, restores the interpreter's start-up
-#      signal dispositions, the clean environment and stdio, reseeds
-#      random, then runs the handler exactly as a cold bootstrap would.
-# relayd signals the process group of N (SIGTERM at the timeout reaches H;
-# N, a pid 1, ignores it) and SIGKILL ends both. If the server dies, the
-# sandbox's init exits and the kernel kills every invocation with it.
+# Invocations run in slots. A slot is a process N, forked from the server
+# (so as pristine as it) as pid 1 of its own pid namespace and mount
+# namespace, with private tmpfs /tmp and /dev/shm and a fresh /proc. It
+# runs one invocation at a time, at most as many slots as the app has
+# invocations in flight:
+#   H  (forked by N, pid 2 of the namespace, in its own IPC namespace and
+#      session)  waits until relayd has moved it into the invocation's
+#      cgroups ("go"), sets the rlimits, drops every capability, restores
+#      the interpreter's start-up signal dispositions, the clean
+#      environment and stdio, reseeds random, then runs the handler
+#      exactly as a cold bootstrap would.
+#   When H exits, N kills and reaps every process left in the namespace
+#   (kill(-1) from a pid 1), reports H's status, and, if the invocation
+#   changed /tmp or /dev/shm, mounts empty ones again before the next.
+# So an invocation never pays for making and tearing down namespaces, and
+# still sees nothing an earlier one left: not a process, a file, an IPC
+# object, or a byte of its memory (H is a fork of N, which never runs
+# handler code).
+# relayd signals H's process group (SIGTERM at the timeout, then SIGKILL);
+# N ignores both as a pid 1 does. If the server dies, the sandbox's init
+# exits and the kernel kills every slot and invocation with it.
 #
 # Control socket (fd 3, SOCK_SEQPACKET), fields NUL-separated:
-#   relayd -> server  R id wait_go as_limit nproc_limit handler env... +
-#                       3 fds (stdin, stdout, stderr of the invocation)
-#                     G id           (the invocation joined its cgroups)
-#   server -> relayd  Y + pidfd      ready (a probe invocation worked;
-#                                    the server's own pidfd, for its RSS)
+#   relayd -> slots   R id wait_go as_limit nproc_limit handler env... +
+#                       3 fds (stdin, stdout, stderr of the invocation),
+#                       + the read end of a go pipe when wait_go: relayd
+#                       writes "g" once H joined the invocation's cgroups
+#   server -> relayd  Y + pidfd      ready (the first slot's probe
+#                                    invocation worked; the server's own
+#                                    pidfd, for its RSS)
 #                     N reason       this sandbox cannot run invocations
-#                     S id + pidfd   invocation process N forked
-#                     X id status    N exited (raw wait status)
+#                     E id reason    the slot running it died
+#   slot -> relayd    S id + pidfd   invocation process H forked
+#                     X id status    H exited and nothing of it is left
+#                                    (a wait status: exit code << 8,
+#                                    128 + signal when killed)
 #                     E id reason    could not fork
+# Every idle slot reads the control socket itself (the kernel hands each
+# request to one), so the server is not on an invocation's path: it keeps
+# one slot free, reaps the ones that die, and exits when relayd hangs up.
+# slot -> server (a socket pair): B id (took a request), I id (free
+# again; the first, with no id, once set up), F reason (cannot set up).
 import array
 import ctypes
+import errno
 import gc
 import os
 import random
@@ -46,9 +65,17 @@ import sys
 CLONE_NEWNS = 0x00020000
 CLONE_NEWPID = 0x20000000
 CLONE_PIDFD = 0x00001000
+CLONE_NEWIPC = 0x08000000
 SYS_CLONE3 = 435      # the same number on every architecture
 MS_NOSUID, MS_NODEV, MS_NOEXEC = 2, 4, 8
 MS_REC, MS_PRIVATE = 0x4000, 1 << 18
+MNT_DETACH = 2
+# Writable in the sandbox, so private to each slot and emptied after an
+# invocation that changed them.
+SCRATCH = ("/tmp", "/dev/shm")
+# Slots of one server at most (relayd keeps an app's invocations in
+# flight to its concurrency; the server keeps one slot more free).
+MAX_SLOTS = 256
 PR_CAP_AMBIENT, PR_CAP_AMBIENT_CLEAR_ALL = 47, 4
 CAP_VERSION_3 = 0x20080522
 # What N ignores (and H restores): a SIGTERM to the invocation's process
@@ -67,14 +94,19 @@ class _CloneArgs(ctypes.Structure):
         "stack_size", "tls", "set_tid", "set_tid_size", "cgroup")]
 
 
-def _clone3(flags, pidfd=None):
+def _clone3(flags, pidfd=None, tid=0):
     """clone3(2) like fork(2) (SIGCHLD to the parent), with @flags; the
-    child's pidfd goes to @pidfd (a c_int) with CLONE_PIDFD."""
+    child's pidfd goes to @pidfd (a c_int) with CLONE_PIDFD; @tid asks
+    for that pid in the caller's pid namespace."""
     args = _CloneArgs()
     args.flags = flags
     args.exit_signal = signal.SIGCHLD
     if pidfd is not None:
         args.pidfd = ctypes.addressof(pidfd)
+    if tid:
+        want = ctypes.c_int(tid)
+        args.set_tid = ctypes.addressof(want)
+        args.set_tid_size = 1
     return _raw.syscall(SYS_CLONE3, ctypes.byref(args),
                         ctypes.c_size_t(ctypes.sizeof(args)))
 
@@ -175,8 +207,11 @@ class Server:
         # Resolve the C functions once, not in every invocation.
         for name in ("capset", "prctl", "mount"):
             getattr(libc, name)
-        self.children = {}   # pid of I -> id
-        self.go = {}         # id -> write end of I's go pipe
+        self.scratch_mode = {}
+        self.slots = {}      # pid of N -> Slot
+        self.by_sock = {}    # fd of the server's end -> Slot (alive)
+        self.idle = 0        # slots waiting for a request
+        self.starting = 0    # slots not set up yet
         self.bootstrap = os.path.join(
             os.path.dirname(os.path.abspath(__file__)), "relay-bootstrap.py")
 
@@ -191,14 +226,12 @@ class Server:
     # ---- in the invocation's processes ----------------------------
 
     def _leave_server(self, keep):
-        """In I: drop what belongs to the server, keep fds in keep."""
+        """In N: drop what belongs to the server but the control socket
+        (N reports on it), keep fds in @keep."""
         signal.set_wakeup_fd(-1)
-        signal.signal(signal.SIGCHLD, signal.SIG_DFL)
-        os.close(self.sock.detach())
+        keep = set(keep) | {self.sock.fileno()}
         os.close(self.wake_r)
         os.close(self.wake_w)
-        for fd in self.go.values():
-            os.close(fd)
         lo = 3
         for fd in sorted(keep) + [1 << 20]:
             if fd >= lo:
@@ -206,30 +239,17 @@ class Server:
                 lo = fd + 1
 
     def _handler(self, fds, handler, env):
-        """H: become a clean one-shot handler process and run it."""
-        hdr = _CapHeader(CAP_VERSION_3, 0)
-        data = (_CapData * 2)()
-        _check(libc.capset(ctypes.byref(hdr), data), "capset")
-        libc.prctl(PR_CAP_AMBIENT, PR_CAP_AMBIENT_CLEAR_ALL, 0, 0, 0)
-        # Only the server (SIGCHLD) and N (IGNORED) changed any.
-        for s in (signal.SIGCHLD,) + IGNORED:
-            h = self.sigs.get(s)
-            signal.signal(s, h if h is not None else signal.SIG_DFL)
+        """H, given its request: become a clean one-shot handler process
+        and run it. What is alike for every invocation N did once
+        (_prepare_slot), and H did before its request came (_spare)."""
         for i, fd in enumerate(fds):
             os.dup2(fd, i)
             os.close(fd)
+        self._set_env(env)
         gc.enable()          # N disabled it; a handler has it on
-        os.environ.clear()
-        os.environ.update(env)
-        if self.pwd is not None:
-            os.environ["PWD"] = self.pwd
         if self.command:
             return self._exec(self.command)
         sys.argv = [self.bootstrap, handler]
-        sys.path[0] = os.getcwd()
-        if self.codecache:
-            _use_code_cache(self.codecache)
-        sys.modules.pop("relay_warm_server", None)
         random.seed()
         code = 1
         try:
@@ -292,138 +312,370 @@ class Server:
                 pass
         return code
 
-    def _init(self, fds, go_r, limits, handler, env):
-        """N: pid 1 of the invocation's own pid namespace."""
-        self._leave_server(set(fds) | ({go_r} if go_r is not None else set()))
+    def _slot(self, ssock):
+        """N: pid 1 of a slot's own pid and mount namespaces. Runs one
+        invocation at a time, each in a fresh fork H of this pristine
+        process, and cleans up after it."""
+        self._leave_server({ssock.fileno()})
         gc.disable()
         os.setsid()
-        if go_r is not None:
-            if os.read(go_r, 1) != b"g":
-                os._exit(255)
-            os.close(go_r)
-        for res, val in limits:
-            resource.setrlimit(res, (val, val))
-        # N outlives a SIGTERM to the group: it is H's to handle (a pid 1
-        # ignores it anyway; H restores the start-up dispositions).
-        for s in IGNORED:
-            signal.signal(s, signal.SIG_IGN)
-        _check(libc.mount(None, b"/", None, MS_REC | MS_PRIVATE, None),
-               "mount --make-rprivate /")
-        _check(libc.mount(b"tmpfs", b"/tmp", b"tmpfs", MS_NOSUID | MS_NODEV,
-                          b"mode=1777"), "mount /tmp")
-        _check(libc.mount(b"proc", b"/proc", b"proc",
-                          MS_NOSUID | MS_NODEV | MS_NOEXEC, None),
-               "mount /proc")
-        # os.fork() here would pay for before-fork work N does not need;
-        # H gets the after-fork half, as from os.fork().
-        h = _clone3(0)
+        try:
+            _check(libc.mount(None, b"/", None, MS_REC | MS_PRIVATE, None),
+                   "mount --make-rprivate /")
+            for d in SCRATCH:
+                self._mount_scratch(d)
+            _check(libc.mount(b"proc", b"/proc", b"proc",
+                              MS_NOSUID | MS_NODEV | MS_NOEXEC, None),
+                   "mount /proc")
+            self._prepare_slot()
+            # Can it make what an invocation needs?
+            h, pidfd, hsock = self._spare(ssock)
+            os.close(pidfd)
+            null = [os.open("/dev/null", os.O_RDWR) for _ in range(3)]
+            hsock.sendmsg([b"\0".join([b"R", b"", b"0", b"0", b"0", b""])
+                           + b"\0"], [_rights(null)])
+            hsock.close()
+            for fd in null:
+                os.close(fd)
+            st = self._wait(h)
+            if _status_code(st) != 0:
+                raise OSError(0, "probe invocation exited %d"
+                              % _status_code(st))
+            spare = self._spare(ssock)
+        except OSError as e:
+            ssock.sendmsg([b"F\0" + str(e).encode() + b"\0"])
+            os._exit(255)
+        stamp = self._scratch_stamp()
+        ssock.sendmsg([b"I\0\0"])
+        fdsize = socket.CMSG_SPACE(4 * array.array("i").itemsize)
+        while True:
+            # Every idle slot waits on relayd's socket; the kernel gives
+            # each request to one of them.
+            try:
+                msg, anc, _, _ = self.sock.recvmsg(1 << 20, fdsize)
+            except InterruptedError:
+                continue
+            if not msg:
+                os._exit(0)    # relayd closed the socket: retire
+            fds = _received_fds(anc)
+            fields = _fields(msg)
+            if len(fields) < 6 or fields[0] != b"R":
+                for fd in fds:
+                    _close(fd)
+                continue
+            rid = fields[1]
+            ssock.sendmsg([b"B\0" + rid + b"\0"])
+            try:
+                h = self._hand_over(ssock, spare, msg, fields, fds)
+            except Exception as e:
+                self.send([b"E", rid, str(e).encode()])
+                h = None
+            spare = None
+            if h is not None:
+                st = self._wait(h)
+                self._kill_leftovers()
+                self.send([b"X", rid, str(_status_code(st) << 8).encode()])
+            if self._scratch_stamp() != stamp:
+                for d in SCRATCH:
+                    self._mount_scratch(d, again=True)
+                stamp = self._scratch_stamp()
+            # The next H, forked now that nothing of this one is left in
+            # the namespace (an invocation never sees the next one's
+            # process); meanwhile another slot takes requests.
+            try:
+                spare = self._spare(ssock)
+            except OSError:
+                spare = None    # made when the next request comes
+            ssock.sendmsg([b"I\0" + rid + b"\0"])
+
+    def _hand_over(self, ssock, spare, msg, fields, fds):
+        """In N: give the request to the waiting H (a new one if there is
+        none) and tell relayd. Returns the pid of H."""
+        wait_go = fields[2] == b"1"
+        try:
+            if len(fds) != (4 if wait_go else 3):
+                raise ValueError("expected %d descriptors, got %d"
+                                 % (4 if wait_go else 3, len(fds)))
+            env = {}
+            for kv in fields[6:]:
+                k, _, v = kv.decode("utf-8",
+                                    "surrogateescape").partition("=")
+                env[k] = v
+            for attempt in (0, 1):
+                if spare is None:
+                    spare = self._spare(ssock)
+                h, pidfd, hsock = spare
+                try:
+                    hsock.sendmsg([msg], [_rights(fds)])
+                    break
+                except OSError:
+                    if attempt:
+                        raise
+                    # The spare died while the slot was idle.
+                    os.close(pidfd)
+                    _reap(h)
+                    spare = None
+                finally:
+                    hsock.close()
+        finally:
+            for fd in fds:
+                os.close(fd)
+        try:
+            self.send([b"S", fields[1]], [pidfd])
+        finally:
+            os.close(pidfd)
+        # Spares fork from N's environment: the app's, from now on.
+        self._set_env(env)
+        return h
+
+    def _spare(self, ssock):
+        """In N: fork the next H. It sets up what needs no request and
+        waits for one on a socket pair. Returns (pid, pidfd, socket)."""
+        mine, theirs = socket.socketpair(socket.AF_UNIX, socket.SOCK_SEQPACKET)
+        sys.stdout.flush()
+        sys.stderr.flush()
+        pidfd = ctypes.c_int(-1)
+        # Pid 2 of the namespace, as in a cold sandbox, in its own IPC
+        # namespace
+        # (SysV objects and POSIX queues die with it). A raw clone, so
+        # only H gets Python's after-fork work.
+        h = _clone3(CLONE_PIDFD | CLONE_NEWIPC, pidfd, tid=2)
+        if h < 0 and ctypes.get_errno() == errno.EEXIST:
+            h = _clone3(CLONE_PIDFD | CLONE_NEWIPC, pidfd)
         if h == 0:
             ctypes.pythonapi.PyOS_AfterFork_Child()
             code = 1
             try:
-                code = self._handler(fds, handler, env) if handler else 0
+                os.close(mine.detach())
+                code = self._spare_main(ssock, theirs)
             finally:
                 os._exit(code)
-        for fd in fds:
-            os.close(fd)
+        theirs.close()
+        if h < 0:
+            mine.close()
+            _check(-1, "clone3")
+        return h, pidfd.value, mine
+
+    def _spare_main(self, ssock, hsock):
+        """H: drop what it must not have, wait for the request, run it."""
+        os.setsid()
+        os.close(ssock.detach())
+        os.close(self.sock.detach())
+        _check(libc.capset(ctypes.byref(self.cap_hdr), self.cap_data),
+               "capset")
+        libc.prctl(PR_CAP_AMBIENT, PR_CAP_AMBIENT_CLEAR_ALL, 0, 0, 0)
+        fdsize = socket.CMSG_SPACE(4 * array.array("i").itemsize)
+        while True:
+            try:
+                msg, anc, _, _ = hsock.recvmsg(1 << 20, fdsize)
+                break
+            except InterruptedError:
+                continue
+        os.close(hsock.detach())
+        if not msg:
+            return 0            # N is gone or retired it
+        fds = _received_fds(anc)
+        f = _fields(msg)
+        go_r = fds.pop() if f[2] == b"1" else None
+        if go_r is not None:
+            # relayd writes "g" once H is in the invocation's cgroups.
+            if os.read(go_r, 1) != b"g":
+                return 255
+            os.close(go_r)
+        if int(f[3]):
+            resource.setrlimit(resource.RLIMIT_AS, (int(f[3]),) * 2)
+        if int(f[4]):
+            resource.setrlimit(resource.RLIMIT_NPROC, (int(f[4]),) * 2)
+        env = {}
+        for kv in f[6:]:
+            k, _, v = kv.decode("utf-8", "surrogateescape").partition("=")
+            env[k] = v
+        handler = f[5].decode()
+        return self._handler(fds, handler, env) if handler else 0
+
+    @staticmethod
+    def _wait(h):
+        """In N: reap until H exits (orphans too); returns its status."""
         while True:
             try:
                 pid, st = os.waitpid(-1, 0)
-            except ChildProcessError:
-                os._exit(255)
             except InterruptedError:
                 continue
             if pid == h:
-                os._exit(_status_code(st))
+                return st
+
+    def _prepare_slot(self):
+        """In N, once: what every H would otherwise do alike. N runs no
+        handler code, so H still starts from a pristine copy."""
+        # N is not in H's process group: relayd never signals it, and
+        # H inherits the interpreter's start-up dispositions.
+        for s in (signal.SIGCHLD,) + IGNORED:
+            h = self.sigs.get(s)
+            signal.signal(s, h if h is not None else signal.SIG_DFL)
+        self.cap_hdr = _CapHeader(CAP_VERSION_3, 0)
+        self.cap_data = (_CapData * 2)()
+        self.env_now = None
+        if self.command:
+            return
+        sys.path[0] = os.getcwd()
+        if self.codecache:
+            _use_code_cache(self.codecache)
+        # The path finders' directory listings, made once (they are
+        # checked against each directory's mtime on use).
+        from importlib.machinery import PathFinder
+        PathFinder.find_spec("relay-warm-no-such-module")
+        sys.modules.pop("relay_warm_server", None)
+
+    def _set_env(self, env):
+        """In N: the handler's clean environment (bwrap sets PWD over the
+        app's env for a cold start too), kept while it is the same."""
+        if self.pwd is not None:
+            env["PWD"] = self.pwd
+        if env != self.env_now:
+            os.environ.clear()
+            os.environ.update(env)
+            self.env_now = env
+
+    def _mount_scratch(self, d, again=False):
+        """A fresh, empty tmpfs on @d (its previous one detached), with
+        the mode bwrap gave the original (a cold sandbox's)."""
+        if not again:
+            try:
+                self.scratch_mode[d] = os.stat(d).st_mode & 0o7777
+            except OSError:
+                return
+        elif d not in self.scratch_mode:
+            return
+        else:
+            _check(libc.umount2(d.encode(), MNT_DETACH), "umount " + d)
+        opts = "mode=%o" % self.scratch_mode[d]
+        _check(libc.mount(b"tmpfs", d.encode(), b"tmpfs",
+                          MS_NOSUID | MS_NODEV, opts.encode()), "mount " + d)
+
+    @staticmethod
+    def _scratch_stamp():
+        """What an invocation can have changed in the scratch mounts: an
+        entry made or removed changes a directory's mtime, a chmod, chown
+        or xattr its ctime."""
+        out = []
+        for d in SCRATCH:
+            try:
+                st = os.stat(d)
+                out.append((st.st_mtime_ns, st.st_ctime_ns, st.st_ino))
+            except OSError:
+                out.append(None)
+        return out
+
+    @staticmethod
+    def _kill_leftovers():
+        """In N, after H: no process of the invocation survives it. From
+        a pid 1, kill(-1) reaches every other process of the namespace;
+        repeat until there is none (a fork may race a round). Orphans
+        are N's children, so it reaps them."""
+        while libc.kill(-1, signal.SIGKILL) == 0:
+            try:
+                os.waitpid(-1, 0)
+            except ChildProcessError:
+                break
+            except InterruptedError:
+                pass
+        while True:
+            try:
+                if os.waitpid(-1, os.WNOHANG)[0] == 0:
+                    break
+            except ChildProcessError:
+                break
 
     # ---- in the server --------------------------------------------
 
-    def fork(self, fds, wait_go, limits, handler, env):
-        """Start N with clone3(): pid 1 of a new pid namespace, in a new
-        mount namespace, and its pidfd. Returns (pid, pidfd, go_w)."""
-        go_r = go_w = None
-        if wait_go:
-            go_r, go_w = os.pipe2(os.O_CLOEXEC)
+    def new_slot(self):
+        """Start a slot N with clone3(): pid 1 of a new pid namespace, in
+        a new mount namespace, talking to the server over a socket pair."""
+        mine, theirs = socket.socketpair(socket.AF_UNIX, socket.SOCK_SEQPACKET)
         sys.stdout.flush()
         sys.stderr.flush()
-        pidfd = ctypes.c_int(-1)
-        # Like os.fork() without Python's after-fork hooks: N runs only
-        # this module's code; H, its child, gets them.
-        pid = _clone3(CLONE_NEWNS | CLONE_NEWPID | CLONE_PIDFD, pidfd)
+        pid = _clone3(CLONE_NEWNS | CLONE_NEWPID)
         if pid == 0:
             try:
-                self._init(fds, go_r, limits, handler, env)
+                os.close(mine.detach())
+                self._slot(theirs)
             except BaseException as e:
                 try:
-                    os.write(2, ("relay: warm invocation setup: %s\n"
-                                 % e).encode())
+                    os.write(2, ("relay: warm slot: %s\n" % e).encode())
                 finally:
                     os._exit(255)
             os._exit(255)
-        if go_r is not None:
-            os.close(go_r)
+        theirs.close()
         if pid < 0:
-            if go_w is not None:
-                os.close(go_w)
+            mine.close()
             _check(-1, "clone3")
-        return pid, pidfd.value, go_w
+        slot = Slot(pid, mine)
+        self.slots[pid] = slot
+        self.by_sock[mine.fileno()] = slot
+        self.starting += 1
+        return slot
 
     def probe(self):
-        """Run one empty invocation: can this sandbox make namespaces?"""
-        null = [os.open("/dev/null", os.O_RDWR | os.O_CLOEXEC)
-                for _ in range(3)]
-        r, w = os.pipe2(os.O_CLOEXEC)
-        null[2] = w
-        pid, pidfd, _ = self.fork(null, False, (), None, {})
-        os.close(pidfd)
-        for fd in null:
-            os.close(fd)
-        _, st = os.waitpid(pid, 0)
-        msg = os.read(r, 300).decode(errors="replace").strip()
-        os.close(r)
-        if _status_code(st) != 0:
-            return msg or "probe invocation exited %d" % _status_code(st)
-        return None
-
-    def request(self, fields, fds):
-        rid = fields[1]
-        try:
-            wait_go = fields[2] == b"1"
-            limits = []
-            if int(fields[3]):
-                limits.append((resource.RLIMIT_AS, int(fields[3])))
-            if int(fields[4]):
-                limits.append((resource.RLIMIT_NPROC, int(fields[4])))
-            handler = fields[5].decode()
-            env = {}
-            for kv in fields[6:]:
-                k, _, v = kv.decode("utf-8", "surrogateescape").partition("=")
-                env[k] = v
-            if len(fds) != 3:
-                raise ValueError("expected 3 descriptors, got %d" % len(fds))
-            pid, pidfd, go_w = self.fork(fds, wait_go, limits, handler, env)
-        except Exception as e:
-            for fd in fds:
-                os.close(fd)
-            self.send([b"E", rid, str(e).encode()])
-            return
-        for fd in fds:
-            os.close(fd)
-        self.children[pid] = rid
-        if go_w is not None:
-            self.go[rid] = go_w
-        try:
-            self.send([b"S", rid], [pidfd])
-        finally:
-            os.close(pidfd)
-
-    def go_ahead(self, rid):
-        fd = self.go.pop(rid, None)
-        if fd is not None:
+        """Start the first slot: can this sandbox run invocations?"""
+        slot = self.new_slot()
+        while True:
             try:
-                os.write(fd, b"g")
-            finally:
-                os.close(fd)
+                msg = slot.sock.recv(4096)
+            except InterruptedError:
+                continue
+            f = _fields(msg)
+            if f and f[0] == b"I":
+                slot.ready = True
+                self.starting -= 1
+                self.idle += 1
+                return None
+            return (f[-1].decode(errors="replace") if f
+                    else "the first invocation slot exited")
+
+    def from_slot(self, slot):
+        """What a slot tells the server: it took a request ("B id"), it
+        is free again ("I id"), it could not start ("F why"), or it exits
+        (EOF)."""
+        while True:
+            try:
+                msg = slot.sock.recv(4096, socket.MSG_DONTWAIT)
+            except (BlockingIOError, InterruptedError):
+                return
+            except OSError:
+                msg = b""
+            f = _fields(msg)
+            if not f:
+                self.drop_slot(slot)
+                return
+            if f[0] == b"B" and len(f) == 2:
+                slot.rid = f[1]
+                self.idle -= 1
+                # Keep one slot free (or on its way) for the next request.
+                if (self.idle + self.starting == 0
+                        and len(self.by_sock) < MAX_SLOTS):
+                    self.new_slot()
+            elif f[0] == b"I" and len(f) == 2:
+                if not slot.ready:
+                    slot.ready = True    # its first "I": set up
+                    self.starting -= 1
+                slot.rid = None
+                self.idle += 1
+            elif f[0] == b"F":
+                os.write(2, b"relay: warm slot: " + f[-1] + b"\n")
+
+    def drop_slot(self, slot, why="its slot exited"):
+        """A slot is gone: an invocation it had is lost (relayd runs it
+        again cold)."""
+        if self.by_sock.pop(slot.sock.fileno(), None) is None:
+            return
+        if slot.rid is not None:
+            self.send([b"E", slot.rid, why.encode()])
+            slot.rid = None
+        elif slot.ready:
+            self.idle -= 1
+        else:
+            self.starting -= 1
+        slot.sock.close()
 
     def reap(self):
         try:
@@ -431,64 +683,102 @@ class Server:
                 pass
         except BlockingIOError:
             pass
-        while self.children:
+        while True:
             try:
                 pid, st = os.waitpid(-1, os.WNOHANG)
             except ChildProcessError:
                 return
             if pid == 0:
                 return
-            rid = self.children.pop(pid, None)
-            if rid is None:
+            slot = self.slots.pop(pid, None)
+            if slot is None:
                 continue
-            fd = self.go.pop(rid, None)
-            if fd is not None:
-                os.close(fd)
-            self.send([b"X", rid, str(st).encode()])
+            # What it said before it died comes first.
+            if slot.sock.fileno() in self.by_sock:
+                self.from_slot(slot)
+            self.drop_slot(slot, "invocation slot died (status %d)"
+                           % _status_code(st))
 
     def serve(self):
         signal.set_wakeup_fd(self.wake_w)
         signal.signal(signal.SIGCHLD, lambda s, f: None)
-        why = self.probe()
-        if why:
-            self.send([b"N", why.encode()])
-            return 0
         self.codecache = {} if self.command else _precompile(os.getcwd())
         # Objects of the server are never freed: keep the collector from
         # touching (and so copying) their pages in every fork.
         gc.freeze()
+        why = self.probe()
+        if why:
+            self.send([b"N", why.encode()])
+            return 0
         me = os.pidfd_open(os.getpid())
         self.send([b"Y"], [me])
         os.close(me)
-        fdsize = socket.CMSG_SPACE(3 * array.array("i").itemsize)
+        # The slots read relayd's requests; the server only watches for
+        # relayd hanging up, its slots' news and their exits.
         while True:
+            p = select.poll()
+            p.register(self.sock, select.POLLRDHUP)
+            p.register(self.wake_r, select.POLLIN)
+            for fd in self.by_sock:
+                p.register(fd, select.POLLIN)
             try:
-                ready, _, _ = select.select([self.sock, self.wake_r], [], [])
+                ready = p.poll()
             except InterruptedError:
                 continue
-            if self.wake_r in ready:
-                self.reap()
-            if self.sock not in ready:
-                continue
-            msg, anc, _, _ = self.sock.recvmsg(1 << 20, fdsize)
-            if not msg:
-                return 0   # relayd closed the socket: retire
-            fds = []
-            for level, typ, data in anc:
-                if level == socket.SOL_SOCKET and typ == socket.SCM_RIGHTS:
-                    a = array.array("i")
-                    a.frombytes(data[:len(data) - len(data) % a.itemsize])
-                    fds.extend(a)
-            fields = msg.split(b"\0")
-            if fields and fields[-1] == b"":
-                fields.pop()
-            if fields and fields[0] == b"R" and len(fields) >= 6:
-                self.request(fields, fds)
-            elif fields and fields[0] == b"G" and len(fields) == 2:
-                self.go_ahead(fields[1])
-            else:
-                for fd in fds:
-                    os.close(fd)
+            for fd, ev in ready:
+                if fd == self.sock.fileno():
+                    return 0   # relayd closed the socket: retire
+                if fd == self.wake_r:
+                    self.reap()
+                slot = self.by_sock.get(fd)
+                if slot is not None:
+                    self.from_slot(slot)
+
+
+class Slot:
+    """The server's end of one invocation slot."""
+    __slots__ = ("pid", "sock", "rid", "ready")
+
+    def __init__(self, pid, sock):
+        self.pid = pid
+        self.sock = sock
+        self.rid = None     # the invocation it runs, if any
+        self.ready = False  # it said its first "I"
+
+
+def _received_fds(anc):
+    fds = []
+    for level, typ, data in anc:
+        if level == socket.SOL_SOCKET and typ == socket.SCM_RIGHTS:
+            a = array.array("i")
+            a.frombytes(data[:len(data) - len(data) % a.itemsize])
+            fds.extend(a)
+    return fds
+
+
+def _fields(msg):
+    fields = msg.split(b"\0")
+    if fields and fields[-1] == b"":
+        fields.pop()
+    return fields
+
+
+def _reap(pid):
+    try:
+        os.waitpid(pid, 0)
+    except ChildProcessError:
+        pass
+
+
+def _rights(fds):
+    return (socket.SOL_SOCKET, socket.SCM_RIGHTS, array.array("i", fds))
+
+
+def _close(fd):
+    try:
+        os.close(fd)
+    except OSError:
+        pass
 
 
 def serve(run, command=None):
