@@ -4,7 +4,8 @@
  * against the shared librelay (tests/meson.build). REDIS_URI checking
  * and redaction, schedule occurrences (time format, classification, the
  * envelope check, publication on the memory backend) and the template
- * helpers (pattern rendering, duration format, interpreter check).
+ * helpers (pattern rendering, duration format, interpreter check); and
+ * the Redis backend table's INIT macro and init function.
  */
 #include <stdlib.h>
 #include <string.h>
@@ -12,6 +13,7 @@
 #include <unistd.h>
 
 #include "relay/relay.h"
+#include "relay/sys/redis.h"
 #include "relaytest.h"
 
 /* ---- REDIS_URI ----------------------------------------------------------- */
@@ -70,6 +72,85 @@ static void test_api__uri_redact(void)
 	/* Cut to fit, terminated. */
 	RT_EQ_STR(relay_redis_uri_redact("redis://u:pw@h:1", buf, 8),
 		  "redis:/");
+}
+
+/* ---- backend tables (relay/sys/redis.h) ---------------------------------- */
+
+static int nop_command(relay_redis_backend *b, int argc,
+		       const char *const *argv, const size_t *argvlen,
+		       relay_redis_reply_cb cb, void *payload)
+{
+	return RELAY_EBACKEND;
+}
+
+static int nop_script_calls;
+
+static int nop_script(relay_redis_backend *b, relay_redis_script op,
+		      int numkeys, int argc, const char *const *argv,
+		      const size_t *argvlen, relay_redis_reply_cb cb,
+		      void *payload)
+{
+	nop_script_calls++;
+	return RELAY_EUSER;
+}
+
+static void never(relay_redis_backend *b, int status, const char *id,
+		  const char *detail, void *payload)
+{
+	RT_FAILF("the publish callback ran");
+}
+
+static const char *nop_errstr(const relay_redis_backend *b)
+{
+	return "";
+}
+
+static void nop_free(relay_redis_backend *b)
+{
+}
+
+static void test_api__redis_backend_init(void)
+{
+	relay_redis_backend m = RELAY_REDIS_BACKEND_INIT, b;
+
+	RT_EQ_INT(m.version, RELAY_REDIS_BACKEND_VERSION);
+	RT_CHECK(!m.name && !m.command && !m.script && !m.wait &&
+		 !m.errstr && !m.free);
+	memset(&b, 0x5a, sizeof(b));
+	RT_EQ_INT(relay_redis_backend_init(&b, 0), RELAY_EINVAL);
+	RT_EQ_INT(relay_redis_backend_init(&b, RELAY_REDIS_BACKEND_VERSION + 1),
+		  RELAY_EINVAL);
+	RT_EQ_INT(b.version, 0x5a5a5a5a);  /* untouched */
+	RT_EQ_INT(relay_redis_backend_init(NULL, 1), RELAY_EINVAL);
+	RT_EQ_INT(relay_redis_backend_init(&b, 2), 0);
+	RT_EQ_INT(b.version, 2);
+	RT_CHECK(!b.name && !b.command && !b.script && !b.wait &&
+		 !b.errstr && !b.free);
+	/* Zeroed slots: not a usable backend until they are filled. */
+	RT_EQ_INT(relay_redis_backend_check(&b), RELAY_EINVAL);
+	b.name = "nop";
+	b.command = nop_command;
+	b.script = nop_script;
+	b.errstr = nop_errstr;
+	b.free = nop_free;
+	RT_EQ_INT(relay_redis_backend_check(&b), 0);
+	/* Publication (a version 2 op) reaches the script slot of a
+	 * version 2 table, never that of a version 1 table. */
+	nop_script_calls = 0;
+	RT_EQ_INT(relay_schedule_publish(&b, "s", "a", "b", "h", 60, never,
+					 NULL), RELAY_EUSER);
+	RT_EQ_INT(nop_script_calls, 1);
+	m = b;
+	RT_EQ_INT(relay_redis_backend_init(&m, 1), 0);
+	m.name = b.name;
+	m.command = b.command;
+	m.script = b.script;
+	m.errstr = b.errstr;
+	m.free = b.free;
+	RT_EQ_INT(relay_redis_backend_check(&m), 0);
+	RT_EQ_INT(relay_schedule_publish(&m, "s", "a", "b", "h", 60, never,
+					 NULL), RELAY_EBACKEND);
+	RT_EQ_INT(nop_script_calls, 1);
 }
 
 /* ---- schedule occurrences ------------------------------------------------ */
@@ -431,6 +512,7 @@ static void test_api__runtime_available(void)
 static const rt_case cases[] = {
 	RT_CASE(test_api__uri_check_kinds),
 	RT_CASE(test_api__uri_redact),
+	RT_CASE(test_api__redis_backend_init),
 	RT_CASE(test_api__schedule_time_format),
 	RT_CASE(test_api__occurrence_classify_and_parse),
 	RT_CASE(test_api__schedule_publish_once),
