@@ -15,13 +15,11 @@
 #include <string.h>
 #include <time.h>
 
-#include "app/app.h"
 #include "appinfo.h"
 #include "cmdutil.h"
 #include "ctlconf.h"
 #include "ctlsock.h"
 #include "fmt.h"
-#include "patyaml.h"
 #include "relay/app.h"
 #include "relay/schedule.h"
 #include "relayctl.h"
@@ -76,10 +74,41 @@ struct view {
 	json_t *errors;          /* strings */
 	char dir[4200];
 	relay_app *app;          /* NULL when the template does not load */
-	patyaml *pat;
 };
 
 #define NEXT_FIRINGS 5
+
+/*
+ * The pattern of rule @i as written in the template (librelay renders it
+ * from the file), YAML lines indented by @indent, control characters
+ * shown as '?'. Returns 0, or -1 when the file no longer has it (nothing
+ * printed).
+ */
+static int print_pattern(const relay_app *a, size_t i, int indent)
+{
+	char *text = NULL, *clean;
+
+	if (relay_app_rule_pattern_yaml(a, i, indent, &text))
+		return -1;
+	clean = relayctl_clean_text(text);
+	fputs(clean ? clean : "?\n", stdout);
+	free(clean);
+	relay_free(text);
+	return 0;
+}
+
+/* The same as JSON (new reference), or NULL. */
+static json_t *pattern_json(const relay_app *a, size_t i)
+{
+	char *text = NULL;
+	json_t *j;
+
+	if (relay_app_rule_pattern_json(a, i, &text))
+		return NULL;
+	j = json_loads(text, JSON_DECODE_ANY | JSON_ALLOW_NUL, NULL);
+	relay_free(text);
+	return j;
+}
 
 /* "2026-12-03 06:00 +01:00" for instant @t in @c's zone. */
 static void local_time(const relay_cron *c, int64_t t, char *buf,
@@ -234,11 +263,11 @@ static void print_text(const struct view *v)
 		const relay_app_rule *r = relay_app_rule_at(a, i);
 
 		printf("  - handler: %s\n", relayctl_c(relay_app_rule_handler(r)));
-		printf("    timeout: %s\n", relay__app_format_duration(
+		printf("    timeout: %s\n", relay_app_format_duration(
 			relay_app_rule_timeout_ms(r), buf, sizeof(buf)));
 		printf("    retries: %d\n", relay_app_rule_retries(r));
 		puts("    pattern:");
-		if (patyaml_print(v->pat, i, 6, stdout))
+		if (print_pattern(a, i, 6))
 			printf("      # see %s line %d\n",
 			       relayctl_c(relay_app_template_path(a)),
 			       relay_app_rule_line(r));
@@ -257,7 +286,7 @@ static void print_text(const struct view *v)
 		printf("    cron: \"%s\"\n", relayctl_c(relay_app_schedule_cron(s)));
 		printf("    timezone: %s\n",
 		       relayctl_c(relay_app_schedule_timezone(s)));
-		printf("    timeout: %s\n", relay__app_format_duration(
+		printf("    timeout: %s\n", relay_app_format_duration(
 			relay_app_schedule_timeout_ms(s), buf, sizeof(buf)));
 		printf("    retries: %d\n", relay_app_schedule_retries(s));
 		print_next(s);
@@ -307,7 +336,7 @@ static json_t *to_json(const struct view *v)
 	list = json_array();
 	for (i = 0; i < relay_app_rule_count(a); i++) {
 		const relay_app_rule *r = relay_app_rule_at(a, i);
-		json_t *p = patyaml_json(v->pat, i);
+		json_t *p = pattern_json(a, i);
 
 		json_array_append_new(list, json_pack("{s:s, s:I, s:i, s:o}",
 			"handler", relay_app_rule_handler(r), "timeout_ms",
@@ -408,8 +437,6 @@ int relayctl_cmd_app_inspect(int argc, char **argv)
 		v.status = v.app ? "offline" : "invalid";
 		v.errors = local;
 	}
-	if (v.app)
-		v.pat = patyaml_open(relay_app_template_path(v.app));
 	if (c.json) {
 		json_t *o = to_json(&v);
 
@@ -423,7 +450,6 @@ int relayctl_cmd_app_inspect(int argc, char **argv)
 	}
 	if (fflush(stdout))
 		rc = RELAYCTL_FAIL;
-	patyaml_close(v.pat);
 	relay_app_free(v.app);
 	json_decref(local);
 	json_decref(apps);

@@ -9,18 +9,17 @@
  * a partial set would silently drop rules.
  *
  * A schedule occurrence ("source":"relay.schedule" at the top level) is
- * classified by relayd's own rule (relay__sched_is_envelope): never
- * pattern-matched; a malformed one fails as relayd would dead-letter it.
+ * classified by relayd's own rule (relay_schedule_is_occurrence()): never
+ * pattern-matched; a malformed one fails as relayd would dead-letter it
+ * (relay_schedule_occurrence_parse(), the engine's check).
  */
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
 
-#include <jansson.h>
-
 #include "cmdutil.h"
-#include "consumer/sched.h"
 #include "fmt.h"
+#include "relay/occurrence.h"
 #include "relayctl.h"
 
 /*
@@ -30,26 +29,23 @@
  */
 static int schedule_event(const char *what, const char *json, size_t len)
 {
-	const char *app, *schedule, *handler, *at;
-	char why[160];
-	json_t *root = json_loadb(json, len, 0, NULL);
+	relay_schedule_occurrence *o = NULL;
+	relay_error err;
 	int rc;
 
-	if (!root)
-		return relayctl_error(RELAYCTL_FAIL, "match: out of memory");
-	rc = relay__sched_envelope_check(root, &app, &schedule, &handler,
-					 &at, why, sizeof(why));
+	rc = relay_schedule_occurrence_parse(&o, json, len, &err);
 	if (rc == 0)
 		fprintf(stderr, "match: %s: a schedule occurrence of %s/%s at "
 			"%s: relayd runs that schedule's handler, never "
-			"pattern rules\n", what, app, schedule, at);
-	json_decref(root);
+			"pattern rules\n", what, o->app, o->schedule,
+			o->scheduled_at);
+	relay_schedule_occurrence_free(o);
 	if (rc == RELAY_ENOMEM)
 		return relayctl_error(RELAYCTL_FAIL, "match: out of memory");
 	if (rc)
 		return relayctl_error(RELAYCTL_FAIL, "match: %s: malformed "
 				      "schedule occurrence: %s (relayd "
-				      "dead-letters it)", what, why);
+				      "dead-letters it)", what, err.text);
 	return RELAYCTL_OK;
 }
 
@@ -94,7 +90,7 @@ static int run(relay_appset *set, const char *event_path, relay_wall_ms now)
 	if (rc)
 		return rc;
 	what = strcmp(event_path, "-") ? event_path : "stdin";
-	if (relay__sched_is_envelope(json, len)) {
+	if (relay_schedule_is_occurrence(json, len)) {
 		rc = schedule_event(what, json, len);
 		goto done;
 	}

@@ -23,7 +23,6 @@
 
 #include "relay/dlq.h"
 #include "relayd.h"
-#include "common.h" /* relay__on_path() */
 
 static json_t *okobj(void)
 {
@@ -83,10 +82,10 @@ static const char *unavailable_reason(const relay_app *app)
 {
 	switch (relay_app_runtime(app)) {
 	case RELAY_APP_RUNTIME_PYTHON3:
-		return relay__on_path("python3") ? NULL
+		return relay_app_runtime_available(app) ? NULL
 		       : "runtime python3: python3 not found on relayd's PATH";
 	case RELAY_APP_RUNTIME_NODE:
-		return relay__on_path("node") ? NULL
+		return relay_app_runtime_available(app) ? NULL
 		       : "runtime node: node not found on relayd's PATH";
 	case RELAY_APP_RUNTIME_EXEC:
 		break;

@@ -18,9 +18,9 @@
 #include <time.h>
 #include <unistd.h>
 
+#include "relay/redis.h"
 #include "relay_config.h"
 #include "relayd.h"
-#include "redis/backend.h"
 
 static int fail(char *errbuf, size_t size, const char *fmt, ...)
 	__attribute__((format(printf, 3, 4)));
@@ -63,7 +63,7 @@ static char *redact_uri(const char *uri)
 
 	if (!out)
 		abort();
-	return relay__redis_uri_redact(uri, out, n);
+	return relay_redis_uri_redact(uri, out, n);
 }
 
 /* A decimal integer in [lo, hi], nothing else. */
@@ -159,16 +159,14 @@ int relayd_parse_duration_ms(const char *s, int64_t *out)
 static int check_uri(relayd_config *c, const char *v, char *errbuf,
 		     size_t size)
 {
-	relay__redis_uri u;
+	relay_redis_uri_kind kind;
 	int rc;
 
 	c->redis_uri = xstrdup(v);
 	c->redis_uri_safe = redact_uri(v);
-	rc = relay__redis_uri_parse(&u, v, NULL);
-	if (rc == 0 && u.memory)
+	rc = relay_redis_uri_check(v, &kind, NULL);
+	if (rc == 0 && kind == RELAY_REDIS_URI_MEMORY)
 		rc = -1;
-	if (rc == 0)
-		relay__redis_uri_clear(&u);
 	if (rc)
 		return fail(errbuf, size,
 			    "REDIS_URI: invalid value \"%s\": expected "

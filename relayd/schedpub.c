@@ -36,11 +36,10 @@
 
 #include <jansson.h>
 
+#include "relay/occurrence.h"
 #include "relay/relay.h"
 #include "relay/schedule.h"
 #include "relayd.h"
-#include "consumer/sched.h"
-#include "redis/backend.h"
 
 #define OUTBOX_FILE "schedule-outbox.json"
 #define CATCHUP_WINDOW_S (24 * 3600)
@@ -294,8 +293,8 @@ static void outbox_load(relayd_schedpub *p)
 
 		if (!a || !s || !h || !*h || !json_is_integer(at) ||
 		    !relay_app_name_valid(a) || !relay_app_name_valid(s) ||
-		    relay__sched_time_fmt(json_integer_value(at), ts,
-					  sizeof(ts))) {
+		    relay_schedule_time_format(json_integer_value(at), ts,
+					       sizeof(ts))) {
 			snprintf(why, sizeof(why), "entry %zu is invalid", i);
 			goto bad;
 		}
@@ -340,27 +339,22 @@ static void arm_retry(relayd_schedpub *p)
 }
 
 static void publish_cb(relay_redis_backend *b, int status,
-		       relay_redis_reply *r, void *payload)
+		       const char *message_id, const char *detail,
+		       void *payload)
 {
 	occ *o = payload;
 	relayd_schedpub *p = o->p;
-	const char *res = "";
 	char ts[32];
 
 	(void)b;
 	o->in_flight = 0;
 	if (!p) {  /* the publisher is gone (shutdown) */
-		relay_redis_reply_free(r);
 		occ_free(o);
 		return;
 	}
-	if (status == 0 && r && r->type == RELAY_REDIS_REPLY_ARRAY &&
-	    r->elements == 4 &&
-	    r->element[0]->type == RELAY_REDIS_REPLY_STRING)
-		res = r->element[0]->str;
-	relay__sched_time_fmt(o->at, ts, sizeof(ts));
-	if (strcmp(res, "published") == 0 || strcmp(res, "duplicate") == 0) {
-		int dup = res[0] == 'd';
+	relay_schedule_time_format(o->at, ts, sizeof(ts));
+	if (status == 0) {
+		int dup = message_id == NULL;
 
 		if (dup) {
 			p->k.duplicate++;
@@ -375,7 +369,7 @@ static void publish_cb(relay_redis_backend *b, int status,
 			   dup ? "already published" : "published", o->app,
 			   o->schedule, ts, o->catchup ? " (catch-up)" : "",
 			   dup ? "" : " message_id=",
-			   dup ? "" : r->element[3]->str);
+			   dup ? "" : message_id);
 		p->backoff_s = BACKOFF_MIN_S;
 		occ_unlink(p, o);
 		if (o->durable)
@@ -386,51 +380,32 @@ static void publish_cb(relay_redis_backend *b, int status,
 		relayd_log(RELAY_LOG_WARN, "RELAYD-SCHED02",
 			   "cannot publish schedule occurrence app=%s "
 			   "schedule=%s scheduled_at=%s: %s (kept in the "
-			   "outbox, retried)", o->app, o->schedule, ts,
-			   status ? relay_strerror(status) :
-			   r && r->type == RELAY_REDIS_REPLY_ERROR ? r->str :
-			   "unexpected reply");
+			   "outbox, retried)", o->app, o->schedule, ts, detail);
 		if (!o->durable) {
 			o->durable = 1;
 			p->outbox_dirty = 1;
 		}
 		arm_retry(p);
 	}
-	relay_redis_reply_free(r);
 	if (p->outbox_dirty)
 		outbox_write(p);
 }
 
+/* SCHEDULE_PUBLISH through librelay (relay/occurrence.h): the envelope,
+ * the marker and its TTL are the library's. */
 static void publish_one(relayd_schedpub *p, occ *o)
 {
-	char ts[32], *env, *id, *marker;
-	char ttl[24];
-	const char *argv[4];
-	int rc = RELAY_ENOMEM;
+	char ts[32];
+	int rc;
 
-	if (relay__sched_time_fmt(o->at, ts, sizeof(ts)))
+	if (relay_schedule_time_format(o->at, ts, sizeof(ts)))
 		return;
-	env = relay__sched_envelope(o->app, o->schedule, o->handler, o->at);
-	id = relay__sched_occurrence_id(o->app, o->schedule, ts);
-	marker = id ? relay__sprintf("%s%s", RELAY__SCHED_MARKER_PREFIX, id)
-		    : NULL;
-	snprintf(ttl, sizeof(ttl), "%lld", RELAY__SCHED_MARKER_TTL_MS);
-	if (env && marker) {
-		argv[0] = marker;
-		argv[1] = p->d->cfg.stream;
-		argv[2] = ttl;
-		argv[3] = env;
-		o->in_flight = 1;
-		rc = relay__redis_script(p->d->redis,
-					 RELAY_REDIS_SCRIPT_SCHEDULE_PUBLISH,
-					 2, 4, argv, NULL, publish_cb, o);
-		if (rc)
-			o->in_flight = 0;
-	}
-	relay__free(env);
-	relay__free(id);
-	relay__free(marker);
+	o->in_flight = 1;
+	rc = relay_schedule_publish(p->d->redis, p->d->cfg.stream, o->app,
+				    o->schedule, o->handler, o->at,
+				    publish_cb, o);
 	if (rc) {
+		o->in_flight = 0;
 		p->k.failures++;
 		relayd_log(RELAY_LOG_WARN, "RELAYD-SCHED02",
 			   "cannot publish schedule occurrence app=%s "

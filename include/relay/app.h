@@ -162,6 +162,19 @@ RELAY_EXTERN relay_app_runtime_kind relay_app_runtime(const relay_app *app);
 RELAY_EXTERN const char *relay_app_runtime_name(relay_app_runtime_kind kind);
 
 /**
+ * relay_app_runtime_available() - whether the interpreter the app's
+ * runtime needs is installed where the engine would look for it: python3
+ * or node as an executable file in a directory of $PATH (an exec app
+ * needs none: always true). The engine's default availability check
+ * (relay_consumer_options.available) asks the same, with a five-second
+ * cache; this call scans $PATH every time.
+ * Returns: true or false.
+ * Thread-safety: safe from any thread (reads $PATH; do not call
+ * setenv() concurrently).
+ */
+RELAY_EXTERN bool relay_app_runtime_available(const relay_app *app);
+
+/**
  * relay_app_command() - the `command:` argv of an exec app.
  * @argc: receives the number of arguments (0 for other runtimes); may be
  *   NULL.
@@ -253,6 +266,63 @@ RELAY_EXTERN int relay_app_rule_retries(const relay_app_rule *rule);
 
 /** relay_app_rule_line() - 1-based line of the rule in the template. */
 RELAY_EXTERN int relay_app_rule_line(const relay_app_rule *rule);
+
+/**
+ * relay_app_rule_pattern_yaml() - the `pattern:` of rule @index as
+ * written in the app's template, rendered as YAML.
+ * @app: the app.
+ * @index: the rule's position in `events:` (relay_app_rule_index()).
+ * @indent: spaces before each line (0 to 256).
+ * @out: receives the text: a block mapping, one "key: value" per line,
+ *   each line ending in '\n' (an empty or non-mapping pattern is one
+ *   line). Scalars keep their template typing (a number prints as its
+ *   literal); a string prints plain when YAML reads it back as the same
+ *   string, else double-quoted; lists print in flow style ([a, {gt: 0}]).
+ *   Control characters never appear raw (they are quoted), but the text
+ *   may hold any other UTF-8 from the template: sanitise it before
+ *   printing to a terminal.
+ *
+ * The compiled pattern keeps no source, so this reads
+ * relay_app_template_path(@app) again: if the file changed since the app
+ * was loaded, the text is the file's, now. An app loaded with
+ * relay_app_load_buffer() has no such file unless its path names one.
+ * Returns: 0; RELAY_ENOTFOUND (the file cannot be opened, or it has no
+ * events[@index].pattern); RELAY_EPARSE (it no longer parses as YAML);
+ * RELAY_EINVAL (@app or @out NULL, @indent out of range); RELAY_ENOMEM.
+ * Ownership: *out is new (free with relay_free()); NULL on failure.
+ * Thread-safety: safe from any thread.
+ */
+RELAY_EXTERN int relay_app_rule_pattern_yaml(const relay_app *app,
+					     size_t index, int indent,
+					     char **out);
+
+/**
+ * relay_app_rule_pattern_json() - the `pattern:` of rule @index as
+ * written in the app's template, as compact JSON text (keys in template
+ * order). A number whose YAML literal is not a JSON number (0x1F, .5)
+ * becomes a string holding the literal; a string may hold "\u0000".
+ * Everything else as relay_app_rule_pattern_yaml(), which reads the
+ * file the same way.
+ * Returns: as relay_app_rule_pattern_yaml().
+ * Ownership: *out is new (free with relay_free()); NULL on failure.
+ * Thread-safety: safe from any thread.
+ */
+RELAY_EXTERN int relay_app_rule_pattern_json(const relay_app *app,
+					     size_t index, char **out);
+
+/**
+ * relay_app_format_duration() - @ms in the template's duration syntax,
+ * compact: "1m30s", "500ms", "2h", "0s" (the form `timeout:` accepts and
+ * relay_app_rule_timeout_ms() reports).
+ * @ms: milliseconds, >= 0.
+ * @buf: receives the text, always NUL-terminated when @size > 0 (cut to
+ *   fit; 32 bytes always fit).
+ * Returns: @buf, or "" for @size 0 or a negative @ms (borrowed: a static
+ * empty string).
+ * Thread-safety: reentrant.
+ */
+RELAY_EXTERN const char *relay_app_format_duration(int64_t ms, char *buf,
+						   size_t size);
 
 /** relay_app_schedule_count() - number of `schedules:` entries. */
 RELAY_EXTERN size_t relay_app_schedule_count(const relay_app *app);

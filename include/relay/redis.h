@@ -122,6 +122,50 @@ RELAY_EXTERN int relay_redis_open(relay_redis_backend **out, const char *uri,
 				  relay_error *err);
 
 /**
+ * enum relay_redis_uri_kind - what a REDIS_URI names (relay_redis_uri_check()).
+ */
+typedef enum relay_redis_uri_kind {
+	RELAY_REDIS_URI_TCP = 1,     /* host:port, or the redis scheme */
+	RELAY_REDIS_URI_UNIX = 2,    /* the unix scheme: a socket path */
+	RELAY_REDIS_URI_MEMORY = 3,  /* the memory scheme (tests) */
+} relay_redis_uri_kind;
+
+/**
+ * relay_redis_uri_check() - validate a URI the way relay_redis_open() and
+ * relay_redis_open_libev() read it, without opening anything.
+ * @uri: as relay_redis_open() (doc/configuration.md C-2).
+ * @kind: receives what @uri names on success; may be NULL.
+ * @err: optional error detail; its text shows @uri redacted
+ *   (relay_redis_uri_redact()), never a password.
+ *
+ * For a program that reads the URI from its configuration and wants to
+ * refuse a bad one (or a kind it does not support, e.g. "memory://" in a
+ * daemon) before it connects.
+ * Returns: 0, RELAY_EINVAL (not a URI relay_redis_open() accepts; @uri
+ * NULL or "") or RELAY_ENOMEM.
+ * Thread-safety: reentrant.
+ */
+RELAY_EXTERN int relay_redis_uri_check(const char *uri,
+				       relay_redis_uri_kind *kind,
+				       relay_error *err);
+
+/**
+ * relay_redis_uri_redact() - a form of @uri safe to print or log.
+ * @uri: any string (NULL is taken as "").
+ * @buf: receives the text, always NUL-terminated, cut to fit.
+ * @size: bytes of @buf (strlen(@uri) + 4 always fits).
+ *
+ * Whatever the scheme (or with none), the user information before the
+ * last '@' keeps only its user name: "user:pass@host:6379" becomes
+ * "user:***@host:6379", and "pass@host:6379" (no ':') becomes
+ * "***@host:6379"; the scheme is kept. Control bytes become '?'.
+ * Returns: @buf (borrowed: the caller's buffer).
+ * Thread-safety: reentrant.
+ */
+RELAY_EXTERN char *relay_redis_uri_redact(const char *uri, char *buf,
+					  size_t size);
+
+/**
  * relay_redis_memory_new() - create an empty in-process memory backend.
  * @out: set to the new backend.
  * @clock: clock used for TTLs and PEL idle times (borrowed, must outlive

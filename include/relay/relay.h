@@ -18,5 +18,6 @@
 #include "dlq.h"
 #include "runtime.h"
 #include "engine.h"
+#include "occurrence.h"
 
 #endif /* RELAY_RELAY_H */

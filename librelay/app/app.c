@@ -328,6 +328,19 @@ const char *relay_app_runtime_name(relay_app_runtime_kind kind)
 	return "";
 }
 
+bool relay_app_runtime_available(const relay_app *app)
+{
+	switch (app->runtime) {
+	case RELAY_APP_RUNTIME_PYTHON3:
+		return relay__on_path("python3");
+	case RELAY_APP_RUNTIME_NODE:
+		return relay__on_path("node");
+	case RELAY_APP_RUNTIME_EXEC:
+		break;
+	}
+	return true;
+}
+
 const char *relay_app_name(const relay_app *app) { return app->name; }
 const char *relay_app_dir(const relay_app *app) { return app->dir; }
 const char *relay_app_template_path(const relay_app *app) { return app->path; }

@@ -284,3 +284,10 @@ const char *relay__app_suggest(const char *s, const char *const *words)
 	}
 	return best;
 }
+
+const char *relay_app_format_duration(int64_t ms, char *buf, size_t size)
+{
+	if (!buf || !size || ms < 0)
+		return "";
+	return relay__app_format_duration(ms, buf, size);
+}

@@ -1,8 +1,8 @@
 /*
  * librelay/consumer/sched.h - private: schedule occurrence envelopes
  * (doc/redis-layout.md R-7), shared by the engine's dispatch path
- * (consumer_sched.c) and relayd's publisher (relayd/schedpub.c). Never
- * installed.
+ * (consumer_sched.c) and the public relay/occurrence.h (occurrence.c),
+ * which relayd's publisher and relayctl match use. Never installed.
  *
  *	{"source":"relay.schedule","app":A,"schedule":S,"handler":H,
  *	 "scheduled_at":"YYYY-MM-DDTHH:MM:SSZ",

@@ -21,6 +21,15 @@ int relay_redis_backend_check(const relay_redis_backend *b)
 	return 0;
 }
 
+int relay_redis_backend_init(relay_redis_backend *b, unsigned int version)
+{
+	if (!b || version == 0 || version > RELAY_REDIS_BACKEND_VERSION)
+		return RELAY_EINVAL;
+	memset(b, 0, sizeof(*b));
+	b->version = version;
+	return 0;
+}
+
 relay_redis_reply *relay_redis_reply_new(relay_redis_reply_type type)
 {
 	relay_redis_reply *r = relay__calloc(1, sizeof(*r));

@@ -137,11 +137,35 @@ else
 	notok "installed match example: $got"
 fi
 
-out=$(LD_LIBRARY_PATH=$libdir "$bindir/relayctl" --version 2>&1)
-if [ "$out" = "relayctl $version" ]; then
-	ok "installed relayctl --version: $out"
-else
-	notok "installed relayctl --version: $out"
-fi
+# relayd and relayctl are embedders too: linked against librelay.so.N
+# (in the build tree and once installed), and the installed ones find the
+# installed library through their $ORIGIN-relative RPATH alone, no
+# LD_LIBRARY_PATH, wherever the tree is unpacked.
+for prog in "$build/relayd/relayd" "$build/relayctl/relayctl"; do
+	if ldd "$prog" 2>&1 | grep -q "librelay.so.$soversion => $build/"; then
+		ok "${prog#"$build/"} links the build tree's librelay.so.$soversion"
+	else
+		notok "${prog#"$build/"} links the build tree's librelay.so.$soversion"
+		ldd "$prog" 2>&1 | sed 's/^/# /'
+	fi
+done
+for prog in "$bindir/relayctl" "$sbindir/relayd"; do
+	name=$(basename "$prog")
+	got=$(env -u LD_LIBRARY_PATH ldd "$prog" 2>/dev/null |
+		sed -n "s|^[[:space:]]*librelay.so.$soversion => \([^ ]*\) .*|\1|p")
+	if [ -n "$got" ] && [ "$(readlink -f "$(dirname "$got")")" = \
+		"$(readlink -f "$libdir")" ]; then
+		ok "installed $name resolves librelay.so.$soversion in DESTDIR by its RPATH"
+	else
+		notok "installed $name resolves librelay.so.$soversion in DESTDIR by its RPATH"
+		env -u LD_LIBRARY_PATH ldd "$prog" 2>&1 | sed 's/^/# /'
+	fi
+	out=$(env -u LD_LIBRARY_PATH "$prog" --version 2>&1)
+	if [ "$out" = "$name $version" ]; then
+		ok "installed $name --version: $out"
+	else
+		notok "installed $name --version: $out"
+	fi
+done
 echo "1..$n"
 exit $fail

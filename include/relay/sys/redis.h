@@ -104,7 +104,9 @@ typedef enum relay_redis_script {
 /**
  * struct relay_redis_backend - a Redis backend (versioned vtable).
  *
- * Implementations embed this struct first and fill every slot of the
+ * Implementations embed this struct first, initialise it with
+ * RELAY_REDIS_BACKEND_INIT or relay_redis_backend_init() (the version
+ * comes first, as in relay/sys/runtime.h), and fill every slot of the
  * version they declare. Core code calls the slots only through the
  * relay_redis_* and relay__redis_* wrappers.
  */
@@ -143,6 +145,25 @@ struct relay_redis_backend {
 };
 
 #define RELAY_REDIS_BACKEND_VERSION 3
+#define RELAY_REDIS_BACKEND_INIT \
+	{ .version = RELAY_REDIS_BACKEND_VERSION }
+
+/**
+ * relay_redis_backend_init() - initialise a backend table.
+ * @b: caller-owned table (usually the first member of the backend).
+ * @version: RELAY_REDIS_BACKEND_VERSION (or an older version the backend
+ *   implements).
+ *
+ * Zeroes @b and sets its version; the backend then fills name and the
+ * slots of that version, and relay_redis_backend_check() accepts it.
+ * Like RELAY_REDIS_BACKEND_INIT, it leaves every slot added later NULL,
+ * so a backend built against this header keeps meaning what it meant.
+ * Returns: 0, or RELAY_EINVAL for version 0 or a version newer than
+ * RELAY_REDIS_BACKEND_VERSION (@b untouched).
+ * Thread-safety: reentrant.
+ */
+RELAY_EXTERN int relay_redis_backend_init(relay_redis_backend *b,
+					  unsigned int version);
 
 /**
  * relay_redis_backend_check() - validate a backend's version and slots.

@@ -1,0 +1,125 @@
+#!/usr/bin/env python3
+"""test_layering.py SRCDIR - tests/check-layering.py catches what it must.
+
+Each case copies the checked trees (include/, librelay/, relayd/,
+relayctl/ and doc/architecture.md) into a temporary directory (not a git
+work tree, so the checker walks it), breaks one rule, and asserts that the
+checker fails naming it; the untouched copy must pass.
+"""
+import os
+import shutil
+import subprocess
+import sys
+import tempfile
+
+sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
+from tap import case, check, eq, run_cases  # noqa: E402
+
+SRC = os.path.abspath(sys.argv[1] if len(sys.argv) > 1 else ".")
+CHECKER = os.path.join(SRC, "tests", "check-layering.py")
+
+
+def tree():
+	d = tempfile.mkdtemp(prefix="relay-layering-")
+	for sub in ("include", "librelay", "relayd", "relayctl"):
+		shutil.copytree(os.path.join(SRC, sub), os.path.join(d, sub),
+				ignore=shutil.ignore_patterns("build*"))
+	os.makedirs(os.path.join(d, "doc"))
+	shutil.copy(os.path.join(SRC, "doc", "architecture.md"),
+		    os.path.join(d, "doc", "architecture.md"))
+	return d
+
+
+def run(d):
+	p = subprocess.run([sys.executable, CHECKER, d], capture_output=True,
+			   text=True)
+	return p.returncode, p.stdout + p.stderr
+
+
+def prepend(path, line):
+	with open(path, encoding="utf-8") as f:
+		text = f.read()
+	with open(path, "w", encoding="utf-8") as f:
+		f.write(line + "\n" + text)
+
+
+@case
+def untouched_tree_passes():
+	d = tree()
+	try:
+		rc, out = run(d)
+		eq(rc, 0, "exit status on the untouched tree:\n" + out)
+	finally:
+		shutil.rmtree(d)
+
+
+@case
+def relayd_including_a_private_header_fails():
+	d = tree()
+	try:
+		prepend(os.path.join(d, "relayd", "stats.c"),
+			'#include "redis/backend.h"')
+		rc, out = run(d)
+		eq(rc, 1, "exit status")
+		check("relayd/stats.c:1: includes the private header "
+		      "librelay/redis/backend.h" in out, out)
+	finally:
+		shutil.rmtree(d)
+
+
+@case
+def relayctl_including_a_private_header_of_an_allowed_module_fails():
+	# relayctl may include the app module, but only its public header.
+	d = tree()
+	try:
+		prepend(os.path.join(d, "relayctl", "fmt.c"), '#include "app/app.h"')
+		rc, out = run(d)
+		eq(rc, 1, "exit status")
+		check("relayctl/fmt.c:1: includes the private header "
+		      "librelay/app/app.h" in out, out)
+	finally:
+		shutil.rmtree(d)
+
+
+@case
+def the_map_cannot_grant_a_private_header():
+	d = tree()
+	try:
+		arch = os.path.join(d, "doc", "architecture.md")
+		with open(arch, encoding="utf-8") as f:
+			text = f.read()
+		row = "| `relayd` | `relayd/` |"
+		check(row in text, "relayd row in the map")
+		lines = text.split("\n")
+		for i, line in enumerate(lines):
+			if line.startswith(row):
+				cells = line.split(" | ")
+				cells[3] += ", `librelay/common.h`"
+				lines[i] = " | ".join(cells)
+		with open(arch, "w", encoding="utf-8") as f:
+			f.write("\n".join(lines))
+		prepend(os.path.join(d, "relayd", "stats.c"), '#include "common.h"')
+		rc, out = run(d)
+		eq(rc, 1, "exit status")
+		check("names the header `librelay/common.h`" in out, out)
+		check("includes the private header librelay/common.h" in out, out)
+	finally:
+		shutil.rmtree(d)
+
+
+@case
+def public_header_of_a_module_the_row_does_not_list_fails():
+	d = tree()
+	try:
+		prepend(os.path.join(d, "relayd", "stats.c"),
+			'#include "relay/pattern.h"')
+		rc, out = run(d)
+		eq(rc, 1, "exit status")
+		check("an arrow relayd -> pattern the map does not allow" in out,
+		      out)
+	finally:
+		shutil.rmtree(d)
+
+
+if __name__ == "__main__":
+	sys.exit(run_cases())
