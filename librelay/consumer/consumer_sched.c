@@ -251,13 +251,13 @@ static int find_app(const relay_appset *set, const char *name,
 	return -1;
 }
 
-int relay__sched_classify(relay__msg *m)
+int relay__csched_classify(relay__msg *m)
 {
 	relay_consumer *c = m->c;
 	const char *an, *sn, *hn, *at;
 	const relay_app_schedule *s;
 	const relay_app *app = NULL;
-	relay__inv *inv;
+	relay__cinv *inv;
 	char why[160];
 	json_t *root;
 	int64_t t = 0, next = 0;
@@ -305,11 +305,11 @@ int relay__sched_classify(relay__msg *m)
 	}
 	json_decref(root);
 	if (found == 0) {
-		m->sched_hold = 1;
+		m->route = RELAY__ROUTE_OCC_HOLD;
 		return 0;
 	}
 	if (!s) {
-		m->sched_obsolete = 1;
+		m->route = RELAY__ROUTE_OCC_OBSOLETE;
 		return 0;
 	}
 	m->invs = relay__calloc(1, sizeof(*m->invs));
@@ -329,7 +329,7 @@ int relay__sched_classify(relay__msg *m)
 /* Apply "<timeout_ms>:<retries>:<handler>" (m->pin) to the invocation. */
 static int apply_pin(relay__msg *m)
 {
-	relay__inv *inv = &m->invs[0];
+	relay__cinv *inv = &m->invs[0];
 	long long to;
 	int retries, n = 0;
 
@@ -533,7 +533,7 @@ static int admit_send(admit *a)
 				   admit_reply, a);
 }
 
-int relay__sched_claim(relay__msg *m)
+int relay__csched_claim(relay__msg *m)
 {
 	admit *a;
 	int rc;
@@ -559,23 +559,23 @@ int relay__sched_claim(relay__msg *m)
 	return rc;
 }
 
-void relay__sched_classified(relay__msg *m, int first)
+void relay__csched_classified(relay__msg *m, int first)
 {
 	relay_consumer *c = m->c;
 
 	if (first) {
 		c->m.events_schedule++;
-		if (m->sched_obsolete)
+		if (m->route == RELAY__ROUTE_OCC_OBSOLETE)
 			c->m.schedule_obsolete++;
 	}
-	if (m->sched_hold) {
+	if (m->route == RELAY__ROUTE_OCC_HOLD) {
 		LOG(c, RELAY_LOG_INFO, "RELAY-ENG14",
 		    "schedule occurrence kept pending: its app is invalid "
 		    "now occurrence=%s message_id=%s", m->sched_desc, m->id);
 		relay__msg_release(m, "app of the schedule is invalid");
 		return;
 	}
-	if (m->sched_obsolete) {
+	if (m->route == RELAY__ROUTE_OCC_OBSOLETE) {
 		LOG(c, RELAY_LOG_INFO, "RELAY-ENG14",
 		    "schedule occurrence obsolete (schedule no longer "
 		    "configured), acknowledged without a run occurrence=%s "
@@ -596,5 +596,5 @@ void relay__sched_classified(relay__msg *m, int first)
 	    "schedule occurrence dispatched app=%s handler=%s occurrence=%s "
 	    "message_id=%s", relay_app_name(m->invs[0].app),
 	    m->invs[0].handler, m->sched_desc, m->id);
-	relay__msg_next(m);
+	relay__msg_run(m);
 }
