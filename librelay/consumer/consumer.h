@@ -245,6 +245,24 @@ struct relay_consumer {
 							    interpreter */
 };
 
+/*
+ * A state machine's table (one per machine, at the top of the file that
+ * owns it): bit @to of table[@from] set = the move is legal. Out-of-range
+ * states are never legal.
+ */
+static inline int relay__fsm_allowed(const unsigned int *table,
+				     unsigned int n, unsigned int from,
+				     unsigned int to)
+{
+	return from < n && to < n && ((table[from] >> to) & 1u);
+}
+
+static inline const char *relay__fsm_name(const char *const *names,
+					  unsigned int n, unsigned int s)
+{
+	return s < n ? names[s] : "?";
+}
+
 /* ---- consumer.c: lifecycle, reading, recovery, health, metrics ---- */
 
 /* Durations after time_scale. */

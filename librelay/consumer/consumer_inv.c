@@ -35,8 +35,7 @@
 #include <string.h>
 
 #include "consumer.h"
-#include "inv/inv.h"
-#include "redis/backend.h"
+#include "invops/invops.h"
 
 #define LOG(c, lvl, id, ...) relay__log(&(c)->logger, lvl, id, __VA_ARGS__)
 
@@ -69,17 +68,13 @@ static const char *const cinv_names[RELAY__CINV_STATE_COUNT_] = {
 
 int relay__cinv_state_allowed(relay__cinv_state from, relay__cinv_state to)
 {
-	if ((unsigned)from >= RELAY__CINV_STATE_COUNT_ ||
-	    (unsigned)to >= RELAY__CINV_STATE_COUNT_)
-		return 0;
-	return (cinv_next[from] >> to) & 1u;
+	return relay__fsm_allowed(cinv_next, RELAY__CINV_STATE_COUNT_, from,
+				  to);
 }
 
 const char *relay__cinv_state_name(relay__cinv_state s)
 {
-	if ((unsigned)s >= RELAY__CINV_STATE_COUNT_)
-		return "?";
-	return cinv_names[s];
+	return relay__fsm_name(cinv_names, RELAY__CINV_STATE_COUNT_, s);
 }
 
 void relay__cinv_to(relay__cinv *inv, relay__cinv_state to)
@@ -332,46 +327,18 @@ static void failure_cb(int status, const relay_inv_outcome *o, void *payload)
 	inv_resolved(inv, RELAY__CINV_PENDING);
 }
 
-static void failure_reply(relay_redis_backend *b, int status,
-			  relay_redis_reply *reply, void *payload)
-{
-	relay_inv_outcome o;
-
-	(void)b;
-	if (status == 0)
-		status = relay__inv_outcome_from_reply(reply, &o);
-	relay_redis_reply_free(reply);
-	failure_cb(status, status ? NULL : &o, payload);
-}
-
-/*
- * record_failure with the backoff divided by time_scale (test hooks).
- * At scale 1 this is exactly relay_inv_record_failure().
- */
+/* The backoff divided by time_scale (test hooks); at scale 1 exactly
+ * relay_inv_backoff_ms(), as relay_inv_record_failure() sends it. */
 static int record_failure(relay__cinv *inv)
 {
 	relay__msg *m = inv->m;
 	relay_consumer *c = m->c;
-	relay_wall_ms now = relay_clock_wall_ms(c->clock);
-	char sat[16], snow[24], sbo[24];
-	const char *argv[6];
 
-	if (c->scale <= 1)
-		return relay_inv_record_failure(c->redis, m->key, inv->field,
-						inv->attempt, inv->token, now,
-						failure_cb, inv);
-	snprintf(sat, sizeof(sat), "%u", inv->attempt);
-	snprintf(snow, sizeof(snow), "%lld", (long long)now);
-	snprintf(sbo, sizeof(sbo), "%lld", (long long)relay__consumer_scaled(
-			 c, relay_inv_backoff_ms(inv->attempt)));
-	argv[0] = m->key;
-	argv[1] = inv->field;
-	argv[2] = sat;
-	argv[3] = inv->token;
-	argv[4] = snow;
-	argv[5] = sbo;
-	return relay__redis_script(c->redis, RELAY_REDIS_SCRIPT_RECORD_FAILURE,
-				   1, 6, argv, NULL, failure_reply, inv);
+	return relay__inv_record_failure_ms(
+		c->redis, m->key, inv->field, inv->attempt, inv->token,
+		relay_clock_wall_ms(c->clock),
+		relay__consumer_scaled(c, relay_inv_backoff_ms(inv->attempt)),
+		failure_cb, inv);
 }
 
 static void inv_failed(relay__cinv *inv, const char *reason)

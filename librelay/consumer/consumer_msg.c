@@ -60,7 +60,7 @@
 
 #include "consumer.h"
 #include "inv/inv.h"
-#include "redis/backend.h"
+#include "invops/invops.h"
 #include "sched.h"
 
 #define LOG(c, lvl, id, ...) relay__log(&(c)->logger, lvl, id, __VA_ARGS__)
@@ -98,17 +98,13 @@ static const char *const msg_state_names[RELAY__MSG_STATE_COUNT_] = {
 
 int relay__msg_state_allowed(relay__msg_state from, relay__msg_state to)
 {
-	if ((unsigned)from >= RELAY__MSG_STATE_COUNT_ ||
-	    (unsigned)to >= RELAY__MSG_STATE_COUNT_)
-		return 0;
-	return (msg_next_states[from] >> to) & 1u;
+	return relay__fsm_allowed(msg_next_states, RELAY__MSG_STATE_COUNT_,
+				  from, to);
 }
 
 const char *relay__msg_state_name(relay__msg_state s)
 {
-	if ((unsigned)s >= RELAY__MSG_STATE_COUNT_)
-		return "?";
-	return msg_state_names[s];
+	return relay__fsm_name(msg_state_names, RELAY__MSG_STATE_COUNT_, s);
 }
 
 void relay__msg_to(relay__msg *m, relay__msg_state to)

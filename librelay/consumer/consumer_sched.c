@@ -29,8 +29,7 @@
 #include <jansson.h>
 
 #include "consumer.h"
-#include "inv/inv.h"
-#include "redis/backend.h"
+#include "invops/invops.h"
 #include "relay/schedule.h"
 #include "sched.h"
 
@@ -345,46 +344,27 @@ static int apply_pin(relay__msg *m)
 	return inv->field ? 0 : RELAY_ENOMEM;
 }
 
-static void claim_reply(relay_redis_backend *b, int status,
-			relay_redis_reply *reply, void *payload)
+static void claim_reply(int status, const relay_inv_outcome *o,
+			const char *pin, size_t pin_len, void *payload)
 {
 	relay__msg *m = payload;
-	relay_inv_outcome o;
 
-	(void)b;
-	if (status == 0 && reply && reply->type == RELAY_REDIS_REPLY_ARRAY &&
-	    reply->elements == 4 &&
-	    reply->element[3]->type == RELAY_REDIS_REPLY_STRING) {
-		relay_redis_reply *p = reply->element[3];
+	/* The stored pin: the one of the first admission. */
+	if (status == 0 && pin_len > 0) {
+		char *p = relay__strndup(pin, pin_len);
 
-		/* The stored pin: the one of the first admission. */
-		if (p->len > 0) {
-			char *pin = relay__strndup(p->str, p->len);
-
-			if (!pin)
-				status = RELAY_ENOMEM;
-			relay__free(m->pin);
-			m->pin = pin;
-		}
-		p->len = 0;
-		if (p->str)
-			p->str[0] = '\0';
+		if (!p)
+			status = RELAY_ENOMEM;
+		relay__free(m->pin);
+		m->pin = p;
 	}
-	if (status == 0)
-		status = relay__inv_outcome_from_reply(reply, &o);
-	relay_redis_reply_free(reply);
-	relay__msg_classified(m, status, status ? NULL : &o);
+	relay__msg_classified(m, status, status ? NULL : o);
 }
 
 static int claim_script(relay__msg *m)
 {
-	const char *argv[2];
-
-	argv[0] = m->key;
-	argv[1] = m->pin;
-	return relay__redis_script(m->c->redis,
-				   RELAY_REDIS_SCRIPT_CLAIM_CLASSIFICATION, 1,
-				   m->pin ? 2 : 1, argv, NULL, claim_reply, m);
+	return relay__inv_claim_classification_pin(m->c->redis, m->key,
+						   m->pin, claim_reply, m);
 }
 
 /*

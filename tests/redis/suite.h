@@ -30,6 +30,7 @@
 #include "relay/dlq.h"
 #include "relay/invocation.h"
 #include "relay/redis.h"
+#include "invops/invops.h"  /* the engine's variants of the scripts */
 
 #define RS_KEY "relay:invocation:events:g:1-0"
 #define RS_DLQ "relay:events:dlq"
@@ -380,6 +381,8 @@ static void test_shared__outage_reports_errors(void)
 	RT_CASE(test_shared__schedule_publish_once),                     \
 	RT_CASE(test_shared__schedule_publish_wrong_type),               \
 	RT_CASE(test_shared__classification_pin),                        \
+	RT_CASE(test_shared__classification_pin_one_parser),             \
+	RT_CASE(test_shared__record_failure_given_backoff),              \
 	RS_RETENTION_CASES
 
 #endif /* RS_SUITE_H */
