@@ -361,6 +361,8 @@ static void test_shared__outage_reports_errors(void)
 	RT_CASE(test_shared__retain_absent_creates_nothing),             \
 	RT_CASE(test_shared__retained_hash_is_inert),                    \
 	RT_CASE(test_shared__classification_counted_once),               \
+	RT_CASE(test_shared__classification_pin_one_parser),             \
+	RT_CASE(test_shared__record_failure_given_backoff),              \
 	RT_CASE(test_shared__dlq_persist_entry_and_marker),              \
 	RT_CASE(test_shared__dlq_persist_idempotent),                    \
 	RT_CASE(test_shared__dlq_persist_foreign_claim),                 \
@@ -381,8 +383,6 @@ static void test_shared__outage_reports_errors(void)
 	RT_CASE(test_shared__schedule_publish_once),                     \
 	RT_CASE(test_shared__schedule_publish_wrong_type),               \
 	RT_CASE(test_shared__classification_pin),                        \
-	RT_CASE(test_shared__classification_pin_one_parser),             \
-	RT_CASE(test_shared__record_failure_given_backoff),              \
 	RS_RETENTION_CASES
 
 #endif /* RS_SUITE_H */
