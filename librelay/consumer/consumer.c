@@ -388,7 +388,7 @@ static void read_cb(relay_redis_backend *b, int status,
 	 * ends at once must not open room the batch already uses). */
 	c->delivering++;
 	for (i = 0; i < n && !c->stopping; i++)
-		relay__msg_deliver(c, &e[i], 0);
+		relay__msg_deliver(c, &e[i]);
 	c->delivering--;
 	relay_stream_entries_free(e, n);
 	if (c->stopping) {
@@ -503,7 +503,7 @@ static void reclaim_cb(relay_redis_backend *b, int status, relay_autoclaim *a,
 		if (relay__msg_find(c, a->entries[i].id))
 			continue;
 		c->m.reclaims++;
-		relay__msg_deliver(c, &a->entries[i], 1);
+		relay__msg_deliver(c, &a->entries[i]);
 	}
 	c->delivering--;
 	relay__free(c->reclaim_cursor);
@@ -576,8 +576,8 @@ static void body_cb(relay_redis_backend *b, int status,
 
 	(void)b;
 	c->ops--;
-	if (m)
-		m->body_busy = 0;
+	if (m && m->body == RELAY__BODY_CHECKING)
+		m->body = RELAY__BODY_UNCHECKED;
 	if (status == 0)
 		status = relay_redis_reply_error(r);
 	if (status) {
@@ -585,8 +585,8 @@ static void body_cb(relay_redis_backend *b, int status,
 	} else if (m && r->type == RELAY_REDIS_REPLY_ARRAY) {
 		if (r->elements == 0) {
 			relay__msg_gone(m);
-		} else if (!m->lost_logged) {
-			m->lost_logged = 1;
+		} else if (m->body == RELAY__BODY_UNCHECKED) {
+			m->body = RELAY__BODY_LOST;
 			LOG(c, RELAY_LOG_WARN, "RELAY-ENG12",
 			    "ownership of a message was lost "
 			    "message_id=%s", m->id);
@@ -603,7 +603,7 @@ static void body_check_start(relay_consumer *c, relay__msg *m)
 	body_check *bc;
 	const char *argv[4];
 
-	if (m->gone || m->lost_logged || m->body_busy)
+	if (m->body != RELAY__BODY_UNCHECKED)  /* known, or asked */
 		return;
 	bc = relay__calloc(1, sizeof(*bc));
 	if (!bc)
@@ -619,10 +619,10 @@ static void body_check_start(relay_consumer *c, relay__msg *m)
 	argv[2] = m->id;
 	argv[3] = m->id;
 	c->ops++;
-	m->body_busy = 1;
+	m->body = RELAY__BODY_CHECKING;
 	if (relay_redis_command(c->redis, 4, argv, NULL, body_cb, bc)) {
 		c->ops--;
-		m->body_busy = 0;
+		m->body = RELAY__BODY_UNCHECKED;
 		relay__free(bc->id);
 		relay__free(bc);
 	}

@@ -1,8 +1,11 @@
 /*
- * librelay/consumer/consumer.h - private: the stream engine's structures,
- * shared by consumer.c (lifecycle, reading, recovery, metrics),
- * consumer_msg.c (one message's life) and consumer_exec.c (executors,
- * manual runs). Never installed.
+ * librelay/consumer/consumer.h - private: the stream engine's structures
+ * and the functions its files share, one section per file: consumer.c
+ * (lifecycle, reading, recovery, metrics), consumer_msg.c (one message's
+ * life), consumer_inv.c (one invocation's life, concurrency slots),
+ * consumer_sched.c (schedule occurrences), consumer_exec.c (executors,
+ * manual runs), consumer_stuck.c (steps that keep failing). Never
+ * installed.
  */
 #ifndef RELAY__CONSUMER_H
 #define RELAY__CONSUMER_H
@@ -15,17 +18,27 @@
 #include "relay/dlq.h"
 
 typedef struct relay__msg relay__msg;
-typedef struct relay__inv relay__inv;
+typedef struct relay__cinv relay__cinv;
 
-/* One matched invocation of a message. */
-typedef enum relay__inv_status {
-	RELAY__INV_TODO = 0,        /* not looked at yet */
-	RELAY__INV_DONE_OK = 1,     /* terminal: succeeded */
-	RELAY__INV_DONE_EXH = 2,    /* terminal: exhausted */
-	RELAY__INV_UNRESOLVED = 3,  /* not terminal: message stays pending */
-} relay__inv_status;
+/*
+ * The life of one matched invocation (consumer_inv.c owns it: the
+ * transition table is at the top of that file, relay__cinv_to() is the
+ * one function that changes it). Zero is the state calloc gives.
+ */
+typedef enum relay__cinv_state {
+	RELAY__CINV_TODO = 0,    /* not looked at yet */
+	RELAY__CINV_WAIT,        /* in the slot wait queue */
+	RELAY__CINV_CLAIM,       /* slots held, try_start in flight */
+	RELAY__CINV_RUN,         /* claimed: the handler runs */
+	RELAY__CINV_RECORD,      /* its outcome's script is in flight */
+	RELAY__CINV_OK,          /* terminal: succeeded */
+	RELAY__CINV_EXHAUSTED,   /* terminal: exhausted, DLQ entry due */
+	RELAY__CINV_DLQ,         /* terminal: exhausted, DLQ entry written */
+	RELAY__CINV_PENDING,     /* not terminal: the message stays pending */
+	RELAY__CINV_STATE_COUNT_
+} relay__cinv_state;
 
-struct relay__inv {
+struct relay__cinv {
 	relay__msg *m;                       /* owning message */
 	relay_app *app;                      /* reference */
 	const relay_app_rule *rule;          /* borrowed from app; NULL for
@@ -35,17 +48,67 @@ struct relay__inv {
 	int64_t timeout_ms;                  /* the rule's, or pinned */
 	int retries;                         /* the rule's, or pinned */
 	char *field;                         /* "<app>/<handler>" */
-	relay__inv_status status;
+	relay__cinv_state state;
 	unsigned int attempt;                /* current claim */
 	char token[RELAY_INV_TOKEN_LEN + 1]; /* current claim */
-	int dlq;                             /* exhausted: entry exists */
 	char reason[160];                    /* last failure */
-	relay__inv *wait_next;               /* slot wait queue link */
-	int waiting;                         /* in the slot wait queue */
-	int has_slots;                       /* holds global + app slot */
+	relay__cinv *wait_next;              /* slot wait queue link */
+	int has_slots;                       /* holds global + app slot (a
+						resource, not a state: given
+						back when the handler exits) */
 	void *run;                           /* executor handle */
 	relay_mono_us started_us;            /* run start */
 };
+
+/*
+ * The life of one message (consumer_msg.c owns it: the transition table
+ * is at the top of that file, relay__msg_to() is the one function that
+ * changes it). Zero is the state calloc gives.
+ */
+typedef enum relay__msg_state {
+	RELAY__MSG_NEW = 0,      /* in memory, classified locally */
+	RELAY__MSG_CLAIM,        /* claim_classification (for an occurrence:
+				    its admission first) in flight, nothing
+				    else */
+	RELAY__MSG_CLAIM_RUN,    /* ... with the first try_start pipelined
+				    behind it: invocations run meanwhile */
+	RELAY__MSG_CLAIM_WAIT,   /* ... invocations over before the reply:
+				    the message ends when it comes */
+	RELAY__MSG_RUN,          /* classification counted: invocations run,
+				    one at a time in dispatch order */
+	RELAY__MSG_RUN_UNCOUNTED,/* pipelined, classification not recorded
+				    (error or stale): the invocations finish,
+				    nothing is acknowledged */
+	RELAY__MSG_DLQ,          /* delivery count, then the DLQ entries
+				    (placeholder or exhausted invocations) */
+	RELAY__MSG_ACK,          /* XACK in flight (then retain) */
+	RELAY__MSG_CLEAR,        /* body gone: XACK clears the reference */
+	RELAY__MSG_END,          /* leaving memory (released, acknowledged,
+				    or the fused tail sent) */
+	RELAY__MSG_STATE_COUNT_
+} relay__msg_state;
+
+/* What classification decided (set by classify, the schedule path and
+ * the placeholder route; not a state: it picks the path). */
+typedef enum relay__msg_route {
+	RELAY__ROUTE_EVENT = 0,       /* an event: matched (ninv may be 0) */
+	RELAY__ROUTE_MALFORMED,       /* DLQ placeholder, then ACK */
+	RELAY__ROUTE_OCC,             /* schedule occurrence: one invocation */
+	RELAY__ROUTE_OCC_HOLD,        /* ... its app is invalid now: pending */
+	RELAY__ROUTE_OCC_OBSOLETE,    /* ... its schedule is gone: ACK */
+	RELAY__ROUTE_OCC_MALFORMED,   /* ... refused: DLQ placeholder, ACK */
+} relay__msg_route;
+
+/* What the ownership renewal knows of the message's stream entry
+ * (consumer.c; not a state of the message's life: observed at any time,
+ * consulted at its next step). */
+typedef enum relay__msg_body {
+	RELAY__BODY_UNCHECKED = 0,   /* nothing known */
+	RELAY__BODY_CHECKING,        /* XRANGE in flight */
+	RELAY__BODY_LOST,            /* exists, owned elsewhere (logged) */
+	RELAY__BODY_GONE,            /* deleted: counted once, no further
+					attempts, reference cleared */
+} relay__msg_body;
 
 /* One message in memory. */
 struct relay__msg {
@@ -55,11 +118,10 @@ struct relay__msg {
 	char *key;                   /* invocation state hash */
 	char *event;                 /* owned copy of the raw value, or NULL */
 	size_t event_len;
-	int malformed;               /* relay_dlq_malformed, or -1 */
-	int schedule;                /* schedule envelope */
-	int sched_obsolete;          /* ... whose schedule is gone: ACK */
-	int sched_hold;              /* ... whose app is invalid now: keep
-					pending */
+	relay__msg_state state;
+	relay__msg_route route;
+	relay__msg_body body;
+	relay_dlq_malformed pl_kind; /* ROUTE_*MALFORMED: which */
 	char *sched_desc;            /* "app/schedule@scheduled_at" (logs) */
 	char *sched_occ;             /* its occurrence_id (admission) */
 	char *pin;                   /* admission pin sent / stored */
@@ -68,22 +130,13 @@ struct relay__msg {
 	char *pl_reason;             /* placeholder reason */
 	char *pl_event;              /* placeholder event field */
 	size_t pl_event_len;         /* its bytes (a raw value may hold NUL) */
-	int reclaimed;               /* delivered by XAUTOCLAIM */
-	int gone;                    /* stream entry deleted while in
-					memory: counted once, no further
-					attempts, reference cleared */
-	int lost_logged;             /* ownership loss reported */
-	int body_busy;               /* body check in flight */
-	relay__inv *invs;            /* matched invocations, dispatch order */
+	relay__cinv *invs;           /* matched invocations, dispatch order */
 	size_t ninv;
 	size_t cur;                  /* the invocation being worked on */
 	size_t dlq_cur;              /* next exhausted invocation to persist */
 	long long deliveries;        /* diagnostic PEL count (DLQ path) */
-	int class_pending;           /* claim_classification in flight */
-	int pipelined;               /* first try_start sent with it */
-	int class_failed;            /* ... and it failed: do not ACK */
-	int finish_deferred;         /* finished before its reply */
-	int step_failed;             /* a Redis step failed this delivery */
+	int step_failed;             /* a Redis step failed this delivery
+					(consumer_stuck.c bookkeeping) */
 	ev_timer slot_timer;         /* bounded slot wait */
 };
 
@@ -168,7 +221,7 @@ struct relay_consumer {
 	unsigned int running;
 	relay__app_slots *slots;
 	size_t nslots;
-	relay__inv *wait_head, *wait_tail;
+	relay__cinv *wait_head, *wait_tail;
 
 	/* metrics */
 	relay_consumer_metrics m;
@@ -192,10 +245,28 @@ struct relay_consumer {
 							    interpreter */
 };
 
+/*
+ * A state machine's table (one per machine, at the top of the file that
+ * owns it): bit @to of table[@from] set = the move is legal. Out-of-range
+ * states are never legal.
+ */
+static inline int relay__fsm_allowed(const unsigned int *table,
+				     unsigned int n, unsigned int from,
+				     unsigned int to)
+{
+	return from < n && to < n && ((table[from] >> to) & 1u);
+}
+
+static inline const char *relay__fsm_name(const char *const *names,
+					  unsigned int n, unsigned int s)
+{
+	return s < n ? names[s] : "?";
+}
+
+/* ---- consumer.c: lifecycle, reading, recovery, health, metrics ---- */
+
 /* Durations after time_scale. */
 int64_t relay__consumer_scaled(const relay_consumer *c, int64_t ms);
-
-/* consumer.c */
 void relay__consumer_redis_ok(relay_consumer *c);
 void relay__consumer_redis_failed(relay_consumer *c, int status,
 				  const char *what);
@@ -204,31 +275,46 @@ void relay__consumer_hist_add(relay_consumer *c, const char *app,
 			      const char *handler, uint64_t duration_us);
 void relay__consumer_check_stopped(relay_consumer *c);
 void relay__consumer_detach_read(relay_consumer *c);
+/* Run one reclaim pass now, as the reclaim timer does (tests use it with
+ * a fixed clock). */
+void relay__consumer_reclaim_now(relay_consumer *c);
+/* Renew ownership of the messages in memory now. */
+void relay__consumer_renew_now(relay_consumer *c);
 
-/* consumer_msg.c */
+/* ---- consumer_msg.c: one message's life (relay__msg_state) ---------- */
+
+/*
+ * The transition table: 1 when a message may go from @from to @to (the
+ * table at the top of consumer_msg.c), else 0 (also for out-of-range
+ * states).
+ */
+int relay__msg_state_allowed(relay__msg_state from, relay__msg_state to);
+/* "claim_run", ...; "?" out of range. Static string. */
+const char *relay__msg_state_name(relay__msg_state s);
+/* The one function that changes m->state; an illegal transition is a
+ * bug: assert()ed (debug and test builds), else done anyway. */
+void relay__msg_to(relay__msg *m, relay__msg_state to);
+
+void relay__msg_deliver(relay_consumer *c, const relay_stream_entry *e);
+void relay__msg_missing(relay_consumer *c, const char *id);
+/* The body of in-memory @m is gone: count it once, finish without
+ * further attempts. */
+void relay__msg_gone(relay__msg *m);
+relay__msg *relay__msg_find(relay_consumer *c, const char *id);
+/* The classification reply (also for schedule occurrences, whose claim
+ * carries the admission pin). */
+void relay__msg_classified(relay__msg *m, int status,
+			   const relay_inv_outcome *o);
+/* CLAIM → RUN: start the invocations after the classification reply. */
+void relay__msg_run(relay__msg *m);
+/* The next invocation, or the end of the message when none is left. */
 void relay__msg_next(relay__msg *m);
 void relay__msg_step_failed(relay_consumer *c, int status, const char *what,
 			    relay__msg *m);
-/* consumer_inv.c */
-void relay__inv_begin(relay__inv *inv);
-void relay__msg_deliver(relay_consumer *c, const relay_stream_entry *e,
-			int reclaimed);
-void relay__msg_missing(relay_consumer *c, const char *id);
-/* The body of in-memory @m is gone: count it once, finish without
- * further attempts (consumer_msg.c). */
-void relay__msg_gone(relay__msg *m);
-relay__msg *relay__msg_find(relay_consumer *c, const char *id);
-void relay__msg_stop(relay_consumer *c, int graceful);
-void relay__slots_release(relay_consumer *c, relay__inv *inv);
-
-/* consumer_msg.c: the classification reply (also for schedule
- * occurrences, whose claim carries the admission pin). */
-void relay__msg_classified(relay__msg *m, int status,
-			   const relay_inv_outcome *o);
 void relay__msg_ack(relay__msg *m);
 /* Send the fused success tail for @inv (the last one of @m) and free
  * @m. Returns 0 (then @m is gone) or the send error (@m untouched). */
-int relay__msg_tail(relay__msg *m, relay__inv *inv);
+int relay__msg_tail(relay__msg *m, relay__cinv *inv);
 void relay__msg_release(relay__msg *m, const char *why);
 /* Route the message to the DLQ placeholder path; @detail (a schedule
  * envelope's problem) is the reason after "malformed schedule
@@ -236,17 +322,34 @@ void relay__msg_release(relay__msg *m, const char *why);
 int relay__msg_placeholder(relay__msg *m, relay_dlq_malformed kind,
 			   const char *detail, const char *ev, size_t len);
 
-/* consumer_sched.c: schedule occurrences. */
+/* ---- consumer_inv.c: one invocation's life (relay__cinv_state) ------ */
+
+/* The transition table of consumer_inv.c, as relay__msg_state_allowed(). */
+int relay__cinv_state_allowed(relay__cinv_state from, relay__cinv_state to);
+const char *relay__cinv_state_name(relay__cinv_state s);
+/* The one function that changes inv->state (asserted like
+ * relay__msg_to()). */
+void relay__cinv_to(relay__cinv *inv, relay__cinv_state to);
+
+/* Work on @inv (TODO): slots, try_start, run, record the outcome. */
+void relay__cinv_begin(relay__cinv *inv);
+void relay__slots_release(relay_consumer *c, relay__cinv *inv);
+/* Give up slot waits, cancel running handlers unless @graceful. */
+void relay__msg_stop(relay_consumer *c, int graceful);
+
+/* ---- consumer_sched.c: schedule occurrences (the engine's side) ----- */
+
 /* Classify an envelope (m->event): placeholder, obsolete, hold, or one
  * invocation. Returns 0 or RELAY_ENOMEM. */
-int relay__sched_classify(relay__msg *m);
+int relay__csched_classify(relay__msg *m);
 /* Send claim_classification (with the pin when there is one). */
-int relay__sched_claim(relay__msg *m);
+int relay__csched_claim(relay__msg *m);
 /* After the classification reply: obsolete → ACK, hold → release,
  * else run the invocation. @first: this delivery claimed it. */
-void relay__sched_classified(relay__msg *m, int first);
+void relay__csched_classified(relay__msg *m, int first);
 
-/* consumer_stuck.c */
+/* ---- consumer_stuck.c: messages whose Redis step keeps failing ------ */
+
 /* 1 when a failure of @status is the message's own (Redis answered). */
 int relay__stuck_class(const relay_consumer *c, int status);
 /* Record a failed step of message @id. Returns 1 when this starts a new
@@ -259,11 +362,11 @@ int relay__stuck_wait(relay_consumer *c, const char *id);
 void relay__stuck_clear(relay_consumer *c, const char *id);
 void relay__stuck_free(relay_consumer *c);
 
-/* consumer_exec.c */
+/* ---- consumer_exec.c: the executor seam, manual runs ---------------- */
+
 void relay__rt_executor_init(relay__rt_executor *x, relay_runtime *rt);
 int relay__consumer_default_available(const relay_app *app, void *payload);
 void relay__consumer_manual_close(relay_consumer *c);
-
 /* Fill an exec spec for @handler of @app (pointers borrowed). */
 void relay__consumer_exec_spec_h(relay_exec_spec *s, const relay_app *app,
 				 const char *handler, int64_t timeout_ms,
@@ -273,11 +376,5 @@ void relay__consumer_exec_spec_h(relay_exec_spec *s, const relay_app *app,
 void relay__consumer_exec_spec(relay_exec_spec *s, const relay_app *app,
 			       const relay_app_rule *rule, const char *msg_id,
 			       const char *event, size_t len);
-
-/* Run one reclaim pass now, as the reclaim timer does (tests use it with
- * a fixed clock). */
-void relay__consumer_reclaim_now(relay_consumer *c);
-/* Renew ownership of the messages in memory now. */
-void relay__consumer_renew_now(relay_consumer *c);
 
 #endif /* RELAY__CONSUMER_H */

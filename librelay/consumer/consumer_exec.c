@@ -1,7 +1,8 @@
 /*
- * consumer_exec.c - how the engine runs handlers: the default executor
- * over relay_runtime, the default availability check, and the manual runs
- * of relayctl (app invoke, dlq replay), which bypass Redis entirely.
+ * consumer_exec.c - how the engine runs handlers: the exec spec of an
+ * app's handler, the default executor over relay_runtime, the default
+ * availability check, and the manual runs of relayctl (app invoke, dlq
+ * replay), which bypass Redis entirely.
  */
 #include <stdio.h>
 #include <stdlib.h>
@@ -43,6 +44,52 @@ void relay__rt_executor_init(relay__rt_executor *x, relay_runtime *rt)
 	x->parent.run = rt_run;
 	x->parent.cancel = rt_cancel;
 	x->rt = rt;
+}
+
+/* ---- exec specs ------------------------------------------------------- */
+
+static relay_runtime_kind runtime_kind(relay_app_runtime_kind k)
+{
+	switch (k) {
+	case RELAY_APP_RUNTIME_PYTHON3:
+		return RELAY_RUNTIME_PYTHON3;
+	case RELAY_APP_RUNTIME_NODE:
+		return RELAY_RUNTIME_NODE;
+	default:
+		return RELAY_RUNTIME_EXEC;
+	}
+}
+
+void relay__consumer_exec_spec_h(relay_exec_spec *s, const relay_app *app,
+				 const char *handler, int64_t timeout_ms,
+				 const char *msg_id, const char *event,
+				 size_t len)
+{
+	s->app = relay_app_name(app);
+	s->handler = handler;
+	s->message_id = msg_id;
+	s->app_dir = relay_app_dir(app);
+	s->runtime = runtime_kind(relay_app_runtime(app));
+	s->argv = relay_app_command(app, NULL);
+	s->env = relay_app_envp(app);
+	s->network = relay_app_network(app);
+	s->memory_bytes = relay_app_memory(app);
+	s->cpus_milli = relay_app_cpus_milli(app);
+	s->pids = relay_app_pids(app);
+	s->timeout_ms = timeout_ms > 0 ? (uint32_t)timeout_ms : 0;
+	s->event = event;
+	s->event_len = len;
+	s->warm = relay_app_warm(app) ? RELAY_WARM_AUTO : RELAY_WARM_OFF;
+	s->generation = relay_app_generation(app);
+}
+
+void relay__consumer_exec_spec(relay_exec_spec *s, const relay_app *app,
+			       const relay_app_rule *rule, const char *msg_id,
+			       const char *event, size_t len)
+{
+	relay__consumer_exec_spec_h(s, app, relay_app_rule_handler(rule),
+				    relay_app_rule_timeout_ms(rule), msg_id,
+				    event, len);
 }
 
 /* ---- availability ----------------------------------------------------- */

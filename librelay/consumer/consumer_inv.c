@@ -9,17 +9,81 @@
  * delivery (a store error fails closed); an attempt is charged only by a
  * claim, so waiting for a slot, an unavailable app or a stop cost nothing;
  * slots are held from before try_start until the handler exits.
+ *
+ * The life of one invocation (relay__cinv_state, consumer.h):
+ *
+ *	todo ─┬─ slot free ─────────────→ claim ─┬─ claimed ──→ run
+ *	      ├─ no slot → wait ─ freed ─↗       ├─ ok ───────→ ok
+ *	      │            └─ timeout, stop ─→ pending
+ *	      └─ stopping, unavailable ──→ pending
+ *	                                          ├─ exhausted → exhausted | dlq
+ *	                                          └─ running, backing off,
+ *	                                             retained, error → pending
+ *	run ─┬─ exited → record ─┬─ complete recorded ─→ ok
+ *	     │                   ├─ exhausted recorded → exhausted
+ *	     │                   └─ failure recorded, stale, error → pending
+ *	     └─ cancelled → pending
+ *	exhausted ─ DLQ entry written (consumer_msg.c) → dlq
+ *
+ * ok, dlq and pending are final for this delivery; ok, exhausted and
+ * dlq are terminal (the message may be acknowledged once every
+ * invocation is). The table below is the only list of legal moves;
+ * relay__cinv_to() is the only writer of inv->state.
  */
+#include <assert.h>
 #include <stdio.h>
 #include <string.h>
 
 #include "consumer.h"
-#include "inv/inv.h"
-#include "redis/backend.h"
+#include "invops/invops.h"
 
 #define LOG(c, lvl, id, ...) relay__log(&(c)->logger, lvl, id, __VA_ARGS__)
 
-static void inv_claim(relay__inv *inv);
+#define S_(x) (1u << RELAY__CINV_##x)
+static const unsigned int cinv_next[RELAY__CINV_STATE_COUNT_] = {
+	[RELAY__CINV_TODO] = S_(WAIT) | S_(CLAIM) | S_(PENDING),
+	[RELAY__CINV_WAIT] = S_(CLAIM) | S_(PENDING),
+	[RELAY__CINV_CLAIM] = S_(RUN) | S_(OK) | S_(EXHAUSTED) | S_(DLQ) |
+			      S_(PENDING),
+	[RELAY__CINV_RUN] = S_(RECORD) | S_(PENDING),
+	[RELAY__CINV_RECORD] = S_(OK) | S_(EXHAUSTED) | S_(PENDING),
+	[RELAY__CINV_OK] = 0,
+	[RELAY__CINV_EXHAUSTED] = S_(DLQ),
+	[RELAY__CINV_DLQ] = 0,
+	[RELAY__CINV_PENDING] = 0,
+};
+#undef S_
+
+static const char *const cinv_names[RELAY__CINV_STATE_COUNT_] = {
+	[RELAY__CINV_TODO] = "todo",
+	[RELAY__CINV_WAIT] = "wait",
+	[RELAY__CINV_CLAIM] = "claim",
+	[RELAY__CINV_RUN] = "run",
+	[RELAY__CINV_RECORD] = "record",
+	[RELAY__CINV_OK] = "ok",
+	[RELAY__CINV_EXHAUSTED] = "exhausted",
+	[RELAY__CINV_DLQ] = "dlq",
+	[RELAY__CINV_PENDING] = "pending",
+};
+
+int relay__cinv_state_allowed(relay__cinv_state from, relay__cinv_state to)
+{
+	return relay__fsm_allowed(cinv_next, RELAY__CINV_STATE_COUNT_, from,
+				  to);
+}
+
+const char *relay__cinv_state_name(relay__cinv_state s)
+{
+	return relay__fsm_name(cinv_names, RELAY__CINV_STATE_COUNT_, s);
+}
+
+void relay__cinv_to(relay__cinv *inv, relay__cinv_state to)
+{
+	assert(relay__cinv_state_allowed(inv->state, to));
+	inv->state = to;
+}
+
+static void inv_claim(relay__cinv *inv);
 
 /* ---- concurrency slots ------------------------------------------------- */
 
@@ -53,7 +117,7 @@ static unsigned int app_limit(const relay_consumer *c, const relay_app *app)
 }
 
 /* 1 taken, 0 none free, <0 error. */
-static int slots_take(relay_consumer *c, relay__inv *inv)
+static int slots_take(relay_consumer *c, relay__cinv *inv)
 {
 	relay__app_slots *s = app_slots(c, relay_app_name(inv->app));
 
@@ -68,9 +132,9 @@ static int slots_take(relay_consumer *c, relay__inv *inv)
 	return 1;
 }
 
-static void wait_remove(relay_consumer *c, relay__inv *inv)
+static void wait_remove(relay_consumer *c, relay__cinv *inv)
 {
-	relay__inv **pp = &c->wait_head;
+	relay__cinv **pp = &c->wait_head;
 
 	c->wait_tail = NULL;
 	while (*pp) {
@@ -82,7 +146,6 @@ static void wait_remove(relay_consumer *c, relay__inv *inv)
 		pp = &(*pp)->wait_next;
 	}
 	inv->wait_next = NULL;
-	inv->waiting = 0;
 }
 
 /*
@@ -90,9 +153,9 @@ static void wait_remove(relay_consumer *c, relay__inv *inv)
  * waiters that can now run (a waiter of a saturated app does not block
  * the waiters of other apps).
  */
-void relay__slots_release(relay_consumer *c, relay__inv *inv)
+void relay__slots_release(relay_consumer *c, relay__cinv *inv)
 {
-	relay__inv *w;
+	relay__cinv *w;
 
 	if (inv->has_slots) {
 		relay__app_slots *s = app_slots(c, relay_app_name(inv->app));
@@ -114,6 +177,7 @@ again:
 		if (slots_take(c, w) != 1)
 			continue;
 		wait_remove(c, w);
+		relay__cinv_to(w, RELAY__CINV_CLAIM);
 		/* Unconditionally: an expired timer is inactive but may
 		 * still be pending, and its callback would release the
 		 * message under the claim started below. */
@@ -125,12 +189,12 @@ again:
 
 /* ---- one invocation ---------------------------------------------------- */
 
-static void inv_resolved(relay__inv *inv, relay__inv_status st)
+static void inv_resolved(relay__cinv *inv, relay__cinv_state st)
 {
 	relay__msg *m = inv->m;
 
 	relay__slots_release(m->c, inv);
-	inv->status = st;
+	relay__cinv_to(inv, st);
 	m->cur++;
 	relay__msg_next(m);
 }
@@ -138,7 +202,7 @@ static void inv_resolved(relay__inv *inv, relay__inv_status st)
 static void slot_timeout_cb(struct ev_loop *loop, ev_timer *w, int revents)
 {
 	relay__msg *m = w->data;
-	relay__inv *inv = &m->invs[m->cur];
+	relay__cinv *inv = &m->invs[m->cur];
 
 	(void)loop;
 	(void)revents;
@@ -148,17 +212,17 @@ static void slot_timeout_cb(struct ev_loop *loop, ev_timer *w, int revents)
 	    "no concurrency slot freed in time app=%s handler=%s "
 	    "message_id=%s", relay_app_name(inv->app),
 	    inv->handler, m->id);
-	inv_resolved(inv, RELAY__INV_UNRESOLVED);
+	inv_resolved(inv, RELAY__CINV_PENDING);
 }
 
-void relay__inv_begin(relay__inv *inv)
+void relay__cinv_begin(relay__cinv *inv)
 {
 	relay__msg *m = inv->m;
 	relay_consumer *c = m->c;
 	int rc;
 
 	if (c->stopping) {
-		inv_resolved(inv, RELAY__INV_UNRESOLVED);
+		inv_resolved(inv, RELAY__CINV_PENDING);
 		return;
 	}
 	if (!c->available(inv->app, c->available_payload)) {
@@ -166,20 +230,21 @@ void relay__inv_begin(relay__inv *inv)
 		    "app unavailable, message kept pending app=%s handler=%s "
 		    "message_id=%s", relay_app_name(inv->app),
 		    inv->handler, m->id);
-		inv_resolved(inv, RELAY__INV_UNRESOLVED);
+		inv_resolved(inv, RELAY__CINV_PENDING);
 		return;
 	}
 	rc = slots_take(c, inv);
 	if (rc == 1) {
+		relay__cinv_to(inv, RELAY__CINV_CLAIM);
 		inv_claim(inv);
 		return;
 	}
 	if (rc < 0) {
-		inv_resolved(inv, RELAY__INV_UNRESOLVED);
+		inv_resolved(inv, RELAY__CINV_PENDING);
 		return;
 	}
 	c->m.concurrency_waits++;
-	inv->waiting = 1;
+	relay__cinv_to(inv, RELAY__CINV_WAIT);
 	inv->wait_next = NULL;
 	if (c->wait_tail)
 		c->wait_tail->wait_next = inv;
@@ -195,17 +260,17 @@ void relay__inv_begin(relay__inv *inv)
 
 static void complete_cb(int status, const relay_inv_outcome *o, void *payload)
 {
-	relay__inv *inv = payload;
+	relay__cinv *inv = payload;
 	relay_consumer *c = inv->m->c;
 
 	if (status) {
 		relay__msg_step_failed(c, status, "mark_complete", inv->m);
-		inv_resolved(inv, RELAY__INV_UNRESOLVED);
+		inv_resolved(inv, RELAY__CINV_PENDING);
 		return;
 	}
 	relay__consumer_redis_ok(c);
 	inv_resolved(inv, o->result == RELAY_INV_R_RECORDED ?
-		     RELAY__INV_DONE_OK : RELAY__INV_UNRESOLVED);
+		     RELAY__CINV_OK : RELAY__CINV_PENDING);
 }
 
 /*
@@ -215,17 +280,17 @@ static void complete_cb(int status, const relay_inv_outcome *o, void *payload)
  * script. Anything else (a sibling exhausted, the classification not
  * recorded, the body gone, an older backend) takes the separate steps.
  */
-static int can_fuse(const relay__inv *inv)
+static int can_fuse(const relay__cinv *inv)
 {
 	const relay__msg *m = inv->m;
 	size_t i;
 
-	if (m->c->redis->version < 3 || m->class_pending || m->class_failed ||
-	    m->gone)
+	if (m->c->redis->version < 3 || m->state != RELAY__MSG_RUN ||
+	    m->body == RELAY__BODY_GONE)
 		return 0;
 	for (i = 0; i < m->ninv; i++)
 		if (&m->invs[i] != inv &&
-		    m->invs[i].status != RELAY__INV_DONE_OK)
+		    m->invs[i].state != RELAY__CINV_OK)
 			return 0;
 	return 1;
 }
@@ -233,26 +298,25 @@ static int can_fuse(const relay__inv *inv)
 static void exhausted_cb(int status, const relay_inv_outcome *o,
 			 void *payload)
 {
-	relay__inv *inv = payload;
+	relay__cinv *inv = payload;
 	relay_consumer *c = inv->m->c;
 
 	if (status) {
 		relay__msg_step_failed(c, status, "mark_exhausted", inv->m);
-		inv_resolved(inv, RELAY__INV_UNRESOLVED);
+		inv_resolved(inv, RELAY__CINV_PENDING);
 		return;
 	}
 	relay__consumer_redis_ok(c);
 	if (o->result != RELAY_INV_R_RECORDED) {
-		inv_resolved(inv, RELAY__INV_UNRESOLVED);
+		inv_resolved(inv, RELAY__CINV_PENDING);
 		return;
 	}
-	inv->dlq = 0;
-	inv_resolved(inv, RELAY__INV_DONE_EXH);
+	inv_resolved(inv, RELAY__CINV_EXHAUSTED);
 }
 
 static void failure_cb(int status, const relay_inv_outcome *o, void *payload)
 {
-	relay__inv *inv = payload;
+	relay__cinv *inv = payload;
 	relay_consumer *c = inv->m->c;
 
 	(void)o;
@@ -260,57 +324,30 @@ static void failure_cb(int status, const relay_inv_outcome *o, void *payload)
 		relay__msg_step_failed(c, status, "record_failure", inv->m);
 	else
 		relay__consumer_redis_ok(c);
-	inv_resolved(inv, RELAY__INV_UNRESOLVED);
+	inv_resolved(inv, RELAY__CINV_PENDING);
 }
 
-static void failure_reply(relay_redis_backend *b, int status,
-			  relay_redis_reply *reply, void *payload)
-{
-	relay_inv_outcome o;
-
-	(void)b;
-	if (status == 0)
-		status = relay__inv_outcome_from_reply(reply, &o);
-	relay_redis_reply_free(reply);
-	failure_cb(status, status ? NULL : &o, payload);
-}
-
-/*
- * record_failure with the backoff divided by time_scale (test hooks).
- * At scale 1 this is exactly relay_inv_record_failure().
- */
-static int record_failure(relay__inv *inv)
+/* The backoff divided by time_scale (test hooks); at scale 1 exactly
+ * relay_inv_backoff_ms(), as relay_inv_record_failure() sends it. */
+static int record_failure(relay__cinv *inv)
 {
 	relay__msg *m = inv->m;
 	relay_consumer *c = m->c;
-	relay_wall_ms now = relay_clock_wall_ms(c->clock);
-	char sat[16], snow[24], sbo[24];
-	const char *argv[6];
 
-	if (c->scale <= 1)
-		return relay_inv_record_failure(c->redis, m->key, inv->field,
-						inv->attempt, inv->token, now,
-						failure_cb, inv);
-	snprintf(sat, sizeof(sat), "%u", inv->attempt);
-	snprintf(snow, sizeof(snow), "%lld", (long long)now);
-	snprintf(sbo, sizeof(sbo), "%lld", (long long)relay__consumer_scaled(
-			 c, relay_inv_backoff_ms(inv->attempt)));
-	argv[0] = m->key;
-	argv[1] = inv->field;
-	argv[2] = sat;
-	argv[3] = inv->token;
-	argv[4] = snow;
-	argv[5] = sbo;
-	return relay__redis_script(c->redis, RELAY_REDIS_SCRIPT_RECORD_FAILURE,
-				   1, 6, argv, NULL, failure_reply, inv);
+	return relay__inv_record_failure_ms(
+		c->redis, m->key, inv->field, inv->attempt, inv->token,
+		relay_clock_wall_ms(c->clock),
+		relay__consumer_scaled(c, relay_inv_backoff_ms(inv->attempt)),
+		failure_cb, inv);
 }
 
-static void inv_failed(relay__inv *inv, const char *reason)
+static void inv_failed(relay__cinv *inv, const char *reason)
 {
 	relay_consumer *c = inv->m->c;
 	unsigned int max = (unsigned int)inv->retries + 1;
 	int rc;
 
+	relay__cinv_to(inv, RELAY__CINV_RECORD);
 	snprintf(inv->reason, sizeof(inv->reason), "%s",
 		 reason && *reason ? reason : "failed");
 	if (inv->attempt >= max)
@@ -321,13 +358,13 @@ static void inv_failed(relay__inv *inv, const char *reason)
 		rc = record_failure(inv);
 	if (rc) {
 		relay__msg_step_failed(c, rc, "record outcome", inv->m);
-		inv_resolved(inv, RELAY__INV_UNRESOLVED);
+		inv_resolved(inv, RELAY__CINV_PENDING);
 	}
 }
 
 static void output_cb(const relay_output_line *line, void *payload)
 {
-	relay__inv *inv = payload;
+	relay__cinv *inv = payload;
 	relay_consumer *c = inv->m->c;
 
 	if (c->output)
@@ -336,7 +373,7 @@ static void output_cb(const relay_output_line *line, void *payload)
 
 static void run_done(const relay_run_outcome *o, void *payload)
 {
-	relay__inv *inv = payload;
+	relay__cinv *inv = payload;
 	relay__msg *m = inv->m;
 	relay_consumer *c = m->c;
 	uint64_t dur_us = relay_clock_mono_us(c->clock) - inv->started_us;
@@ -349,7 +386,7 @@ static void run_done(const relay_run_outcome *o, void *payload)
 		    "handler cancelled app=%s handler=%s message_id=%s "
 		    "attempt=%u", relay_app_name(inv->app),
 		    inv->handler, m->id, inv->attempt);
-		inv_resolved(inv, RELAY__INV_UNRESOLVED);
+		inv_resolved(inv, RELAY__CINV_PENDING);
 		return;
 	}
 	if (o->duration_us)
@@ -359,6 +396,7 @@ static void run_done(const relay_run_outcome *o, void *payload)
 	/* The handler is over: its slots go to the next waiter now. */
 	relay__slots_release(c, inv);
 	if (o->status == RELAY_RUN_OK) {
+		relay__cinv_to(inv, RELAY__CINV_RECORD);
 		c->m.handler_success++;
 		LOG(c, RELAY_LOG_DEBUG, "RELAY-ENG04",
 		    "handler succeeded app=%s handler=%s message_id=%s "
@@ -375,7 +413,7 @@ static void run_done(const relay_run_outcome *o, void *payload)
 						     inv);
 		if (rc) {
 			relay__msg_step_failed(c, rc, "mark_complete", m);
-			inv_resolved(inv, RELAY__INV_UNRESOLVED);
+			inv_resolved(inv, RELAY__CINV_PENDING);
 		}
 		return;
 	}
@@ -389,57 +427,14 @@ static void run_done(const relay_run_outcome *o, void *payload)
 	inv_failed(inv, o->reason);
 }
 
-static relay_runtime_kind runtime_kind(relay_app_runtime_kind k)
-{
-	switch (k) {
-	case RELAY_APP_RUNTIME_PYTHON3:
-		return RELAY_RUNTIME_PYTHON3;
-	case RELAY_APP_RUNTIME_NODE:
-		return RELAY_RUNTIME_NODE;
-	default:
-		return RELAY_RUNTIME_EXEC;
-	}
-}
-
-void relay__consumer_exec_spec_h(relay_exec_spec *s, const relay_app *app,
-				 const char *handler, int64_t timeout_ms,
-				 const char *msg_id, const char *event,
-				 size_t len)
-{
-	s->app = relay_app_name(app);
-	s->handler = handler;
-	s->message_id = msg_id;
-	s->app_dir = relay_app_dir(app);
-	s->runtime = runtime_kind(relay_app_runtime(app));
-	s->argv = relay_app_command(app, NULL);
-	s->env = relay_app_envp(app);
-	s->network = relay_app_network(app);
-	s->memory_bytes = relay_app_memory(app);
-	s->cpus_milli = relay_app_cpus_milli(app);
-	s->pids = relay_app_pids(app);
-	s->timeout_ms = timeout_ms > 0 ? (uint32_t)timeout_ms : 0;
-	s->event = event;
-	s->event_len = len;
-	s->warm = relay_app_warm(app) ? RELAY_WARM_AUTO : RELAY_WARM_OFF;
-	s->generation = relay_app_generation(app);
-}
-
-void relay__consumer_exec_spec(relay_exec_spec *s, const relay_app *app,
-			       const relay_app_rule *rule, const char *msg_id,
-			       const char *event, size_t len)
-{
-	relay__consumer_exec_spec_h(s, app, relay_app_rule_handler(rule),
-				    relay_app_rule_timeout_ms(rule), msg_id,
-				    event, len);
-}
-
-static void inv_run(relay__inv *inv)
+static void inv_run(relay__cinv *inv)
 {
 	relay__msg *m = inv->m;
 	relay_consumer *c = m->c;
 	relay_exec_spec s = RELAY_EXEC_SPEC_INIT;
 	int rc;
 
+	relay__cinv_to(inv, RELAY__CINV_RUN);
 	/* A schedule occurrence's handler reads the occurrence payload. */
 	if (m->run_event)
 		relay__consumer_exec_spec_h(&s, inv->app, inv->handler,
@@ -472,13 +467,13 @@ static void inv_run(relay__inv *inv)
 
 static void claim_cb(int status, const relay_inv_outcome *o, void *payload)
 {
-	relay__inv *inv = payload;
+	relay__cinv *inv = payload;
 	relay_consumer *c = inv->m->c;
 
 	if (status) {
 		/* A TryStart error fails closed: never run a duplicate. */
 		relay__msg_step_failed(c, status, "try_start", inv->m);
-		inv_resolved(inv, RELAY__INV_UNRESOLVED);
+		inv_resolved(inv, RELAY__CINV_PENDING);
 		return;
 	}
 	relay__consumer_redis_ok(c);
@@ -489,37 +484,37 @@ static void claim_cb(int status, const relay_inv_outcome *o, void *payload)
 		if (c->stopping && !c->graceful) {
 			/* Stop at once: the claim expires at its deadline
 			 * and the PEL keeps the message. */
-			inv_resolved(inv, RELAY__INV_UNRESOLVED);
+			inv_resolved(inv, RELAY__CINV_PENDING);
 			return;
 		}
 		inv_run(inv);
 		return;
 	case RELAY_INV_R_OK:
-		inv_resolved(inv, RELAY__INV_DONE_OK);
+		inv_resolved(inv, RELAY__CINV_OK);
 		return;
 	case RELAY_INV_R_EXHAUSTED:
 		inv->attempt = o->attempt;
 		memcpy(inv->token, o->token, sizeof(inv->token));
-		inv->dlq = o->dlq;
 		snprintf(inv->reason, sizeof(inv->reason),
 			 "last failure not known to this delivery");
-		inv_resolved(inv, RELAY__INV_DONE_EXH);
+		inv_resolved(inv, o->dlq ? RELAY__CINV_DLQ :
+			     RELAY__CINV_EXHAUSTED);
 		return;
 	default:  /* running, backing off, retained */
-		inv_resolved(inv, RELAY__INV_UNRESOLVED);
+		inv_resolved(inv, RELAY__CINV_PENDING);
 		return;
 	}
 }
 
-static void inv_claim(relay__inv *inv)
+static void inv_claim(relay__cinv *inv)
 {
 	relay__msg *m = inv->m;
 	relay_consumer *c = m->c;
 	int rc;
 
-	if (m->gone) {
+	if (m->body == RELAY__BODY_GONE) {
 		/* The body left while this waited for a slot. */
-		inv_resolved(inv, RELAY__INV_UNRESOLVED);
+		inv_resolved(inv, RELAY__CINV_PENDING);
 		return;
 	}
 	rc = relay_inv_try_start(c->redis, m->key, inv->field,
@@ -528,7 +523,7 @@ static void inv_claim(relay__inv *inv)
 				 claim_cb, inv);
 	if (rc) {
 		relay__msg_step_failed(c, rc, "try_start", m);
-		inv_resolved(inv, RELAY__INV_UNRESOLVED);
+		inv_resolved(inv, RELAY__CINV_PENDING);
 	}
 }
 
@@ -544,11 +539,11 @@ void relay__msg_stop(relay_consumer *c, int graceful)
 	relay__msg *m;
 
 	while (c->wait_head) {
-		relay__inv *inv = c->wait_head;
+		relay__cinv *inv = c->wait_head;
 
 		wait_remove(c, inv);
 		ev_timer_stop(c->loop, &inv->m->slot_timer);
-		inv_resolved(inv, RELAY__INV_UNRESOLVED);
+		inv_resolved(inv, RELAY__CINV_PENDING);
 	}
 	if (graceful || !c->exec->cancel)
 		return;

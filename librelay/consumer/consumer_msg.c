@@ -22,10 +22,37 @@
  * what runs. Nothing is acknowledged unless every matched invocation was
  * seen terminal in Redis during this delivery.
  *
+ * The life of one message (relay__msg_state, consumer.h):
+ *
+ *	new ─┬─ nothing to run first ─────────→ claim
+ *	     ├─ matched: try_start pipelined ─→ claim_run ─ invocations
+ *	     │                                    over → claim_wait
+ *	     └─ pending entry without a body ──→ clear
+ *	claim ─ reply ─┬─ invocations (matched, occurrence) → run
+ *	               ├─ malformed → dlq;  unmatched, obsolete, stale → ack
+ *	               └─ error, occurrence on hold → end (stays pending)
+ *	claim_run / claim_wait ─ reply ─┬─ counted → run
+ *	                                └─ error, stale → run_uncounted
+ *	run ─ invocations over ─┬─ all terminal → dlq (exhausted ones) → ack
+ *	                        ├─ the last one succeeded, all ok → end
+ *	                        │  (complete_ack: one script)
+ *	                        ├─ body gone → clear
+ *	                        └─ one not terminal → end (stays pending)
+ *	run_uncounted ─ invocations over → end (stays pending) | clear
+ *	dlq ─ written → ack;  failed or not ours → end (stays pending)
+ *	ack, clear ─ reply → end (retain is sent on the way out)
+ *
+ * What classification decided is the message's route (event, malformed,
+ * occurrence: relay__msg_route); what the renewal learnt of its stream
+ * entry is its body (relay__msg_body: gone is consulted at the next
+ * step). Neither is a state. The table below is the only list of legal
+ * moves; relay__msg_to() is the only writer of m->state.
+ *
  * Reentrancy: every Redis reply and executor completion arrives later,
  * from the loop (relay/redis.h, relay_consumer_executor), so a step never
  * runs inside the call that started it.
  */
+#include <assert.h>
 #include <stdio.h>
 #include <string.h>
 
@@ -33,10 +60,74 @@
 
 #include "consumer.h"
 #include "inv/inv.h"
-#include "redis/backend.h"
+#include "invops/invops.h"
 #include "sched.h"
 
 #define LOG(c, lvl, id, ...) relay__log(&(c)->logger, lvl, id, __VA_ARGS__)
+
+/* ---- the state machine ------------------------------------------------- */
+
+#define S_(x) (1u << RELAY__MSG_##x)
+static const unsigned int msg_next_states[RELAY__MSG_STATE_COUNT_] = {
+	[RELAY__MSG_NEW] = S_(CLAIM) | S_(CLAIM_RUN) | S_(CLEAR) | S_(END),
+	[RELAY__MSG_CLAIM] = S_(RUN) | S_(DLQ) | S_(ACK) | S_(END),
+	[RELAY__MSG_CLAIM_RUN] = S_(CLAIM_WAIT) | S_(RUN) |
+				 S_(RUN_UNCOUNTED),
+	[RELAY__MSG_CLAIM_WAIT] = S_(RUN) | S_(RUN_UNCOUNTED),
+	[RELAY__MSG_RUN] = S_(DLQ) | S_(CLEAR) | S_(END),
+	[RELAY__MSG_RUN_UNCOUNTED] = S_(CLEAR) | S_(END),
+	[RELAY__MSG_DLQ] = S_(ACK) | S_(END),
+	[RELAY__MSG_ACK] = S_(END),
+	[RELAY__MSG_CLEAR] = S_(END),
+	[RELAY__MSG_END] = 0,
+};
+#undef S_
+
+static const char *const msg_state_names[RELAY__MSG_STATE_COUNT_] = {
+	[RELAY__MSG_NEW] = "new",
+	[RELAY__MSG_CLAIM] = "claim",
+	[RELAY__MSG_CLAIM_RUN] = "claim_run",
+	[RELAY__MSG_CLAIM_WAIT] = "claim_wait",
+	[RELAY__MSG_RUN] = "run",
+	[RELAY__MSG_RUN_UNCOUNTED] = "run_uncounted",
+	[RELAY__MSG_DLQ] = "dlq",
+	[RELAY__MSG_ACK] = "ack",
+	[RELAY__MSG_CLEAR] = "clear",
+	[RELAY__MSG_END] = "end",
+};
+
+int relay__msg_state_allowed(relay__msg_state from, relay__msg_state to)
+{
+	return relay__fsm_allowed(msg_next_states, RELAY__MSG_STATE_COUNT_,
+				  from, to);
+}
+
+const char *relay__msg_state_name(relay__msg_state s)
+{
+	return relay__fsm_name(msg_state_names, RELAY__MSG_STATE_COUNT_, s);
+}
+
+void relay__msg_to(relay__msg *m, relay__msg_state to)
+{
+	assert(relay__msg_state_allowed(m->state, to));
+	m->state = to;
+}
+
+static int is_malformed(const relay__msg *m)
+{
+	return m->route == RELAY__ROUTE_MALFORMED ||
+	       m->route == RELAY__ROUTE_OCC_MALFORMED;
+}
+
+static int is_occurrence(const relay__msg *m)
+{
+	return m->route >= RELAY__ROUTE_OCC;
+}
+
+static int is_gone(const relay__msg *m)
+{
+	return m->body == RELAY__BODY_GONE;
+}
 
 static void msg_finish(relay__msg *m);
 static void dlq_next(relay__msg *m);
@@ -61,7 +152,6 @@ static relay__msg *msg_new(relay_consumer *c, const char *id)
 	if (!m)
 		return NULL;
 	m->c = c;
-	m->malformed = -1;
 	m->id = relay__strdup(id);
 	m->key = relay_inv_key(c->stream, c->group, id);
 	if (!m->id || !m->key) {
@@ -88,6 +178,7 @@ static void msg_free(relay__msg *m)
 	relay_consumer *c = m->c;
 	size_t i;
 
+	relay__msg_to(m, RELAY__MSG_END);
 	ev_timer_stop(c->loop, &m->slot_timer); /* also clears pending */
 	if (!m->step_failed)
 		relay__stuck_clear(c, m->id);  /* every step passed */
@@ -166,7 +257,7 @@ static void tail_cb(int status, const relay_inv_outcome *o, void *payload)
 	relay__consumer_check_stopped(c);
 }
 
-int relay__msg_tail(relay__msg *m, relay__inv *inv)
+int relay__msg_tail(relay__msg *m, relay__cinv *inv)
 {
 	relay_consumer *c = m->c;
 	tail_call *t = relay__calloc(1, sizeof(*t));
@@ -189,7 +280,7 @@ int relay__msg_tail(relay__msg *m, relay__inv *inv)
 		return rc;
 	}
 	c->ops++;
-	inv->status = RELAY__INV_DONE_OK;
+	relay__cinv_to(inv, RELAY__CINV_OK);
 	msg_free(m);
 	return 0;
 }
@@ -231,17 +322,23 @@ void relay__msg_step_failed(relay_consumer *c, int status, const char *what,
 
 /* ---- the message ------------------------------------------------------- */
 
+void relay__msg_run(relay__msg *m)
+{
+	relay__msg_to(m, RELAY__MSG_RUN);
+	relay__msg_next(m);
+}
+
 void relay__msg_next(relay__msg *m)
 {
-	if (m->gone) {
+	if (is_gone(m)) {
 		/* No further attempts for a message whose body is gone. */
 		msg_finish(m);
 		return;
 	}
-	while (m->cur < m->ninv && m->invs[m->cur].status != RELAY__INV_TODO)
+	while (m->cur < m->ninv && m->invs[m->cur].state != RELAY__CINV_TODO)
 		m->cur++;
 	if (m->cur < m->ninv)
-		relay__inv_begin(&m->invs[m->cur]);
+		relay__cinv_begin(&m->invs[m->cur]);
 	else
 		msg_finish(m);
 }
@@ -250,26 +347,28 @@ static void msg_finish(relay__msg *m)
 {
 	size_t i;
 
-	if (m->class_pending) {
+	if (m->state == RELAY__MSG_CLAIM_RUN) {
 		/* The classification reply is still due: finish then. */
-		m->finish_deferred = 1;
+		relay__msg_to(m, RELAY__MSG_CLAIM_WAIT);
 		return;
 	}
-	if (m->gone) {
+	if (is_gone(m)) {
 		missing_finish(m);
 		return;
 	}
-	if (m->class_failed) {
+	if (m->state == RELAY__MSG_RUN_UNCOUNTED) {
 		relay__msg_release(m, "classification not recorded");
 		return;
 	}
 
 	for (i = 0; i < m->ninv; i++)
-		if (m->invs[i].status != RELAY__INV_DONE_OK &&
-		    m->invs[i].status != RELAY__INV_DONE_EXH) {
+		if (m->invs[i].state != RELAY__CINV_OK &&
+		    m->invs[i].state != RELAY__CINV_EXHAUSTED &&
+		    m->invs[i].state != RELAY__CINV_DLQ) {
 			relay__msg_release(m, "an invocation is not terminal");
 			return;
 		}
+	relay__msg_to(m, RELAY__MSG_DLQ);
 	m->dlq_cur = 0;
 	dlq_next(m);
 }
@@ -328,6 +427,7 @@ void relay__msg_ack(relay__msg *m)
 	const char *ids[1];
 	int rc;
 
+	relay__msg_to(m, RELAY__MSG_ACK);
 	ids[0] = m->id;
 	rc = relay_redis_xack(m->c->redis, m->c->stream, m->c->group, ids, 1,
 			      ack_cb, m);
@@ -372,11 +472,11 @@ static void persist_cb(int status, relay_dlq_persist_result result,
 		relay__msg_release(m, "DLQ marker is not this delivery's");
 		return;
 	}
-	if (m->malformed >= 0) {
+	if (is_malformed(m)) {
 		relay__msg_ack(m);
 		return;
 	}
-	m->invs[m->dlq_cur].dlq = 1;
+	relay__cinv_to(&m->invs[m->dlq_cur], RELAY__CINV_DLQ);
 	m->dlq_cur++;
 	dlq_next(m);
 }
@@ -402,7 +502,7 @@ static void persist_placeholder(relay__msg *m)
 	}
 }
 
-static void persist_exhausted(relay__msg *m, relay__inv *inv)
+static void persist_exhausted(relay__msg *m, relay__cinv *inv)
 {
 	relay_consumer *c = m->c;
 	const char *handler = inv->handler;
@@ -447,7 +547,7 @@ static void deliveries_cb(relay_redis_backend *b, int status,
 	}
 	m->deliveries = n > 0 && p[0].deliveries > 0 ? p[0].deliveries : 1;
 	relay_pending_free(p, n);
-	if (m->malformed >= 0)
+	if (is_malformed(m))
 		persist_placeholder(m);
 	else
 		dlq_next(m);
@@ -471,8 +571,7 @@ static int fetch_deliveries(relay__msg *m)
 static void dlq_next(relay__msg *m)
 {
 	while (m->dlq_cur < m->ninv &&
-	       (m->invs[m->dlq_cur].status != RELAY__INV_DONE_EXH ||
-		m->invs[m->dlq_cur].dlq))
+	       m->invs[m->dlq_cur].state != RELAY__CINV_EXHAUSTED)
 		m->dlq_cur++;
 	if (m->dlq_cur >= m->ninv) {
 		relay__msg_ack(m);
@@ -497,49 +596,53 @@ void relay__msg_classified(relay__msg *m, int status,
 			   const relay_inv_outcome *o)
 {
 	relay_consumer *c = m->c;
+	int pipelined = m->state != RELAY__MSG_CLAIM;
+	int deferred = m->state == RELAY__MSG_CLAIM_WAIT;
 	int first;
 
-	m->class_pending = 0;
 	if (status) {
 		relay__msg_step_failed(c, status, "claim_classification", m);
-		if (!m->pipelined) {
+		if (!pipelined) {
 			msg_free(m);
 			return;
 		}
-		m->class_failed = 1;
-		if (m->finish_deferred)
+		relay__msg_to(m, RELAY__MSG_RUN_UNCOUNTED);
+		if (deferred)
 			msg_finish(m);
 		return;
 	}
 	relay__consumer_redis_ok(c);
 	first = o->result == RELAY_INV_R_CLAIMED;
-	if (m->pipelined && o->result == RELAY_INV_R_RETAINED)
-		m->class_failed = 1;  /* stale: never acknowledge from here */
-	if (o->result == RELAY_INV_R_RETAINED && !m->pipelined) {
+	if (pipelined)  /* stale: never acknowledge from here */
+		relay__msg_to(m, o->result == RELAY_INV_R_RETAINED ?
+			      RELAY__MSG_RUN_UNCOUNTED : RELAY__MSG_RUN);
+	if (o->result == RELAY_INV_R_RETAINED && !pipelined) {
 		/* Already acknowledged and retained: a stale delivery. */
 		relay__msg_ack(m);
 		return;
 	}
-	if (m->malformed >= 0) {
+	if (is_malformed(m)) {
 		if (first) {
-			if (m->schedule) {
+			if (is_occurrence(m)) {
 				c->m.events_schedule++;
 				c->m.schedule_malformed++;
 			} else {
 				c->m.events_malformed++;
-				if (m->malformed == RELAY_DLQ_OVERSIZED)
+				if (m->pl_kind == RELAY_DLQ_OVERSIZED)
 					c->m.events_oversized++;
 			}
-			LOG(c, RELAY_LOG_WARN, m->schedule ? "RELAY-ENG13" :
-			    "RELAY-ENG06", "dead-lettering message_id=%s: %s",
-			    m->id, m->pl_reason);
+			LOG(c, RELAY_LOG_WARN, is_occurrence(m) ?
+			    "RELAY-ENG13" : "RELAY-ENG06",
+			    "dead-lettering message_id=%s: %s", m->id,
+			    m->pl_reason);
 		}
+		relay__msg_to(m, RELAY__MSG_DLQ);
 		fetch_deliveries(m);
 		return;
 	}
-	if (m->schedule) {
+	if (is_occurrence(m)) {
 		/* Bypasses the classification counters and matching. */
-		relay__sched_classified(m, first);
+		relay__csched_classified(m, first);
 		return;
 	}
 	if (first) {
@@ -553,9 +656,9 @@ void relay__msg_classified(relay__msg *m, int status,
 		relay__msg_ack(m);
 		return;
 	}
-	if (!m->pipelined)
-		relay__msg_next(m);
-	else if (m->finish_deferred)
+	if (!pipelined)
+		relay__msg_run(m);
+	else if (deferred)
 		msg_finish(m);
 }
 
@@ -564,8 +667,10 @@ static int set_placeholder(relay__msg *m, relay_dlq_malformed kind,
 {
 	relay_consumer *c = m->c;
 
-	m->malformed = (int)kind;
-	if (m->schedule && detail)
+	m->pl_kind = kind;
+	m->route = is_occurrence(m) ? RELAY__ROUTE_OCC_MALFORMED :
+				      RELAY__ROUTE_MALFORMED;
+	if (is_occurrence(m) && detail)
 		m->pl_reason = relay__sprintf("malformed schedule occurrence: "
 					      "%s", detail);
 	else
@@ -620,7 +725,7 @@ static int match(relay__msg *m)
 		}
 	}
 	for (i = 0; i < n; i++) {
-		relay__inv *inv = &m->invs[i];
+		relay__cinv *inv = &m->invs[i];
 
 		inv->m = m;
 		inv->app = relay_app_ref(mt[i].app);
@@ -665,14 +770,13 @@ static int classify(relay__msg *m, const relay_stream_entry *e)
 		return RELAY_ENOMEM;
 	m->event_len = len;
 	if (relay__sched_is_envelope(ev, len)) {
-		m->schedule = 1;
-		return relay__sched_classify(m);
+		m->route = RELAY__ROUTE_OCC;
+		return relay__csched_classify(m);
 	}
 	return match(m);
 }
 
-void relay__msg_deliver(relay_consumer *c, const relay_stream_entry *e,
-			int reclaimed)
+void relay__msg_deliver(relay_consumer *c, const relay_stream_entry *e)
 {
 	relay__msg *m;
 	int rc;
@@ -684,10 +788,9 @@ void relay__msg_deliver(relay_consumer *c, const relay_stream_entry *e,
 	m = msg_new(c, e->id);
 	if (!m)
 		return;  /* stays pending; reclaimed later */
-	m->reclaimed = reclaimed;
 	rc = classify(m, e);
-	if (!rc && m->schedule && m->malformed < 0)
-		rc = relay__sched_claim(m);
+	if (!rc && is_occurrence(m) && !is_malformed(m))
+		rc = relay__csched_claim(m);
 	else if (!rc)
 		rc = relay_inv_claim_classification(c->redis, m->key,
 						    classified_cb, m);
@@ -696,17 +799,18 @@ void relay__msg_deliver(relay_consumer *c, const relay_stream_entry *e,
 		msg_free(m);
 		return;
 	}
-	m->class_pending = 1;
 	/*
 	 * Pipeline the first invocation's try_start behind the
 	 * classification: the replies arrive in order on the connection, so
 	 * the classification is recorded before any handler can start, and
 	 * a round trip per message is saved. The chain's end waits for the
-	 * classification reply (msg_finish).
+	 * classification reply (msg_finish: claim_wait).
 	 */
-	if (m->malformed < 0 && m->ninv && !m->schedule) {
-		m->pipelined = 1;
+	if (m->route == RELAY__ROUTE_EVENT && m->ninv) {
+		relay__msg_to(m, RELAY__MSG_CLAIM_RUN);
 		relay__msg_next(m);
+	} else {
+		relay__msg_to(m, RELAY__MSG_CLAIM);
 	}
 }
 
@@ -733,6 +837,7 @@ static void missing_finish(relay__msg *m)
 	relay_consumer *c = m->c;
 	const char *ids[1];
 
+	relay__msg_to(m, RELAY__MSG_CLEAR);
 	LOG(c, RELAY_LOG_DEBUG, "RELAY-ENG07",
 	    "stream body gone: reference cleared, state retained "
 	    "message_id=%s", m->id);
@@ -746,9 +851,9 @@ void relay__msg_gone(relay__msg *m)
 {
 	relay_consumer *c = m->c;
 
-	if (m->gone)
+	if (is_gone(m))
 		return;
-	m->gone = 1;
+	m->body = RELAY__BODY_GONE;
 	c->m.missing_payload++;
 	LOG(c, RELAY_LOG_WARN, "RELAY-ENG07",
 	    "stream entry deleted while its message was worked on "
@@ -777,6 +882,6 @@ void relay__msg_missing(relay_consumer *c, const char *id)
 	m = msg_new(c, id);
 	if (!m)
 		return;
-	m->gone = 1;
+	m->body = RELAY__BODY_GONE;
 	missing_finish(m);
 }

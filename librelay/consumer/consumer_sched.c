@@ -29,8 +29,7 @@
 #include <jansson.h>
 
 #include "consumer.h"
-#include "inv/inv.h"
-#include "redis/backend.h"
+#include "invops/invops.h"
 #include "relay/schedule.h"
 #include "sched.h"
 
@@ -251,13 +250,13 @@ static int find_app(const relay_appset *set, const char *name,
 	return -1;
 }
 
-int relay__sched_classify(relay__msg *m)
+int relay__csched_classify(relay__msg *m)
 {
 	relay_consumer *c = m->c;
 	const char *an, *sn, *hn, *at;
 	const relay_app_schedule *s;
 	const relay_app *app = NULL;
-	relay__inv *inv;
+	relay__cinv *inv;
 	char why[160];
 	json_t *root;
 	int64_t t = 0, next = 0;
@@ -305,11 +304,11 @@ int relay__sched_classify(relay__msg *m)
 	}
 	json_decref(root);
 	if (found == 0) {
-		m->sched_hold = 1;
+		m->route = RELAY__ROUTE_OCC_HOLD;
 		return 0;
 	}
 	if (!s) {
-		m->sched_obsolete = 1;
+		m->route = RELAY__ROUTE_OCC_OBSOLETE;
 		return 0;
 	}
 	m->invs = relay__calloc(1, sizeof(*m->invs));
@@ -329,7 +328,7 @@ int relay__sched_classify(relay__msg *m)
 /* Apply "<timeout_ms>:<retries>:<handler>" (m->pin) to the invocation. */
 static int apply_pin(relay__msg *m)
 {
-	relay__inv *inv = &m->invs[0];
+	relay__cinv *inv = &m->invs[0];
 	long long to;
 	int retries, n = 0;
 
@@ -345,46 +344,27 @@ static int apply_pin(relay__msg *m)
 	return inv->field ? 0 : RELAY_ENOMEM;
 }
 
-static void claim_reply(relay_redis_backend *b, int status,
-			relay_redis_reply *reply, void *payload)
+static void claim_reply(int status, const relay_inv_outcome *o,
+			const char *pin, size_t pin_len, void *payload)
 {
 	relay__msg *m = payload;
-	relay_inv_outcome o;
 
-	(void)b;
-	if (status == 0 && reply && reply->type == RELAY_REDIS_REPLY_ARRAY &&
-	    reply->elements == 4 &&
-	    reply->element[3]->type == RELAY_REDIS_REPLY_STRING) {
-		relay_redis_reply *p = reply->element[3];
+	/* The stored pin: the one of the first admission. */
+	if (status == 0 && pin_len > 0) {
+		char *p = relay__strndup(pin, pin_len);
 
-		/* The stored pin: the one of the first admission. */
-		if (p->len > 0) {
-			char *pin = relay__strndup(p->str, p->len);
-
-			if (!pin)
-				status = RELAY_ENOMEM;
-			relay__free(m->pin);
-			m->pin = pin;
-		}
-		p->len = 0;
-		if (p->str)
-			p->str[0] = '\0';
+		if (!p)
+			status = RELAY_ENOMEM;
+		relay__free(m->pin);
+		m->pin = p;
 	}
-	if (status == 0)
-		status = relay__inv_outcome_from_reply(reply, &o);
-	relay_redis_reply_free(reply);
-	relay__msg_classified(m, status, status ? NULL : &o);
+	relay__msg_classified(m, status, status ? NULL : o);
 }
 
 static int claim_script(relay__msg *m)
 {
-	const char *argv[2];
-
-	argv[0] = m->key;
-	argv[1] = m->pin;
-	return relay__redis_script(m->c->redis,
-				   RELAY_REDIS_SCRIPT_CLAIM_CLASSIFICATION, 1,
-				   m->pin ? 2 : 1, argv, NULL, claim_reply, m);
+	return relay__inv_claim_classification_pin(m->c->redis, m->key,
+						   m->pin, claim_reply, m);
 }
 
 /*
@@ -533,7 +513,7 @@ static int admit_send(admit *a)
 				   admit_reply, a);
 }
 
-int relay__sched_claim(relay__msg *m)
+int relay__csched_claim(relay__msg *m)
 {
 	admit *a;
 	int rc;
@@ -559,23 +539,23 @@ int relay__sched_claim(relay__msg *m)
 	return rc;
 }
 
-void relay__sched_classified(relay__msg *m, int first)
+void relay__csched_classified(relay__msg *m, int first)
 {
 	relay_consumer *c = m->c;
 
 	if (first) {
 		c->m.events_schedule++;
-		if (m->sched_obsolete)
+		if (m->route == RELAY__ROUTE_OCC_OBSOLETE)
 			c->m.schedule_obsolete++;
 	}
-	if (m->sched_hold) {
+	if (m->route == RELAY__ROUTE_OCC_HOLD) {
 		LOG(c, RELAY_LOG_INFO, "RELAY-ENG14",
 		    "schedule occurrence kept pending: its app is invalid "
 		    "now occurrence=%s message_id=%s", m->sched_desc, m->id);
 		relay__msg_release(m, "app of the schedule is invalid");
 		return;
 	}
-	if (m->sched_obsolete) {
+	if (m->route == RELAY__ROUTE_OCC_OBSOLETE) {
 		LOG(c, RELAY_LOG_INFO, "RELAY-ENG14",
 		    "schedule occurrence obsolete (schedule no longer "
 		    "configured), acknowledged without a run occurrence=%s "
@@ -596,5 +576,5 @@ void relay__sched_classified(relay__msg *m, int first)
 	    "schedule occurrence dispatched app=%s handler=%s occurrence=%s "
 	    "message_id=%s", relay_app_name(m->invs[0].app),
 	    m->invs[0].handler, m->sched_desc, m->id);
-	relay__msg_next(m);
+	relay__msg_run(m);
 }

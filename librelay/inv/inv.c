@@ -5,9 +5,10 @@
  *
  * Nothing here does I/O. The memory backend calls the decide functions
  * under its own "atomicity" (single-threaded, no yield); the Lua scripts in
- * librelay/lua/ implement the same rules for a real server. Keep the two in
- * step: every rule here has a case in tests/redis/suite.c, which runs
- * against both.
+ * librelay/lua/ implement the same rules for a real server, and
+ * librelay/invops/ runs them over a Redis backend. Keep the two in step:
+ * every rule here has a case in tests/redis/suite.c, which runs against
+ * both.
  */
 #include <errno.h>
 #include <stdio.h>
@@ -387,38 +388,4 @@ int relay__inv_decide_dlq(const relay_inv_state *cur, unsigned int attempt,
 	next->dlq = 1;
 	*res = RELAY_DLQ_WRITTEN;
 	return 1;
-}
-
-int relay__inv_outcome_from_reply(const relay_redis_reply *r,
-				  relay_inv_outcome *out)
-{
-	const relay_redis_reply *e;
-	int rc;
-
-	rc = relay_redis_reply_error(r);
-	if (rc)
-		return rc;
-	memset(out, 0, sizeof(*out));
-	if (!r || r->type != RELAY_REDIS_REPLY_ARRAY || r->elements != 4)
-		return RELAY_EPARSE;
-	e = r->element[0];
-	if (e->type != RELAY_REDIS_REPLY_STRING)
-		return RELAY_EPARSE;
-	if (strcmp(e->str, "exhausted_dlq") == 0) {
-		out->result = RELAY_INV_R_EXHAUSTED;
-		out->dlq = 1;
-	} else if (relay__inv_result_parse(e->str, &out->result)) {
-		return RELAY_EPARSE;
-	}
-	if (r->element[1]->type != RELAY_REDIS_REPLY_INTEGER ||
-	    r->element[2]->type != RELAY_REDIS_REPLY_INTEGER ||
-	    r->element[3]->type != RELAY_REDIS_REPLY_STRING ||
-	    r->element[1]->integer < 0 ||
-	    r->element[3]->len > RELAY_INV_TOKEN_LEN)
-		return RELAY_EPARSE;
-	out->attempt = (unsigned int)r->element[1]->integer;
-	out->deadline_ms = r->element[2]->integer;
-	memcpy(out->token, r->element[3]->str, r->element[3]->len);
-	out->token[r->element[3]->len] = '\0';
-	return 0;
 }

@@ -1,16 +1,17 @@
 /*
- * librelay/inv/inv.h - private: the pure decision logic of the invocation
- * state transitions, shared by the memory backend (which runs it) and
- * mirrored line by line by the scripts in librelay/lua/ (which the
- * hiredis backend runs). The shared behavioural suite proves the two
- * agree.
+ * librelay/inv/inv.h - private: the pure part of the invocation state and
+ * the DLQ (no I/O): the reserved hash fields, the decision of every
+ * invocation-state transition, the script result names, the DLQ entry's
+ * fields. The memory backend (librelay/redis/memory_script.c) runs the
+ * decisions; the scripts in librelay/lua/ mirror them line by line for a
+ * real server; the operations over a Redis backend are
+ * librelay/invops/. The shared behavioural suite proves the two agree.
  */
 #ifndef RELAY__INV_H
 #define RELAY__INV_H
 
 #include "relay/invocation.h"
 #include "relay/dlq.h"
-#include "relay/sys/redis.h"
 
 /* Reserved hash fields. */
 #define RELAY__INV_F_CLASSIFICATION "__classification"
@@ -45,41 +46,26 @@ int relay__inv_decide_dlq(const relay_inv_state *cur, unsigned int attempt,
 			  const char *token, relay_dlq_persist_result *res,
 			  relay_inv_state *next);
 
-/*
- * relay_dlq_persist() with the event's length given: the raw value of a
- * malformed message is stored verbatim, NUL bytes included (the struct's
- * event is then not a C string of that length).
- */
-int relay__dlq_persist_raw(relay_redis_backend *b, const char *inv_key,
-			   const char *dlq_key, const char *field,
-			   unsigned int attempt, const char *token,
-			   const relay_dlq_entry *e, size_t event_len,
-			   relay_dlq_persist_cb cb, void *payload);
-
-/*
- * mark_complete + XACK @id of @stream for @group + retain (@ttl_ms) in one
- * script (RELAY_REDIS_SCRIPT_COMPLETE_ACK, backend version >= 3; else
- * RELAY_EBACKEND). The outcome is mark_complete's: recorded means the
- * message was also acknowledged and retained.
- */
-int relay__inv_complete_ack(relay_redis_backend *b, const char *key,
-			    const char *stream, const char *field,
-			    unsigned int attempt, const char *token,
-			    const char *group, const char *id,
-			    int64_t ttl_ms, relay_inv_cb cb, void *payload);
-
 /* Script result names on the wire (index = relay_inv_result). */
 const char *relay__inv_result_wire(relay_inv_result r);
 int relay__inv_result_parse(const char *s, relay_inv_result *out);
 
-/*
- * Convert a 4-element transition reply to an outcome.
- * Returns 0, RELAY_EBACKEND/RELAY_ETYPE (error reply) or RELAY_EPARSE.
- */
-int relay__inv_outcome_from_reply(const relay_redis_reply *r,
-				  relay_inv_outcome *out);
-
-/* Parse a decimal integer strictly (no sign unless @neg_ok). */
+/* Parse a decimal integer strictly: 1 to 18 digits, no sign. */
 int relay__parse_i64(const char *s, size_t len, int64_t *out);
+
+/* A DLQ entry's fields in the order they are written (trace last,
+ * optional; the first RELAY__DLQ_NREQUIRED are required). */
+#define RELAY__DLQ_NFIELDS 12
+#define RELAY__DLQ_NREQUIRED 11
+#define RELAY__DLQ_F_EVENT 4  /* index of "event" */
+extern const char *const relay__dlq_field_names[RELAY__DLQ_NFIELDS];
+
+/*
+ * relay_dlq_entry_validate() with the event's length given: @event_len
+ * bytes of e->event, which may hold NUL bytes (a raw stream value is
+ * stored byte-exact); the other strings are C strings.
+ */
+int relay__dlq_entry_check(const relay_dlq_entry *e, size_t event_len,
+			   relay_error *err);
 
 #endif /* RELAY__INV_H */

@@ -26,7 +26,7 @@
 #include "relay/invocation.h"
 #include "relay/redis.h"
 #include "relay/relay_libev.h"
-#include "../../librelay/inv/inv.h"  /* relay__inv_complete_ack */
+#include "../../librelay/invops/invops.h"  /* relay__inv_complete_ack */
 
 #define STREAM "bench"
 #define GROUP "g"

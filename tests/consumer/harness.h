@@ -22,7 +22,7 @@
 #include "relay/sys/runtime.h"
 #include "../../librelay/consumer/consumer.h"
 #include "../../librelay/redis/backend.h"
-#include "../../librelay/inv/inv.h"  /* relay__inv_complete_ack */
+#include "../../librelay/invops/invops.h"  /* relay__inv_complete_ack */
 
 /* ---- scripted executor ------------------------------------------------- */
 

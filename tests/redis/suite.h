@@ -30,6 +30,7 @@
 #include "relay/dlq.h"
 #include "relay/invocation.h"
 #include "relay/redis.h"
+#include "invops/invops.h"  /* the engine's variants of the scripts */
 
 #define RS_KEY "relay:invocation:events:g:1-0"
 #define RS_DLQ "relay:events:dlq"
@@ -360,6 +361,8 @@ static void test_shared__outage_reports_errors(void)
 	RT_CASE(test_shared__retain_absent_creates_nothing),             \
 	RT_CASE(test_shared__retained_hash_is_inert),                    \
 	RT_CASE(test_shared__classification_counted_once),               \
+	RT_CASE(test_shared__classification_pin_one_parser),             \
+	RT_CASE(test_shared__record_failure_given_backoff),              \
 	RT_CASE(test_shared__dlq_persist_entry_and_marker),              \
 	RT_CASE(test_shared__dlq_persist_idempotent),                    \
 	RT_CASE(test_shared__dlq_persist_foreign_claim),                 \

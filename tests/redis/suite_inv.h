@@ -204,6 +204,35 @@ static void test_shared__backoff_table(void)
 	rs_teardown();
 }
 
+/*
+ * The engine's scaled backoff goes through the same argument list as
+ * relay_inv_record_failure() (librelay/invops/, its one builder): the
+ * given backoff is stored, a backoff below 1 ms is refused before
+ * anything is sent.
+ */
+static void test_shared__record_failure_given_backoff(void)
+{
+	struct rs_wait w = { 0 };
+	relay_inv_outcome o;
+	char val[128];
+
+	rs_setup();
+	RT_ASSERT(rs_try("a/h", RS_NOW, 6000, &o) == 0);
+	RT_EQ_INT(relay__inv_record_failure_ms(rs_b, RS_KEY, "a/h", 1,
+					       o.token, RS_NOW, 0, rs_inv_cb,
+					       &w), RELAY_EINVAL);
+	RT_CHECK(!w.done);
+	RT_EQ_INT(rs_finish(&w, relay__inv_record_failure_ms(
+				    rs_b, RS_KEY, "a/h", 1, o.token, RS_NOW,
+				    1234, rs_inv_cb, &w), &o), 0);
+	RT_EQ_INT(o.result, RELAY_INV_R_RECORDED);
+	RT_EQ_INT(o.deadline_ms, RS_NOW + 1234);
+	snprintf(val, sizeof(val), "next_attempt_at:%lld:1:%s",
+		 (long long)(RS_NOW + 1234), o.token);
+	RT_EQ_STR(RS_STR("HGET", RS_KEY, "a/h"), val);
+	rs_teardown();
+}
+
 /* ---- fencing ---------------------------------------------------------- */
 
 static void test_shared__stale_tokens_write_nothing(void)

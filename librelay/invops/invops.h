@@ -1,0 +1,72 @@
+/*
+ * librelay/invops/invops.h - private: the invocation-state and DLQ
+ * operations over a Redis backend beyond the public ones of
+ * relay/invocation.h and relay/dlq.h. Every transition script's key and
+ * argument list is built in this part and nowhere else, and its reply is
+ * parsed here and nowhere else (inv_ops.c, dlq.c); the decisions the
+ * scripts make are librelay/inv/. Never installed.
+ */
+#ifndef RELAY__INVOPS_H
+#define RELAY__INVOPS_H
+
+#include "relay/invocation.h"
+#include "relay/dlq.h"
+#include "relay/sys/redis.h"
+
+/*
+ * relay_inv_record_failure() with the backoff given: next_attempt_at =
+ * @now + @backoff_ms (>= 1). relay_inv_record_failure() passes
+ * relay_inv_backoff_ms(@attempt); the engine passes it divided by its
+ * time scale (test hooks).
+ */
+int relay__inv_record_failure_ms(relay_redis_backend *b, const char *key,
+				 const char *field, unsigned int attempt,
+				 const char *token, relay_wall_ms now,
+				 int64_t backoff_ms, relay_inv_cb cb,
+				 void *payload);
+
+/*
+ * Completion of relay__inv_claim_classification_pin(): as relay_inv_cb,
+ * plus the admission pin stored in the hash (@pin, @pin_len bytes,
+ * borrowed for the call; "" when none is stored). @pin is NULL when
+ * @status is nonzero.
+ */
+typedef void (*relay__inv_pin_cb)(int status, const relay_inv_outcome *o,
+				  const char *pin, size_t pin_len,
+				  void *payload);
+
+/*
+ * claim_classification with a schedule occurrence's admission pin
+ * ("<timeout_ms>:<retries>:<handler>"; NULL or "" for none): the script
+ * stores it in __schedule unless one is stored already, and always
+ * answers the stored one. relay_inv_claim_classification() is this
+ * without a pin. Returns: as relay_inv_try_start().
+ */
+int relay__inv_claim_classification_pin(relay_redis_backend *b,
+					const char *key, const char *pin,
+					relay__inv_pin_cb cb, void *payload);
+
+/*
+ * mark_complete + XACK @id of @stream for @group + retain (@ttl_ms) in one
+ * script (RELAY_REDIS_SCRIPT_COMPLETE_ACK, backend version >= 3; else
+ * RELAY_EBACKEND). The outcome is mark_complete's: recorded means the
+ * message was also acknowledged and retained.
+ */
+int relay__inv_complete_ack(relay_redis_backend *b, const char *key,
+			    const char *stream, const char *field,
+			    unsigned int attempt, const char *token,
+			    const char *group, const char *id,
+			    int64_t ttl_ms, relay_inv_cb cb, void *payload);
+
+/*
+ * relay_dlq_persist() with the event's length given: the raw value of a
+ * malformed message is stored verbatim, NUL bytes included (the struct's
+ * event is then not a C string of that length).
+ */
+int relay__dlq_persist_raw(relay_redis_backend *b, const char *inv_key,
+			   const char *dlq_key, const char *field,
+			   unsigned int attempt, const char *token,
+			   const relay_dlq_entry *e, size_t event_len,
+			   relay_dlq_persist_cb cb, void *payload);
+
+#endif /* RELAY__INVOPS_H */

@@ -1,0 +1,96 @@
+/*
+ * test_inv_pure.c - the inv part on its own: linked with common and
+ * nothing else (tests/redis/meson.build), so this program does not build
+ * if the pure decisions or the DLQ entry format ever call into a Redis
+ * backend (librelay/meson.build, doc/architecture.md: inv is below
+ * redis, whose memory backend runs these decisions). The cases check
+ * what the memory backend relies on: a decision's outcome and next state,
+ * the script result names both ways, the DLQ entry check with a raw
+ * event. Suite unit.
+ */
+#include <string.h>
+
+#include "relaytest.h"
+#include "inv.h"
+
+#define TOK_A "0123456789abcdef0123456789abcdef"
+#define TOK_B "fedcba9876543210fedcba9876543210"
+
+static void test_inv_pure__decisions(void)
+{
+	relay_inv_state cur, next;
+	relay_inv_outcome o;
+	relay_dlq_persist_result res;
+	char buf[96];
+
+	/* Absent: claim attempt 1 with the given token and deadline. */
+	RT_EQ_INT(relay_inv_state_parse(&cur, NULL, 0), 0);
+	RT_EQ_INT(relay__inv_decide_try_start(&cur, 1000, 5000, TOK_A, &o,
+					      &next), 1);
+	RT_EQ_INT(o.result, RELAY_INV_R_CLAIMED);
+	RT_EQ_INT(o.attempt, 1);
+	RT_CHECK(relay_inv_state_format(&next, buf, sizeof(buf)) > 0);
+	RT_EQ_STR(buf, "running:6000:1:" TOK_A);
+	/* A failure of another claim is stale and writes nothing. */
+	cur = next;
+	RT_EQ_INT(relay__inv_decide_failure(&cur, 1, TOK_B, 2000, 60000, &o,
+					    &next), 0);
+	RT_EQ_INT(o.result, RELAY_INV_R_STALE);
+	/* Exhausted, then its DLQ entry once. */
+	RT_EQ_INT(relay__inv_decide_exhausted(&cur, 1, TOK_A, &o, &next), 1);
+	cur = next;
+	RT_EQ_INT(relay__inv_decide_dlq(&cur, 1, TOK_A, &res, &next), 1);
+	RT_EQ_INT(res, RELAY_DLQ_WRITTEN);
+	cur = next;
+	RT_EQ_INT(relay__inv_decide_dlq(&cur, 1, TOK_A, &res, &next), 0);
+	RT_EQ_INT(res, RELAY_DLQ_ALREADY);
+}
+
+static void test_inv_pure__result_names(void)
+{
+	relay_inv_result r, back;
+
+	for (r = RELAY_INV_R_CLAIMED; r <= RELAY_INV_R_ABSENT; r++) {
+		RT_EQ_INT(relay__inv_result_parse(relay__inv_result_wire(r),
+						  &back), 0);
+		RT_EQ_INT(back, r);
+	}
+	RT_EQ_INT(relay__inv_result_parse("exhausted_dlq", &back),
+		  RELAY_EPARSE);
+	RT_EQ_STR(relay__inv_result_wire((relay_inv_result)99), "?");
+}
+
+static void test_inv_pure__dlq_entry(void)
+{
+	static const char raw[] = "a\0b";
+	relay_dlq_entry e;
+
+	memset(&e, 0, sizeof(e));
+	e.original_stream = "events";
+	e.original_id = "1-0";
+	e.group = "g";
+	e.consumer = "c";
+	e.event = raw;
+	e.reason = "'event' field is not a string";
+	e.app = "-";
+	e.handler = "-";
+	e.deliveries = 1;
+	e.timestamp = "2026-01-01T00:00:00.000Z";
+	RT_EQ_INT(relay__dlq_entry_check(&e, sizeof(raw) - 1, NULL), 0);
+	e.handler_attempts = 1;  /* a placeholder has 0 attempts */
+	RT_EQ_INT(relay__dlq_entry_check(&e, sizeof(raw) - 1, NULL),
+		  RELAY_EINVAL);
+	RT_EQ_STR(relay__dlq_field_names[RELAY__DLQ_F_EVENT], "event");
+	RT_EQ_STR(relay__dlq_field_names[RELAY__DLQ_NFIELDS - 1], "trace");
+}
+
+int main(int argc, char **argv)
+{
+	static const rt_case cases[] = {
+		RT_CASE(test_inv_pure__decisions),
+		RT_CASE(test_inv_pure__result_names),
+		RT_CASE(test_inv_pure__dlq_entry),
+	};
+
+	return rt_main(argc, argv, cases, RT_NCASES(cases));
+}
