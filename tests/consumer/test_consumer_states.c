@@ -208,6 +208,7 @@ static void test_states__invocation_table(void)
 	RT_EQ_STR(cinv_name(NCINV), "?");
 }
 
+#ifndef NDEBUG
 /* Run @fn in a child with stderr closed: 1 when it died of SIGABRT. */
 static int aborts(void (*fn)(void))
 {
@@ -244,6 +245,7 @@ static void illegal_cinv(void)
 	memset(&inv, 0, sizeof(inv));
 	relay__cinv_to(&inv, RELAY__CINV_RUN);  /* todo -> run: unclaimed */
 }
+#endif
 
 static void test_states__transition_function(void)
 {
