@@ -204,7 +204,9 @@ RELAY_EXTERN int relay_inv_mark_exhausted(relay_redis_backend *b,
 /**
  * relay_inv_claim_classification() - count the message's classification
  * once across redeliveries and replicas. Result R_CLAIMED (count it),
- * R_ALREADY or R_RETAINED.
+ * R_ALREADY or R_RETAINED. The outcome carries no token (o->token is
+ * ""; the script's admission pin, which the engine passes, is not part
+ * of this call).
  */
 RELAY_EXTERN int relay_inv_claim_classification(relay_redis_backend *b,
 						const char *key,
