@@ -245,25 +245,26 @@ static bool ours(pid_t pid)
 	return false;
 }
 
-/* Is a process of ours whose command line holds @needle alive? A
- * leading '^' anchors @needle at the start of the command line. */
 /* The command line of a python3 warm server (and of its slots). */
 #define SERVER_CMD "python3 -u -B /run/relay-bootstrap/relay-bootstrap.py --serve"
 
-static bool host_has_process(const char *needle, pid_t *pid)
+/* The processes of ours whose command line holds @needle (a leading '^'
+ * anchors it at the start): the first one's pid in *@pid, each sent @sig
+ * unless it is 0. Returns how many. */
+static int host_processes(const char *needle, pid_t *pid, int sig)
 {
 	bool anchored = needle[0] == '^';
-
 	DIR *d = opendir("/proc");
 	struct dirent *e;
-	bool found = false;
+	int found = 0;
 
-	while (d && (e = readdir(d)) && !found) {
+	while (d && (e = readdir(d))) {
 		char path[300], buf[4096];
+		pid_t p = (pid_t)atol(e->d_name);
 		FILE *f;
 		size_t n, i;
 
-		if (e->d_name[0] < '0' || e->d_name[0] > '9')
+		if (p <= 0)
 			continue;
 		snprintf(path, sizeof(path), "/proc/%s/cmdline", e->d_name);
 		f = fopen(path, "r");
@@ -275,17 +276,22 @@ static bool host_has_process(const char *needle, pid_t *pid)
 			if (buf[i] == '\0')
 				buf[i] = ' ';
 		buf[n] = '\0';
-		if ((anchored ? strncmp(buf, needle + 1, strlen(needle + 1))
-				== 0 : strstr(buf, needle) != NULL) &&
-		    ours((pid_t)atol(e->d_name))) {
-			found = true;
-			if (pid)
-				*pid = (pid_t)atol(e->d_name);
-		}
+		if (!(anchored ? strncmp(buf, needle + 1, strlen(needle + 1))
+				 == 0 : strstr(buf, needle) != NULL) || !ours(p))
+			continue;
+		if (found++ == 0 && pid)
+			*pid = p;
+		if (sig)
+			kill(p, sig);
 	}
 	if (d)
 		closedir(d);
 	return found;
+}
+
+static bool host_has_process(const char *needle, pid_t *pid)
+{
+	return host_processes(needle, pid, 0) > 0;
 }
 
 static void sleep_ms(int ms)
@@ -488,41 +494,6 @@ static void test_warm__pids_limit_per_invocation(void)
 	job_free(&j[1]);
 }
 
-/* Send @sig to every process of ours whose command line starts with
- * @prefix; returns how many. */
-static int signal_all(const char *prefix, int sig)
-{
-	DIR *d = opendir("/proc");
-	struct dirent *e;
-	int n = 0;
-
-	while (d && (e = readdir(d))) {
-		char path[300], buf[4096];
-		pid_t pid = (pid_t)atol(e->d_name);
-		size_t len, i;
-		FILE *f;
-
-		if (pid <= 0)
-			continue;
-		snprintf(path, sizeof(path), "/proc/%s/cmdline", e->d_name);
-		f = fopen(path, "r");
-		if (!f)
-			continue;
-		len = fread(buf, 1, sizeof(buf) - 1, f);
-		fclose(f);
-		for (i = 0; i < len; i++)
-			if (buf[i] == '\0')
-				buf[i] = ' ';
-		buf[len] = '\0';
-		if (strncmp(buf, prefix, strlen(prefix)) == 0 && ours(pid) &&
-		    kill(pid, sig) == 0)
-			n++;
-	}
-	if (d)
-		closedir(d);
-	return n;
-}
-
 /* An invocation slot is reused only clean: an invocation run where an
  * earlier one ran (the same pid namespace) sees no file it left in /tmp
  * or /dev/shm, /tmp's mode back, no SysV object it made, and is pid 2,
@@ -579,7 +550,7 @@ static void test_warm__parent_wedged(void)
 	RT_CHECK(j.o.warm);
 	job_free(&j);
 	/* The server and its slot (one, after one run). */
-	RT_CHECK(signal_all(SERVER_CMD, SIGSTOP) >= 2);
+	RT_CHECK(host_processes("^" SERVER_CMD, NULL, SIGSTOP) >= 2);
 	s.warm = RELAY_WARM_AUTO;
 	RT_CHECK(run1(r, &s, &j) == 0);
 	RT_EQ_INT(j.o.status, RELAY_RUN_OK);
@@ -587,7 +558,7 @@ static void test_warm__parent_wedged(void)
 	relay_runtime_warm_stats_get(r, &st);
 	RT_EQ_INT(st.failures[RELAY_WARM_FAIL_WEDGED], 1);
 	job_free(&j);
-	signal_all(SERVER_CMD, SIGCONT);
+	host_processes("^" SERVER_CMD, NULL, SIGCONT);
 	relay_runtime_free(r);
 }
 
