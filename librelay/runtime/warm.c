@@ -378,6 +378,7 @@ static void on_started(warm_parent *p, warm_req *q, int pidfd)
 			kill(pid, SIGKILL);
 		relay__warm_close_fd(&q->go_w);
 	}
+	q->pid = pid;
 	relay__run_warm_started(q->run, pid);
 }
 

@@ -56,6 +56,7 @@ struct warm_req {
 	size_t msg_len;
 	relay__limits_inv *inv;
 	bool sent, started;
+	pid_t pid;             /* the invocation's process, once started */
 };
 
 struct warm_parent {
@@ -153,6 +154,9 @@ unsigned int relay__warm_nparents(const relay__warm *w);
 void relay__warm_backoff_note(relay__warm *w, const char *app, bool failed);
 bool relay__warm_backoff_active(relay__warm *w, const char *app);
 uint64_t relay__warm_rss_of(pid_t pid);
+/* A warm parent's memory: its server's resident memory plus what its
+ * invocation slots hold privately (not the invocations running). */
+uint64_t relay__warm_parent_mem(const warm_parent *p);
 
 /* warm_pool.c */
 

@@ -251,7 +251,8 @@ static bool ours(pid_t pid)
 /* The processes of ours whose command line holds @needle (a leading '^'
  * anchors it at the start): the first one's pid in *@pid, each sent @sig
  * unless it is 0. Returns how many. */
-static int host_processes(const char *needle, pid_t *pid, int sig)
+static int host_processes_into(const char *needle, pid_t *pid, int sig,
+				pid_t *all, int max)
 {
 	bool anchored = needle[0] == '^';
 	DIR *d = opendir("/proc");
@@ -279,6 +280,8 @@ static int host_processes(const char *needle, pid_t *pid, int sig)
 		if (!(anchored ? strncmp(buf, needle + 1, strlen(needle + 1))
 				 == 0 : strstr(buf, needle) != NULL) || !ours(p))
 			continue;
+		if (all && found < max)
+			all[found] = p;
 		if (found++ == 0 && pid)
 			*pid = p;
 		if (sig)
@@ -289,9 +292,32 @@ static int host_processes(const char *needle, pid_t *pid, int sig)
 	return found;
 }
 
+static int host_processes(const char *needle, pid_t *pid, int sig)
+{
+	return host_processes_into(needle, pid, sig, NULL, 0);
+}
+
 static bool host_has_process(const char *needle, pid_t *pid)
 {
 	return host_processes(needle, pid, 0) > 0;
+}
+
+/* Up to @max pids of our processes matching @needle; returns how many. */
+static int host_pids(const char *needle, pid_t *all, int max)
+{
+	int n = host_processes_into(needle, NULL, 0, all, max);
+
+	return n < max ? n : max;
+}
+
+static int host_pids_has(const pid_t *all, int n, pid_t pid)
+{
+	int i;
+
+	for (i = 0; i < n; i++)
+		if (all[i] == pid)
+			return 1;
+	return 0;
 }
 
 static void sleep_ms(int ms)
@@ -494,6 +520,33 @@ static void test_warm__pids_limit_per_invocation(void)
 	job_free(&j[1]);
 }
 
+/* The memory relay_runtime_warm_foreach() reports for app "warmapp". */
+static void warmapp_mem(const char *app, const char *state,
+			unsigned int inflight, uint64_t rss, void *payload)
+{
+	(void)state;
+	(void)inflight;
+	if (strcmp(app, "warmapp") == 0)
+		*(uint64_t *)payload += rss;
+}
+
+/* Resident memory of @pid, from statm. */
+static uint64_t rss_of(pid_t pid)
+{
+	char path[64];
+	unsigned long size = 0, res = 0;
+	FILE *f;
+
+	snprintf(path, sizeof(path), "/proc/%ld/statm", (long)pid);
+	f = fopen(path, "r");
+	if (!f)
+		return 0;
+	if (fscanf(f, "%lu %lu", &size, &res) != 2)
+		res = 0;
+	fclose(f);
+	return (uint64_t)res * (uint64_t)sysconf(_SC_PAGESIZE);
+}
+
 /* An invocation slot is reused only clean: an invocation run where an
  * earlier one ran (the same pid namespace) sees no file it left in /tmp
  * or /dev/shm, /tmp's mode back, no SysV object it made, and is pid 2,
@@ -527,6 +580,22 @@ static void test_warm__slot_reuse_is_clean(void)
 		job_free(&j);
 	}
 	RT_CHECK(reused);
+	/* The parent's memory counts its idle slots too: more than its
+	 * server's own resident memory. Every server of ours is smaller
+	 * than that (another app's parent may be running too). */
+	{
+		uint64_t mem = 0, most = 0;
+		pid_t pids[64];
+		int m, n = host_pids("^" SERVER_CMD, pids, 64);
+
+		relay_runtime_warm_foreach(rt, warmapp_mem, &mem);
+		for (m = 0; m < n; m++)
+			if (host_pids_has(pids, n, parent_of(pids[m])) == 0 &&
+			    rss_of(pids[m]) > most)
+				most = rss_of(pids[m]);
+		RT_CHECK(n >= 3 && most > 0);
+		RT_CHECK(mem > most);
+	}
 }
 
 /* A wedged parent (the server and its invocation slots stopped): no
