@@ -374,19 +374,24 @@ class Server:
             if h is not None:
                 st = self._wait(h)
                 self._kill_leftovers()
+                if self._scratch_stamp() != stamp:
+                    for d in SCRATCH:
+                        self._mount_scratch(d, again=True)
+                    stamp = self._scratch_stamp()
+                # Free again before relayd hears of the end, so the
+                # server counts it idle before the next request is taken
+                # (and starts no slot for it).
+                ssock.sendmsg([b"I\0" + rid + b"\0"])
                 self.send([b"X", rid, str(_status_code(st) << 8).encode()])
-            if self._scratch_stamp() != stamp:
-                for d in SCRATCH:
-                    self._mount_scratch(d, again=True)
-                stamp = self._scratch_stamp()
+            else:
+                ssock.sendmsg([b"I\0" + rid + b"\0"])
             # The next H, forked now that nothing of this one is left in
             # the namespace (an invocation never sees the next one's
-            # process); meanwhile another slot takes requests.
+            # process); meanwhile the slots waiting longer take requests.
             try:
                 spare = self._spare(ssock)
             except OSError:
                 spare = None    # made when the next request comes
-            ssock.sendmsg([b"I\0" + rid + b"\0"])
 
     def _hand_over(self, ssock, spare, msg, fields, fds):
         """In N: give the request to the waiting H (a new one if there is
@@ -655,10 +660,6 @@ class Server:
             if f[0] == b"B" and len(f) == 2:
                 slot.rid = f[1]
                 self.idle -= 1
-                # Keep one slot free (or on its way) for the next request.
-                if (self.idle + self.starting == 0
-                        and len(self.by_sock) < MAX_SLOTS):
-                    self.new_slot()
             elif f[0] == b"I" and len(f) == 2:
                 if not slot.ready:
                     slot.ready = True    # its first "I": set up
@@ -738,6 +739,11 @@ class Server:
                 slot = self.by_sock.get(fd)
                 if slot is not None:
                     self.from_slot(slot)
+            # Keep one slot free (or on its way) for the next request,
+            # once every slot's news of this round is in.
+            if (self.idle + self.starting <= 0
+                    and len(self.by_sock) < MAX_SLOTS):
+                self.new_slot()
 
 
 class Slot:
