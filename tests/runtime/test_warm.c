@@ -595,6 +595,18 @@ static void test_warm__slot_reuse_is_clean(void)
 				most = rss_of(pids[m]);
 		RT_CHECK(n >= 3 && most > 0);
 		RT_CHECK(mem > most);
+		/* One at a time: about one slot more than in flight. Slots
+		 * are a server's children (each has its waiting H); no
+		 * server of ours has more than 3. */
+		for (m = 0; m < n; m++) {
+			int k, slots = 0;
+
+			if (host_pids_has(pids, n, parent_of(pids[m])))
+				continue;               /* not a server */
+			for (k = 0; k < n; k++)
+				slots += parent_of(pids[k]) == pids[m];
+			RT_CHECK(slots <= 3);
+		}
 	}
 }
 
