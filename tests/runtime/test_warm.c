@@ -599,12 +599,12 @@ static void test_warm__slot_reuse_is_clean(void)
 		 * are a server's children (each has its waiting H); no
 		 * server of ours has more than 3. */
 		for (m = 0; m < n; m++) {
-			int k, slots = 0;
+			int x, slots = 0;
 
 			if (host_pids_has(pids, n, parent_of(pids[m])))
 				continue;               /* not a server */
-			for (k = 0; k < n; k++)
-				slots += parent_of(pids[k]) == pids[m];
+			for (x = 0; x < n; x++)
+				slots += parent_of(pids[x]) == pids[m];
 			RT_CHECK(slots <= 3);
 		}
 	}
