@@ -5,7 +5,7 @@
  * wrappers around backend slots), spawn.c (pipes + posix_spawn/vfork),
  * limits.c (cgroups and rlimits), output.c (line splitting), process.c and
  * bwrap.c (the built-in backends), run_libev.c (the per-run state machine)
- * and warm.c, warm_pool.c, warm_stats.c (warm parents and pre-started
+ * and warm.c, warm_ctl.c, warm_pool.c, warm_stats.c (warm parents and pre-started
  * processes): the files with <ev.h>.
  */
 #ifndef RELAY__RUNTIME_H

@@ -28,8 +28,10 @@
  * invocation (cgroups joined before the invocation unshares, rlimits set
  * by it). Idle parents are retired after warm_idle_ms; at most
  * warm_max_parents live at once (the least recently used idle one makes
- * room). warm_pool.c has the node pre-started processes, warm_stats.c
- * the counters; these and run_libev.c are the runtime files with <ev.h>.
+ * room). warm_ctl.c has the control protocol (requests and what the
+ * parent answers), warm_pool.c the node pre-started processes,
+ * warm_stats.c the counters; these and run_libev.c are the runtime files
+ * with <ev.h>.
  */
 #define _GNU_SOURCE
 #include <errno.h>
@@ -99,9 +101,8 @@ static char *make_key(const relay_exec_spec *spec, const relay__strv *env)
 
 /* ---- parents ---------------------------------------------------- */
 
-static void parent_fault(warm_parent *p, int why, const char *detail);
 
-static void count_states(relay__warm *w)
+void relay__warm_count_states(relay__warm *w)
 {
 	warm_parent *p;
 
@@ -131,7 +132,7 @@ unsigned int relay__warm_nparents(const relay__warm *w)
 	return n;
 }
 
-static void req_free(warm_req *q)
+void relay__warm_req_free(warm_req *q)
 {
 	int i;
 
@@ -143,7 +144,7 @@ static void req_free(warm_req *q)
 }
 
 /* Unlink and free @p; its bwrap is killed and, where we can, reaped. */
-static void parent_free(warm_parent *p)
+void relay__warm_parent_free(warm_parent *p)
 {
 	relay__warm *w = p->w;
 	warm_parent **pp;
@@ -174,16 +175,16 @@ static void parent_free(warm_parent *p)
 	relay__free(p->key);
 	relay__free(p->app);
 	relay__free(p);
-	count_states(w);
+	relay__warm_count_states(w);
 }
 
 /* Retire: no new requests; free now if nothing runs on it. */
 static void parent_retire(warm_parent *p)
 {
 	p->state = P_RETIRING;
-	count_states(p->w);
+	relay__warm_count_states(p->w);
 	if (!p->reqs)
-		parent_free(p);
+		relay__warm_parent_free(p);
 }
 
 void relay__warm_backoff_note(relay__warm *w, const char *app, bool failed)
@@ -227,285 +228,11 @@ bool relay__warm_backoff_active(relay__warm *w, const char *app)
 	return false;
 }
 
-/* The pid a pidfd refers to, in our pid namespace (fdinfo "Pid:"). */
-static pid_t pidfd_pid(int pidfd)
-{
-	char path[64], buf[1024];
-	ssize_t n;
-	char *p;
-	int fd;
-
-	snprintf(path, sizeof(path), "/proc/self/fdinfo/%d", pidfd);
-	fd = open(path, O_RDONLY | O_CLOEXEC);
-	if (fd < 0)
-		return -1;
-	n = read(fd, buf, sizeof(buf) - 1);
-	close(fd);
-	if (n <= 0)
-		return -1;
-	buf[n] = '\0';
-	p = strstr(buf, "\nPid:");
-	if (!p)
-		return -1;
-	return (pid_t)strtol(p + 5, NULL, 10);
-}
-
-static int send_msg(int fd, const char *msg, size_t len, const int *fds,
-		    int nfds)
-{
-	union {
-		char buf[CMSG_SPACE(3 * sizeof(int))];
-		struct cmsghdr align;
-	} u;
-	struct iovec iov = { (void *)msg, len };
-	struct msghdr mh;
-	ssize_t n;
-
-	memset(&mh, 0, sizeof(mh));
-	mh.msg_iov = &iov;
-	mh.msg_iovlen = 1;
-	if (nfds) {
-		struct cmsghdr *c;
-
-		memset(&u, 0, sizeof(u));
-		mh.msg_control = u.buf;
-		mh.msg_controllen = CMSG_SPACE((size_t)nfds * sizeof(int));
-		c = CMSG_FIRSTHDR(&mh);
-		c->cmsg_level = SOL_SOCKET;
-		c->cmsg_type = SCM_RIGHTS;
-		c->cmsg_len = CMSG_LEN((size_t)nfds * sizeof(int));
-		memcpy(CMSG_DATA(c), fds, (size_t)nfds * sizeof(int));
-	}
-	do
-		n = sendmsg(fd, &mh, MSG_NOSIGNAL);
-	while (n < 0 && errno == EINTR);
-	return n == (ssize_t)len ? 0 : -1;
-}
-
-static void arm_watchdog(warm_parent *p)
-{
-	warm_req *q;
-
-	for (q = p->reqs; q; q = q->next)
-		if (q->sent && !q->started)
-			break;
-	if (!q) {
-		ev_timer_stop(p->loop, &p->w_watchdog);
-		return;
-	}
-	if (!ev_is_active(&p->w_watchdog)) {
-		ev_timer_set(&p->w_watchdog,
-			     p->w->start_timeout_ms / 1000.0, 0.);
-		ev_timer_start(p->loop, &p->w_watchdog);
-	}
-}
-
-/* Hand @q to its parent. 0, or -1 when the parent is unreachable. */
-static int req_send(warm_req *q)
-{
-	warm_parent *p = q->p;
-	int i;
-
-	if (send_msg(p->ctl, q->msg, q->msg_len, q->cfd, q->ncfd) != 0)
-		return -1;
-	for (i = 0; i < 4; i++)
-		relay__warm_close_fd(&q->cfd[i]);
-	relay__free(q->msg);
-	q->msg = NULL;
-	q->sent = true;
-	arm_watchdog(p);
-	return 0;
-}
-
-static warm_req *find_req(warm_parent *p, uint32_t id)
-{
-	warm_req *q;
-
-	for (q = p->reqs; q; q = q->next)
-		if (q->id == id)
-			return q;
-	return NULL;
-}
-
-static void unlink_req(warm_parent *p, warm_req *q)
-{
-	warm_req **qp;
-
-	for (qp = &p->reqs; *qp; qp = &(*qp)->next) {
-		if (*qp == q) {
-			*qp = q->next;
-			break;
-		}
-	}
-	p->inflight--;
-	p->last_used = relay_clock_mono_us(NULL);
-}
-
-/* Split a NUL-separated message into at most @max fields. */
-static int split(char *msg, size_t len, char **f, int max)
-{
-	size_t i = 0;
-	int n = 0;
-
-	while (i < len && n < max) {
-		f[n++] = msg + i;
-		i += strnlen(msg + i, len - i) + 1;
-	}
-	return n;
-}
-
-static void on_started(warm_parent *p, warm_req *q, int pidfd)
-{
-	pid_t pid = pidfd >= 0 ? pidfd_pid(pidfd) : -1;
-
-	if (pidfd >= 0)
-		close(pidfd);
-	q->started = true;
-	arm_watchdog(p);
-	/* Already exited and reaped by the parent (its X is on the way):
-	 * nothing to signal. It cannot be waiting for a G. */
-	if (pid <= 0) {
-		relay__run_warm_started(q->run, 0);
-		return;
-	}
-	if (q->go_w >= 0) {
-		int e = relay__limits_attach(q->inv, pid);
-
-		relay__limits_spawned(q->inv);
-		/* Never run a handler outside its limits: without the "g"
-		 * it exits at the pipe's end. */
-		if (e != 0 || write(q->go_w, "g", 1) != 1)
-			kill(pid, SIGKILL);
-		relay__warm_close_fd(&q->go_w);
-	}
-	q->pid = pid;
-	relay__run_warm_started(q->run, pid);
-}
-
-static void ctl_cb(struct ev_loop *loop, ev_io *wio, int revents)
-{
-	warm_parent *p = wio->data;
-	union {
-		char buf[CMSG_SPACE(4 * sizeof(int))];
-		struct cmsghdr align;
-	} u;
-	char msg[4096];
-	char *f[4];
-	int nf, i;
-
-	(void)loop;
-	(void)revents;
-	for (i = 0; i < 64 && !p->dead; i++) {
-		struct iovec iov = { msg, sizeof(msg) - 1 };
-		struct msghdr mh;
-		struct cmsghdr *c;
-		int fd = -1;
-		ssize_t n;
-		warm_req *q;
-
-		memset(&mh, 0, sizeof(mh));
-		mh.msg_iov = &iov;
-		mh.msg_iovlen = 1;
-		mh.msg_control = u.buf;
-		mh.msg_controllen = sizeof(u.buf);
-		n = recvmsg(p->ctl, &mh, MSG_CMSG_CLOEXEC | MSG_DONTWAIT);
-		if (n < 0 && errno == EINTR)
-			continue;
-		if (n < 0 && (errno == EAGAIN || errno == EWOULDBLOCK))
-			return;
-		for (c = CMSG_FIRSTHDR(&mh); c; c = CMSG_NXTHDR(&mh, c)) {
-			size_t k, nfd;
-
-			if (c->cmsg_level != SOL_SOCKET ||
-			    c->cmsg_type != SCM_RIGHTS)
-				continue;
-			nfd = (c->cmsg_len - CMSG_LEN(0)) / sizeof(int);
-			for (k = 0; k < nfd; k++) {
-				int x;
-
-				memcpy(&x, CMSG_DATA(c) + k * sizeof(int),
-				       sizeof(int));
-				if (fd < 0)
-					fd = x;
-				else
-					close(x);
-			}
-		}
-		if (n <= 0) {
-			relay__warm_close_fd(&fd);
-			parent_fault(p, RELAY_WARM_FAIL_CRASHED,
-				     n == 0 ? "the warm parent exited"
-					    : strerror(errno));
-			return;
-		}
-		msg[n] = '\0';
-		nf = split(msg, (size_t)n, f, 4);
-		if (f[0][0] == 'Y' && p->state == P_STARTING) {
-			p->server_pid = fd >= 0 ? pidfd_pid(fd) : 0;
-			relay__warm_close_fd(&fd);
-			p->state = P_READY;
-			count_states(p->w);
-			relay__warm_backoff_note(p->w, p->app, false);
-			relay__log(&p->w->rt->logger, RELAY_LOG_DEBUG,
-				   "RELAY-RT06", "runtime: warm parent for "
-				   "app %s ready", p->app);
-			for (q = p->reqs; q; q = q->next) {
-				if (!q->sent && req_send(q) != 0) {
-					parent_fault(p, RELAY_WARM_FAIL_CRASHED,
-						     "control socket write "
-						     "failed");
-					return;
-				}
-			}
-			continue;
-		}
-		if (f[0][0] == 'N' && p->state == P_STARTING) {
-			relay__warm_close_fd(&fd);
-			parent_fault(p, RELAY_WARM_FAIL_UNSUPPORTED,
-				     nf > 1 ? f[1] : "unsupported");
-			return;
-		}
-		q = nf > 1 ? find_req(p, (uint32_t)strtoul(f[1], NULL, 10))
-			   : NULL;
-		if (!q) {
-			relay__warm_close_fd(&fd);
-			continue;
-		}
-		if (f[0][0] == 'S') {
-			on_started(p, q, fd);
-		} else if (f[0][0] == 'X' && nf > 2) {
-			relay_run *run = q->run;
-
-			relay__warm_close_fd(&fd);
-			unlink_req(p, q);
-			req_free(q);
-			arm_watchdog(p);
-			relay__run_warm_exited(run,
-					       (int)strtol(f[2], NULL, 10));
-		} else if (f[0][0] == 'E') {
-			relay_run *run = q->run;
-
-			relay__warm_close_fd(&fd);
-			unlink_req(p, q);
-			req_free(q);
-			arm_watchdog(p);
-			relay__run_warm_lost(run, RELAY_WARM_FAIL_FORK,
-					     nf > 2 ? f[2] : "fork failed");
-		} else {
-			relay__warm_close_fd(&fd);
-		}
-		if (p->state == P_RETIRING && !p->reqs) {
-			parent_free(p);
-			return;
-		}
-	}
-}
-
 /*
  * The parent is gone or useless: log once, every run it had starts again
  * cold, and the app waits a backoff before its next warm parent.
  */
-static void parent_fault(warm_parent *p, int why, const char *detail)
+void relay__warm_parent_fault(warm_parent *p, int why, const char *detail)
 {
 	relay__warm *w = p->w;
 
@@ -528,11 +255,11 @@ static void parent_fault(warm_parent *p, int why, const char *detail)
 		warm_req *q = p->reqs;
 		relay_run *run = q->run;
 
-		unlink_req(p, q);
-		req_free(q);
+		relay__warm_unlink_req(p, q);
+		relay__warm_req_free(q);
 		relay__run_warm_lost(run, why, detail);
 	}
-	parent_free(p);
+	relay__warm_parent_free(p);
 }
 
 static void exit_cb(struct ev_loop *loop, ev_io *wio, int revents)
@@ -546,7 +273,7 @@ static void exit_cb(struct ev_loop *loop, ev_io *wio, int revents)
 		while (waitpid(p->pid, NULL, 0) < 0 && errno == EINTR)
 			;
 	p->pid = -1;
-	parent_fault(p, RELAY_WARM_FAIL_CRASHED, "the warm sandbox exited");
+	relay__warm_parent_fault(p, RELAY_WARM_FAIL_CRASHED, "the warm sandbox exited");
 }
 
 static void watchdog_cb(struct ev_loop *loop, ev_timer *t, int revents)
@@ -558,7 +285,7 @@ static void watchdog_cb(struct ev_loop *loop, ev_timer *t, int revents)
 	(void)revents;
 	snprintf(d, sizeof(d), "no answer within %ums",
 		 p->w->start_timeout_ms);
-	parent_fault(p, RELAY_WARM_FAIL_WEDGED, d);
+	relay__warm_parent_fault(p, RELAY_WARM_FAIL_WEDGED, d);
 }
 
 /* The server's own output (tracebacks of the server itself): logged. */
@@ -667,7 +394,7 @@ static int spawn_parent(relay__warm *w, warm_parent *p,
 				      "pidfd_open: %s", strerror(errno));
 		goto done;
 	}
-	ev_io_init(&p->w_ctl, ctl_cb, p->ctl, EV_READ);
+	ev_io_init(&p->w_ctl, relay__warm_ctl_cb, p->ctl, EV_READ);
 	ev_io_init(&p->w_exit, exit_cb, p->pidfd, EV_READ);
 	ev_io_init(&p->w_out, out_cb, p->out_fd, EV_READ);
 	ev_io_init(&p->w_err, out_cb, p->err_fd, EV_READ);
@@ -722,7 +449,7 @@ static warm_parent *parent_new(relay__warm *w, struct ev_loop *loop,
 			relay__free(key);
 			return NULL;
 		}
-		parent_free(old);
+		relay__warm_parent_free(old);
 	}
 	p = relay__calloc(1, sizeof(*p));
 	if (!p || !(p->app = relay__strdup(spec->app))) {
@@ -745,11 +472,11 @@ static warm_parent *parent_new(relay__warm *w, struct ev_loop *loop,
 			   "runtime: warm parent for app %s: %s", spec->app,
 			   err.text);
 		relay__warm_backoff_note(w, spec->app, true);
-		parent_free(p);
+		relay__warm_parent_free(p);
 		*why = RELAY_WARM_FAIL_SPAWN;
 		return NULL;
 	}
-	count_states(w);
+	relay__warm_count_states(w);
 	return p;
 }
 
@@ -836,10 +563,10 @@ void relay__warm_drop_loop(relay_runtime *rt, void *loop)
 			while (p->reqs) {
 				warm_req *q = p->reqs;
 
-				unlink_req(p, q);
-				req_free(q);
+				relay__warm_unlink_req(p, q);
+				relay__warm_req_free(q);
 			}
-			parent_free(p);
+			relay__warm_parent_free(p);
 		}
 	}
 	{
@@ -879,39 +606,6 @@ void relay__warm_free(relay_runtime *rt)
 	}
 	relay__free(w);
 	rt->warm = NULL;
-}
-
-/* The R message: id, wait for G?, rlimits, handler, environment. */
-static int build_request(warm_req *q, const relay_exec_spec *spec,
-			 const relay__strv *env)
-{
-	relay__buf b = { 0 };
-	uint64_t as = 0, nproc = 0;
-	int rc, i;
-	size_t k;
-
-	for (i = 0; i < q->inv->nrl; i++) {
-		if (q->inv->rl_res[i] == RLIMIT_AS)
-			as = q->inv->rl_val[i].rlim_cur;
-		else if (q->inv->rl_res[i] == RLIMIT_NPROC)
-			nproc = q->inv->rl_val[i].rlim_cur;
-	}
-	rc = relay__buf_printf(&b, "R%c%u%c%d%c%llu%c%llu%c%s%c", 0, q->id,
-			       0, q->inv->ncg > 0 ? 1 : 0, 0,
-			       (unsigned long long)as, 0,
-			       (unsigned long long)nproc, 0, spec->handler,
-			       0);
-	for (k = 0; rc == 0 && k < env->n; k++)
-		rc = relay__buf_printf(&b, "%s%c", env->v[k], 0);
-	if (rc == 0 && b.len > WARM_MSG_MAX)
-		rc = RELAY_EINVAL;
-	if (rc != 0) {
-		relay__buf_free(&b);
-		return rc;
-	}
-	q->msg = b.data;
-	q->msg_len = b.len;
-	return 0;
 }
 
 int relay__warm_start(relay_runtime *rt, void *loop, relay_run *run,
@@ -1011,16 +705,16 @@ use:
 			goto fail_q;
 		q->ncfd = 4;
 	}
-	if (build_request(q, spec, &env) != 0)
+	if (relay__warm_build_request(q, spec, &env) != 0)
 		goto fail_q;
 	relay__strv_free(&env);
 	q->next = p->reqs;
 	p->reqs = q;
 	p->inflight++;
 	p->last_used = relay_clock_mono_us(NULL);
-	if (p->state == P_READY && req_send(q) != 0) {
-		unlink_req(p, q);
-		parent_fault(p, RELAY_WARM_FAIL_CRASHED,
+	if (p->state == P_READY && relay__warm_req_send(q) != 0) {
+		relay__warm_unlink_req(p, q);
+		relay__warm_parent_fault(p, RELAY_WARM_FAIL_CRASHED,
 			     "control socket write failed");
 		why = RELAY_WARM_FAIL_CRASHED;
 		goto fail_q_why;
@@ -1035,7 +729,7 @@ fail_q_why:
 	relay__warm_close_fd(&bp->parent.stdout_fd);
 	relay__warm_close_fd(&bp->parent.stderr_fd);
 	relay__free(bp);
-	req_free(q);
+	relay__warm_req_free(q);
 fail:
 	relay__strv_free(&env);
 	return why;
@@ -1053,11 +747,11 @@ void relay__warm_forget(relay_runtime *rt, relay_run *run)
 		for (q = p->reqs; q; q = q->next) {
 			if (q->run != run)
 				continue;
-			unlink_req(p, q);
-			req_free(q);
-			arm_watchdog(p);
+			relay__warm_unlink_req(p, q);
+			relay__warm_req_free(q);
+			relay__warm_arm_watchdog(p);
 			if (p->state == P_RETIRING && !p->reqs)
-				parent_free(p);
+				relay__warm_parent_free(p);
 			return;
 		}
 	}

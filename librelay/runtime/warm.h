@@ -1,7 +1,8 @@
 /*
  * librelay/runtime/warm.h - private to the warm path: warm.c (python3 warm
- * and exec parents, the runtime's side, stats) and warm_pool.c (node
- * pre-started processes). Both include <ev.h>.
+ * and exec parents, the runtime's side), warm_ctl.c (their control
+ * protocol), warm_stats.c (counters, memory) and warm_pool.c (node
+ * pre-started processes). They include <ev.h>.
  */
 #ifndef RELAY__WARM_H
 #define RELAY__WARM_H
@@ -157,6 +158,25 @@ uint64_t relay__warm_rss_of(pid_t pid);
 /* A warm parent's memory: its server's resident memory plus what its
  * invocation slots hold privately (not the invocations running). */
 uint64_t relay__warm_parent_mem(const warm_parent *p);
+
+/* warm.c: a parent's life, used by the control protocol. */
+void relay__warm_parent_fault(warm_parent *p, int why, const char *detail);
+void relay__warm_parent_free(warm_parent *p);
+void relay__warm_req_free(warm_req *q);
+void relay__warm_count_states(relay__warm *w);
+
+/* warm_ctl.c: the control protocol (see relay_warm_server.py). */
+/* The R message of @q for @spec with the environment @env; 0 or an error. */
+int relay__warm_build_request(warm_req *q, const relay_exec_spec *spec,
+			      const relay__strv *env);
+/* Send @q's R with its descriptors (closed here once sent); 0 or -1. */
+int relay__warm_req_send(warm_req *q);
+/* Take @q off @p's list of requests (not freed). */
+void relay__warm_unlink_req(warm_parent *p, warm_req *q);
+/* (Re)arm @p's watchdog while a request waits for an answer. */
+void relay__warm_arm_watchdog(warm_parent *p);
+/* The parent's control socket is readable. */
+void relay__warm_ctl_cb(struct ev_loop *loop, ev_io *wio, int revents);
 
 /* warm_pool.c */
 
