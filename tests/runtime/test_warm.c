@@ -320,6 +320,25 @@ static int host_pids_has(const pid_t *all, int n, pid_t pid)
 	return 0;
 }
 
+/* Our python3 warm servers (@servers) or their invocation slots (a
+ * slot's parent is a server; a waiting or running H's is a slot): up to
+ * @max pids into @out; returns how many. */
+static int ours_by_role(bool servers, pid_t *out, int max)
+{
+	pid_t all[256];
+	int n = host_pids("^" SERVER_CMD, all, 256), i, k = 0;
+
+	for (i = 0; i < n && k < max; i++) {
+		pid_t up = parent_of(all[i]);
+		bool server = !host_pids_has(all, n, up);
+		bool slot = !server && !host_pids_has(all, n, parent_of(up));
+
+		if (servers ? server : slot)
+			out[k++] = all[i];
+	}
+	return k;
+}
+
 static void sleep_ms(int ms)
 {
 	struct timespec ts = { ms / 1000, (ms % 1000) * 1000000L };
@@ -661,7 +680,7 @@ static void test_warm__parent_killed(void)
 		ev_run(loop, EVRUN_NOWAIT);
 		sleep_ms(10);
 	}
-	RT_CHECK(host_has_process("relay-bootstrap.py --serve", &pid));
+	RT_CHECK(ours_by_role(true, &pid, 1) == 1);
 	RT_CHECK(pid > 0 && kill(pid, SIGKILL) == 0);
 	while (!j.done)
 		ev_run(loop, EVRUN_ONCE);
@@ -670,6 +689,47 @@ static void test_warm__parent_killed(void)
 	RT_CHECK(cap_has(&j.c, "slow done"));
 	relay_runtime_warm_stats_get(rt, &st);
 	RT_CHECK(st.failures[RELAY_WARM_FAIL_CRASHED] >= 1);
+	job_free(&j);
+}
+
+/* An invocation slot killed mid-invocation (its H dies with it): the run
+ * finishes cold, counted, and the parent serves the next one warm from a
+ * new slot. */
+static void test_warm__slot_killed(void)
+{
+	relay_exec_spec s = py_spec("handlers.slow");
+	relay_runtime_warm_stats st = { .version = 1 };
+	uint64_t before;
+	pid_t slots[16];
+	struct job j;
+	int i, n;
+
+	RT_CHECK(run1(rt, &s, &j) == 0);   /* the parent is ready */
+	job_free(&j);
+	relay_runtime_warm_stats_get(rt, &st);
+	before = st.failures[RELAY_WARM_FAIL_FORK];
+	s.warm = RELAY_WARM_AUTO;
+	RT_CHECK(start(rt, &s, &j) == 0);
+	for (i = 0; i < 50 && !j.done; i++) {
+		ev_run(loop, EVRUN_NOWAIT);
+		sleep_ms(10);
+	}
+	n = ours_by_role(false, slots, 16);
+	RT_CHECK(n >= 1);
+	for (i = 0; i < n; i++)
+		kill(slots[i], SIGKILL);
+	while (!j.done)
+		ev_run(loop, EVRUN_ONCE);
+	RT_EQ_STR(j.o.reason, "");
+	RT_CHECK(!j.o.warm);
+	RT_CHECK(cap_has(&j.c, "slow done"));
+	relay_runtime_warm_stats_get(rt, &st);
+	RT_CHECK(st.failures[RELAY_WARM_FAIL_FORK] > before);
+	job_free(&j);
+	s = py_spec("handlers.ok");
+	RT_CHECK(run1(rt, &s, &j) == 0);
+	RT_EQ_INT(j.o.status, RELAY_RUN_OK);
+	RT_CHECK(j.o.warm);
 	job_free(&j);
 }
 
@@ -900,6 +960,7 @@ int main(int argc, char **argv)
 		RT_CASE(test_warm__slot_reuse_is_clean),
 		RT_CASE(test_warm__parent_wedged),
 		RT_CASE(test_warm__parent_killed),
+		RT_CASE(test_warm__slot_killed),
 		RT_CASE(test_warm__reload_generation),
 		RT_CASE(test_warm__cap_and_idle_eviction),
 		RT_CASE(test_warm__node_pool_one_shot),
