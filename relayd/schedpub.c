@@ -401,35 +401,78 @@ static void publish_cb(relay_redis_backend *b, int status,
 		outbox_write(p);
 }
 
+static void publish_one(relayd_schedpub *p, occ *o);
+
+/* The reply to the PING sent while the server's mode was unknown: by
+ * now the connection's CLUSTER SLOTS has answered. */
+static void mode_cb(relay_redis_backend *b, int status, relay_redis_reply *r,
+		    void *payload)
+{
+	occ *o = payload;
+	relayd_schedpub *p = o->p;
+
+	relay_redis_reply_free(r);
+	o->in_flight = 0;
+	if (!p) {
+		occ_free(o);
+		return;
+	}
+	if (status == 0 && relay__redis_cluster_mode(b) >= 0)
+		publish_one(p, o);
+	else
+		arm_retry(p);
+}
+
+/*
+ * One SCHEDULE_PUBLISH (doc/redis-layout.md R-7): the stream-scoped
+ * marker; on a single node also the pre-cluster one, so an occurrence an
+ * older version published is not published again and an older version
+ * still running sees this one. Until a connection has told whether the
+ * server is a cluster, a PING comes first.
+ */
 static void publish_one(relayd_schedpub *p, occ *o)
 {
-	char ts[32], *env, *id, *marker;
+	char ts[32], *env, *id, *marker, *legacy;
 	char ttl[24];
-	const char *argv[4];
-	int rc = RELAY_ENOMEM;
+	const char *argv[5];
+	int rc = RELAY_ENOMEM, mode = relay__redis_cluster_mode(p->d->redis);
 
 	if (relay__sched_time_fmt(o->at, ts, sizeof(ts)))
 		return;
+	if (mode < 0) {
+		static const char *const ping[] = { "PING" };
+
+		o->in_flight = 1;
+		rc = relay_redis_command(p->d->redis, 1, ping, NULL, mode_cb, o);
+		if (rc == 0)
+			return;
+		o->in_flight = 0;
+	}
 	env = relay__sched_envelope(o->app, o->schedule, o->handler, o->at);
 	id = relay__sched_occurrence_id(o->app, o->schedule, ts);
-	marker = id ? relay__sprintf("%s%s", RELAY__SCHED_MARKER_PREFIX, id)
+	marker = id ? relay__sched_marker_key(p->d->cfg.stream, id) : NULL;
+	legacy = id ? relay__sprintf("%s%s", RELAY__SCHED_LEGACY_PREFIX, id)
 		    : NULL;
 	snprintf(ttl, sizeof(ttl), "%lld", RELAY__SCHED_MARKER_TTL_MS);
-	if (env && marker) {
+	if (mode >= 0 && env && marker && legacy) {
+		int nk = mode == 0 ? 3 : 2;
+
 		argv[0] = marker;
 		argv[1] = p->d->cfg.stream;
-		argv[2] = ttl;
-		argv[3] = env;
+		argv[2] = legacy;
+		argv[nk] = ttl;
+		argv[nk + 1] = env;
 		o->in_flight = 1;
 		rc = relay__redis_script(p->d->redis,
 					 RELAY_REDIS_SCRIPT_SCHEDULE_PUBLISH,
-					 2, 4, argv, NULL, publish_cb, o);
+					 nk, nk + 2, argv, NULL, publish_cb, o);
 		if (rc)
 			o->in_flight = 0;
 	}
 	relay__free(env);
 	relay__free(id);
 	relay__free(marker);
+	relay__free(legacy);
 	if (rc) {
 		p->k.failures++;
 		relayd_log(RELAY_LOG_WARN, "RELAYD-SCHED02",

@@ -17,6 +17,21 @@
  * commands fail at once with RELAY_ECLOSED (nonzero return, no callback).
  * A private-loop backend (relayctl) reconnects on the next command.
  *
+ * Redis Cluster (doc/redis-layout.md R-8, doc/configuration.md C-2): the
+ * backend keeps one connection, to one node at a time. Every connection
+ * first asks CLUSTER SLOTS: an error means a single node; a map means a
+ * cluster, and every node in it joins the list of known nodes (which
+ * starts with the URI's seeds). A MOVED reply makes the node it names the
+ * target: the current connection is retired (its pending replies still
+ * arrive, and MOVED ones are resent in turn), a new one opens, and the
+ * command is resent there (a MOVED command was never run, so resending
+ * cannot run it twice). An ASK reply resends the one command, behind
+ * ASKING, on a side connection to the node it names. A failed connect or
+ * a lost connection moves the target to the next known node, so a dead
+ * master is left for any live node, whose MOVED then names the promoted
+ * replica. Since every key of one stream shares one slot (R-8), the
+ * connection settles on the stream's owner.
+ *
  * Lifetime: the backend is reference-counted. The owner holds one
  * reference (dropped by relay_redis_free), every command still known to
  * hiredis holds one, the live hiredis context holds one, and every loop
@@ -49,6 +64,14 @@ typedef struct hr_backend {
 	relay__redis_uri uri;
 	relay_redis_options opts;
 	redisAsyncContext *ac;
+	redisAsyncContext *retiring;    /* left after MOVED, draining */
+	redisAsyncContext *ask_ac;      /* side connection for ASK */
+	char *ask_host;
+	int ask_port;
+	relay__redis_node *nodes;       /* known nodes (TCP only) */
+	size_t nnodes;
+	size_t cur;                     /* the target: nodes[cur] */
+	int cluster;                    /* 1, 0, -1 not known yet */
 	enum hr_state state;
 	int closing;
 	int refs;                       /* see "Lifetime" above */
@@ -72,7 +95,12 @@ typedef struct hr_cmd {
 	char *fmt;                      /* the formatted EVALSHA, kept for */
 	size_t fmtlen;                  /* one resend after NOSCRIPT */
 	long long block_ms;             /* BLOCK of XREAD(GROUP): extra time */
+	int redirects;                  /* MOVED/ASK followed so far */
+	int reloaded;                   /* resent once after NOSCRIPT */
 } hr_cmd;
+
+/* A command follows at most this many MOVED/ASK replies. */
+#define HR_MAX_REDIRECTS 5
 
 static void hr_connect(hr_backend *b);
 
@@ -86,9 +114,15 @@ static void release(hr_backend *b)
 {
 	if (--b->refs > 0)
 		return;
+	size_t i;
+
 	if (b->own_loop)
 		ev_loop_destroy(b->loop);
 	relay__redis_uri_clear(&b->uri);
+	for (i = 0; i < b->nnodes; i++)
+		relay__free(b->nodes[i].host);
+	relay__free(b->nodes);
+	relay__free(b->ask_host);
 	relay__free(b);
 }
 
@@ -173,6 +207,50 @@ static void schedule_reconnect(hr_backend *b)
 		b->reconnect_ms = b->opts.reconnect_max_ms;
 }
 
+/* After a failed or lost connection: try the next known node. */
+static void rotate(hr_backend *b)
+{
+	if (b->nnodes > 1)
+		b->cur = (b->cur + 1) % b->nnodes;
+}
+
+/* The index of node @host:@port, added when new; or -1 (no memory). */
+static long node_index(hr_backend *b, const char *host, size_t hlen,
+		       int port)
+{
+	relay__redis_node *n;
+	size_t i;
+
+	for (i = 0; i < b->nnodes; i++)
+		if (b->nodes[i].port == port &&
+		    strlen(b->nodes[i].host) == hlen &&
+		    memcmp(b->nodes[i].host, host, hlen) == 0)
+			return (long)i;
+	n = relay__realloc(b->nodes, (b->nnodes + 1) * sizeof(*n));
+	if (!n)
+		return -1;
+	b->nodes = n;
+	n[b->nnodes].host = relay__strndup(host, hlen);
+	if (!n[b->nnodes].host)
+		return -1;
+	n[b->nnodes].port = port;
+	return (long)b->nnodes++;
+}
+
+/* Let go of a side context (retiring or ASK) at once: its commands get
+ * NULL replies (RELAY_ECLOSED). */
+static void drop_side(hr_backend *b, redisAsyncContext **slot)
+{
+	redisAsyncContext *ac = *slot;
+
+	if (!ac)
+		return;
+	*slot = NULL;
+	ac->data = NULL;
+	redisAsyncFree(ac);
+	release(b);
+}
+
 /*
  * Let go of the hiredis context ourselves. Its in-flight commands get
  * NULL replies (RELAY_ECLOSED) now, or right after the current hiredis
@@ -191,13 +269,36 @@ static void drop_connection(hr_backend *b)
 	ev_timer_stop(b->loop, &b->connect_timer);
 	ac->data = NULL;
 	redisAsyncFree(ac);
+	rotate(b);
 	schedule_reconnect(b);
 	release(b);
+}
+
+/*
+ * Leave the current connection after a MOVED: it disconnects once its
+ * pending replies are in (each MOVED one is resent by on_reply), while
+ * new commands go to the next connection.
+ */
+static void retire(hr_backend *b)
+{
+	redisAsyncContext *ac = b->ac;
+
+	if (!ac)
+		return;
+	drop_side(b, &b->retiring);
+	b->ac = NULL;
+	b->state = HR_DISCONNECTED;
+	memset(b->loading, 0, sizeof(b->loading));
+	ev_timer_stop(b->loop, &b->connect_timer);
+	b->retiring = ac;  /* on_disconnect drops the context's reference */
+	redisAsyncDisconnect(ac);
 }
 
 static int send_cmd(hr_backend *b, hr_cmd *c, int argc, const char **argv,
 		    const size_t *argvlen);
 static void on_script_load(redisAsyncContext *ac, void *reply, void *priv);
+
+static int redirect(hr_backend *b, hr_cmd *c, const redisReply *r);
 
 static void on_reply(redisAsyncContext *ac, void *reply, void *privdata)
 {
@@ -213,6 +314,14 @@ static void on_reply(redisAsyncContext *ac, void *reply, void *privdata)
 		return;
 	}
 	if (c->fmt && !c->done && r->type == REDIS_REPLY_ERROR &&
+	    (strncmp(r->str, "MOVED ", 6) == 0 ||
+	     strncmp(r->str, "ASK ", 4) == 0) && redirect(b, c, r) == 0)
+		return;
+	if (ac != b->ac && b->ac && c->fmt && !c->done &&
+	    r->type == REDIS_REPLY_ERROR && strncmp(r->str, "NOSCRIPT", 8) == 0)
+		ac = b->ac;  /* an ASK or retiring connection: load it here */
+	if (c->fmt && !c->done && c->script && !c->reloaded &&
+	    r->type == REDIS_REPLY_ERROR &&
 	    strncmp(r->str, "NOSCRIPT", 8) == 0) {
 		/*
 		 * The server lost the script (SCRIPT FLUSH, restart behind a
@@ -220,20 +329,16 @@ static void on_reply(redisAsyncContext *ac, void *reply, void *privdata)
 		 * behind the load: the SHA1 of the same source is the same,
 		 * and the pipeline keeps the order. One retry only.
 		 */
-		char *fmt = c->fmt;
-		size_t len = c->fmtlen;
-
-		c->fmt = NULL;
+		c->reloaded = 1;
 		if (redisAsyncCommand(ac, on_script_load, (void *)(intptr_t)op,
 				      "SCRIPT LOAD %s",
 				      relay__lua_source[op]) == REDIS_OK &&
-		    redisAsyncFormattedCommand(ac, on_reply, c, fmt, len) ==
-			    REDIS_OK) {
-			b->loading[op] = 1;
-			redisFreeCommand(fmt);
+		    redisAsyncFormattedCommand(ac, on_reply, c, c->fmt,
+					       c->fmtlen) == REDIS_OK) {
+			if (ac == b->ac)
+				b->loading[op] = 1;
 			return;
 		}
-		redisFreeCommand(fmt);
 		complete(c, RELAY_EBACKEND, NULL);
 		cmd_free(c);
 		return;
@@ -265,6 +370,13 @@ static void on_connect(const redisAsyncContext *ac, int status)
 
 	if (!b)
 		return;
+	if (ac != b->ac) {  /* the ASK side connection */
+		if (status != REDIS_OK && ac == b->ask_ac) {
+			b->ask_ac = NULL;  /* hiredis frees it */
+			release(b);
+		}
+		return;
+	}
 	ev_timer_stop(b->loop, &b->connect_timer);
 	if (status != REDIS_OK) {
 		set_err(b, ac->errstr);
@@ -273,6 +385,7 @@ static void on_connect(const redisAsyncContext *ac, int status)
 		b->ac = NULL; /* hiredis frees it after this callback */
 		b->state = HR_DISCONNECTED;
 		memset(b->loading, 0, sizeof(b->loading));
+		rotate(b);
 		schedule_reconnect(b);
 		release(b); /* the context's reference */
 		return;
@@ -290,6 +403,16 @@ static void on_disconnect(const redisAsyncContext *ac, int status)
 
 	if (!b)
 		return;
+	if (ac != b->ac) {  /* a retiring or ASK connection went */
+		if (ac == b->retiring)
+			b->retiring = NULL;
+		else if (ac == b->ask_ac)
+			b->ask_ac = NULL;
+		else
+			return;
+		release(b);
+		return;
+	}
 	if (status != REDIS_OK)
 		set_err(b, ac->errstr);
 	else if (!b->setup_failed)
@@ -301,6 +424,7 @@ static void on_disconnect(const redisAsyncContext *ac, int status)
 	b->ac = NULL;
 	b->state = HR_DISCONNECTED;
 	memset(b->loading, 0, sizeof(b->loading)); /* its SCRIPT LOADs died */
+	rotate(b);
 	schedule_reconnect(b);
 	release(b); /* the context's reference */
 }
@@ -332,8 +456,76 @@ static void on_setup_reply(redisAsyncContext *ac, void *reply, void *priv)
 	if (!b || !r || r->type != REDIS_REPLY_ERROR)
 		return;
 	set_err(b, r->str);
-	b->setup_failed = 1;
+	b->setup_failed = ac == b->ac;
 	redisAsyncDisconnect(ac);
+}
+
+/* CLUSTER SLOTS: an error means a single node; a map names the nodes. */
+static void on_slots(redisAsyncContext *ac, void *reply, void *priv)
+{
+	hr_backend *b = ac->data;
+	redisReply *r = reply, *n;
+	size_t i, j;
+
+	(void)priv;
+	if (!b || !r || ac != b->ac)
+		return;
+	if (r->type != REDIS_REPLY_ARRAY) {
+		b->cluster = 0;
+		return;
+	}
+	b->cluster = 1;
+	if (b->uri.path)
+		return;
+	for (i = 0; i < r->elements; i++) {
+		if (r->element[i]->type != REDIS_REPLY_ARRAY)
+			continue;
+		for (j = 2; j < r->element[i]->elements; j++) {
+			n = r->element[i]->element[j];
+			if (n->type != REDIS_REPLY_ARRAY || n->elements < 2 ||
+			    n->element[0]->type != REDIS_REPLY_STRING ||
+			    !n->element[0]->len ||
+			    n->element[1]->type != REDIS_REPLY_INTEGER)
+				continue;
+			node_index(b, n->element[0]->str, n->element[0]->len,
+				   (int)n->element[1]->integer);
+		}
+	}
+}
+
+/* A new context to @host:@port (or the unix socket), attached, with
+ * AUTH queued; it holds a reference on @b. NULL on failure (errstr). */
+static redisAsyncContext *open_ctx(hr_backend *b, const char *host,
+				   int port)
+{
+	redisAsyncContext *ac;
+
+	if (b->uri.path)
+		ac = redisAsyncConnectUnix(b->uri.path);
+	else
+		ac = redisAsyncConnect(host, port);
+	if (!ac || ac->err) {
+		set_err(b, ac ? ac->errstr : "out of memory");
+		if (ac)
+			redisAsyncFree(ac);
+		return NULL;
+	}
+	ac->data = b;
+	if (redisLibevAttach(b->loop, ac) != REDIS_OK) {
+		set_err(b, "cannot attach to the loop");
+		redisAsyncFree(ac);
+		return NULL;
+	}
+	redisAsyncSetConnectCallback(ac, on_connect);
+	redisAsyncSetDisconnectCallback(ac, on_disconnect);
+	hold(b); /* the context's reference */
+	if (b->uri.pass && b->uri.user)
+		redisAsyncCommand(ac, on_setup_reply, NULL, "AUTH %s %s",
+				  b->uri.user, b->uri.pass);
+	else if (b->uri.pass)
+		redisAsyncCommand(ac, on_setup_reply, NULL, "AUTH %s",
+				  b->uri.pass);
+	return ac;
 }
 
 static void hr_connect(hr_backend *b)
@@ -341,41 +533,23 @@ static void hr_connect(hr_backend *b)
 	redisAsyncContext *ac;
 	char db[8];
 
-	if (b->uri.path)
-		ac = redisAsyncConnectUnix(b->uri.path);
-	else
-		ac = redisAsyncConnect(b->uri.host, b->uri.port);
-	if (!ac || ac->err) {
-		set_err(b, ac ? ac->errstr : "out of memory");
-		if (ac)
-			redisAsyncFree(ac);
+	ac = open_ctx(b, b->uri.path ? NULL : b->nodes[b->cur].host,
+		      b->uri.path ? 0 : b->nodes[b->cur].port);
+	if (!ac) {
+		rotate(b);
 		schedule_reconnect(b);
 		return;
 	}
-	ac->data = b;
-	if (redisLibevAttach(b->loop, ac) != REDIS_OK) {
-		set_err(b, "cannot attach to the loop");
-		redisAsyncFree(ac);
-		return;
-	}
-	redisAsyncSetConnectCallback(ac, on_connect);
-	redisAsyncSetDisconnectCallback(ac, on_disconnect);
-	hold(b); /* the context's reference */
 	b->ac = ac;
 	b->state = HR_CONNECTING;
 	ev_timer_set(&b->connect_timer, b->opts.connect_timeout_ms / 1000.0,
 		     0.);
 	ev_timer_start(b->loop, &b->connect_timer);
-	if (b->uri.pass && b->uri.user)
-		redisAsyncCommand(ac, on_setup_reply, NULL, "AUTH %s %s",
-				  b->uri.user, b->uri.pass);
-	else if (b->uri.pass)
-		redisAsyncCommand(ac, on_setup_reply, NULL, "AUTH %s",
-				  b->uri.pass);
 	if (b->uri.db) {
 		snprintf(db, sizeof(db), "%d", b->uri.db);
 		redisAsyncCommand(ac, on_setup_reply, NULL, "SELECT %s", db);
 	}
+	redisAsyncCommand(ac, on_slots, NULL, "CLUSTER SLOTS");
 }
 
 /* Connected or connecting, or fail with RELAY_ECLOSED. */
@@ -391,28 +565,127 @@ static int ensure_connection(hr_backend *b)
 	return b->ac ? 0 : RELAY_ECLOSED;
 }
 
-static void start_timer(hr_backend *b, hr_cmd *c);
+static void start_timer(hr_backend *b, hr_cmd *c)
+{
+	if (b->opts.command_timeout_ms > 0) {
+		ev_timer_stop(b->loop, &c->timer);
+		ev_timer_set(&c->timer,
+			     (b->opts.command_timeout_ms + c->block_ms) /
+				     1000.0,
+			     0.);
+		ev_timer_start(b->loop, &c->timer);
+	}
+}
 
+/* Format @argv into c->fmt (kept for a resend after MOVED/ASK/NOSCRIPT)
+ * and send it on the current connection. */
 static int send_cmd(hr_backend *b, hr_cmd *c, int argc, const char **argv,
 		    const size_t *argvlen)
 {
-	if (redisAsyncCommandArgv(b->ac, on_reply, c, argc, argv,
-				  argvlen) != REDIS_OK)
+	int len = redisFormatCommandArgv(&c->fmt, argc, argv, argvlen);
+
+	if (len < 0) {
+		c->fmt = NULL;
+		return RELAY_ENOMEM;
+	}
+	c->fmtlen = (size_t)len;
+	if (redisAsyncFormattedCommand(b->ac, on_reply, c, c->fmt,
+				       c->fmtlen) != REDIS_OK)
 		return RELAY_ECLOSED;
 	start_timer(b, c);
 	return 0;
 }
 
-static void start_timer(hr_backend *b, hr_cmd *c)
+/* "MOVED <slot> <host>:<port>" / "ASK <slot> <host>:<port>": the node.
+ * An empty host means the node that answered. Returns 0 or -1. */
+static int parse_redirect(const char *s, const char **host, size_t *hlen,
+			  int *port)
 {
-	if (b->opts.command_timeout_ms > 0) {
-		ev_timer_init(&c->timer, on_timeout,
-			      (b->opts.command_timeout_ms + c->block_ms) /
-				      1000.0,
-			      0.);
-		c->timer.data = c;
-		ev_timer_start(b->loop, &c->timer);
+	const char *sp = strchr(s, ' '), *addr, *colon;
+	char *end;
+	long p;
+
+	if (!sp || !(addr = strchr(sp + 1, ' ')))
+		return -1;
+	addr++;
+	colon = strrchr(addr, ':');
+	if (!colon)
+		return -1;
+	p = strtol(colon + 1, &end, 10);
+	if (*end || p < 1 || p > 65535)
+		return -1;
+	*host = addr;
+	*hlen = (size_t)(colon - addr);
+	*port = (int)p;
+	return 0;
+}
+
+/*
+ * Follow a MOVED or ASK reply to @c (see the top of the file). Returns 0
+ * when @c went out again, -1 when the reply stands (too many redirects,
+ * a unix socket, or a failure: the caller completes @c with it).
+ */
+static int redirect(hr_backend *b, hr_cmd *c, const redisReply *r)
+{
+	const char *host;
+	size_t hlen;
+	int port, ask = r->str[0] == 'A';
+	long idx;
+
+	if (b->uri.path || b->closing || ++c->redirects > HR_MAX_REDIRECTS ||
+	    parse_redirect(r->str, &host, &hlen, &port))
+		return -1;
+	if (!hlen) {  /* "the node you asked": the current target */
+		host = b->nodes[b->cur].host;
+		hlen = strlen(host);
 	}
+	idx = node_index(b, host, hlen, port);
+	if (idx < 0)
+		return -1;
+	relay__log(&b->opts.logger, RELAY_LOG_DEBUG, "RELAY-REDIS06",
+		   "redis cluster %s: %s", ask ? "ask" : "moved", r->str);
+	if (ask) {
+		if (b->ask_ac && (b->ask_port != port ||
+				  strcmp(b->ask_host, b->nodes[idx].host)))
+			drop_side(b, &b->ask_ac);
+		if (!b->ask_ac) {
+			relay__free(b->ask_host);
+			b->ask_host = relay__strdup(b->nodes[idx].host);
+			b->ask_port = port;
+			if (!b->ask_host)
+				return -1;
+			b->ask_ac = open_ctx(b, b->ask_host, port);
+			if (!b->ask_ac)
+				return -1;
+		}
+		if (c->script)
+			redisAsyncCommand(b->ask_ac, NULL, NULL,
+					  "SCRIPT LOAD %s",
+					  relay__lua_source[c->script - 1]);
+		if (redisAsyncCommand(b->ask_ac, NULL, NULL, "ASKING") !=
+			    REDIS_OK ||
+		    redisAsyncFormattedCommand(b->ask_ac, on_reply, c, c->fmt,
+					       c->fmtlen) != REDIS_OK)
+			return -1;
+		start_timer(b, c);
+		return 0;
+	}
+	if ((size_t)idx != b->cur || !b->ac) {
+		relay__log(&b->opts.logger, RELAY_LOG_INFO, "RELAY-REDIS07",
+			   "redis cluster: slot moved to %s:%d; following",
+			   b->nodes[idx].host, port);
+		retire(b);
+		b->cur = (size_t)idx;
+		ev_timer_stop(b->loop, &b->reconnect_timer);
+		hr_connect(b);
+		if (!b->ac)
+			return -1;
+	}
+	if (redisAsyncFormattedCommand(b->ac, on_reply, c, c->fmt,
+				       c->fmtlen) != REDIS_OK)
+		return -1;
+	start_timer(b, c);
+	return 0;
 }
 
 static hr_cmd *cmd_new(hr_backend *b, relay_redis_reply_cb cb, void *payload)
@@ -593,18 +866,65 @@ static void hr_free(relay_redis_backend *rb)
 	ev_timer_stop(b->loop, &b->connect_timer);
 	ev_timer_stop(b->loop, &b->reconnect_timer);
 	drop_connection(b); /* in-flight callbacks: RELAY_ECLOSED */
+	drop_side(b, &b->retiring);
+	drop_side(b, &b->ask_ac);
 	release(b);         /* the owner's reference */
+}
+
+/* The known nodes start as the URI's seeds. */
+static int init_nodes(hr_backend *b)
+{
+	size_t i;
+
+	if (!b->uri.host)
+		return 0;
+	if (node_index(b, b->uri.host, strlen(b->uri.host), b->uri.port) < 0)
+		return RELAY_ENOMEM;
+	for (i = 0; i < b->uri.nseeds; i++)
+		if (node_index(b, b->uri.seeds[i].host,
+			       strlen(b->uri.seeds[i].host),
+			       b->uri.seeds[i].port) < 0)
+			return RELAY_ENOMEM;
+	return 0;
+}
+
+int relay__redis_cluster_mode(relay_redis_backend *rb)
+{
+	relay_redis_backend *inner = relay__redis_defer_inner(rb);
+
+	if (inner)
+		rb = inner;
+	if (rb->free != hr_free)
+		return 0;
+	return ((hr_backend *)rb)->cluster;
 }
 
 static int copy_uri(relay__redis_uri *dst, const relay__redis_uri *src)
 {
+	size_t i;
+
 	*dst = *src;
+	dst->seeds = NULL;
+	dst->nseeds = 0;
+	if (src->nseeds) {
+		dst->seeds = relay__calloc(src->nseeds, sizeof(*dst->seeds));
+		if (dst->seeds)
+			dst->nseeds = src->nseeds;
+		for (i = 0; dst->seeds && i < src->nseeds; i++) {
+			dst->seeds[i] = src->seeds[i];
+			dst->seeds[i].host = relay__strdup(src->seeds[i].host);
+		}
+	}
 	dst->host = relay__strdup(src->host);
 	dst->path = relay__strdup(src->path);
 	dst->user = relay__strdup(src->user);
 	dst->pass = relay__strdup(src->pass);
+	for (i = 0; i < dst->nseeds; i++)
+		if (!dst->seeds[i].host)
+			break;
 	if ((src->host && !dst->host) || (src->path && !dst->path) ||
-	    (src->user && !dst->user) || (src->pass && !dst->pass)) {
+	    (src->user && !dst->user) || (src->pass && !dst->pass) ||
+	    (src->nseeds && !dst->seeds) || i < dst->nseeds) {
 		relay__redis_uri_clear(dst);
 		return RELAY_ENOMEM;
 	}
@@ -636,6 +956,11 @@ int relay__redis_hiredis_new(relay_redis_backend **out,
 		b->opts.reconnect_max_ms = 30000;
 	b->reconnect_ms = b->opts.reconnect_min_ms;
 	b->refs = 1; /* the owner's */
+	b->cluster = -1;
+	if (init_nodes(b)) {
+		release(b);
+		return RELAY_ENOMEM;
+	}
 	b->seed = (unsigned int)relay_clock_mono_us(b->opts.clock);
 	b->own_loop = loop == NULL;
 	b->loop = loop ? loop : ev_loop_new(EVFLAG_AUTO);
