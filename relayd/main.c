@@ -31,6 +31,7 @@
 #include "relay/relay_libev.h"
 #include "relay_config.h"
 #include "relayd.h"
+#include "redis/backend.h"
 
 #define STATS_FILE "stats.json"
 #define METRICS_INTERVAL_S 1.0
@@ -386,6 +387,11 @@ static int open_backends(relayd *d, char *errbuf, size_t size)
 			 d->cfg.redis_uri_safe, relay_strerror(rc));
 		return -1;
 	}
+	/* On Redis Cluster the stream needs a hash tag (redis-layout R-8). */
+	if (relay__redis_cluster_startup_check(d->cfg.redis_uri,
+					       d->cfg.stream, d->cfg.group,
+					       &rd, errbuf, size))
+		return -1;
 	return 0;
 }
 

@@ -100,3 +100,26 @@ int relay__redis_stream_slot_check(const char *stream, const char *group,
 		snprintf(errbuf, size, "out of memory");
 	return rc;
 }
+
+int relay__redis_cluster_startup_check(const char *uri, const char *stream,
+				       const char *group,
+				       const relay_redis_options *opts,
+				       char *errbuf, size_t size)
+{
+	static const char *const ping[] = { "PING" };
+	relay_redis_backend *b;
+	relay_redis_reply *r = NULL;
+	int rc;
+
+	if (relay_redis_open(&b, uri, opts, NULL))
+		return 0;  /* the caller's own open reports it */
+	rc = relay_redis_sync_command(b, &r, 1, ping, NULL);
+	relay_redis_reply_free(r);
+	if (rc == 0 && relay__redis_cluster_mode(b) == 1)
+		rc = relay__redis_stream_slot_check(stream, group, errbuf,
+						    size);
+	else
+		rc = 0;
+	relay_redis_free(b);
+	return rc;
+}
