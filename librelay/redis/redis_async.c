@@ -68,6 +68,7 @@ typedef struct hr_backend {
 	redisAsyncContext *ask_ac;      /* side connection for ASK */
 	char *ask_host;
 	int ask_port;
+	struct hr_cmd *waiting;         /* commands waiting to be resent */
 	relay__redis_node *nodes;       /* known nodes (TCP only) */
 	size_t nnodes;
 	size_t cur;                     /* the target: nodes[cur] */
@@ -97,10 +98,16 @@ typedef struct hr_cmd {
 	long long block_ms;             /* BLOCK of XREAD(GROUP): extra time */
 	int redirects;                  /* MOVED/ASK followed so far */
 	int reloaded;                   /* resent once after NOSCRIPT */
+	ev_timer again;                 /* resend after TRYAGAIN/CLUSTERDOWN */
+	struct hr_cmd *wnext;           /* in b->waiting while it waits */
+	int waiting;
 } hr_cmd;
 
 /* A command follows at most this many MOVED/ASK replies. */
 #define HR_MAX_REDIRECTS 5
+/* TRYAGAIN/CLUSTERDOWN: resend after this delay, within the command
+ * timeout. */
+#define HR_AGAIN_S 0.05
 
 static void hr_connect(hr_backend *b);
 
@@ -317,6 +324,20 @@ static void on_reply(redisAsyncContext *ac, void *reply, void *privdata)
 	    (strncmp(r->str, "MOVED ", 6) == 0 ||
 	     strncmp(r->str, "ASK ", 4) == 0) && redirect(b, c, r) == 0)
 		return;
+	if (c->fmt && !c->done && r->type == REDIS_REPLY_ERROR &&
+	    b->cluster == 1 && !b->closing &&
+	    (strncmp(r->str, "TRYAGAIN", 8) == 0 ||
+	     strncmp(r->str, "CLUSTERDOWN", 11) == 0)) {
+		/* Not run (keys of a slot half migrated, or a slot without
+		 * a master during a failover): resend shortly, on whatever
+		 * connection is current then, until the command timeout. */
+		c->waiting = 1;
+		c->wnext = b->waiting;
+		b->waiting = c;
+		ev_timer_set(&c->again, HR_AGAIN_S, 0.);
+		ev_timer_start(b->loop, &c->again);
+		return;
+	}
 	if (ac != b->ac && b->ac && c->fmt && !c->done &&
 	    r->type == REDIS_REPLY_ERROR && strncmp(r->str, "NOSCRIPT", 8) == 0)
 		ac = b->ac;  /* an ASK or retiring connection: load it here */
@@ -359,7 +380,7 @@ static void on_timeout(struct ev_loop *loop, ev_timer *w, int revents)
 		   "redis command timed out after %d ms; reconnecting",
 		   b->opts.command_timeout_ms);
 	complete(c, RELAY_ETIMEOUT, NULL); /* @c may be gone after this */
-	if (!b->closing)
+	if (!b->closing && !c->waiting)
 		drop_connection(b);
 	release(b);
 }
@@ -565,6 +586,36 @@ static int ensure_connection(hr_backend *b)
 	return b->ac ? 0 : RELAY_ECLOSED;
 }
 
+static void unwait(hr_backend *b, hr_cmd *c)
+{
+	hr_cmd **pp;
+
+	for (pp = &b->waiting; *pp; pp = &(*pp)->wnext)
+		if (*pp == c) {
+			*pp = c->wnext;
+			break;
+		}
+	c->waiting = 0;
+	ev_timer_stop(b->loop, &c->again);
+}
+
+static void on_again(struct ev_loop *loop, ev_timer *w, int revents)
+{
+	hr_cmd *c = w->data;
+	hr_backend *b = c->b;
+
+	(void)loop;
+	(void)revents;
+	unwait(b, c);
+	c->redirects = 0;
+	if (!c->done && ensure_connection(b) == 0 &&
+	    redisAsyncFormattedCommand(b->ac, on_reply, c, c->fmt,
+				       c->fmtlen) == REDIS_OK)
+		return;
+	complete(c, RELAY_ECLOSED, NULL);
+	cmd_free(c);
+}
+
 static void start_timer(hr_backend *b, hr_cmd *c)
 {
 	if (b->opts.command_timeout_ms > 0) {
@@ -700,6 +751,8 @@ static hr_cmd *cmd_new(hr_backend *b, relay_redis_reply_cb cb, void *payload)
 	c->payload = payload;
 	ev_timer_init(&c->timer, on_timeout, 0., 0.);
 	c->timer.data = c;
+	ev_timer_init(&c->again, on_again, 0., 0.);
+	c->again.data = c;
 	return c;
 }
 
@@ -866,6 +919,13 @@ static void hr_free(relay_redis_backend *rb)
 	ev_timer_stop(b->loop, &b->connect_timer);
 	ev_timer_stop(b->loop, &b->reconnect_timer);
 	drop_connection(b); /* in-flight callbacks: RELAY_ECLOSED */
+	while (b->waiting) {
+		hr_cmd *c = b->waiting;
+
+		unwait(b, c);
+		complete(c, RELAY_ECLOSED, NULL);
+		cmd_free(c);
+	}
 	drop_side(b, &b->retiring);
 	drop_side(b, &b->ask_ac);
 	release(b);         /* the owner's reference */
