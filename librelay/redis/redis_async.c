@@ -69,6 +69,7 @@ typedef struct hr_backend {
 	char *ask_host;
 	int ask_port;
 	struct hr_cmd *waiting;         /* commands waiting to be resent */
+	const redisAsyncContext *dead_ac; /* failed before it connected */
 	relay__redis_node *nodes;       /* known nodes (TCP only) */
 	size_t nnodes;
 	size_t cur;                     /* the target: nodes[cur] */
@@ -306,6 +307,7 @@ static int send_cmd(hr_backend *b, hr_cmd *c, int argc, const char **argv,
 static void on_script_load(redisAsyncContext *ac, void *reply, void *priv);
 
 static int redirect(hr_backend *b, hr_cmd *c, const redisReply *r);
+static int ensure_connection(hr_backend *b);
 
 static void on_reply(redisAsyncContext *ac, void *reply, void *privdata)
 {
@@ -316,6 +318,16 @@ static void on_reply(redisAsyncContext *ac, void *reply, void *privdata)
 	int op = c->script - 1;
 
 	if (!r) {
+		/* A connection that never connected ran nothing: with another
+		 * node to try (a seed list, a known cluster), resend there
+		 * at once when a connect may start now (a private loop);
+		 * otherwise fail as after any lost connection. */
+		if (ac == b->dead_ac && c->fmt && !c->done && !b->closing &&
+		    b->nnodes > 1 && ++c->redirects <= HR_MAX_REDIRECTS &&
+		    ensure_connection(b) == 0 &&
+		    redisAsyncFormattedCommand(b->ac, on_reply, c, c->fmt,
+					       c->fmtlen) == REDIS_OK)
+			return;
 		complete(c, RELAY_ECLOSED, NULL);
 		cmd_free(c);
 		return;
@@ -391,6 +403,8 @@ static void on_connect(const redisAsyncContext *ac, int status)
 
 	if (!b)
 		return;
+	if (status == REDIS_OK)
+		b->dead_ac = NULL;
 	if (ac != b->ac) {  /* the ASK side connection */
 		if (status != REDIS_OK && ac == b->ask_ac) {
 			b->ask_ac = NULL;  /* hiredis frees it */
@@ -404,6 +418,7 @@ static void on_connect(const redisAsyncContext *ac, int status)
 		relay__log(&b->opts.logger, RELAY_LOG_WARN, "RELAY-REDIS01",
 			   "redis connect failed: %s", b->errstr);
 		b->ac = NULL; /* hiredis frees it after this callback */
+		b->dead_ac = ac; /* its commands' NULL replies follow */
 		b->state = HR_DISCONNECTED;
 		memset(b->loading, 0, sizeof(b->loading));
 		rotate(b);
@@ -457,6 +472,7 @@ static void on_connect_timeout(struct ev_loop *loop, ev_timer *w,
 
 	hold(b);
 	set_err(b, "connect timed out");
+	b->dead_ac = b->ac;
 	drop_connection(b);
 	release(b);
 }

@@ -109,12 +109,16 @@ int relay__redis_cluster_startup_check(const char *uri, const char *stream,
 	static const char *const ping[] = { "PING" };
 	relay_redis_backend *b;
 	relay_redis_reply *r = NULL;
-	int rc;
+	int rc, i;
 
 	if (relay_redis_open(&b, uri, opts, NULL))
 		return 0;  /* the caller's own open reports it */
-	rc = relay_redis_sync_command(b, &r, 1, ping, NULL);
-	relay_redis_reply_free(r);
+	/* A failed connect moves on to the next seed: one try per seed. */
+	for (i = 0, rc = -1; rc && i < 8; i++) {
+		rc = relay_redis_sync_command(b, &r, 1, ping, NULL);
+		relay_redis_reply_free(r);
+		r = NULL;
+	}
 	if (rc == 0 && relay__redis_cluster_mode(b) == 1)
 		rc = relay__redis_stream_slot_check(stream, group, errbuf,
 						    size);

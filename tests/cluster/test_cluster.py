@@ -7,8 +7,9 @@ Starts a local cluster on loopback: 6 redis-servers (cluster-enabled,
 ports chosen at run time, temp dirs), joined by `redis-cli --cluster
 create ... --cluster-replicas 1` into 3 masters with a replica each. Each
 node also listens on a unix socket, which the test's own client uses
-(following MOVED like any cluster client). relayd connects by TCP to a
-node that does NOT own the stream's slot, so every command first meets a
+(following MOVED like any cluster client). relayd and relayctl get a
+seed list whose first seed is down and whose second does NOT own the
+stream's slot, so they must move on to the next seed and then meet a
 MOVED. Skips (with the reason) where the cluster cannot start.
 """
 import json
@@ -283,8 +284,8 @@ class Cluster:
 
 class ClusterEnv(Env):
     """Env (apps, records, relayd) on a local cluster instead of one
-    redis-server. env.r follows the cluster; env.uri names a TCP node
-    that does not own the stream's slot."""
+    redis-server. env.r follows the cluster; env.uri lists a dead seed,
+    then a TCP node that does not own the stream's slot."""
 
     def __init__(self, stream=STREAM, group="relay"):
         super().__init__(stream=stream, group=group)
@@ -304,7 +305,10 @@ class ClusterEnv(Env):
         self.r = ClusterClient(self.cluster)
         owner = self.cluster.owner(key_slot(self.stream))
         other = [p for p in self.cluster.ports if p != owner][0]
-        self.uri = f"127.0.0.1:{other}"
+        # A seed list whose first seed is down (nothing listens there):
+        # start-up goes on with the next one (configuration.md C-2).
+        dead = free_ports(1)[0]
+        self.uri = f"127.0.0.1:{dead},127.0.0.1:{other}"
 
         class _Uri:  # what Relayd reads as env.redis.uri
             uri = self.uri
