@@ -428,6 +428,12 @@ def delivery_dlq_schedule_replay():
             eq(env.r("EXISTS", f"relay:schedule:{o}"), 0,
                "no pre-cluster marker on a cluster")
         eq(drained(env), True, "all acknowledged")
+        # relayctl state leaks scans the node owning the stream's slot.
+        leak = env.inv_key("1-1")
+        env.r("HSET", leak, "a/ok", "ok")
+        rc, out, err = ctl(env, "state", "leaks", "--json")
+        eq(rc, 0, f"state leaks: {err}")
+        eq(json.loads(out)["found"], 1, f"one leaked hash found: {out}")
         eq(env.dlq(), [], "DLQ entry removed")
 
 
