@@ -113,7 +113,9 @@ int relay__redis_cluster_startup_check(const char *uri, const char *stream,
 /*
  * Does the server @b talks to run in cluster mode? 1 yes, 0 no, -1 not
  * known yet (no connection has answered). The memory backend says 0; a
- * defer decorator answers for the backend it wraps.
+ * defer decorator answers for the backend it wraps; a custom backend
+ * (include/relay/sys/redis.h) says 1, so it is never sent the
+ * pre-cluster keys of the upgrade window (doc/redis-layout.md R-7).
  */
 int relay__redis_cluster_mode(relay_redis_backend *b);
 

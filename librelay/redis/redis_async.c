@@ -970,9 +970,11 @@ int relay__redis_cluster_mode(relay_redis_backend *rb)
 
 	if (inner)
 		rb = inner;
-	if (rb->free != hr_free)
-		return 0;
-	return ((hr_backend *)rb)->cluster;
+	if (rb->free == hr_free)
+		return ((hr_backend *)rb)->cluster;
+	/* The memory backend is one node; any other backend gets only what
+	 * include/relay/sys/redis.h promises it (no pre-cluster keys). */
+	return strcmp(rb->name, "memory") == 0 ? 0 : 1;
 }
 
 static int copy_uri(relay__redis_uri *dst, const relay__redis_uri *src)

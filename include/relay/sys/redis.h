@@ -54,8 +54,9 @@ extern "C" {
  *                XADD fails, with the marker untouched.
  * SCHEDULE_PUBLISH (version 2) KEYS[1] the occurrence marker
  *                relay:<stream>:schedule:<occurrence_id>, KEYS[2] the
- *                source stream, optional KEYS[3] (numkeys 3, single node
- *                only) the pre-cluster marker
+ *                source stream, optional KEYS[3] (numkeys 3; sent only
+ *                to the built-in backends, on a single node) the
+ *                pre-cluster marker
  *                relay:schedule:<occurrence_id>; ARGV ttl_ms envelope. If
  *                a marker exists: result duplicate; else XADD KEYS[2] *
  *                event <envelope>, SET the marker(s) with the TTL, result
