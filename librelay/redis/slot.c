@@ -109,16 +109,14 @@ int relay__redis_cluster_startup_check(const char *uri, const char *stream,
 	static const char *const ping[] = { "PING" };
 	relay_redis_backend *b;
 	relay_redis_reply *r = NULL;
-	int rc, i;
+	int rc;
 
 	if (relay_redis_open(&b, uri, opts, NULL))
 		return 0;  /* the caller's own open reports it */
-	/* A failed connect moves on to the next seed: one try per seed. */
-	for (i = 0, rc = -1; rc && i < 8; i++) {
-		rc = relay_redis_sync_command(b, &r, 1, ping, NULL);
-		relay_redis_reply_free(r);
-		r = NULL;
-	}
+	/* One PING: a seed that cannot be reached passes it on to the next
+	 * (redis_async.c), so a dead first seed does not skip the check. */
+	rc = relay_redis_sync_command(b, &r, 1, ping, NULL);
+	relay_redis_reply_free(r);
 	if (rc == 0 && relay__redis_cluster_mode(b) == 1)
 		rc = relay__redis_stream_slot_check(stream, group, errbuf,
 						    size);
