@@ -105,14 +105,18 @@ typedef struct relay_redis_options {
  * @out: set to the new backend on success.
  * @uri: "host:port", "redis://[user:pass@]host:port[/db]",
  *   "unix:///path/to/sock" (hiredis backend) or "memory://" (a fresh,
- *   empty memory backend).
+ *   empty memory backend). The TCP forms may list several "host:port"
+ *   seeds separated by ',' (Redis Cluster).
  * @opts: options, or NULL for defaults.
  * @err: optional error detail.
  *
  * A hiredis backend opened this way owns a private libev loop, which the
  * synchronous wrappers run; to drive it from the host's loop, use
  * relay_redis_open_libev() instead. Connection happens lazily on the
- * first command.
+ * first command. On a Redis Cluster the hiredis backend follows MOVED
+ * and ASK replies, resends TRYAGAIN/CLUSTERDOWN ones, and tries the next
+ * known node when one is lost (doc/operations.md, "Redis Cluster"); all
+ * keys of one command must share a slot.
  * Returns: 0, RELAY_EINVAL (bad URI or options) or RELAY_ENOMEM.
  * Ownership: *out is new; free with relay_redis_free().
  * Thread-safety: a backend is used from one thread at a time.
