@@ -455,7 +455,7 @@ static void publish_one(relayd_schedpub *p, occ *o)
 		    : NULL;
 	snprintf(ttl, sizeof(ttl), "%lld", RELAY__SCHED_MARKER_TTL_MS);
 	if (mode >= 0 && env && marker && legacy) {
-		int nk = mode == 0 ? 3 : 2;
+		int nk = relay__redis_legacy_marker_ok(p->d->redis) ? 3 : 2;
 
 		argv[0] = marker;
 		argv[1] = p->d->cfg.stream;

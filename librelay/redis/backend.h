@@ -112,12 +112,19 @@ int relay__redis_cluster_startup_check(const char *uri, const char *stream,
 
 /*
  * Does the server @b talks to run in cluster mode? 1 yes, 0 no, -1 not
- * known yet (no connection has answered). The memory backend says 0; a
- * defer decorator answers for the backend it wraps; a custom backend
- * (include/relay/sys/redis.h) says 1, so it is never sent the
- * pre-cluster keys of the upgrade window (doc/redis-layout.md R-7).
+ * known yet (no connection has answered). The memory backend and custom
+ * backends say 0; a defer decorator answers for the backend it wraps.
  */
 int relay__redis_cluster_mode(relay_redis_backend *b);
+
+/*
+ * May SCHEDULE_PUBLISH be sent its optional third key, the pre-cluster
+ * marker (doc/redis-layout.md R-7)? 1 for a built-in backend (hiredis or
+ * memory, also behind a defer decorator) on a single node; 0 on a
+ * cluster, while the mode is not known yet, and for custom backends
+ * (include/relay/sys/redis.h promises them two keys).
+ */
+int relay__redis_legacy_marker_ok(relay_redis_backend *b);
 
 /* The transition scripts as embedded Lua source (lua_scripts.c). */
 extern const char *const relay__lua_source[RELAY_REDIS_SCRIPT_COUNT_];

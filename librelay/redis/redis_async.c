@@ -17,7 +17,8 @@
  * commands fail at once with RELAY_ECLOSED (nonzero return, no callback).
  * A private-loop backend (relayctl) reconnects on the next command.
  *
- * Redis Cluster (doc/redis-layout.md R-8, doc/configuration.md C-2): the
+ * Redis Cluster (doc/redis-layout.md R-8, doc/configuration.md C-2; the
+ * code is in redis_cluster.c, the shared state in hiredis_int.h): the
  * backend keeps one connection, to one node at a time. Every connection
  * first asks CLUSTER SLOTS: an error means a single node; a map means a
  * cluster, and every node in it joins the list of known nodes (which
@@ -53,64 +54,10 @@
 
 #include "backend.h"
 #include "common.h"
+#include "hiredis_int.h"
 #include "relay/relay_libev.h"
 
-enum hr_state { HR_DISCONNECTED, HR_CONNECTING, HR_CONNECTED };
 
-typedef struct hr_backend {
-	relay_redis_backend parent;     /* must be first */
-	struct ev_loop *loop;
-	int own_loop;                   /* private loop for sync use */
-	relay__redis_uri uri;
-	relay_redis_options opts;
-	redisAsyncContext *ac;
-	redisAsyncContext *retiring;    /* left after MOVED, draining */
-	redisAsyncContext *ask_ac;      /* side connection for ASK */
-	char *ask_host;
-	int ask_port;
-	struct hr_cmd *waiting;         /* commands waiting to be resent */
-	const redisAsyncContext *dead_ac; /* failed before it connected */
-	relay__redis_node *nodes;       /* known nodes (TCP only) */
-	size_t nnodes;
-	size_t cur;                     /* the target: nodes[cur] */
-	int cluster;                    /* 1, 0, -1 not known yet */
-	enum hr_state state;
-	int closing;
-	int refs;                       /* see "Lifetime" above */
-	int setup_failed;               /* AUTH/SELECT refused: keep errstr */
-	ev_timer connect_timer;
-	ev_timer reconnect_timer;
-	int reconnect_ms;               /* next backoff delay */
-	unsigned int seed;              /* jitter */
-	char sha[RELAY_REDIS_SCRIPT_COUNT_][41];
-	int loading[RELAY_REDIS_SCRIPT_COUNT_];
-	char errstr[160];
-} hr_backend;
-
-typedef struct hr_cmd {
-	hr_backend *b;
-	relay_redis_reply_cb cb;
-	void *payload;
-	ev_timer timer;
-	int done;                       /* callback already ran */
-	int script;                     /* op + 1 for EVALSHA calls, else 0 */
-	char *fmt;                      /* the formatted EVALSHA, kept for */
-	size_t fmtlen;                  /* one resend after NOSCRIPT */
-	long long block_ms;             /* BLOCK of XREAD(GROUP): extra time */
-	int redirects;                  /* MOVED/ASK followed so far */
-	int reloaded;                   /* resent once after NOSCRIPT */
-	ev_timer again;                 /* resend after TRYAGAIN/CLUSTERDOWN */
-	struct hr_cmd *wnext;           /* in b->waiting while it waits */
-	int waiting;
-} hr_cmd;
-
-/* A command follows at most this many MOVED/ASK replies. */
-#define HR_MAX_REDIRECTS 5
-/* TRYAGAIN/CLUSTERDOWN: resend after this delay, within the command
- * timeout. */
-#define HR_AGAIN_S 0.05
-
-static void hr_connect(hr_backend *b);
 
 static void hold(hr_backend *b)
 {
@@ -171,7 +118,7 @@ static relay_redis_reply *convert(const redisReply *r)
 	}
 }
 
-static void cmd_free(hr_cmd *c)
+void relay__hr_cmd_free(hr_cmd *c)
 {
 	hr_backend *b = c->b;
 
@@ -184,7 +131,7 @@ static void cmd_free(hr_cmd *c)
 /* Run the caller's callback once; the hr_cmd lives on until hiredis is
  * done with it. Touches nothing after the callback (it may free @c's
  * connection or the backend). */
-static void complete(hr_cmd *c, int status, relay_redis_reply *r)
+void relay__hr_complete(hr_cmd *c, int status, relay_redis_reply *r)
 {
 	if (c->done) {
 		relay_redis_reply_free(r);
@@ -215,39 +162,9 @@ static void schedule_reconnect(hr_backend *b)
 		b->reconnect_ms = b->opts.reconnect_max_ms;
 }
 
-/* After a failed or lost connection: try the next known node. */
-static void rotate(hr_backend *b)
-{
-	if (b->nnodes > 1)
-		b->cur = (b->cur + 1) % b->nnodes;
-}
-
-/* The index of node @host:@port, added when new; or -1 (no memory). */
-static long node_index(hr_backend *b, const char *host, size_t hlen,
-		       int port)
-{
-	relay__redis_node *n;
-	size_t i;
-
-	for (i = 0; i < b->nnodes; i++)
-		if (b->nodes[i].port == port &&
-		    strlen(b->nodes[i].host) == hlen &&
-		    memcmp(b->nodes[i].host, host, hlen) == 0)
-			return (long)i;
-	n = relay__realloc(b->nodes, (b->nnodes + 1) * sizeof(*n));
-	if (!n)
-		return -1;
-	b->nodes = n;
-	n[b->nnodes].host = relay__strndup(host, hlen);
-	if (!n[b->nnodes].host)
-		return -1;
-	n[b->nnodes].port = port;
-	return (long)b->nnodes++;
-}
-
 /* Let go of a side context (retiring or ASK) at once: its commands get
  * NULL replies (RELAY_ECLOSED). */
-static void drop_side(hr_backend *b, redisAsyncContext **slot)
+void relay__hr_drop_side(hr_backend *b, redisAsyncContext **slot)
 {
 	redisAsyncContext *ac = *slot;
 
@@ -277,23 +194,23 @@ static void drop_connection(hr_backend *b)
 	ev_timer_stop(b->loop, &b->connect_timer);
 	ac->data = NULL;
 	redisAsyncFree(ac);
-	rotate(b);
+	relay__hr_rotate(b);
 	schedule_reconnect(b);
 	release(b);
 }
 
 /*
  * Leave the current connection after a MOVED: it disconnects once its
- * pending replies are in (each MOVED one is resent by on_reply), while
+ * pending replies are in (each MOVED one is resent by relay__hr_on_reply), while
  * new commands go to the next connection.
  */
-static void retire(hr_backend *b)
+void relay__hr_retire(hr_backend *b)
 {
 	redisAsyncContext *ac = b->ac;
 
 	if (!ac)
 		return;
-	drop_side(b, &b->retiring);
+	relay__hr_drop_side(b, &b->retiring);
 	b->ac = NULL;
 	b->state = HR_DISCONNECTED;
 	memset(b->loading, 0, sizeof(b->loading));
@@ -306,10 +223,8 @@ static int send_cmd(hr_backend *b, hr_cmd *c, int argc, const char **argv,
 		    const size_t *argvlen);
 static void on_script_load(redisAsyncContext *ac, void *reply, void *priv);
 
-static int redirect(hr_backend *b, hr_cmd *c, const redisReply *r);
-static int ensure_connection(hr_backend *b);
 
-static void on_reply(redisAsyncContext *ac, void *reply, void *privdata)
+void relay__hr_on_reply(redisAsyncContext *ac, void *reply, void *privdata)
 {
 	hr_cmd *c = privdata;
 	hr_backend *b = c->b;
@@ -324,17 +239,17 @@ static void on_reply(redisAsyncContext *ac, void *reply, void *privdata)
 		 * otherwise fail as after any lost connection. */
 		if (ac == b->dead_ac && c->fmt && !c->done && !b->closing &&
 		    b->nnodes > 1 && ++c->redirects <= HR_MAX_REDIRECTS &&
-		    ensure_connection(b) == 0 &&
-		    redisAsyncFormattedCommand(b->ac, on_reply, c, c->fmt,
+		    relay__hr_ensure_connection(b) == 0 &&
+		    redisAsyncFormattedCommand(b->ac, relay__hr_on_reply, c, c->fmt,
 					       c->fmtlen) == REDIS_OK)
 			return;
-		complete(c, RELAY_ECLOSED, NULL);
-		cmd_free(c);
+		relay__hr_complete(c, RELAY_ECLOSED, NULL);
+		relay__hr_cmd_free(c);
 		return;
 	}
 	if (c->fmt && !c->done && r->type == REDIS_REPLY_ERROR &&
 	    (strncmp(r->str, "MOVED ", 6) == 0 ||
-	     strncmp(r->str, "ASK ", 4) == 0) && redirect(b, c, r) == 0)
+	     strncmp(r->str, "ASK ", 4) == 0) && relay__hr_redirect(b, c, r) == 0)
 		return;
 	if (c->fmt && !c->done && r->type == REDIS_REPLY_ERROR &&
 	    b->cluster == 1 && !b->closing &&
@@ -343,11 +258,7 @@ static void on_reply(redisAsyncContext *ac, void *reply, void *privdata)
 		/* Not run (keys of a slot half migrated, or a slot without
 		 * a master during a failover): resend shortly, on whatever
 		 * connection is current then, until the command timeout. */
-		c->waiting = 1;
-		c->wnext = b->waiting;
-		b->waiting = c;
-		ev_timer_set(&c->again, HR_AGAIN_S, 0.);
-		ev_timer_start(b->loop, &c->again);
+		relay__hr_wait_again(b, c);
 		return;
 	}
 	if (ac != b->ac && b->ac && c->fmt && !c->done &&
@@ -366,19 +277,19 @@ static void on_reply(redisAsyncContext *ac, void *reply, void *privdata)
 		if (redisAsyncCommand(ac, on_script_load, (void *)(intptr_t)op,
 				      "SCRIPT LOAD %s",
 				      relay__lua_source[op]) == REDIS_OK &&
-		    redisAsyncFormattedCommand(ac, on_reply, c, c->fmt,
+		    redisAsyncFormattedCommand(ac, relay__hr_on_reply, c, c->fmt,
 					       c->fmtlen) == REDIS_OK) {
 			if (ac == b->ac)
 				b->loading[op] = 1;
 			return;
 		}
-		complete(c, RELAY_EBACKEND, NULL);
-		cmd_free(c);
+		relay__hr_complete(c, RELAY_EBACKEND, NULL);
+		relay__hr_cmd_free(c);
 		return;
 	}
 	o = convert(r);
-	complete(c, o ? 0 : RELAY_ENOMEM, o);
-	cmd_free(c);
+	relay__hr_complete(c, o ? 0 : RELAY_ENOMEM, o);
+	relay__hr_cmd_free(c);
 }
 
 static void on_timeout(struct ev_loop *loop, ev_timer *w, int revents)
@@ -391,7 +302,7 @@ static void on_timeout(struct ev_loop *loop, ev_timer *w, int revents)
 	relay__log(&b->opts.logger, RELAY_LOG_WARN, "RELAY-REDIS05",
 		   "redis command timed out after %d ms; reconnecting",
 		   b->opts.command_timeout_ms);
-	complete(c, RELAY_ETIMEOUT, NULL); /* @c may be gone after this */
+	relay__hr_complete(c, RELAY_ETIMEOUT, NULL); /* @c may be gone after this */
 	if (!b->closing && !c->waiting)
 		drop_connection(b);
 	release(b);
@@ -421,7 +332,7 @@ static void on_connect(const redisAsyncContext *ac, int status)
 		b->dead_ac = ac; /* its commands' NULL replies follow */
 		b->state = HR_DISCONNECTED;
 		memset(b->loading, 0, sizeof(b->loading));
-		rotate(b);
+		relay__hr_rotate(b);
 		schedule_reconnect(b);
 		release(b); /* the context's reference */
 		return;
@@ -460,7 +371,7 @@ static void on_disconnect(const redisAsyncContext *ac, int status)
 	b->ac = NULL;
 	b->state = HR_DISCONNECTED;
 	memset(b->loading, 0, sizeof(b->loading)); /* its SCRIPT LOADs died */
-	rotate(b);
+	relay__hr_rotate(b);
 	schedule_reconnect(b);
 	release(b); /* the context's reference */
 }
@@ -482,7 +393,7 @@ static void on_reconnect(struct ev_loop *loop, ev_timer *w, int revents)
 	hr_backend *b = w->data;
 
 	if (!b->ac && !b->closing)
-		hr_connect(b);
+		relay__hr_connect(b);
 }
 
 static void on_setup_reply(redisAsyncContext *ac, void *reply, void *priv)
@@ -497,43 +408,10 @@ static void on_setup_reply(redisAsyncContext *ac, void *reply, void *priv)
 	redisAsyncDisconnect(ac);
 }
 
-/* CLUSTER SLOTS: an error means a single node; a map names the nodes. */
-static void on_slots(redisAsyncContext *ac, void *reply, void *priv)
-{
-	hr_backend *b = ac->data;
-	redisReply *r = reply, *n;
-	size_t i, j;
-
-	(void)priv;
-	if (!b || !r || ac != b->ac)
-		return;
-	if (r->type != REDIS_REPLY_ARRAY) {
-		b->cluster = 0;
-		return;
-	}
-	b->cluster = 1;
-	if (b->uri.path)
-		return;
-	for (i = 0; i < r->elements; i++) {
-		if (r->element[i]->type != REDIS_REPLY_ARRAY)
-			continue;
-		for (j = 2; j < r->element[i]->elements; j++) {
-			n = r->element[i]->element[j];
-			if (n->type != REDIS_REPLY_ARRAY || n->elements < 2 ||
-			    n->element[0]->type != REDIS_REPLY_STRING ||
-			    !n->element[0]->len ||
-			    n->element[1]->type != REDIS_REPLY_INTEGER)
-				continue;
-			node_index(b, n->element[0]->str, n->element[0]->len,
-				   (int)n->element[1]->integer);
-		}
-	}
-}
-
 /* A new context to @host:@port (or the unix socket), attached, with
  * AUTH queued; it holds a reference on @b. NULL on failure (errstr). */
-static redisAsyncContext *open_ctx(hr_backend *b, const char *host,
-				   int port)
+redisAsyncContext *relay__hr_open_ctx(hr_backend *b, const char *host,
+				      int port)
 {
 	redisAsyncContext *ac;
 
@@ -565,15 +443,15 @@ static redisAsyncContext *open_ctx(hr_backend *b, const char *host,
 	return ac;
 }
 
-static void hr_connect(hr_backend *b)
+void relay__hr_connect(hr_backend *b)
 {
 	redisAsyncContext *ac;
 	char db[8];
 
-	ac = open_ctx(b, b->uri.path ? NULL : b->nodes[b->cur].host,
+	ac = relay__hr_open_ctx(b, b->uri.path ? NULL : b->nodes[b->cur].host,
 		      b->uri.path ? 0 : b->nodes[b->cur].port);
 	if (!ac) {
-		rotate(b);
+		relay__hr_rotate(b);
 		schedule_reconnect(b);
 		return;
 	}
@@ -586,11 +464,11 @@ static void hr_connect(hr_backend *b)
 		snprintf(db, sizeof(db), "%d", b->uri.db);
 		redisAsyncCommand(ac, on_setup_reply, NULL, "SELECT %s", db);
 	}
-	redisAsyncCommand(ac, on_slots, NULL, "CLUSTER SLOTS");
+	redisAsyncCommand(ac, relay__hr_on_slots, NULL, "CLUSTER SLOTS");
 }
 
 /* Connected or connecting, or fail with RELAY_ECLOSED. */
-static int ensure_connection(hr_backend *b)
+int relay__hr_ensure_connection(hr_backend *b)
 {
 	if (b->closing)
 		return RELAY_ECLOSED;
@@ -598,41 +476,11 @@ static int ensure_connection(hr_backend *b)
 		return 0;
 	if (ev_is_active(&b->reconnect_timer))
 		return RELAY_ECLOSED;
-	hr_connect(b);
+	relay__hr_connect(b);
 	return b->ac ? 0 : RELAY_ECLOSED;
 }
 
-static void unwait(hr_backend *b, hr_cmd *c)
-{
-	hr_cmd **pp;
-
-	for (pp = &b->waiting; *pp; pp = &(*pp)->wnext)
-		if (*pp == c) {
-			*pp = c->wnext;
-			break;
-		}
-	c->waiting = 0;
-	ev_timer_stop(b->loop, &c->again);
-}
-
-static void on_again(struct ev_loop *loop, ev_timer *w, int revents)
-{
-	hr_cmd *c = w->data;
-	hr_backend *b = c->b;
-
-	(void)loop;
-	(void)revents;
-	unwait(b, c);
-	c->redirects = 0;
-	if (!c->done && ensure_connection(b) == 0 &&
-	    redisAsyncFormattedCommand(b->ac, on_reply, c, c->fmt,
-				       c->fmtlen) == REDIS_OK)
-		return;
-	complete(c, RELAY_ECLOSED, NULL);
-	cmd_free(c);
-}
-
-static void start_timer(hr_backend *b, hr_cmd *c)
+void relay__hr_start_timer(hr_backend *b, hr_cmd *c)
 {
 	if (b->opts.command_timeout_ms > 0) {
 		ev_timer_stop(b->loop, &c->timer);
@@ -656,102 +504,10 @@ static int send_cmd(hr_backend *b, hr_cmd *c, int argc, const char **argv,
 		return RELAY_ENOMEM;
 	}
 	c->fmtlen = (size_t)len;
-	if (redisAsyncFormattedCommand(b->ac, on_reply, c, c->fmt,
+	if (redisAsyncFormattedCommand(b->ac, relay__hr_on_reply, c, c->fmt,
 				       c->fmtlen) != REDIS_OK)
 		return RELAY_ECLOSED;
-	start_timer(b, c);
-	return 0;
-}
-
-/* "MOVED <slot> <host>:<port>" / "ASK <slot> <host>:<port>": the node.
- * An empty host means the node that answered. Returns 0 or -1. */
-static int parse_redirect(const char *s, const char **host, size_t *hlen,
-			  int *port)
-{
-	const char *sp = strchr(s, ' '), *addr, *colon;
-	char *end;
-	long p;
-
-	if (!sp || !(addr = strchr(sp + 1, ' ')))
-		return -1;
-	addr++;
-	colon = strrchr(addr, ':');
-	if (!colon)
-		return -1;
-	p = strtol(colon + 1, &end, 10);
-	if (*end || p < 1 || p > 65535)
-		return -1;
-	*host = addr;
-	*hlen = (size_t)(colon - addr);
-	*port = (int)p;
-	return 0;
-}
-
-/*
- * Follow a MOVED or ASK reply to @c (see the top of the file). Returns 0
- * when @c went out again, -1 when the reply stands (too many redirects,
- * a unix socket, or a failure: the caller completes @c with it).
- */
-static int redirect(hr_backend *b, hr_cmd *c, const redisReply *r)
-{
-	const char *host;
-	size_t hlen;
-	int port, ask = r->str[0] == 'A';
-	long idx;
-
-	if (b->uri.path || b->closing || ++c->redirects > HR_MAX_REDIRECTS ||
-	    parse_redirect(r->str, &host, &hlen, &port))
-		return -1;
-	if (!hlen) {  /* "the node you asked": the current target */
-		host = b->nodes[b->cur].host;
-		hlen = strlen(host);
-	}
-	idx = node_index(b, host, hlen, port);
-	if (idx < 0)
-		return -1;
-	relay__log(&b->opts.logger, RELAY_LOG_DEBUG, "RELAY-REDIS06",
-		   "redis cluster %s: %s", ask ? "ask" : "moved", r->str);
-	if (ask) {
-		if (b->ask_ac && (b->ask_port != port ||
-				  strcmp(b->ask_host, b->nodes[idx].host)))
-			drop_side(b, &b->ask_ac);
-		if (!b->ask_ac) {
-			relay__free(b->ask_host);
-			b->ask_host = relay__strdup(b->nodes[idx].host);
-			b->ask_port = port;
-			if (!b->ask_host)
-				return -1;
-			b->ask_ac = open_ctx(b, b->ask_host, port);
-			if (!b->ask_ac)
-				return -1;
-		}
-		if (c->script)
-			redisAsyncCommand(b->ask_ac, NULL, NULL,
-					  "SCRIPT LOAD %s",
-					  relay__lua_source[c->script - 1]);
-		if (redisAsyncCommand(b->ask_ac, NULL, NULL, "ASKING") !=
-			    REDIS_OK ||
-		    redisAsyncFormattedCommand(b->ask_ac, on_reply, c, c->fmt,
-					       c->fmtlen) != REDIS_OK)
-			return -1;
-		start_timer(b, c);
-		return 0;
-	}
-	if ((size_t)idx != b->cur || !b->ac) {
-		relay__log(&b->opts.logger, RELAY_LOG_INFO, "RELAY-REDIS07",
-			   "redis cluster: slot moved to %s:%d; following",
-			   b->nodes[idx].host, port);
-		retire(b);
-		b->cur = (size_t)idx;
-		ev_timer_stop(b->loop, &b->reconnect_timer);
-		hr_connect(b);
-		if (!b->ac)
-			return -1;
-	}
-	if (redisAsyncFormattedCommand(b->ac, on_reply, c, c->fmt,
-				       c->fmtlen) != REDIS_OK)
-		return -1;
-	start_timer(b, c);
+	relay__hr_start_timer(b, c);
 	return 0;
 }
 
@@ -767,7 +523,7 @@ static hr_cmd *cmd_new(hr_backend *b, relay_redis_reply_cb cb, void *payload)
 	c->payload = payload;
 	ev_timer_init(&c->timer, on_timeout, 0., 0.);
 	c->timer.data = c;
-	ev_timer_init(&c->again, on_again, 0., 0.);
+	ev_timer_init(&c->again, relay__hr_on_again, 0., 0.);
 	c->again.data = c;
 	return c;
 }
@@ -818,7 +574,7 @@ static int hr_command(relay_redis_backend *rb, int argc,
 	hr_cmd *c;
 	int rc;
 
-	rc = ensure_connection(b);
+	rc = relay__hr_ensure_connection(b);
 	if (rc)
 		return rc;
 	c = cmd_new(b, cb, payload);
@@ -827,7 +583,7 @@ static int hr_command(relay_redis_backend *rb, int argc,
 	c->block_ms = block_ms(argc, argv, argvlen);
 	rc = send_cmd(b, c, argc, (const char **)argv, argvlen);
 	if (rc)
-		cmd_free(c);
+		relay__hr_cmd_free(c);
 	return rc;
 }
 
@@ -865,7 +621,7 @@ static int hr_script(relay_redis_backend *rb, relay_redis_script op,
 
 	if (argc > HR_MAX_SCRIPT_ARGS)
 		return RELAY_EINVAL;
-	rc = ensure_connection(b);
+	rc = relay__hr_ensure_connection(b);
 	if (rc)
 		return rc;
 	known = b->sha[op][0] != '\0';
@@ -892,22 +648,22 @@ static int hr_script(relay_redis_backend *rb, relay_redis_script op,
 	if (!known) {
 		rc = send_cmd(b, c, argc + 3, v, vl);
 		if (rc)
-			cmd_free(c);
+			relay__hr_cmd_free(c);
 		return rc;
 	}
 	len = redisFormatCommandArgv(&c->fmt, argc + 3, v, vl);
 	if (len < 0) {
 		c->fmt = NULL;
-		cmd_free(c);
+		relay__hr_cmd_free(c);
 		return RELAY_ENOMEM;
 	}
 	c->fmtlen = (size_t)len;
-	if (redisAsyncFormattedCommand(b->ac, on_reply, c, c->fmt,
+	if (redisAsyncFormattedCommand(b->ac, relay__hr_on_reply, c, c->fmt,
 				       c->fmtlen) != REDIS_OK) {
-		cmd_free(c);
+		relay__hr_cmd_free(c);
 		return RELAY_ECLOSED;
 	}
-	start_timer(b, c);
+	relay__hr_start_timer(b, c);
 	return 0;
 }
 
@@ -935,33 +691,10 @@ static void hr_free(relay_redis_backend *rb)
 	ev_timer_stop(b->loop, &b->connect_timer);
 	ev_timer_stop(b->loop, &b->reconnect_timer);
 	drop_connection(b); /* in-flight callbacks: RELAY_ECLOSED */
-	while (b->waiting) {
-		hr_cmd *c = b->waiting;
-
-		unwait(b, c);
-		complete(c, RELAY_ECLOSED, NULL);
-		cmd_free(c);
-	}
-	drop_side(b, &b->retiring);
-	drop_side(b, &b->ask_ac);
+	relay__hr_fail_waiting(b);
+	relay__hr_drop_side(b, &b->retiring);
+	relay__hr_drop_side(b, &b->ask_ac);
 	release(b);         /* the owner's reference */
-}
-
-/* The known nodes start as the URI's seeds. */
-static int init_nodes(hr_backend *b)
-{
-	size_t i;
-
-	if (!b->uri.host)
-		return 0;
-	if (node_index(b, b->uri.host, strlen(b->uri.host), b->uri.port) < 0)
-		return RELAY_ENOMEM;
-	for (i = 0; i < b->uri.nseeds; i++)
-		if (node_index(b, b->uri.seeds[i].host,
-			       strlen(b->uri.seeds[i].host),
-			       b->uri.seeds[i].port) < 0)
-			return RELAY_ENOMEM;
-	return 0;
 }
 
 int relay__redis_cluster_mode(relay_redis_backend *rb)
@@ -970,11 +703,22 @@ int relay__redis_cluster_mode(relay_redis_backend *rb)
 
 	if (inner)
 		rb = inner;
+	if (rb->free != hr_free)
+		return 0;
+	return ((hr_backend *)rb)->cluster;
+}
+
+int relay__redis_legacy_marker_ok(relay_redis_backend *rb)
+{
+	relay_redis_backend *inner = relay__redis_defer_inner(rb);
+
+	if (inner)
+		rb = inner;
 	if (rb->free == hr_free)
-		return ((hr_backend *)rb)->cluster;
-	/* The memory backend is one node; any other backend gets only what
-	 * include/relay/sys/redis.h promises it (no pre-cluster keys). */
-	return strcmp(rb->name, "memory") == 0 ? 0 : 1;
+		return ((hr_backend *)rb)->cluster == 0;
+	/* Any other backend gets only what include/relay/sys/redis.h
+	 * promised it: a two-key SCHEDULE_PUBLISH. */
+	return strcmp(rb->name, "memory") == 0;
 }
 
 static int copy_uri(relay__redis_uri *dst, const relay__redis_uri *src)
@@ -1035,7 +779,7 @@ int relay__redis_hiredis_new(relay_redis_backend **out,
 	b->reconnect_ms = b->opts.reconnect_min_ms;
 	b->refs = 1; /* the owner's */
 	b->cluster = -1;
-	if (init_nodes(b)) {
+	if (relay__hr_init_nodes(b)) {
 		release(b);
 		return RELAY_ENOMEM;
 	}
