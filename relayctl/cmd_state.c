@@ -285,6 +285,19 @@ static int scan(struct leaks *l)
 	if (!pat)
 		return relayctl_error(RELAYCTL_FAIL, "state leaks: out of "
 				      "memory");
+	/* SCAN reads the node it is sent to: on Redis Cluster, first a
+	 * command on the stream's key moves the connection to the owner of
+	 * the stream's slot, where all its state hashes are. */
+	{
+		const char *type[] = { "TYPE", l->conf.stream };
+
+		r = cmd(l, 2, type, &rc);
+		relay_redis_reply_free(r);
+		if (rc) {
+			free(pat);
+			return rc;
+		}
+	}
 	do {
 		r = cmd(l, 8, argv, &rc);
 		if (!r)

@@ -386,6 +386,11 @@ static int open_backends(relayd *d, char *errbuf, size_t size)
 			 d->cfg.redis_uri_safe, relay_strerror(rc));
 		return -1;
 	}
+	/* On Redis Cluster the stream needs a hash tag (redis-layout R-8). */
+	if (relay_redis_cluster_check(d->cfg.redis_uri,
+					       d->cfg.stream, d->cfg.group,
+					       &rd, errbuf, size))
+		return -1;
 	return 0;
 }
 

@@ -105,14 +105,18 @@ typedef struct relay_redis_options {
  * @out: set to the new backend on success.
  * @uri: "host:port", "redis://[user:pass@]host:port[/db]",
  *   "unix:///path/to/sock" (hiredis backend) or "memory://" (a fresh,
- *   empty memory backend).
+ *   empty memory backend). The TCP forms may list several "host:port"
+ *   seeds separated by ',' (Redis Cluster).
  * @opts: options, or NULL for defaults.
  * @err: optional error detail.
  *
  * A hiredis backend opened this way owns a private libev loop, which the
  * synchronous wrappers run; to drive it from the host's loop, use
  * relay_redis_open_libev() instead. Connection happens lazily on the
- * first command.
+ * first command. On a Redis Cluster the hiredis backend follows MOVED
+ * and ASK replies, resends TRYAGAIN/CLUSTERDOWN ones, and tries the next
+ * known node when one is lost (doc/operations.md, "Redis Cluster"); all
+ * keys of one command must share a slot.
  * Returns: 0, RELAY_EINVAL (bad URI or options) or RELAY_ENOMEM.
  * Ownership: *out is new; free with relay_redis_free().
  * Thread-safety: a backend is used from one thread at a time.
@@ -120,6 +124,28 @@ typedef struct relay_redis_options {
 RELAY_EXTERN int relay_redis_open(relay_redis_backend **out, const char *uri,
 				  const relay_redis_options *opts,
 				  relay_error *err);
+
+/**
+ * relay_redis_cluster_check() - the start-up check for Redis Cluster.
+ * @uri: as relay_redis_open() (a seed list included).
+ * @stream: the stream to be read; @group: its consumer group (may be NULL).
+ * @opts: as relay_redis_open() (timeouts); may be NULL.
+ * @errbuf, @size: receive the one-line error, naming the fix.
+ *
+ * Opens a private connection to @uri; when the server answers and runs in
+ * cluster mode, checks that every key Relay derives from @stream lands
+ * in the stream's hash slot (a hash tag without ':' or '%';
+ * doc/redis-layout.md R-8).
+ * Returns: 0 (a single node, a stream that fits, or no answer: connect as
+ * usual and let the connection retry) or RELAY_EINVAL with @errbuf set.
+ * Blocking: one round trip, bounded by @opts' timeouts.
+ * Thread-safety: reentrant (uses only its own connection).
+ */
+RELAY_EXTERN int relay_redis_cluster_check(const char *uri,
+					   const char *stream,
+					   const char *group,
+					   const relay_redis_options *opts,
+					   char *errbuf, size_t size);
 
 /**
  * enum relay_redis_uri_kind - what a REDIS_URI names (relay_redis_uri_check()).

@@ -30,6 +30,7 @@
 
 #include "consumer.h"
 #include "invops/invops.h"
+#include "redis/backend.h"
 #include "relay/schedule.h"
 #include "sched.h"
 
@@ -94,6 +95,11 @@ char *relay__sched_occurrence_id(const char *app, const char *schedule,
 				 const char *at)
 {
 	return relay__sprintf("schedule:%s:%s:%s", app, schedule, at);
+}
+
+char *relay__sched_marker_key(const char *stream, const char *occ)
+{
+	return relay__sprintf("relay:%s:schedule:%s", stream, occ);
 }
 
 char *relay__sched_envelope(const char *app, const char *schedule,
@@ -371,27 +377,32 @@ static int claim_script(relay__msg *m)
  * ---- admission: only what relayd published, once per occurrence ----
  *
  * Before a dispatchable occurrence is claimed: (1) its publication marker
- * relay:schedule:<occurrence_id> must exist (relayd's publisher sets it
- * in the same script as its XADD, so an envelope XADDed by anyone else
- * has none); (2) it takes relay:schedule:<occurrence_id>:run with SET NX
+ * relay:<stream>:schedule:<occurrence_id> must exist (relayd's publisher
+ * sets it in the same script as its XADD, so an envelope XADDed by anyone
+ * else has none); on a single node the pre-cluster name
+ * relay:schedule:<occurrence_id> an older version wrote counts too (the
+ * upgrade window, doc/redis-layout.md R-7); (2) it takes
+ * relay:<stream>:schedule:<occurrence_id>:run with SET NX
  * for its message id (same TTL as the marker), so the same occurrence_id
  * re-added under another message id never runs again; a redelivery of
  * the message that took it finds its own id there and goes on. Either
  * refusal dead-letters the entry as a malformed occurrence. Both keys
  * only ever appear and expire, so the two steps need no atomicity.
  */
-enum { ADMIT_MARKER, ADMIT_TAKE, ADMIT_OWNER };
+enum { ADMIT_MARKER, ADMIT_LEGACY, ADMIT_TAKE, ADMIT_OWNER };
 
 typedef struct admit {
 	relay__msg *m;
 	int step;
 	char *marker;
+	char *legacy;
 	char *run;
 } admit;
 
 static void admit_free(admit *a)
 {
 	relay__free(a->marker);
+	relay__free(a->legacy);
 	relay__free(a->run);
 	relay__free(a);
 }
@@ -439,6 +450,13 @@ static void admit_reply(relay_redis_backend *b, int status,
 	}
 	switch (a->step) {
 	case ADMIT_MARKER:
+		if (r->type == RELAY_REDIS_REPLY_NIL &&
+		    relay__redis_cluster_mode(m->c->redis) == 0) {
+			a->step = ADMIT_LEGACY;
+			break;
+		}
+		/* fall through */
+	case ADMIT_LEGACY:
 		if (r->type == RELAY_REDIS_REPLY_NIL) {
 			relay_redis_reply_free(r);
 			admit_refuse(a, "no publication marker: not published "
@@ -506,7 +524,8 @@ static int admit_send(admit *a)
 		argc = 6;
 	} else {
 		argv[0] = "GET";
-		argv[1] = a->step == ADMIT_MARKER ? a->marker : a->run;
+		argv[1] = a->step == ADMIT_MARKER ? a->marker :
+			  a->step == ADMIT_LEGACY ? a->legacy : a->run;
 		argc = 2;
 	}
 	return relay_redis_command(a->m->c->redis, argc, argv, NULL,
@@ -525,11 +544,12 @@ int relay__csched_claim(relay__msg *m)
 		return RELAY_ENOMEM;
 	a->m = m;
 	a->step = ADMIT_MARKER;
-	a->marker = relay__sprintf("%s%s", RELAY__SCHED_MARKER_PREFIX,
+	a->marker = relay__sched_marker_key(m->c->stream, m->sched_occ);
+	a->legacy = relay__sprintf("%s%s", RELAY__SCHED_LEGACY_PREFIX,
 				   m->sched_occ);
-	a->run = relay__sprintf("%s%s:run", RELAY__SCHED_MARKER_PREFIX,
+	a->run = relay__sprintf("relay:%s:schedule:%s:run", m->c->stream,
 				m->sched_occ);
-	if (!a->marker || !a->run) {
+	if (!a->marker || !a->legacy || !a->run) {
 		admit_free(a);
 		return RELAY_ENOMEM;
 	}

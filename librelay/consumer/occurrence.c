@@ -124,7 +124,21 @@ void relay_schedule_occurrence_free(relay_schedule_occurrence *o)
 typedef struct publish_call {
 	relay_schedule_publish_cb cb;
 	void *payload;
+	/* Kept while a PING learns the server's mode (publish_later). */
+	char *stream, *app, *schedule, *handler;
+	int64_t at;
 } publish_call;
+
+static void call_free(publish_call *c)
+{
+	if (!c)
+		return;
+	relay__free(c->stream);
+	relay__free(c->app);
+	relay__free(c->schedule);
+	relay__free(c->handler);
+	relay__free(c);
+}
 
 /* SCHEDULE_PUBLISH replies [result, 0, 0, entry id] (relay/sys/redis.h). */
 static void publish_done(relay_redis_backend *b, int status,
@@ -133,7 +147,7 @@ static void publish_done(relay_redis_backend *b, int status,
 	publish_call call = *(publish_call *)payload;
 	const char *res = NULL, *detail = NULL, *id = NULL;
 
-	relay__free(payload);
+	relay__free(payload);  /* its strings were freed when it was sent */
 	if (status == 0 && r && r->type == RELAY_REDIS_REPLY_ERROR) {
 		status = relay_redis_reply_error(r);
 		detail = r->str ? r->str : "error reply";
@@ -158,43 +172,116 @@ static void publish_done(relay_redis_backend *b, int status,
 	relay_redis_reply_free(r);
 }
 
+/*
+ * The SCHEDULE_PUBLISH itself (doc/redis-layout.md R-7): the
+ * stream-scoped marker; on a single node also the pre-cluster one, so an
+ * occurrence an older version published is not published again and an
+ * older version still running sees this one. Takes @call.
+ */
+static int publish_now(relay_redis_backend *b, publish_call *call)
+{
+	char ts[RELAY__SCHED_TIME_LEN + 1], ttl[24];
+	char *env = NULL, *id = NULL, *marker = NULL, *legacy = NULL;
+	char *stream = call->stream;
+	const char *argv[5];
+	int rc = RELAY_ENOMEM;
+
+	if (relay__sched_time_fmt(call->at, ts, sizeof(ts))) {
+		call_free(call);
+		return RELAY_EINVAL;
+	}
+	env = relay__sched_envelope(call->app, call->schedule, call->handler,
+				    call->at);
+	id = relay__sched_occurrence_id(call->app, call->schedule, ts);
+	marker = id ? relay__sched_marker_key(stream, id) : NULL;
+	legacy = id ? relay__sprintf("%s%s", RELAY__SCHED_LEGACY_PREFIX, id)
+		    : NULL;
+	snprintf(ttl, sizeof(ttl), "%lld", RELAY__SCHED_MARKER_TTL_MS);
+	/* From here the call is only its callback (publish_done frees it,
+	 * maybe before relay__redis_script() returns). */
+	call->stream = NULL;
+	relay__free(call->app);
+	relay__free(call->schedule);
+	relay__free(call->handler);
+	call->app = call->schedule = call->handler = NULL;
+	if (env && marker && legacy) {
+		int nk = relay__redis_legacy_marker_ok(b) ? 3 : 2;
+
+		argv[0] = marker;
+		argv[1] = stream;
+		argv[2] = legacy;
+		argv[nk] = ttl;
+		argv[nk + 1] = env;
+		rc = relay__redis_script(b, RELAY_REDIS_SCRIPT_SCHEDULE_PUBLISH,
+					 nk, nk + 2, argv, NULL, publish_done,
+					 call);
+	}
+	if (rc)
+		call_free(call);
+	relay__free(stream);
+	relay__free(env);
+	relay__free(id);
+	relay__free(marker);
+	relay__free(legacy);
+	return rc;
+}
+
+/* The reply to the PING sent while the server's mode was unknown: by now
+ * the connection's CLUSTER SLOTS has answered. */
+static void publish_later(relay_redis_backend *b, int status,
+			  relay_redis_reply *r, void *payload)
+{
+	publish_call *call = payload;
+	relay_schedule_publish_cb cb = call->cb;
+	void *cb_payload = call->payload;
+
+	relay_redis_reply_free(r);
+	if (status == 0 && relay__redis_cluster_mode(b) < 0)
+		status = RELAY_EBACKEND;
+	if (status == 0)
+		status = publish_now(b, call);
+	else
+		call_free(call);
+	if (status)
+		cb(b, status, NULL, relay_strerror(status), cb_payload);
+}
+
 int relay_schedule_publish(relay_redis_backend *b, const char *stream,
 			   const char *app, const char *schedule,
 			   const char *handler, int64_t scheduled_at,
 			   relay_schedule_publish_cb cb, void *payload)
 {
-	char ts[RELAY__SCHED_TIME_LEN + 1], ttl[24];
-	char *env = NULL, *id = NULL, *marker = NULL;
-	const char *argv[4];
-	publish_call *call = NULL;
-	int rc = RELAY_ENOMEM;
+	static const char *const ping[] = { "PING" };
+	char ts[RELAY__SCHED_TIME_LEN + 1];
+	publish_call *call;
+	int rc;
 
 	if (!b || !stream || !*stream || !cb || !app ||
 	    !relay_app_name_valid(app) || !schedule ||
 	    !relay_app_name_valid(schedule) || !handler || !*handler ||
 	    relay__sched_time_fmt(scheduled_at, ts, sizeof(ts)))
 		return RELAY_EINVAL;
-	env = relay__sched_envelope(app, schedule, handler, scheduled_at);
-	id = relay__sched_occurrence_id(app, schedule, ts);
-	marker = id ? relay__sprintf("%s%s", RELAY__SCHED_MARKER_PREFIX, id)
-		    : NULL;
-	call = relay__malloc(sizeof(*call));
-	snprintf(ttl, sizeof(ttl), "%lld", RELAY__SCHED_MARKER_TTL_MS);
-	if (env && marker && call) {
-		call->cb = cb;
-		call->payload = payload;
-		argv[0] = marker;
-		argv[1] = stream;
-		argv[2] = ttl;
-		argv[3] = env;
-		rc = relay__redis_script(b, RELAY_REDIS_SCRIPT_SCHEDULE_PUBLISH,
-					 2, 4, argv, NULL, publish_done, call);
-		if (rc == 0)
-			call = NULL;  /* publish_done frees it */
+	call = relay__calloc(1, sizeof(*call));
+	if (!call)
+		return RELAY_ENOMEM;
+	call->cb = cb;
+	call->payload = payload;
+	call->at = scheduled_at;
+	call->stream = relay__strdup(stream);
+	call->app = relay__strdup(app);
+	call->schedule = relay__strdup(schedule);
+	call->handler = relay__strdup(handler);
+	if (!call->stream || !call->app || !call->schedule || !call->handler) {
+		call_free(call);
+		return RELAY_ENOMEM;
 	}
-	relay__free(call);
-	relay__free(env);
-	relay__free(id);
-	relay__free(marker);
-	return rc;
+	/* Until a connection has told whether the server is a cluster (and
+	 * so which marker keys one script may touch), a PING comes first. */
+	if (relay__redis_cluster_mode(b) < 0) {
+		rc = relay_redis_command(b, 1, ping, NULL, publish_later, call);
+		if (rc)
+			call_free(call);
+		return rc;
+	}
+	return publish_now(b, call);
 }

@@ -15,9 +15,16 @@
 #include <stdint.h>
 
 #define RELAY__SCHED_SOURCE "relay.schedule"
-/* Publication marker TTL and key prefix (doc/redis-layout.md R-7). */
+/* Publication marker TTL (doc/redis-layout.md R-7). */
 #define RELAY__SCHED_MARKER_TTL_MS (7LL * 24 * 3600 * 1000)
-#define RELAY__SCHED_MARKER_PREFIX "relay:schedule:"
+/* The pre-cluster marker name, "relay:schedule:<occurrence_id>": read
+ * (and written) on a single node during the upgrade window (R-7). */
+#define RELAY__SCHED_LEGACY_PREFIX "relay:schedule:"
+
+/* The publication marker of @occ on @stream,
+ * "relay:<stream>:schedule:<occ>", in the stream's hash slot (new
+ * string), or NULL. */
+char *relay__sched_marker_key(const char *stream, const char *occ);
 #define RELAY__SCHED_TIME_LEN 20  /* "YYYY-MM-DDTHH:MM:SSZ" */
 
 /* Format Unix seconds @t as RFC 3339 UTC seconds into @buf (at least

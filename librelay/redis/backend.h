@@ -31,10 +31,18 @@ relay_redis_reply *relay__reply_array(size_t n);
 relay_redis_reply *relay__reply_errorf(const char *fmt, ...)
 	RELAY__PRINTF(1, 2);
 
+/* One "host:port" of a cluster seed list. */
+typedef struct relay__redis_node {
+	char *host;
+	int port;
+} relay__redis_node;
+
 /* A parsed REDIS_URI (doc/configuration.md C-2). */
 typedef struct relay__redis_uri {
-	char *host;  /* NULL for unix sockets */
+	char *host;  /* NULL for unix sockets; the first seed */
 	int port;
+	relay__redis_node *seeds;  /* further "host:port"s after a ',' */
+	size_t nseeds;
 	char *path;  /* unix socket path, or NULL */
 	char *user;  /* NULL when absent */
 	char *pass;  /* NULL when absent */
@@ -66,6 +74,57 @@ int relay__redis_defer_new(relay_redis_backend **out,
 
 /* The backend a defer decorator wraps, or NULL if @b is not one. */
 relay_redis_backend *relay__redis_defer_inner(relay_redis_backend *b);
+
+/* ---- Redis Cluster (slot.c, doc/redis-layout.md R-8) ---- */
+
+/* CRC16/XMODEM of @buf ("123456789" gives 0x31C3). */
+uint16_t relay__redis_crc16(const char *buf, size_t len);
+
+/* The hash tag of @key: the bytes between the first '{' and the first
+ * '}' after it, when not empty. Returns 1 and points *tag into @key, or
+ * 0 (the whole key is hashed). */
+int relay__redis_hash_tag(const char *key, size_t len, const char **tag,
+			  size_t *tag_len);
+
+/* The cluster slot (0..16383) of @key. */
+unsigned int relay__redis_key_slot(const char *key, size_t len);
+
+/*
+ * Whether every key Relay derives from @stream (and @group) shares the
+ * stream's slot: the stream needs a hash tag that the state-hash
+ * encoding leaves alone. Returns 0, or RELAY_EINVAL with a one-line
+ * error naming the fix in @errbuf (RELAY_ENOMEM on allocation failure).
+ */
+int relay__redis_stream_slot_check(const char *stream, const char *group,
+				   char *errbuf, size_t size);
+
+/*
+ * Start-up check of relayd and relayctl: open a private connection to
+ * @uri and, when the server answers and runs in cluster mode, apply
+ * relay__redis_stream_slot_check(). Returns 0 (a single node, a stream
+ * that fits, or no answer: the caller connects as usual and retries), or
+ * RELAY_EINVAL with the one-line error in @errbuf.
+ */
+int relay__redis_cluster_startup_check(const char *uri, const char *stream,
+				       const char *group,
+				       const relay_redis_options *opts,
+				       char *errbuf, size_t size);
+
+/*
+ * Does the server @b talks to run in cluster mode? 1 yes, 0 no, -1 not
+ * known yet (no connection has answered). The memory backend and custom
+ * backends say 0; a defer decorator answers for the backend it wraps.
+ */
+int relay__redis_cluster_mode(relay_redis_backend *b);
+
+/*
+ * May SCHEDULE_PUBLISH be sent its optional third key, the pre-cluster
+ * marker (doc/redis-layout.md R-7)? 1 for a built-in backend (hiredis or
+ * memory, also behind a defer decorator) on a single node; 0 on a
+ * cluster, while the mode is not known yet, and for custom backends
+ * (include/relay/sys/redis.h promises them two keys).
+ */
+int relay__redis_legacy_marker_ok(relay_redis_backend *b);
 
 /* The transition scripts as embedded Lua source (lua_scripts.c). */
 extern const char *const relay__lua_source[RELAY_REDIS_SCRIPT_COUNT_];

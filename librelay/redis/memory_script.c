@@ -187,9 +187,28 @@ static relay_redis_reply *classification(mem_backend *m, mem_key *k,
 	return r;
 }
 
+/* A string key @name = "1" expiring in @ttl ms, or NULL. */
+static mem_key *set_marker(mem_backend *m, const char *name, size_t len,
+			   int64_t ttl)
+{
+	mem_key *mk = relay__mem_create(m, name, len, MEM_STRING);
+
+	if (!mk)
+		return NULL;
+	mk->u.str.s = relay__strndup("1", 1);
+	mk->u.str.len = 1;
+	mk->expire_at = relay__mem_now(m) + ttl;
+	if (!mk->u.str.s) {
+		relay__mem_delete(m, mk);
+		return NULL;
+	}
+	return mk;
+}
+
 /*
  * SCHEDULE_PUBLISH: as schedule_publish.lua. KEYS[1] is the marker (a
- * string key), KEYS[2] the stream; ARGV ttl_ms envelope.
+ * string key), KEYS[2] the stream, optional KEYS[3] the pre-cluster
+ * marker; ARGV ttl_ms envelope.
  */
 static relay_redis_reply *schedule_publish(mem_backend *m, const mem_args *a)
 {
@@ -198,13 +217,15 @@ static relay_redis_reply *schedule_publish(mem_backend *m, const mem_args *a)
 	size_t fvlen[2];
 	mem_sid prev_last;
 	mem_args ea;
-	mem_key *mk, *st;
+	mem_key *mk, *old = NULL, *st;
 	int64_t ttl;
-	int created;
+	int created, legacy = a->argc == 5, env = legacy ? 4 : 3;
 
-	if (a->argc != 4 || arg_num(a, 2, &ttl) || ttl < 1)
+	if ((a->argc != 4 && !legacy) || arg_num(a, env - 1, &ttl) ||
+	    ttl < 1)
 		return badargs();
-	if (relay__mem_lookup(m, a->argv[0], a->len[0]))
+	if (relay__mem_lookup(m, a->argv[0], a->len[0]) ||
+	    (legacy && relay__mem_lookup(m, a->argv[2], a->len[2])))
 		return reply4("duplicate", 0, 0, "");
 	st = relay__mem_lookup(m, a->argv[1], a->len[1]);
 	if (st && st->type != MEM_STREAM)
@@ -217,20 +238,18 @@ static relay_redis_reply *schedule_publish(mem_backend *m, const mem_args *a)
 	prev_last = st->u.stream.last;
 	fv[0] = "event";
 	fvlen[0] = 5;
-	fv[1] = a->argv[3];
-	fvlen[1] = a->len[3];
+	fv[1] = a->argv[env];
+	fvlen[1] = a->len[env];
 	ea.argc = 2;
 	ea.argv = fv;
 	ea.len = fvlen;
 	if (relay__mem_xadd(st, SID_MAX, &ea, 0, relay__mem_now(m), &id) ||
 	    !id || id->type != RELAY_REDIS_REPLY_STRING)
 		goto fail;
-	mk = relay__mem_create(m, a->argv[0], a->len[0], MEM_STRING);
-	if (mk) {
-		mk->u.str.s = relay__strndup("1", 1);
-		mk->u.str.len = 1;
-		mk->expire_at = relay__mem_now(m) + ttl;
-		if (!mk->u.str.s) {
+	mk = set_marker(m, a->argv[0], a->len[0], ttl);
+	if (mk && legacy) {
+		old = set_marker(m, a->argv[2], a->len[2], ttl);
+		if (!old) {
 			relay__mem_delete(m, mk);
 			mk = NULL;
 		}

@@ -210,8 +210,12 @@ int relay__redis_script(relay_redis_backend *b, relay_redis_script op,
 			const size_t *argvlen, relay_redis_reply_cb cb,
 			void *payload)
 {
+	/* SCHEDULE_PUBLISH takes a third key, the pre-cluster marker, on a
+	 * single node (doc/redis-layout.md R-7). */
 	if ((unsigned)op >= RELAY_REDIS_SCRIPT_COUNT_ ||
-	    numkeys != script_numkeys[op] || argc < numkeys ||
+	    (numkeys != script_numkeys[op] &&
+	     !(op == RELAY_REDIS_SCRIPT_SCHEDULE_PUBLISH && numkeys == 3)) ||
+	    argc < numkeys ||
 	    relay_redis_backend_check(b))
 		return RELAY_EINVAL;
 	/* Ops appended in version 2 are never sent to a version 1 backend
@@ -275,6 +279,11 @@ int relay_redis_sync_command(relay_redis_backend *b, relay_redis_reply **out,
 
 void relay__redis_uri_clear(relay__redis_uri *u)
 {
+	size_t i;
+
+	for (i = 0; i < u->nseeds; i++)
+		relay__free(u->seeds[i].host);
+	relay__free(u->seeds);
 	relay__free(u->host);
 	relay__free(u->path);
 	relay__free(u->user);
@@ -355,9 +364,45 @@ char *relay__redis_uri_redact(const char *uri, char *buf, size_t size)
 }
 
 /*
+ * "host:port,host:port,...": the first goes to u->host/u->port, the rest
+ * to u->seeds (cluster seed nodes, doc/configuration.md C-2). Modifies
+ * @hp.
+ */
+static int parse_seeds(relay__redis_uri *u, char *hp)
+{
+	relay__redis_uri one;
+	char *comma = strchr(hp, ','), *next;
+	size_t n = 0;
+	int rc;
+
+	if (comma)
+		*comma = '\0';
+	rc = parse_hostport(u, hp);
+	for (next = comma ? comma + 1 : NULL; !rc && next; n++) {
+		relay__redis_node *s;
+
+		comma = strchr(next, ',');
+		if (comma)
+			*comma = '\0';
+		memset(&one, 0, sizeof(one));
+		s = relay__realloc(u->seeds, (n + 1) * sizeof(*s));
+		if (!s)
+			return RELAY_ENOMEM;
+		u->seeds = s;
+		rc = parse_hostport(&one, next);
+		u->seeds[n].host = one.host;
+		u->seeds[n].port = one.port;
+		u->nseeds = n + 1;
+		next = comma ? comma + 1 : NULL;
+	}
+	return rc;
+}
+
+/*
  * REDIS_URI forms (doc/configuration.md C-2): "host:port",
  * "redis://[user:pass@]host:port[/db]" (a bare "pass@" means password
- * only), "unix:///absolute/path", and "memory://" for tests.
+ * only), "unix:///absolute/path", and "memory://" for tests. Either TCP
+ * form may name several "host:port" seeds separated by ',' (a cluster).
  */
 int relay__redis_uri_parse(relay__redis_uri *out, const char *uri,
 			   relay_error *err)
@@ -409,7 +454,7 @@ int relay__redis_uri_parse(relay__redis_uri *out, const char *uri,
 	} else if (strstr(p, "://")) {
 		goto done;
 	}
-	rc = parse_hostport(out, p);
+	rc = parse_seeds(out, p);
 done:
 	relay__free(copy);
 	if (rc) {

@@ -17,6 +17,22 @@
  * commands fail at once with RELAY_ECLOSED (nonzero return, no callback).
  * A private-loop backend (relayctl) reconnects on the next command.
  *
+ * Redis Cluster (doc/redis-layout.md R-8, doc/configuration.md C-2; the
+ * code is in redis_cluster.c, the shared state in hiredis_int.h): the
+ * backend keeps one connection, to one node at a time. Every connection
+ * first asks CLUSTER SLOTS: an error means a single node; a map means a
+ * cluster, and every node in it joins the list of known nodes (which
+ * starts with the URI's seeds). A MOVED reply makes the node it names the
+ * target: the current connection is retired (its pending replies still
+ * arrive, and MOVED ones are resent in turn), a new one opens, and the
+ * command is resent there (a MOVED command was never run, so resending
+ * cannot run it twice). An ASK reply resends the one command, behind
+ * ASKING, on a side connection to the node it names. A failed connect or
+ * a lost connection moves the target to the next known node, so a dead
+ * master is left for any live node, whose MOVED then names the promoted
+ * replica. Since every key of one stream shares one slot (R-8), the
+ * connection settles on the stream's owner.
+ *
  * Lifetime: the backend is reference-counted. The owner holds one
  * reference (dropped by relay_redis_free), every command still known to
  * hiredis holds one, the live hiredis context holds one, and every loop
@@ -38,43 +54,10 @@
 
 #include "backend.h"
 #include "common.h"
+#include "hiredis_int.h"
 #include "relay/relay_libev.h"
 
-enum hr_state { HR_DISCONNECTED, HR_CONNECTING, HR_CONNECTED };
 
-typedef struct hr_backend {
-	relay_redis_backend parent;     /* must be first */
-	struct ev_loop *loop;
-	int own_loop;                   /* private loop for sync use */
-	relay__redis_uri uri;
-	relay_redis_options opts;
-	redisAsyncContext *ac;
-	enum hr_state state;
-	int closing;
-	int refs;                       /* see "Lifetime" above */
-	int setup_failed;               /* AUTH/SELECT refused: keep errstr */
-	ev_timer connect_timer;
-	ev_timer reconnect_timer;
-	int reconnect_ms;               /* next backoff delay */
-	unsigned int seed;              /* jitter */
-	char sha[RELAY_REDIS_SCRIPT_COUNT_][41];
-	int loading[RELAY_REDIS_SCRIPT_COUNT_];
-	char errstr[160];
-} hr_backend;
-
-typedef struct hr_cmd {
-	hr_backend *b;
-	relay_redis_reply_cb cb;
-	void *payload;
-	ev_timer timer;
-	int done;                       /* callback already ran */
-	int script;                     /* op + 1 for EVALSHA calls, else 0 */
-	char *fmt;                      /* the formatted EVALSHA, kept for */
-	size_t fmtlen;                  /* one resend after NOSCRIPT */
-	long long block_ms;             /* BLOCK of XREAD(GROUP): extra time */
-} hr_cmd;
-
-static void hr_connect(hr_backend *b);
 
 static void hold(hr_backend *b)
 {
@@ -86,9 +69,15 @@ static void release(hr_backend *b)
 {
 	if (--b->refs > 0)
 		return;
+	size_t i;
+
 	if (b->own_loop)
 		ev_loop_destroy(b->loop);
 	relay__redis_uri_clear(&b->uri);
+	for (i = 0; i < b->nnodes; i++)
+		relay__free(b->nodes[i].host);
+	relay__free(b->nodes);
+	relay__free(b->ask_host);
 	relay__free(b);
 }
 
@@ -129,7 +118,7 @@ static relay_redis_reply *convert(const redisReply *r)
 	}
 }
 
-static void cmd_free(hr_cmd *c)
+void relay__hr_cmd_free(hr_cmd *c)
 {
 	hr_backend *b = c->b;
 
@@ -142,7 +131,7 @@ static void cmd_free(hr_cmd *c)
 /* Run the caller's callback once; the hr_cmd lives on until hiredis is
  * done with it. Touches nothing after the callback (it may free @c's
  * connection or the backend). */
-static void complete(hr_cmd *c, int status, relay_redis_reply *r)
+void relay__hr_complete(hr_cmd *c, int status, relay_redis_reply *r)
 {
 	if (c->done) {
 		relay_redis_reply_free(r);
@@ -173,6 +162,20 @@ static void schedule_reconnect(hr_backend *b)
 		b->reconnect_ms = b->opts.reconnect_max_ms;
 }
 
+/* Let go of a side context (retiring or ASK) at once: its commands get
+ * NULL replies (RELAY_ECLOSED). */
+void relay__hr_drop_side(hr_backend *b, redisAsyncContext **slot)
+{
+	redisAsyncContext *ac = *slot;
+
+	if (!ac)
+		return;
+	*slot = NULL;
+	ac->data = NULL;
+	redisAsyncFree(ac);
+	release(b);
+}
+
 /*
  * Let go of the hiredis context ourselves. Its in-flight commands get
  * NULL replies (RELAY_ECLOSED) now, or right after the current hiredis
@@ -191,15 +194,37 @@ static void drop_connection(hr_backend *b)
 	ev_timer_stop(b->loop, &b->connect_timer);
 	ac->data = NULL;
 	redisAsyncFree(ac);
+	relay__hr_rotate(b);
 	schedule_reconnect(b);
 	release(b);
+}
+
+/*
+ * Leave the current connection after a MOVED: it disconnects once its
+ * pending replies are in (each MOVED one is resent by relay__hr_on_reply), while
+ * new commands go to the next connection.
+ */
+void relay__hr_retire(hr_backend *b)
+{
+	redisAsyncContext *ac = b->ac;
+
+	if (!ac)
+		return;
+	relay__hr_drop_side(b, &b->retiring);
+	b->ac = NULL;
+	b->state = HR_DISCONNECTED;
+	memset(b->loading, 0, sizeof(b->loading));
+	ev_timer_stop(b->loop, &b->connect_timer);
+	b->retiring = ac;  /* on_disconnect drops the context's reference */
+	redisAsyncDisconnect(ac);
 }
 
 static int send_cmd(hr_backend *b, hr_cmd *c, int argc, const char **argv,
 		    const size_t *argvlen);
 static void on_script_load(redisAsyncContext *ac, void *reply, void *priv);
 
-static void on_reply(redisAsyncContext *ac, void *reply, void *privdata)
+
+void relay__hr_on_reply(redisAsyncContext *ac, void *reply, void *privdata)
 {
 	hr_cmd *c = privdata;
 	hr_backend *b = c->b;
@@ -208,11 +233,39 @@ static void on_reply(redisAsyncContext *ac, void *reply, void *privdata)
 	int op = c->script - 1;
 
 	if (!r) {
-		complete(c, RELAY_ECLOSED, NULL);
-		cmd_free(c);
+		/* A connection that never connected ran nothing: with another
+		 * node to try (a seed list, a known cluster), resend there
+		 * at once when a connect may start now (a private loop);
+		 * otherwise fail as after any lost connection. */
+		if (ac == b->dead_ac && c->fmt && !c->done && !b->closing &&
+		    b->nnodes > 1 && ++c->redirects <= HR_MAX_REDIRECTS &&
+		    relay__hr_ensure_connection(b) == 0 &&
+		    redisAsyncFormattedCommand(b->ac, relay__hr_on_reply, c, c->fmt,
+					       c->fmtlen) == REDIS_OK)
+			return;
+		relay__hr_complete(c, RELAY_ECLOSED, NULL);
+		relay__hr_cmd_free(c);
 		return;
 	}
 	if (c->fmt && !c->done && r->type == REDIS_REPLY_ERROR &&
+	    (strncmp(r->str, "MOVED ", 6) == 0 ||
+	     strncmp(r->str, "ASK ", 4) == 0) && relay__hr_redirect(b, c, r) == 0)
+		return;
+	if (c->fmt && !c->done && r->type == REDIS_REPLY_ERROR &&
+	    b->cluster == 1 && !b->closing &&
+	    (strncmp(r->str, "TRYAGAIN", 8) == 0 ||
+	     strncmp(r->str, "CLUSTERDOWN", 11) == 0)) {
+		/* Not run (keys of a slot half migrated, or a slot without
+		 * a master during a failover): resend shortly, on whatever
+		 * connection is current then, until the command timeout. */
+		relay__hr_wait_again(b, c);
+		return;
+	}
+	if (ac != b->ac && b->ac && c->fmt && !c->done &&
+	    r->type == REDIS_REPLY_ERROR && strncmp(r->str, "NOSCRIPT", 8) == 0)
+		ac = b->ac;  /* an ASK or retiring connection: load it here */
+	if (c->fmt && !c->done && c->script && !c->reloaded &&
+	    r->type == REDIS_REPLY_ERROR &&
 	    strncmp(r->str, "NOSCRIPT", 8) == 0) {
 		/*
 		 * The server lost the script (SCRIPT FLUSH, restart behind a
@@ -220,27 +273,23 @@ static void on_reply(redisAsyncContext *ac, void *reply, void *privdata)
 		 * behind the load: the SHA1 of the same source is the same,
 		 * and the pipeline keeps the order. One retry only.
 		 */
-		char *fmt = c->fmt;
-		size_t len = c->fmtlen;
-
-		c->fmt = NULL;
+		c->reloaded = 1;
 		if (redisAsyncCommand(ac, on_script_load, (void *)(intptr_t)op,
 				      "SCRIPT LOAD %s",
 				      relay__lua_source[op]) == REDIS_OK &&
-		    redisAsyncFormattedCommand(ac, on_reply, c, fmt, len) ==
-			    REDIS_OK) {
-			b->loading[op] = 1;
-			redisFreeCommand(fmt);
+		    redisAsyncFormattedCommand(ac, relay__hr_on_reply, c, c->fmt,
+					       c->fmtlen) == REDIS_OK) {
+			if (ac == b->ac)
+				b->loading[op] = 1;
 			return;
 		}
-		redisFreeCommand(fmt);
-		complete(c, RELAY_EBACKEND, NULL);
-		cmd_free(c);
+		relay__hr_complete(c, RELAY_EBACKEND, NULL);
+		relay__hr_cmd_free(c);
 		return;
 	}
 	o = convert(r);
-	complete(c, o ? 0 : RELAY_ENOMEM, o);
-	cmd_free(c);
+	relay__hr_complete(c, o ? 0 : RELAY_ENOMEM, o);
+	relay__hr_cmd_free(c);
 }
 
 static void on_timeout(struct ev_loop *loop, ev_timer *w, int revents)
@@ -253,8 +302,8 @@ static void on_timeout(struct ev_loop *loop, ev_timer *w, int revents)
 	relay__log(&b->opts.logger, RELAY_LOG_WARN, "RELAY-REDIS05",
 		   "redis command timed out after %d ms; reconnecting",
 		   b->opts.command_timeout_ms);
-	complete(c, RELAY_ETIMEOUT, NULL); /* @c may be gone after this */
-	if (!b->closing)
+	relay__hr_complete(c, RELAY_ETIMEOUT, NULL); /* @c may be gone after this */
+	if (!b->closing && !c->waiting)
 		drop_connection(b);
 	release(b);
 }
@@ -265,14 +314,25 @@ static void on_connect(const redisAsyncContext *ac, int status)
 
 	if (!b)
 		return;
+	if (status == REDIS_OK)
+		b->dead_ac = NULL;
+	if (ac != b->ac) {  /* the ASK side connection */
+		if (status != REDIS_OK && ac == b->ask_ac) {
+			b->ask_ac = NULL;  /* hiredis frees it */
+			release(b);
+		}
+		return;
+	}
 	ev_timer_stop(b->loop, &b->connect_timer);
 	if (status != REDIS_OK) {
 		set_err(b, ac->errstr);
 		relay__log(&b->opts.logger, RELAY_LOG_WARN, "RELAY-REDIS01",
 			   "redis connect failed: %s", b->errstr);
 		b->ac = NULL; /* hiredis frees it after this callback */
+		b->dead_ac = ac; /* its commands' NULL replies follow */
 		b->state = HR_DISCONNECTED;
 		memset(b->loading, 0, sizeof(b->loading));
+		relay__hr_rotate(b);
 		schedule_reconnect(b);
 		release(b); /* the context's reference */
 		return;
@@ -290,6 +350,16 @@ static void on_disconnect(const redisAsyncContext *ac, int status)
 
 	if (!b)
 		return;
+	if (ac != b->ac) {  /* a retiring or ASK connection went */
+		if (ac == b->retiring)
+			b->retiring = NULL;
+		else if (ac == b->ask_ac)
+			b->ask_ac = NULL;
+		else
+			return;
+		release(b);
+		return;
+	}
 	if (status != REDIS_OK)
 		set_err(b, ac->errstr);
 	else if (!b->setup_failed)
@@ -301,6 +371,7 @@ static void on_disconnect(const redisAsyncContext *ac, int status)
 	b->ac = NULL;
 	b->state = HR_DISCONNECTED;
 	memset(b->loading, 0, sizeof(b->loading)); /* its SCRIPT LOADs died */
+	relay__hr_rotate(b);
 	schedule_reconnect(b);
 	release(b); /* the context's reference */
 }
@@ -312,6 +383,7 @@ static void on_connect_timeout(struct ev_loop *loop, ev_timer *w,
 
 	hold(b);
 	set_err(b, "connect timed out");
+	b->dead_ac = b->ac;
 	drop_connection(b);
 	release(b);
 }
@@ -321,7 +393,7 @@ static void on_reconnect(struct ev_loop *loop, ev_timer *w, int revents)
 	hr_backend *b = w->data;
 
 	if (!b->ac && !b->closing)
-		hr_connect(b);
+		relay__hr_connect(b);
 }
 
 static void on_setup_reply(redisAsyncContext *ac, void *reply, void *priv)
@@ -332,54 +404,71 @@ static void on_setup_reply(redisAsyncContext *ac, void *reply, void *priv)
 	if (!b || !r || r->type != REDIS_REPLY_ERROR)
 		return;
 	set_err(b, r->str);
-	b->setup_failed = 1;
+	b->setup_failed = ac == b->ac;
 	redisAsyncDisconnect(ac);
 }
 
-static void hr_connect(hr_backend *b)
+/* A new context to @host:@port (or the unix socket), attached, with
+ * AUTH queued; it holds a reference on @b. NULL on failure (errstr). */
+redisAsyncContext *relay__hr_open_ctx(hr_backend *b, const char *host,
+				      int port)
 {
 	redisAsyncContext *ac;
-	char db[8];
 
 	if (b->uri.path)
 		ac = redisAsyncConnectUnix(b->uri.path);
 	else
-		ac = redisAsyncConnect(b->uri.host, b->uri.port);
+		ac = redisAsyncConnect(host, port);
 	if (!ac || ac->err) {
 		set_err(b, ac ? ac->errstr : "out of memory");
 		if (ac)
 			redisAsyncFree(ac);
-		schedule_reconnect(b);
-		return;
+		return NULL;
 	}
 	ac->data = b;
 	if (redisLibevAttach(b->loop, ac) != REDIS_OK) {
 		set_err(b, "cannot attach to the loop");
 		redisAsyncFree(ac);
-		return;
+		return NULL;
 	}
 	redisAsyncSetConnectCallback(ac, on_connect);
 	redisAsyncSetDisconnectCallback(ac, on_disconnect);
 	hold(b); /* the context's reference */
-	b->ac = ac;
-	b->state = HR_CONNECTING;
-	ev_timer_set(&b->connect_timer, b->opts.connect_timeout_ms / 1000.0,
-		     0.);
-	ev_timer_start(b->loop, &b->connect_timer);
 	if (b->uri.pass && b->uri.user)
 		redisAsyncCommand(ac, on_setup_reply, NULL, "AUTH %s %s",
 				  b->uri.user, b->uri.pass);
 	else if (b->uri.pass)
 		redisAsyncCommand(ac, on_setup_reply, NULL, "AUTH %s",
 				  b->uri.pass);
+	return ac;
+}
+
+void relay__hr_connect(hr_backend *b)
+{
+	redisAsyncContext *ac;
+	char db[8];
+
+	ac = relay__hr_open_ctx(b, b->uri.path ? NULL : b->nodes[b->cur].host,
+		      b->uri.path ? 0 : b->nodes[b->cur].port);
+	if (!ac) {
+		relay__hr_rotate(b);
+		schedule_reconnect(b);
+		return;
+	}
+	b->ac = ac;
+	b->state = HR_CONNECTING;
+	ev_timer_set(&b->connect_timer, b->opts.connect_timeout_ms / 1000.0,
+		     0.);
+	ev_timer_start(b->loop, &b->connect_timer);
 	if (b->uri.db) {
 		snprintf(db, sizeof(db), "%d", b->uri.db);
 		redisAsyncCommand(ac, on_setup_reply, NULL, "SELECT %s", db);
 	}
+	redisAsyncCommand(ac, relay__hr_on_slots, NULL, "CLUSTER SLOTS");
 }
 
 /* Connected or connecting, or fail with RELAY_ECLOSED. */
-static int ensure_connection(hr_backend *b)
+int relay__hr_ensure_connection(hr_backend *b)
 {
 	if (b->closing)
 		return RELAY_ECLOSED;
@@ -387,32 +476,39 @@ static int ensure_connection(hr_backend *b)
 		return 0;
 	if (ev_is_active(&b->reconnect_timer))
 		return RELAY_ECLOSED;
-	hr_connect(b);
+	relay__hr_connect(b);
 	return b->ac ? 0 : RELAY_ECLOSED;
 }
 
-static void start_timer(hr_backend *b, hr_cmd *c);
+void relay__hr_start_timer(hr_backend *b, hr_cmd *c)
+{
+	if (b->opts.command_timeout_ms > 0) {
+		ev_timer_stop(b->loop, &c->timer);
+		ev_timer_set(&c->timer,
+			     (b->opts.command_timeout_ms + c->block_ms) /
+				     1000.0,
+			     0.);
+		ev_timer_start(b->loop, &c->timer);
+	}
+}
 
+/* Format @argv into c->fmt (kept for a resend after MOVED/ASK/NOSCRIPT)
+ * and send it on the current connection. */
 static int send_cmd(hr_backend *b, hr_cmd *c, int argc, const char **argv,
 		    const size_t *argvlen)
 {
-	if (redisAsyncCommandArgv(b->ac, on_reply, c, argc, argv,
-				  argvlen) != REDIS_OK)
-		return RELAY_ECLOSED;
-	start_timer(b, c);
-	return 0;
-}
+	int len = redisFormatCommandArgv(&c->fmt, argc, argv, argvlen);
 
-static void start_timer(hr_backend *b, hr_cmd *c)
-{
-	if (b->opts.command_timeout_ms > 0) {
-		ev_timer_init(&c->timer, on_timeout,
-			      (b->opts.command_timeout_ms + c->block_ms) /
-				      1000.0,
-			      0.);
-		c->timer.data = c;
-		ev_timer_start(b->loop, &c->timer);
+	if (len < 0) {
+		c->fmt = NULL;
+		return RELAY_ENOMEM;
 	}
+	c->fmtlen = (size_t)len;
+	if (redisAsyncFormattedCommand(b->ac, relay__hr_on_reply, c, c->fmt,
+				       c->fmtlen) != REDIS_OK)
+		return RELAY_ECLOSED;
+	relay__hr_start_timer(b, c);
+	return 0;
 }
 
 static hr_cmd *cmd_new(hr_backend *b, relay_redis_reply_cb cb, void *payload)
@@ -427,6 +523,8 @@ static hr_cmd *cmd_new(hr_backend *b, relay_redis_reply_cb cb, void *payload)
 	c->payload = payload;
 	ev_timer_init(&c->timer, on_timeout, 0., 0.);
 	c->timer.data = c;
+	ev_timer_init(&c->again, relay__hr_on_again, 0., 0.);
+	c->again.data = c;
 	return c;
 }
 
@@ -476,7 +574,7 @@ static int hr_command(relay_redis_backend *rb, int argc,
 	hr_cmd *c;
 	int rc;
 
-	rc = ensure_connection(b);
+	rc = relay__hr_ensure_connection(b);
 	if (rc)
 		return rc;
 	c = cmd_new(b, cb, payload);
@@ -485,7 +583,7 @@ static int hr_command(relay_redis_backend *rb, int argc,
 	c->block_ms = block_ms(argc, argv, argvlen);
 	rc = send_cmd(b, c, argc, (const char **)argv, argvlen);
 	if (rc)
-		cmd_free(c);
+		relay__hr_cmd_free(c);
 	return rc;
 }
 
@@ -523,7 +621,7 @@ static int hr_script(relay_redis_backend *rb, relay_redis_script op,
 
 	if (argc > HR_MAX_SCRIPT_ARGS)
 		return RELAY_EINVAL;
-	rc = ensure_connection(b);
+	rc = relay__hr_ensure_connection(b);
 	if (rc)
 		return rc;
 	known = b->sha[op][0] != '\0';
@@ -550,22 +648,22 @@ static int hr_script(relay_redis_backend *rb, relay_redis_script op,
 	if (!known) {
 		rc = send_cmd(b, c, argc + 3, v, vl);
 		if (rc)
-			cmd_free(c);
+			relay__hr_cmd_free(c);
 		return rc;
 	}
 	len = redisFormatCommandArgv(&c->fmt, argc + 3, v, vl);
 	if (len < 0) {
 		c->fmt = NULL;
-		cmd_free(c);
+		relay__hr_cmd_free(c);
 		return RELAY_ENOMEM;
 	}
 	c->fmtlen = (size_t)len;
-	if (redisAsyncFormattedCommand(b->ac, on_reply, c, c->fmt,
+	if (redisAsyncFormattedCommand(b->ac, relay__hr_on_reply, c, c->fmt,
 				       c->fmtlen) != REDIS_OK) {
-		cmd_free(c);
+		relay__hr_cmd_free(c);
 		return RELAY_ECLOSED;
 	}
-	start_timer(b, c);
+	relay__hr_start_timer(b, c);
 	return 0;
 }
 
@@ -593,18 +691,62 @@ static void hr_free(relay_redis_backend *rb)
 	ev_timer_stop(b->loop, &b->connect_timer);
 	ev_timer_stop(b->loop, &b->reconnect_timer);
 	drop_connection(b); /* in-flight callbacks: RELAY_ECLOSED */
+	relay__hr_fail_waiting(b);
+	relay__hr_drop_side(b, &b->retiring);
+	relay__hr_drop_side(b, &b->ask_ac);
 	release(b);         /* the owner's reference */
+}
+
+int relay__redis_cluster_mode(relay_redis_backend *rb)
+{
+	relay_redis_backend *inner = relay__redis_defer_inner(rb);
+
+	if (inner)
+		rb = inner;
+	if (rb->free != hr_free)
+		return 0;
+	return ((hr_backend *)rb)->cluster;
+}
+
+int relay__redis_legacy_marker_ok(relay_redis_backend *rb)
+{
+	relay_redis_backend *inner = relay__redis_defer_inner(rb);
+
+	if (inner)
+		rb = inner;
+	if (rb->free == hr_free)
+		return ((hr_backend *)rb)->cluster == 0;
+	/* Any other backend gets only what include/relay/sys/redis.h
+	 * promised it: a two-key SCHEDULE_PUBLISH. */
+	return strcmp(rb->name, "memory") == 0;
 }
 
 static int copy_uri(relay__redis_uri *dst, const relay__redis_uri *src)
 {
+	size_t i;
+
 	*dst = *src;
+	dst->seeds = NULL;
+	dst->nseeds = 0;
+	if (src->nseeds) {
+		dst->seeds = relay__calloc(src->nseeds, sizeof(*dst->seeds));
+		if (dst->seeds)
+			dst->nseeds = src->nseeds;
+		for (i = 0; dst->seeds && i < src->nseeds; i++) {
+			dst->seeds[i] = src->seeds[i];
+			dst->seeds[i].host = relay__strdup(src->seeds[i].host);
+		}
+	}
 	dst->host = relay__strdup(src->host);
 	dst->path = relay__strdup(src->path);
 	dst->user = relay__strdup(src->user);
 	dst->pass = relay__strdup(src->pass);
+	for (i = 0; i < dst->nseeds; i++)
+		if (!dst->seeds[i].host)
+			break;
 	if ((src->host && !dst->host) || (src->path && !dst->path) ||
-	    (src->user && !dst->user) || (src->pass && !dst->pass)) {
+	    (src->user && !dst->user) || (src->pass && !dst->pass) ||
+	    (src->nseeds && !dst->seeds) || i < dst->nseeds) {
 		relay__redis_uri_clear(dst);
 		return RELAY_ENOMEM;
 	}
@@ -636,6 +778,11 @@ int relay__redis_hiredis_new(relay_redis_backend **out,
 		b->opts.reconnect_max_ms = 30000;
 	b->reconnect_ms = b->opts.reconnect_min_ms;
 	b->refs = 1; /* the owner's */
+	b->cluster = -1;
+	if (relay__hr_init_nodes(b)) {
+		release(b);
+		return RELAY_ENOMEM;
+	}
 	b->seed = (unsigned int)relay_clock_mono_us(b->opts.clock);
 	b->own_loop = loop == NULL;
 	b->loop = loop ? loop : ev_loop_new(EVFLAG_AUTO);

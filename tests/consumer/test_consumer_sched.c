@@ -30,9 +30,12 @@
 	"    retries: " retries "\n"
 
 /* Publish an occurrence as relayd does: its marker, then the entry (the
- * engine dispatches only occurrences with a publication marker). */
-static const char *xadd_occ(h_ctx *h, const char *app, const char *sched,
-			    const char *handler, int64_t at)
+ * engine dispatches only occurrences with a publication marker). With
+ * @legacy, the marker has its pre-cluster name, as an older version
+ * wrote it (doc/redis-layout.md R-7). */
+static const char *xadd_occ_as(h_ctx *h, int legacy, const char *app,
+			       const char *sched, const char *handler,
+			       int64_t at)
 {
 	static char id[64];
 	char *env = relay__sched_envelope(app, sched, handler, at);
@@ -42,13 +45,23 @@ static const char *xadd_occ(h_ctx *h, const char *app, const char *sched,
 	RT_ASSERT(relay__sched_time_fmt(at, ts, sizeof(ts)) == 0);
 	occ = relay__sched_occurrence_id(app, sched, ts);
 	RT_ASSERT(occ != NULL);
-	snprintf(marker, sizeof(marker), "%s%s", RELAY__SCHED_MARKER_PREFIX,
-		 occ);
+	if (legacy)
+		snprintf(marker, sizeof(marker), "%s%s",
+			 RELAY__SCHED_LEGACY_PREFIX, occ);
+	else
+		snprintf(marker, sizeof(marker), "relay:events:schedule:%s",
+			 occ);
 	relay_redis_reply_free(H_CMD(h, "SET", marker, "1"));
 	snprintf(id, sizeof(id), "%s", h_xadd(h, env));
 	free(occ);
 	free(env);
 	return id;
+}
+
+static const char *xadd_occ(h_ctx *h, const char *app, const char *sched,
+			    const char *handler, int64_t at)
+{
+	return xadd_occ_as(h, 0, app, sched, handler, at);
 }
 
 static void retry_round(h_ctx *h, int64_t ms)
@@ -118,6 +131,42 @@ static void test_sched__dispatch_runs_handler(void)
 	RT_EQ_INT((int)m.events_matched, 0);
 	RT_EQ_INT((int)m.events_malformed, 0);
 	RT_EQ_INT((int)m.handler_success, 1);
+	h_cleanup(&h);
+}
+
+/* Upgrade window on a single node: an occurrence an older version
+ * published (marker "relay:schedule:<occurrence_id>") is admitted and runs
+ * once; the run key it takes is the stream-scoped one. An envelope with
+ * no marker under either name is refused (dead-lettered). */
+static void test_sched__legacy_marker_admitted(void)
+{
+	h_ctx h;
+	char id[64], bare[64];
+	char *env;
+	relay_redis_reply *r;
+	h_script *s;
+
+	h_init(&h, NULL);
+	h_write_app(&h, "a", APP_S("tick", "4"));
+	h_start(&h);
+	snprintf(id, sizeof(id), "%s",
+		 xadd_occ_as(&h, 1, "a", "nightly", "tick", 1709175600LL));
+	env = relay__sched_envelope("a", "nightly", "tick", 1709179200LL);
+	RT_ASSERT(env != NULL);
+	snprintf(bare, sizeof(bare), "%s", h_xadd(&h, env));
+	free(env);
+	H_UNTIL(&h, h_metrics(&h).acks == 2, 5000);
+	h_settle(&h, 20);
+	s = h_script_get(&h.exec, "a", "tick");
+	RT_EQ_INT(s->runs, 1);
+	RT_EQ_STR(s->last_id, id);
+	RT_EQ_STR(h_state(&h, id, "a/tick"), "ok");
+	RT_EQ_INT((int)h_dlq_count(&h), 1);
+	r = H_CMD(&h, "GET", "relay:events:schedule:schedule:a:nightly:"
+		  "2024-02-29T03:00:00Z:run");
+	RT_ASSERT(r && r->type == RELAY_REDIS_REPLY_STRING);
+	RT_EQ_STR(r->str, id);
+	relay_redis_reply_free(r);
 	h_cleanup(&h);
 }
 
@@ -376,6 +425,7 @@ int main(int argc, char **argv)
 	static const rt_case cases[] = {
 		RT_CASE(test_sched__envelope_helpers),
 		RT_CASE(test_sched__dispatch_runs_handler),
+		RT_CASE(test_sched__legacy_marker_admitted),
 		RT_CASE(test_sched__malformed_placeholder),
 		RT_CASE(test_sched__obsolete_acked),
 		RT_CASE(test_sched__failing_handler_dlq),

@@ -169,6 +169,39 @@ def dedupe_across_three_daemons():
 
 
 @case
+def upgrade_window_old_marker():
+    """Upgrade on a single node (redis-layout R-7): an occurrence an
+    older version published under the pre-cluster marker
+    relay:schedule:<occurrence_id> is not published again by the new
+    version's catch-up; a new occurrence is published with both marker
+    names (an older replica still running sees it)."""
+    with Env() as env:
+        sched_app(env, "a", [{"name": "hourly", "handler": "tick",
+                              "cron": "0 * * * *"}])
+        old = "schedule:a:hourly:2026-01-02T10:00:00Z"
+        env.r("SET", f"relay:schedule:{old}", "1", "PX", "604800000")
+        d = env.relayd("r1", RELAY_TEST_SCHEDULE_CLOCK=str(
+            ts("2026-01-02T10:30:00Z")))
+        env.wait(lambda: "already published" in d.log(),
+                 "catch-up sees the old marker")
+        d.stop()
+        eq(occurrences(env), [], "not published again")
+        eq(env.r("EXISTS", f"relay:events:schedule:{old}"), 0,
+           "a duplicate writes nothing")
+        d = env.relayd("r2", RELAY_TEST_SCHEDULE_CLOCK=str(
+            ts("2026-01-02T11:30:00Z")))
+        env.wait(lambda: len(occurrences(env)) == 1 and
+                 env.pel_count() == 0 and len(runs(env)) == 1,
+                 "the next hour published and run")
+        d.stop()
+        new = "schedule:a:hourly:2026-01-02T11:00:00Z"
+        eq([e["occurrence_id"] for _, e in occurrences(env)], [new],
+           "stream")
+        for k in (f"relay:events:schedule:{new}", f"relay:schedule:{new}"):
+            check(0 < env.r("PTTL", k) <= 604800000, f"{k} with its TTL")
+
+
+@case
 def catchup_after_downtime():
     """At start-up the most recent missed occurrence of each schedule
     within 24 h is published (once, deduplicated); older ones are not."""

@@ -194,6 +194,7 @@ def template_edit_starts_a_new_generation():
         run_events(env, d, ["c"])
         env.wait(lambda: serve_processes(d.proc.pid) and
                  serve_processes(d.proc.pid) != before, "a new parent", timeout=30)
+        parent_ready(env, port)   # the new one (the old one is gone)
         run_events(env, d, ["d"])
         after = serve_processes(d.proc.pid)
         check(len(after) == 1 and after != before,

@@ -382,6 +382,7 @@ static void test_shared__outage_reports_errors(void)
 	RT_CASE(test_shared__outage_reports_errors),                     \
 	RT_CASE(test_shared__schedule_publish_once),                     \
 	RT_CASE(test_shared__schedule_publish_wrong_type),               \
+	RT_CASE(test_shared__schedule_publish_legacy_marker),            \
 	RT_CASE(test_shared__classification_pin),                        \
 	RS_RETENTION_CASES
 

@@ -10,7 +10,7 @@
 
 #include "redis/backend.h"
 
-#define RS_OCC "relay:schedule:schedule:a:nightly:2026-12-02T03:00:00Z"
+#define RS_OCC "relay:events:schedule:schedule:a:nightly:2026-12-02T03:00:00Z"
 #define RS_STREAM "events"
 
 struct rs_raw {
@@ -98,6 +98,44 @@ static void test_shared__schedule_publish_once(void)
 	RT_EQ_STR(rs_el(r, 0), "published");
 	relay_redis_reply_free(r);
 	RT_EQ_INT((int)RS_INT("XLEN", RS_STREAM), 2);
+	rs_teardown();
+}
+
+/*
+ * The upgrade window on a single node (doc/redis-layout.md R-7): with the
+ * pre-cluster marker as a third key, an occurrence an older version
+ * published under that name is a duplicate, and a new publication writes
+ * both names (so an older version still running sees it too).
+ */
+static void test_shared__schedule_publish_legacy_marker(void)
+{
+	static const char old[] = "relay:schedule:schedule:a:s:t";
+	const char *argv[5] = { RS_OCC, RS_STREAM, old, "604800000", "{}" };
+	relay_redis_reply *r;
+	long long ttl;
+
+	rs_setup();
+	(void)RS_STR("SET", old, "1");
+	r = rs_script(RELAY_REDIS_SCRIPT_SCHEDULE_PUBLISH, 3, 5, argv);
+	RT_EQ_STR(rs_el(r, 0), "duplicate");
+	relay_redis_reply_free(r);
+	RT_EQ_INT((int)RS_INT("EXISTS", RS_STREAM), 0);
+	RT_EQ_INT((int)RS_INT("EXISTS", RS_OCC), 0);
+	RT_EQ_INT((int)RS_INT("DEL", old), 1);
+	r = rs_script(RELAY_REDIS_SCRIPT_SCHEDULE_PUBLISH, 3, 5, argv);
+	RT_EQ_STR(rs_el(r, 0), "published");
+	relay_redis_reply_free(r);
+	RT_EQ_INT((int)RS_INT("XLEN", RS_STREAM), 1);
+	ttl = RS_INT("PTTL", old);
+	RT_CHECK(ttl > 604000000LL && ttl <= 604800000LL);
+	ttl = RS_INT("PTTL", RS_OCC);
+	RT_CHECK(ttl > 604000000LL && ttl <= 604800000LL);
+	/* The new name alone also decides. */
+	RT_EQ_INT((int)RS_INT("DEL", old), 1);
+	r = rs_script(RELAY_REDIS_SCRIPT_SCHEDULE_PUBLISH, 3, 5, argv);
+	RT_EQ_STR(rs_el(r, 0), "duplicate");
+	relay_redis_reply_free(r);
+	RT_EQ_INT((int)RS_INT("XLEN", RS_STREAM), 1);
 	rs_teardown();
 }
 

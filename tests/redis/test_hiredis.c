@@ -435,6 +435,45 @@ static void test_hiredis__tcp_auth_select(void)
 }
 
 
+/*
+ * A seed list whose first seed is down: the failed connect ran nothing,
+ * so a synchronous command is resent to the next seed at once; the
+ * server answers CLUSTER SLOTS with an error, so the backend reports a
+ * single node (which a backend that never connected cannot tell).
+ */
+static void test_hiredis__seed_list_rotates(void)
+{
+	const char *argv[] = { "PING" };
+	rt_redis_server tcp;
+	relay_redis_backend *b;
+	relay_redis_reply *r = NULL;
+	relay_error err;
+	char uri[160];
+	int rc;
+
+	rc = rt_redis_server_start_tcp(&tcp, NULL);
+	if (rc == RT_REDIS_SKIP)
+		RT_SKIP("redis-server not installed");
+	RT_ASSERT(rc == 0);
+	/* Port 1 on loopback: nothing listens there. */
+	snprintf(uri, sizeof(uri), "127.0.0.1:1,127.0.0.1:%d", tcp.port);
+	RT_ASSERT(relay_redis_open(&b, uri, NULL, &err) == 0);
+	RT_EQ_INT(relay__redis_cluster_mode(b), -1);
+	rc = relay_redis_sync_command(b, &r, 1, argv, NULL);
+	RT_EQ_INT(rc, 0);
+	RT_CHECK(r && r->type == RELAY_REDIS_REPLY_STATUS &&
+		 strcmp(r->str, "PONG") == 0);
+	relay_redis_reply_free(r);
+	RT_EQ_INT(relay__redis_cluster_mode(b), 0);
+	relay_redis_free(b);
+	/* The start-up check tries each seed and finds a single node. */
+	uri_errstr[0] = '\0';
+	RT_EQ_INT(relay__redis_cluster_startup_check(uri, "events", "g",
+						     NULL, uri_errstr,
+						     sizeof(uri_errstr)), 0);
+	rt_redis_server_cleanup(&tcp);
+}
+
 /* The 16-way race across 16 connections (16 replicas), all driven by one
  * loop so their scripts interleave on the server: one entry. */
 static void test_hiredis__dlq_race_16_connections(void)
@@ -726,6 +765,7 @@ static const rt_case cases[] = {
 	RS_SHARED_CASES,
 	RT_CASE(test_hiredis__trim_races_autoclaim_and_xadd),
 	RT_CASE(test_hiredis__evalsha_after_first_call),
+	RT_CASE(test_hiredis__seed_list_rotates),
 	RT_CASE(test_hiredis__noscript_reloads_and_retries),
 	RT_CASE(test_hiredis__sha_relearned_after_lost_load),
 	RT_CASE(test_hiredis__outage_reports_errors_then_recovers),

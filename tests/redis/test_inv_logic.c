@@ -345,6 +345,91 @@ static void test_redis__uri_forms(void)
 		  RELAY_EINVAL);
 }
 
+/* Cluster seed lists: "host:port,host:port" in both TCP forms. */
+static void test_redis__uri_seeds(void)
+{
+	relay__redis_uri u;
+	relay_error err;
+
+	RT_EQ_INT(relay__redis_uri_parse(&u, "a:1,b:2,[::1]:3", &err), 0);
+	RT_EQ_STR(u.host, "a");
+	RT_EQ_INT(u.port, 1);
+	RT_EQ_INT((int)u.nseeds, 2);
+	RT_EQ_STR(u.seeds[0].host, "b");
+	RT_EQ_INT(u.seeds[0].port, 2);
+	RT_EQ_STR(u.seeds[1].host, "::1");
+	RT_EQ_INT(u.seeds[1].port, 3);
+	relay__redis_uri_clear(&u);
+	RT_EQ_INT(relay__redis_uri_parse(&u, "redis://:pw@a:1,b:2", &err), 0);
+	RT_EQ_STR(u.pass, "pw");
+	RT_EQ_INT((int)u.nseeds, 1);
+	RT_EQ_STR(u.seeds[0].host, "b");
+	relay__redis_uri_clear(&u);
+	RT_EQ_INT(relay__redis_uri_parse(&u, "redis://u:p@h:1/3", &err), 0);
+	RT_EQ_INT((int)u.nseeds, 0);
+	relay__redis_uri_clear(&u);
+	RT_EQ_INT(relay__redis_uri_parse(&u, "a:1,", &err), RELAY_EINVAL);
+	RT_EQ_INT(relay__redis_uri_parse(&u, "a:1,b", &err), RELAY_EINVAL);
+	RT_EQ_INT(relay__redis_uri_parse(&u, "a:1,,b:2", &err), RELAY_EINVAL);
+}
+
+/* CRC16 and key slots: the published vectors of the cluster spec. */
+static void test_redis__key_slot(void)
+{
+	const char *tag;
+	size_t n;
+
+	RT_EQ_INT(relay__redis_crc16("123456789", 9), 0x31C3);
+	RT_EQ_INT((int)relay__redis_key_slot("foo", 3), 12182);
+	RT_EQ_INT((int)relay__redis_key_slot("", 0), 0);
+	RT_EQ_INT((int)relay__redis_key_slot("{user1000}.following", 20),
+		  (int)relay__redis_key_slot("{user1000}.followers", 20));
+	RT_EQ_INT((int)relay__redis_key_slot("{user1000}.following", 20),
+		  (int)relay__redis_key_slot("user1000", 8));
+	/* Only the first '{' counts; "{}" is no tag; an open '{' is no tag. */
+	RT_EQ_INT((int)relay__redis_key_slot("foo{}{bar}", 10),
+		  (int)(relay__redis_crc16("foo{}{bar}", 10) & 16383));
+	RT_EQ_INT((int)relay__redis_key_slot("foo{{bar}}zap", 13),
+		  (int)relay__redis_key_slot("{bar", 4));
+	RT_EQ_INT((int)relay__redis_key_slot("foo{bar}{zap}", 13),
+		  (int)relay__redis_key_slot("bar", 3));
+	RT_EQ_INT(relay__redis_hash_tag("a{b", 3, &tag, &n), 0);
+	RT_EQ_INT(relay__redis_hash_tag("x{ab}y", 6, &tag, &n), 1);
+	RT_EQ_INT((int)n, 2);
+	RT_CHECK(strncmp(tag, "ab", 2) == 0);
+}
+
+/* Every key derived from a stream shares its slot, or start-up refuses
+ * the stream with an error naming the fix (doc/redis-layout.md R-8). */
+static void test_redis__stream_slot_check(void)
+{
+	static const char *const ok[] = { "{orders}", "orders:{p3}",
+					  "{o}rders", "a{b}:{c}" };
+	char e[512], *k;
+	size_t i;
+
+	for (i = 0; i < RELAY__ARRAY_SIZE(ok); i++) {
+		e[0] = '\0';
+		RT_EQ_INT(relay__redis_stream_slot_check(ok[i], "g:1", e,
+							 sizeof(e)), 0);
+		k = relay_inv_key(ok[i], "g:1", "1-0");
+		RT_EQ_INT((int)relay__redis_key_slot(k, strlen(k)),
+			  (int)relay__redis_key_slot(ok[i], strlen(ok[i])));
+		relay__free(k);
+	}
+	RT_EQ_INT(relay__redis_stream_slot_check("orders", "g", e, sizeof(e)),
+		  RELAY_EINVAL);
+	RT_CHECK(strstr(e, "no hash tag") != NULL);
+	RT_CHECK(strstr(e, "REDIS_STREAM=\"{orders}\"") != NULL);
+	RT_EQ_INT(relay__redis_stream_slot_check("{}x", "g", e, sizeof(e)),
+		  RELAY_EINVAL);
+	RT_EQ_INT(relay__redis_stream_slot_check("{a:b}", "g", e, sizeof(e)),
+		  RELAY_EINVAL);
+	RT_CHECK(strstr(e, "\"{a:b}\"") != NULL);
+	RT_EQ_INT(relay__redis_stream_slot_check("{a%b}", "g", e, sizeof(e)),
+		  RELAY_EINVAL);
+}
+
 static void test_redis__backend_check(void)
 {
 	relay_redis_backend *b;
@@ -375,6 +460,9 @@ static const rt_case cases[] = {
 	RT_CASE(test_dlq__validate),
 	RT_CASE(test_dlq__parse_strict),
 	RT_CASE(test_redis__uri_forms),
+	RT_CASE(test_redis__uri_seeds),
+	RT_CASE(test_redis__key_slot),
+	RT_CASE(test_redis__stream_slot_check),
 	RT_CASE(test_redis__backend_check),
 };
 

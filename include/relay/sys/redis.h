@@ -53,10 +53,14 @@ extern "C" {
  *                stale|retained; an ERROR reply (e.g. WRONGTYPE) when the
  *                XADD fails, with the marker untouched.
  * SCHEDULE_PUBLISH (version 2) KEYS[1] the occurrence marker
- *                relay:schedule:<occurrence_id>, KEYS[2] the source
- *                stream; ARGV ttl_ms envelope. If the marker exists:
- *                result duplicate; else XADD KEYS[2] * event <envelope>,
- *                SET the marker with the TTL, result published (token =
+ *                relay:<stream>:schedule:<occurrence_id>, KEYS[2] the
+ *                source stream, optional KEYS[3] (numkeys 3; sent only
+ *                to the built-in backends, on a single node) the
+ *                pre-cluster marker
+ *                relay:schedule:<occurrence_id>; ARGV ttl_ms envelope. If
+ *                a marker exists: result duplicate; else XADD KEYS[2] *
+ *                event <envelope>, SET the marker(s) with the TTL, result
+ *                published (token =
  *                the new entry id). Not a state-hash transition: KEYS[1]
  *                is a string key.
  * COMPLETE_ACK   (version 3) KEYS[2] the source stream; ARGV field
