@@ -138,6 +138,53 @@ RELAY_EXTERN unsigned int relay_slots_running(const relay_slots *s);
 RELAY_EXTERN unsigned int relay_slots_app_running(const relay_slots *s,
 						  const char *app);
 
+/* ---- several streams (partitions) ------------------------------------ */
+
+/* The most streams one REDIS_STREAM value may name. */
+#define RELAY_STREAM_LIST_MAX 64
+
+/**
+ * relay_stream_list_parse() - the streams a REDIS_STREAM value names.
+ * @spec: the value. Without a comma and without the shorthand it is ONE
+ *   stream, verbatim. Otherwise a comma-separated list (blanks around an
+ *   element ignored) of stream names (no blank or control character)
+ *   and shorthands PREFIX{A..B} (decimal A <= B, at most 4 digits each)
+ *   that stand for PREFIX:{pA}, PREFIX:{pA+1}, ..., PREFIX:{pB}: numbered
+ *   partitions, each with its own hash tag ("orders{0..3}" is
+ *   "orders:{p0}" ... "orders:{p3}").
+ * @out: receives a NULL-terminated array of the names in order
+ *   (free with relay_stream_list_free()).
+ * @count: receives the number of names (may be NULL).
+ * @err: optional; on RELAY_EINVAL its text says what is wrong (one line,
+ *   without the variable's name).
+ *
+ * Returns: 0, RELAY_EINVAL (empty element, blank in a listed name,
+ * A > B, a name given twice, more than RELAY_STREAM_LIST_MAX streams) or
+ * RELAY_ENOMEM. Thread-safe.
+ */
+RELAY_EXTERN int relay_stream_list_parse(const char *spec, char ***out,
+					 size_t *count, relay_error *err);
+
+/** relay_stream_list_free() - free a relay_stream_list_parse() array
+ * (NULL: no-op). */
+RELAY_EXTERN void relay_stream_list_free(char **list);
+
+/**
+ * relay_stream_hash() - 32-bit FNV-1a of @len bytes at @key (offset basis
+ * 2166136261, prime 16777619): the documented hash producers use to pick a
+ * partition, so any language can compute the same.
+ */
+RELAY_EXTERN uint32_t relay_stream_hash(const void *key, size_t len);
+
+/**
+ * relay_stream_partition() - relay_stream_hash(@key) % @n: the index of
+ * the partition (in relay_stream_list_parse() order) a key belongs to;
+ * 0 when @n is 0. Schedules publish occurrence O to partition
+ * relay_stream_partition(O's occurrence id) (doc/schedules.md).
+ */
+RELAY_EXTERN size_t relay_stream_partition(const void *key, size_t len,
+					   size_t n);
+
 /* Defaults of the options (doc/configuration.md C-2). */
 #define RELAY_CONSUMER_DEFAULT_MAX_CONCURRENCY 8u
 #define RELAY_CONSUMER_DEFAULT_MAX_BUFFERED 16u
