@@ -141,8 +141,8 @@ void relay__slots_release(relay_consumer *c, relay__cinv *inv)
 	relay__cinv *w;
 
 	if (inv->has_slots) {
-		relay__app_slots *s = relay__slots_app(sl,
-						       relay_app_name(inv->app));
+		const char *app = relay_app_name(inv->app);
+		relay__app_slots *s = relay__slots_app(sl, app);
 
 		sl->running--;
 		if (s && s->running)
