@@ -151,7 +151,9 @@ RELAY_EXTERN unsigned int relay_slots_app_running(const relay_slots *s,
  *   and shorthands PREFIX{A..B} (decimal A <= B, at most 4 digits each)
  *   that stand for PREFIX:{pA}, PREFIX:{pA+1}, ..., PREFIX:{pB}: numbered
  *   partitions, each with its own hash tag ("orders{0..3}" is
- *   "orders:{p0}" ... "orders:{p3}").
+ *   "orders:{p0}" ... "orders:{p3}"). An element of that shape (a
+ *   prefix, '{', text with "..", a final '}') with other bounds is an
+ *   error, never a name.
  * @out: receives a NULL-terminated array of the names in order
  *   (free with relay_stream_list_free()).
  * @count: receives the number of names (may be NULL).
@@ -159,7 +161,7 @@ RELAY_EXTERN unsigned int relay_slots_app_running(const relay_slots *s,
  *   without the variable's name).
  *
  * Returns: 0, RELAY_EINVAL (empty element, blank in a listed name,
- * A > B, a name given twice, more than RELAY_STREAM_LIST_MAX streams) or
+ * bad or reversed range bounds, a name given twice, more than RELAY_STREAM_LIST_MAX streams) or
  * RELAY_ENOMEM. Thread-safe.
  */
 RELAY_EXTERN int relay_stream_list_parse(const char *spec, char ***out,

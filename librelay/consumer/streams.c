@@ -6,7 +6,8 @@
  * The syntax (doc/configuration.md C-2, REDIS_STREAM): a comma-separated
  * list of elements, blanks around an element ignored; an element is a
  * stream name, or PREFIX{A..B} (decimal A <= B) standing for the streams
- * PREFIX:{pA} ... PREFIX:{pB}, each in its own hash tag. A value without
+ * PREFIX:{pA} ... PREFIX:{pB}, each in its own hash tag (that shape with
+ * other bounds is an error). A value without
  * a comma and without that shorthand is one stream, taken verbatim.
  */
 #include <ctype.h>
@@ -66,32 +67,42 @@ static long dec(const char *s, const char *e)
 }
 
 /*
- * If [s, s + n) is PREFIX{A..B}, set the prefix length and A, B and
- * return 1; 0 if it is not the shorthand.
+ * Whether [s, s + n) has the shape PREFIX{X..Y} (a '{' after the first
+ * byte, "..", a final '}'): then it must be the shorthand.
  */
-static int shorthand(const char *s, size_t n, size_t *plen, long *a, long *b)
+static const char *range_open(const char *s, size_t n)
 {
-	const char *open, *dots, *end = s + n;
+	const char *open, *end = s + n;
 
-	if (n < 6 || end[-1] != '}')
-		return 0;
+	if (n < 5 || end[-1] != '}')
+		return NULL;
 	for (open = end - 2; open > s && *open != '{'; open--)
 		;
 	if (open <= s || *open != '{')
-		return 0;
-	dots = strstr(open, "..");
-	if (!dots || dots >= end)
-		return 0;
+		return NULL;
+	for (const char *p = open + 1; p + 1 < end - 1; p++)
+		if (p[0] == '.' && p[1] == '.')
+			return open;
+	return NULL;
+}
+
+/* PREFIX{A..B} at @open: set the prefix length and A, B; 0 or -1. */
+static int shorthand(const char *s, size_t n, const char *open, size_t *plen,
+		     long *a, long *b)
+{
+	const char *end = s + n, *dots = strstr(open, "..");
+
 	*a = dec(open + 1, dots);
 	*b = dec(dots + 2, end - 1);
 	if (*a < 0 || *b < 0)
-		return 0;
+		return -1;
 	*plen = (size_t)(open - s);
-	return 1;
+	return 0;
 }
 
 static int element(list *l, const char *s, size_t n, relay_error *err)
 {
+	const char *open;
 	size_t plen, i;
 	long a, b, k;
 	int rc;
@@ -101,8 +112,13 @@ static int element(list *l, const char *s, size_t n, relay_error *err)
 			return relay__error_set(err, RELAY_EINVAL, NULL, 0, 0,
 				"stream name \"%.*s\" contains a blank or "
 				"control character", (int)n, s);
-	if (!shorthand(s, n, &plen, &a, &b))
+	open = range_open(s, n);
+	if (!open)
 		return push(l, relay__strndup(s, n));
+	if (shorthand(s, n, open, &plen, &a, &b))
+		return relay__error_set(err, RELAY_EINVAL, NULL, 0, 0,
+			"\"%.*s\": expected PREFIX{A..B} with decimal A and "
+			"B of at most 4 digits", (int)n, s);
 	if (a > b)
 		return relay__error_set(err, RELAY_EINVAL, NULL, 0, 0,
 			"\"%.*s\": the range {A..B} needs A <= B", (int)n, s);
@@ -141,10 +157,7 @@ int relay_stream_list_parse(const char *spec, char ***out, size_t *count,
 		return relay__error_set(err, RELAY_EINVAL, NULL, 0, 0,
 					"no stream named");
 	if (!strchr(spec, ',')) {
-		size_t plen;
-		long a, b;
-
-		if (!shorthand(spec, strlen(spec), &plen, &a, &b)) {
+		if (!range_open(spec, strlen(spec))) {
 			/* One stream, verbatim (as before lists existed). */
 			rc = push(&l, relay__strdup(spec));
 			if (rc)

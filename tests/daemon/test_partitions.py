@@ -281,6 +281,7 @@ def bad_stream_lists_are_refused_at_start_up():
         ("a,", "empty stream name"),
         ("a, b c", "blank or control"),
         ("ev{3..1}", "A <= B"),
+        ("ev{a..b}", "expected PREFIX{A..B}"),
         ("ev{0..64}", "more than 64"),
         ("a,b,a", "\"a\" named twice"),
         ("ev{0..1},ev:{p1}", "\"ev:{p1}\" named twice"),
