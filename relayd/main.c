@@ -442,7 +442,8 @@ static int open_consumer(relayd *d, char *errbuf, size_t size)
 	o.logger = relayd_logger();
 	d->outbudget = relayd_outbudget_new(d->cfg.output_budget);
 	d->consumers = calloc(d->cfg.nstreams, sizeof(*d->consumers));
-	if (!d->outbudget || !d->consumers ||
+	d->sredis = calloc(d->cfg.nstreams, sizeof(*d->sredis));
+	if (!d->outbudget || !d->consumers || !d->sredis ||
 	    relay_slots_new(&d->slots, o.max_concurrency)) {
 		snprintf(errbuf, size, "out of memory");
 		return -1;
@@ -451,9 +452,33 @@ static int open_consumer(relayd *d, char *errbuf, size_t size)
 	o.output = on_output;
 	o.output_payload = d;
 	for (i = 0; i < d->cfg.nstreams; i++) {
+		relay_redis_options rd = RELAY_REDIS_OPTIONS_INIT;
+
+		/*
+		 * Each stream reads on its own connection: a read blocks
+		 * its connection (XREADGROUP BLOCK) while its stream is
+		 * idle, and on a shared one every other stream's commands
+		 * would queue behind it.
+		 */
+		if (i == 0) {
+			d->sredis[0] = d->redis;
+		} else {
+			rd.logger = relayd_logger();
+			rc = relay_redis_open_libev(&d->sredis[i], d->loop,
+						    d->cfg.redis_uri, &rd,
+						    NULL);
+			if (rc) {
+				snprintf(errbuf, size, "REDIS_URI: cannot "
+					 "open \"%s\": %s",
+					 d->cfg.redis_uri_safe,
+					 relay_strerror(rc));
+				return -1;
+			}
+		}
 		o.stream = d->cfg.streams[i];
-		rc = relay_consumer_new(&d->consumers[i], d->loop, d->redis,
-					d->rt, d->apps, &o, &err);
+		rc = relay_consumer_new(&d->consumers[i], d->loop,
+					d->sredis[i], d->rt, d->apps, &o,
+					&err);
 		if (rc) {
 			snprintf(errbuf, size, "engine: %s", *err.text ?
 				 err.text : relay_strerror(rc));
@@ -536,6 +561,14 @@ static void shutdown_all(relayd *d)
 	relay_runtime_free(d->rt);
 	relayd_outbudget_free(d->outbudget);
 	d->outbudget = NULL;
+	if (d->sredis) {
+		size_t i;
+
+		for (i = 1; i < d->cfg.nstreams; i++)
+			relay_redis_free(d->sredis[i]);
+		free(d->sredis);
+		d->sredis = NULL;
+	}
 	relay_redis_free(d->redis);  /* in-flight publishes: ECLOSED */
 	relayd_schedpub_free(d->schedpub);
 	d->schedpub = NULL;

@@ -253,7 +253,12 @@ typedef struct relayd {
 	relayd_config cfg;
 	struct ev_loop *loop;
 	int lock_fd;                 /* holds flock(RELAY_RUN_DIR/relay.lock) */
-	relay_redis_backend *redis;  /* on loop */
+	relay_redis_backend *redis;  /* on loop: consumers[0], schedules,
+					retention, control commands */
+	relay_redis_backend **sredis; /* consumers[i]'s own connection
+					(i >= 1; [0] is redis): a blocked
+					XREADGROUP holds up no other
+					stream */
 	relay_runtime *rt;           /* attached to loop */
 	relay_appset *apps;          /* the set the consumer uses */
 	relay_consumer *consumer;    /* consumers[0]; NULL once every

@@ -203,6 +203,30 @@ def app_concurrency_holds_across_partitions():
         d.stop()
 
 
+@case
+def idle_partitions_do_not_delay_a_busy_one():
+    """Real time (no time scale): idle partitions block in XREADGROUP
+    for 1 s each; an event XADDed to another partition is still handled
+    at once (each stream reads on its own Redis connection, so a blocked
+    read never holds up another stream's commands)."""
+    with Env() as env:
+        env.app("a", [("h", {"kind": ["x"]})])
+        d = env.relayd(REDIS_STREAM="ev{0..3}", LOG_LEVEL="INFO",
+                       RELAY_TEST_TIME_SCALE="1")
+        time.sleep(1.5)  # every partition is idle, blocking
+        worst = 0.0
+        for i in range(5):
+            t0 = time.monotonic()
+            xadd(env, PARTS4[0], {"kind": "x", "k": f"l{i}"})
+            env.wait(lambda: env.count("end", f"l{i}") == 1 and
+                     pending(env, PARTS4[0]) == 0, f"l{i} handled")
+            worst = max(worst, time.monotonic() - t0)
+            time.sleep(0.3)
+        check(worst < 0.9, f"worst latency {worst:.2f}s < 0.9s (a read "
+              "blocked on another partition would add up to 1s each)")
+        d.stop()
+
+
 SCHED_SH = r"""#!/bin/sh
 ev=$(cat)
 at=${ev#*\"scheduled_at\":\"}
