@@ -476,6 +476,8 @@ static int open_consumer(relayd *d, char *errbuf, size_t size)
 			}
 		}
 		o.stream = d->cfg.streams[i];
+		if (d->cfg.nstreams > 1)
+			o.logger = relayd_logger_stream(d->cfg.streams[i]);
 		rc = relay_consumer_new(&d->consumers[i], d->loop,
 					d->sredis[i], d->rt, d->apps, &o,
 					&err);

@@ -77,6 +77,9 @@ int relayd_parse_duration_ms(const char *s, int64_t *out);
 void relayd_log_init(relay_log_level level, bool json);
 /* The librelay logger that forwards to stderr. */
 relay_logger relayd_logger(void);
+/* The same, adding stream=@stream (borrowed; must outlive the logger)
+ * to every line: one stream's engine when relayd reads several. */
+relay_logger relayd_logger_stream(const char *stream);
 bool relayd_log_enabled(relay_log_level lvl);
 /*
  * Log one line. @kv is a NULL-terminated list of key, value pairs (values

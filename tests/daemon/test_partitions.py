@@ -154,6 +154,11 @@ def list_form_and_malformed_goes_to_its_partition_dlq():
         eq(e.get("original_id"), bad, "it is the malformed entry")
         eq(dlq(env, "ev:{p0}") + dlq(env, "other"), [],
            "the other DLQs stay empty")
+        # Message ids repeat across streams: engine lines name theirs.
+        lines = [l for l in d.log().splitlines()
+                 if "RELAY-ENG06" in l and bad in l]
+        check(lines and all(l.endswith(" stream=ev:{p1}") for l in lines),
+              f"the dead-letter log line names its stream: {lines}")
         d.stop()
 
 
@@ -222,6 +227,7 @@ def idle_partitions_do_not_delay_a_busy_one():
                      pending(env, PARTS4[0]) == 0, f"l{i} handled")
             worst = max(worst, time.monotonic() - t0)
             time.sleep(0.3)
+        print(f"# worst XADD -> handled latency {worst:.3f}s", flush=True)
         check(worst < 0.9, f"worst latency {worst:.2f}s < 0.9s (a read "
               "blocked on another partition would add up to 1s each)")
         d.stop()
