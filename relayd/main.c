@@ -90,7 +90,9 @@ int64_t relayd_wall_ms(void)
 static int take(relayd *d, relayd_stats *s)
 {
 	memset(s, 0, sizeof(*s));
-	if (!d->consumer)
+	/* Once one stream's consumer is closed its figures are gone: no
+	 * partial snapshot may overwrite the final one (on_stopped). */
+	if (!d->consumer || d->nopen < d->nconsumers)
 		return -1;
 	s->started_at_ms = d->started_at_ms;
 	s->reset_at_ms = d->reset_at_ms;
