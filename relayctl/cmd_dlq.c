@@ -114,6 +114,17 @@ static void retention_note(const struct relayctl_conf *c)
 	json_decref(snap);
 }
 
+/* An entry as JSON; with several streams it also names its stream. */
+static json_t *row_json(const struct dlqcli *d, size_t k,
+			const relay_dlq_record *r)
+{
+	json_t *o = dlqcli_json(r);
+
+	if (o && d->nkeys > 1)
+		json_object_set_new(o, "stream", json_string(d->streams[k]));
+	return o;
+}
+
 static int ls(int argc, char **argv)
 {
 	static const char *const head[] = { "ID", "ORIGINAL", "APP",
@@ -124,6 +135,7 @@ static int ls(int argc, char **argv)
 	char start[64] = "-";
 	long long shown = 0;
 	int64_t now = relayctl_now_ms();
+	size_t k;
 	int rc;
 
 	rc = dlqcli_start(&d, "dlq ls", argc, argv,
@@ -135,41 +147,47 @@ static int ls(int argc, char **argv)
 		rc = relayctl_error(RELAYCTL_FAIL, "dlq ls: out of memory");
 		goto done;
 	}
-	for (;;) {
-		relay_dlq_record *recs = NULL;
-		relay_error err;
-		size_t n = 0, i;
+	/* Every stream's DLQ in turn (one with a single stream). */
+	for (k = 0; k < d.nkeys && !(d.limit && shown >= d.limit); k++) {
+		snprintf(start, sizeof(start), "-");
+		for (;;) {
+			relay_dlq_record *recs = NULL;
+			relay_error err;
+			size_t n = 0, i;
 
-		err.text[0] = '\0';
-		rc = relay_dlq_list_sync(d.b, d.key, start, PAGE, &recs, &n,
-					 &err);
-		if (rc) {
-			rc = dlqcli_store_error(&d, rc, &err);
-			goto done;
-		}
-		for (i = 0; i < n; i++) {
-			if (d.limit && shown >= d.limit)
-				break;
-			if (d.app && strcmp(recs[i].e.app, d.app) != 0)
-				continue;
-			shown++;
-			if (list)
-				rc = json_array_append_new(list,
-						dlqcli_json(&recs[i]));
-			else
-				rc = add_row(&t, &recs[i], now);
+			err.text[0] = '\0';
+			rc = relay_dlq_list_sync(d.b, d.keys[k], start,
+						 PAGE, &recs, &n, &err);
 			if (rc) {
-				relay_dlq_records_free(recs, n);
-				rc = relayctl_error(RELAYCTL_FAIL, "dlq ls: "
-						    "out of memory");
+				rc = dlqcli_store_error(&d, rc, &err);
 				goto done;
 			}
+			for (i = 0; i < n; i++) {
+				if (d.limit && shown >= d.limit)
+					break;
+				if (d.app &&
+				    strcmp(recs[i].e.app, d.app) != 0)
+					continue;
+				shown++;
+				if (list)
+					rc = json_array_append_new(list,
+						row_json(&d, k, &recs[i]));
+				else
+					rc = add_row(&t, &recs[i], now);
+				if (rc) {
+					relay_dlq_records_free(recs, n);
+					rc = relayctl_error(RELAYCTL_FAIL,
+						"dlq ls: out of memory");
+					goto done;
+				}
+			}
+			if (n)
+				snprintf(start, sizeof(start), "(%s",
+					 recs[n - 1].id);
+			relay_dlq_records_free(recs, n);
+			if (n < PAGE || (d.limit && shown >= d.limit))
+				break;
 		}
-		if (n)
-			snprintf(start, sizeof(start), "(%s", recs[n - 1].id);
-		relay_dlq_records_free(recs, n);
-		if (n < PAGE || (d.limit && shown >= d.limit))
-			break;
 	}
 	rc = relayctl_put_listing(list, &t);
 	if (!rc && !list) {
@@ -187,6 +205,7 @@ static int rm(int argc, char **argv)
 {
 	struct dlqcli d;
 	relay_error err;
+	size_t k;
 	int rc;
 
 	rc = dlqcli_parse(&d, "dlq rm", argc, argv, DLQCLI_ID, rm_usage);
@@ -199,8 +218,11 @@ static int rm(int argc, char **argv)
 	rc = dlqcli_open(&d);
 	if (rc)
 		return rc;
-	err.text[0] = '\0';
-	rc = relay_dlq_delete_sync(d.b, d.key, d.id, &err);
+	rc = RELAY_ENOTFOUND;
+	for (k = 0; k < d.nkeys && rc == RELAY_ENOTFOUND; k++) {
+		err.text[0] = '\0';
+		rc = relay_dlq_delete_sync(d.b, d.keys[k], d.id, &err);
+	}
 	if (rc == RELAY_ENOTFOUND)
 		rc = relayctl_error(RELAYCTL_FAIL, "dlq rm: unknown DLQ entry "
 				    "\"%s\"", d.id);

@@ -70,9 +70,14 @@ static void failure_text(json_t *resp, char *buf, size_t size)
 /*
  * Replay @id on @fd. Returns 0 replayed, 1 failed (message in @why).
  */
-static int replay_one(int fd, const char *id, char *why, size_t size)
+static int replay_one(int fd, const struct dlqcli *d, const char *id,
+		      char *why, size_t size)
 {
 	json_t *req = json_pack("{s:s, s:s}", "cmd", "dlq replay", "id", id);
+
+	/* Several streams: relayd is told which one's DLQ holds it. */
+	if (req && d->nkeys > 1)
+		json_object_set_new(req, "stream", json_string(d->stream));
 	json_t *resp;
 	int rc = 1;
 
@@ -122,7 +127,7 @@ static int one(struct dlqcli *d)
 				  why, sizeof(why));
 	if (fd < 0)
 		return relayctl_error(RELAYCTL_FAIL, "dlq replay: %s", why);
-	rc = replay_one(fd, d->id, why, sizeof(why));
+	rc = replay_one(fd, d, d->id, why, sizeof(why));
 	close(fd);
 	if (rc)
 		return relayctl_error(RELAYCTL_FAIL, "dlq replay: %s: %s",
@@ -131,17 +136,13 @@ static int one(struct dlqcli *d)
 	return fflush(stdout) ? RELAYCTL_FAIL : RELAYCTL_OK;
 }
 
-static int all(struct dlqcli *d)
+/* Replay the entries of DLQ d->key (of stream d->stream) on @fd. */
+static int all_one(struct dlqcli *d, int fd, size_t *done, size_t *failed,
+		   size_t *skipped)
 {
-	char path[4200], why[1024], start[64] = "-";
-	size_t done = 0, failed = 0, skipped = 0;
-	int fd, rc = RELAYCTL_OK;
+	char why[1024], start[64] = "-";
+	int rc = RELAYCTL_OK;
 
-	fd = relayctl_ctl_connect(relayctl_sock_path(&d->conf, path,
-						     sizeof(path)),
-				  why, sizeof(why));
-	if (fd < 0)
-		return relayctl_error(RELAYCTL_FAIL, "dlq replay: %s", why);
 	for (;;) {
 		relay_dlq_record *recs = NULL;
 		relay_error err;
@@ -163,19 +164,20 @@ static int all(struct dlqcli *d)
 				printf("%s -/-: skipped (placeholder of a "
 				       "malformed message, not replayable)\n",
 				       relayctl_c(recs[i].id));
-				skipped++;
+				(*skipped)++;
 				continue;
 			}
-			if (replay_one(fd, recs[i].id, why, sizeof(why))) {
+			if (replay_one(fd, d, recs[i].id, why,
+				       sizeof(why))) {
 				printf("%s %s\n", relayctl_c(recs[i].id),
 				       relayctl_c(why));
-				failed++;
+				(*failed)++;
 			} else {
 				printf("%s %s/%s replayed\n",
 				       relayctl_c(recs[i].id),
 				       relayctl_c(e->app),
 				       relayctl_c(e->handler));
-				done++;
+				(*done)++;
 			}
 			fflush(stdout);
 		}
@@ -184,6 +186,26 @@ static int all(struct dlqcli *d)
 		relay_dlq_records_free(recs, n);
 		if (n < PAGE)
 			break;
+	}
+	return rc;
+}
+
+static int all(struct dlqcli *d)
+{
+	char path[4200], why[1024];
+	size_t done = 0, failed = 0, skipped = 0, k;
+	int fd, rc = RELAYCTL_OK;
+
+	fd = relayctl_ctl_connect(relayctl_sock_path(&d->conf, path,
+						     sizeof(path)),
+				  why, sizeof(why));
+	if (fd < 0)
+		return relayctl_error(RELAYCTL_FAIL, "dlq replay: %s", why);
+	/* Every stream's DLQ in turn (one with a single stream). */
+	for (k = 0; k < d->nkeys && !rc; k++) {
+		d->key = d->keys[k];
+		d->stream = d->streams[k];
+		rc = all_one(d, fd, &done, &failed, &skipped);
 	}
 	close(fd);
 	if (rc)

@@ -25,6 +25,8 @@
 #include <stdlib.h>
 #include <string.h>
 
+#include "relay/engine.h"
+
 #include "cmdutil.h"
 #include "ctlconf.h"
 #include "fmt.h"
@@ -38,6 +40,7 @@ struct leaks {
 	int retain;
 	int64_t ttl_ms;
 	relay_redis_backend *b;
+	const char *stream;        /* the stream being scanned */
 	char *prefix;              /* relay:invocation:<E(s)>:<E(g)>: */
 	json_t *list;
 	long long found, retained;
@@ -210,8 +213,8 @@ static int check_key(struct leaks *l, const char *key)
 {
 	const char *id = key + strlen(l->prefix);
 	const char *hx[] = { "HEXISTS", key, "__terminal" };
-	const char *xr[] = { "XRANGE", l->conf.stream, id, id };
-	const char *xp[] = { "XPENDING", l->conf.stream, l->conf.group, id,
+	const char *xr[] = { "XRANGE", l->stream, id, id };
+	const char *xp[] = { "XPENDING", l->stream, l->conf.group, id,
 			     id, "1" };
 	relay_redis_reply *r;
 	int rc, skip;
@@ -321,6 +324,9 @@ static int leaks(int argc, char **argv)
 {
 	struct leaks l;
 	char buf[32];
+	char **streams = NULL;
+	relay_error err;
+	size_t n = 0, k;
 	int rc;
 
 	memset(&l, 0, sizeof(l));
@@ -330,15 +336,33 @@ static int leaks(int argc, char **argv)
 	rc = relayctl_redis_open(&l.conf, "state leaks", &l.b);
 	if (rc)
 		return rc;
-	l.prefix = relay_inv_key(l.conf.stream, l.conf.group, "");
-	if (!l.prefix || (l.conf.json && !(l.list = json_array()))) {
+	memset(&err, 0, sizeof(err));
+	rc = relay_stream_list_parse(l.conf.stream, &streams, &n, &err);
+	if (rc == RELAY_EINVAL) {
+		rc = relayctl_error(RELAYCTL_USAGE, "state leaks: REDIS_STREAM "
+				    "(--stream): invalid value \"%s\": %s",
+				    l.conf.stream, err.text);
+		goto done;
+	}
+	if (rc || (l.conf.json && !(l.list = json_array()))) {
 		rc = relayctl_error(RELAYCTL_FAIL, "state leaks: out of "
 				    "memory");
 		goto done;
 	}
-	rc = scan(&l);
-	if (rc)
-		goto done;
+	/* Every stream's state hashes in turn (totals over all). */
+	for (k = 0; k < n; k++) {
+		l.stream = streams[k];
+		relay_free(l.prefix);
+		l.prefix = relay_inv_key(l.stream, l.conf.group, "");
+		if (!l.prefix) {
+			rc = relayctl_error(RELAYCTL_FAIL, "state leaks: out "
+					    "of memory");
+			goto done;
+		}
+		rc = scan(&l);
+		if (rc)
+			goto done;
+	}
 	if (l.list) {
 		json_t *o = json_pack("{s:O, s:I, s:I, s:b}", "leaked", l.list,
 				      "found", (json_int_t)l.found,
@@ -363,6 +387,7 @@ static int leaks(int argc, char **argv)
 done:
 	json_decref(l.list);
 	relay_free(l.prefix);
+	relay_stream_list_free(streams);
 	relay_redis_free(l.b);
 	return rc;
 }

@@ -120,6 +120,26 @@ static long long figure(json_t *snap, const struct line *l)
 		json_object_get(snap, l->group), l->key));
 }
 
+/* Several streams: one line each, "Stream <name>: received N, ...". */
+static void print_streams(json_t *snap)
+{
+	json_t *streams = json_object_get(snap, "streams"), *s;
+	const char *name;
+	char label[300], buf[256];
+
+	json_object_foreach(streams, name, s) {
+#define F(k) (long long)json_integer_value(json_object_get(s, k))
+		snprintf(label, sizeof(label), "Stream %s",
+			 relayctl_c(name));
+		snprintf(buf, sizeof(buf), "received %lld, acknowledged "
+			 "%lld, DLQ entries %lld, pending %lld", F("events_"
+			 "received"), F("acks"), F("dlq_entries"),
+			 F("pending_entries"));
+#undef F
+		relayctl_kv(stdout, 18, label, buf);
+	}
+}
+
 /* Print @snap (a stats file object, or NULL when there is none). */
 static int print(json_t *snap, int json)
 {
@@ -154,6 +174,11 @@ static int print(json_t *snap, int json)
 			json_is_true(json_object_get(ret, "failing"))));
 		json_object_set_new(o, "updated", upd ? json_string(upd)
 						      : json_null());
+		/* Several streams: each one's own figures, as relayd
+		 * wrote them. */
+		if (json_is_object(json_object_get(snap, "streams")))
+			json_object_set_new(o, "streams", json_deep_copy(
+				json_object_get(snap, "streams")));
 		if (relayctl_put_json(o, JSON_INDENT(2) |
 				      JSON_PRESERVE_ORDER)) {
 			json_decref(o);
@@ -170,6 +195,7 @@ static int print(json_t *snap, int json)
 	relayctl_kv(stdout, 18, "Oldest pending age",
 		    relayctl_fmt_age((int64_t)age, buf, sizeof(buf)));
 	print_retention(snap);
+	print_streams(snap);
 	relayctl_kv(stdout, 18, "Updated", upd ? relayctl_fmt_time_age(
 				    upd, buf, sizeof(buf)) : "never");
 	return fflush(stdout) ? RELAYCTL_FAIL : RELAYCTL_OK;

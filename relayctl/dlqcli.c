@@ -6,6 +6,8 @@
 #include <stdlib.h>
 #include <string.h>
 
+#include "relay/engine.h"
+
 #include "cmdutil.h"
 #include "dlqcli.h"
 #include "relayctl.h"
@@ -98,15 +100,31 @@ int dlqcli_open(struct dlqcli *d)
 {
 	int rc = relayctl_redis_open(&d->conf, d->cmd, &d->b);
 
+	relay_error err;
+	size_t i;
+
 	if (rc)
 		return rc;
-	d->key = relay_dlq_key(d->conf.stream);
-	if (!d->key) {
-		relay_redis_free(d->b);
-		d->b = NULL;
+	memset(&err, 0, sizeof(err));
+	rc = relay_stream_list_parse(d->conf.stream, &d->streams, &d->nkeys,
+				     &err);
+	if (rc == RELAY_EINVAL) {
+		dlqcli_close(d);
+		return relayctl_error(RELAYCTL_USAGE, "%s: REDIS_STREAM "
+				      "(--stream): invalid value \"%s\": %s",
+				      d->cmd, d->conf.stream, err.text);
+	}
+	d->keys = rc ? NULL : calloc(d->nkeys, sizeof(*d->keys));
+	for (i = 0; d->keys && i < d->nkeys; i++)
+		if (!(d->keys[i] = relay_dlq_key(d->streams[i])))
+			break;
+	if (!d->keys || i < d->nkeys) {
+		dlqcli_close(d);
 		return relayctl_error(RELAYCTL_FAIL, "%s: out of memory",
 				      d->cmd);
 	}
+	d->key = d->keys[0];
+	d->stream = d->streams[0];
 	return RELAYCTL_OK;
 }
 
@@ -120,10 +138,19 @@ int dlqcli_start(struct dlqcli *d, const char *cmd, int argc, char **argv,
 
 void dlqcli_close(struct dlqcli *d)
 {
+	size_t i;
+
 	relay_redis_free(d->b);
-	relay_free(d->key);
+	for (i = 0; d->keys && i < d->nkeys; i++)
+		relay_free(d->keys[i]);
+	free(d->keys);
+	relay_stream_list_free(d->streams);
 	d->b = NULL;
 	d->key = NULL;
+	d->keys = NULL;
+	d->streams = NULL;
+	d->stream = NULL;
+	d->nkeys = 0;
 }
 
 int dlqcli_store_error(const struct dlqcli *d, int rc,
@@ -169,15 +196,23 @@ int dlqcli_id_valid(const char *id)
 int dlqcli_get(struct dlqcli *d, const char *id, relay_dlq_record *rec)
 {
 	relay_error err;
-	int rc;
+	int rc = RELAY_ENOTFOUND;
+	size_t i;
 
 	memset(rec, 0, sizeof(*rec));
 	if (!dlqcli_id_valid(id))
 		return relayctl_error(RELAYCTL_FAIL, "%s: unknown DLQ entry "
 				      "\"%s\" (not a stream entry id)", d->cmd,
 				      id);
-	err.text[0] = '\0';
-	rc = relay_dlq_get_sync(d->b, d->key, id, rec, &err);
+	for (i = 0; i < d->nkeys; i++) {
+		err.text[0] = '\0';
+		rc = relay_dlq_get_sync(d->b, d->keys[i], id, rec, &err);
+		if (rc != RELAY_ENOTFOUND) {
+			d->key = d->keys[i];
+			d->stream = d->streams[i];
+			break;
+		}
+	}
 	if (rc == RELAY_ENOTFOUND)
 		return relayctl_error(RELAYCTL_FAIL, "%s: unknown DLQ entry "
 				      "\"%s\"", d->cmd, id);

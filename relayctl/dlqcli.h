@@ -19,7 +19,13 @@ struct dlqcli {
 	long long limit;           /* --limit N, 0 = all */
 	int all;                   /* --all */
 	relay_redis_backend *b;    /* after dlqcli_open() */
-	char *key;                 /* relay:<stream>:dlq */
+	char *key;                 /* relay:<stream>:dlq: keys[0], or the
+				      one dlqcli_get() found the entry in */
+	const char *stream;        /* ... and its stream */
+	char **streams;            /* the streams REDIS_STREAM / --stream
+				      name (relay_stream_list_parse()) */
+	char **keys;               /* their DLQ keys */
+	size_t nkeys;              /* >= 1 after dlqcli_open() */
 };
 
 /* Which options a subcommand takes. */
@@ -52,7 +58,8 @@ int dlqcli_start(struct dlqcli *d, const char *cmd, int argc, char **argv,
 void dlqcli_close(struct dlqcli *d);
 
 /*
- * Read entry @id into @rec. Prints `unknown DLQ entry "<id>"` (exit 1)
+ * Read entry @id into @rec from the first DLQ (in stream order) that
+ * holds it; d->key and d->stream name that DLQ afterwards. Prints `unknown DLQ entry "<id>"` (exit 1)
  * when there is none, and any other problem. Returns an exit code.
  */
 int dlqcli_get(struct dlqcli *d, const char *id, relay_dlq_record *rec);

@@ -269,8 +269,19 @@ static void finish_reload(relayd *d)
 			   relay_strerror(rc.err));
 	}
 	if (rc.set != rc.base) {
-		if (d->consumer && relay_consumer_set_apps(d->consumer,
-							   rc.set)) {
+		size_t i, j;
+
+		/* Every stream's consumer; on a failure the ones already
+		 * switched go back to the loaded set (which stays). */
+		for (i = 0; i < d->nconsumers; i++) {
+			if (!d->consumers[i] ||
+			    !relay_consumer_set_apps(d->consumers[i], rc.set))
+				continue;
+			for (j = 0; j < i; j++)
+				if (d->consumers[j] &&
+				    relay_consumer_set_apps(d->consumers[j],
+							    d->apps))
+					abort();  /* cannot keep both sets */
 			relayd_log(RELAY_LOG_ERROR, "RELAYD-APP05",
 				   "reload failed (out of memory)");
 			relay_appset_free(rc.set);

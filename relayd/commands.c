@@ -39,25 +39,79 @@ static int stuck_json(const relay_consumer_stuck *st, void *payload)
 	return 0;
 }
 
+/* Several streams: a stuck message also names its stream. */
+typedef struct stuck_ctx {
+	json_t *list;
+	const char *stream;   /* NULL with one stream */
+} stuck_ctx;
+
+static int stuck_json_s(const relay_consumer_stuck *st, void *payload)
+{
+	stuck_ctx *x = payload;
+	size_t n = json_array_size(x->list);
+
+	stuck_json(st, x->list);
+	if (x->stream && json_array_size(x->list) > n)
+		json_object_set_new(json_array_get(x->list, n), "stream",
+				    json_string(x->stream));
+	return 0;
+}
+
+/*
+ * Ready when every stream's consumer is; the reason is the first
+ * stream's that is not (prefixed "stream <name>: " when there are
+ * several).
+ */
 static void cmd_health(relayd *d, relayd_request *req)
 {
 	relay_consumer_health h = { RELAY_CONSUMER_HEALTH_VERSION, 0, 0, 0,
 				    "" };
 	json_t *r = okobj();
+	char reason[sizeof(h.reason) + 600] = "";
+	size_t i;
 
 	if (d->consumer) {
-		relay_consumer_health_get(d->consumer, &h);
+		h.ready = h.redis_up = 1;
+		for (i = 0; i < d->nconsumers; i++) {
+			relay_consumer_health one = {
+				RELAY_CONSUMER_HEALTH_VERSION, 0, 0, 0, "" };
+
+			if (!d->consumers[i])
+				continue;
+			relay_consumer_health_get(d->consumers[i], &one);
+			h.redis_up = h.redis_up && one.redis_up;
+			h.stopping = h.stopping || one.stopping;
+			if (!one.ready && h.ready) {
+				h.ready = 0;
+				if (d->nconsumers > 1)
+					snprintf(reason, sizeof(reason),
+						 "stream %.500s: %s",
+						 d->cfg.streams[i],
+						 one.reason);
+				else
+					snprintf(reason, sizeof(reason),
+						 "%s", one.reason);
+			}
+		}
 	} else {
 		h.stopping = 1;
-		snprintf(h.reason, sizeof(h.reason), "stopping");
+		snprintf(reason, sizeof(reason), "stopping");
 	}
 	json_object_set_new(r, "ready", json_boolean(h.ready));
 	json_object_set_new(r, "redis_up", json_boolean(h.redis_up));
 	json_object_set_new(r, "stopping", json_boolean(h.stopping));
-	json_object_set_new(r, "reason", json_string(h.reason));
+	json_object_set_new(r, "reason", json_string(reason));
 	json_object_set_new(r, "version", json_string(relay_version()));
 	json_object_set_new(r, "pid", json_integer(getpid()));
 	json_object_set_new(r, "stream", json_string(d->cfg.stream));
+	if (d->cfg.nstreams > 1) {
+		json_t *list = json_array();
+
+		for (i = 0; i < d->cfg.nstreams; i++)
+			json_array_append_new(list,
+				json_string(d->cfg.streams[i]));
+		json_object_set_new(r, "streams", list);
+	}
 	json_object_set_new(r, "group", json_string(d->cfg.group));
 	json_object_set_new(r, "consumer", json_string(d->cfg.consumer));
 	json_object_set_new(r, "sandbox", json_string(
@@ -67,12 +121,17 @@ static void cmd_health(relayd *d, relayd_request *req)
 	json_object_set_new(r, "invalid_apps", json_integer((json_int_t)
 		relay_appset_invalid_count(d->apps)));
 	{
-		json_t *stuck = json_array();
+		stuck_ctx x = { json_array(), NULL };
 
-		if (d->consumer && stuck)
-			relay_consumer_stuck_messages(d->consumer, stuck_json,
-						      stuck);
-		json_object_set_new(r, "stuck", stuck);
+		for (i = 0; x.list && i < d->nconsumers; i++) {
+			if (!d->consumers[i])
+				continue;
+			x.stream = d->nconsumers > 1 ? d->cfg.streams[i]
+						     : NULL;
+			relay_consumer_stuck_messages(d->consumers[i],
+						      stuck_json_s, &x);
+		}
+		json_object_set_new(r, "stuck", x.list);
 	}
 	relayd_request_reply(req, r);
 }
@@ -198,6 +257,7 @@ typedef struct run_req {
 	relayd *d;
 	relayd_request *req;
 	char *dlq_id;       /* dlq replay: the entry to remove, or NULL */
+	const char *dlq_stream; /* dlq replay: its stream (the config's) */
 	bool keep;          /* dlq replay: keep the entry */
 } run_req;
 
@@ -254,7 +314,7 @@ static void on_run(int status, const relay_consumer_result *res, size_t n,
 		relayd_request_reply(rr->req, r);
 		rr->req = NULL;
 		if (remove) {
-			char *key = relay_dlq_key(d->cfg.stream);
+			char *key = relay_dlq_key(rr->dlq_stream);
 			const char *ids[] = { rr->dlq_id };
 			int rc = key ? relay_redis_xdel(d->redis, key, ids, 1,
 							on_xdel, rr)
@@ -401,9 +461,34 @@ static bool stream_id_valid(const char *id)
 	return false;
 }
 
+/*
+ * The stream whose DLQ holds the entry: the request's "stream" (one of
+ * the configured streams), or the only one. NULL after answering.
+ */
+static const char *replay_stream(relayd *d, relayd_request *req, json_t *j)
+{
+	const char *s = json_string_value(json_object_get(j, "stream"));
+	size_t i;
+
+	if (!s) {
+		if (d->cfg.nstreams == 1)
+			return d->cfg.streams[0];
+		relayd_request_fail(req, "bad_request", "several streams are "
+				    "configured: dlq replay needs \"stream\"");
+		return NULL;
+	}
+	for (i = 0; i < d->cfg.nstreams; i++)
+		if (strcmp(d->cfg.streams[i], s) == 0)
+			return d->cfg.streams[i];
+	relayd_request_fail(req, "not_found", "not a stream this relayd "
+			    "reads (REDIS_STREAM)");
+	return NULL;
+}
+
 static void cmd_replay(relayd *d, relayd_request *req, json_t *j)
 {
 	const char *id = json_string_value(json_object_get(j, "id"));
+	const char *stream;
 	char *key;
 	const char *argv[6];
 	run_req *rr;
@@ -419,8 +504,11 @@ static void cmd_replay(relayd *d, relayd_request *req, json_t *j)
 				    "(not a stream entry id)");
 		return;
 	}
+	stream = replay_stream(d, req, j);
+	if (!stream)
+		return;
 	rr = calloc(1, sizeof(*rr));
-	key = relay_dlq_key(d->cfg.stream);
+	key = relay_dlq_key(stream);
 	if (!rr || !key || !(rr->dlq_id = strdup(id))) {
 		if (rr)
 			free(rr->dlq_id);
@@ -431,6 +519,7 @@ static void cmd_replay(relayd *d, relayd_request *req, json_t *j)
 	}
 	rr->d = d;
 	rr->req = req;
+	rr->dlq_stream = stream;
 	rr->keep = json_is_true(json_object_get(j, "keep"));
 	argv[0] = "XRANGE";
 	argv[1] = key;
@@ -452,7 +541,11 @@ static void cmd_stats(relayd *d, relayd_request *req, bool reset)
 	json_t *r, *snap;
 
 	if (reset && d->consumer) {
-		relay_consumer_metrics_reset(d->consumer);
+		size_t i;
+
+		for (i = 0; i < d->nconsumers; i++)
+			if (d->consumers[i])
+				relay_consumer_metrics_reset(d->consumers[i]);
 		relayd_schedpub_counts_reset(d->schedpub);
 		relayd_retention_counts_reset(d->retention);
 		d->reset_at_ms = relayd_wall_ms();

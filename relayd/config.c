@@ -18,6 +18,7 @@
 #include <time.h>
 #include <unistd.h>
 
+#include "relay/engine.h"
 #include "relay/redis.h"
 #include "relay_config.h"
 #include "relayd.h"
@@ -489,6 +490,15 @@ int relayd_config_load(relayd_config *c, char *errbuf, size_t size)
 	if (check_uri(c, env("REDIS_URI"), errbuf, size))
 		return -1;
 	c->stream = xstrdup(env("REDIS_STREAM"));
+	{
+		relay_error err;
+
+		memset(&err, 0, sizeof(err));
+		if (relay_stream_list_parse(c->stream, &c->streams,
+					    &c->nstreams, &err))
+			return fail(errbuf, size, "REDIS_STREAM: invalid "
+				    "value \"%s\": %s", c->stream, err.text);
+	}
 	c->group = xstrdup(env("REDIS_GROUP"));
 	if ((v = env("REDIS_CONSUMER")))
 		set_str(&c->consumer, v);
@@ -521,6 +531,7 @@ void relayd_config_clear(relayd_config *c)
 	free(c->redis_uri);
 	free(c->redis_uri_safe);
 	free(c->stream);
+	relay_stream_list_free(c->streams);
 	free(c->group);
 	free(c->consumer);
 	free(c->apps_dir);

@@ -249,12 +249,24 @@ void relayd_logkv(relay_log_level lvl, const char *msgid,
 	vlog(lvl, msgid ? msgid : "", kv, buf);
 }
 
+/* @payload: NULL, or the stream name every line gets as stream=<name>
+ * (unless the message names it already). */
 static void lib_log(void *payload, relay_log_level lvl, const char *msgid,
 		    const char *msg)
 {
-	(void)payload;
-	if (relayd_log_enabled(lvl))
-		vlog(lvl, msgid ? msgid : "", NULL, msg);
+	const char *kv[] = { "stream", payload, NULL, NULL };
+
+	if (!relayd_log_enabled(lvl))
+		return;
+	vlog(lvl, msgid ? msgid : "",
+	     payload && !strstr(msg, " stream=") ? kv : NULL, msg);
+}
+
+relay_logger relayd_logger_stream(const char *stream)
+{
+	relay_logger lg = { lib_log, (void *)stream, log_level };
+
+	return lg;
 }
 
 relay_logger relayd_logger(void)

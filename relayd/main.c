@@ -90,14 +90,17 @@ int64_t relayd_wall_ms(void)
 static int take(relayd *d, relayd_stats *s)
 {
 	memset(s, 0, sizeof(*s));
-	if (!d->consumer)
+	/* Once one stream's consumer is closed its figures are gone: no
+	 * partial snapshot may overwrite the final one (on_stopped). */
+	if (!d->consumer || d->nopen < d->nconsumers)
 		return -1;
 	s->started_at_ms = d->started_at_ms;
 	s->reset_at_ms = d->reset_at_ms;
 	relayd_schedpub_counts_get(d->schedpub, &s->sp);
 	relayd_warm_take(&s->warm, d->rt);
 	relayd_retention_counts_get(d->retention, &s->ret);
-	if (relayd_stats_take(s, d->consumer)) {
+	if (relayd_stats_take(s, d->consumers, d->cfg.streams,
+			      d->nconsumers)) {
 		relayd_stats_clear(s);
 		return -1;
 	}
@@ -183,22 +186,41 @@ static void on_stats_timer(struct ev_loop *loop, ev_timer *w, int revents)
 /* relay_consumer_close()'s callback has no payload: the one daemon. */
 static relayd *the_daemon;
 
+/* One consumer (one stream) is gone; the loop ends with the last. */
 static void on_closed(relay_consumer *c)
 {
 	relayd *d = the_daemon;
+	size_t i;
 
-	(void)c;
+	for (i = 0; i < d->nconsumers; i++)
+		if (d->consumers[i] == c)
+			d->consumers[i] = NULL;
+	if (--d->nopen > 0)
+		return;
 	d->consumer = NULL;
 	ev_break(d->loop, EVBREAK_ALL);
 }
 
+static void close_consumers(relayd *d)
+{
+	size_t i;
+
+	for (i = 0; i < d->nconsumers; i++)
+		if (d->consumers[i])
+			relay_consumer_close(d->consumers[i], on_closed);
+}
+
+/* One stream drained; when every stream has, close them all. */
 static void on_stopped(relay_consumer *c, void *payload)
 {
 	relayd *d = payload;
 
+	(void)c;
+	if (++d->nstopped < d->nopen)
+		return;
 	relayd_flush_stats(d);
 	relayd_log(RELAY_LOG_INFO, "RELAYD03", "stopped");
-	relay_consumer_close(c, on_closed);
+	close_consumers(d);
 }
 
 static void on_stop_signal(struct ev_loop *loop, ev_signal *w, int revents)
@@ -218,7 +240,16 @@ static void on_stop_signal(struct ev_loop *loop, ev_signal *w, int revents)
 		   "stopping reading, letting running handlers finish "
 		   "(signal again to stop at once)" :
 		   "stopping at once (pending messages stay in the PEL)");
-	relay_consumer_stop(d->consumer, graceful, on_stopped, d);
+	/* A second signal re-arms every callback: count afresh. */
+	d->nstopped = 0;
+	{
+		size_t i;
+
+		for (i = 0; i < d->nconsumers; i++)
+			if (d->consumers[i])
+				relay_consumer_stop(d->consumers[i], graceful,
+						    on_stopped, d);
+	}
 }
 
 static void on_hup(struct ev_loop *loop, ev_signal *w, int revents)
@@ -355,6 +386,7 @@ static int open_backends(relayd *d, char *errbuf, size_t size)
 	relay_runtime_options ro = RELAY_RUNTIME_OPTIONS_INIT;
 	relay_redis_options rd = RELAY_REDIS_OPTIONS_INIT;
 	relay_error err;
+	size_t i;
 	int rc;
 
 	memset(&err, 0, sizeof(err));
@@ -386,22 +418,30 @@ static int open_backends(relayd *d, char *errbuf, size_t size)
 			 d->cfg.redis_uri_safe, relay_strerror(rc));
 		return -1;
 	}
-	/* On Redis Cluster the stream needs a hash tag (redis-layout R-8). */
-	if (relay_redis_cluster_check(d->cfg.redis_uri,
-					       d->cfg.stream, d->cfg.group,
-					       &rd, errbuf, size))
-		return -1;
+	/* On Redis Cluster every stream needs a hash tag (redis-layout
+	 * R-8). */
+	for (i = 0; i < d->cfg.nstreams; i++)
+		if (relay_redis_cluster_check(d->cfg.redis_uri,
+					      d->cfg.streams[i], d->cfg.group,
+					      &rd, errbuf, size))
+			return -1;
 	return 0;
 }
 
+/*
+ * One consumer per stream of REDIS_STREAM, all on the one loop and
+ * backend, sharing one concurrency limiter: MAX_CONCURRENCY and every
+ * app's concurrency hold across the streams; MAX_BUFFERED_EVENTS bounds
+ * each stream's messages in memory.
+ */
 static int open_consumer(relayd *d, char *errbuf, size_t size)
 {
 	relay_consumer_options o = RELAY_CONSUMER_OPTIONS_INIT;
 	relay_error err;
+	size_t i;
 	int rc;
 
 	memset(&err, 0, sizeof(err));
-	o.stream = d->cfg.stream;
 	o.group = d->cfg.group;
 	o.consumer = d->cfg.consumer;
 	o.max_concurrency = (unsigned int)d->cfg.max_concurrency;
@@ -411,19 +451,55 @@ static int open_consumer(relayd *d, char *errbuf, size_t size)
 	o.time_scale = d->cfg.time_scale;
 	o.logger = relayd_logger();
 	d->outbudget = relayd_outbudget_new(d->cfg.output_budget);
-	if (!d->outbudget) {
+	d->consumers = calloc(d->cfg.nstreams, sizeof(*d->consumers));
+	d->sredis = calloc(d->cfg.nstreams, sizeof(*d->sredis));
+	if (!d->outbudget || !d->consumers || !d->sredis ||
+	    relay_slots_new(&d->slots, o.max_concurrency)) {
 		snprintf(errbuf, size, "out of memory");
 		return -1;
 	}
+	o.slots = d->slots;
 	o.output = on_output;
 	o.output_payload = d;
-	rc = relay_consumer_new(&d->consumer, d->loop, d->redis, d->rt,
-				d->apps, &o, &err);
-	if (rc) {
-		snprintf(errbuf, size, "engine: %s", *err.text ? err.text :
-			 relay_strerror(rc));
-		return -1;
+	for (i = 0; i < d->cfg.nstreams; i++) {
+		relay_redis_options rd = RELAY_REDIS_OPTIONS_INIT;
+
+		/*
+		 * Each stream reads on its own connection: a read blocks
+		 * its connection (XREADGROUP BLOCK) while its stream is
+		 * idle, and on a shared one every other stream's commands
+		 * would queue behind it.
+		 */
+		if (i == 0) {
+			d->sredis[0] = d->redis;
+		} else {
+			rd.logger = relayd_logger();
+			rc = relay_redis_open_libev(&d->sredis[i], d->loop,
+						    d->cfg.redis_uri, &rd,
+						    NULL);
+			if (rc) {
+				snprintf(errbuf, size, "REDIS_URI: cannot "
+					 "open \"%s\": %s",
+					 d->cfg.redis_uri_safe,
+					 relay_strerror(rc));
+				return -1;
+			}
+		}
+		o.stream = d->cfg.streams[i];
+		if (d->cfg.nstreams > 1)
+			o.logger = relayd_logger_stream(d->cfg.streams[i]);
+		rc = relay_consumer_new(&d->consumers[i], d->loop,
+					d->sredis[i], d->rt, d->apps, &o,
+					&err);
+		if (rc) {
+			snprintf(errbuf, size, "engine: %s", *err.text ?
+				 err.text : relay_strerror(rc));
+			return -1;
+		}
+		d->nconsumers++;
+		d->nopen++;
 	}
+	d->consumer = d->consumers[0];
 	return 0;
 }
 
@@ -484,15 +560,27 @@ static void shutdown_all(relayd *d)
 	relayd_retention_stop(d->retention);
 	relayd_http_stop(d->http);
 	relayd_control_stop(d->ctl);
-	if (d->consumer) {
+	if (d->nopen) {
 		/* Never started: close, then let the loop deliver the
-		 * close callback. */
-		relay_consumer_close(d->consumer, on_closed);
+		 * close callbacks. */
+		close_consumers(d);
 		ev_run(d->loop, 0);
 	}
+	free(d->consumers);
+	d->consumers = NULL;
+	relay_slots_free(d->slots);  /* every consumer is closed */
+	d->slots = NULL;
 	relay_runtime_free(d->rt);
 	relayd_outbudget_free(d->outbudget);
 	d->outbudget = NULL;
+	if (d->sredis) {
+		size_t i;
+
+		for (i = 1; i < d->cfg.nstreams; i++)
+			relay_redis_free(d->sredis[i]);
+		free(d->sredis);
+		d->sredis = NULL;
+	}
 	relay_redis_free(d->redis);  /* in-flight publishes: ECLOSED */
 	relayd_schedpub_free(d->schedpub);
 	d->schedpub = NULL;
@@ -599,10 +687,12 @@ int main(int argc, char **argv)
 	    open_servers(&d, errbuf, sizeof(errbuf)))
 		goto fail;
 	start_watchers(&d);
-	if (relay_consumer_start(d.consumer)) {
-		snprintf(errbuf, sizeof(errbuf), "engine: cannot start");
-		goto fail;
-	}
+	for (size_t i = 0; i < d.nconsumers; i++)
+		if (relay_consumer_start(d.consumers[i])) {
+			snprintf(errbuf, sizeof(errbuf), "engine: cannot "
+				 "start");
+			goto fail;
+		}
 	d.schedpub = relayd_schedpub_start(&d);
 	if (!d.schedpub) {
 		snprintf(errbuf, sizeof(errbuf), "schedules: out of memory");

@@ -20,7 +20,10 @@
 typedef struct relayd_config {
 	char *redis_uri;          /* REDIS_URI, as given (holds secrets) */
 	char *redis_uri_safe;     /* the same with the password replaced */
-	char *stream;             /* REDIS_STREAM */
+	char *stream;             /* REDIS_STREAM, as given */
+	char **streams;           /* ... the streams it names
+				     (relay_stream_list_parse()) */
+	size_t nstreams;          /* >= 1 */
 	char *group;              /* REDIS_GROUP */
 	char *consumer;           /* REDIS_CONSUMER or the hostname */
 	char *apps_dir;           /* RELAY_APPS_DIR */
@@ -74,6 +77,9 @@ int relayd_parse_duration_ms(const char *s, int64_t *out);
 void relayd_log_init(relay_log_level level, bool json);
 /* The librelay logger that forwards to stderr. */
 relay_logger relayd_logger(void);
+/* The same, adding stream=@stream (borrowed; must outlive the logger)
+ * to every line: one stream's engine when relayd reads several. */
+relay_logger relayd_logger_stream(const char *stream);
 bool relayd_log_enabled(relay_log_level lvl);
 /*
  * Log one line. @kv is a NULL-terminated list of key, value pairs (values
@@ -144,8 +150,17 @@ void relayd_warm_prometheus(FILE *f, const relayd_warm_snap *w);
 /* {"warm_starts":…, "cold_starts":…, "failures":{…}, "parents":[…]} */
 void *relayd_warm_json(const relayd_warm_snap *w);
 
+/* One stream's own figures (several streams only). */
+typedef struct relayd_stream_stats {
+	const char *name;          /* borrowed from the config */
+	relay_consumer_metrics m;
+} relayd_stream_stats;
+
 typedef struct relayd_stats {
-	relay_consumer_metrics m;  /* the engine's counters and gauges */
+	relay_consumer_metrics m;  /* the engine's counters and gauges,
+				      summed over the streams */
+	relayd_stream_stats *streams; /* per stream, when nstreams > 1 */
+	size_t nstreams;           /* 0 with one stream */
 	relayd_warm_snap warm;     /* the runtime's warm path */
 	relayd_hist *hists;        /* per app/handler durations */
 	size_t nhists;
@@ -155,8 +170,13 @@ typedef struct relayd_stats {
 	relayd_retention_counts ret; /* stream and DLQ retention */
 } relayd_stats;
 
-/* Fill @s from the consumer (0 or -1 on allocation failure). */
-int relayd_stats_take(relayd_stats *s, const relay_consumer *c);
+/* Fill @s from the @n consumers of streams @names (0 or -1 on
+ * allocation failure): s->m sums them (counters and gauges; redis_up is
+ * 1 only when every consumer's is; the oldest pending age is the
+ * largest), the histograms are merged per app/handler, and with more
+ * than one stream s->streams holds each stream's own figures. */
+int relayd_stats_take(relayd_stats *s, relay_consumer *const *c,
+		      char *const *names, size_t n);
 void relayd_stats_clear(relayd_stats *s);
 /* A Prometheus label value with \\, \" and newline escaped. */
 void relayd_prom_label(FILE *f, const char *v);
@@ -236,10 +256,22 @@ typedef struct relayd {
 	relayd_config cfg;
 	struct ev_loop *loop;
 	int lock_fd;                 /* holds flock(RELAY_RUN_DIR/relay.lock) */
-	relay_redis_backend *redis;  /* on loop */
+	relay_redis_backend *redis;  /* on loop: consumers[0], schedules,
+					retention, control commands */
+	relay_redis_backend **sredis; /* consumers[i]'s own connection
+					(i >= 1; [0] is redis): a blocked
+					XREADGROUP holds up no other
+					stream */
 	relay_runtime *rt;           /* attached to loop */
 	relay_appset *apps;          /* the set the consumer uses */
-	relay_consumer *consumer;    /* NULL once closed */
+	relay_consumer *consumer;    /* consumers[0]; NULL once every
+					consumer is closed */
+	relay_consumer **consumers;  /* one per cfg.streams[i], NULL once
+					closed */
+	size_t nconsumers;           /* cfg.nstreams */
+	size_t nopen;                /* not closed yet */
+	size_t nstopped;             /* reported stopped */
+	relay_slots *slots;          /* shared by every consumer */
 	relayd_control *ctl;
 	relayd_http *http;
 	relayd_outbudget *outbudget; /* per-app handler output budget */

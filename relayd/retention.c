@@ -41,13 +41,16 @@ struct target {
 	int64_t retention_ms;     /* 0 = off: observe only */
 	unsigned int flags;
 	uint64_t *trimmed;        /* its counter in c */
-	int64_t *length;          /* its gauge in c */
+	int64_t length;           /* gauges as of its last step: */
+	int64_t oldest_entry_age_ms;   /* ... (streams only) */
+	int64_t oldest_pending_age_ms; /* ... (streams only) */
 };
 
 struct relayd_retention {
 	relayd *d;
 	ev_timer timer;
-	struct target t[2];
+	struct target *t;         /* per stream: the stream, its DLQ */
+	int nt;
 	int cur;                  /* target of the step in flight */
 	int batches;              /* steps for t[cur] this tick */
 	bool trimming;            /* this tick trims (else observes) */
@@ -101,7 +104,7 @@ static int64_t age_ms(int64_t now, const char *id)
 static void next_target(relayd_retention *r)
 {
 	r->batches = 0;
-	if (++r->cur < 2 && !r->stopped) {
+	if (++r->cur < r->nt && !r->stopped) {
 		step(r);
 		return;
 	}
@@ -129,16 +132,16 @@ static void on_step(relay_redis_backend *b, int status,
 		fail(r, t, status == RELAY_ECLOSED ? "Redis is not reachable"
 			   : status == RELAY_ETYPE ? "the key is not a stream"
 			   : relay_strerror(status));
-		r->cur = 2;
+		r->cur = r->nt;
 		next_target(r);
 		return;
 	}
 	*t->trimmed += (uint64_t)res->trimmed;
-	*t->length = res->length;
+	t->length = res->length;
 	if (t->flags == 0) {
-		r->c.oldest_entry_age_ms = age_ms(now, res->first_id);
-		r->c.oldest_pending_age_ms = age_ms(now,
-						    res->oldest_pending_id);
+		t->oldest_entry_age_ms = age_ms(now, res->first_id);
+		t->oldest_pending_age_ms = age_ms(now,
+						  res->oldest_pending_id);
 	}
 	if (res->trimmed > 0 && relayd_log_enabled(RELAY_LOG_DEBUG))
 		relayd_log(RELAY_LOG_DEBUG, "RELAYD-RET04", "trimmed %lld "
@@ -165,7 +168,7 @@ static void step(relayd_retention *r)
 				     trim ? LIMIT : 0, t->flags, on_step, r);
 	if (rc) {
 		fail(r, t, relay_strerror(rc));
-		r->cur = 2;
+		r->cur = r->nt;
 		next_target(r);
 	}
 }
@@ -208,33 +211,50 @@ static void log_policy(const relayd_retention *r)
 			 (long long)(c->dlq_retention_ms / 1000));
 	else
 		snprintf(q, sizeof(q), "off (REDIS_DLQ_RETENTION=0)");
-	relayd_log(RELAY_LOG_INFO, "RELAYD-RET01", "retention: stream %s: %s; "
-		   "DLQ %s: %s; trim tick %.1fs (+-20%%)", r->t[0].key, s,
-		   r->t[1].key, q, r->tick_s);
+	if (r->nt > 2)
+		relayd_log(RELAY_LOG_INFO, "RELAYD-RET01", "retention: %d "
+			   "streams (%s, ...): %s; their DLQs (%s, ...): %s; "
+			   "trim tick %.1fs (+-20%%)", r->nt / 2, r->t[0].key,
+			   s, r->t[1].key, q, r->tick_s);
+	else
+		relayd_log(RELAY_LOG_INFO, "RELAYD-RET01", "retention: stream "
+			   "%s: %s; DLQ %s: %s; trim tick %.1fs (+-20%%)",
+			   r->t[0].key, s, r->t[1].key, q, r->tick_s);
 }
 
 relayd_retention *relayd_retention_start(relayd *d)
 {
 	relayd_retention *r = calloc(1, sizeof(*r));
 	int64_t shortest;
+	int i;
 
 	if (!r)
 		return NULL;
 	r->d = d;
-	r->t[0].what = "stream";
-	r->t[0].key = strdup(d->cfg.stream);
-	r->t[0].retention_ms = d->cfg.stream_retention_ms;
-	r->t[0].trimmed = &r->c.stream_trimmed;
-	r->t[0].length = &r->c.stream_length;
-	r->t[1].what = "DLQ";
-	r->t[1].key = relay_dlq_key(d->cfg.stream);
-	r->t[1].retention_ms = d->cfg.dlq_retention_ms;
-	r->t[1].flags = RELAY_TRIM_AGE_ONLY;
-	r->t[1].trimmed = &r->c.dlq_trimmed;
-	r->t[1].length = &r->c.dlq_length;
-	if (!r->t[0].key || !r->t[1].key) {
-		relayd_retention_free(r);
+	r->t = calloc(2 * d->cfg.nstreams, sizeof(*r->t));
+	if (!r->t) {
+		free(r);
 		return NULL;
+	}
+	r->nt = 2 * (int)d->cfg.nstreams;
+	for (i = 0; i < r->nt; i += 2) {
+		struct target *s = &r->t[i], *q = &r->t[i + 1];
+
+		s->what = "stream";
+		s->key = strdup(d->cfg.streams[i / 2]);
+		s->retention_ms = d->cfg.stream_retention_ms;
+		s->trimmed = &r->c.stream_trimmed;
+		s->length = -1;
+		q->what = "DLQ";
+		q->key = relay_dlq_key(d->cfg.streams[i / 2]);
+		q->retention_ms = d->cfg.dlq_retention_ms;
+		q->flags = RELAY_TRIM_AGE_ONLY;
+		q->trimmed = &r->c.dlq_trimmed;
+		q->length = -1;
+		if (!s->key || !q->key) {
+			relayd_retention_free(r);
+			return NULL;
+		}
 	}
 	r->c.stream_retention_ms = d->cfg.stream_retention_ms;
 	r->c.dlq_retention_ms = d->cfg.dlq_retention_ms;
@@ -267,21 +287,44 @@ void relayd_retention_stop(relayd_retention *r)
 
 void relayd_retention_free(relayd_retention *r)
 {
+	int i;
+
 	if (!r)
 		return;
 	relayd_retention_stop(r);
-	free(r->t[0].key);
-	relay_free(r->t[1].key);
+	for (i = 0; i < r->nt; i += 2) {
+		free(r->t[i].key);
+		relay_free(r->t[i + 1].key);
+	}
+	free(r->t);
 	free(r);
 }
 
 void relayd_retention_counts_get(const relayd_retention *r,
 				 relayd_retention_counts *out)
 {
+	int i;
+
 	memset(out, 0, sizeof(*out));
 	out->stream_length = out->dlq_length = -1;
-	if (r)
-		*out = r->c;
+	if (!r)
+		return;
+	*out = r->c;
+	/* Several streams: lengths add up (unknown until every one is
+	 * known), ages are the oldest. */
+	out->stream_length = out->dlq_length = 0;
+	out->oldest_entry_age_ms = out->oldest_pending_age_ms = 0;
+	for (i = 0; i < r->nt; i++) {
+		const struct target *t = &r->t[i];
+		int64_t *len = t->flags ? &out->dlq_length
+					: &out->stream_length;
+
+		*len = *len < 0 || t->length < 0 ? -1 : *len + t->length;
+		if (t->oldest_entry_age_ms > out->oldest_entry_age_ms)
+			out->oldest_entry_age_ms = t->oldest_entry_age_ms;
+		if (t->oldest_pending_age_ms > out->oldest_pending_age_ms)
+			out->oldest_pending_age_ms = t->oldest_pending_age_ms;
+	}
 }
 
 void relayd_retention_counts_reset(relayd_retention *r)

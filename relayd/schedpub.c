@@ -391,6 +391,30 @@ static void publish_cb(relay_redis_backend *b, int status,
 		outbox_write(p);
 }
 
+/*
+ * The stream an occurrence goes to: with several streams (partitions),
+ * relay_stream_partition() of its occurrence id
+ * "schedule:<app>:<schedule>:<scheduled_at>", so every relayd with the
+ * same REDIS_STREAM list picks the same partition for it and its marker
+ * (which may live in that partition's key space) dedupes it there.
+ */
+static const char *occ_stream(const relayd_schedpub *p, const occ *o,
+			      const char *ts)
+{
+	const relayd_config *c = &p->d->cfg;
+	char id[1024];
+	int n;
+
+	if (c->nstreams <= 1)
+		return c->streams[0];
+	n = snprintf(id, sizeof(id), "schedule:%s:%s:%s", o->app,
+		     o->schedule, ts);
+	if (n < 0 || (size_t)n >= sizeof(id))
+		return c->streams[0];  /* names are far shorter */
+	return c->streams[relay_stream_partition(id, (size_t)n,
+						 c->nstreams)];
+}
+
 /* SCHEDULE_PUBLISH through librelay (relay/occurrence.h): the envelope,
  * the marker and its TTL are the library's. */
 static void publish_one(relayd_schedpub *p, occ *o)
@@ -401,7 +425,7 @@ static void publish_one(relayd_schedpub *p, occ *o)
 	if (relay_schedule_time_format(o->at, ts, sizeof(ts)))
 		return;
 	o->in_flight = 1;
-	rc = relay_schedule_publish(p->d->redis, p->d->cfg.stream, o->app,
+	rc = relay_schedule_publish(p->d->redis, occ_stream(p, o, ts), o->app,
 				    o->schedule, o->handler, o->at,
 				    publish_cb, o);
 	if (rc) {

@@ -7,6 +7,7 @@
  * the buckets are cumulative only when rendered.
  */
 #include <errno.h>
+#include <stddef.h>
 #include <fcntl.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -32,6 +33,9 @@ void relayd_stats_clear(relayd_stats *s)
 	free(s->hists);
 	s->hists = NULL;
 	s->nhists = 0;
+	free(s->streams);
+	s->streams = NULL;
+	s->nstreams = 0;
 	relayd_warm_clear(&s->warm);
 }
 
@@ -39,7 +43,19 @@ static int take_hist(const relay_consumer_histogram *h, void *payload)
 {
 	relayd_stats *s = payload;
 	relayd_hist *n;
+	size_t i, b;
 
+	/* The same app/handler on another stream: add up. */
+	for (i = 0; i < s->nhists; i++) {
+		n = &s->hists[i];
+		if (strcmp(n->app, h->app) || strcmp(n->handler, h->handler))
+			continue;
+		for (b = 0; b < RELAY_CONSUMER_DURATION_NBUCKETS; b++)
+			n->buckets[b] += h->buckets[b];
+		n->count += h->count;
+		n->sum_s += h->sum_seconds;
+		return 0;
+	}
 	n = realloc(s->hists, (s->nhists + 1) * sizeof(*n));
 	if (!n)
 		return -1;
@@ -60,18 +76,59 @@ static int take_hist(const relay_consumer_histogram *h, void *payload)
 	return 0;
 }
 
-int relayd_stats_take(relayd_stats *s, const relay_consumer *c)
+/* @a += @b: counters and gauges add up, except the two below. */
+static void metrics_add(relay_consumer_metrics *a,
+			const relay_consumer_metrics *b, int first)
+{
+#define ADD(f) a->f += b->f
+	ADD(events_received); ADD(events_matched); ADD(events_unmatched);
+	ADD(events_malformed); ADD(events_oversized); ADD(events_schedule);
+	ADD(handler_success); ADD(handler_failure); ADD(retries);
+	ADD(dlq_entries); ADD(missing_payload); ADD(concurrency_waits);
+	ADD(concurrency_timeouts); ADD(reclaims); ADD(acks);
+	ADD(redis_errors); ADD(in_flight_invocations); ADD(buffered_events);
+	ADD(pending_entries); ADD(schedule_malformed); ADD(schedule_obsolete);
+	ADD(step_failures); ADD(stuck_messages);
+#undef ADD
+	if (first || b->pending_oldest_age_ms > a->pending_oldest_age_ms)
+		a->pending_oldest_age_ms = b->pending_oldest_age_ms;
+	a->redis_up = first ? b->redis_up : a->redis_up && b->redis_up;
+}
+
+int relayd_stats_take(relayd_stats *s, relay_consumer *const *c,
+		      char *const *names, size_t n)
 {
 	relayd_warm_snap w = s->warm;
+	relay_consumer_metrics one;
+	size_t i;
 
 	memset(&s->warm, 0, sizeof(s->warm));
 	relayd_stats_clear(s);
 	s->warm = w;
 	memset(&s->m, 0, sizeof(s->m));
 	s->m.version = RELAY_CONSUMER_METRICS_VERSION;
-	if (relay_consumer_metrics_get(c, &s->m))
-		return -1;
-	return relay_consumer_histograms(c, take_hist, s) ? -1 : 0;
+	if (n > 1) {
+		s->streams = calloc(n, sizeof(*s->streams));
+		if (!s->streams)
+			return -1;
+		s->nstreams = n;
+	}
+	for (i = 0; i < n; i++) {
+		memset(&one, 0, sizeof(one));
+		one.version = RELAY_CONSUMER_METRICS_VERSION;
+		if (s->streams)
+			s->streams[i].name = names[i];
+		if (!c[i])
+			continue;  /* closed */
+		if (relay_consumer_metrics_get(c[i], &one))
+			return -1;
+		metrics_add(&s->m, &one, i == 0);
+		if (s->streams)
+			s->streams[i].m = one;
+		if (relay_consumer_histograms(c[i], take_hist, s))
+			return -1;
+	}
+	return 0;
 }
 
 /* A label value with \, " and newline escaped (exposition format). */
@@ -99,6 +156,61 @@ static void gauge(FILE *f, const char *name, const char *help, double v)
 	fprintf(f, "# HELP %s %s\n# TYPE %s gauge\n%s %.17g\n", name, help,
 		name, name, v);
 }
+
+/*
+ * An engine figure: a uint64_t field at offset @off of the metrics, or one
+ * of these (not a plain uint64_t field).
+ */
+#define M_RECEIVED ((size_t)-1)   /* matched + unmatched */
+#define M_OLDEST ((size_t)-2)     /* pending_oldest_age_ms, in seconds */
+#define M_REDIS_UP ((size_t)-3)
+#define M(f) offsetof(relay_consumer_metrics, f)
+
+static double mval(const relay_consumer_metrics *m, size_t off)
+{
+	if (off == M_RECEIVED)
+		return (double)(m->events_matched + m->events_unmatched);
+	if (off == M_OLDEST)
+		return (double)m->pending_oldest_age_ms / 1000.0;
+	if (off == M_REDIS_UP)
+		return (double)m->redis_up;
+	return (double)*(const uint64_t *)(const void *)
+		((const char *)m + off);
+}
+
+/*
+ * A per-stream figure of the engine: with one stream one sample without
+ * labels (as always); with several, one sample per stream labelled
+ * stream="<name>" (sum them for the daemon's total).
+ */
+static void sfig(FILE *f, const relayd_stats *s, const char *type,
+		 const char *name, const char *help, size_t off)
+{
+	size_t i;
+
+	fprintf(f, "# HELP %s %s\n# TYPE %s %s\n", name, help, name, type);
+	if (!s->nstreams) {
+		if (strcmp(type, "counter") == 0)
+			fprintf(f, "%s %llu\n", name,
+				(unsigned long long)mval(&s->m, off));
+		else
+			fprintf(f, "%s %.17g\n", name, mval(&s->m, off));
+		return;
+	}
+	for (i = 0; i < s->nstreams; i++) {
+		fprintf(f, "%s{stream=\"", name);
+		relayd_prom_label(f, s->streams[i].name);
+		if (strcmp(type, "counter") == 0)
+			fprintf(f, "\"} %llu\n", (unsigned long long)
+				mval(&s->streams[i].m, off));
+		else
+			fprintf(f, "\"} %.17g\n",
+				mval(&s->streams[i].m, off));
+	}
+}
+
+#define SCOUNTER(f, s, name, help, off) sfig(f, s, "counter", name, help, off)
+#define SGAUGE(f, s, name, help, off) sfig(f, s, "gauge", name, help, off)
 
 static void hist_labels(FILE *f, const relayd_hist *h)
 {
@@ -202,55 +314,54 @@ static json_t *retention_json(const relayd_retention_counts *r)
  */
 char *relayd_stats_prometheus(const relayd_stats *s, size_t *len)
 {
-	const relay_consumer_metrics *m = &s->m;
 	char *buf = NULL;
 	size_t n = 0;
 	FILE *f = open_memstream(&buf, &n);
 
 	if (!f)
 		return NULL;
-	counter(f, "relay_events_received_total",
+	SCOUNTER(f, s, "relay_events_received_total",
 		"External events classified (matched + unmatched).",
-		m->events_matched + m->events_unmatched);
-	counter(f, "relay_events_matched_total",
-		"Events that matched at least one rule.", m->events_matched);
-	counter(f, "relay_events_unmatched_total",
+		M_RECEIVED);
+	SCOUNTER(f, s, "relay_events_matched_total",
+		"Events that matched at least one rule.", M(events_matched));
+	SCOUNTER(f, s, "relay_events_unmatched_total",
 		"Events that matched no rule (acknowledged).",
-		m->events_unmatched);
-	counter(f, "relay_events_malformed_total",
+		M(events_unmatched));
+	SCOUNTER(f, s, "relay_events_malformed_total",
 		"Malformed or oversized messages dead-lettered unrun.",
-		m->events_malformed);
-	counter(f, "relay_events_schedule_total",
+		M(events_malformed));
+	SCOUNTER(f, s, "relay_events_schedule_total",
 		"Schedule occurrences taken from the stream.",
-		m->events_schedule);
-	counter(f, "relay_events_oversized_total",
-		"Messages larger than MAX_EVENT_BYTES.", m->events_oversized);
-	counter(f, "relay_handler_success_total",
-		"Handler attempts that exited 0.", m->handler_success);
-	counter(f, "relay_handler_failure_total",
+		M(events_schedule));
+	SCOUNTER(f, s, "relay_events_oversized_total",
+		"Messages larger than MAX_EVENT_BYTES.", M(events_oversized));
+	SCOUNTER(f, s, "relay_handler_success_total",
+		"Handler attempts that exited 0.", M(handler_success));
+	SCOUNTER(f, s, "relay_handler_failure_total",
 		"Handler attempts that failed or timed out.",
-		m->handler_failure);
-	counter(f, "relay_retries_total",
-		"Handler attempts after the first.", m->retries);
-	counter(f, "relay_dlq_entries_total",
-		"Entries written to the dead-letter queue.", m->dlq_entries);
-	counter(f, "relay_missing_payload_total",
+		M(handler_failure));
+	SCOUNTER(f, s, "relay_retries_total",
+		"Handler attempts after the first.", M(retries));
+	SCOUNTER(f, s, "relay_dlq_entries_total",
+		"Entries written to the dead-letter queue.", M(dlq_entries));
+	SCOUNTER(f, s, "relay_missing_payload_total",
 		"Reclaimed PEL entries whose stream body was gone.",
-		m->missing_payload);
-	counter(f, "relay_concurrency_waits_total",
+		M(missing_payload));
+	SCOUNTER(f, s, "relay_concurrency_waits_total",
 		"Invocations that waited for a concurrency slot.",
-		m->concurrency_waits);
-	counter(f, "relay_concurrency_timeouts_total",
+		M(concurrency_waits));
+	SCOUNTER(f, s, "relay_concurrency_timeouts_total",
 		"Slot waits that gave up (message left pending).",
-		m->concurrency_timeouts);
-	counter(f, "relay_reclaims_total",
-		"Entries delivered again by XAUTOCLAIM.", m->reclaims);
-	counter(f, "relay_acks_total", "Messages acknowledged.", m->acks);
-	counter(f, "relay_redis_errors_total", "Failed Redis operations.",
-		m->redis_errors);
-	counter(f, "relay_step_failures_total",
+		M(concurrency_timeouts));
+	SCOUNTER(f, s, "relay_reclaims_total",
+		"Entries delivered again by XAUTOCLAIM.", M(reclaims));
+	SCOUNTER(f, s, "relay_acks_total", "Messages acknowledged.", M(acks));
+	SCOUNTER(f, s, "relay_redis_errors_total", "Failed Redis operations.",
+		M(redis_errors));
+	SCOUNTER(f, s, "relay_step_failures_total",
 		"Redis steps that failed for one message while Redis "
-		"answered (once per backoff step).", m->step_failures);
+		"answered (once per backoff step).", M(step_failures));
 	counter(f, "relay_schedule_occurrences_published_total",
 		"Schedule occurrences this relayd appended to the stream.",
 		s->sp.published);
@@ -263,31 +374,31 @@ char *relayd_stats_prometheus(const relayd_stats *s, size_t *len)
 	counter(f, "relay_schedule_catchup_total",
 		"Occurrences published by the start-up catch-up.",
 		s->sp.catchup);
-	counter(f, "relay_schedule_occurrences_obsolete_total",
+	SCOUNTER(f, s, "relay_schedule_occurrences_obsolete_total",
 		"Schedule occurrences acknowledged unrun: schedule no longer "
-		"configured.", m->schedule_obsolete);
-	counter(f, "relay_schedule_occurrences_malformed_total",
+		"configured.", M(schedule_obsolete));
+	SCOUNTER(f, s, "relay_schedule_occurrences_malformed_total",
 		"Schedule envelopes dead-lettered as malformed.",
-		m->schedule_malformed);
+		M(schedule_malformed));
 	histogram(f, s);
 	gauge(f, "relay_schedule_outbox_pending",
 	      "Schedule occurrences waiting to be published.",
 	      (double)s->sp.pending);
-	gauge(f, "relay_pending_entries",
+	SGAUGE(f, s, "relay_pending_entries",
 	      "Entries in the consumer group's PEL (refreshed periodically).",
-	      (double)m->pending_entries);
-	gauge(f, "relay_pending_oldest_age_seconds",
+	      M(pending_entries));
+	SGAUGE(f, s, "relay_pending_oldest_age_seconds",
 	      "Idle time of the oldest PEL entry.",
-	      (double)m->pending_oldest_age_ms / 1000.0);
-	gauge(f, "relay_in_flight_invocations", "Handlers running now.",
-	      (double)m->in_flight_invocations);
-	gauge(f, "relay_buffered_events", "Messages held in memory.",
-	      (double)m->buffered_events);
-	gauge(f, "relay_redis_up", "1 when Redis is reachable.",
-	      (double)m->redis_up);
-	gauge(f, "relay_stuck_messages",
+	      M_OLDEST);
+	SGAUGE(f, s, "relay_in_flight_invocations", "Handlers running now.",
+	      M(in_flight_invocations));
+	SGAUGE(f, s, "relay_buffered_events", "Messages held in memory.",
+	      M(buffered_events));
+	SGAUGE(f, s, "relay_redis_up", "1 when Redis is reachable.",
+	      M_REDIS_UP);
+	SGAUGE(f, s, "relay_stuck_messages",
 	      "Messages whose Redis step keeps failing, in backoff "
-	      "(relayctl health lists them).", (double)m->stuck_messages);
+	      "(relayctl health lists them).", M(stuck_messages));
 	relayd_warm_prometheus(f, &s->warm);
 	retention_metrics(f, &s->ret);
 	if (fclose(f) != 0) {
@@ -309,6 +420,37 @@ static char *iso8601(int64_t ms, char *buf, size_t size)
 	n = strftime(buf, size, "%Y-%m-%dT%H:%M:%S", &tm);
 	snprintf(buf + n, size - n, ".%03uZ", (unsigned int)(ms % 1000));
 	return buf;
+}
+
+/* Several streams: each one's own figures, by name. */
+static json_t *streams_json(const relayd_stats *s)
+{
+	json_t *o = json_object();
+	size_t i;
+
+	for (i = 0; o && i < s->nstreams; i++) {
+		const relay_consumer_metrics *m = &s->streams[i].m;
+
+		json_object_set_new(o, s->streams[i].name, json_pack(
+			"{s:o, s:o, s:o, s:o, s:o, s:o, s:o, s:o, s:o, s:o,"
+			" s:o, s:f, s:b}",
+			"events_received",
+			JU(m->events_matched + m->events_unmatched),
+			"events_malformed", JU(m->events_malformed),
+			"events_schedule", JU(m->events_schedule),
+			"handler_success", JU(m->handler_success),
+			"handler_failure", JU(m->handler_failure),
+			"dlq_entries", JU(m->dlq_entries),
+			"acks", JU(m->acks),
+			"in_flight_invocations", JU(m->in_flight_invocations),
+			"buffered_events", JU(m->buffered_events),
+			"pending_entries", JU(m->pending_entries),
+			"stuck_messages", JU(m->stuck_messages),
+			"pending_oldest_age_seconds",
+			(double)m->pending_oldest_age_ms / 1000.0,
+			"redis_up", m->redis_up));
+	}
+	return o;
 }
 
 void *relayd_stats_json(const relayd_stats *s, const relayd_config *c)
@@ -393,6 +535,8 @@ void *relayd_stats_json(const relayd_stats *s, const relayd_config *c)
 	json_object_set_new(root, "handlers", handlers);
 	json_object_set_new(root, "warm", relayd_warm_json(&s->warm));
 	json_object_set_new(root, "retention", retention_json(&s->ret));
+	if (s->nstreams)
+		json_object_set_new(root, "streams", streams_json(s));
 	return root;
 }
 

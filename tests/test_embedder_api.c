@@ -509,6 +509,92 @@ static void test_api__runtime_available(void)
 	relay_app_free(ex);
 }
 
+/* ---- several streams (relay_stream_list_parse, relay_slots) ------------ */
+
+static void test_api__stream_list_forms(void)
+{
+	static const struct {
+		const char *spec;
+		const char *want;  /* names joined by '|' */
+	} ok[] = {
+		{ "events", "events" },
+		{ "{orders}", "{orders}" },
+		{ "orders:{p3}", "orders:{p3}" },
+		{ "a b", "a b" },              /* one name: verbatim */
+		{ "a,b", "a|b" },
+		{ " a , b\t,c", "a|b|c" },
+		{ "orders{0..3}", "orders:{p0}|orders:{p1}|orders:{p2}|"
+				  "orders:{p3}" },
+		{ "o{2..2}", "o:{p2}" },
+		{ "o{0..1},audit", "o:{p0}|o:{p1}|audit" },
+		{ "x{ab}", "x{ab}" },           /* not the shorthand */
+		{ "{0..1}", "{0..1}" },         /* no prefix: a name */
+	};
+	static const char *const bad[] = {
+		"a,,b", ",", "a,", "a,b c", "o{3..1}", "o{0..64}",
+		"a,a", "o{0..1},o:{p1}", "o{00000..1},b", "x{a..b}",
+		"o{1..}", "o{..2}",
+	};
+	relay_error err;
+	size_t i, j, n;
+
+	for (i = 0; i < RT_NCASES(ok); i++) {
+		char **v = NULL, buf[256] = "";
+
+		RT_EQ_INT(relay_stream_list_parse(ok[i].spec, &v, &n, &err),
+			  0);
+		for (j = 0; j < n; j++) {
+			if (j)
+				strcat(buf, "|");
+			strcat(buf, v[j]);
+		}
+		RT_CHECK(v[n] == NULL);
+		RT_EQ_STR(buf, ok[i].want);
+		relay_stream_list_free(v);
+	}
+	for (i = 0; i < RT_NCASES(bad); i++) {
+		char **v = (char **)1;
+
+		err.text[0] = '\0';
+		RT_EQ_INT(relay_stream_list_parse(bad[i], &v, &n, &err),
+			  RELAY_EINVAL);
+		RT_CHECK(v == NULL && err.text[0] != '\0');
+	}
+	{
+		char **v0;
+
+		RT_EQ_INT(relay_stream_list_parse("", &v0, NULL, NULL),
+			  RELAY_EINVAL);
+	}
+}
+
+/* The documented hash: FNV-1a-32 (its published test vectors). */
+static void test_api__stream_partition(void)
+{
+	RT_CHECK(relay_stream_hash("", 0) == 0x811c9dc5u);
+	RT_CHECK(relay_stream_hash("a", 1) == 0xe40c292cu);
+	RT_CHECK(relay_stream_hash("foobar", 6) == 0xbf9cf968u);
+	RT_EQ_INT((int)relay_stream_partition("a", 1, 4),
+		  (int)(0xe40c292cu % 4));
+	RT_EQ_INT((int)relay_stream_partition("a", 1, 0), 0);
+}
+
+static void test_api__slots(void)
+{
+	relay_slots *s = NULL;
+
+	RT_EQ_INT(relay_slots_new(NULL, 3), RELAY_EINVAL);
+	RT_EQ_INT(relay_slots_new(&s, 0), 0);
+	RT_EQ_INT((int)relay_slots_max(s), 8);
+	relay_slots_free(s);
+	RT_EQ_INT(relay_slots_new(&s, 3), 0);
+	RT_EQ_INT((int)relay_slots_max(s), 3);
+	RT_EQ_INT((int)relay_slots_running(s), 0);
+	RT_EQ_INT((int)relay_slots_app_running(s, "nope"), 0);
+	relay_slots_free(s);
+	relay_slots_free(NULL);
+}
+
 static const rt_case cases[] = {
 	RT_CASE(test_api__uri_check_kinds),
 	RT_CASE(test_api__uri_redact),
@@ -520,6 +606,9 @@ static const rt_case cases[] = {
 	RT_CASE(test_api__pattern_yaml_and_json),
 	RT_CASE(test_api__format_duration),
 	RT_CASE(test_api__runtime_available),
+	RT_CASE(test_api__stream_list_forms),
+	RT_CASE(test_api__stream_partition),
+	RT_CASE(test_api__slots),
 };
 
 int main(int argc, char **argv)

@@ -85,6 +85,108 @@ struct ev_loop; /* libev; only relay/relay_libev.h includes <ev.h> */
 
 typedef struct relay_consumer relay_consumer;
 
+/**
+ * relay_slots - a concurrency limiter several consumers can share.
+ *
+ * Every consumer counts its running invocations against a limiter: the
+ * global MAX_CONCURRENCY and, per app, min(the app's concurrency,
+ * MAX_CONCURRENCY). A consumer created without options.slots owns a
+ * private one (max = options.max_concurrency). A host that reads several
+ * streams (partitions) creates ONE limiter and passes it to every
+ * consumer: the global limit and each app's limit then hold across all of
+ * them (an app's effective concurrency counts its invocations on every
+ * stream), and a freed slot goes to the oldest waiter whatever its
+ * stream (one FIFO queue; a waiter of a saturated app does not hold up
+ * other apps).
+ *
+ * Thread-safety: confined to the one loop thread of the consumers that
+ * use it (they must all run on the same loop).
+ *
+ *	relay_slots *s;
+ *	relay_slots_new(&s, 8);
+ *	o.slots = s;                      // for every partition's consumer
+ *	...                               // after every close callback:
+ *	relay_slots_free(s);
+ */
+typedef struct relay_slots relay_slots;
+
+/**
+ * relay_slots_new() - create a limiter.
+ * @out: receives it.
+ * @max_concurrency: the global limit; 0 = 8
+ *   (RELAY_CONSUMER_DEFAULT_MAX_CONCURRENCY).
+ * Returns: 0, RELAY_EINVAL (@out NULL) or RELAY_ENOMEM.
+ * Ownership: *out is new; free it with relay_slots_free() once every
+ * consumer given it has been closed (its close callback ran).
+ */
+RELAY_EXTERN int relay_slots_new(relay_slots **out,
+				 unsigned int max_concurrency);
+
+/** relay_slots_free() - free @s (NULL: no-op). No consumer may use it
+ * any more (asserted in debug builds). */
+RELAY_EXTERN void relay_slots_free(relay_slots *s);
+
+/** relay_slots_max() - the global limit of @s. */
+RELAY_EXTERN unsigned int relay_slots_max(const relay_slots *s);
+
+/** relay_slots_running() - slots held now across every consumer using
+ * @s: invocations claimed or running (a gauge; tests and metrics). */
+RELAY_EXTERN unsigned int relay_slots_running(const relay_slots *s);
+
+/** relay_slots_app_running() - slots held now by app @app (borrowed for
+ * the call) across every consumer using @s; 0 for an unknown app. */
+RELAY_EXTERN unsigned int relay_slots_app_running(const relay_slots *s,
+						  const char *app);
+
+/* ---- several streams (partitions) ------------------------------------ */
+
+/* The most streams one REDIS_STREAM value may name. */
+#define RELAY_STREAM_LIST_MAX 64
+
+/**
+ * relay_stream_list_parse() - the streams a REDIS_STREAM value names.
+ * @spec: the value. Without a comma and without the shorthand it is ONE
+ *   stream, verbatim. Otherwise a comma-separated list (blanks around an
+ *   element ignored) of stream names (no blank or control character)
+ *   and shorthands PREFIX{A..B} (decimal A <= B, at most 4 digits each)
+ *   that stand for PREFIX:{pA}, PREFIX:{pA+1}, ..., PREFIX:{pB}: numbered
+ *   partitions, each with its own hash tag ("orders{0..3}" is
+ *   "orders:{p0}" ... "orders:{p3}"). An element of that shape (a
+ *   prefix, '{', text with "..", a final '}') with other bounds is an
+ *   error, never a name.
+ * @out: receives a NULL-terminated array of the names in order
+ *   (free with relay_stream_list_free()).
+ * @count: receives the number of names (may be NULL).
+ * @err: optional; on RELAY_EINVAL its text says what is wrong (one line,
+ *   without the variable's name).
+ *
+ * Returns: 0, RELAY_EINVAL (empty element, blank in a listed name,
+ * bad or reversed range bounds, a name given twice, more than RELAY_STREAM_LIST_MAX streams) or
+ * RELAY_ENOMEM. Thread-safe.
+ */
+RELAY_EXTERN int relay_stream_list_parse(const char *spec, char ***out,
+					 size_t *count, relay_error *err);
+
+/** relay_stream_list_free() - free a relay_stream_list_parse() array
+ * (NULL: no-op). */
+RELAY_EXTERN void relay_stream_list_free(char **list);
+
+/**
+ * relay_stream_hash() - 32-bit FNV-1a of @len bytes at @key (offset basis
+ * 2166136261, prime 16777619): the documented hash producers use to pick a
+ * partition, so any language can compute the same.
+ */
+RELAY_EXTERN uint32_t relay_stream_hash(const void *key, size_t len);
+
+/**
+ * relay_stream_partition() - relay_stream_hash(@key) % @n: the index of
+ * the partition (in relay_stream_list_parse() order) a key belongs to;
+ * 0 when @n is 0. Schedules publish occurrence O to partition
+ * relay_stream_partition(O's occurrence id) (doc/schedules.md).
+ */
+RELAY_EXTERN size_t relay_stream_partition(const void *key, size_t len,
+					   size_t n);
+
 /* Defaults of the options (doc/configuration.md C-2). */
 #define RELAY_CONSUMER_DEFAULT_MAX_CONCURRENCY 8u
 #define RELAY_CONSUMER_DEFAULT_MAX_BUFFERED 16u
@@ -152,6 +254,8 @@ struct relay_consumer_executor {
  * struct relay_consumer_options - how to run a consumer (versioned).
  *
  * Initialise with RELAY_CONSUMER_OPTIONS_INIT; zero fields take defaults.
+ * max_buffered bounds this consumer's messages in memory: with several
+ * consumers (one per stream) each holds up to its own max_buffered.
  * Strings are copied by relay_consumer_new(); pointers are borrowed and
  * must outlive the consumer.
  */
@@ -179,9 +283,17 @@ typedef struct relay_consumer_options {
 	relay_consumer_executor *executor; /* NULL = the relay_runtime;
 					   borrowed */
 	/* version 1 ends here; later versions append only */
+	relay_slots *slots;             /* v2: a limiter shared with other
+					   consumers on the same loop
+					   (borrowed; must outlive the
+					   consumer), or NULL = a private
+					   one of max_concurrency. When set,
+					   max_concurrency must be 0 or
+					   equal relay_slots_max() */
+	/* version 2 ends here */
 } relay_consumer_options;
 
-#define RELAY_CONSUMER_OPTIONS_VERSION 1
+#define RELAY_CONSUMER_OPTIONS_VERSION 2
 #define RELAY_CONSUMER_OPTIONS_INIT \
 	{ .version = RELAY_CONSUMER_OPTIONS_VERSION }
 

@@ -763,9 +763,9 @@ static void consumer_free(relay_consumer *c)
 	size_t i;
 
 	relay_matcher_free(c->matcher);
-	for (i = 0; i < c->nslots; i++)
-		relay__free(c->slots[i].name);
-	relay__free(c->slots);
+	if (c->slots)
+		c->slots->users--;
+	relay_slots_free(c->own_slots);
 	for (i = 0; i < c->nhists; i++) {
 		relay__free(c->hists[i].app);
 		relay__free(c->hists[i].handler);
@@ -848,6 +848,12 @@ int relay_consumer_new(relay_consumer **out, struct ev_loop *loop,
 		return relay__error_set(err, RELAY_EINVAL, NULL, 0, 0,
 					"consumer: max_event_bytes exceeds "
 					"1 MiB");
+	if (o->version >= 2 && o->slots && o->max_concurrency &&
+	    o->max_concurrency != o->slots->max)
+		return relay__error_set(err, RELAY_EINVAL, NULL, 0, 0,
+					"consumer: max_concurrency %u differs "
+					"from the shared slots' %u",
+					o->max_concurrency, o->slots->max);
 	if (o->executor && (o->executor->version == 0 ||
 			    o->executor->version >
 			    RELAY_CONSUMER_EXECUTOR_VERSION ||
@@ -870,8 +876,15 @@ int relay_consumer_new(relay_consumer **out, struct ev_loop *loop,
 	rc = relay_matcher_new(&c->matcher, relay_appset_ruleset(apps));
 	if (rc)
 		goto fail;
-	c->max_concurrency = o->max_concurrency ? o->max_concurrency :
-		RELAY_CONSUMER_DEFAULT_MAX_CONCURRENCY;
+	if (o->version >= 2 && o->slots) {
+		c->slots = o->slots;
+	} else {
+		rc = relay_slots_new(&c->own_slots, o->max_concurrency);
+		if (rc)
+			goto fail;
+		c->slots = c->own_slots;
+	}
+	c->slots->users++;
 	c->max_buffered = o->max_buffered ? o->max_buffered :
 		RELAY_CONSUMER_DEFAULT_MAX_BUFFERED;
 	c->max_event_bytes = o->max_event_bytes ? o->max_event_bytes :

@@ -155,6 +155,17 @@ typedef struct relay__app_slots {
 	unsigned int running;
 } relay__app_slots;
 
+/* The concurrency limiter (slots.c): owned by one consumer, or shared by
+ * several (options.slots). Its waiters belong to any of them. */
+struct relay_slots {
+	unsigned int max;             /* MAX_CONCURRENCY */
+	unsigned int running;         /* slots held, every consumer */
+	relay__app_slots *apps;       /* per-app counts, every consumer */
+	size_t napps;
+	relay__cinv *wait_head, *wait_tail; /* FIFO, every consumer */
+	unsigned int users;           /* consumers not yet freed */
+};
+
 /* One app/handler duration histogram. */
 typedef struct relay__hist {
 	char *app;
@@ -174,7 +185,7 @@ struct relay_consumer {
 	const relay_appset *apps;
 	relay_matcher *matcher;       /* of apps' ruleset */
 	char *stream, *group, *name, *dlq_key;
-	unsigned int max_concurrency, max_buffered;
+	unsigned int max_buffered;
 	size_t max_event_bytes;
 	int64_t retention_ms;
 	unsigned int scale;
@@ -217,11 +228,9 @@ struct relay_consumer {
 	relay__msg *msgs;
 	unsigned int nmsgs;
 
-	/* slots */
-	unsigned int running;
-	relay__app_slots *slots;
-	size_t nslots;
-	relay__cinv *wait_head, *wait_tail;
+	/* slots: c->own_slots, or options.slots shared with others */
+	relay_slots *slots;
+	relay_slots *own_slots;
 
 	/* metrics */
 	relay_consumer_metrics m;
@@ -280,6 +289,11 @@ void relay__consumer_detach_read(relay_consumer *c);
 void relay__consumer_reclaim_now(relay_consumer *c);
 /* Renew ownership of the messages in memory now. */
 void relay__consumer_renew_now(relay_consumer *c);
+
+/* ---- slots.c: the concurrency limiter's counts ---------------------- */
+
+/* The per-app count of @name (created at zero); NULL on ENOMEM. */
+relay__app_slots *relay__slots_app(relay_slots *s, const char *name);
 
 /* ---- consumer_msg.c: one message's life (relay__msg_state) ---------- */
 

@@ -87,62 +87,42 @@ static void inv_claim(relay__cinv *inv);
 
 /* ---- concurrency slots ------------------------------------------------- */
 
-static relay__app_slots *app_slots(relay_consumer *c, const char *name)
-{
-	relay__app_slots *s;
-	size_t i;
-
-	for (i = 0; i < c->nslots; i++)
-		if (strcmp(c->slots[i].name, name) == 0)
-			return &c->slots[i];
-	s = relay__realloc(c->slots, (c->nslots + 1) * sizeof(*s));
-	if (!s)
-		return NULL;
-	c->slots = s;
-	s = &c->slots[c->nslots];
-	s->name = relay__strdup(name);
-	if (!s->name)
-		return NULL;
-	s->running = 0;
-	c->nslots++;
-	return s;
-}
-
-static unsigned int app_limit(const relay_consumer *c, const relay_app *app)
+/* The app's limit: min(concurrency, MAX_CONCURRENCY), counted across
+ * every consumer sharing the limiter. */
+static unsigned int app_limit(const relay_slots *s, const relay_app *app)
 {
 	int n = relay_app_concurrency(app);
 	unsigned int lim = n > 0 ? (unsigned int)n : 1;
 
-	return lim < c->max_concurrency ? lim : c->max_concurrency;
+	return lim < s->max ? lim : s->max;
 }
 
 /* 1 taken, 0 none free, <0 error. */
-static int slots_take(relay_consumer *c, relay__cinv *inv)
+static int slots_take(relay_slots *sl, relay__cinv *inv)
 {
-	relay__app_slots *s = app_slots(c, relay_app_name(inv->app));
+	relay__app_slots *s = relay__slots_app(sl, relay_app_name(inv->app));
 
 	if (!s)
 		return RELAY_ENOMEM;
-	if (c->running >= c->max_concurrency ||
-	    s->running >= app_limit(c, inv->app))
+	if (sl->running >= sl->max || s->running >= app_limit(sl, inv->app))
 		return 0;
-	c->running++;
+	sl->running++;
 	s->running++;
 	inv->has_slots = 1;
 	return 1;
 }
 
-static void wait_remove(relay_consumer *c, relay__cinv *inv)
+static void wait_remove(relay_slots *s, relay__cinv *inv)
 {
-	relay__cinv **pp = &c->wait_head;
+	relay__cinv **pp = &s->wait_head;
 
-	c->wait_tail = NULL;
+	s->wait_tail = NULL;
 	while (*pp) {
 		if (*pp == inv) {
 			*pp = inv->wait_next;
 			continue;
 		}
-		c->wait_tail = *pp;
+		s->wait_tail = *pp;
 		pp = &(*pp)->wait_next;
 	}
 	inv->wait_next = NULL;
@@ -151,21 +131,25 @@ static void wait_remove(relay_consumer *c, relay__cinv *inv)
 /*
  * Give back an invocation's slots and hand them, in FIFO order, to the
  * waiters that can now run (a waiter of a saturated app does not block
- * the waiters of other apps).
+ * the waiters of other apps). With a shared limiter the waiters may be
+ * another consumer's (another stream's): the slot goes to the oldest
+ * waiter whatever its stream.
  */
 void relay__slots_release(relay_consumer *c, relay__cinv *inv)
 {
+	relay_slots *sl = c->slots;
 	relay__cinv *w;
 
 	if (inv->has_slots) {
-		relay__app_slots *s = app_slots(c, relay_app_name(inv->app));
+		const char *app = relay_app_name(inv->app);
+		relay__app_slots *s = relay__slots_app(sl, app);
 
-		c->running--;
+		sl->running--;
 		if (s && s->running)
 			s->running--;
 		inv->has_slots = 0;
 	}
-	if (c->stopping)
+	if (c->stopping && sl == c->own_slots)
 		return;  /* waiters are being given up, not started */
 	/*
 	 * Rescan from the head after every hand-over: a claim that fails at
@@ -173,15 +157,16 @@ void relay__slots_release(relay_consumer *c, relay__cinv *inv)
 	 * may free other waiters' messages, so no saved "next" survives it.
 	 */
 again:
-	for (w = c->wait_head; w; w = w->wait_next) {
-		if (slots_take(c, w) != 1)
+	for (w = sl->wait_head; w; w = w->wait_next) {
+		/* A stopping consumer's waiters are being given up. */
+		if (w->m->c->stopping || slots_take(sl, w) != 1)
 			continue;
-		wait_remove(c, w);
+		wait_remove(sl, w);
 		relay__cinv_to(w, RELAY__CINV_CLAIM);
 		/* Unconditionally: an expired timer is inactive but may
 		 * still be pending, and its callback would release the
 		 * message under the claim started below. */
-		ev_timer_stop(c->loop, &w->m->slot_timer);
+		ev_timer_stop(w->m->c->loop, &w->m->slot_timer);
 		inv_claim(w);
 		goto again;
 	}
@@ -206,7 +191,7 @@ static void slot_timeout_cb(struct ev_loop *loop, ev_timer *w, int revents)
 
 	(void)loop;
 	(void)revents;
-	wait_remove(m->c, inv);
+	wait_remove(m->c->slots, inv);
 	m->c->m.concurrency_timeouts++;
 	LOG(m->c, RELAY_LOG_DEBUG, "RELAY-ENG11",
 	    "no concurrency slot freed in time app=%s handler=%s "
@@ -233,7 +218,7 @@ void relay__cinv_begin(relay__cinv *inv)
 		inv_resolved(inv, RELAY__CINV_PENDING);
 		return;
 	}
-	rc = slots_take(c, inv);
+	rc = slots_take(c->slots, inv);
 	if (rc == 1) {
 		relay__cinv_to(inv, RELAY__CINV_CLAIM);
 		inv_claim(inv);
@@ -246,11 +231,11 @@ void relay__cinv_begin(relay__cinv *inv)
 	c->m.concurrency_waits++;
 	relay__cinv_to(inv, RELAY__CINV_WAIT);
 	inv->wait_next = NULL;
-	if (c->wait_tail)
-		c->wait_tail->wait_next = inv;
+	if (c->slots->wait_tail)
+		c->slots->wait_tail->wait_next = inv;
 	else
-		c->wait_head = inv;
-	c->wait_tail = inv;
+		c->slots->wait_head = inv;
+	c->slots->wait_tail = inv;
 	ev_timer_init(&m->slot_timer, slot_timeout_cb,
 		      (double)relay__consumer_scaled(c,
 			      RELAY_CONSUMER_SLOT_WAIT_MS) / 1000.0, 0.);
@@ -537,13 +522,18 @@ static void inv_claim(relay__cinv *inv)
 void relay__msg_stop(relay_consumer *c, int graceful)
 {
 	relay__msg *m;
+	relay__cinv *inv;
 
-	while (c->wait_head) {
-		relay__cinv *inv = c->wait_head;
-
-		wait_remove(c, inv);
+	/* Only this consumer's waiters; rescan after each: resolving one
+	 * may end messages and so change the queue. */
+again:
+	for (inv = c->slots->wait_head; inv; inv = inv->wait_next) {
+		if (inv->m->c != c)
+			continue;
+		wait_remove(c->slots, inv);
 		ev_timer_stop(c->loop, &inv->m->slot_timer);
 		inv_resolved(inv, RELAY__CINV_PENDING);
+		goto again;
 	}
 	if (graceful || !c->exec->cancel)
 		return;
