@@ -137,6 +137,9 @@ struct relay__msg {
 	long long deliveries;        /* diagnostic PEL count (DLQ path) */
 	int step_failed;             /* a Redis step failed this delivery
 					(consumer_stuck.c bookkeeping) */
+	int class_with_claim;        /* the classification is not sent yet:
+					the message's first try_start
+					carries it (CLAIM_START) */
 	ev_timer slot_timer;         /* bounded slot wait */
 };
 
