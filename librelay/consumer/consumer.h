@@ -209,6 +209,8 @@ struct relay_consumer {
 	size_t read_asked;            /* ... entries they may bring */
 	int read_blocking;            /* one of them BLOCKs */
 	ev_timer read_timer;          /* retry/poll of reads */
+	ev_prepare read_prepare;      /* the refill: one read per loop
+					 iteration, before the loop sleeps */
 	ev_timer reclaim_timer;
 	ev_timer renew_timer;
 	ev_timer pending_timer;

@@ -385,6 +385,33 @@ static void test_hardening__waiter_classified_with_its_claim(void)
 	h_cleanup(&h);
 }
 
+/*
+ * The buffer is refilled with one XREADGROUP per loop iteration asking
+ * for all the room freed in it, not one read per message that ends: a
+ * backlog of 64 at 8 buffered / 8 concurrent takes about one read per 8
+ * messages.
+ */
+static void test_hardening__refill_one_read_per_iteration(void)
+{
+	static const char eight[] =
+		"runtime: exec\ncommand: [/bin/true]\nconcurrency: 8\n"
+		"events:\n  - handler: h\n    pattern:\n      kind: [x]\n";
+	h_ctx h;
+	int i;
+
+	h_init(&h, NULL);
+	h.o.max_buffered = 8;
+	h.o.max_concurrency = 8;
+	h_write_app(&h, "a", eight);
+	for (i = 0; i < 64; i++)
+		h_xadd(&h, "{\"kind\":\"x\"}");
+	h_start(&h);
+	H_UNTIL(&h, h_metrics(&h).acks == 64, 10000);
+	RT_EQ_INT(h.exec.total_runs, 64);
+	RT_CHECK(h.fault->xreadgroups <= 64 / 8 + 4);
+	h_cleanup(&h);
+}
+
 /* A version 2 backend (no COMPLETE_ACK) gets the three steps apart. */
 static void test_hardening__old_backend_separate_tail(void)
 {
@@ -547,6 +574,7 @@ int main(int argc, char **argv)
 		RT_CASE(test_hardening__old_backend_separate_tail),
 		RT_CASE(test_hardening__first_claim_is_one_script),
 		RT_CASE(test_hardening__waiter_classified_with_its_claim),
+		RT_CASE(test_hardening__refill_one_read_per_iteration),
 		RT_CASE(test_hardening__backend_replies_use_library_allocator),
 	};
 
