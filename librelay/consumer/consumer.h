@@ -70,8 +70,11 @@ typedef enum relay__msg_state {
 	RELAY__MSG_CLAIM,        /* claim_classification (for an occurrence:
 				    its admission first) in flight, nothing
 				    else */
-	RELAY__MSG_CLAIM_RUN,    /* ... with the first try_start pipelined
-				    behind it: invocations run meanwhile */
+	RELAY__MSG_CLAIM_RUN,    /* a matched event: the classification
+				    goes with the first try_start
+				    (CLAIM_START, or pipelined before it
+				    on an older backend): invocations
+				    wait for slots and run meanwhile */
 	RELAY__MSG_CLAIM_WAIT,   /* ... invocations over before the reply:
 				    the message ends when it comes */
 	RELAY__MSG_RUN,          /* classification counted: invocations run,

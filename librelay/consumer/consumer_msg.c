@@ -25,8 +25,10 @@
  * The life of one message (relay__msg_state, consumer.h):
  *
  *	new ─┬─ nothing to run first ─────────→ claim
- *	     ├─ matched: try_start pipelined ─→ claim_run ─ invocations
- *	     │                                    over → claim_wait
+ *	     ├─ matched: the classification ──→ claim_run ─ invocations
+ *	     │  goes with the first try_start     over → claim_wait (none
+ *	     │  (claim_start; older backend:      claimed: nothing sent →
+ *	     │  pipelined behind it)              run_uncounted)
  *	     └─ pending entry without a body ──→ clear
  *	claim ─ reply ─┬─ invocations (matched, occurrence) → run
  *	               ├─ malformed → dlq;  unmatched, obsolete, stale → ack
