@@ -363,6 +363,10 @@ static void test_consumer__slot_saturation(void)
 	RT_CHECK(h_metrics(&h).concurrency_waits >= 2);
 	RT_EQ_STR(h_state(&h, ids[1], "a/h1"), "");  /* no attempt */
 	RT_EQ_STR(h_state(&h, ids[2], "a/h1"), "");
+	/* the classification goes with the first claim: a waiter that gave
+	 * up wrote nothing and is counted by the delivery that claims */
+	RT_EQ_STR(h_state(&h, ids[1], "__classification"), "");
+	RT_EQ_INT((int)h_metrics(&h).events_received, 1);
 	s->hold = 0;
 	h_release(&h.exec, NULL);
 	H_UNTIL(&h, h_metrics(&h).acks == 1, 5000);
@@ -372,6 +376,7 @@ static void test_consumer__slot_saturation(void)
 	RT_EQ_INT((int)h_pel(&h), 0);
 	RT_EQ_INT(s->runs, 3);
 	RT_EQ_STR(h_state(&h, ids[2], "a/h1"), "ok");
+	RT_EQ_INT((int)h_metrics(&h).events_received, 3);  /* once each */
 	h_cleanup(&h);
 }
 
