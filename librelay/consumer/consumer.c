@@ -295,17 +295,41 @@ static size_t read_room(const relay_consumer *c)
 	return c->max_buffered - used;
 }
 
+static int can_refill(const relay_consumer *c)
+{
+	return c->started && c->group_ok && !c->in_backoff &&
+	       !c->delivering && read_room(c);
+}
+
+/*
+ * The refill is coalesced: whatever room the replies and handler ends of
+ * one loop iteration free goes into one XREADGROUP, issued from a prepare
+ * watcher (after every callback of the iteration, before the loop
+ * sleeps). The backend writes its commands when the loop polls next, so
+ * the read leaves in the same write as it would have, as one command
+ * instead of one per freed slot.
+ */
+static void read_prepare_cb(struct ev_loop *loop, ev_prepare *w, int revents)
+{
+	relay_consumer *c = w->data;
+
+	(void)revents;
+	ev_prepare_stop(loop, w);
+	if (c->stopping || !can_refill(c))
+		return;
+	ev_timer_stop(c->loop, &c->read_timer);
+	do_read(c);
+}
+
 void relay__consumer_kick(relay_consumer *c)
 {
 	if (c->stopping) {
 		relay__consumer_check_stopped(c);
 		return;
 	}
-	if (!c->started || !c->group_ok || c->in_backoff || c->delivering ||
-	    !read_room(c))
+	if (!can_refill(c))
 		return;
-	ev_timer_stop(c->loop, &c->read_timer);
-	do_read(c);
+	ev_prepare_start(c->loop, &c->read_prepare);
 }
 
 /*
@@ -783,6 +807,7 @@ static void consumer_free(relay_consumer *c)
 static void stop_watchers(relay_consumer *c)
 {
 	ev_timer_stop(c->loop, &c->read_timer);
+	ev_prepare_stop(c->loop, &c->read_prepare);
 	ev_timer_stop(c->loop, &c->reclaim_timer);
 	ev_timer_stop(c->loop, &c->renew_timer);
 	ev_timer_stop(c->loop, &c->pending_timer);
@@ -908,6 +933,8 @@ int relay_consumer_new(relay_consumer **out, struct ev_loop *loop,
 	c->rng = relay_clock_mono_us(c->clock) | 1;
 	ev_timer_init(&c->read_timer, read_timer_cb, 0., 0.);
 	c->read_timer.data = c;
+	ev_prepare_init(&c->read_prepare, read_prepare_cb);
+	c->read_prepare.data = c;
 	ev_timer_init(&c->reclaim_timer, reclaim_timer_cb,
 		      secs(c, RELAY_CONSUMER_RECLAIM_INTERVAL_MS),
 		      secs(c, RELAY_CONSUMER_RECLAIM_INTERVAL_MS));
@@ -961,6 +988,7 @@ int relay_consumer_stop(relay_consumer *c, int graceful,
 		LOG(c, RELAY_LOG_INFO, "RELAY-ENG10",
 		    "stop requested (%s)", graceful ? "graceful" : "at once");
 		ev_timer_stop(c->loop, &c->read_timer);
+		ev_prepare_stop(c->loop, &c->read_prepare);
 		ev_timer_stop(c->loop, &c->reclaim_timer);
 		ev_timer_stop(c->loop, &c->pending_timer);
 		relay__consumer_detach_read(c);

@@ -70,8 +70,11 @@ typedef enum relay__msg_state {
 	RELAY__MSG_CLAIM,        /* claim_classification (for an occurrence:
 				    its admission first) in flight, nothing
 				    else */
-	RELAY__MSG_CLAIM_RUN,    /* ... with the first try_start pipelined
-				    behind it: invocations run meanwhile */
+	RELAY__MSG_CLAIM_RUN,    /* a matched event: the classification
+				    goes with the first try_start
+				    (CLAIM_START, or pipelined before it
+				    on an older backend): invocations
+				    wait for slots and run meanwhile */
 	RELAY__MSG_CLAIM_WAIT,   /* ... invocations over before the reply:
 				    the message ends when it comes */
 	RELAY__MSG_RUN,          /* classification counted: invocations run,
@@ -137,6 +140,9 @@ struct relay__msg {
 	long long deliveries;        /* diagnostic PEL count (DLQ path) */
 	int step_failed;             /* a Redis step failed this delivery
 					(consumer_stuck.c bookkeeping) */
+	int class_with_claim;        /* the classification is not sent yet:
+					the message's first try_start
+					carries it (CLAIM_START) */
 	ev_timer slot_timer;         /* bounded slot wait */
 };
 
@@ -217,6 +223,8 @@ struct relay_consumer {
 	size_t read_asked;            /* ... entries they may bring */
 	int read_blocking;            /* one of them BLOCKs */
 	ev_timer read_timer;          /* retry/poll of reads */
+	ev_prepare read_prepare;      /* the refill: one read per loop
+					 iteration, before the loop sleeps */
 	ev_timer reclaim_timer;
 	ev_timer renew_timer;
 	ev_timer pending_timer;

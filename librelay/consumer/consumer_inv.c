@@ -491,6 +491,54 @@ static void claim_cb(int status, const relay_inv_outcome *o, void *payload)
 	}
 }
 
+/* Leave every invocation of @inv's message not begun yet pending. */
+static void rest_pending(relay__cinv *inv)
+{
+	relay__msg *m = inv->m;
+	size_t i;
+
+	for (i = 0; i < m->ninv; i++)
+		if (&m->invs[i] != inv &&
+		    m->invs[i].state == RELAY__CINV_TODO)
+			relay__cinv_to(&m->invs[i], RELAY__CINV_PENDING);
+}
+
+/*
+ * The reply of CLAIM_START: the classification's part first (as its own
+ * reply would have come first on the connection), then try_start's. An
+ * error fails both: logged once, the message finishes uncounted (stays
+ * pending) and nothing runs.
+ */
+static void claim_start_cb(int status, const relay_inv_outcome *cls,
+			   const relay_inv_outcome *start, void *payload)
+{
+	relay__cinv *inv = payload;
+
+	relay__msg_classified(inv->m, status, cls);
+	if (status) {
+		rest_pending(inv);
+		inv_resolved(inv, RELAY__CINV_PENDING);
+		return;
+	}
+	claim_cb(0, start, inv);
+}
+
+/*
+ * The fused claim could not be sent: nothing was recorded. As after an
+ * error reply, no other invocation of the message starts (its
+ * classification is not recorded): every one not begun is left pending
+ * with this one, and the message finishes uncounted (stays pending).
+ */
+static void claim_start_failed(relay__cinv *inv, int rc)
+{
+	relay__msg *m = inv->m;
+
+	relay__msg_step_failed(m->c, rc, "claim_classification", m);
+	relay__msg_to(m, RELAY__MSG_RUN_UNCOUNTED);
+	rest_pending(inv);
+	inv_resolved(inv, RELAY__CINV_PENDING);
+}
+
 static void inv_claim(relay__cinv *inv)
 {
 	relay__msg *m = inv->m;
@@ -500,6 +548,18 @@ static void inv_claim(relay__cinv *inv)
 	if (m->body == RELAY__BODY_GONE) {
 		/* The body left while this waited for a slot. */
 		inv_resolved(inv, RELAY__CINV_PENDING);
+		return;
+	}
+	if (m->class_with_claim) {
+		/* The message's first claim: one script records the
+		 * classification and claims (CLAIM_START). */
+		m->class_with_claim = 0;
+		rc = relay__inv_claim_start(c->redis, m->key, inv->field,
+					    relay_clock_wall_ms(c->clock),
+					    inv->timeout_ms, claim_start_cb,
+					    inv);
+		if (rc)
+			claim_start_failed(inv, rc);
 		return;
 	}
 	rc = relay_inv_try_start(c->redis, m->key, inv->field,

@@ -25,8 +25,10 @@
  * The life of one message (relay__msg_state, consumer.h):
  *
  *	new ─┬─ nothing to run first ─────────→ claim
- *	     ├─ matched: try_start pipelined ─→ claim_run ─ invocations
- *	     │                                    over → claim_wait
+ *	     ├─ matched: the classification ──→ claim_run ─ invocations
+ *	     │  goes with the first try_start     over → claim_wait (none
+ *	     │  (claim_start; older backend:      claimed: nothing sent →
+ *	     │  pipelined behind it)              run_uncounted)
  *	     └─ pending entry without a body ──→ clear
  *	claim ─ reply ─┬─ invocations (matched, occurrence) → run
  *	               ├─ malformed → dlq;  unmatched, obsolete, stale → ack
@@ -347,6 +349,12 @@ static void msg_finish(relay__msg *m)
 {
 	size_t i;
 
+	if (m->class_with_claim) {
+		/* No invocation claimed, so the classification (carried by
+		 * the first try_start) was never sent: nothing recorded. */
+		m->class_with_claim = 0;
+		relay__msg_to(m, RELAY__MSG_RUN_UNCOUNTED);
+	}
 	if (m->state == RELAY__MSG_CLAIM_RUN) {
 		/* The classification reply is still due: finish then. */
 		relay__msg_to(m, RELAY__MSG_CLAIM_WAIT);
@@ -791,6 +799,9 @@ void relay__msg_deliver(relay_consumer *c, const relay_stream_entry *e)
 	rc = classify(m, e);
 	if (!rc && is_occurrence(m) && !is_malformed(m))
 		rc = relay__csched_claim(m);
+	else if (!rc && m->route == RELAY__ROUTE_EVENT && m->ninv &&
+		 c->redis->version >= 4)
+		m->class_with_claim = 1;  /* sent with the first try_start */
 	else if (!rc)
 		rc = relay_inv_claim_classification(c->redis, m->key,
 						    classified_cb, m);
@@ -803,8 +814,14 @@ void relay__msg_deliver(relay_consumer *c, const relay_stream_entry *e)
 	 * Pipeline the first invocation's try_start behind the
 	 * classification: the replies arrive in order on the connection, so
 	 * the classification is recorded before any handler can start, and
-	 * a round trip per message is saved. The chain's end waits for the
-	 * classification reply (msg_finish: claim_wait).
+	 * a round trip per message is saved. With a version 4 backend the
+	 * classification is not sent apart at all: the first try_start of
+	 * the message (at once, or when a slot frees) carries it, one
+	 * script (CLAIM_START, class_with_claim); if no invocation claims,
+	 * nothing is recorded and the message stays pending. If the send
+	 * fails the message is gone when relay__msg_next() returns. The
+	 * chain's end waits for the classification reply (msg_finish:
+	 * claim_wait).
 	 */
 	if (m->route == RELAY__ROUTE_EVENT && m->ninv) {
 		relay__msg_to(m, RELAY__MSG_CLAIM_RUN);

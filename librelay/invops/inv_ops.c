@@ -16,6 +16,7 @@ struct inv_call {
 	relay_redis_script op;
 	relay_inv_cb cb;             /* or */
 	relay__inv_pin_cb pin_cb;    /* CLAIM_CLASSIFICATION with a pin */
+	relay__inv_claim_start_cb start_cb; /* CLAIM_START */
 	void *payload;
 };
 
@@ -23,13 +24,17 @@ struct inv_call {
  * The one parser of a transition reply: { result, attempt, deadline_ms,
  * fourth }. The fourth element is the claim's token, except for
  * CLAIM_CLASSIFICATION, whose fourth is the stored admission pin
- * (*fourth; the outcome's token is then ""). Returns 0,
- * RELAY_EBACKEND/RELAY_ETYPE (an error reply) or RELAY_EPARSE.
+ * (*fourth; the outcome's token is then ""). CLAIM_START replies a fifth
+ * element, the classification's result, parsed into @cls (only for that
+ * op; claimed|already|retained). Returns 0, RELAY_EBACKEND/RELAY_ETYPE
+ * (an error reply) or RELAY_EPARSE.
  */
 static int outcome_from_reply(const relay_redis_reply *r,
 			      relay_redis_script op, relay_inv_outcome *out,
-			      const relay_redis_reply **fourth)
+			      const relay_redis_reply **fourth,
+			      relay_inv_outcome *cls)
 {
+	size_t want = op == RELAY_REDIS_SCRIPT_CLAIM_START ? 5 : 4;
 	const relay_redis_reply *e;
 	int rc;
 
@@ -37,8 +42,18 @@ static int outcome_from_reply(const relay_redis_reply *r,
 	if (rc)
 		return rc;
 	memset(out, 0, sizeof(*out));
-	if (!r || r->type != RELAY_REDIS_REPLY_ARRAY || r->elements != 4)
+	if (!r || r->type != RELAY_REDIS_REPLY_ARRAY || r->elements != want)
 		return RELAY_EPARSE;
+	if (want == 5) {
+		e = r->element[4];
+		memset(cls, 0, sizeof(*cls));
+		if (e->type != RELAY_REDIS_REPLY_STRING ||
+		    relay__inv_result_parse(e->str, &cls->result) ||
+		    (cls->result != RELAY_INV_R_CLAIMED &&
+		     cls->result != RELAY_INV_R_ALREADY &&
+		     cls->result != RELAY_INV_R_RETAINED))
+			return RELAY_EPARSE;
+	}
 	e = r->element[0];
 	if (e->type != RELAY_REDIS_REPLY_STRING)
 		return RELAY_EPARSE;
@@ -70,12 +85,15 @@ static void inv_reply(relay_redis_backend *b, int status,
 {
 	struct inv_call *c = payload;
 	const relay_redis_reply *fourth = NULL;
-	relay_inv_outcome o;
+	relay_inv_outcome o, cls;
 
 	(void)b;
 	if (status == 0)
-		status = outcome_from_reply(reply, c->op, &o, &fourth);
-	if (c->pin_cb)
+		status = outcome_from_reply(reply, c->op, &o, &fourth, &cls);
+	if (c->start_cb)
+		c->start_cb(status, status ? NULL : &cls, status ? NULL : &o,
+			    c->payload);
+	else if (c->pin_cb)
 		c->pin_cb(status, status ? NULL : &o,
 			  status ? NULL : fourth->str ? fourth->str : "",
 			  status ? 0 : fourth->len, c->payload);
@@ -102,6 +120,7 @@ static int run_cb(relay_redis_backend *b, relay_redis_script op,
 	c->op = op;
 	c->cb = cb;
 	c->pin_cb = pin_cb;
+	c->start_cb = NULL;
 	c->payload = payload;
 	rc = relay__redis_script(b, op, numkeys, argc, argv, NULL, inv_reply,
 				 c);
@@ -141,6 +160,36 @@ int relay_inv_try_start(relay_redis_backend *b, const char *key,
 	snprintf(snow, sizeof(snow), "%lld", (long long)now);
 	snprintf(sto, sizeof(sto), "%lld", (long long)timeout_ms);
 	return run(b, RELAY_REDIS_SCRIPT_TRY_START, 5, argv, cb, payload);
+}
+
+int relay__inv_claim_start(relay_redis_backend *b, const char *key,
+			   const char *field, relay_wall_ms now,
+			   int64_t timeout_ms, relay__inv_claim_start_cb cb,
+			   void *payload)
+{
+	char tok[RELAY_INV_TOKEN_LEN + 1], snow[24], sto[24];
+	const char *argv[] = { key, field, snow, sto, tok };
+	struct inv_call *c;
+	int rc;
+
+	if (!b || !cb || !key || !field || !*field || now < 0)
+		return RELAY_EINVAL;
+	if (relay_inv_token(tok))
+		return RELAY_ERROR;
+	if (timeout_ms <= 0 || timeout_ms > RELAY_INV_MAX_RUN_MS)
+		timeout_ms = RELAY_INV_MAX_RUN_MS;
+	snprintf(snow, sizeof(snow), "%lld", (long long)now);
+	snprintf(sto, sizeof(sto), "%lld", (long long)timeout_ms);
+	c = relay__calloc(1, sizeof(*c));
+	if (!c)
+		return RELAY_ENOMEM;
+	c->op = RELAY_REDIS_SCRIPT_CLAIM_START;
+	c->start_cb = cb;
+	c->payload = payload;
+	rc = relay__redis_script(b, c->op, 1, 5, argv, NULL, inv_reply, c);
+	if (rc)
+		relay__free(c);
+	return rc;
 }
 
 int relay_inv_record_failure(relay_redis_backend *b, const char *key,

@@ -47,6 +47,29 @@ int relay__inv_claim_classification_pin(relay_redis_backend *b,
 					relay__inv_pin_cb cb, void *payload);
 
 /*
+ * Completion of relay__inv_claim_start(): @cls is the classification's
+ * outcome (claimed, already or retained; only result is set), @start
+ * try_start's (as relay_inv_try_start()). Both are NULL when @status is
+ * nonzero: an error reply or a reply that does not parse fails both.
+ */
+typedef void (*relay__inv_claim_start_cb)(int status,
+					  const relay_inv_outcome *cls,
+					  const relay_inv_outcome *start,
+					  void *payload);
+
+/*
+ * claim_classification (no pin) and try_start of @field in one script
+ * (RELAY_REDIS_SCRIPT_CLAIM_START, backend version >= 4; else
+ * RELAY_EBACKEND without calling @cb). Arguments as
+ * relay_inv_try_start(). Returns: 0 (@cb is called exactly once, later
+ * or during the call as the backend does), or an error without a call.
+ */
+int relay__inv_claim_start(relay_redis_backend *b, const char *key,
+			   const char *field, relay_wall_ms now,
+			   int64_t timeout_ms, relay__inv_claim_start_cb cb,
+			   void *payload);
+
+/*
  * mark_complete + XACK @id of @stream for @group + retain (@ttl_ms) in one
  * script (RELAY_REDIS_SCRIPT_COMPLETE_ACK, backend version >= 3; else
  * RELAY_EBACKEND). The outcome is mark_complete's: recorded means the

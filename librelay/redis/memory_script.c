@@ -205,6 +205,63 @@ static mem_key *set_marker(mem_backend *m, const char *name, size_t len,
 	return mk;
 }
 
+/* @r (four elements) with a fifth string @fifth appended; frees @r. */
+static relay_redis_reply *append5(relay_redis_reply *r, const char *fifth)
+{
+	relay_redis_reply *out;
+	size_t i;
+
+	if (!r)
+		return NULL;
+	out = relay__reply_array(5);
+	if (!out) {
+		relay_redis_reply_free(r);
+		return NULL;
+	}
+	for (i = 0; i < 4; i++) {
+		out->element[i] = r->element[i];
+		r->element[i] = NULL;
+	}
+	relay_redis_reply_free(r);
+	out->element[4] = relay__reply_str(RELAY_REDIS_REPLY_STRING, fifth,
+					   strlen(fifth));
+	if (!out->element[4]) {
+		relay_redis_reply_free(out);
+		return NULL;
+	}
+	return out;
+}
+
+/*
+ * CLAIM_START: claim_classification (no pin) and try_start in one step,
+ * as claim_start.lua: try_start's reply plus the classification's
+ * result. The claim is written first, then the classification, so a
+ * failed write never leaves a classification without its claim's reply.
+ */
+static relay_redis_reply *claim_start(mem_backend *m, mem_key *k,
+				      const mem_args *a)
+{
+	static const char f[] = RELAY__INV_F_CLASSIFICATION;
+	relay_inv_state cur, next;
+	relay_inv_outcome o;
+	char tok[RELAY_INV_TOKEN_LEN + 1], val[96];
+	int64_t now, timeout;
+	int first;
+
+	if (a->argc != 5 || arg_num(a, 2, &now) || arg_num(a, 3, &timeout) ||
+	    arg_token(a, 4, tok))
+		return badargs();
+	first = !k || !relay__mem_hget(k, f, sizeof(f) - 1);
+	read_state(k, a, 1, &cur);
+	if (relay__inv_decide_try_start(&cur, now, timeout, tok, &o, &next) &&
+	    (relay_inv_state_format(&next, val, sizeof(val)) < 0 ||
+	     write_field(m, &k, a, a->argv[1], a->len[1], val)))
+		return NULL;
+	if (first && write_field(m, &k, a, f, sizeof(f) - 1, "1"))
+		return NULL;
+	return append5(outcome_reply(&o), first ? "claimed" : "already");
+}
+
 /*
  * SCHEDULE_PUBLISH: as schedule_publish.lua. KEYS[1] is the marker (a
  * string key), KEYS[2] the stream, optional KEYS[3] the pre-cluster
@@ -426,7 +483,10 @@ relay_redis_reply *relay__mem_script_run(mem_backend *m,
 	if (op == RELAY_REDIS_SCRIPT_RETAIN)
 		return retain(m, k, a);
 	if (is_retained(k))
-		return reply4("retained", 0, 0, "");
+		return op == RELAY_REDIS_SCRIPT_CLAIM_START ?
+			       append5(reply4("retained", 0, 0, ""),
+				       "retained") :
+			       reply4("retained", 0, 0, "");
 	switch (op) {
 	case RELAY_REDIS_SCRIPT_TRY_START:
 	case RELAY_REDIS_SCRIPT_RECORD_FAILURE:
@@ -441,6 +501,8 @@ relay_redis_reply *relay__mem_script_run(mem_backend *m,
 		return dlq_persist(m, k, a);
 	case RELAY_REDIS_SCRIPT_COMPLETE_ACK:
 		return complete_ack(m, k, a);
+	case RELAY_REDIS_SCRIPT_CLAIM_START:
+		return claim_start(m, k, a);
 	default:
 		return badargs();
 	}

@@ -197,7 +197,7 @@ int relay_redis_command(relay_redis_backend *b, int argc,
 }
 
 static const int script_numkeys[RELAY_REDIS_SCRIPT_COUNT_] = {
-	1, 1, 1, 1, 1, 1, 2, 2, 2, 1,
+	1, 1, 1, 1, 1, 1, 2, 2, 2, 1, 1,
 };
 
 int relay__redis_script_numkeys(relay_redis_script op)
@@ -223,6 +223,8 @@ int relay__redis_script(relay_redis_backend *b, relay_redis_script op,
 	if (op >= RELAY_REDIS_SCRIPT_SCHEDULE_PUBLISH && b->version < 2)
 		return RELAY_EBACKEND;
 	if (op >= RELAY_REDIS_SCRIPT_COMPLETE_ACK && b->version < 3)
+		return RELAY_EBACKEND;
+	if (op >= RELAY_REDIS_SCRIPT_CLAIM_START && b->version < 4)
 		return RELAY_EBACKEND;
 	return b->script(b, op, numkeys, argc, argv, argvlen, cb, payload);
 }

@@ -7,8 +7,11 @@
  *
  *	bench-inv [MESSAGES [WINDOW]]
  *
- * RELAY_BENCH_FUSED=1 runs the engine's common path instead: try_start →
+ * RELAY_BENCH_FUSED=1 runs the fused tail instead: try_start →
  * complete_ack (mark_complete + XACK + retain in one script).
+ * RELAY_BENCH_FUSED=2 runs the engine's common path (backend version 4):
+ * claim_start (claim_classification + try_start in one script) →
+ * complete_ack.
  *
  * Starts a throwaway redis-server on a unix socket (tests/redis_server.c,
  * compiled in) unless RELAY_BENCH_URI names a server; the baseline needs
@@ -26,7 +29,7 @@
 #include "relay/invocation.h"
 #include "relay/redis.h"
 #include "relay/relay_libev.h"
-#include "../../librelay/invops/invops.h"  /* relay__inv_complete_ack */
+#include "../../librelay/invops/invops.h"  /* complete_ack, claim_start */
 
 #define STREAM "bench"
 #define GROUP "g"
@@ -110,7 +113,7 @@ static void on_claim(int status, const relay_inv_outcome *o, void *p)
 		return;
 	}
 	m->claim = *o;
-	if (m->bn->fused) {
+	if (m->bn->fused) {  /* 1 and 2 */
 		if (relay__inv_complete_ack(m->bn->b, m->key, STREAM,
 					    "app/handler", o->attempt,
 					    o->token, GROUP, m->bn->ids[m->i],
@@ -124,6 +127,16 @@ static void on_claim(int status, const relay_inv_outcome *o, void *p)
 		msg_done(m, 0);
 }
 
+static void on_claim_start(int status, const relay_inv_outcome *cls,
+			   const relay_inv_outcome *start, void *p)
+{
+	if (!status && cls->result != RELAY_INV_R_CLAIMED) {
+		msg_done(p, 0);
+		return;
+	}
+	on_claim(status, start, p);
+}
+
 static void start_next(struct bench *bn)
 {
 	struct msg *m;
@@ -134,7 +147,11 @@ static void start_next(struct bench *bn)
 	m->bn = bn;
 	m->i = bn->started++;
 	m->key = relay_inv_key(STREAM, GROUP, bn->ids[m->i]);
-	if (relay_inv_try_start(bn->b, m->key, "app/handler",
+	if (bn->fused == 2 ?
+	    relay__inv_claim_start(bn->b, m->key, "app/handler",
+				   relay_clock_wall_ms(NULL), 6000,
+				   on_claim_start, m) :
+	    relay_inv_try_start(bn->b, m->key, "app/handler",
 				relay_clock_wall_ms(NULL), 6000, on_claim, m))
 		msg_done(m, 0);
 }
@@ -304,8 +321,10 @@ int main(int argc, char **argv)
 	char sock[300] = "";
 
 	bn.total = argc > 1 ? atol(argv[1]) : 100000;
-	bn.fused = getenv("RELAY_BENCH_FUSED") &&
-		   strcmp(getenv("RELAY_BENCH_FUSED"), "1") == 0;
+	bn.fused = getenv("RELAY_BENCH_FUSED") ?
+		   atoi(getenv("RELAY_BENCH_FUSED")) : 0;
+	if (bn.fused < 0 || bn.fused > 2)
+		bn.fused = 0;
 	bn.ids = calloc((size_t)bn.total, sizeof(*bn.ids));
 	if (!uri) {
 		if (rt_redis_server_start(&srv) != 0) {

@@ -12,6 +12,7 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <strings.h>
 #include <sys/stat.h>
 #include <unistd.h>
 
@@ -173,6 +174,7 @@ typedef struct h_fault {
 	int refuse_script[RELAY_REDIS_SCRIPT_COUNT_]; /* refuse (nonzero
 						    return) the next N */
 	int scripts[RELAY_REDIS_SCRIPT_COUNT_];     /* calls seen */
+	int xreadgroups;                             /* XREADGROUPs seen */
 } h_fault;
 
 typedef struct h_fail_call {
@@ -200,6 +202,8 @@ static inline int h_fault_command(relay_redis_backend *b, int argc,
 {
 	h_fault *f = (h_fault *)b;
 
+	if (argc > 0 && strcasecmp(argv[0], "XREADGROUP") == 0)
+		f->xreadgroups++;
 	return relay_redis_command(f->inner, argc, argv, argvlen, cb,
 				   payload);
 }

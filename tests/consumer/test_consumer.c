@@ -363,6 +363,10 @@ static void test_consumer__slot_saturation(void)
 	RT_CHECK(h_metrics(&h).concurrency_waits >= 2);
 	RT_EQ_STR(h_state(&h, ids[1], "a/h1"), "");  /* no attempt */
 	RT_EQ_STR(h_state(&h, ids[2], "a/h1"), "");
+	/* the classification goes with the first claim: a waiter that gave
+	 * up wrote nothing and is counted by the delivery that claims */
+	RT_EQ_STR(h_state(&h, ids[1], "__classification"), "");
+	RT_EQ_INT((int)h_metrics(&h).events_received, 1);
 	s->hold = 0;
 	h_release(&h.exec, NULL);
 	H_UNTIL(&h, h_metrics(&h).acks == 1, 5000);
@@ -372,6 +376,7 @@ static void test_consumer__slot_saturation(void)
 	RT_EQ_INT((int)h_pel(&h), 0);
 	RT_EQ_INT(s->runs, 3);
 	RT_EQ_STR(h_state(&h, ids[2], "a/h1"), "ok");
+	RT_EQ_INT((int)h_metrics(&h).events_received, 3);  /* once each */
 	h_cleanup(&h);
 }
 
@@ -394,7 +399,8 @@ static void test_consumer__slot_handover_refused(void)
 		h_xadd(&h, "{\"kind\":\"x\"}");
 	H_UNTIL(&h, h_metrics(&h).concurrency_waits == 3, 5000);
 	RT_EQ_INT(s->runs, 1);
-	h.fault->refuse_script[RELAY_REDIS_SCRIPT_TRY_START] = 3;
+	/* a waiter's first claim carries its classification */
+	h.fault->refuse_script[RELAY_REDIS_SCRIPT_CLAIM_START] = 3;
 	s->hold = 0;
 	h_release(&h.exec, NULL);
 	H_UNTIL(&h, h_metrics(&h).acks == 1 &&
@@ -465,26 +471,60 @@ static void test_consumer__missing_payload(void)
 	h_cleanup(&h);
 }
 
-static void test_consumer__try_start_error_fails_closed(void)
+/*
+ * The first claim fails (@op: TRY_START behind the classification on a
+ * version 3 backend, CLAIM_START on version 4; @refuse: the send itself
+ * fails instead of the reply): fail closed, nothing runs, the message
+ * stays pending; the next delivery runs it once.
+ */
+static void first_claim_fails(unsigned int version, int op, int refuse)
 {
 	h_ctx h;
 	char id[64];
 
 	h_init(&h, NULL);
+	h.fault->parent.version = version;
 	h_write_app(&h, "a", APP_A);
-	h.fault->fail_script[RELAY_REDIS_SCRIPT_TRY_START] = 1;
+	if (refuse)
+		h.fault->refuse_script[op] = 1;
+	else
+		h.fault->fail_script[op] = 1;
 	h_start(&h);
 	snprintf(id, sizeof(id), "%s", h_xadd(&h, "{\"kind\":\"x\"}"));
-	H_UNTIL(&h, h.fault->scripts[RELAY_REDIS_SCRIPT_TRY_START] == 1 &&
+	H_UNTIL(&h, h.fault->scripts[op] == 1 &&
 		h_metrics(&h).buffered_events == 0, 5000);
 	h_settle(&h, 20);
 	RT_EQ_INT(h.exec.total_runs, 0);  /* not executed */
 	RT_EQ_INT((int)h_pel(&h), 1);     /* stays pending */
 	RT_EQ_STR(h_state(&h, id, "a/h1"), "");
+	if (version >= 4) {
+		/* one step: the classification is not recorded either */
+		RT_EQ_STR(h_state(&h, id, "__classification"), "");
+		RT_EQ_INT((int)h_metrics(&h).events_received, 0);
+	}
 	one_retry_round(&h, MIN_IDLE + 1);
 	H_UNTIL(&h, h_pel(&h) == 0, 5000);
 	RT_EQ_INT(h.exec.total_runs, 1);
+	RT_EQ_INT((int)h_metrics(&h).events_received, 1);
+	RT_EQ_STR(h_state(&h, id, "a/h1"), "ok");
 	h_cleanup(&h);
+}
+
+static void test_consumer__try_start_error_fails_closed(void)
+{
+	first_claim_fails(3, RELAY_REDIS_SCRIPT_TRY_START, 0);
+}
+
+static void test_consumer__claim_start_error_fails_closed(void)
+{
+	first_claim_fails(RELAY_REDIS_BACKEND_VERSION,
+			  RELAY_REDIS_SCRIPT_CLAIM_START, 0);
+}
+
+static void test_consumer__claim_start_refused_fails_closed(void)
+{
+	first_claim_fails(RELAY_REDIS_BACKEND_VERSION,
+			  RELAY_REDIS_SCRIPT_CLAIM_START, 1);
 }
 
 /* The classification store fails: the message is not acknowledged by
@@ -496,6 +536,7 @@ static void test_consumer__classification_error_not_acked(void)
 	char id[64];
 
 	h_init(&h, NULL);
+	h.fault->parent.version = 3;  /* classification sent apart */
 	h_write_app(&h, "a", APP_A);
 	h.fault->fail_script[RELAY_REDIS_SCRIPT_CLAIM_CLASSIFICATION] = 1;
 	h_start(&h);
@@ -842,6 +883,8 @@ int main(int argc, char **argv)
 		RT_CASE(test_consumer__unavailable_app_stays_pending),
 		RT_CASE(test_consumer__missing_payload),
 		RT_CASE(test_consumer__try_start_error_fails_closed),
+		RT_CASE(test_consumer__claim_start_error_fails_closed),
+		RT_CASE(test_consumer__claim_start_refused_fails_closed),
 		RT_CASE(test_consumer__classification_error_not_acked),
 		RT_CASE(test_consumer__dlq_write_failure_reroutes),
 		RT_CASE(test_consumer__removed_rule_stops_gating),

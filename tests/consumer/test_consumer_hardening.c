@@ -299,6 +299,119 @@ static void test_hardening__success_tail_is_one_script(void)
 	h_cleanup(&h);
 }
 
+/* The common path starts in one script too: the classification and the
+ * first claim are one CLAIM_START, recorded before the handler runs. */
+static void test_hardening__first_claim_is_one_script(void)
+{
+	h_ctx h;
+	char id[64];
+
+	h_init(&h, NULL);
+	h_write_app(&h, "a", APP_ONE);
+	h_start(&h);
+	snprintf(id, sizeof(id), "%s", h_xadd(&h, "{\"kind\":\"x\"}"));
+	H_UNTIL(&h, h_metrics(&h).acks == 1, 5000);
+	h_settle(&h, 20);
+	RT_EQ_INT(h.fault->scripts[RELAY_REDIS_SCRIPT_CLAIM_START], 1);
+	RT_EQ_INT(h.fault->scripts[RELAY_REDIS_SCRIPT_CLAIM_CLASSIFICATION], 0);
+	RT_EQ_INT(h.fault->scripts[RELAY_REDIS_SCRIPT_TRY_START], 0);
+	RT_EQ_INT(h.fault->scripts[RELAY_REDIS_SCRIPT_COMPLETE_ACK], 1);
+	RT_EQ_INT(h.exec.total_runs, 1);
+	RT_EQ_INT((int)h_metrics(&h).events_received, 1);
+	RT_EQ_STR(h_state(&h, id, "__classification"), "1");
+	RT_EQ_STR(h_state(&h, id, "a/h"), "ok");
+	h_cleanup(&h);
+}
+
+/*
+ * A message whose first invocation waits for a slot: nothing is written
+ * while it waits (no classification, no attempt charged); when the slot
+ * frees, its claim carries the classification (one CLAIM_START); a
+ * second matched invocation of a message is claimed alone (TRY_START).
+ */
+static void test_hardening__waiter_classified_with_its_claim(void)
+{
+	static const char two[] =
+		"runtime: exec\ncommand: [/bin/true]\nevents:\n"
+		"  - handler: h\n    pattern:\n      kind: [x]\n"
+		"  - handler: g\n    pattern:\n      kind: [x]\n";
+	h_ctx h;
+	h_script *s;
+	char id1[64], id2[64];
+
+	h_init(&h, NULL);
+	h.o.max_concurrency = 1;
+	h_write_app(&h, "a", APP_ONE);
+	s = h_script_get(&h.exec, "a", "h");
+	s->hold = 1;
+	h_start(&h);
+	snprintf(id1, sizeof(id1), "%s", h_xadd(&h, "{\"kind\":\"x\"}"));
+	snprintf(id2, sizeof(id2), "%s", h_xadd(&h, "{\"kind\":\"x\"}"));
+	H_UNTIL(&h, h_metrics(&h).concurrency_waits == 1, 5000);
+	h_settle(&h, 20);
+	RT_EQ_INT(s->runs, 1);
+	RT_EQ_INT(h.fault->scripts[RELAY_REDIS_SCRIPT_CLAIM_START], 1);
+	RT_EQ_INT(h.fault->scripts[RELAY_REDIS_SCRIPT_CLAIM_CLASSIFICATION], 0);
+	RT_EQ_STR(h_state(&h, id1, "__classification"), "1");
+	RT_EQ_STR(h_state(&h, id2, "__classification"), "");
+	RT_EQ_STR(h_state(&h, id2, "a/h"), "");
+	RT_EQ_INT((int)h_metrics(&h).events_received, 1);
+	s->hold = 0;
+	h_release(&h.exec, NULL);
+	H_UNTIL(&h, h_metrics(&h).acks == 2, 5000);
+	h_settle(&h, 20);
+	RT_EQ_INT(h.fault->scripts[RELAY_REDIS_SCRIPT_CLAIM_START], 2);
+	RT_EQ_INT(h.fault->scripts[RELAY_REDIS_SCRIPT_CLAIM_CLASSIFICATION], 0);
+	RT_EQ_INT(h.fault->scripts[RELAY_REDIS_SCRIPT_TRY_START], 0);
+	RT_EQ_INT((int)h_metrics(&h).events_received, 2);
+	RT_EQ_STR(h_state(&h, id2, "__classification"), "1");
+	RT_EQ_STR(h_state(&h, id2, "a/h"), "ok");
+	RT_EQ_INT((int)h_pel(&h), 0);
+	h_cleanup(&h);
+
+	/* two invocations: the first claim carries the classification */
+	h_init(&h, NULL);
+	h_write_app(&h, "a", two);
+	h_start(&h);
+	snprintf(id1, sizeof(id1), "%s", h_xadd(&h, "{\"kind\":\"x\"}"));
+	H_UNTIL(&h, h_metrics(&h).acks == 1, 5000);
+	h_settle(&h, 20);
+	RT_EQ_INT(h.fault->scripts[RELAY_REDIS_SCRIPT_CLAIM_START], 1);
+	RT_EQ_INT(h.fault->scripts[RELAY_REDIS_SCRIPT_TRY_START], 1);
+	RT_EQ_INT(h.fault->scripts[RELAY_REDIS_SCRIPT_CLAIM_CLASSIFICATION], 0);
+	RT_EQ_INT(h.exec.total_runs, 2);
+	RT_EQ_STR(h_state(&h, id1, "a/h"), "ok");
+	RT_EQ_STR(h_state(&h, id1, "a/g"), "ok");
+	h_cleanup(&h);
+}
+
+/*
+ * The buffer is refilled with one XREADGROUP per loop iteration asking
+ * for all the room freed in it, not one read per message that ends: a
+ * backlog of 64 at 8 buffered / 8 concurrent takes about one read per 8
+ * messages.
+ */
+static void test_hardening__refill_one_read_per_iteration(void)
+{
+	static const char eight[] =
+		"runtime: exec\ncommand: [/bin/true]\nconcurrency: 8\n"
+		"events:\n  - handler: h\n    pattern:\n      kind: [x]\n";
+	h_ctx h;
+	int i;
+
+	h_init(&h, NULL);
+	h.o.max_buffered = 8;
+	h.o.max_concurrency = 8;
+	h_write_app(&h, "a", eight);
+	for (i = 0; i < 64; i++)
+		h_xadd(&h, "{\"kind\":\"x\"}");
+	h_start(&h);
+	H_UNTIL(&h, h_metrics(&h).acks == 64, 10000);
+	RT_EQ_INT(h.exec.total_runs, 64);
+	RT_CHECK(h.fault->xreadgroups <= 64 / 8 + 4);
+	h_cleanup(&h);
+}
+
 /* A version 2 backend (no COMPLETE_ACK) gets the three steps apart. */
 static void test_hardening__old_backend_separate_tail(void)
 {
@@ -315,6 +428,10 @@ static void test_hardening__old_backend_separate_tail(void)
 	RT_EQ_INT(h.fault->scripts[RELAY_REDIS_SCRIPT_COMPLETE_ACK], 0);
 	RT_EQ_INT(h.fault->scripts[RELAY_REDIS_SCRIPT_MARK_COMPLETE], 1);
 	RT_EQ_INT(h.fault->scripts[RELAY_REDIS_SCRIPT_RETAIN], 1);
+	/* ... and the classification and the claim apart (no CLAIM_START) */
+	RT_EQ_INT(h.fault->scripts[RELAY_REDIS_SCRIPT_CLAIM_START], 0);
+	RT_EQ_INT(h.fault->scripts[RELAY_REDIS_SCRIPT_CLAIM_CLASSIFICATION], 1);
+	RT_EQ_INT(h.fault->scripts[RELAY_REDIS_SCRIPT_TRY_START], 1);
 	RT_EQ_INT((int)h_pel(&h), 0);
 	RT_EQ_STR(h_state(&h, id, "a/h"), "ok");
 	h_cleanup(&h);
@@ -455,6 +572,9 @@ int main(int argc, char **argv)
 		RT_CASE(test_hardening__fused_tail_guarantees),
 		RT_CASE(test_hardening__success_tail_is_one_script),
 		RT_CASE(test_hardening__old_backend_separate_tail),
+		RT_CASE(test_hardening__first_claim_is_one_script),
+		RT_CASE(test_hardening__waiter_classified_with_its_claim),
+		RT_CASE(test_hardening__refill_one_read_per_iteration),
 		RT_CASE(test_hardening__backend_replies_use_library_allocator),
 	};
 

@@ -15,8 +15,8 @@
  *	static void rs_up(void);            ... and reachable again (a real
  *	                                    server restarts empty)
  * and lists RS_SHARED_CASES in its case table. The cases live in
- * suite_inv.h, suite_dlq.h, suite_streams.h, suite_sched.h and
- * suite_retention.h; the
+ * suite_inv.h, suite_dlq.h, suite_streams.h, suite_sched.h,
+ * suite_claim_start.h and suite_retention.h; the
  * helpers here.
  */
 #ifndef RS_SUITE_H
@@ -299,6 +299,7 @@ static int rs_is_hex32(const char *t)
 #include "suite_streams.h"
 #include "suite_sched.h"
 #include "suite_retention.h"
+#include "suite_claim_start.h"
 
 /* Store down mid-sequence: every operation reports an error (try_start
  * fails closed), exactly one callback each, nothing is written; back up,
@@ -384,6 +385,7 @@ static void test_shared__outage_reports_errors(void)
 	RT_CASE(test_shared__schedule_publish_wrong_type),               \
 	RT_CASE(test_shared__schedule_publish_legacy_marker),            \
 	RT_CASE(test_shared__classification_pin),                        \
+	RS_CLAIM_START_CASES,                                            \
 	RS_RETENTION_CASES
 
 #endif /* RS_SUITE_H */

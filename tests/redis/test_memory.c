@@ -271,6 +271,15 @@ static void counting_free(relay_redis_backend *b)
 	c->inner = NULL;
 }
 
+static void gate_cs_cb(int status, const relay_inv_outcome *cls,
+		       const relay_inv_outcome *start, void *p)
+{
+	(void)status;
+	(void)cls;
+	(void)start;
+	*(int *)p = 1;
+}
+
 static void test_memory__custom_backend_through_sys_header(void)
 {
 	struct counting c = {
@@ -321,6 +330,19 @@ static void test_memory__custom_backend_through_sys_header(void)
 		RT_EQ_INT(relay_inv_claim_classification(&c.parent, RS_KEY,
 							 rs_inv_cb, &w), 0);
 		RT_CHECK(w.done);
+		RT_EQ_INT(c.scripts, 2);
+		c.parent.version = RELAY_REDIS_BACKEND_VERSION;
+	}
+	{
+		/* A version 3 backend is never sent CLAIM_START (the engine
+		 * then sends the classification and try_start apart). */
+		int done = 0;
+
+		c.parent.version = 3;
+		RT_EQ_INT(relay__inv_claim_start(&c.parent, RS_KEY, "a/h",
+						 RS_NOW, 1000, gate_cs_cb,
+						 &done), RELAY_EBACKEND);
+		RT_CHECK(!done);
 		RT_EQ_INT(c.scripts, 2);
 		c.parent.version = RELAY_REDIS_BACKEND_VERSION;
 	}

@@ -80,10 +80,18 @@ extern "C" {
  *                (integer)]; an absent key replies [0, 0, "", "", "", 0].
  *                A backend may trim fewer entries than the bound allows
  *                (whole nodes only), never more; limit 0 trims nothing.
+ * CLAIM_START    (version 4) ARGV field now_ms timeout_ms token, as
+ *                TRY_START. CLAIM_CLASSIFICATION (without a pin) and
+ *                TRY_START of @field in one step: the reply is
+ *                TRY_START's four elements plus a fifth, the
+ *                classification's result claimed|already; a retained
+ *                hash replies [retained, 0, 0, "", retained] and writes
+ *                nothing. The classification is recorded in the same
+ *                step as the claim, never after it.
  *
  * Versioning: values are only ever appended. A backend declaring
  * version N is never asked for an op added in a later version
- * (SCHEDULE_PUBLISH: 2, STREAM_TRIM: 3): the wrapper answers
+ * (SCHEDULE_PUBLISH: 2, STREAM_TRIM: 3, CLAIM_START: 4): the wrapper answers
  * RELAY_EBACKEND without calling its script slot, so a backend built
  * against an older header keeps working for everything else.
  */
@@ -102,7 +110,10 @@ typedef enum relay_redis_script {
 	RELAY_REDIS_SCRIPT_COMPLETE_ACK = 8,
 	/* version 3: the safe retention step (relay_redis_stream_trim()) */
 	RELAY_REDIS_SCRIPT_STREAM_TRIM = 9,
-	RELAY_REDIS_SCRIPT_COUNT_ = 10
+	/* version 4: claim_classification + try_start in one step; ARGV
+	 * as TRY_START */
+	RELAY_REDIS_SCRIPT_CLAIM_START = 10,
+	RELAY_REDIS_SCRIPT_COUNT_ = 11
 } relay_redis_script;
 
 /**
@@ -145,10 +156,13 @@ struct relay_redis_backend {
 	 * RELAY_REDIS_SCRIPT_SCHEDULE_PUBLISH. Version 3 adds no slot: it
 	 * declares RELAY_REDIS_SCRIPT_COMPLETE_ACK (the engine uses
 	 * MARK_COMPLETE, XACK and RETAIN apart with an older backend) and
-	 * RELAY_REDIS_SCRIPT_STREAM_TRIM. */
+	 * RELAY_REDIS_SCRIPT_STREAM_TRIM. Version 4 adds no slot: it
+	 * declares RELAY_REDIS_SCRIPT_CLAIM_START (the engine sends
+	 * CLAIM_CLASSIFICATION and TRY_START apart with an older
+	 * backend). */
 };
 
-#define RELAY_REDIS_BACKEND_VERSION 3
+#define RELAY_REDIS_BACKEND_VERSION 4
 #define RELAY_REDIS_BACKEND_INIT \
 	{ .version = RELAY_REDIS_BACKEND_VERSION }
 

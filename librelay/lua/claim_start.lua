@@ -1,0 +1,51 @@
+-- claim_start.lua KEYS[1]=state hash ARGV: field now_ms timeout_ms token
+-- claim_classification (no pin) and try_start of @field in one step, for
+-- a message whose first matched invocation has a concurrency slot when it
+-- is delivered. The reply is try_start's (twin of
+-- relay__inv_decide_try_start()) with the classification's result
+-- (claimed|already) as a fifth element. Guarantees kept: the
+-- classification is written in the same step as the claim; a retained
+-- hash answers retained for both and writes nothing.
+local key, field = KEYS[1], ARGV[1]
+local now, timeout, token = tonumber(ARGV[2]), tonumber(ARGV[3]), ARGV[4]
+local stop, r = relay_live(key, '__classification', field)
+if stop then
+	if relay_is_err(stop) then
+		return stop
+	end
+	return { 'retained', 0, 0, '', 'retained' }
+end
+local class = r[2] and 'already' or 'claimed'
+local s = relay_parse(r[3])
+local w = {}
+if class == 'claimed' then
+	w = { '__classification', '1' }
+end
+local out
+if s.kind == 'ok' then
+	out = relay_reply('ok', s)
+elseif s.kind == 'exhausted' then
+	out = relay_reply(s.dlq and 'exhausted_dlq' or 'exhausted', s)
+elseif (s.kind == 'running' or s.kind == 'backoff') and s.deadline > now then
+	out = relay_reply(s.kind, s)
+else
+	local attempt = 0
+	if s.kind == 'running' or s.kind == 'backoff' then
+		attempt = s.attempt
+	end
+	if timeout <= 0 or timeout > 300000 then
+		timeout = 300000
+	end
+	local n = { attempt = attempt + 1, deadline = now + timeout,
+		    token = token }
+	w[#w + 1] = field
+	w[#w + 1] = 'running:' .. relay_fmt(n.deadline) .. ':' ..
+		relay_fmt(n.attempt) .. ':' .. token
+	out = relay_reply('claimed', n)
+end
+if #w > 0 then
+	redis.call('HSET', key, unpack(w))
+	redis.call('PERSIST', key)
+end
+out[5] = class
+return out
