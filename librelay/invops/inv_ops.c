@@ -144,21 +144,38 @@ static int check_claim(const char *key, const char *field,
 	return 0;
 }
 
+/* The arguments TRY_START and CLAIM_START share: now, the run timeout
+ * (capped) and a fresh token, as strings. 0, RELAY_EINVAL or
+ * RELAY_ERROR (no token). */
+typedef struct start_args {
+	char tok[RELAY_INV_TOKEN_LEN + 1], now[24], timeout[24];
+} start_args;
+
+static int start_args_make(start_args *a, const char *key, const char *field,
+			   relay_wall_ms now, int64_t timeout_ms)
+{
+	if (!key || !field || !*field || now < 0)
+		return RELAY_EINVAL;
+	if (relay_inv_token(a->tok))
+		return RELAY_ERROR;
+	if (timeout_ms <= 0 || timeout_ms > RELAY_INV_MAX_RUN_MS)
+		timeout_ms = RELAY_INV_MAX_RUN_MS;
+	snprintf(a->now, sizeof(a->now), "%lld", (long long)now);
+	snprintf(a->timeout, sizeof(a->timeout), "%lld",
+		 (long long)timeout_ms);
+	return 0;
+}
+
 int relay_inv_try_start(relay_redis_backend *b, const char *key,
 			const char *field, relay_wall_ms now,
 			int64_t timeout_ms, relay_inv_cb cb, void *payload)
 {
-	char tok[RELAY_INV_TOKEN_LEN + 1], snow[24], sto[24];
-	const char *argv[] = { key, field, snow, sto, tok };
+	start_args sa;
+	const char *argv[] = { key, field, sa.now, sa.timeout, sa.tok };
+	int rc = start_args_make(&sa, key, field, now, timeout_ms);
 
-	if (!key || !field || !*field || now < 0)
-		return RELAY_EINVAL;
-	if (relay_inv_token(tok))
-		return RELAY_ERROR;
-	if (timeout_ms <= 0 || timeout_ms > RELAY_INV_MAX_RUN_MS)
-		timeout_ms = RELAY_INV_MAX_RUN_MS;
-	snprintf(snow, sizeof(snow), "%lld", (long long)now);
-	snprintf(sto, sizeof(sto), "%lld", (long long)timeout_ms);
+	if (rc)
+		return rc;
 	return run(b, RELAY_REDIS_SCRIPT_TRY_START, 5, argv, cb, payload);
 }
 
@@ -167,19 +184,16 @@ int relay__inv_claim_start(relay_redis_backend *b, const char *key,
 			   int64_t timeout_ms, relay__inv_claim_start_cb cb,
 			   void *payload)
 {
-	char tok[RELAY_INV_TOKEN_LEN + 1], snow[24], sto[24];
-	const char *argv[] = { key, field, snow, sto, tok };
+	start_args sa;
+	const char *argv[] = { key, field, sa.now, sa.timeout, sa.tok };
 	struct inv_call *c;
 	int rc;
 
-	if (!b || !cb || !key || !field || !*field || now < 0)
+	if (!b || !cb)
 		return RELAY_EINVAL;
-	if (relay_inv_token(tok))
-		return RELAY_ERROR;
-	if (timeout_ms <= 0 || timeout_ms > RELAY_INV_MAX_RUN_MS)
-		timeout_ms = RELAY_INV_MAX_RUN_MS;
-	snprintf(snow, sizeof(snow), "%lld", (long long)now);
-	snprintf(sto, sizeof(sto), "%lld", (long long)timeout_ms);
+	rc = start_args_make(&sa, key, field, now, timeout_ms);
+	if (rc)
+		return rc;
 	c = relay__calloc(1, sizeof(*c));
 	if (!c)
 		return RELAY_ENOMEM;

@@ -375,6 +375,31 @@ echo "handled $k"
 """
 
 
+def spans(env, app=None):
+    """[(start_ns, end_ns)] of finished runs (of @app), from the records
+    the test handlers write."""
+    open_runs, out = {}, []
+    for kind, key, a, h, ns in env.records():
+        if app and a != app:
+            continue
+        if kind == "start":
+            open_runs[(key, a, h)] = ns
+        elif kind in ("end", "fail") and (key, a, h) in open_runs:
+            out.append((open_runs.pop((key, a, h)), ns))
+    return out
+
+
+def peak_overlap(runs):
+    """Largest number of runs (spans()) in progress at one instant."""
+    edges = sorted([(s, 1) for s, _ in runs] + [(e, -1) for _, e in runs],
+                   key=lambda x: (x[0], x[1]))
+    cur = peak = 0
+    for _, d in edges:
+        cur += d
+        peak = max(peak, cur)
+    return peak
+
+
 def yaml_value(v):
     return json.dumps(v)
 

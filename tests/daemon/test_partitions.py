@@ -18,7 +18,8 @@ import sys
 import time
 
 from harness import (RELAYD, Env, case, check, eq, have_metrics,
-                     metrics_text, free_port, pairs, run_cases)
+                     metrics_text, free_port, pairs, peak_overlap, run_cases,
+                     spans)
 
 RELAYCTL = sys.argv[2] if len(sys.argv) > 2 else None
 PARTS4 = [f"ev:{{p{i}}}" for i in range(4)]
@@ -65,28 +66,6 @@ def done(env, stream):
 
 def dlq(env, stream):
     return env.r("XRANGE", f"relay:{stream}:dlq", "-", "+")
-
-
-def spans(env, app=None):
-    """[(start_ns, end_ns)] of finished runs (of @app)."""
-    open_runs, out = {}, []
-    for kind, key, a, h, ns in env.records():
-        if app and a != app:
-            continue
-        if kind == "start":
-            open_runs[(key, a, h)] = ns
-        elif kind in ("end", "fail") and (key, a, h) in open_runs:
-            out.append((open_runs.pop((key, a, h)), ns))
-    return out
-
-
-def peak_overlap(runs):
-    edges = sorted([(s, 1) for s, _ in runs] + [(e, -1) for _, e in runs])
-    cur = peak = 0
-    for _, d in edges:
-        cur += d
-        peak = max(peak, cur)
-    return peak
 
 
 @case

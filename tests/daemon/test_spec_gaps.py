@@ -14,35 +14,11 @@ import subprocess
 import sys
 import time
 
-from harness import Env, case, check, eq, run_cases
+from harness import Env, case, check, eq, peak_overlap, run_cases, spans
 
 
 def drained(env):
     return env.pel_count() == 0
-
-
-def spans(env, app=None):
-    """[(start_ns, end_ns)] of finished runs (of @app), by event key."""
-    open_runs, out = {}, []
-    for kind, key, a, h, ns in env.records():
-        if app and a != app:
-            continue
-        if kind == "start":
-            open_runs[(key, a, h)] = ns
-        elif kind in ("end", "fail") and (key, a, h) in open_runs:
-            out.append((open_runs.pop((key, a, h)), ns))
-    return out
-
-
-def peak_overlap(runs):
-    """Largest number of runs in progress at one instant."""
-    edges = sorted([(s, 1) for s, _ in runs] + [(e, -1) for _, e in runs],
-                   key=lambda x: (x[0], x[1]))
-    cur = peak = 0
-    for _, d in edges:
-        cur += d
-        peak = max(peak, cur)
-    return peak
 
 
 def overlaps(a, b):
