@@ -662,6 +662,19 @@ static void test_warm__parent_wedged(void)
 	relay_runtime_free(r);
 }
 
+/* Wait for @j, a "handlers.slow" run whose warm start a fault cut short:
+ * it must have finished on the cold path without failing. @st receives
+ * the runtime's warm counters. */
+static void finished_cold(struct job *j, relay_runtime_warm_stats *st)
+{
+	while (!j->done)
+		ev_run(loop, EVRUN_ONCE);
+	RT_EQ_STR(j->o.reason, "");
+	RT_CHECK(!j->o.warm);
+	RT_CHECK(cap_has(&j->c, "slow done"));
+	relay_runtime_warm_stats_get(rt, st);
+}
+
 /* The warm parent killed mid-invocation: the run finishes cold, counted,
  * without failing. */
 static void test_warm__parent_killed(void)
@@ -682,12 +695,7 @@ static void test_warm__parent_killed(void)
 	}
 	RT_CHECK(ours_by_role(true, &pid, 1) == 1);
 	RT_CHECK(pid > 0 && kill(pid, SIGKILL) == 0);
-	while (!j.done)
-		ev_run(loop, EVRUN_ONCE);
-	RT_EQ_STR(j.o.reason, "");
-	RT_CHECK(!j.o.warm);
-	RT_CHECK(cap_has(&j.c, "slow done"));
-	relay_runtime_warm_stats_get(rt, &st);
+	finished_cold(&j, &st);
 	RT_CHECK(st.failures[RELAY_WARM_FAIL_CRASHED] >= 1);
 	job_free(&j);
 }
@@ -718,12 +726,7 @@ static void test_warm__slot_killed(void)
 	RT_CHECK(n >= 1);
 	for (i = 0; i < n; i++)
 		kill(slots[i], SIGKILL);
-	while (!j.done)
-		ev_run(loop, EVRUN_ONCE);
-	RT_EQ_STR(j.o.reason, "");
-	RT_CHECK(!j.o.warm);
-	RT_CHECK(cap_has(&j.c, "slow done"));
-	relay_runtime_warm_stats_get(rt, &st);
+	finished_cold(&j, &st);
 	RT_CHECK(st.failures[RELAY_WARM_FAIL_FORK] > before);
 	job_free(&j);
 	s = py_spec("handlers.ok");
