@@ -14,79 +14,32 @@ RELAY_SANDBOX=none and one app:
              round robin over the partitions): the engine's own path
              (read, classify, ACK); events/s = EVENTS / time until every
              partition is drained
-  exec       EVENTS events run by an exec handler /bin/true (app
+  exec       EVENTS / 10 events run by an exec handler /bin/true (app
              concurrency 8): the same, with a process per event
 
 RELAYD: a release build (-Dbuildtype=release). Not a test; figures go to
-doc/performance.md.
+doc/performance.md. The same loads on a local Redis Cluster:
+cluster-partitions-bench.py.
 """
 import json
-import os
 import sys
-import time
 
-sys.path.insert(0, os.path.join(os.path.dirname(os.path.abspath(__file__)),
-                                "..", "daemon"))
-import harness  # noqa: E402
-from harness import Env, pairs  # noqa: E402
-
-
-def streams(p):
-    return ["ev"] if p == 1 else [f"ev:{{p{i}}}" for i in range(p)]
-
-
-def drained(env, names, n):
-    got = 0
-    for s in names:
-        g = [pairs(x) for x in env.r("XINFO", "GROUPS", s)]
-        if not g or g[0]["pending"] != 0:
-            return False
-        info = pairs(env.r("XINFO", "STREAM", s))
-        if g[0]["last-delivered-id"] != info["last-generated-id"]:
-            return False
-        got += info["length"]
-    return got >= n
-
-
-def one(p, kind, n):
-    with Env() as env:
-        d = os.path.join(env.apps_dir, "bench")
-        os.makedirs(d)
-        open(os.path.join(d, "template.yaml"), "w").write(
-            "runtime: exec\ncommand: [/bin/true]\nconcurrency: 8\n"
-            "events:\n  - handler: noop\n    pattern: {k: [x]}\n"
-            "    retries: 0\n")
-        names = streams(p)
-        spec = "ev" if p == 1 else f"ev{{0..{p - 1}}}"
-        rd = env.relayd(REDIS_STREAM=spec, RELAY_SANDBOX="none",
-                        LOG_LEVEL="WARN", RELAY_TEST_TIME_SCALE=None)
-        k = "x" if kind == "exec" else "y"
-        per = {s: [] for s in names}
-        for i in range(n):
-            per[names[i % p]].append({"k": k, "i": i})
-        t0 = time.monotonic()
-        for s in names:
-            env.stream = s
-            env.xadd_many(per[s], batch=500)
-        env.wait(lambda: drained(env, names, n), "drained", timeout=600)
-        rate = n / (time.monotonic() - t0)
-        rd.stop()
-        return rate
+import partitions
 
 
 def main():
     if len(sys.argv) < 2:
         print(__doc__)
         return 2
-    harness.RELAYD = sys.argv[1]
+    partitions.harness.RELAYD = sys.argv[1]
     n = int(sys.argv[2]) if len(sys.argv) > 2 else 20000
     rounds = int(sys.argv[3]) if len(sys.argv) > 3 else 1
     res = {}
     for _ in range(rounds):
-        for kind in ("unmatched", "exec"):
-            for p in (1, 2, 4):
-                m = n if kind == "unmatched" else max(n // 10, 100)
-                r = one(p, kind, m)
+        for kind in partitions.KINDS:
+            for p in partitions.PARTITIONS:
+                m = partitions.events(kind, n)
+                r = partitions.one(partitions.Env, p, kind, m)
                 res.setdefault((kind, p), []).append(r)
                 print(f"{kind:9} partitions={p} events={m:6} "
                       f"{r:9.1f} events/s", flush=True)

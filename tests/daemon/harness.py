@@ -518,9 +518,13 @@ class Env:
                       else json.dumps(event, separators=(",", ":"))]
         return self.r("XADD", stream or self.stream, "*", *fields)
 
+    def pipe_conn(self, key):
+        """The Redis connection serving @key, for pipelined writes."""
+        return self.r
+
     def xadd_many(self, events, batch=200):
         ids = []
-        s = self.r
+        s = self.pipe_conn(self.stream)
         for i in range(0, len(events), batch):
             chunk = events[i:i + batch]
             out = [b""]
