@@ -31,6 +31,8 @@ typedef enum relay__cinv_state {
 	RELAY__CINV_CLAIM,       /* slots held, try_start in flight */
 	RELAY__CINV_RUN,         /* claimed: the handler runs */
 	RELAY__CINV_RECORD,      /* its outcome's script is in flight */
+	RELAY__CINV_RECORD_WAIT, /* that script's reply was lost (transport
+				    error): resent after a short backoff */
 	RELAY__CINV_OK,          /* terminal: succeeded */
 	RELAY__CINV_EXHAUSTED,   /* terminal: exhausted, DLQ entry due */
 	RELAY__CINV_DLQ,         /* terminal: exhausted, DLQ entry written */
@@ -58,7 +60,27 @@ struct relay__cinv {
 						back when the handler exits) */
 	void *run;                           /* executor handle */
 	relay_mono_us started_us;            /* run start */
+	int64_t deadline_ms;                 /* current claim's deadline
+						(wall ms) */
+	int rec_op;                          /* RECORD: which transition
+						(RELAY__REC_*) */
+	unsigned int rec_tries;              /* ... resends so far */
+	int rec_status;                      /* ... last transport error */
 };
+
+/* The outcome transition an invocation in RECORD sends. */
+enum { RELAY__REC_COMPLETE = 0, RELAY__REC_FAILURE, RELAY__REC_EXHAUSTED };
+
+/*
+ * A completion whose reply was lost (RELAY_ECLOSED, RELAY_ETIMEOUT: the
+ * write may or may not have happened) is resent with the same attempt
+ * and token: first after RELAY__REC_RETRY_MS, doubling, at most
+ * RELAY__REC_RETRY_TRIES times, only while the claim's deadline is
+ * ahead and the consumer is not stopping. The transitions are fenced by
+ * the claim, so a resend after an applied write changes nothing.
+ */
+#define RELAY__REC_RETRY_MS 50
+#define RELAY__REC_RETRY_TRIES 4
 
 /*
  * The life of one message (consumer_msg.c owns it: the transition table
@@ -144,6 +166,7 @@ struct relay__msg {
 					the message's first try_start
 					carries it (CLAIM_START) */
 	ev_timer slot_timer;         /* bounded slot wait */
+	ev_timer rec_timer;          /* resend of a lost completion */
 };
 
 /* A message whose Redis step keeps failing (consumer_stuck.c). */
@@ -210,6 +233,7 @@ struct relay_consumer {
 	void *stopped_payload;
 	relay_consumer_close_fn close_cb;
 	unsigned int ops;             /* outstanding non-message operations */
+	struct tail_call *tails;      /* fused tails waiting to be resent */
 
 	/* Redis health */
 	int redis_up;
@@ -337,6 +361,14 @@ void relay__msg_ack(relay__msg *m);
 /* Send the fused success tail for @inv (the last one of @m) and free
  * @m. Returns 0 (then @m is gone) or the send error (@m untouched). */
 int relay__msg_tail(relay__msg *m, relay__cinv *inv);
+/* Give up every fused tail waiting to be resent (stop). */
+void relay__msg_tails_stop(relay_consumer *c);
+/* 1 when a completion that failed with @status (its @tries resends so
+ * far) is to be resent: a transport error, the consumer not stopping,
+ * tries left, the claim's @deadline_ms (wall) after the resend. *delay_ms
+ * is then the backoff before it (after time_scale). */
+int relay__rec_retry(relay_consumer *c, int status, unsigned int tries,
+		     int64_t deadline_ms, int64_t *delay_ms);
 void relay__msg_release(relay__msg *m, const char *why);
 /* Route the message to the DLQ placeholder path; @detail (a schedule
  * envelope's problem) is the reason after "malformed schedule
@@ -356,7 +388,8 @@ void relay__cinv_to(relay__cinv *inv, relay__cinv_state to);
 /* Work on @inv (TODO): slots, try_start, run, record the outcome. */
 void relay__cinv_begin(relay__cinv *inv);
 void relay__slots_release(relay_consumer *c, relay__cinv *inv);
-/* Give up slot waits, cancel running handlers unless @graceful. */
+/* Give up slot waits and completion resends, cancel running handlers
+ * unless @graceful. */
 void relay__msg_stop(relay_consumer *c, int graceful);
 
 /* ---- consumer_sched.c: schedule occurrences (the engine's side) ----- */

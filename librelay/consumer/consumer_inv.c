@@ -21,13 +21,27 @@
  *	                                             retained, error → pending
  *	run ─┬─ exited → record ─┬─ complete recorded ─→ ok
  *	     │                   ├─ exhausted recorded → exhausted
- *	     │                   └─ failure recorded, stale, error → pending
+ *	     │                   ├─ failure recorded, stale, error → pending
+ *	     │                   └─ reply lost → record_wait
  *	     └─ cancelled → pending
+ *	record_wait ─┬─ backoff over → record (same attempt and token)
+ *	             └─ stopping, tries used, claim deadline → pending
  *	exhausted ─ DLQ entry written (consumer_msg.c) → dlq
  *
  * ok, dlq and pending are final for this delivery; ok, exhausted and
  * dlq are terminal (the message may be acknowledged once every
- * invocation is). The table below is the only list of legal moves;
+ * invocation is).
+ *
+ * A lost reply: a completion that fails with a transport error
+ * (RELAY_ECLOSED, RELAY_ETIMEOUT) may have been applied or not. Left
+ * pending, its claim would expire and recovery would run a handler that
+ * succeeded a second time; so it is resent (record_wait, bounds in
+ * consumer.h). Resending is safe: the scripts are fenced by the claim.
+ * When the first write did apply, a resend answers: mark_exhausted
+ * "recorded" (a repeat for the same claim); mark_complete "stale" with
+ * no claim left in the field (the field is "ok": taken as recorded);
+ * record_failure "stale" (pending either way). An error reply from
+ * Redis is never resent. The table below is the only list of legal moves;
  * relay__cinv_to() is the only writer of inv->state.
  */
 #include <assert.h>
@@ -35,6 +49,7 @@
 #include <string.h>
 
 #include "consumer.h"
+#include "inv/inv.h"
 #include "invops/invops.h"
 
 #define LOG(c, lvl, id, ...) relay__log(&(c)->logger, lvl, id, __VA_ARGS__)
@@ -46,7 +61,9 @@ static const unsigned int cinv_next[RELAY__CINV_STATE_COUNT_] = {
 	[RELAY__CINV_CLAIM] = S_(RUN) | S_(OK) | S_(EXHAUSTED) | S_(DLQ) |
 			      S_(PENDING),
 	[RELAY__CINV_RUN] = S_(RECORD) | S_(PENDING),
-	[RELAY__CINV_RECORD] = S_(OK) | S_(EXHAUSTED) | S_(PENDING),
+	[RELAY__CINV_RECORD] = S_(OK) | S_(EXHAUSTED) | S_(PENDING) |
+			       S_(RECORD_WAIT),
+	[RELAY__CINV_RECORD_WAIT] = S_(RECORD) | S_(PENDING),
 	[RELAY__CINV_OK] = 0,
 	[RELAY__CINV_EXHAUSTED] = S_(DLQ),
 	[RELAY__CINV_DLQ] = 0,
@@ -60,6 +77,7 @@ static const char *const cinv_names[RELAY__CINV_STATE_COUNT_] = {
 	[RELAY__CINV_CLAIM] = "claim",
 	[RELAY__CINV_RUN] = "run",
 	[RELAY__CINV_RECORD] = "record",
+	[RELAY__CINV_RECORD_WAIT] = "record_wait",
 	[RELAY__CINV_OK] = "ok",
 	[RELAY__CINV_EXHAUSTED] = "exhausted",
 	[RELAY__CINV_DLQ] = "dlq",
@@ -243,19 +261,110 @@ void relay__cinv_begin(relay__cinv *inv)
 	ev_timer_start(c->loop, &m->slot_timer);
 }
 
+static const char *const rec_what[] = {
+	[RELAY__REC_COMPLETE] = "mark_complete",
+	[RELAY__REC_FAILURE] = "record_failure",
+	[RELAY__REC_EXHAUSTED] = "mark_exhausted",
+};
+
+static int record_send(relay__cinv *inv);
+static void rec_fire(struct ev_loop *loop, ev_timer *w, int revents);
+
+/*
+ * The completion of @inv failed with @status. A lost reply (transport
+ * error) is resent after a backoff while relay__rec_retry() allows it
+ * (state record_wait); anything else, or the last try, leaves the
+ * invocation pending with one log line (relay__msg_step_failed()).
+ */
+static void record_error(relay__cinv *inv, int status)
+{
+	relay__msg *m = inv->m;
+	relay_consumer *c = m->c;
+	const char *what = rec_what[inv->rec_op];
+	int64_t delay_ms;
+
+	if (relay__rec_retry(c, status, inv->rec_tries, inv->deadline_ms,
+			     &delay_ms)) {
+		relay__consumer_redis_failed(c, status, what);
+		inv->rec_tries++;
+		inv->rec_status = status;
+		LOG(c, RELAY_LOG_DEBUG, "RELAY-ENG09",
+		    "%s: %s; resending in %lld ms (try %u) message_id=%s",
+		    what, relay_strerror(status), (long long)delay_ms,
+		    inv->rec_tries, m->id);
+		relay__cinv_to(inv, RELAY__CINV_RECORD_WAIT);
+		ev_timer_init(&m->rec_timer, rec_fire,
+			      (double)delay_ms / 1000.0, 0.);
+		m->rec_timer.data = m;
+		ev_timer_start(c->loop, &m->rec_timer);
+		return;
+	}
+	relay__msg_step_failed(c, status, what, m);
+	inv_resolved(inv, RELAY__CINV_PENDING);
+}
+
+/* A resent completion got its answer: say so once. */
+static void record_resent(relay__cinv *inv, const relay_inv_outcome *o)
+{
+	relay_consumer *c = inv->m->c;
+
+	if (!inv->rec_tries)
+		return;
+	LOG(c, RELAY_LOG_INFO, "RELAY-ENG09",
+	    "%s: reply lost (%s), resent %u time(s): %s message_id=%s",
+	    rec_what[inv->rec_op], relay_strerror(inv->rec_status),
+	    inv->rec_tries, relay__inv_result_wire(o->result), inv->m->id);
+}
+
+/* The record_wait backoff is over (or the consumer stops). */
+static void rec_fire(struct ev_loop *loop, ev_timer *w, int revents)
+{
+	relay__msg *m = w->data;
+	relay__cinv *inv = &m->invs[m->cur];
+	int rc;
+
+	(void)revents;
+	ev_timer_stop(loop, w);
+	if (inv->state != RELAY__CINV_RECORD_WAIT)
+		return;
+	if (m->c->stopping) {
+		relay__msg_step_failed(m->c, inv->rec_status,
+				       rec_what[inv->rec_op], m);
+		inv_resolved(inv, RELAY__CINV_PENDING);
+		return;
+	}
+	relay__cinv_to(inv, RELAY__CINV_RECORD);
+	rc = record_send(inv);
+	if (rc)
+		record_error(inv, rc);
+}
+
 static void complete_cb(int status, const relay_inv_outcome *o, void *payload)
 {
 	relay__cinv *inv = payload;
 	relay_consumer *c = inv->m->c;
 
 	if (status) {
-		relay__msg_step_failed(c, status, "mark_complete", inv->m);
-		inv_resolved(inv, RELAY__CINV_PENDING);
+		record_error(inv, status);
 		return;
 	}
 	relay__consumer_redis_ok(c);
-	inv_resolved(inv, o->result == RELAY_INV_R_RECORDED ?
-		     RELAY__CINV_OK : RELAY__CINV_PENDING);
+	record_resent(inv, o);
+	if (o->result == RELAY_INV_R_RECORDED) {
+		inv_resolved(inv, RELAY__CINV_OK);
+		return;
+	}
+	/*
+	 * A resend that finds no claim in the field (it is "ok": neither
+	 * running, backing off nor exhausted) answers stale with attempt 0
+	 * and no token: the lost first write did apply.
+	 */
+	if (inv->rec_tries && o->result == RELAY_INV_R_STALE &&
+	    o->attempt == 0 && !o->token[0]) {
+		inv_resolved(inv, RELAY__CINV_OK);
+		return;
+	}
+	inv_resolved(inv, RELAY__CINV_PENDING);
 }
 
 /*
@@ -287,11 +396,12 @@ static void exhausted_cb(int status, const relay_inv_outcome *o,
 	relay_consumer *c = inv->m->c;
 
 	if (status) {
-		relay__msg_step_failed(c, status, "mark_exhausted", inv->m);
-		inv_resolved(inv, RELAY__CINV_PENDING);
+		record_error(inv, status);
 		return;
 	}
 	relay__consumer_redis_ok(c);
+	record_resent(inv, o);
+	/* A repeat for the same claim is "recorded" too. */
 	if (o->result != RELAY_INV_R_RECORDED) {
 		inv_resolved(inv, RELAY__CINV_PENDING);
 		return;
@@ -304,11 +414,12 @@ static void failure_cb(int status, const relay_inv_outcome *o, void *payload)
 	relay__cinv *inv = payload;
 	relay_consumer *c = inv->m->c;
 
-	(void)o;
-	if (status)
-		relay__msg_step_failed(c, status, "record_failure", inv->m);
-	else
-		relay__consumer_redis_ok(c);
+	if (status) {
+		record_error(inv, status);
+		return;
+	}
+	relay__consumer_redis_ok(c);
+	record_resent(inv, o);
 	inv_resolved(inv, RELAY__CINV_PENDING);
 }
 
@@ -326,25 +437,53 @@ static int record_failure(relay__cinv *inv)
 		failure_cb, inv);
 }
 
-static void inv_failed(relay__cinv *inv, const char *reason)
+/*
+ * Send @inv's outcome (state record). The success of the message's last
+ * invocation may go fused (relay__msg_tail(): the message is freed when
+ * that returns 0). Returns 0 or the send error (nothing sent).
+ */
+static int record_send(relay__cinv *inv)
 {
-	relay_consumer *c = inv->m->c;
-	unsigned int max = (unsigned int)inv->retries + 1;
+	relay__msg *m = inv->m;
+	relay_consumer *c = m->c;
+
+	switch (inv->rec_op) {
+	case RELAY__REC_COMPLETE:
+		if (can_fuse(inv))
+			return relay__msg_tail(m, inv);
+		return relay_inv_mark_complete(c->redis, m->key, inv->field,
+					       inv->attempt, inv->token,
+					       complete_cb, inv);
+	case RELAY__REC_EXHAUSTED:
+		return relay_inv_mark_exhausted(c->redis, m->key, inv->field,
+						inv->attempt, inv->token,
+						exhausted_cb, inv);
+	default:
+		return record_failure(inv);
+	}
+}
+
+/* The handler is over: record its outcome (@op, RELAY__REC_*). */
+static void inv_record(relay__cinv *inv, int op)
+{
 	int rc;
 
 	relay__cinv_to(inv, RELAY__CINV_RECORD);
+	inv->rec_op = op;
+	inv->rec_tries = 0;
+	rc = record_send(inv);
+	if (rc)
+		record_error(inv, rc);
+}
+
+static void inv_failed(relay__cinv *inv, const char *reason)
+{
+	unsigned int max = (unsigned int)inv->retries + 1;
+
 	snprintf(inv->reason, sizeof(inv->reason), "%s",
 		 reason && *reason ? reason : "failed");
-	if (inv->attempt >= max)
-		rc = relay_inv_mark_exhausted(c->redis, inv->m->key,
-					      inv->field, inv->attempt,
-					      inv->token, exhausted_cb, inv);
-	else
-		rc = record_failure(inv);
-	if (rc) {
-		relay__msg_step_failed(c, rc, "record outcome", inv->m);
-		inv_resolved(inv, RELAY__CINV_PENDING);
-	}
+	inv_record(inv, inv->attempt >= max ? RELAY__REC_EXHAUSTED :
+		   RELAY__REC_FAILURE);
 }
 
 static void output_cb(const relay_output_line *line, void *payload)
@@ -362,7 +501,6 @@ static void run_done(const relay_run_outcome *o, void *payload)
 	relay__msg *m = inv->m;
 	relay_consumer *c = m->c;
 	uint64_t dur_us = relay_clock_mono_us(c->clock) - inv->started_us;
-	int rc;
 
 	inv->run = NULL;
 	c->m.in_flight_invocations--;
@@ -381,7 +519,6 @@ static void run_done(const relay_run_outcome *o, void *payload)
 	/* The handler is over: its slots go to the next waiter now. */
 	relay__slots_release(c, inv);
 	if (o->status == RELAY_RUN_OK) {
-		relay__cinv_to(inv, RELAY__CINV_RECORD);
 		c->m.handler_success++;
 		LOG(c, RELAY_LOG_DEBUG, "RELAY-ENG04",
 		    "handler succeeded app=%s handler=%s message_id=%s "
@@ -389,17 +526,7 @@ static void run_done(const relay_run_outcome *o, void *payload)
 		    relay_app_name(inv->app),
 		    inv->handler, m->id, inv->attempt,
 		    (unsigned long long)(dur_us / 1000));
-		if (can_fuse(inv))
-			rc = relay__msg_tail(m, inv);
-		else
-			rc = relay_inv_mark_complete(c->redis, m->key,
-						     inv->field, inv->attempt,
-						     inv->token, complete_cb,
-						     inv);
-		if (rc) {
-			relay__msg_step_failed(c, rc, "mark_complete", m);
-			inv_resolved(inv, RELAY__CINV_PENDING);
-		}
+		inv_record(inv, RELAY__REC_COMPLETE);
 		return;
 	}
 	c->m.handler_failure++;
@@ -465,6 +592,7 @@ static void claim_cb(int status, const relay_inv_outcome *o, void *payload)
 	switch (o->result) {
 	case RELAY_INV_R_CLAIMED:
 		inv->attempt = o->attempt;
+		inv->deadline_ms = o->deadline_ms;
 		memcpy(inv->token, o->token, sizeof(inv->token));
 		if (c->stopping && !c->graceful) {
 			/* Stop at once: the claim expires at its deadline
@@ -575,8 +703,9 @@ static void inv_claim(relay__cinv *inv)
 /* ---- stop -------------------------------------------------------------- */
 
 /*
- * Stop: invocations waiting for a slot give up (no attempt charged);
- * running ones are cancelled unless @graceful. Every message then ends
+ * Stop: invocations waiting for a slot give up (no attempt charged),
+ * and so do completions waiting to be resent; running ones are
+ * cancelled unless @graceful. Every message then ends
  * through its normal path and is released or acknowledged.
  */
 void relay__msg_stop(relay_consumer *c, int graceful)
@@ -595,6 +724,16 @@ again:
 		inv_resolved(inv, RELAY__CINV_PENDING);
 		goto again;
 	}
+	/* Completions waiting to be resent give up (they stay pending). */
+again_rec:
+	for (m = c->msgs; m; m = m->next) {
+		if (m->cur >= m->ninv ||
+		    m->invs[m->cur].state != RELAY__CINV_RECORD_WAIT)
+			continue;
+		rec_fire(c->loop, &m->rec_timer, 0);
+		goto again_rec;
+	}
+	relay__msg_tails_stop(c);
 	if (graceful || !c->exec->cancel)
 		return;
 	for (m = c->msgs; m; m = m->next)

@@ -182,6 +182,7 @@ static void msg_free(relay__msg *m)
 
 	relay__msg_to(m, RELAY__MSG_END);
 	ev_timer_stop(c->loop, &m->slot_timer); /* also clears pending */
+	ev_timer_stop(c->loop, &m->rec_timer);
 	if (!m->step_failed)
 		relay__stuck_clear(c, m->id);  /* every step passed */
 	if (m->prev)
@@ -209,6 +210,19 @@ static void msg_free(relay__msg *m)
 	relay__consumer_kick(c);
 }
 
+int relay__rec_retry(relay_consumer *c, int status, unsigned int tries,
+		     int64_t deadline_ms, int64_t *delay_ms)
+{
+	int64_t d = (int64_t)RELAY__REC_RETRY_MS << (tries < 16 ? tries : 16);
+
+	*delay_ms = relay__consumer_scaled(c, d);
+	if (status != RELAY_ECLOSED && status != RELAY_ETIMEOUT)
+		return 0;  /* Redis answered: today's handling */
+	if (c->stopping || tries >= RELAY__REC_RETRY_TRIES)
+		return 0;
+	return relay_clock_wall_ms(c->clock) + *delay_ms < deadline_ms;
+}
+
 /*
  * The fused success tail (COMPLETE_ACK: mark_complete, XACK, retain in
  * one script). Once the script is sent nothing in memory is needed to
@@ -218,45 +232,144 @@ static void msg_free(relay__msg *m)
  * slot is given back at once and the next read goes out in the same
  * write as the script, which Redis runs first; the reply is an
  * outstanding operation that stop waits for, like retain.
+ *
+ * A lost reply (transport error) is resent like any completion
+ * (relay__rec_retry()); the tail keeps what the script needs for that.
+ * A resend after the first one applied answers "retained" (retention is
+ * written only after the XACK succeeded): the message was acknowledged,
+ * counted once. "stale" (the field is ok but the XACK had failed) keeps
+ * it pending; its next delivery finds the invocation ok and acknowledges
+ * it without running anything.
  */
 typedef struct tail_call {
 	relay_consumer *c;
-	char *id;
+	struct tail_call *next;         /* c->tails while waiting */
+	char *id, *key, *field;
+	unsigned int attempt;
+	char token[RELAY_INV_TOKEN_LEN + 1];
+	int64_t deadline_ms;            /* the claim's (wall) */
+	unsigned int tries;             /* resends so far */
+	int status;                     /* last transport error */
+	ev_timer t;                     /* resend backoff */
 } tail_call;
+
+static void tail_free(tail_call *t)
+{
+	relay__free(t->id);
+	relay__free(t->key);
+	relay__free(t->field);
+	relay__free(t);
+}
+
+static int tail_send(tail_call *t);
+
+static void tail_unlink(tail_call *t)
+{
+	tail_call **pp;
+
+	for (pp = &t->c->tails; *pp; pp = &(*pp)->next)
+		if (*pp == t) {
+			*pp = t->next;
+			break;
+		}
+}
+
+/* The tail failed with @status: resend later, or leave it pending. */
+static void tail_error(tail_call *t, int status)
+{
+	relay_consumer *c = t->c;
+	int64_t retry_ms, delay_ms;
+
+	relay__consumer_redis_failed(c, status, "mark_complete+XACK");
+	if (relay__rec_retry(c, status, t->tries, t->deadline_ms,
+			     &delay_ms)) {
+		t->tries++;
+		t->status = status;
+		LOG(c, RELAY_LOG_DEBUG, "RELAY-ENG09",
+		    "mark_complete+XACK: %s; resending in %lld ms (try %u) "
+		    "message_id=%s", relay_strerror(status),
+		    (long long)delay_ms, t->tries, t->id);
+		ev_timer_set(&t->t, (double)delay_ms / 1000.0, 0.);
+		ev_timer_start(c->loop, &t->t);
+		t->next = c->tails;
+		c->tails = t;
+		return;
+	}
+	if (!relay__stuck_class(c, status))
+		LOG(c, RELAY_LOG_WARN, "RELAY-ENG09",
+		    "mark_complete+XACK: %s; message kept pending "
+		    "message_id=%s", relay_strerror(status), t->id);
+	else if (relay__stuck_note(c, t->id, "mark_complete+XACK",
+				   relay_strerror(status), &retry_ms))
+		LOG(c, RELAY_LOG_WARN, "RELAY-ENG09",
+		    "mark_complete+XACK: %s; message kept pending, "
+		    "next try in %lld ms message_id=%s",
+		    relay_strerror(status), (long long)retry_ms, t->id);
+	tail_free(t);
+	c->ops--;
+	relay__consumer_check_stopped(c);
+}
 
 static void tail_cb(int status, const relay_inv_outcome *o, void *payload)
 {
 	tail_call *t = payload;
 	relay_consumer *c = t->c;
-	int64_t retry_ms;
 
-	c->ops--;
 	if (status) {
-		relay__consumer_redis_failed(c, status, "mark_complete+XACK");
-		if (!relay__stuck_class(c, status))
-			LOG(c, RELAY_LOG_WARN, "RELAY-ENG09",
-			    "mark_complete+XACK: %s; message kept pending "
-			    "message_id=%s", relay_strerror(status), t->id);
-		else if (relay__stuck_note(c, t->id, "mark_complete+XACK",
-					   relay_strerror(status), &retry_ms))
-			LOG(c, RELAY_LOG_WARN, "RELAY-ENG09",
-			    "mark_complete+XACK: %s; message kept pending, "
-			    "next try in %lld ms message_id=%s",
-			    relay_strerror(status), (long long)retry_ms,
-			    t->id);
-	} else {
-		relay__consumer_redis_ok(c);
-		if (o->result == RELAY_INV_R_RECORDED)
-			c->m.acks++;
-		else
-			LOG(c, RELAY_LOG_DEBUG, "RELAY-ENG09",
-			    "message kept pending: completion not recorded "
-			    "(%s) message_id=%s",
-			    relay__inv_result_wire(o->result), t->id);
+		tail_error(t, status);
+		return;
 	}
-	relay__free(t->id);
-	relay__free(t);
+	relay__consumer_redis_ok(c);
+	if (t->tries)
+		LOG(c, RELAY_LOG_INFO, "RELAY-ENG09",
+		    "mark_complete+XACK: reply lost (%s), resent %u time(s): "
+		    "%s message_id=%s", relay_strerror(t->status), t->tries,
+		    relay__inv_result_wire(o->result), t->id);
+	if (o->result == RELAY_INV_R_RECORDED ||
+	    (t->tries && o->result == RELAY_INV_R_RETAINED))
+		c->m.acks++;
+	else
+		LOG(c, RELAY_LOG_DEBUG, "RELAY-ENG09",
+		    "message kept pending: completion not recorded "
+		    "(%s) message_id=%s",
+		    relay__inv_result_wire(o->result), t->id);
+	tail_free(t);
+	c->ops--;
 	relay__consumer_check_stopped(c);
+}
+
+static int tail_send(tail_call *t)
+{
+	relay_consumer *c = t->c;
+
+	return relay__inv_complete_ack(c->redis, t->key, c->stream, t->field,
+				       t->attempt, t->token, c->group, t->id,
+				       c->retention_ms, tail_cb, t);
+}
+
+/* The resend backoff is over, or the consumer stops (@revents 0). */
+static void tail_fire(struct ev_loop *loop, ev_timer *w, int revents)
+{
+	tail_call *t = w->data;
+	relay_consumer *c = t->c;
+	int rc;
+
+	(void)revents;
+	ev_timer_stop(loop, w);
+	tail_unlink(t);
+	if (c->stopping) {
+		tail_error(t, t->status);  /* no resend: logged, pending */
+		return;
+	}
+	rc = tail_send(t);
+	if (rc)
+		tail_error(t, rc);
+}
+
+void relay__msg_tails_stop(relay_consumer *c)
+{
+	while (c->tails)
+		tail_fire(c->loop, &c->tails->t, 0);
 }
 
 int relay__msg_tail(relay__msg *m, relay__cinv *inv)
@@ -269,16 +382,20 @@ int relay__msg_tail(relay__msg *m, relay__cinv *inv)
 		return RELAY_ENOMEM;
 	t->c = c;
 	t->id = relay__strdup(m->id);
-	if (!t->id) {
-		relay__free(t);
+	t->key = relay__strdup(m->key);
+	t->field = relay__strdup(inv->field);
+	if (!t->id || !t->key || !t->field) {
+		tail_free(t);
 		return RELAY_ENOMEM;
 	}
-	rc = relay__inv_complete_ack(c->redis, m->key, c->stream, inv->field,
-				     inv->attempt, inv->token, c->group, m->id,
-				     c->retention_ms, tail_cb, t);
+	t->attempt = inv->attempt;
+	memcpy(t->token, inv->token, sizeof(t->token));
+	t->deadline_ms = inv->deadline_ms;
+	ev_timer_init(&t->t, tail_fire, 0., 0.);
+	t->t.data = t;
+	rc = tail_send(t);
 	if (rc) {
-		relay__free(t->id);
-		relay__free(t);
+		tail_free(t);
 		return rc;
 	}
 	c->ops++;

@@ -173,6 +173,11 @@ typedef struct h_fault {
 	int fail_script[RELAY_REDIS_SCRIPT_COUNT_]; /* fail the next N */
 	int refuse_script[RELAY_REDIS_SCRIPT_COUNT_]; /* refuse (nonzero
 						    return) the next N */
+	int close_script[RELAY_REDIS_SCRIPT_COUNT_]; /* fail the next N with
+						   RELAY_ECLOSED, not run */
+	int lose_script[RELAY_REDIS_SCRIPT_COUNT_]; /* run the next N but
+						  lose the reply
+						  (RELAY_ECLOSED) */
 	int scripts[RELAY_REDIS_SCRIPT_COUNT_];     /* calls seen */
 	int xreadgroups;                             /* XREADGROUPs seen */
 } h_fault;
@@ -181,6 +186,7 @@ typedef struct h_fail_call {
 	relay_redis_backend *b;
 	relay_redis_reply_cb cb;
 	void *payload;
+	int status;         /* 0: RELAY_EBACKEND */
 	ev_timer t;
 } h_fail_call;
 
@@ -191,7 +197,23 @@ static inline void h_fail_fire(struct ev_loop *loop, ev_timer *w, int revents)
 	(void)revents;
 	ev_timer_stop(loop, w);
 	if (f->cb)
-		f->cb(f->b, RELAY_EBACKEND, NULL, f->payload);
+		f->cb(f->b, f->status ? f->status : RELAY_EBACKEND, NULL,
+		      f->payload);
+	free(f);
+}
+
+/* A script that ran, whose reply the caller never gets (the connection
+ * dropped after the write): the caller sees RELAY_ECLOSED. */
+static inline void h_lost_reply(relay_redis_backend *inner, int status,
+				relay_redis_reply *reply, void *payload)
+{
+	h_fail_call *f = payload;
+
+	(void)inner;
+	(void)status;
+	relay_redis_reply_free(reply);
+	if (f->cb)
+		f->cb(f->b, RELAY_ECLOSED, NULL, f->payload);
 	free(f);
 }
 
@@ -221,11 +243,16 @@ static inline int h_fault_script(relay_redis_backend *b, relay_redis_script op,
 		f->refuse_script[op]--;
 		return RELAY_ECLOSED;
 	}
-	if (f->fail_script[op] > 0) {
-		f->fail_script[op]--;
+	if (f->fail_script[op] > 0 || f->close_script[op] > 0) {
 		fc = calloc(1, sizeof(*fc));
 		if (!fc)
 			return RELAY_ENOMEM;
+		if (f->fail_script[op] > 0) {
+			f->fail_script[op]--;
+		} else {
+			f->close_script[op]--;
+			fc->status = RELAY_ECLOSED;
+		}
 		fc->b = b;
 		fc->cb = cb;
 		fc->payload = payload;
@@ -233,6 +260,22 @@ static inline int h_fault_script(relay_redis_backend *b, relay_redis_script op,
 		fc->t.data = fc;
 		ev_timer_start(f->loop, &fc->t);
 		return 0;
+	}
+	if (f->lose_script[op] > 0) {
+		int rc;
+
+		f->lose_script[op]--;
+		fc = calloc(1, sizeof(*fc));
+		if (!fc)
+			return RELAY_ENOMEM;
+		fc->b = b;
+		fc->cb = cb;
+		fc->payload = payload;
+		rc = relay__redis_script(f->inner, op, numkeys, argc, argv,
+					 argvlen, h_lost_reply, fc);
+		if (rc)
+			free(fc);
+		return rc;
 	}
 	return relay__redis_script(f->inner, op, numkeys, argc, argv, argvlen,
 				   cb, payload);

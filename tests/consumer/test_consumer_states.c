@@ -71,6 +71,9 @@ static const move cinv_moves[] = {
 	{ RELAY__CINV_RECORD, RELAY__CINV_OK },
 	{ RELAY__CINV_RECORD, RELAY__CINV_EXHAUSTED },
 	{ RELAY__CINV_RECORD, RELAY__CINV_PENDING },
+	{ RELAY__CINV_RECORD, RELAY__CINV_RECORD_WAIT },  /* reply lost */
+	{ RELAY__CINV_RECORD_WAIT, RELAY__CINV_RECORD },  /* resent */
+	{ RELAY__CINV_RECORD_WAIT, RELAY__CINV_PENDING }, /* given up */
 	{ RELAY__CINV_EXHAUSTED, RELAY__CINV_DLQ },
 };
 
@@ -204,6 +207,9 @@ static void test_states__invocation_table(void)
 	RT_CHECK(!cinv_ok(RELAY__CINV_WAIT, RELAY__CINV_OK));
 	RT_CHECK(!cinv_ok(RELAY__CINV_RUN, RELAY__CINV_OK));
 	RT_CHECK(!cinv_ok(RELAY__CINV_PENDING, RELAY__CINV_TODO));
+	/* a resend is recorded through record, never straight to ok */
+	RT_CHECK(!cinv_ok(RELAY__CINV_RECORD_WAIT, RELAY__CINV_OK));
+	RT_EQ_STR(cinv_name(RELAY__CINV_RECORD_WAIT), "record_wait");
 	RT_EQ_STR(cinv_name(RELAY__CINV_EXHAUSTED), "exhausted");
 	RT_EQ_STR(cinv_name(NCINV), "?");
 }
