@@ -74,13 +74,16 @@ enum { RELAY__REC_COMPLETE = 0, RELAY__REC_FAILURE, RELAY__REC_EXHAUSTED };
 /*
  * A completion whose reply was lost (RELAY_ECLOSED, RELAY_ETIMEOUT: the
  * write may or may not have happened) is resent with the same attempt
- * and token: first after RELAY__REC_RETRY_MS, doubling, at most
- * RELAY__REC_RETRY_TRIES times, only while the claim's deadline is
- * ahead and the consumer is not stopping. The transitions are fenced by
- * the claim, so a resend after an applied write changes nothing.
+ * and token: first after RELAY__REC_RETRY_MS, doubling up to
+ * RELAY__REC_RETRY_MAX_MS, at most RELAY__REC_RETRY_TRIES times (4.55 s
+ * in all, enough to outlast a Redis Cluster failover), only while the
+ * claim's deadline is ahead and the consumer is not stopping. The
+ * transitions are fenced by the claim, so a resend after an applied
+ * write changes nothing.
  */
 #define RELAY__REC_RETRY_MS 50
-#define RELAY__REC_RETRY_TRIES 4
+#define RELAY__REC_RETRY_MAX_MS 1000
+#define RELAY__REC_RETRY_TRIES 8
 
 /*
  * The life of one message (consumer_msg.c owns it: the transition table

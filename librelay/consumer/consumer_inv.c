@@ -39,7 +39,7 @@
  * consumer.h). Resending is safe: the scripts are fenced by the claim.
  * When the first write did apply, a resend answers: mark_exhausted
  * "recorded" (a repeat for the same claim); mark_complete "stale" with
- * no claim left in the field (the field is "ok": taken as recorded);
+ * no claim left in the field (then one HGET: "ok" counts as recorded);
  * record_failure "stale" (pending either way). An error reply from
  * Redis is never resent. The table below is the only list of legal moves;
  * relay__cinv_to() is the only writer of inv->state.
@@ -339,6 +339,32 @@ static void rec_fire(struct ev_loop *loop, ev_timer *w, int revents)
 		record_error(inv, rc);
 }
 
+static void confirm_cb(relay_redis_backend *b, int status,
+		       relay_redis_reply *r, void *payload)
+{
+	relay__cinv *inv = payload;
+	int ok = !status && r && r->type == RELAY_REDIS_REPLY_STRING &&
+		 r->len == 2 && memcmp(r->str, "ok", 2) == 0;
+
+	(void)b;
+	relay_redis_reply_free(r);
+	if (!ok)
+		LOG(inv->m->c, RELAY_LOG_DEBUG, "RELAY-ENG09",
+		    "mark_complete resent: field not ok, message kept "
+		    "pending message_id=%s", inv->m->id);
+	inv_resolved(inv, ok ? RELAY__CINV_OK : RELAY__CINV_PENDING);
+}
+
+/* Read @inv's field after a resent mark_complete answered stale with no
+ * claim in it. Returns 0 (confirm_cb resolves @inv) or a send error. */
+static int confirm_ok(relay__cinv *inv)
+{
+	const char *argv[3] = { "HGET", inv->m->key, inv->field };
+
+	return relay_redis_command(inv->m->c->redis, 3, argv, NULL,
+				   confirm_cb, inv);
+}
+
 static void complete_cb(int status, const relay_inv_outcome *o, void *payload)
 {
 	relay__cinv *inv = payload;
@@ -355,15 +381,13 @@ static void complete_cb(int status, const relay_inv_outcome *o, void *payload)
 		return;
 	}
 	/*
-	 * A resend that finds no claim in the field (it is "ok": neither
-	 * running, backing off nor exhausted) answers stale with attempt 0
-	 * and no token: the lost first write did apply.
+	 * A resend that finds no claim in the field answers stale with
+	 * attempt 0 and no token: the field is "ok" (the lost first write
+	 * did apply), or absent or unparseable. One HGET tells which.
 	 */
 	if (inv->rec_tries && o->result == RELAY_INV_R_STALE &&
-	    o->attempt == 0 && !o->token[0]) {
-		inv_resolved(inv, RELAY__CINV_OK);
+	    o->attempt == 0 && !o->token[0] && confirm_ok(inv) == 0)
 		return;
-	}
 	inv_resolved(inv, RELAY__CINV_PENDING);
 }
 

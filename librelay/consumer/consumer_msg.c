@@ -215,6 +215,8 @@ int relay__rec_retry(relay_consumer *c, int status, unsigned int tries,
 {
 	int64_t d = (int64_t)RELAY__REC_RETRY_MS << (tries < 16 ? tries : 16);
 
+	if (d > RELAY__REC_RETRY_MAX_MS)
+		d = RELAY__REC_RETRY_MAX_MS;
 	*delay_ms = relay__consumer_scaled(c, d);
 	if (status != RELAY_ECLOSED && status != RELAY_ETIMEOUT)
 		return 0;  /* Redis answered: today's handling */
