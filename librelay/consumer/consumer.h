@@ -369,7 +369,8 @@ void relay__msg_tails_stop(relay_consumer *c);
 /* 1 when a completion that failed with @status (its @tries resends so
  * far) is to be resent: a transport error, the consumer not stopping,
  * tries left, the claim's @deadline_ms (wall) after the resend. *delay_ms
- * is then the backoff before it (after time_scale). */
+ * is then the backoff before it (real time: time_scale does not apply,
+ * as it does not to the claim's deadline). */
 int relay__rec_retry(relay_consumer *c, int status, unsigned int tries,
 		     int64_t deadline_ms, int64_t *delay_ms);
 void relay__msg_release(relay__msg *m, const char *why);

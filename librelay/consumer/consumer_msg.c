@@ -217,7 +217,9 @@ int relay__rec_retry(relay_consumer *c, int status, unsigned int tries,
 
 	if (d > RELAY__REC_RETRY_MAX_MS)
 		d = RELAY__REC_RETRY_MAX_MS;
-	*delay_ms = relay__consumer_scaled(c, d);
+	/* Real time, not time_scale: it waits out a real connection loss
+	 * and is bounded by the claim's real (unscaled) deadline. */
+	*delay_ms = d;
 	if (status != RELAY_ECLOSED && status != RELAY_ETIMEOUT)
 		return 0;  /* Redis answered: today's handling */
 	if (c->stopping || tries >= RELAY__REC_RETRY_TRIES)

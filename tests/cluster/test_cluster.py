@@ -146,8 +146,8 @@ def delivery_dlq_schedule_replay():
 def failover_mid_load():
     """Kill the master owning the stream's slot while events flow: after
     the replica takes over, every XADDed entry is acknowledged with its
-    handler done, none ran twice while its claim was live, and relayd
-    followed on its own."""
+    handler run exactly once (a completion whose reply was lost is resent
+    with the same claim), and relayd followed on its own."""
     with ClusterEnv() as env:
         env.app("a", [("h", {"kind": ["x"]}, {"timeout": f"{CLAIM_S}s"})])
         d = env.relayd()
@@ -170,22 +170,14 @@ def failover_mid_load():
                  and drained(env), "every event handled and acknowledged",
                  timeout=90)
         took = time.monotonic() - t0
-        # A handler whose completion the dead master took with it runs
-        # again, but only once its claim (the rule's 3 s timeout) is
-        # over: never twice while a claim is live.
+        # A completion whose reply the dead master took with it is resent
+        # (same claim) until the replica answers: no handler runs twice.
         starts = {}
         for kind, key, _, _, ns in env.records():
             if kind == "start":
                 starts.setdefault(key, []).append(ns)
-        for key, ts in starts.items():
-            ts.sort()
-            check(len(ts) <= 2, f"{key} started {len(ts)} times")
-            if len(ts) == 2:
-                check(ts[1] - ts[0] >= CLAIM_S * 1e9 - 5e7,
-                      f"{key} ran again {(ts[1] - ts[0]) / 1e9:.2f}s "
-                      "after its first start, while its claim was live")
         again = sorted(k for k, t in starts.items() if len(t) > 1)
-        sys.stderr.write(f"# ran again after the claim expired: {again}\n")
+        eq(again, [], "no handler ran twice")
         eq(env.dlq(), [], "nothing dead-lettered")
         xlen = env.r("XLEN", env.stream)
         eq(xlen, 300, "every XADD kept")
