@@ -265,8 +265,6 @@ static void tail_free(tail_call *t)
 	relay__free(t);
 }
 
-static int tail_send(tail_call *t);
-
 static void tail_unlink(tail_call *t)
 {
 	tail_call **pp;
@@ -278,13 +276,15 @@ static void tail_unlink(tail_call *t)
 		}
 }
 
-/* The tail failed with @status: resend later, or leave it pending. */
-static void tail_error(tail_call *t, int status)
+/* The tail failed with @status: resend later, or leave it pending.
+ * @counted: this failure was counted already (a stop ends the wait). */
+static void tail_error(tail_call *t, int status, int counted)
 {
 	relay_consumer *c = t->c;
 	int64_t retry_ms, delay_ms;
 
-	relay__consumer_redis_failed(c, status, "mark_complete+XACK");
+	if (!counted)
+		relay__consumer_redis_failed(c, status, "mark_complete+XACK");
 	if (relay__rec_retry(c, status, t->tries, t->deadline_ms,
 			     &delay_ms)) {
 		t->tries++;
@@ -320,7 +320,7 @@ static void tail_cb(int status, const relay_inv_outcome *o, void *payload)
 	relay_consumer *c = t->c;
 
 	if (status) {
-		tail_error(t, status);
+		tail_error(t, status, 0);
 		return;
 	}
 	relay__consumer_redis_ok(c);
@@ -362,12 +362,12 @@ static void tail_fire(struct ev_loop *loop, ev_timer *w, int revents)
 	ev_timer_stop(loop, w);
 	tail_unlink(t);
 	if (c->stopping) {
-		tail_error(t, t->status);  /* no resend: logged, pending */
+		tail_error(t, t->status, 1);  /* no resend: logged, pending */
 		return;
 	}
 	rc = tail_send(t);
 	if (rc)
-		tail_error(t, rc);
+		tail_error(t, rc, 0);
 }
 
 void relay__msg_tails_stop(relay_consumer *c)

@@ -190,11 +190,36 @@ static void test_lost__bounded_and_error_reply(void)
 	h_cleanup(&h);
 }
 
+static int stopped;
+
+static void on_stopped(relay_consumer *c, void *payload)
+{
+	(void)c;
+	(void)payload;
+	stopped++;
+}
+
 /* A stop gives up a resend at once: the consumer stops, the message
- * stays pending (nothing lost). */
+ * stays pending (nothing lost). Both for an invocation's own completion
+ * and for a fused tail already out of memory. */
 static void test_lost__stop_gives_up(void)
 {
 	h_ctx h;
+
+	h_init(&h, NULL);
+	h_write_app(&h, "a", APP_ONE);
+	h.fault->close_script[CA] = 1000;
+	h_start(&h);
+	h_xadd(&h, "{\"kind\":\"x\"}");
+	H_UNTIL(&h, h.fault->scripts[CA] == 2, 5000);
+	h_settle(&h, 10);       /* its failure is in: waiting 100 ms */
+	stopped = 0;
+	RT_EQ_INT(relay_consumer_stop(h.c, 1, on_stopped, NULL), 0);
+	h_settle(&h, 50);       /* less than the next backoff (100 ms) */
+	RT_EQ_INT(stopped, 1);
+	RT_EQ_INT(h.fault->scripts[CA], 2);
+	RT_EQ_INT((int)h_pel(&h), 1);
+	h_cleanup(&h);
 
 	h_init(&h, NULL);
 	h_write_app(&h, "a", APP_TWO);
