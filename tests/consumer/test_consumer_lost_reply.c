@@ -52,6 +52,21 @@ static void after_deadline(h_ctx *h)
 	h_settle(h, 50);
 }
 
+/* The engine of a case, with app "a" = @app (faults are set between
+ * setup() and go()). */
+static void setup(h_ctx *h, const char *app)
+{
+	h_init(h, NULL);
+	h_write_app(h, "a", app);
+}
+
+/* Start it and XADD one matching event; its entry id in @id. */
+static void go(h_ctx *h, char *id, size_t n)
+{
+	h_start(h);
+	snprintf(id, n, "%s", h_xadd(h, "{\"kind\":\"x\"}"));
+}
+
 static int runs(h_ctx *h, const char *hd)
 {
 	return h_script_get(&h->exec, "a", hd)->runs;
@@ -65,11 +80,9 @@ static void test_lost__tail_not_run(void)
 	h_ctx h;
 	char id[64];
 
-	h_init(&h, NULL);
-	h_write_app(&h, "a", APP_ONE);
+	setup(&h, APP_ONE);
 	h.fault->close_script[CA] = 1;
-	h_start(&h);
-	snprintf(id, sizeof(id), "%s", h_xadd(&h, "{\"kind\":\"x\"}"));
+	go(&h, id, sizeof(id));
 	H_UNTIL(&h, h_metrics(&h).acks == 1, 5000);
 	RT_EQ_INT(h.fault->scripts[CA], 2);
 	RT_EQ_INT((int)h_pel(&h), 0);
@@ -89,11 +102,9 @@ static void test_lost__tail_ran(void)
 	h_ctx h;
 	char id[64];
 
-	h_init(&h, NULL);
-	h_write_app(&h, "a", APP_ONE);
+	setup(&h, APP_ONE);
 	h.fault->lose_script[CA] = 1;
-	h_start(&h);
-	snprintf(id, sizeof(id), "%s", h_xadd(&h, "{\"kind\":\"x\"}"));
+	go(&h, id, sizeof(id));
 	H_UNTIL(&h, h_metrics(&h).acks == 1, 5000);
 	h_settle(&h, 300);
 	RT_EQ_INT(h.fault->scripts[CA], 2);
@@ -115,11 +126,9 @@ static void test_lost__mark_complete_ran(void)
 	h_ctx h;
 	char id[64];
 
-	h_init(&h, NULL);
-	h_write_app(&h, "a", APP_TWO);
+	setup(&h, APP_TWO);
 	h.fault->lose_script[MC] = 1;
-	h_start(&h);
-	snprintf(id, sizeof(id), "%s", h_xadd(&h, "{\"kind\":\"x\"}"));
+	go(&h, id, sizeof(id));
 	H_UNTIL(&h, h_metrics(&h).acks == 1, 5000);
 	RT_EQ_INT(h.fault->scripts[MC], 2);
 	RT_EQ_INT((int)h_pel(&h), 0);
@@ -139,12 +148,10 @@ static void test_lost__mark_exhausted_ran(void)
 	h_ctx h;
 	char id[64];
 
-	h_init(&h, NULL);
-	h_write_app(&h, "a", APP_FAIL);
+	setup(&h, APP_FAIL);
 	h_script_get(&h.exec, "a", "h")->fail = 1;
 	h.fault->lose_script[ME] = 1;
-	h_start(&h);
-	snprintf(id, sizeof(id), "%s", h_xadd(&h, "{\"kind\":\"x\"}"));
+	go(&h, id, sizeof(id));
 	H_UNTIL(&h, h.fault->scripts[ME] == 2 &&
 		h_metrics(&h).buffered_events == 0, 5000);
 	RT_EQ_INT((int)h_pel(&h), 0);
@@ -163,8 +170,7 @@ static void test_lost__bounded_and_error_reply(void)
 {
 	h_ctx h;
 
-	h_init(&h, NULL);
-	h_write_app(&h, "a", APP_ONE);
+	setup(&h, APP_ONE);
 	h.fault->close_script[CA] = 1000;
 	h_start(&h);
 	h_xadd(&h, "{\"kind\":\"x\"}");
@@ -178,8 +184,7 @@ static void test_lost__bounded_and_error_reply(void)
 	RT_EQ_INT((int)h_metrics(&h).acks, 0);
 	h_cleanup(&h);
 
-	h_init(&h, NULL);
-	h_write_app(&h, "a", APP_ONE);
+	setup(&h, APP_ONE);
 	h.fault->fail_script[CA] = 1;
 	h_start(&h);
 	h_xadd(&h, "{\"kind\":\"x\"}");
@@ -206,8 +211,7 @@ static void test_lost__stop_gives_up(void)
 {
 	h_ctx h;
 
-	h_init(&h, NULL);
-	h_write_app(&h, "a", APP_ONE);
+	setup(&h, APP_ONE);
 	h.fault->close_script[CA] = 1000;
 	h_start(&h);
 	h_xadd(&h, "{\"kind\":\"x\"}");
@@ -221,8 +225,7 @@ static void test_lost__stop_gives_up(void)
 	RT_EQ_INT((int)h_pel(&h), 1);
 	h_cleanup(&h);
 
-	h_init(&h, NULL);
-	h_write_app(&h, "a", APP_TWO);
+	setup(&h, APP_TWO);
 	h.fault->close_script[MC] = 1000;
 	h_start(&h);
 	h_xadd(&h, "{\"kind\":\"x\"}");
