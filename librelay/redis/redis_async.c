@@ -483,6 +483,10 @@ int relay__hr_ensure_connection(hr_backend *b)
 void relay__hr_start_timer(hr_backend *b, hr_cmd *c)
 {
 	if (b->opts.command_timeout_ms > 0) {
+		/* The loop's cached time is stale after the embedder did
+		 * blocking work outside it: measure from now, or the
+		 * command gets less than its timeout. */
+		ev_now_update(b->loop);
 		ev_timer_stop(b->loop, &c->timer);
 		ev_timer_set(&c->timer,
 			     (b->opts.command_timeout_ms + c->block_ms) /
