@@ -40,12 +40,10 @@ BACKENDS = (("node", partitions.Env), ("cluster", ClusterEnv))
 
 
 def main():
-    if len(sys.argv) < 2:
-        print(__doc__)
+    args = partitions.command_line(sys.argv, __doc__)
+    if args is None:
         return 2
-    partitions.harness.RELAYD = sys.argv[1]
-    n = int(sys.argv[2]) if len(sys.argv) > 2 else 20000
-    rounds = int(sys.argv[3]) if len(sys.argv) > 3 else 1
+    n, rounds = args
     slots = {s: key_slot(s) for p in partitions.PARTITIONS
              for s in partitions.streams(p, SINGLE)}
     print(f"# hash slots: {slots}", flush=True)

@@ -28,12 +28,10 @@ import partitions
 
 
 def main():
-    if len(sys.argv) < 2:
-        print(__doc__)
+    args = partitions.command_line(sys.argv, __doc__)
+    if args is None:
         return 2
-    partitions.harness.RELAYD = sys.argv[1]
-    n = int(sys.argv[2]) if len(sys.argv) > 2 else 20000
-    rounds = int(sys.argv[3]) if len(sys.argv) > 3 else 1
+    n, rounds = args
     res = {}
     for _ in range(rounds):
         for kind in partitions.KINDS:

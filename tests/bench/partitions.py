@@ -22,6 +22,18 @@ KINDS = ("unmatched", "exec")
 PARTITIONS = (1, 2, 4)
 
 
+def command_line(argv, doc):
+    """RELAYD [EVENTS] [ROUNDS] of a partitions benchmark: sets the relayd
+    the runs use; returns (events, rounds), or None after printing @doc
+    when RELAYD is missing."""
+    if len(argv) < 2:
+        print(doc)
+        return None
+    harness.RELAYD = argv[1]
+    return (int(argv[2]) if len(argv) > 2 else 20000,
+            int(argv[3]) if len(argv) > 3 else 1)
+
+
 def streams(p, single="ev"):
     """The stream names REDIS_STREAM=spec(p) reads."""
     return [single] if p == 1 else [f"ev:{{p{i}}}" for i in range(p)]
