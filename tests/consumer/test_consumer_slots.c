@@ -53,6 +53,25 @@ static void close2(h_ctx *h, relay_consumer *c2)
 	RT_CHECK(h_closed_flag);
 }
 
+/* A consumer and second() sharing a new limiter of @max slots (in @s,
+ * the second consumer in @c2), reading app "a" = @app whose handler
+ * holds (returned). */
+static h_script *two_consumers(h_ctx *h, size_t max, const char *app,
+			       relay_slots **s, relay_consumer **c2)
+{
+	h_script *a;
+
+	h_init(h, NULL);
+	RT_EQ_INT(relay_slots_new(s, max), 0);
+	h->o.slots = *s;
+	h_write_app(h, "a", app);
+	a = h_script_get(&h->exec, "a", "h");
+	a->hold = 1;
+	h_start(h);
+	*c2 = second(h, *s);
+	return a;
+}
+
 static void add_both(h_ctx *h, int n)
 {
 	int i;
@@ -89,14 +108,7 @@ static void test_slots__global_limit_across_consumers(void)
 	relay_consumer *c2;
 	relay_consumer_metrics m1, m2;
 
-	h_init(&h, NULL);
-	RT_EQ_INT(relay_slots_new(&s, 2), 0);
-	h.o.slots = s;
-	h_write_app(&h, "a", APP_CONC(8));
-	a = h_script_get(&h.exec, "a", "h");
-	a->hold = 1;
-	h_start(&h);
-	c2 = second(&h, s);
+	a = two_consumers(&h, 2, APP_CONC(8), &s, &c2);
 	add_both(&h, 3);
 	H_UNTIL(&h, a->runs == 2, 5000);
 	h_settle(&h, 50);
@@ -129,14 +141,7 @@ static void test_slots__app_limit_across_consumers(void)
 	relay_slots *s;
 	relay_consumer *c2;
 
-	h_init(&h, NULL);
-	RT_EQ_INT(relay_slots_new(&s, 8), 0);
-	h.o.slots = s;
-	h_write_app(&h, "a", APP_CONC(1));
-	a = h_script_get(&h.exec, "a", "h");
-	a->hold = 1;
-	h_start(&h);
-	c2 = second(&h, s);
+	a = two_consumers(&h, 8, APP_CONC(1), &s, &c2);
 	add_both(&h, 2);
 	H_UNTIL(&h, a->runs == 1, 5000);
 	h_settle(&h, 50);
