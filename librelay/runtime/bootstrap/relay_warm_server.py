@@ -239,14 +239,14 @@ class Server:
                 os.closerange(lo, fd)
                 lo = fd + 1
 
-    def _handler(self, fds, handler, env):
+    def _handler(self, fds, handler, env_raw):
         """H, given its request: become a clean one-shot handler process
         and run it. What is alike for every invocation N did once
         (_prepare_slot), and H did before its request came (_spare)."""
         for i, fd in enumerate(fds):
             os.dup2(fd, i)
             os.close(fd)
-        self._set_env(env)
+        self._set_env(env_raw)
         gc.enable()          # N disabled it; a handler has it on
         if self.command:
             return self._exec(self.command)
@@ -401,11 +401,6 @@ class Server:
             if len(fds) != (4 if wait_go else 3):
                 raise ValueError("expected %d descriptors, got %d"
                                  % (4 if wait_go else 3, len(fds)))
-            env = {}
-            for kv in fields[6:]:
-                k, _, v = kv.decode("utf-8",
-                                    "surrogateescape").partition("=")
-                env[k] = v
             for attempt in (0, 1):
                 if spare is None:
                     spare = self._spare(ssock)
@@ -430,7 +425,7 @@ class Server:
         finally:
             os.close(pidfd)
         # Spares fork from N's environment: the app's, from now on.
-        self._set_env(env)
+        self._set_env(fields[6:])
         return h
 
     def _spare(self, ssock):
@@ -496,12 +491,8 @@ class Server:
             resource.setrlimit(resource.RLIMIT_AS, (int(f[3]),) * 2)
         if int(f[4]):
             resource.setrlimit(resource.RLIMIT_NPROC, (int(f[4]),) * 2)
-        env = {}
-        for kv in f[6:]:
-            k, _, v = kv.decode("utf-8", "surrogateescape").partition("=")
-            env[k] = v
         handler = f[5].decode()
-        return self._handler(fds, handler, env) if handler else 0
+        return self._handler(fds, handler, f[6:]) if handler else 0
 
     @staticmethod
     def _wait(h):
@@ -524,7 +515,7 @@ class Server:
             signal.signal(s, h if h is not None else signal.SIG_DFL)
         self.cap_hdr = _CapHeader(CAP_VERSION_3, 0)
         self.cap_data = (_CapData * 2)()
-        self.env_now = None
+        self.env_raw = None
         if self.command:
             return
         sys.path[0] = os.getcwd()
@@ -536,15 +527,22 @@ class Server:
         PathFinder.find_spec("relay-warm-no-such-module")
         sys.modules.pop("relay_warm_server", None)
 
-    def _set_env(self, env):
-        """In N: the handler's clean environment (bwrap sets PWD over the
-        app's env for a cold start too), kept while it is the same."""
+    def _set_env(self, raw):
+        """The handler's clean environment from the request's "K=V"
+        fields @raw (bwrap sets PWD over the app's env for a cold start
+        too). N sets it for the spares it forks; an H whose request has
+        the environment it was forked with has nothing to do."""
+        if raw == self.env_raw:
+            return
+        env = {}
+        for kv in raw:
+            k, _, v = kv.decode("utf-8", "surrogateescape").partition("=")
+            env[k] = v
         if self.pwd is not None:
             env["PWD"] = self.pwd
-        if env != self.env_now:
-            os.environ.clear()
-            os.environ.update(env)
-            self.env_now = env
+        os.environ.clear()
+        os.environ.update(env)
+        self.env_raw = raw
 
     def _mount_scratch(self, d, again=False):
         """A fresh, empty tmpfs on @d (its previous one detached), with
