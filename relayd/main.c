@@ -386,7 +386,6 @@ static int open_backends(relayd *d, char *errbuf, size_t size)
 	relay_runtime_options ro = RELAY_RUNTIME_OPTIONS_INIT;
 	relay_redis_options rd = RELAY_REDIS_OPTIONS_INIT;
 	relay_error err;
-	size_t i;
 	int rc;
 
 	memset(&err, 0, sizeof(err));
@@ -420,11 +419,11 @@ static int open_backends(relayd *d, char *errbuf, size_t size)
 	}
 	/* On Redis Cluster every stream needs a hash tag (redis-layout
 	 * R-8). */
-	for (i = 0; i < d->cfg.nstreams; i++)
-		if (relay_redis_cluster_check(d->cfg.redis_uri,
-					      d->cfg.streams[i], d->cfg.group,
-					      &rd, errbuf, size))
-			return -1;
+	if (relay_redis_cluster_check(d->cfg.redis_uri,
+				      (const char *const *)d->cfg.streams,
+				      d->cfg.nstreams, d->cfg.group, &rd, errbuf,
+				      size))
+		return -1;
 	return 0;
 }
 

@@ -128,13 +128,14 @@ RELAY_EXTERN int relay_redis_open(relay_redis_backend **out, const char *uri,
 /**
  * relay_redis_cluster_check() - the start-up check for Redis Cluster.
  * @uri: as relay_redis_open() (a seed list included).
- * @stream: the stream to be read; @group: its consumer group (may be NULL).
+ * @streams, @nstreams: the streams to be read; @group: their consumer
+ *   group (may be NULL).
  * @opts: as relay_redis_open() (timeouts); may be NULL.
  * @errbuf, @size: receive the one-line error, naming the fix.
  *
- * Opens a private connection to @uri; when the server answers and runs in
- * cluster mode, checks that every key Relay derives from @stream lands
- * in the stream's hash slot (a hash tag without ':' or '%';
+ * Opens one private connection to @uri; when the server answers and runs
+ * in cluster mode, checks for each stream that every key Relay derives
+ * from it lands in the stream's hash slot (a hash tag without ':' or '%';
  * doc/redis-layout.md R-8).
  * Returns: 0 (a single node, a stream that fits, or no answer: connect as
  * usual and let the connection retry) or RELAY_EINVAL with @errbuf set.
@@ -142,7 +143,8 @@ RELAY_EXTERN int relay_redis_open(relay_redis_backend **out, const char *uri,
  * Thread-safety: reentrant (uses only its own connection).
  */
 RELAY_EXTERN int relay_redis_cluster_check(const char *uri,
-					   const char *stream,
+					   const char *const *streams,
+					   size_t nstreams,
 					   const char *group,
 					   const relay_redis_options *opts,
 					   char *errbuf, size_t size);

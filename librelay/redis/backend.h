@@ -99,18 +99,6 @@ int relay__redis_stream_slot_check(const char *stream, const char *group,
 				   char *errbuf, size_t size);
 
 /*
- * Start-up check of relayd and relayctl: open a private connection to
- * @uri and, when the server answers and runs in cluster mode, apply
- * relay__redis_stream_slot_check(). Returns 0 (a single node, a stream
- * that fits, or no answer: the caller connects as usual and retries), or
- * RELAY_EINVAL with the one-line error in @errbuf.
- */
-int relay__redis_cluster_startup_check(const char *uri, const char *stream,
-				       const char *group,
-				       const relay_redis_options *opts,
-				       char *errbuf, size_t size);
-
-/*
  * Does the server @b talks to run in cluster mode? 1 yes, 0 no, -1 not
  * known yet (no connection has answered). The memory backend and custom
  * backends say 0; a defer decorator answers for the backend it wraps.

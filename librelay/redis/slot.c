@@ -101,38 +101,32 @@ int relay__redis_stream_slot_check(const char *stream, const char *group,
 	return rc;
 }
 
-int relay__redis_cluster_startup_check(const char *uri, const char *stream,
-				       const char *group,
-				       const relay_redis_options *opts,
-				       char *errbuf, size_t size)
+int relay_redis_cluster_check(const char *uri, const char *const *streams,
+			      size_t nstreams, const char *group,
+			      const relay_redis_options *opts, char *errbuf,
+			      size_t size)
 {
 	static const char *const ping[] = { "PING" };
 	relay_redis_backend *b;
 	relay_redis_reply *r = NULL;
+	size_t i;
 	int rc;
 
+	if (!uri || (!streams && nstreams) || !errbuf || size == 0)
+		return RELAY_EINVAL;
 	if (relay_redis_open(&b, uri, opts, NULL))
 		return 0;  /* the caller's own open reports it */
 	/* One PING: a seed that cannot be reached passes it on to the next
 	 * (redis_async.c), so a dead first seed does not skip the check. */
 	rc = relay_redis_sync_command(b, &r, 1, ping, NULL);
 	relay_redis_reply_free(r);
-	if (rc == 0 && relay__redis_cluster_mode(b) == 1)
-		rc = relay__redis_stream_slot_check(stream, group, errbuf,
-						    size);
-	else
+	if (rc == 0 && relay__redis_cluster_mode(b) == 1) {
+		for (i = 0; rc == 0 && i < nstreams; i++)
+			rc = relay__redis_stream_slot_check(streams[i], group,
+							    errbuf, size);
+	} else {
 		rc = 0;
+	}
 	relay_redis_free(b);
 	return rc;
-}
-
-int relay_redis_cluster_check(const char *uri, const char *stream,
-			      const char *group,
-			      const relay_redis_options *opts, char *errbuf,
-			      size_t size)
-{
-	if (!uri || !stream || !errbuf || size == 0)
-		return RELAY_EINVAL;
-	return relay__redis_cluster_startup_check(uri, stream, group, opts,
-						  errbuf, size);
 }

@@ -468,9 +468,13 @@ static void test_hiredis__seed_list_rotates(void)
 	relay_redis_free(b);
 	/* The start-up check tries each seed and finds a single node. */
 	uri_errstr[0] = '\0';
-	RT_EQ_INT(relay__redis_cluster_startup_check(uri, "events", "g",
-						     NULL, uri_errstr,
-						     sizeof(uri_errstr)), 0);
+	{
+		const char *events[] = { "events" };
+
+		RT_EQ_INT(relay_redis_cluster_check(uri, events, 1, "g", NULL,
+						    uri_errstr,
+						    sizeof(uri_errstr)), 0);
+	}
 	rt_redis_server_cleanup(&tcp);
 }
 
