@@ -166,6 +166,10 @@ static char *joined(const cap *c)
 	"    print('gc', __import__('gc').isenabled())\n"                \
 	"    import socket, threading, time\n"                           \
 	"    print('net', socket.if_nameindex(), threading.active_count())\n" \
+	"    me = threading.main_thread()\n"                              \
+	"    print('thread', me is threading.current_thread(),"           \
+	" me.native_id == threading.get_native_id() == os.getpid(),"      \
+	" me.ident == threading.get_ident())\n"                           \
 	"    print('rand', random.random(), random.random())\n"          \
 	"    open('/tmp/left-behind', 'w').write('x')\n"                 \
 	"    leak = open('/app/handlers.py')\n"                           \
