@@ -8,18 +8,25 @@
 -- retention); a stale or retained claim writes nothing and acknowledges
 -- nothing (the mark_complete decision, twin of
 -- relay__inv_decide_complete()).
+-- The script runs atomically and its writes replicate and persist as one
+-- unit, so "written before the XACK" holds for every observer and across
+-- a crash while the calls are ordered for cost: the XACK is made first
+-- and then a single HSET writes "ok" with the retention marker and the
+-- TTL replaces any other (4 calls on success instead of 6); on an XACK
+-- error the field is written "ok" and any TTL removed, as mark_complete
+-- does, and the error returned.
 local key, stream, field = KEYS[1], KEYS[2], ARGV[1]
 local attempt, token = tonumber(ARGV[2]), ARGV[3]
 local stop, s = relay_claim(key, field, attempt, token)
 if stop then
 	return stop
 end
-redis.call('HSET', key, field, 'ok')
-redis.call('PERSIST', key)
 local n = redis.pcall('XACK', stream, ARGV[4], ARGV[5])
 if relay_is_err(n) then
+	redis.call('HSET', key, field, 'ok')
+	redis.call('PERSIST', key)
 	return n
 end
-redis.call('HSET', key, '__terminal', '1')
+redis.call('HSET', key, field, 'ok', '__terminal', '1')
 redis.call('PEXPIRE', key, ARGV[6])
 return relay_reply('recorded', s)
