@@ -42,9 +42,11 @@
  * has unwound. A private-loop backend (relayctl) must not be freed from
  * its own callbacks while relay_redis_sync_wait() runs its loop.
  */
+#include <errno.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <sys/socket.h>
 #include <strings.h>
 
 #include <ev.h>
@@ -496,6 +498,45 @@ void relay__hr_start_timer(hr_backend *b, hr_cmd *c)
 	}
 }
 
+void relay__hr_flush(hr_backend *b)
+{
+	redisAsyncContext *ac = b->ac;
+	redisContext *c;
+	size_t len;
+	ssize_t n;
+
+	/* Not before hiredis's first write event told on_connect. */
+	if (ac == NULL || b->state != HR_CONNECTED)
+		return;
+	c = &ac->c;
+	if (c->err || !(c->flags & REDIS_CONNECTED) || c->fd < 0 ||
+	    c->obuf == NULL || (len = sdslen(c->obuf)) == 0)
+		return;
+	/* hiredis's own write raises SIGPIPE on a closed connection, which
+	 * is the host's to decide: send with MSG_NOSIGNAL instead. */
+	n = send(c->fd, c->obuf, len, MSG_NOSIGNAL | MSG_DONTWAIT);
+	if (n < 0) {
+		/* A dead connection (not a full buffer): what is queued can
+		 * never go out; dropped here so that hiredis's write watcher
+		 * does not write it again (SIGPIPE). Its read watcher then
+		 * sees the end of the connection and fails the commands. */
+		if (errno != EAGAIN && errno != EWOULDBLOCK && errno != EINTR)
+			sdsclear(c->obuf);
+		return;
+	}
+	if ((size_t)n < len) {
+		sdsrange(c->obuf, (int)n, -1);  /* the rest: the watcher */
+		return;
+	}
+	sdsclear(c->obuf);
+	/* What hiredis does after a complete write: stop watching for
+	 * writability, read the replies. */
+	if (ac->ev.delWrite)
+		ac->ev.delWrite(ac->ev.data);
+	if (ac->ev.addRead)
+		ac->ev.addRead(ac->ev.data);
+}
+
 /* Format @argv into c->fmt (kept for a resend after MOVED/ASK/NOSCRIPT)
  * and send it on the current connection. */
 static int send_cmd(hr_backend *b, hr_cmd *c, int argc, const char **argv,
@@ -512,6 +553,7 @@ static int send_cmd(hr_backend *b, hr_cmd *c, int argc, const char **argv,
 				       c->fmtlen) != REDIS_OK)
 		return RELAY_ECLOSED;
 	relay__hr_start_timer(b, c);
+	relay__hr_flush(b);
 	return 0;
 }
 
@@ -668,6 +710,7 @@ static int hr_script(relay_redis_backend *rb, relay_redis_script op,
 		return RELAY_ECLOSED;
 	}
 	relay__hr_start_timer(b, c);
+	relay__hr_flush(b);
 	return 0;
 }
 

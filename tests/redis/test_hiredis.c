@@ -301,6 +301,50 @@ static void test_hiredis__host_loop_reconnects_with_backoff(void)
 	rs_teardown();
 }
 
+/*
+ * A command on a host loop is written to the server when it is issued, not
+ * when the loop next runs: the server works on it while the caller goes on
+ * (doc/perf/engine.md). Seen from a second connection without running the
+ * first one's loop: fails when commands wait for the loop's write event.
+ */
+static void test_hiredis__command_written_at_once(void)
+{
+	relay_redis_options o = RELAY_REDIS_OPTIONS_INIT;
+	const char *ping[] = { "PING" };
+	const char *set[] = { "SET", "relay:written", "1" };
+	const char *get[] = { "GET", "relay:written" };
+	struct ev_loop *loop = ev_loop_new(EVFLAG_AUTO);
+	relay_redis_backend *b = NULL;
+	struct ping_state p = { 0, 0 };
+	relay_redis_reply *r = NULL;
+	relay_error err;
+	int i, seen = 0;
+
+	rs_setup();
+	RT_ASSERT(relay_redis_open_libev(&b, loop, srv.uri, &o, &err) == 0);
+	RT_EQ_INT(relay_redis_command(b, 1, ping, NULL, ping_cb, &p), 0);
+	while (!p.done)
+		ev_run(loop, EVRUN_ONCE);  /* connected */
+	p.done = 0;
+	RT_EQ_INT(relay_redis_command(b, 3, set, NULL, ping_cb, &p), 0);
+	for (i = 0; i < 200 && !seen; i++) {
+		RT_ASSERT(relay_redis_sync_command(rs_b, &r, 2, get, NULL) == 0);
+		seen = r->type == RELAY_REDIS_REPLY_STRING &&
+		       strcmp(r->str, "1") == 0;
+		relay_redis_reply_free(r);
+		if (!seen)
+			rs_sleep_ms(10);
+	}
+	RT_CHECK(seen);
+	RT_EQ_INT(p.done, 0);  /* its reply waits for the loop */
+	while (!p.done)
+		ev_run(loop, EVRUN_ONCE);
+	RT_EQ_INT(p.status, 0);
+	relay_redis_free(b);
+	ev_loop_destroy(loop);
+	rs_teardown();
+}
+
 static void test_hiredis__free_fails_inflight_once(void)
 {
 	const char *argv[] = { "PING" };
@@ -778,6 +822,7 @@ static const rt_case cases[] = {
 	RT_CASE(test_hiredis__outage_reports_errors_then_recovers),
 	RT_CASE(test_hiredis__timeout_never_half_writes),
 	RT_CASE(test_hiredis__host_loop_reconnects_with_backoff),
+	RT_CASE(test_hiredis__command_written_at_once),
 	RT_CASE(test_hiredis__free_fails_inflight_once),
 	RT_CASE(test_hiredis__free_from_callback),
 	RT_CASE(test_hiredis__dlq_race_16_connections),
