@@ -305,9 +305,7 @@ static int can_refill(const relay_consumer *c)
  * The refill is coalesced: whatever room the replies and handler ends of
  * one loop iteration free goes into one XREADGROUP, issued from a prepare
  * watcher (after every callback of the iteration, before the loop
- * sleeps). The backend writes its commands when the loop polls next, so
- * the read leaves in the same write as it would have, as one command
- * instead of one per freed slot.
+ * sleeps): one command instead of one per freed slot.
  */
 static void read_prepare_cb(struct ev_loop *loop, ev_prepare *w, int revents)
 {
