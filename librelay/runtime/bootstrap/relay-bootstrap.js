@@ -64,8 +64,16 @@ function poolHeader(raw) {
 }
 
 async function main() {
+	const pool = process.argv.length === 3 && process.argv[2] === '--pool';
+	if (pool) {
+		// node makes process.stdout and process.stderr on first use,
+		// about 3 ms; a pre-started process makes them before the
+		// event comes (the same streams on the same descriptors).
+		void process.stdout;
+		void process.stderr;
+	}
 	let raw = fs.readFileSync(0);
-	if (process.argv.length === 3 && process.argv[2] === '--pool')
+	if (pool)
 		raw = poolHeader(raw);
 	const target = process.argv[2] || '';
 	const dot = target.lastIndexOf('.');
