@@ -159,6 +159,7 @@ def failover_mid_load():
         # The producer's writes are on the replica before the kill (an
         # acknowledged write a master dies with is lost in any case).
         env.r("WAIT", "1", "2000")
+        kill_ns = time.time_ns()
         env.cluster.kill(owner)
         t0 = time.monotonic()
         for n in range(150, 300):
@@ -171,13 +172,28 @@ def failover_mid_load():
                  timeout=90)
         took = time.monotonic() - t0
         # A completion whose reply the dead master took with it is resent
-        # (same claim) until the replica answers: no handler runs twice.
+        # (same claim) until the replica answers, so that alone never
+        # runs a handler twice. What the dead master had not replicated
+        # (replication is asynchronous: relayd's claim, its completion,
+        # its XREADGROUP) is lost with it, and such a handler runs again
+        # (doc/operations.md, "Redis Cluster"): only one that was in
+        # flight when the master died, at most the in-flight window
+        # (16 buffered), and once more only.
         starts = {}
         for kind, key, _, _, ns in env.records():
             if kind == "start":
                 starts.setdefault(key, []).append(ns)
         again = sorted(k for k, t in starts.items() if len(t) > 1)
-        eq(again, [], "no handler ran twice")
+        check(len(again) <= 16, f"at most the in-flight window ran twice: "
+              f"{again}")
+        for k in again:
+            t = sorted(starts[k])
+            eq(len(t), 2, f"{k} ran twice at most")
+            check(t[0] < kill_ns < t[1],
+                  f"{k}: first run before the failover, the second after")
+        if again:
+            print(f"# ran again after the failover (unreplicated writes): "
+                  f"{again}", file=sys.stderr)
         eq(env.dlq(), [], "nothing dead-lettered")
         xlen = env.r("XLEN", env.stream)
         eq(xlen, 300, "every XADD kept")
