@@ -43,6 +43,20 @@ def prepend(path, line):
 		f.write(line + "\n" + text)
 
 
+def include_fails(rel, include, *expected):
+	"""@rel (a path in the tree) gets @include as its first line: the
+	checker must fail, its output holding each of @expected."""
+	d = tree()
+	try:
+		prepend(os.path.join(d, rel), include)
+		rc, out = run(d)
+		eq(rc, 1, "exit status")
+		for e in expected:
+			check(e in out, out)
+	finally:
+		shutil.rmtree(d)
+
+
 @case
 def untouched_tree_passes():
 	d = tree()
@@ -55,30 +69,17 @@ def untouched_tree_passes():
 
 @case
 def relayd_including_a_private_header_fails():
-	d = tree()
-	try:
-		prepend(os.path.join(d, "relayd", "stats.c"),
-			'#include "redis/backend.h"')
-		rc, out = run(d)
-		eq(rc, 1, "exit status")
-		check("relayd/stats.c:1: includes the private header "
-		      "librelay/redis/backend.h" in out, out)
-	finally:
-		shutil.rmtree(d)
+	include_fails("relayd/stats.c", '#include "redis/backend.h"',
+		      "relayd/stats.c:1: includes the private header "
+		      "librelay/redis/backend.h")
 
 
 @case
 def relayctl_including_a_private_header_of_an_allowed_module_fails():
 	# relayctl may include the app module, but only its public header.
-	d = tree()
-	try:
-		prepend(os.path.join(d, "relayctl", "fmt.c"), '#include "app/app.h"')
-		rc, out = run(d)
-		eq(rc, 1, "exit status")
-		check("relayctl/fmt.c:1: includes the private header "
-		      "librelay/app/app.h" in out, out)
-	finally:
-		shutil.rmtree(d)
+	include_fails("relayctl/fmt.c", '#include "app/app.h"',
+		      "relayctl/fmt.c:1: includes the private header "
+		      "librelay/app/app.h")
 
 
 @case
@@ -109,16 +110,8 @@ def the_map_cannot_grant_a_private_header():
 
 @case
 def public_header_of_a_module_the_row_does_not_list_fails():
-	d = tree()
-	try:
-		prepend(os.path.join(d, "relayd", "stats.c"),
-			'#include "relay/pattern.h"')
-		rc, out = run(d)
-		eq(rc, 1, "exit status")
-		check("an arrow relayd -> pattern the map does not allow" in out,
-		      out)
-	finally:
-		shutil.rmtree(d)
+	include_fails("relayd/stats.c", '#include "relay/pattern.h"',
+		      "an arrow relayd -> pattern the map does not allow")
 
 
 if __name__ == "__main__":

@@ -349,7 +349,9 @@ static relay_redis_reply *retain(mem_backend *m, mem_key *k,
 /*
  * COMPLETE_ACK: mark_complete's decision; when recorded, the field is
  * written, then XACK, then (only after the XACK) the retention marker
- * and TTL, as complete_ack.lua.
+ * and TTL. complete_ack.lua reaches the same states: it issues the XACK
+ * first and writes the field with the marker after it (the script is
+ * atomic), and on an XACK error writes the field alone, as here.
  */
 static relay_redis_reply *complete_ack(mem_backend *m, mem_key *k,
 				       const mem_args *a)
