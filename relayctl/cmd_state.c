@@ -292,7 +292,7 @@ static int scan(struct leaks *l)
 	 * command on the stream's key moves the connection to the owner of
 	 * the stream's slot, where all its state hashes are. */
 	{
-		const char *type[] = { "TYPE", l->conf.stream };
+		const char *type[] = { "TYPE", l->stream };
 
 		r = cmd(l, 2, type, &rc);
 		relay_redis_reply_free(r);

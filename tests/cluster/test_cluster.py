@@ -143,6 +143,27 @@ def delivery_dlq_schedule_replay():
 
 
 @case
+def leaks_each_partition_on_its_owner():
+    """relayctl state leaks with a list of streams whose slots are on
+    different masters scans each stream's state hashes on the master
+    that owns that stream's slot."""
+    with ClusterEnv() as env:
+        first = "{p0}"
+        owner = env.cluster.owner(key_slot(first))
+        other = next(f"{{p{i}}}" for i in range(1, 200)
+                     if env.cluster.owner(key_slot(f"{{p{i}}}")) != owner)
+        for s in (first, other):
+            env.r("XGROUP", "CREATE", s, env.group, "$", "MKSTREAM")
+        leak = f"relay:invocation:{other}:{env.group}:1-1"
+        env.r("HSET", leak, "a/ok", "ok")
+        rc, out, err = ctl(env, "state", "leaks", "--json",
+                           extra={"REDIS_STREAM": f"{first},{other}"})
+        eq(rc, 0, f"state leaks: {err}")
+        eq(json.loads(out)["found"], 1,
+           f"the leak of {other}, on another master, found: {out}")
+
+
+@case
 def failover_mid_load():
     """Kill the master owning the stream's slot while events flow: after
     the replica takes over, every XADDed entry is acknowledged with its
