@@ -70,7 +70,7 @@ static void cmd_health(relayd *d, relayd_request *req)
 	char reason[sizeof(h.reason) + 600] = "";
 	size_t i;
 
-	if (d->consumer) {
+	if (relayd_consumer(d)) {
 		h.ready = h.redis_up = 1;
 		for (i = 0; i < d->nconsumers; i++) {
 			relay_consumer_health one = {
@@ -356,7 +356,7 @@ static void cmd_invoke(relayd *d, relayd_request *req, json_t *j)
 				    "\"event\" (a JSON object or its text)");
 		return;
 	}
-	if (!d->consumer) {
+	if (!relayd_consumer(d)) {
 		free(event);
 		relayd_request_fail(req, "stopping", "relayd is stopping");
 		return;
@@ -369,8 +369,8 @@ static void cmd_invoke(relayd *d, relayd_request *req, json_t *j)
 	}
 	rr->d = d;
 	rr->req = req;
-	rc = relay_consumer_invoke(d->consumer, app, event, strlen(event),
-				   on_run, rr);
+	rc = relay_consumer_invoke(relayd_consumer(d), app, event,
+				   strlen(event), on_run, rr);
 	free(event);
 	if (rc) {
 		free(rr);
@@ -411,13 +411,13 @@ static void on_dlq_entry(relay_redis_backend *b, int status,
 				    "handler to replay");
 		goto fail;
 	}
-	if (!d->consumer) {
+	if (!relayd_consumer(d)) {
 		relayd_request_fail(rr->req, "stopping", "relayd is stopping");
 		goto fail;
 	}
-	rc = relay_consumer_replay(d->consumer, rec.e.app, rec.e.handler,
-				   rec.e.event, strlen(rec.e.event), on_run,
-				   rr);
+	rc = relay_consumer_replay(relayd_consumer(d), rec.e.app,
+				   rec.e.handler, rec.e.event,
+				   strlen(rec.e.event), on_run, rr);
 	if (rc) {
 		relayd_request_fail(rr->req, run_error_code(rc),
 				    relay_strerror(rc));
@@ -540,7 +540,7 @@ static void cmd_stats(relayd *d, relayd_request *req, bool reset)
 {
 	json_t *r, *snap;
 
-	if (reset && d->consumer) {
+	if (reset && relayd_consumer(d)) {
 		size_t i;
 
 		for (i = 0; i < d->nconsumers; i++)

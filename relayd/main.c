@@ -92,7 +92,7 @@ static int take(relayd *d, relayd_stats *s)
 	memset(s, 0, sizeof(*s));
 	/* Once one stream's consumer is closed its figures are gone: no
 	 * partial snapshot may overwrite the final one (on_stopped). */
-	if (!d->consumer || d->nopen < d->nconsumers)
+	if (!relayd_consumer(d) || d->nopen < d->nconsumers)
 		return -1;
 	s->started_at_ms = d->started_at_ms;
 	s->reset_at_ms = d->reset_at_ms;
@@ -197,7 +197,6 @@ static void on_closed(relay_consumer *c)
 			d->consumers[i] = NULL;
 	if (--d->nopen > 0)
 		return;
-	d->consumer = NULL;
 	ev_break(d->loop, EVBREAK_ALL);
 }
 
@@ -230,7 +229,7 @@ static void on_stop_signal(struct ev_loop *loop, ev_signal *w, int revents)
 
 	(void)loop;
 	(void)revents;
-	if (!d->consumer)
+	if (!relayd_consumer(d))
 		return;
 	graceful = d->signals++ == 0;
 	relayd_schedpub_stop(d->schedpub);
@@ -498,7 +497,6 @@ static int open_consumer(relayd *d, char *errbuf, size_t size)
 		d->nconsumers++;
 		d->nopen++;
 	}
-	d->consumer = d->consumers[0];
 	return 0;
 }
 

@@ -264,8 +264,6 @@ typedef struct relayd {
 					stream */
 	relay_runtime *rt;           /* attached to loop */
 	relay_appset *apps;          /* the set the consumer uses */
-	relay_consumer *consumer;    /* consumers[0]; NULL once every
-					consumer is closed */
 	relay_consumer **consumers;  /* one per cfg.streams[i], NULL once
 					closed */
 	size_t nconsumers;           /* cfg.nstreams */
@@ -288,6 +286,19 @@ typedef struct relayd {
 	int64_t reset_at_ms;
 	int exit_code;
 } relayd;
+
+/* The first stream's consumer not closed yet (app invoke and dlq replay
+ * run through it), or NULL once every one is closed: consumers close one
+ * by one at shutdown. */
+static inline relay_consumer *relayd_consumer(const relayd *d)
+{
+	size_t i;
+
+	for (i = 0; i < d->nconsumers; i++)
+		if (d->consumers[i])
+			return d->consumers[i];
+	return NULL;
+}
 
 /* Scale a fixed relayd duration (seconds) by RELAY_TEST_TIME_SCALE. */
 double relayd_scaled(const relayd *d, double seconds);
