@@ -195,8 +195,11 @@ static void drop_connection(hr_backend *b)
 	memset(b->loading, 0, sizeof(b->loading));
 	ev_timer_stop(b->loop, &b->connect_timer);
 	ac->data = NULL;
-	redisAsyncFree(ac);
+	/* The next node first: freeing the context fails its commands now,
+	 * and one that never connected is resent at once (relay__hr_on_reply)
+	 * to the connection that makes. */
 	relay__hr_rotate(b);
+	redisAsyncFree(ac);
 	schedule_reconnect(b);
 	release(b);
 }
@@ -298,14 +301,19 @@ static void on_timeout(struct ev_loop *loop, ev_timer *w, int revents)
 {
 	hr_cmd *c = w->data;
 	hr_backend *b = c->b;
+	int waiting;
 
 	hold(b);
 	set_err(b, "command timed out");
 	relay__log(&b->opts.logger, RELAY_LOG_WARN, "RELAY-REDIS05",
 		   "redis command timed out after %d ms; reconnecting",
 		   b->opts.command_timeout_ms);
-	relay__hr_complete(c, RELAY_ETIMEOUT, NULL); /* @c may be gone after this */
-	if (!b->closing && !c->waiting)
+	/* @c may be gone after its callback: read what is needed first. A
+	 * command waiting to be resent (TRYAGAIN) was not in flight, so the
+	 * connection is not the one at fault. */
+	waiting = c->waiting;
+	relay__hr_complete(c, RELAY_ETIMEOUT, NULL);
+	if (!b->closing && !waiting)
 		drop_connection(b);
 	release(b);
 }
@@ -663,7 +671,7 @@ static int hr_script(relay_redis_backend *rb, relay_redis_script op,
 	size_t vl[HR_MAX_SCRIPT_ARGS + 3];
 	char nk[8];
 	hr_cmd *c;
-	int rc, i, len, known;
+	int rc, i, known;
 
 	if (argc > HR_MAX_SCRIPT_ARGS)
 		return RELAY_EINVAL;
@@ -691,27 +699,10 @@ static int hr_script(relay_redis_backend *rb, relay_redis_script op,
 		v[i + 3] = argv[i];
 		vl[i + 3] = argvlen ? argvlen[i] : strlen(argv[i]);
 	}
-	if (!known) {
-		rc = send_cmd(b, c, argc + 3, v, vl);
-		if (rc)
-			relay__hr_cmd_free(c);
-		return rc;
-	}
-	len = redisFormatCommandArgv(&c->fmt, argc + 3, v, vl);
-	if (len < 0) {
-		c->fmt = NULL;
+	rc = send_cmd(b, c, argc + 3, v, vl);
+	if (rc)
 		relay__hr_cmd_free(c);
-		return RELAY_ENOMEM;
-	}
-	c->fmtlen = (size_t)len;
-	if (redisAsyncFormattedCommand(b->ac, relay__hr_on_reply, c, c->fmt,
-				       c->fmtlen) != REDIS_OK) {
-		relay__hr_cmd_free(c);
-		return RELAY_ECLOSED;
-	}
-	relay__hr_start_timer(b, c);
-	relay__hr_flush(b);
-	return 0;
+	return rc;
 }
 
 static int hr_wait(relay_redis_backend *rb, const int *done)
