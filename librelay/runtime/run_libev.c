@@ -545,8 +545,10 @@ void relay__run_warm_started(relay_run *r, pid_t pid)
 
 void relay__run_warm_exited(relay_run *r, int wstatus)
 {
-	/* The invocation's pid namespace died with its init: no leftovers,
-	 * and its group id may already be free, so it is not signalled. */
+	/* The parent reports the exit only once nothing of the invocation is
+	 * left (its slot killed and reaped every leftover, or its pid
+	 * namespace died with its init), and its group id may already be
+	 * free, so it is not signalled. */
 	r->wstatus = wstatus;
 	on_exited(r);
 }

@@ -25,8 +25,8 @@
  *
  * A parent is keyed by everything of the spec that its sandbox fixes (app,
  * directory, generation, network, environment); resources apply per
- * invocation (cgroups joined before the invocation unshares, rlimits set
- * by it). Idle parents are retired after warm_idle_ms; at most
+ * invocation (cgroups joined before any of the invocation's code runs,
+ * rlimits set by its process). Idle parents are retired after warm_idle_ms; at most
  * warm_max_parents live at once (the least recently used idle one makes
  * room). warm_ctl.c has the control protocol (requests and what the
  * parent answers), warm_pool.c the node pre-started processes,
@@ -42,7 +42,6 @@
 #include <string.h>
 #include <sys/socket.h>
 #include <sys/syscall.h>
-#include <sys/uio.h>
 #include <sys/wait.h>
 #include <unistd.h>
 
@@ -327,8 +326,9 @@ static int spawn_parent(relay__warm *w, warm_parent *p,
 
 	/* An exec app's parent execs its command in every invocation: the
 	 * small C server where it is built, else the python3 one. */
-	if (spec->runtime == RELAY_RUNTIME_EXEC &&
-	    relay__bwrap_warm_exec(w->rt->rb))
+	p->exec_server = spec->runtime == RELAY_RUNTIME_EXEC &&
+			 relay__bwrap_warm_exec(w->rt->rb);
+	if (p->exec_server)
 		rc = relay__strv_push(&inner, RELAY__SANDBOX_WARM_EXEC);
 	else
 		for (i = 0; rc == 0 && i < RELAY__ARRAY_SIZE(serve); i++)
@@ -683,12 +683,11 @@ use:
 	q->proc = &bp->parent;
 	q->id = ++w->next_id;
 	q->cfd[0] = q->cfd[1] = q->cfd[2] = q->cfd[3] = q->go_w = -1;
-	q->ncfd = 3;
 	bp->parent.stdin_fd = bp->parent.stdout_fd = bp->parent.stderr_fd = -1;
 	relay__limits_inv_init(&bp->inv);
 	q->inv = &bp->inv;
 	lim = *spec;
-	if (lim.pids && spec->runtime == RELAY_RUNTIME_EXEC && b->warm_exec)
+	if (lim.pids && p->exec_server)
 		lim.pids += WARM_PIDS_OVERHEAD_EXEC;
 	if (relay__limits_prepare(b->limits, &lim, &bp->inv, &err) != 0)
 		goto fail_q;
@@ -703,7 +702,6 @@ use:
 	if (q->inv->ncg > 0) {
 		if (relay__make_pipe(&q->go_w, &q->cfd[3], true) != 0)
 			goto fail_q;
-		q->ncfd = 4;
 	}
 	if (relay__warm_build_request(q, spec, &env) != 0)
 		goto fail_q;

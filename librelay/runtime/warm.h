@@ -51,7 +51,6 @@ struct warm_req {
 	int cfd[4];            /* the invocation's ends (stdin, stdout,
 				* stderr; the go pipe's read end when it
 				* has cgroups), until sent */
-	int ncfd;
 	int go_w;              /* "g" here once it joined its cgroups */
 	char *msg;             /* the R message, until sent */
 	size_t msg_len;
@@ -77,6 +76,7 @@ struct warm_parent {
 	warm_req *reqs;
 	unsigned int inflight;
 	relay_mono_us last_used;
+	bool exec_server;      /* relay-warm-exec, not the python3 one */
 	bool dead;
 };
 
@@ -190,5 +190,8 @@ void relay__warm_pool_free(warm_pool *q);
 /* Resident memory of its processes (and of a process tree). */
 uint64_t relay__warm_pool_rss(const warm_pool *q);
 uint64_t relay__warm_tree_rss(pid_t pid, int depth);
+/* Up to @max children of @pid (/proc/<pid>/task/<pid>/children) into
+ * @out; returns how many (0 when it is gone). */
+int relay__warm_children(pid_t pid, pid_t *out, int max);
 
 #endif /* RELAY__WARM_H */

@@ -45,17 +45,23 @@ static pid_t pidfd_pid(int pidfd)
 	return (pid_t)strtol(p + 5, NULL, 10);
 }
 
+/* The most descriptors a message carries: a request's stdin, stdout,
+ * stderr and go pipe. */
+#define CTL_MAX_FDS 4
+
 static int send_msg(int fd, const char *msg, size_t len, const int *fds,
 		    int nfds)
 {
 	union {
-		char buf[CMSG_SPACE(3 * sizeof(int))];
+		char buf[CMSG_SPACE(CTL_MAX_FDS * sizeof(int))];
 		struct cmsghdr align;
 	} u;
 	struct iovec iov = { (void *)msg, len };
 	struct msghdr mh;
 	ssize_t n;
 
+	if (nfds < 0 || nfds > CTL_MAX_FDS)
+		return -1;
 	memset(&mh, 0, sizeof(mh));
 	mh.msg_iov = &iov;
 	mh.msg_iovlen = 1;
@@ -101,7 +107,9 @@ int relay__warm_req_send(warm_req *q)
 	warm_parent *p = q->p;
 	int i;
 
-	if (send_msg(p->ctl, q->msg, q->msg_len, q->cfd, q->ncfd) != 0)
+	/* The go pipe's read end goes along when the run has cgroups. */
+	if (send_msg(p->ctl, q->msg, q->msg_len, q->cfd,
+		     q->cfd[3] >= 0 ? 4 : 3) != 0)
 		return -1;
 	for (i = 0; i < 4; i++)
 		relay__warm_close_fd(&q->cfd[i]);

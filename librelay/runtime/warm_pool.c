@@ -299,28 +299,15 @@ int relay__warm_pool_claim(relay__warm *w, struct ev_loop *loop,
  * init, the pre-started process). */
 uint64_t relay__warm_tree_rss(pid_t pid, int depth)
 {
-	char path[80], buf[512], *p, *end;
 	uint64_t sum = relay__warm_rss_of(pid);
-	ssize_t n;
-	int fd;
+	pid_t kid[64];
+	int i, n;
 
 	if (depth > 4)
 		return sum;
-	snprintf(path, sizeof(path), "/proc/%ld/task/%ld/children", (long)pid,
-		 (long)pid);
-	fd = open(path, O_RDONLY | O_CLOEXEC);
-	if (fd < 0)
-		return sum;
-	n = read(fd, buf, sizeof(buf) - 1);
-	close(fd);
-	buf[n > 0 ? n : 0] = '\0';
-	for (p = buf; *p; p = end) {
-		long c = strtol(p, &end, 10);
-
-		if (end == p)
-			break;
-		sum += relay__warm_tree_rss((pid_t)c, depth + 1);
-	}
+	n = relay__warm_children(pid, kid, 64);
+	for (i = 0; i < n; i++)
+		sum += relay__warm_tree_rss(kid[i], depth + 1);
 	return sum;
 }
 

@@ -92,8 +92,7 @@ static uint64_t private_of(pid_t pid)
 	return kb * 1024;
 }
 
-/* Up to @max children of @pid into @out; returns how many. */
-static int children_of(pid_t pid, pid_t *out, int max)
+int relay__warm_children(pid_t pid, pid_t *out, int max)
 {
 	char path[80], buf[4096], *s, *end;
 	ssize_t n;
@@ -138,12 +137,12 @@ uint64_t relay__warm_parent_mem(const warm_parent *p)
 	sum = relay__warm_rss_of(p->server_pid);
 	/* The python3 server's children are its slots (N), theirs the
 	 * waiting H and the running invocation's. */
-	ns = children_of(p->server_pid, slot, 256);
+	ns = relay__warm_children(p->server_pid, slot, 256);
 	for (i = 0; i < ns; i++) {
 		if (running(p, slot[i]))
 			continue;    /* relay-warm-exec: N is the invocation's */
 		sum += private_of(slot[i]);
-		nk = children_of(slot[i], kid, 16);
+		nk = relay__warm_children(slot[i], kid, 16);
 		for (j = 0; j < nk; j++)
 			if (!running(p, kid[j]))
 				sum += private_of(kid[j]);

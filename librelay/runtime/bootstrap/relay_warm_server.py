@@ -11,13 +11,15 @@
 # Invocations run in slots. A slot is a process N, forked from the server
 # (so as pristine as it) as pid 1 of its own pid namespace and mount
 # namespace, with private tmpfs /tmp and /dev/shm and a fresh /proc. It
-# runs one invocation at a time, at most as many slots as the app has
-# invocations in flight:
-#   H  (forked by N, pid 2 of the namespace, in its own IPC namespace and
-#      session)  waits until relayd has moved it into the invocation's
-#      cgroups ("go"), sets the rlimits, drops every capability, restores
-#      the interpreter's start-up signal dispositions, the clean
-#      environment and stdio, reseeds random, then runs the handler
+# runs one invocation at a time; the server keeps one slot free, so there
+# are as many slots as the most invocations the app had in flight, plus
+# one, for the life of the server:
+#   H  (forked by N ahead of its request, pid 2 of the namespace, in its
+#      own IPC namespace and session) drops every capability and waits
+#      for its request; then it waits until relayd has moved it into the
+#      invocation's cgroups ("go"), sets the rlimits, takes the clean
+#      environment and stdio (the interpreter's start-up signal
+#      dispositions it has from N), reseeds random, then runs the handler
 #      exactly as a cold bootstrap would.
 #   When H exits, N kills and reaps every process left in the namespace
 #   (kill(-1) from a pid 1), reports H's status, and, if the invocation
@@ -27,7 +29,8 @@
 # object, or a byte of its memory (H is a fork of N, which never runs
 # handler code).
 # relayd signals H's process group (SIGTERM at the timeout, then SIGKILL);
-# N ignores both as a pid 1 does. If the server dies, the sandbox's init
+# N is not in it (and, as a pid 1, no signal it has no handler for reaches
+# it from inside its namespace). If the server dies, the sandbox's init
 # exits and the kernel kills every slot and invocation with it.
 #
 # Control socket (fd 3, SOCK_SEQPACKET), fields NUL-separated:
@@ -77,11 +80,12 @@ SCRATCH = ("/tmp", "/dev/shm")
 # Slots of one server at most (relayd keeps an app's invocations in
 # flight to its concurrency; the server keeps one slot more free).
 MAX_SLOTS = 256
+MAX_SETUP_FAILURES = 3
 PR_CAP_AMBIENT, PR_CAP_AMBIENT_CLEAR_ALL = 47, 4
 CAP_VERSION_3 = 0x20080522
-# What N ignores (and H restores): a SIGTERM to the invocation's process
-# group is H's to handle.
-IGNORED = (signal.SIGTERM, signal.SIGINT, signal.SIGHUP, signal.SIGQUIT,
+# The dispositions N sets back to the interpreter's start-up ones (the
+# server handles SIGCHLD), so that every H has them as a cold start does.
+RESTORED = (signal.SIGTERM, signal.SIGINT, signal.SIGHUP, signal.SIGQUIT,
            signal.SIGUSR1, signal.SIGUSR2, signal.SIGALRM, signal.SIGPIPE)
 
 libc = ctypes.CDLL(None, use_errno=True)
@@ -214,13 +218,12 @@ class Server:
         self.run = run
         self.command = command  # exec apps: the argv each invocation execs
         self.codecache = {}
-        self.pid = os.getpid()
         # bwrap sets PWD (over the app's env) for a cold start too.
         self.pwd = os.environ.get("PWD")
         self.sock = socket.socket(fileno=3)
         # What an interpreter has at start-up, restored in every handler.
         self.sigs = {s: signal.getsignal(s)
-                     for s in (signal.SIGCHLD,) + IGNORED}
+                     for s in (signal.SIGCHLD,) + RESTORED}
         self.wake_r, self.wake_w = os.pipe2(os.O_NONBLOCK | os.O_CLOEXEC)
         # Resolve the C functions once, not in every invocation.
         for name in ("capset", "prctl", "mount"):
@@ -230,6 +233,8 @@ class Server:
         self.by_sock = {}    # fd of the server's end -> Slot (alive)
         self.idle = 0        # slots waiting for a request
         self.starting = 0    # slots not set up yet
+        self.failed = 0      # slots in a row that could not set up
+        self.poller = select.poll()  # relayd's socket, wake_r, slots
         self.bootstrap = os.path.join(
             os.path.dirname(os.path.abspath(__file__)), "relay-bootstrap.py")
 
@@ -381,6 +386,15 @@ class Server:
                     _close(fd)
                 continue
             rid = fields[1]
+            want = 4 if fields[2] == b"1" else 3
+            if len(fds) != want:
+                # Refused before the waiting H is touched: it stays
+                # the spare for the next request.
+                for fd in fds:
+                    _close(fd)
+                self.send([b"E", rid, b"expected %d descriptors, got %d"
+                           % (want, len(fds))])
+                continue
             ssock.sendmsg([b"B\0" + rid + b"\0"])
             try:
                 h = self._hand_over(ssock, spare, msg, fields, fds)
@@ -391,7 +405,7 @@ class Server:
             if h is not None:
                 st = self._wait(h)
                 self._kill_leftovers()
-                if self._scratch_stamp() != stamp:
+                if not self._scratch_fresh(stamp):
                     for d in SCRATCH:
                         self._mount_scratch(d, again=True)
                     stamp = self._scratch_stamp()
@@ -413,11 +427,7 @@ class Server:
     def _hand_over(self, ssock, spare, msg, fields, fds):
         """In N: give the request to the waiting H (a new one if there is
         none) and tell relayd. Returns the pid of H."""
-        wait_go = fields[2] == b"1"
         try:
-            if len(fds) != (4 if wait_go else 3):
-                raise ValueError("expected %d descriptors, got %d"
-                                 % (4 if wait_go else 3, len(fds)))
             for attempt in (0, 1):
                 if spare is None:
                     spare = self._spare(ssock)
@@ -523,7 +533,7 @@ class Server:
         handler code, so H still starts from a pristine copy."""
         # N is not in H's process group: relayd never signals it, and
         # H inherits the interpreter's start-up dispositions.
-        for s in (signal.SIGCHLD,) + IGNORED:
+        for s in (signal.SIGCHLD,) + RESTORED:
             h = self.sigs.get(s)
             signal.signal(s, h if h is not None else signal.SIG_DFL)
         self.cap_hdr = _CapHeader(CAP_VERSION_3, 0)
@@ -577,15 +587,31 @@ class Server:
     def _scratch_stamp():
         """What an invocation can have changed in the scratch mounts: an
         entry made or removed changes a directory's mtime, a chmod, chown
-        or xattr its ctime."""
+        or xattr its ctime, a mount over it the inode; and what a fresh
+        mount has (mode, owner)."""
         out = []
         for d in SCRATCH:
             try:
                 st = os.stat(d)
-                out.append((st.st_mtime_ns, st.st_ctime_ns, st.st_ino))
+                out.append((st.st_mtime_ns, st.st_ctime_ns, st.st_ino,
+                            st.st_mode, st.st_uid, st.st_gid))
             except OSError:
                 out.append(None)
         return out
+
+    def _scratch_fresh(self, stamp):
+        """In N, after an invocation: are the scratch mounts as they
+        were mounted (@stamp)? Times alone are not enough: a kernel with
+        coarse timestamps gives an entry made in the same tick as the
+        mount the mount's own time, so each must also be empty and carry
+        no extended attribute."""
+        if self._scratch_stamp() != stamp:
+            return False
+        try:
+            return not any(os.listdir(d) or _xattrs(d)
+                           for d in SCRATCH if d in self.scratch_mode)
+        except OSError:
+            return False
 
     @staticmethod
     def _kill_leftovers():
@@ -630,9 +656,10 @@ class Server:
         if pid < 0:
             mine.close()
             _check(-1, "clone3")
-        slot = Slot(pid, mine)
+        slot = Slot(mine)
         self.slots[pid] = slot
         self.by_sock[mine.fileno()] = slot
+        self.poller.register(mine, select.POLLIN)
         self.starting += 1
         return slot
 
@@ -675,9 +702,11 @@ class Server:
                 if not slot.ready:
                     slot.ready = True    # its first "I": set up
                     self.starting -= 1
+                    self.failed = 0
                 slot.rid = None
                 self.idle += 1
             elif f[0] == b"F":
+                self.failed += 1
                 os.write(2, b"relay: warm slot: " + f[-1] + b"\n")
 
     def drop_slot(self, slot, why="its slot exited"):
@@ -685,6 +714,7 @@ class Server:
         again cold)."""
         if self.by_sock.pop(slot.sock.fileno(), None) is None:
             return
+        self.poller.unregister(slot.sock)
         if slot.rid is not None:
             self.send([b"E", slot.rid, why.encode()])
             slot.rid = None
@@ -732,14 +762,11 @@ class Server:
         os.close(me)
         # The slots read relayd's requests; the server only watches for
         # relayd hanging up, its slots' news and their exits.
+        self.poller.register(self.sock, select.POLLRDHUP)
+        self.poller.register(self.wake_r, select.POLLIN)
         while True:
-            p = select.poll()
-            p.register(self.sock, select.POLLRDHUP)
-            p.register(self.wake_r, select.POLLIN)
-            for fd in self.by_sock:
-                p.register(fd, select.POLLIN)
             try:
-                ready = p.poll()
+                ready = self.poller.poll()
             except InterruptedError:
                 continue
             for fd, ev in ready:
@@ -751,18 +778,21 @@ class Server:
                 if slot is not None:
                     self.from_slot(slot)
             # Keep one slot free (or on its way) for the next request,
-            # once every slot's news of this round is in.
+            # once every slot's news of this round is in; not after
+            # MAX_SETUP_FAILURES slots in a row failed to set up (no
+            # fork loop: requests wait for the slots there are, and one
+            # that waits too long is relayd's wedge, run cold).
             if (self.idle + self.starting <= 0
-                    and len(self.by_sock) < MAX_SLOTS):
+                    and len(self.by_sock) < MAX_SLOTS
+                    and self.failed < MAX_SETUP_FAILURES):
                 self.new_slot()
 
 
 class Slot:
     """The server's end of one invocation slot."""
-    __slots__ = ("pid", "sock", "rid", "ready")
+    __slots__ = ("sock", "rid", "ready")
 
-    def __init__(self, pid, sock):
-        self.pid = pid
+    def __init__(self, sock):
         self.sock = sock
         self.rid = None     # the invocation it runs, if any
         self.ready = False  # it said its first "I"
@@ -783,6 +813,17 @@ def _fields(msg):
     if fields and fields[-1] == b"":
         fields.pop()
     return fields
+
+
+def _xattrs(path):
+    """The extended attributes of @path; none where they are not
+    supported."""
+    try:
+        return os.listxattr(path)
+    except OSError as e:
+        if e.errno in (errno.ENOTSUP, errno.EOPNOTSUPP):
+            return []
+        raise
 
 
 def _reap(pid):
