@@ -43,8 +43,6 @@ typedef enum relay__cinv_state {
 struct relay__cinv {
 	relay__msg *m;                       /* owning message */
 	relay_app *app;                      /* reference */
-	const relay_app_rule *rule;          /* borrowed from app; NULL for
-						a schedule occurrence */
 	const char *handler;                 /* the rule's handler, or the
 						pinned one (m->pin) */
 	int64_t timeout_ms;                  /* the rule's, or pinned */
@@ -358,8 +356,14 @@ void relay__msg_classified(relay__msg *m, int status,
 void relay__msg_run(relay__msg *m);
 /* The next invocation, or the end of the message when none is left. */
 void relay__msg_next(relay__msg *m);
+/* A Redis step of @m failed with @status: counted, logged (at most once
+ * per backoff step for a message's own trouble), message kept pending. */
 void relay__msg_step_failed(relay_consumer *c, int status, const char *what,
 			    relay__msg *m);
+/* The log part of it, for a failure already counted (message @id);
+ * returns 1 when it is the message's own trouble (an error reply). */
+int relay__msg_step_note(relay_consumer *c, int status, const char *what,
+			 const char *id);
 void relay__msg_ack(relay__msg *m);
 /* Send the fused success tail for @inv (the last one of @m) and free
  * @m. Returns 0 (then @m is gone) or the send error (@m untouched). */

@@ -328,8 +328,10 @@ static void rec_fire(struct ev_loop *loop, ev_timer *w, int revents)
 	if (inv->state != RELAY__CINV_RECORD_WAIT)
 		return;
 	if (m->c->stopping) {
-		relay__msg_step_failed(m->c, inv->rec_status,
-				       rec_what[inv->rec_op], m);
+		/* Counted when it failed (record_error): logged only. */
+		if (relay__msg_step_note(m->c, inv->rec_status,
+					 rec_what[inv->rec_op], m->id))
+			m->step_failed = 1;
 		inv_resolved(inv, RELAY__CINV_PENDING);
 		return;
 	}

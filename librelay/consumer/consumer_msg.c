@@ -281,7 +281,7 @@ static void tail_unlink(tail_call *t)
 static void tail_error(tail_call *t, int status, int counted)
 {
 	relay_consumer *c = t->c;
-	int64_t retry_ms, delay_ms;
+	int64_t delay_ms;
 
 	if (!counted)
 		relay__consumer_redis_failed(c, status, "mark_complete+XACK");
@@ -299,16 +299,7 @@ static void tail_error(tail_call *t, int status, int counted)
 		c->tails = t;
 		return;
 	}
-	if (!relay__stuck_class(c, status))
-		LOG(c, RELAY_LOG_WARN, "RELAY-ENG09",
-		    "mark_complete+XACK: %s; message kept pending "
-		    "message_id=%s", relay_strerror(status), t->id);
-	else if (relay__stuck_note(c, t->id, "mark_complete+XACK",
-				   relay_strerror(status), &retry_ms))
-		LOG(c, RELAY_LOG_WARN, "RELAY-ENG09",
-		    "mark_complete+XACK: %s; message kept pending, "
-		    "next try in %lld ms message_id=%s",
-		    relay_strerror(status), (long long)retry_ms, t->id);
+	relay__msg_step_note(c, status, "mark_complete+XACK", t->id);
 	tail_free(t);
 	c->ops--;
 	relay__consumer_check_stopped(c);
@@ -416,31 +407,38 @@ void relay__msg_release(relay__msg *m, const char *why)
 	msg_free(m);
 }
 
-void relay__msg_step_failed(relay_consumer *c, int status, const char *what,
-			    relay__msg *m)
+int relay__msg_step_note(relay_consumer *c, int status, const char *what,
+			 const char *id)
 {
 	const char *detail;
 	int64_t retry_ms;
 
-	relay__consumer_redis_failed(c, status, what);
 	if (!relay__stuck_class(c, status)) {
 		LOG(c, RELAY_LOG_WARN, "RELAY-ENG09",
 		    "%s: %s; message kept pending message_id=%s", what,
-		    relay_strerror(status), m->id);
-		return;
+		    relay_strerror(status), id);
+		return 0;
 	}
 	/* Redis answered with an error: this message's own trouble. One
 	 * line per backoff step, never one per delivery. */
-	m->step_failed = 1;
 	detail = relay_strerror(status);
-	if (relay__stuck_note(c, m->id, what, detail, &retry_ms))
+	if (relay__stuck_note(c, id, what, detail, &retry_ms))
 		LOG(c, RELAY_LOG_WARN, "RELAY-ENG09",
 		    "%s: %s; message kept pending, next try in %lld ms "
-		    "message_id=%s", what, detail, (long long)retry_ms, m->id);
+		    "message_id=%s", what, detail, (long long)retry_ms, id);
 	else
 		LOG(c, RELAY_LOG_DEBUG, "RELAY-ENG09",
 		    "%s: %s; message kept pending message_id=%s", what,
-		    detail, m->id);
+		    detail, id);
+	return 1;
+}
+
+void relay__msg_step_failed(relay_consumer *c, int status, const char *what,
+			    relay__msg *m)
+{
+	relay__consumer_redis_failed(c, status, what);
+	if (relay__msg_step_note(c, status, what, m->id))
+		m->step_failed = 1;
 }
 
 /* ---- the message ------------------------------------------------------- */
@@ -858,7 +856,6 @@ static int match(relay__msg *m)
 
 		inv->m = m;
 		inv->app = relay_app_ref(mt[i].app);
-		inv->rule = mt[i].rule;
 		inv->handler = relay_app_rule_handler(mt[i].rule);
 		inv->timeout_ms = relay_app_rule_timeout_ms(mt[i].rule);
 		inv->retries = relay_app_rule_retries(mt[i].rule);

@@ -230,11 +230,15 @@ static void test_lost__stop_gives_up(void)
 	h_start(&h);
 	h_xadd(&h, "{\"kind\":\"x\"}");
 	H_UNTIL(&h, h.fault->scripts[MC] == 2, 5000);
+	h_settle(&h, 10);       /* its failure is in: waiting to resend */
 	relay_consumer_stop(h.c, 1, NULL, NULL);
 	h_settle(&h, 500);
 	RT_EQ_INT(h.fault->scripts[MC], 2);
 	RT_EQ_INT((int)h_pel(&h), 1);
 	RT_EQ_INT(runs(&h, "g"), 0);
+	/* Two sends failed: each counted once (not again when the stop
+	 * gives the resend up). */
+	RT_EQ_INT((int)h_metrics(&h).redis_errors, 2);
 	h_cleanup(&h);
 }
 
