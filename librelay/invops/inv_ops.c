@@ -104,15 +104,16 @@ static void inv_reply(relay_redis_backend *b, int status,
 }
 
 /* Run script @op with KEYS @numkeys first of @argv; the reply goes to
- * @cb (or @pin_cb). */
+ * @cb (or @pin_cb, or @start_cb: the one that is set). */
 static int run_cb(relay_redis_backend *b, relay_redis_script op,
 		  int numkeys, int argc, const char *const *argv,
-		  relay_inv_cb cb, relay__inv_pin_cb pin_cb, void *payload)
+		  relay_inv_cb cb, relay__inv_pin_cb pin_cb,
+		  relay__inv_claim_start_cb start_cb, void *payload)
 {
 	struct inv_call *c;
 	int rc;
 
-	if (!b || (!cb && !pin_cb))
+	if (!b || (!cb && !pin_cb && !start_cb))
 		return RELAY_EINVAL;
 	c = relay__malloc(sizeof(*c));
 	if (!c)
@@ -120,7 +121,7 @@ static int run_cb(relay_redis_backend *b, relay_redis_script op,
 	c->op = op;
 	c->cb = cb;
 	c->pin_cb = pin_cb;
-	c->start_cb = NULL;
+	c->start_cb = start_cb;
 	c->payload = payload;
 	rc = relay__redis_script(b, op, numkeys, argc, argv, NULL, inv_reply,
 				 c);
@@ -132,7 +133,7 @@ static int run_cb(relay_redis_backend *b, relay_redis_script op,
 static int run(relay_redis_backend *b, relay_redis_script op, int argc,
 	       const char *const *argv, relay_inv_cb cb, void *payload)
 {
-	return run_cb(b, op, 1, argc, argv, cb, NULL, payload);
+	return run_cb(b, op, 1, argc, argv, cb, NULL, NULL, payload);
 }
 
 static int check_claim(const char *key, const char *field,
@@ -186,7 +187,6 @@ int relay__inv_claim_start(relay_redis_backend *b, const char *key,
 {
 	start_args sa;
 	const char *argv[] = { key, field, sa.now, sa.timeout, sa.tok };
-	struct inv_call *c;
 	int rc;
 
 	if (!b || !cb)
@@ -194,16 +194,8 @@ int relay__inv_claim_start(relay_redis_backend *b, const char *key,
 	rc = start_args_make(&sa, key, field, now, timeout_ms);
 	if (rc)
 		return rc;
-	c = relay__calloc(1, sizeof(*c));
-	if (!c)
-		return RELAY_ENOMEM;
-	c->op = RELAY_REDIS_SCRIPT_CLAIM_START;
-	c->start_cb = cb;
-	c->payload = payload;
-	rc = relay__redis_script(b, c->op, 1, 5, argv, NULL, inv_reply, c);
-	if (rc)
-		relay__free(c);
-	return rc;
+	return run_cb(b, RELAY_REDIS_SCRIPT_CLAIM_START, 1, 5, argv, NULL,
+		      NULL, cb, payload);
 }
 
 int relay_inv_record_failure(relay_redis_backend *b, const char *key,
@@ -284,7 +276,7 @@ int relay__inv_complete_ack(relay_redis_backend *b, const char *key,
 	snprintf(sat, sizeof(sat), "%u", attempt);
 	snprintf(sttl, sizeof(sttl), "%lld", (long long)ttl_ms);
 	return run_cb(b, RELAY_REDIS_SCRIPT_COMPLETE_ACK, 2, 8, argv, cb, NULL,
-		      payload);
+		      NULL, payload);
 }
 
 int relay_inv_mark_exhausted(relay_redis_backend *b, const char *key,
@@ -307,7 +299,7 @@ static int claim_classification(relay_redis_backend *b, const char *key,
 	argv[0] = key;
 	argv[1] = pin;
 	return run_cb(b, RELAY_REDIS_SCRIPT_CLAIM_CLASSIFICATION, 1,
-		      pin && *pin ? 2 : 1, argv, cb, pin_cb, payload);
+		      pin && *pin ? 2 : 1, argv, cb, pin_cb, NULL, payload);
 }
 
 int relay_inv_claim_classification(relay_redis_backend *b, const char *key,

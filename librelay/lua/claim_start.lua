@@ -16,32 +16,14 @@ if stop then
 	return { 'retained', 0, 0, '', 'retained' }
 end
 local class = r[2] and 'already' or 'claimed'
-local s = relay_parse(r[3])
 local w = {}
 if class == 'claimed' then
 	w = { '__classification', '1' }
 end
-local out
-if s.kind == 'ok' then
-	out = relay_reply('ok', s)
-elseif s.kind == 'exhausted' then
-	out = relay_reply(s.dlq and 'exhausted_dlq' or 'exhausted', s)
-elseif (s.kind == 'running' or s.kind == 'backoff') and s.deadline > now then
-	out = relay_reply(s.kind, s)
-else
-	local attempt = 0
-	if s.kind == 'running' or s.kind == 'backoff' then
-		attempt = s.attempt
-	end
-	if timeout <= 0 or timeout > 300000 then
-		timeout = 300000
-	end
-	local n = { attempt = attempt + 1, deadline = now + timeout,
-		    token = token }
+local out, v = relay_try_start(relay_parse(r[3]), now, timeout, token)
+if v then
 	w[#w + 1] = field
-	w[#w + 1] = 'running:' .. relay_fmt(n.deadline) .. ':' ..
-		relay_fmt(n.attempt) .. ':' .. token
-	out = relay_reply('claimed', n)
+	w[#w + 1] = v
 end
 if #w > 0 then
 	redis.call('HSET', key, unpack(w))

@@ -1,20 +1,17 @@
 -- complete_ack.lua KEYS[1]=state hash KEYS[2]=stream
 -- ARGV: field attempt token group id ttl_ms
--- The success tail of a message in one step: mark_complete, then XACK,
--- then retain. The engine sends it only for the message's last
--- invocation when every other one is already "ok". Guarantees kept:
--- the state is written before the XACK; retention only after the XACK
--- succeeded (an XACK error is returned with the state written and no
--- retention); a stale or retained claim writes nothing and acknowledges
--- nothing (the mark_complete decision, twin of
--- relay__inv_decide_complete()).
--- The script runs atomically and its writes replicate and persist as one
--- unit, so "written before the XACK" holds for every observer and across
--- a crash while the calls are ordered for cost: the XACK is made first
--- and then a single HSET writes "ok" with the retention marker and the
--- TTL replaces any other (4 calls on success instead of 6); on an XACK
--- error the field is written "ok" and any TTL removed, as mark_complete
--- does, and the error returned.
+-- The success tail of a message in one step: what mark_complete, XACK
+-- and retain do one after the other. The engine sends it only for the
+-- message's last invocation when every other one is already "ok".
+-- Guarantees kept: no observer and no crash sees the message
+-- acknowledged without its state "ok" (the script runs atomically and
+-- its writes replicate and persist as one unit); retention only after
+-- the XACK succeeded (an XACK error is returned with the field written
+-- "ok", any TTL removed, and no retention); a stale or retained claim
+-- writes nothing and acknowledges nothing (the mark_complete decision,
+-- twin of relay__inv_decide_complete()). The calls are ordered for cost:
+-- the XACK first, then one HSET of "ok" with the retention marker and
+-- the TTL (4 calls on success instead of 6).
 local key, stream, field = KEYS[1], KEYS[2], ARGV[1]
 local attempt, token = tonumber(ARGV[2]), ARGV[3]
 local stop, s = relay_claim(key, field, attempt, token)

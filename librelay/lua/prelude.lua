@@ -55,6 +55,36 @@ local function relay_reply(result, s)
 	return { result, s.attempt, s.deadline, s.token }
 end
 
+-- The try_start decision on the parsed state @s (twin of
+-- relay__inv_decide_try_start()): the reply, and the field's new value
+-- when it claims (nil when nothing is to be written). A field that is
+-- terminal, or a claim or backoff whose deadline is ahead, is answered as
+-- it is; otherwise (absent, unparseable or expired) the next attempt is
+-- claimed until now + min(timeout, 5 min). It never exhausts by itself.
+local function relay_try_start(s, now, timeout, token)
+	if s.kind == 'ok' then
+		return relay_reply('ok', s)
+	end
+	if s.kind == 'exhausted' then
+		return relay_reply(s.dlq and 'exhausted_dlq' or 'exhausted', s)
+	end
+	local attempt = 0
+	if s.kind == 'running' or s.kind == 'backoff' then
+		if s.deadline > now then
+			return relay_reply(s.kind, s)
+		end
+		attempt = s.attempt
+	end
+	if timeout <= 0 or timeout > 300000 then
+		timeout = 300000
+	end
+	local n = { attempt = attempt + 1, deadline = now + timeout,
+		    token = token }
+	return relay_reply('claimed', n), 'running:' ..
+		relay_fmt(n.deadline) .. ':' .. relay_fmt(n.attempt) .. ':' ..
+		token
+end
+
 local function relay_is_err(r)
 	return type(r) == 'table' and r.err ~= nil
 end
