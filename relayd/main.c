@@ -72,6 +72,16 @@ static void usage(FILE *f)
 		"See relayd(8).\n");
 }
 
+relay_redis_backend *relayd_stream_redis(const relayd *d, const char *stream)
+{
+	size_t i;
+
+	for (i = 0; d->sredis && i < d->cfg.nstreams; i++)
+		if (d->sredis[i] && strcmp(d->cfg.streams[i], stream) == 0)
+			return d->sredis[i];
+	return d->redis;
+}
+
 double relayd_scaled(const relayd *d, double seconds)
 {
 	double s = seconds / (d->cfg.time_scale ? d->cfg.time_scale : 1);

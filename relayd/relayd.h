@@ -294,11 +294,18 @@ static inline relay_consumer *relayd_consumer(const relayd *d)
 {
 	size_t i;
 
-	for (i = 0; i < d->nconsumers; i++)
+	for (i = 0; d->consumers && i < d->nconsumers; i++)
 		if (d->consumers[i])
 			return d->consumers[i];
 	return NULL;
 }
+
+/* The connection for the keys of @stream (one of cfg.streams): its
+ * consumer's, which on Redis Cluster stays on the master owning that
+ * stream's slot, so that work on several streams (retention, schedule
+ * publishing, dlq replay) does not move one connection from master to
+ * master. d->redis for any other name. */
+relay_redis_backend *relayd_stream_redis(const relayd *d, const char *stream);
 
 /* Scale a fixed relayd duration (seconds) by RELAY_TEST_TIME_SCALE. */
 double relayd_scaled(const relayd *d, double seconds);

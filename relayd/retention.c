@@ -163,7 +163,8 @@ static void step(relayd_retention *r)
 	int64_t cutoff = trim ? relayd_wall_ms() - t->retention_ms : 0;
 	int rc;
 
-	rc = relay_redis_stream_trim(r->d->redis, t->key,
+	rc = relay_redis_stream_trim(relayd_stream_redis(r->d,
+				     r->d->cfg.streams[r->cur / 2]), t->key,
 				     cutoff < 0 ? 0 : cutoff,
 				     trim ? LIMIT : 0, t->flags, on_step, r);
 	if (rc) {

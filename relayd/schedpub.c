@@ -419,14 +419,16 @@ static const char *occ_stream(const relayd_schedpub *p, const occ *o,
  * the marker and its TTL are the library's. */
 static void publish_one(relayd_schedpub *p, occ *o)
 {
+	const char *stream;
 	char ts[32];
 	int rc;
 
 	if (relay_schedule_time_format(o->at, ts, sizeof(ts)))
 		return;
 	o->in_flight = 1;
-	rc = relay_schedule_publish(p->d->redis, occ_stream(p, o, ts), o->app,
-				    o->schedule, o->handler, o->at,
+	stream = occ_stream(p, o, ts);
+	rc = relay_schedule_publish(relayd_stream_redis(p->d, stream), stream,
+				    o->app, o->schedule, o->handler, o->at,
 				    publish_cb, o);
 	if (rc) {
 		o->in_flight = 0;
