@@ -287,7 +287,8 @@ RELAY_EXTERN int relay_app_rule_line(const relay_app_rule *rule);
  * was loaded, the text is the file's, now. An app loaded with
  * relay_app_load_buffer() has no such file unless its path names one.
  * Returns: 0; RELAY_ENOTFOUND (the file cannot be opened, or it has no
- * events[@index].pattern); RELAY_EPARSE (it no longer parses as YAML);
+ * events[@index].pattern); RELAY_EPARSE (it no longer parses as YAML,
+ * or it grew past the 1 MiB a template may have);
  * RELAY_EINVAL (@app or @out NULL, @indent out of range); RELAY_ENOMEM.
  * Ownership: *out is new (free with relay_free()); NULL on failure.
  * Thread-safety: safe from any thread.

@@ -196,9 +196,8 @@ done:
 	return 0;
 }
 
-/* Read a whole file, up to TEMPLATE_MAX_BYTES. */
-static int read_file(const char *path, char **data, size_t *len,
-		     relay__diags *d)
+int relay__app_read_file(const char *path, char **data, size_t *len,
+			 relay__diags *d)
 {
 	relay__buf b = { 0 };
 	char chunk[8192];
@@ -252,7 +251,7 @@ int relay__app_load_dir(relay_app **out, const char *name,
 			      dl && app_dir[dl - 1] == '/' ? "" : "/");
 	if (!path)
 		return RELAY_ENOMEM;
-	rc = read_file(path, &data, &len, d);
+	rc = relay__app_read_file(path, &data, &len, d);
 	if (!rc)
 		rc = relay__app_load_diags(out, name, app_dir, path, data, len,
 					   d);

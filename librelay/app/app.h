@@ -97,6 +97,13 @@ void relay__pnode_free(relay__pnode *root);
 /* The YAML 1.2 core-schema kind of a plain scalar. */
 enum relay__pnode_kind relay__yaml_plain_kind(const char *s, size_t len);
 
+/* app.c: read a whole template file (at most 1 MiB) into *data (a
+ * relay__malloc'd string of *len bytes, the caller's). Returns 0, or
+ * RELAY_ENOTFOUND / RELAY_EINVAL (too large) / RELAY_ERROR / RELAY_ENOMEM
+ * with the reason added to @d. */
+int relay__app_read_file(const char *path, char **data, size_t *len,
+			 relay__diags *d);
+
 /* values.c */
 
 /*

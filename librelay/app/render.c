@@ -20,8 +20,6 @@
 #include "app.h"
 #include "common.h"
 
-#define RENDER_MAX_BYTES (16 * 1024 * 1024)
-
 /* The output, and whether an append failed (then it is dropped). */
 typedef struct rbuf {
 	relay__buf b;
@@ -40,28 +38,21 @@ static int parse_template(const char *path, relay__pnode **root)
 	relay__diags d;
 	char *text = NULL;
 	size_t len = 0;
-	FILE *f;
-	long sz;
 	int rc;
 
 	*root = NULL;
 	memset(&d, 0, sizeof(d));
-	f = path ? fopen(path, "rb") : NULL;
-	if (!f)
+	if (!path)
 		return RELAY_ENOTFOUND;
-	if (fseek(f, 0, SEEK_END) == 0 && (sz = ftell(f)) >= 0 &&
-	    sz < RENDER_MAX_BYTES && fseek(f, 0, SEEK_SET) == 0 &&
-	    (text = relay__malloc((size_t)sz + 1)) != NULL) {
-		len = fread(text, 1, (size_t)sz, f);
-		text[len] = '\0';
-	}
-	fclose(f);
-	if (!text)
-		return RELAY_ENOMEM;
-	rc = relay__yaml_parse(root, text, len, path, &d);
+	rc = relay__app_read_file(path, &text, &len, &d);
+	if (rc == RELAY_ERROR)
+		rc = RELAY_ENOTFOUND;   /* cannot be opened or read */
+	else if (rc == 0)
+		rc = relay__yaml_parse(root, text, len, path, &d);
 	relay__diags_free(&d);
 	relay__free(text);
-	return rc == RELAY_ENOMEM ? rc : rc ? RELAY_EPARSE : 0;
+	return rc == RELAY_ENOMEM || rc == RELAY_ENOTFOUND ? rc
+	       : rc ? RELAY_EPARSE : 0;   /* too large, or not YAML */
 }
 
 static const relay__pnode *child(const relay__pnode *n, const char *key)
