@@ -142,7 +142,9 @@ typedef void (*relay_schedule_publish_cb)(relay_redis_backend *b,
  *
  * One atomic server-side step (RELAY_REDIS_SCRIPT_SCHEDULE_PUBLISH,
  * doc/redis-layout.md R-4, R-7): if the marker
- * "relay:schedule:<occurrence_id>" exists nothing is written and @cb
+ * "relay:<stream>:schedule:<occurrence_id>" (in @stream's hash slot;
+ * on a single node the older "relay:schedule:<occurrence_id>" too,
+ * written during the upgrade window) exists nothing is written and @cb
  * reports "already published"; otherwise the envelope is added to
  * @stream as the field "event" (XADD @stream *) and the marker is set
  * with a time to live of seven days. Publishing the same (app, schedule,

@@ -137,9 +137,14 @@ RELAY_EXTERN int relay_redis_open(relay_redis_backend **out, const char *uri,
  * in cluster mode, checks for each stream that every key Relay derives
  * from it lands in the stream's hash slot (a hash tag without ':' or '%';
  * doc/redis-layout.md R-8).
- * Returns: 0 (a single node, a stream that fits, or no answer: connect as
- * usual and let the connection retry) or RELAY_EINVAL with @errbuf set.
- * Blocking: one round trip, bounded by @opts' timeouts.
+ * Returns: 0 (a single node, every stream fits, no answer, or a @uri
+ * relay_redis_open() refuses: connect as usual and let that report or
+ * retry); RELAY_EINVAL with @errbuf set (a stream that does not fit);
+ * RELAY_ENOMEM with @errbuf "out of memory"; RELAY_EINVAL with @errbuf
+ * untouched for a NULL @uri, @errbuf or a zero @size.
+ * Blocking: one PING (and the CLUSTER SLOTS the connection sends);
+ * with a seed list, one connect per seed tried until one answers, each
+ * bounded by @opts' timeouts.
  * Thread-safety: reentrant (uses only its own connection).
  */
 RELAY_EXTERN int relay_redis_cluster_check(const char *uri,
