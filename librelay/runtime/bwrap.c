@@ -26,6 +26,7 @@
 #define _GNU_SOURCE
 #include <dirent.h>
 #include <errno.h>
+#include <limits.h>
 #include <signal.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -142,6 +143,11 @@ static int build_argv(relay__builtin *b, const relay_exec_spec *spec,
 		rc |= relay__strv_push(a, "--ro-bind");
 		rc |= relay__strv_push(a, b->warm_exec);
 		rc |= relay__strv_push(a, RELAY__SANDBOX_WARM_EXEC);
+	} else if (warm && inner_cmd && b->warm_slot) {
+		/* The python3 server's slot loop (warm_slot.c). */
+		rc |= relay__strv_push(a, "--ro-bind");
+		rc |= relay__strv_push(a, b->warm_slot);
+		rc |= relay__strv_push(a, RELAY__SANDBOX_WARM_SLOT);
 	}
 	/* The root tmpfs bwrap built everything on becomes read-only too. */
 	rc |= relay__strv_push(a, "--remount-ro");
@@ -240,20 +246,24 @@ int relay__bwrap_spawn_pooled(relay_runtime_backend *rb,
 }
 
 /*
- * relay-warm-exec, the warm parent of exec apps: $RELAY_WARM_EXEC, the
- * installed one, else the one of this build tree (uninstalled builds and
- * tests). NULL: exec apps' warm parents use the python3 server instead.
+ * A helper of the warm path: $@var, the installed @name, else the one of
+ * this build tree (uninstalled builds and tests), if it is there with
+ * @mode (access(2)). NULL: none.
  */
-static char *find_warm_exec(void)
+static char *find_helper(const char *var, const char *name, int mode)
 {
-	const char *cand[] = { getenv("RELAY_WARM_EXEC"),
-			       RELAY_LIBEXECDIR "/relay-warm-exec",
-			       RELAY_BUILD_ROOT
-			       "/librelay/runtime/relay-warm-exec" };
+	char inst[PATH_MAX], tree[PATH_MAX];
+	const char *cand[3];
 	size_t i;
 
+	snprintf(inst, sizeof(inst), "%s/%s", RELAY_LIBEXECDIR, name);
+	snprintf(tree, sizeof(tree), "%s/librelay/runtime/%s",
+		 RELAY_BUILD_ROOT, name);
+	cand[0] = getenv(var);
+	cand[1] = inst;
+	cand[2] = tree;
 	for (i = 0; i < RELAY__ARRAY_SIZE(cand); i++)
-		if (cand[i] && cand[i][0] == '/' && access(cand[i], X_OK) == 0)
+		if (cand[i] && cand[i][0] == '/' && access(cand[i], mode) == 0)
 			return relay__strdup(cand[i]);
 	return NULL;
 }
@@ -386,7 +396,13 @@ int relay__runtime_bwrap_new(relay_runtime_backend **out,
 				 opts->sandbox_user : NULL, err);
 	if (rc != 0)
 		goto fail;
-	b->warm_exec = find_warm_exec();
+	/* relay-warm-exec, the warm parent of exec apps (without it they
+	 * use the python3 server); relay-warm-slot.so, the python3
+	 * server's slot loop (without it warm parents cannot start and
+	 * invocations run cold). */
+	b->warm_exec = find_helper("RELAY_WARM_EXEC", "relay-warm-exec", X_OK);
+	b->warm_slot = find_helper("RELAY_WARM_SLOT", "relay-warm-slot.so",
+				   R_OK);
 	b->bwrap = relay__runtime_which("bwrap", NULL);
 	if (!b->bwrap) {
 		rc = relay__error_set(err, RELAY_EBACKEND, NULL, 0, 0,

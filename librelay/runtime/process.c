@@ -112,6 +112,7 @@ void relay__builtin_free(relay_runtime_backend *rb)
 	relay__free(b->bootstrap_dir);
 	relay__free(b->bwrap);
 	relay__free(b->warm_exec);
+	relay__free(b->warm_slot);
 	relay__free(b);
 }
 

@@ -25,6 +25,7 @@
 #define RELAY__RT_MAX_OUTPUT (1024u * 1024u)
 /* Inside the bwrap sandbox. */
 #define RELAY__SANDBOX_WARM_EXEC "/run/relay-warm-exec"
+#define RELAY__SANDBOX_WARM_SLOT "/run/relay-warm-slot.so"
 #define RELAY__SANDBOX_APP_DIR "/app"
 #define RELAY__SANDBOX_BOOTSTRAP_DIR "/run/relay-bootstrap"
 
@@ -181,6 +182,7 @@ typedef struct relay__builtin {
 	char *bootstrap_dir;           /* owned */
 	char *bwrap;                   /* bwrap executable (bwrap only) */
 	char *warm_exec;               /* bwrap: relay-warm-exec, or NULL */
+	char *warm_slot;               /* bwrap: relay-warm-slot.so, or NULL */
 	bool cgroupns;                 /* bwrap: --unshare-cgroup works */
 	relay__cred cred;              /* bwrap: when the host is root, the
 					  unprivileged host uid the sandbox

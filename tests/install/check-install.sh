@@ -50,6 +50,8 @@ $libdir/librelay.so.$soversion $libdir/librelay.so
 $incdir/relay/relay.h $incdir/relay/sys/runtime.h $incdir/relay/sys/redis.h
 $libdir/pkgconfig/librelay.pc
 $libexecdir/relay/relay-bootstrap.py $libexecdir/relay/relay-bootstrap.js
+$libexecdir/relay/relay_warm_server.py $libexecdir/relay/relay-warm-exec
+$libexecdir/relay/relay-warm-slot.so
 $dest$RELAY_PREFIX/lib/systemd/system/relayd.service
 $datadir/bash-completion/completions/relayctl"
 if [ "$RELAY_MAN" = 1 ]; then

@@ -927,6 +927,37 @@ static void test_warm__free_leaves_nothing(void)
 	rt = new_rt(60000, 8);
 }
 
+/* Without the slot loop (relay-warm-slot.so cannot be loaded) the warm
+ * parent says so and invocations run cold, counted, and succeed. */
+static void test_warm__slot_lib_unloadable_runs_cold(void)
+{
+	relay_exec_spec s = py_spec("handlers.ok");
+	relay_runtime_warm_stats st = { .version = 1 };
+	char notlib[300];
+	relay_runtime *r;
+	struct job j;
+
+	snprintf(notlib, sizeof(notlib), "%s/handlers.py", app_dir);
+	setenv("RELAY_WARM_SLOT", notlib, 1);
+	r = new_rt(60000, 8);
+	unsetenv("RELAY_WARM_SLOT");
+	RT_CHECK(r != NULL);
+	s.warm = RELAY_WARM_AUTO;
+	RT_CHECK(run1(r, &s, &j) == 0);
+	RT_EQ_INT(j.o.status, RELAY_RUN_OK);
+	RT_CHECK(cap_has(&j.c, "ok {'n': 1}"));
+	job_free(&j);
+	/* The warm parent's answer comes after the first run went cold. */
+	RT_CHECK(run1(r, &s, &j) == 0);
+	RT_EQ_INT(j.o.status, RELAY_RUN_OK);
+	RT_CHECK(!j.o.warm);
+	job_free(&j);
+	relay_runtime_warm_stats_get(r, &st);
+	RT_CHECK(st.failures[RELAY_WARM_FAIL_UNSUPPORTED] >= 1);
+	RT_EQ_INT((long)st.warm_starts, 0);
+	relay_runtime_free(r);
+}
+
 static int setup(void)
 {
 	relay_exec_spec s;
@@ -984,6 +1015,7 @@ int main(int argc, char **argv)
 		RT_CASE(test_warm__node_pool_one_shot),
 		RT_CASE(test_warm__exec_same_as_cold),
 		RT_CASE(test_warm__free_leaves_nothing),
+		RT_CASE(test_warm__slot_lib_unloadable_runs_cold),
 	};
 	char cmd[300];
 	int rc;

@@ -28,6 +28,11 @@
 # still sees nothing an earlier one left: not a process, a file, an IPC
 # object, or a byte of its memory (H is a fork of N, which never runs
 # handler code).
+# N sets itself up here, then runs its loop in C (warm_slot.c, loaded from
+# /run/relay-warm-slot.so): the loop and H's steps up to the request in
+# Python copied pages in every fork and cost a third of an invocation's
+# CPU. H comes back to Python (_invocation) with its capabilities
+# dropped and takes its request from there.
 # relayd signals H's process group (SIGTERM at the timeout, then SIGKILL);
 # N is not in it (and, as a pid 1, no signal it has no handler for reaches
 # it from inside its namespace). If the server dies, the sandbox's init
@@ -55,12 +60,10 @@
 # again; the first, with no id, once set up), F reason (cannot set up).
 import array
 import ctypes
-import errno
 import gc
 import json
 import os
 import random
-import resource
 import select
 import signal
 import socket
@@ -68,12 +71,9 @@ import sys
 
 CLONE_NEWNS = 0x00020000
 CLONE_NEWPID = 0x20000000
-CLONE_PIDFD = 0x00001000
-CLONE_NEWIPC = 0x08000000
 SYS_CLONE3 = 435      # the same number on every architecture
 MS_NOSUID, MS_NODEV, MS_NOEXEC = 2, 4, 8
 MS_REC, MS_PRIVATE = 0x4000, 1 << 18
-MNT_DETACH = 2
 # Writable in the sandbox, so private to each slot and emptied after an
 # invocation that changed them.
 SCRATCH = ("/tmp", "/dev/shm")
@@ -81,8 +81,6 @@ SCRATCH = ("/tmp", "/dev/shm")
 # flight to its concurrency; the server keeps one slot more free).
 MAX_SLOTS = 256
 MAX_SETUP_FAILURES = 3
-PR_CAP_AMBIENT, PR_CAP_AMBIENT_CLEAR_ALL = 47, 4
-CAP_VERSION_3 = 0x20080522
 # The dispositions N sets back to the interpreter's start-up ones (the
 # server handles SIGCHLD), so that every H has them as a cold start does.
 RESTORED = (signal.SIGTERM, signal.SIGINT, signal.SIGHUP, signal.SIGQUIT,
@@ -99,31 +97,37 @@ class _CloneArgs(ctypes.Structure):
         "stack_size", "tls", "set_tid", "set_tid_size", "cgroup")]
 
 
-def _clone3(flags, pidfd=None, tid=0):
-    """clone3(2) like fork(2) (SIGCHLD to the parent), with @flags; the
-    child's pidfd goes to @pidfd (a c_int) with CLONE_PIDFD; @tid asks
-    for that pid in the caller's pid namespace."""
+def _clone3(flags):
+    """clone3(2) like fork(2) (SIGCHLD to the parent), with @flags."""
     args = _CloneArgs()
     args.flags = flags
     args.exit_signal = signal.SIGCHLD
-    if pidfd is not None:
-        args.pidfd = ctypes.addressof(pidfd)
-    if tid:
-        want = ctypes.c_int(tid)
-        args.set_tid = ctypes.addressof(want)
-        args.set_tid_size = 1
     return _raw.syscall(SYS_CLONE3, ctypes.byref(args),
                         ctypes.c_size_t(ctypes.sizeof(args)))
 
 
-class _CapHeader(ctypes.Structure):
-    _fields_ = [("version", ctypes.c_uint32), ("pid", ctypes.c_int)]
+# The slot loop (warm_slot.c), bound into the sandbox by relayd.
+SLOT_LIB = "/run/relay-warm-slot.so"
 
 
-class _CapData(ctypes.Structure):
-    _fields_ = [("effective", ctypes.c_uint32),
-                ("permitted", ctypes.c_uint32),
-                ("inheritable", ctypes.c_uint32)]
+class _SlotArgs(ctypes.Structure):
+    """struct relay_warm_slot in warm_slot.c."""
+    _fields_ = [("ctl_fd", ctypes.c_int), ("srv_fd", ctypes.c_int),
+                ("nscratch", ctypes.c_int),
+                ("scratch", ctypes.c_char_p * 2),
+                ("scratch_mode", ctypes.c_int * 2)]
+
+
+def _load_slot_lib(path):
+    # PyDLL: the GIL stays held through the call, which never returns
+    # in N and returns in each H it forks.
+    lib = ctypes.PyDLL(path, use_errno=True)
+    lib.relay_warm_slot_run.argtypes = [ctypes.POINTER(_SlotArgs)]
+    lib.relay_warm_slot_run.restype = ctypes.c_int
+    lib.relay_warm_slot_request.argtypes = [
+        ctypes.POINTER(ctypes.POINTER(ctypes.c_char))]
+    lib.relay_warm_slot_request.restype = ctypes.c_long
+    return lib
 
 
 def _check(rc, what):
@@ -220,13 +224,17 @@ class Server:
         self.codecache = {}
         # bwrap sets PWD (over the app's env) for a cold start too.
         self.pwd = os.environ.get("PWD")
+        # The parent's environment ("K=V", PWD aside): an invocation's
+        # differs only by its per-invocation variables (_set_env).
+        self.env_base = frozenset(k + b"=" + v for k, v in os.environb.items()
+                                  if k != b"PWD" or self.pwd is None)
         self.sock = socket.socket(fileno=3)
         # What an interpreter has at start-up, restored in every handler.
         self.sigs = {s: signal.getsignal(s)
                      for s in (signal.SIGCHLD,) + RESTORED}
         self.wake_r, self.wake_w = os.pipe2(os.O_NONBLOCK | os.O_CLOEXEC)
         # Resolve the C functions once, not in every invocation.
-        for name in ("capset", "prctl", "mount"):
+        for name in ("mount",):
             getattr(libc, name)
         self.scratch_mode = {}
         self.slots = {}      # pid of N -> Slot
@@ -261,13 +269,11 @@ class Server:
                 os.closerange(lo, fd)
                 lo = fd + 1
 
-    def _handler(self, fds, handler, env_raw):
-        """H, given its request: become a clean one-shot handler process
-        and run it. What is alike for every invocation N did once
-        (_prepare_slot), and H did before its request came (_spare)."""
-        for i, fd in enumerate(fds):
-            os.dup2(fd, i)
-            os.close(fd)
+    def _handler(self, handler, env_raw):
+        """H, given its request (its stdio in place): become a clean
+        one-shot handler process and run it. What is alike for every
+        invocation N did once (_prepare_slot), and the slot loop did
+        before the request came (warm_slot.c)."""
         self._set_env(env_raw)
         gc.enable()          # N disabled it; a handler has it on
         if self.command:
@@ -335,9 +341,11 @@ class Server:
         return code
 
     def _slot(self, ssock):
-        """N: pid 1 of a slot's own pid and mount namespaces. Runs one
-        invocation at a time, each in a fresh fork H of this pristine
-        process, and cleans up after it."""
+        """N: pid 1 of a slot's own pid and mount namespaces. Sets the
+        slot up, then runs its loop in C (warm_slot.c): one invocation at
+        a time, each in a fresh fork H of this pristine process, cleaned
+        up after. Returns only in an H, which runs its invocation and
+        exits."""
         self._leave_server({ssock.fileno()})
         gc.disable()
         os.setsid()
@@ -350,183 +358,41 @@ class Server:
                               MS_NOSUID | MS_NODEV | MS_NOEXEC, None),
                    "mount /proc")
             self._prepare_slot()
-            # Can it make what an invocation needs?
-            h, pidfd, hsock = self._spare(ssock)
-            os.close(pidfd)
-            null = [os.open("/dev/null", os.O_RDWR) for _ in range(3)]
-            hsock.sendmsg([b"\0".join([b"R", b"", b"0", b"0", b"0", b""])
-                           + b"\0"], [_rights(null)])
-            hsock.close()
-            for fd in null:
-                os.close(fd)
-            st = self._wait(h)
-            if _status_code(st) != 0:
-                raise OSError(0, "probe invocation exited %d"
-                              % _status_code(st))
-            spare = self._spare(ssock)
         except OSError as e:
             ssock.sendmsg([b"F\0" + str(e).encode() + b"\0"])
             os._exit(255)
-        stamp = self._scratch_stamp()
-        ssock.sendmsg([b"I\0\0"])
-        fdsize = socket.CMSG_SPACE(4 * array.array("i").itemsize)
-        while True:
-            # Every idle slot waits on relayd's socket; the kernel gives
-            # each request to one of them.
-            try:
-                msg, anc, _, _ = self.sock.recvmsg(1 << 20, fdsize)
-            except InterruptedError:
-                continue
-            if not msg:
-                os._exit(0)    # relayd closed the socket: retire
-            fds = _received_fds(anc)
-            fields = _fields(msg)
-            if len(fields) < 6 or fields[0] != b"R":
-                for fd in fds:
-                    _close(fd)
-                continue
-            rid = fields[1]
-            want = 4 if fields[2] == b"1" else 3
-            if len(fds) != want:
-                # Refused before the waiting H is touched: it stays
-                # the spare for the next request.
-                for fd in fds:
-                    _close(fd)
-                self.send([b"E", rid, b"expected %d descriptors, got %d"
-                           % (want, len(fds))])
-                continue
-            ssock.sendmsg([b"B\0" + rid + b"\0"])
-            try:
-                h = self._hand_over(ssock, spare, msg, fields, fds)
-            except Exception as e:
-                self.send([b"E", rid, str(e).encode()])
-                h = None
-            spare = None
-            if h is not None:
-                st = self._wait(h)
-                self._kill_leftovers()
-                if not self._scratch_fresh(stamp):
-                    for d in SCRATCH:
-                        self._mount_scratch(d, again=True)
-                    stamp = self._scratch_stamp()
-                # Free again before relayd hears of the end, so the
-                # server counts it idle before the next request is taken
-                # (and starts no slot for it).
-                ssock.sendmsg([b"I\0" + rid + b"\0"])
-                self.send([b"X", rid, str(_status_code(st) << 8).encode()])
-            else:
-                ssock.sendmsg([b"I\0" + rid + b"\0"])
-            # The next H, forked now that nothing of this one is left in
-            # the namespace (an invocation never sees the next one's
-            # process); meanwhile the slots waiting longer take requests.
-            try:
-                spare = self._spare(ssock)
-            except OSError:
-                spare = None    # made when the next request comes
-
-    def _hand_over(self, ssock, spare, msg, fields, fds):
-        """In N: give the request to the waiting H (a new one if there is
-        none) and tell relayd. Returns the pid of H."""
-        try:
-            for attempt in (0, 1):
-                if spare is None:
-                    spare = self._spare(ssock)
-                h, pidfd, hsock = spare
-                try:
-                    hsock.sendmsg([msg], [_rights(fds)])
-                    break
-                except OSError:
-                    if attempt:
-                        raise
-                    # The spare died while the slot was idle.
-                    os.close(pidfd)
-                    _reap(h)
-                    spare = None
-                finally:
-                    hsock.close()
-        finally:
-            for fd in fds:
-                os.close(fd)
-        try:
-            self.send([b"S", fields[1]], [pidfd])
-        finally:
-            os.close(pidfd)
-        # Spares fork from N's environment: the app's, from now on.
-        self._set_env(fields[6:])
-        return h
-
-    def _spare(self, ssock):
-        """In N: fork the next H. It sets up what needs no request and
-        waits for one on a socket pair. Returns (pid, pidfd, socket)."""
-        mine, theirs = socket.socketpair(socket.AF_UNIX, socket.SOCK_SEQPACKET)
+        args = _SlotArgs()
+        args.ctl_fd = self.sock.fileno()
+        args.srv_fd = ssock.fileno()
+        args.nscratch = len(SCRATCH)
+        for i, d in enumerate(SCRATCH):
+            args.scratch[i] = d.encode()
+            args.scratch_mode[i] = self.scratch_mode.get(d, -1)
         sys.stdout.flush()
         sys.stderr.flush()
-        pidfd = ctypes.c_int(-1)
-        # Pid 2 of the namespace, as in a cold sandbox, in its own IPC
-        # namespace (SysV objects and POSIX queues die with it).
-        h = _clone3(CLONE_PIDFD | CLONE_NEWIPC, pidfd, tid=2)
-        if h < 0 and ctypes.get_errno() == errno.EEXIST:
-            h = _clone3(CLONE_PIDFD | CLONE_NEWIPC, pidfd)
-        if h == 0:
+        self.slotlib.relay_warm_slot_run(ctypes.byref(args))
+        self._invocation(ssock)
+
+    def _invocation(self, ssock):
+        """H, back from the slot loop with its capabilities dropped, in
+        its own session, with no descriptor of N's but the socket its
+        request comes on: wait for the request and run it. Never
+        returns."""
+        code = 1
+        try:
             _after_fork_child()
-            code = 1
-            try:
-                os.close(mine.detach())
-                code = self._spare_main(ssock, theirs)
-            finally:
-                os._exit(code)
-        theirs.close()
-        if h < 0:
-            mine.close()
-            _check(-1, "clone3")
-        return h, pidfd.value, mine
-
-    def _spare_main(self, ssock, hsock):
-        """H: drop what it must not have, wait for the request, run it."""
-        os.setsid()
-        os.close(ssock.detach())
-        os.close(self.sock.detach())
-        _check(libc.capset(ctypes.byref(self.cap_hdr), self.cap_data),
-               "capset")
-        libc.prctl(PR_CAP_AMBIENT, PR_CAP_AMBIENT_CLEAR_ALL, 0, 0, 0)
-        # The pages every call touches copied now, not after the event
-        # came: nothing here runs app code.
-        json.loads(b'{"a": [1, "b"]}')
-        fdsize = socket.CMSG_SPACE(4 * array.array("i").itemsize)
-        while True:
-            try:
-                msg, anc, _, _ = hsock.recvmsg(1 << 20, fdsize)
-                break
-            except InterruptedError:
-                continue
-        os.close(hsock.detach())
-        if not msg:
-            return 0            # N is gone or retired it
-        fds = _received_fds(anc)
-        f = _fields(msg)
-        go_r = fds.pop() if f[2] == b"1" else None
-        if go_r is not None:
-            # relayd writes "g" once H is in the invocation's cgroups.
-            if os.read(go_r, 1) != b"g":
-                return 255
-            os.close(go_r)
-        if int(f[3]):
-            resource.setrlimit(resource.RLIMIT_AS, (int(f[3]),) * 2)
-        if int(f[4]):
-            resource.setrlimit(resource.RLIMIT_NPROC, (int(f[4]),) * 2)
-        handler = f[5].decode()
-        return self._handler(fds, handler, f[6:]) if handler else 0
-
-    @staticmethod
-    def _wait(h):
-        """In N: reap until H exits (orphans too); returns its status."""
-        while True:
-            try:
-                pid, st = os.waitpid(-1, 0)
-            except InterruptedError:
-                continue
-            if pid == h:
-                return st
+            # The slot loop closed them in H: forget them.
+            self.sock.detach()
+            ssock.detach()
+            # The pages every call touches copied now, not after the
+            # event came: nothing here runs app code.
+            json.loads(b'{"a": [1, "b"]}')
+            msg = ctypes.POINTER(ctypes.c_char)()
+            n = self.slotlib.relay_warm_slot_request(ctypes.byref(msg))
+            f = _fields(ctypes.string_at(msg, n))
+            code = self._handler(f[5].decode(), f[6:])
+        finally:
+            os._exit(code)
 
     def _prepare_slot(self):
         """In N, once: what every H would otherwise do alike. N runs no
@@ -536,9 +402,6 @@ class Server:
         for s in (signal.SIGCHLD,) + RESTORED:
             h = self.sigs.get(s)
             signal.signal(s, h if h is not None else signal.SIG_DFL)
-        self.cap_hdr = _CapHeader(CAP_VERSION_3, 0)
-        self.cap_data = (_CapData * 2)()
-        self.env_raw = None
         if self.command:
             return
         sys.path[0] = os.getcwd()
@@ -553,9 +416,17 @@ class Server:
     def _set_env(self, raw):
         """The handler's clean environment from the request's "K=V"
         fields @raw (bwrap sets PWD over the app's env for a cold start
-        too). N sets it for the spares it forks; an H whose request has
-        the environment it was forked with has nothing to do."""
-        if raw == self.env_raw:
+        too). H starts with the parent's, which is the app's without the
+        per-invocation variables: when the request keeps every variable
+        of it, only the ones it adds or changes are set, else the whole
+        environment is replaced."""
+        if self.pwd is not None:
+            raw = [kv for kv in raw if not kv.startswith(b"PWD=")]
+        new = [kv for kv in raw if kv not in self.env_base]
+        if len(raw) - len(new) == len(self.env_base):
+            for kv in new:
+                k, _, v = kv.decode("utf-8", "surrogateescape").partition("=")
+                os.environ[k] = v
             return
         env = {}
         for kv in raw:
@@ -565,73 +436,17 @@ class Server:
             env["PWD"] = self.pwd
         os.environ.clear()
         os.environ.update(env)
-        self.env_raw = raw
 
-    def _mount_scratch(self, d, again=False):
-        """A fresh, empty tmpfs on @d (its previous one detached), with
-        the mode bwrap gave the original (a cold sandbox's)."""
-        if not again:
-            try:
-                self.scratch_mode[d] = os.stat(d).st_mode & 0o7777
-            except OSError:
-                return
-        elif d not in self.scratch_mode:
+    def _mount_scratch(self, d):
+        """A private, empty tmpfs on @d with the mode bwrap gave the
+        original (a cold sandbox's), kept for the slot loop's remounts."""
+        try:
+            self.scratch_mode[d] = os.stat(d).st_mode & 0o7777
+        except OSError:
             return
-        else:
-            _check(libc.umount2(d.encode(), MNT_DETACH), "umount " + d)
         opts = "mode=%o" % self.scratch_mode[d]
         _check(libc.mount(b"tmpfs", d.encode(), b"tmpfs",
                           MS_NOSUID | MS_NODEV, opts.encode()), "mount " + d)
-
-    @staticmethod
-    def _scratch_stamp():
-        """What an invocation can have changed in the scratch mounts: an
-        entry made or removed changes a directory's mtime, a chmod, chown
-        or xattr its ctime, a mount over it the inode; and what a fresh
-        mount has (mode, owner)."""
-        out = []
-        for d in SCRATCH:
-            try:
-                st = os.stat(d)
-                out.append((st.st_mtime_ns, st.st_ctime_ns, st.st_ino,
-                            st.st_mode, st.st_uid, st.st_gid))
-            except OSError:
-                out.append(None)
-        return out
-
-    def _scratch_fresh(self, stamp):
-        """In N, after an invocation: are the scratch mounts as they
-        were mounted (@stamp)? Times alone are not enough: a kernel with
-        coarse timestamps gives an entry made in the same tick as the
-        mount the mount's own time, so each must also be empty and carry
-        no extended attribute."""
-        if self._scratch_stamp() != stamp:
-            return False
-        try:
-            return not any(os.listdir(d) or _xattrs(d)
-                           for d in SCRATCH if d in self.scratch_mode)
-        except OSError:
-            return False
-
-    @staticmethod
-    def _kill_leftovers():
-        """In N, after H: no process of the invocation survives it. From
-        a pid 1, kill(-1) reaches every other process of the namespace;
-        repeat until there is none (a fork may race a round). Orphans
-        are N's children, so it reaps them."""
-        while libc.kill(-1, signal.SIGKILL) == 0:
-            try:
-                os.waitpid(-1, 0)
-            except ChildProcessError:
-                break
-            except InterruptedError:
-                pass
-        while True:
-            try:
-                if os.waitpid(-1, os.WNOHANG)[0] == 0:
-                    break
-            except ChildProcessError:
-                break
 
     # ---- in the server --------------------------------------------
 
@@ -749,6 +564,11 @@ class Server:
     def serve(self):
         signal.set_wakeup_fd(self.wake_w)
         signal.signal(signal.SIGCHLD, lambda s, f: None)
+        try:
+            self.slotlib = _load_slot_lib(SLOT_LIB)
+        except OSError as e:
+            self.send([b"N", ("cannot load the slot loop: %s" % e).encode()])
+            return 0
         self.codecache = {} if self.command else _precompile(os.getcwd())
         # Objects of the server are never freed: keep the collector from
         # touching (and so copying) their pages in every fork.
@@ -798,50 +618,11 @@ class Slot:
         self.ready = False  # it said its first "I"
 
 
-def _received_fds(anc):
-    fds = []
-    for level, typ, data in anc:
-        if level == socket.SOL_SOCKET and typ == socket.SCM_RIGHTS:
-            a = array.array("i")
-            a.frombytes(data[:len(data) - len(data) % a.itemsize])
-            fds.extend(a)
-    return fds
-
-
 def _fields(msg):
     fields = msg.split(b"\0")
     if fields and fields[-1] == b"":
         fields.pop()
     return fields
-
-
-def _xattrs(path):
-    """The extended attributes of @path; none where they are not
-    supported."""
-    try:
-        return os.listxattr(path)
-    except OSError as e:
-        if e.errno in (errno.ENOTSUP, errno.EOPNOTSUPP):
-            return []
-        raise
-
-
-def _reap(pid):
-    try:
-        os.waitpid(pid, 0)
-    except ChildProcessError:
-        pass
-
-
-def _rights(fds):
-    return (socket.SOL_SOCKET, socket.SCM_RIGHTS, array.array("i", fds))
-
-
-def _close(fd):
-    try:
-        os.close(fd)
-    except OSError:
-        pass
 
 
 def serve(run, command=None):

@@ -1,0 +1,695 @@
+/*
+ * warm_slot.c - relay-warm-slot.so, the loop of an invocation slot N of
+ * the python3 warm server, in C (doc/sandbox.md, "Warm sandboxes").
+ *
+ * relay_warm_server.py loads it with ctypes inside the warm sandbox (it is
+ * bound read-only at /run/relay-warm-slot.so), sets the slot up (its
+ * mounts, signal dispositions, import caches) and calls
+ * relay_warm_slot_run(), which never returns in N: it runs the slot's
+ * invocations one at a time until relayd hangs up. It returns in each
+ * invocation process H it forks, which goes on in Python, the handler's
+ * interpreter. Only libc; no Python API, so any python3 can load it.
+ *
+ * Why C: every fork write-protects N's pages again, so the Python of N's
+ * loop copied about 140 pages per invocation and ran 0.2 ms of
+ * interpreter; H's set-up before its request (capability drop, closing
+ * N's descriptors, the request itself, rlimits and stdio) was Python too.
+ * Here N touches a few pages of its own per invocation and H returns to
+ * Python with its request in hand (doc/perf/warm.md).
+ *
+ * The protocol on relayd's control socket (fd 3) and on the socket pair
+ * to the server is relay_warm_server.py's; this file speaks it for N.
+ * Per request, as the Python loop did: "B id" to the server, the request
+ * (bytes and descriptors as received) to the waiting H, "S id" + H's
+ * pidfd to relayd; when H exits every process left in the namespace is
+ * killed and reaped, /tmp and /dev/shm are mounted empty again if the
+ * invocation changed them, "I id" goes to the server and "X id status"
+ * to relayd; then the next H is forked.
+ *
+ * Thread-safety: none needed; N and H are single-threaded processes.
+ */
+#define _GNU_SOURCE
+#include <dirent.h>
+#include <errno.h>
+#include <fcntl.h>
+#include <linux/capability.h>
+#include <linux/sched.h>
+#include <signal.h>
+#include <stdint.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/mount.h>
+#include <sys/prctl.h>
+#include <sys/resource.h>
+#include <sys/socket.h>
+#include <sys/stat.h>
+#include <sys/syscall.h>
+#include <sys/wait.h>
+#include <sys/xattr.h>
+#include <unistd.h>
+
+#define SLOT_MSG_MAX (1u << 20)   /* a request, as the Python loop read */
+#define SLOT_FDS_MAX 4            /* stdin, stdout, stderr, go pipe */
+#define SLOT_FIELDS_MIN 6         /* R id wait_go as nproc handler */
+#define SLOT_SCRATCH_MAX 2
+
+/*
+ * What relay_warm_server.py hands over (its _SlotArgs): the control
+ * socket to relayd, the socket pair to the server, and the scratch
+ * directories with the mode each was mounted with (-1: not mounted, so
+ * neither checked nor mounted again).
+ */
+struct relay_warm_slot {
+	int ctl_fd;
+	int srv_fd;
+	int nscratch;
+	const char *scratch[SLOT_SCRATCH_MAX];
+	int scratch_mode[SLOT_SCRATCH_MAX];
+};
+
+/* What an invocation can have changed in a scratch mount (see
+ * _scratch_stamp in relay_warm_server.py). */
+struct stamp {
+	int ok;
+	struct timespec mtime, ctime;
+	ino_t ino;
+	mode_t mode;
+	uid_t uid;
+	gid_t gid;
+};
+
+struct spare {
+	pid_t pid;      /* 0: none */
+	int pidfd;
+	int sock;       /* N's end of the pair H waits on */
+};
+
+int relay_warm_slot_run(const struct relay_warm_slot *a);
+long relay_warm_slot_request(const char **msg);
+
+static char *msgbuf;            /* the request (N's, then H's copy) */
+static int h_sock = -1;         /* in H: where its request comes from */
+
+static int send_msg(int sock, const char *buf, size_t len, const int *fds,
+		    int nfds)
+{
+	union {
+		char b[CMSG_SPACE(SLOT_FDS_MAX * sizeof(int))];
+		struct cmsghdr align;
+	} u;
+	struct iovec iov = { (void *)buf, len };
+	struct msghdr mh;
+
+	memset(&mh, 0, sizeof(mh));
+	mh.msg_iov = &iov;
+	mh.msg_iovlen = 1;
+	if (nfds > 0) {
+		struct cmsghdr *c;
+
+		memset(&u, 0, sizeof(u));
+		mh.msg_control = u.b;
+		mh.msg_controllen = CMSG_SPACE(nfds * sizeof(int));
+		c = CMSG_FIRSTHDR(&mh);
+		c->cmsg_level = SOL_SOCKET;
+		c->cmsg_type = SCM_RIGHTS;
+		c->cmsg_len = CMSG_LEN(nfds * sizeof(int));
+		memcpy(CMSG_DATA(c), fds, nfds * sizeof(int));
+	}
+	while (sendmsg(sock, &mh, MSG_NOSIGNAL) < 0)
+		if (errno != EINTR)
+			return -1;
+	return 0;
+}
+
+/* Fields @f (each NUL-terminated on the wire), with descriptor @fd (or
+ * none when negative). Best effort: a peer that is gone is noticed by
+ * the next read. */
+static void send_fields(int sock, const char *const *f, int n, int fd)
+{
+	char buf[1024];
+	size_t len = 0, l;
+	int i;
+
+	for (i = 0; i < n; i++) {
+		l = strlen(f[i]);
+		if (len + l + 1 > sizeof(buf))
+			l = sizeof(buf) - len - 1;
+		memcpy(buf + len, f[i], l);
+		buf[len + l] = '\0';
+		len += l + 1;
+	}
+	(void)send_msg(sock, buf, len, &fd, fd >= 0 ? 1 : 0);
+}
+
+/* Receive a request into msgbuf; its descriptors into @fds (close-on-
+ * exec), their number in *nfds. Returns its length, 0 at EOF, -1. */
+static ssize_t recv_msg(int sock, int *fds, int *nfds)
+{
+	union {
+		char b[CMSG_SPACE(SLOT_FDS_MAX * sizeof(int))];
+		struct cmsghdr align;
+	} u;
+	struct iovec iov = { msgbuf, SLOT_MSG_MAX };
+	struct msghdr mh;
+	struct cmsghdr *c;
+	ssize_t n;
+
+	*nfds = 0;
+	for (;;) {
+		memset(&mh, 0, sizeof(mh));
+		mh.msg_iov = &iov;
+		mh.msg_iovlen = 1;
+		mh.msg_control = u.b;
+		mh.msg_controllen = sizeof(u.b);
+		n = recvmsg(sock, &mh, MSG_CMSG_CLOEXEC);
+		if (n >= 0 || errno != EINTR)
+			break;
+	}
+	if (n < 0)
+		return -1;
+	for (c = CMSG_FIRSTHDR(&mh); c; c = CMSG_NXTHDR(&mh, c)) {
+		size_t k, m;
+
+		if (c->cmsg_level != SOL_SOCKET || c->cmsg_type != SCM_RIGHTS)
+			continue;
+		m = (c->cmsg_len - CMSG_LEN(0)) / sizeof(int);
+		for (k = 0; k < m; k++) {
+			int fd;
+
+			memcpy(&fd, CMSG_DATA(c) + k * sizeof(int), sizeof(fd));
+			if (*nfds < SLOT_FDS_MAX)
+				fds[(*nfds)++] = fd;
+			else
+				close(fd);
+		}
+	}
+	return n;
+}
+
+static void close_fds(const int *fds, int n)
+{
+	int i;
+
+	for (i = 0; i < n; i++)
+		close(fds[i]);
+}
+
+/* Split @len bytes of @buf into NUL-terminated fields. Returns their
+ * number (at most @max). */
+static int split_fields(char *buf, size_t len, const char **f, int max)
+{
+	size_t i = 0;
+	int n = 0;
+
+	while (i < len && n < max) {
+		char *end = memchr(buf + i, '\0', len - i);
+
+		if (!end)
+			break;
+		f[n++] = buf + i;
+		i = (size_t)(end - buf) + 1;
+	}
+	return n;
+}
+
+static int status_code(int st)
+{
+	if (WIFEXITED(st))
+		return WEXITSTATUS(st);
+	if (WIFSIGNALED(st))
+		return 128 + WTERMSIG(st);
+	return 255;
+}
+
+/* A message on N's stderr (the server's: relayd logs it) and exit. */
+static void __attribute__((noreturn)) die(int code, const char *what)
+{
+	dprintf(2, "relay: warm slot: %s: %s\n", what, strerror(errno));
+	_exit(code);
+}
+
+/* In N: tell the server this slot cannot run ("F reason") and exit. */
+static void __attribute__((noreturn)) fail(int srv, const char *what,
+					   int e)
+{
+	char why[160];
+	int n;
+
+	n = snprintf(why, sizeof(why), "F%c%s: %s", 0, what, strerror(e));
+	if (n >= (int)sizeof(why))
+		n = (int)sizeof(why) - 1;
+	(void)send_msg(srv, why, (size_t)n + 1, NULL, 0);
+	_exit(255);
+}
+
+/* In N: reap until @h exits (orphans too); returns its wait status. */
+static int wait_h(pid_t h)
+{
+	int st;
+
+	for (;;) {
+		pid_t p = waitpid(-1, &st, 0);
+
+		if (p == h)
+			return st;
+		if (p < 0 && errno != EINTR)
+			return 255 << 8;
+	}
+}
+
+/* In N, after H: no process of the invocation survives it. From a pid
+ * 1, kill(-1) reaches every other process of the namespace; repeat until
+ * there is none (a fork may race a round). Orphans are N's children. */
+static void kill_leftovers(void)
+{
+	int st;
+
+	while (kill(-1, SIGKILL) == 0)
+		if (waitpid(-1, &st, 0) < 0 && errno == ECHILD)
+			break;
+	while (waitpid(-1, &st, WNOHANG) > 0)
+		;
+}
+
+static void take_stamp(const struct relay_warm_slot *a, struct stamp *s)
+{
+	struct stat st;
+	int i;
+
+	memset(s, 0, sizeof(*s) * SLOT_SCRATCH_MAX);
+	for (i = 0; i < a->nscratch; i++) {
+		if (stat(a->scratch[i], &st) != 0)
+			continue;
+		s[i].ok = 1;
+		s[i].mtime = st.st_mtim;
+		s[i].ctime = st.st_ctim;
+		s[i].ino = st.st_ino;
+		s[i].mode = st.st_mode;
+		s[i].uid = st.st_uid;
+		s[i].gid = st.st_gid;
+	}
+}
+
+static int same_stamp(const struct stamp *x, const struct stamp *y)
+{
+	return x->ok == y->ok && x->mtime.tv_sec == y->mtime.tv_sec &&
+	       x->mtime.tv_nsec == y->mtime.tv_nsec &&
+	       x->ctime.tv_sec == y->ctime.tv_sec &&
+	       x->ctime.tv_nsec == y->ctime.tv_nsec && x->ino == y->ino &&
+	       x->mode == y->mode && x->uid == y->uid && x->gid == y->gid;
+}
+
+/* Is @dir empty, with no extended attribute? */
+static int pristine_dir(const char *dir)
+{
+	struct dirent *e;
+	ssize_t nx;
+	DIR *d;
+	int empty = 1;
+
+	nx = listxattr(dir, NULL, 0);
+	if (nx > 0 || (nx < 0 && errno != ENOTSUP && errno != EOPNOTSUPP))
+		return 0;
+	d = opendir(dir);
+	if (!d)
+		return 0;
+	while (empty && (e = readdir(d)) != NULL)
+		if (strcmp(e->d_name, ".") != 0 && strcmp(e->d_name, "..") != 0)
+			empty = 0;
+	closedir(d);
+	return empty;
+}
+
+/* Are the scratch mounts as they were mounted (@was)? Times alone are
+ * not enough: with coarse timestamps an entry made in the mount's tick
+ * leaves them unchanged, so each must also be empty, without xattrs. */
+static int scratch_fresh(const struct relay_warm_slot *a,
+			 const struct stamp *was)
+{
+	struct stamp now[SLOT_SCRATCH_MAX];
+	int i;
+
+	take_stamp(a, now);
+	for (i = 0; i < a->nscratch; i++) {
+		if (!same_stamp(&now[i], &was[i]))
+			return 0;
+		if (a->scratch_mode[i] >= 0 && !pristine_dir(a->scratch[i]))
+			return 0;
+	}
+	return 1;
+}
+
+/* A fresh, empty tmpfs on each scratch directory the slot mounted, its
+ * previous one detached, with the mode bwrap gave the original. */
+static void remount_scratch(const struct relay_warm_slot *a)
+{
+	char opt[32];
+	int i;
+
+	for (i = 0; i < a->nscratch; i++) {
+		if (a->scratch_mode[i] < 0)
+			continue;
+		if (umount2(a->scratch[i], MNT_DETACH) != 0)
+			die(255, "umount scratch");
+		snprintf(opt, sizeof(opt), "mode=%o",
+			 (unsigned)a->scratch_mode[i]);
+		if (mount("tmpfs", a->scratch[i], "tmpfs", MS_NOSUID | MS_NODEV,
+			  opt) != 0)
+			die(255, "mount scratch");
+	}
+}
+
+/* In a new H: what needs no request. Its own session; none of N's
+ * descriptors but its socket (relayd's control socket and the server's
+ * pair among them); no capability left. */
+static void h_begin(void)
+{
+	struct __user_cap_header_struct hdr = { _LINUX_CAPABILITY_VERSION_3,
+						0 };
+	struct __user_cap_data_struct data[2];
+	int fd;
+
+	setsid();
+	if (h_sock != 3)
+		fd = dup3(h_sock, 3, O_CLOEXEC);
+	else
+		fd = 3;
+	if (fd != 3)
+		die(1, "dup3");
+	h_sock = 3;
+	if (syscall(SYS_close_range, 4u, ~0u, 0) != 0)
+		for (fd = 4; fd < 1024; fd++)
+			close(fd);
+	memset(data, 0, sizeof(data));
+	if (syscall(SYS_capset, &hdr, data) != 0)
+		die(1, "capset");
+	prctl(PR_CAP_AMBIENT, PR_CAP_AMBIENT_CLEAR_ALL, 0, 0, 0);
+}
+
+/*
+ * In N: fork the next H, pid 2 of the namespace as in a cold sandbox, in
+ * its own IPC namespace (SysV objects and POSIX queues die with it).
+ * Returns 0 in H (set up by h_begin()), 1 in N with *s filled, -1 on
+ * error (errno).
+ */
+static int fork_h(struct spare *s)
+{
+	struct clone_args ca;
+	pid_t tid = 2;
+	int sv[2], pidfd = -1, e;
+	long pid;
+
+	if (socketpair(AF_UNIX, SOCK_SEQPACKET | SOCK_CLOEXEC, 0, sv) != 0)
+		return -1;
+	memset(&ca, 0, sizeof(ca));
+	ca.flags = CLONE_PIDFD | CLONE_NEWIPC;
+	ca.pidfd = (uint64_t)(uintptr_t)&pidfd;
+	ca.exit_signal = SIGCHLD;
+	ca.set_tid = (uint64_t)(uintptr_t)&tid;
+	ca.set_tid_size = 1;
+	pid = syscall(SYS_clone3, &ca, sizeof(ca));
+	if (pid < 0 && errno == EEXIST) {
+		ca.set_tid = 0;
+		ca.set_tid_size = 0;
+		pid = syscall(SYS_clone3, &ca, sizeof(ca));
+	}
+	if (pid == 0) {
+		close(sv[0]);
+		h_sock = sv[1];
+		h_begin();
+		return 0;
+	}
+	e = errno;
+	close(sv[1]);
+	if (pid < 0) {
+		close(sv[0]);
+		errno = e;
+		return -1;
+	}
+	s->pid = (pid_t)pid;
+	s->pidfd = pidfd;
+	s->sock = sv[0];
+	return 1;
+}
+
+/* In N: a spare that was never used (it died, or the slot is done). */
+static void drop_spare(struct spare *s)
+{
+	int st;
+
+	if (!s->pid)
+		return;
+	close(s->sock);
+	close(s->pidfd);
+	while (waitpid(s->pid, &st, 0) < 0 && errno == EINTR)
+		;
+	s->pid = 0;
+}
+
+/*
+ * In N: give the request (msgbuf[0..len), @fds) to the waiting H, a new
+ * one if there is none or it died, and tell relayd "S id". Returns 1
+ * with *h, 0 in a newly forked H, -1 with errno. @fds are closed.
+ */
+static int hand_over(struct spare *sp, size_t len, const int *fds, int nfds,
+		     const char *rid, int ctl, pid_t *h)
+{
+	const char *f[2] = { "S", rid };
+	int attempt, r = 1, e = 0;
+
+	for (attempt = 0; attempt < 2; attempt++) {
+		if (!sp->pid) {
+			r = fork_h(sp);
+			if (r <= 0)
+				break;
+		}
+		r = send_msg(sp->sock, msgbuf, len, fds, nfds);
+		e = errno;
+		close(sp->sock);
+		sp->sock = -1;
+		if (r == 0) {
+			r = 1;
+			break;
+		}
+		/* The spare died while the slot was idle. */
+		close(sp->pidfd);
+		while (waitpid(sp->pid, NULL, 0) < 0 && errno == EINTR)
+			;
+		sp->pid = 0;
+		errno = e;
+	}
+	e = errno;
+	if (r == 0)
+		return 0;
+	close_fds(fds, nfds);
+	if (r < 0) {
+		errno = e;
+		return -1;
+	}
+	send_fields(ctl, f, 2, sp->pidfd);
+	close(sp->pidfd);
+	*h = sp->pid;
+	sp->pid = 0;
+	return 1;
+}
+
+/* In N: the probe. Can it make what an invocation needs? Returns 0 in
+ * the probe's H, 1 in N; exits when it cannot. */
+static int probe(struct spare *sp, int srv)
+{
+	static const char req[] = "R\0\0" "0\0" "0\0" "0\0" "";
+	char why[64];
+	int null[3], i, r, st;
+
+	r = fork_h(sp);
+	if (r == 0)
+		return 0;
+	if (r < 0)
+		fail(srv, "clone3", errno);
+	for (i = 0; i < 3; i++)
+		null[i] = open("/dev/null", O_RDWR | O_CLOEXEC);
+	if (null[0] < 0 || null[1] < 0 || null[2] < 0)
+		fail(srv, "open /dev/null", errno);
+	r = send_msg(sp->sock, req, sizeof(req), null, 3);
+	close_fds(null, 3);
+	close(sp->sock);
+	close(sp->pidfd);
+	if (r != 0)
+		fail(srv, "probe request", errno);
+	st = wait_h(sp->pid);
+	sp->pid = 0;
+	if (status_code(st) != 0) {
+		r = snprintf(why, sizeof(why), "F%cprobe invocation exited %d",
+			     0, status_code(st));
+		(void)send_msg(srv, why, (size_t)r + 1, NULL, 0);
+		_exit(255);
+	}
+	return 1;
+}
+
+/*
+ * Run the slot: the probe, then one invocation at a time, each in a
+ * fresh H forked before its request comes. Returns 0, only in an H
+ * (with its capabilities dropped and only its request socket left, as
+ * fd 3): the caller goes on as that invocation, calls
+ * relay_warm_slot_request() and exits. In N it never returns: it exits
+ * 0 when relayd closes the control socket, 255 when the slot cannot run
+ * (said to the server as "F reason").
+ */
+int relay_warm_slot_run(const struct relay_warm_slot *a)
+{
+	static const char free_msg[] = "I\0";
+	struct stamp stamp[SLOT_SCRATCH_MAX];
+	struct spare sp = { 0, -1, -1 };
+	const char *f[SLOT_FIELDS_MIN + 1];
+	char word[48];
+	int fds[SLOT_FDS_MAX], nfds, nf, want, st;
+	ssize_t n;
+	pid_t h;
+
+	if (a->nscratch < 0 || a->nscratch > SLOT_SCRATCH_MAX)
+		_exit(255);
+	msgbuf = malloc(SLOT_MSG_MAX);
+	if (!msgbuf)
+		fail(a->srv_fd, "malloc", errno);
+	if (probe(&sp, a->srv_fd) == 0 || fork_h(&sp) == 0)
+		return 0;
+	if (!sp.pid)
+		fail(a->srv_fd, "clone3", errno);
+	take_stamp(a, stamp);
+	(void)send_msg(a->srv_fd, free_msg, sizeof(free_msg), NULL, 0);
+	for (;;) {
+		/* Every idle slot waits on relayd's socket; the kernel
+		 * gives each request to one of them. */
+		n = recv_msg(a->ctl_fd, fds, &nfds);
+		if (n <= 0) {
+			drop_spare(&sp);
+			_exit(n == 0 ? 0 : 255);   /* relayd closed it */
+		}
+		nf = split_fields(msgbuf, (size_t)n, f, SLOT_FIELDS_MIN + 1);
+		if (nf < SLOT_FIELDS_MIN || strcmp(f[0], "R") != 0) {
+			close_fds(fds, nfds);
+			continue;
+		}
+		want = strcmp(f[2], "1") == 0 ? 4 : 3;
+		if (nfds != want) {
+			const char *e[3] = { "E", f[1], word };
+
+			/* Refused before the waiting H is touched: it
+			 * stays the spare for the next request. */
+			close_fds(fds, nfds);
+			snprintf(word, sizeof(word),
+				 "expected %d descriptors, got %d", want, nfds);
+			send_fields(a->ctl_fd, e, 3, -1);
+			continue;
+		}
+		{
+			const char *b[2] = { "B", f[1] };
+
+			send_fields(a->srv_fd, b, 2, -1);
+		}
+		switch (hand_over(&sp, (size_t)n, fds, nfds, f[1], a->ctl_fd,
+				  &h)) {
+		case 0:
+			return 0;
+		case 1: {
+			const char *x[3] = { "X", f[1], word };
+
+			st = wait_h(h);
+			kill_leftovers();
+			if (!scratch_fresh(a, stamp)) {
+				remount_scratch(a);
+				take_stamp(a, stamp);
+			}
+			/* Free again before relayd hears of the end, so the
+			 * server counts it idle before the next request. */
+			{
+				const char *i[2] = { "I", f[1] };
+
+				send_fields(a->srv_fd, i, 2, -1);
+			}
+			snprintf(word, sizeof(word), "%d",
+				 status_code(st) << 8);
+			send_fields(a->ctl_fd, x, 3, -1);
+			break;
+		}
+		default: {
+			const char *e[3] = { "E", f[1], strerror(errno) };
+			const char *i[2] = { "I", f[1] };
+
+			send_fields(a->ctl_fd, e, 3, -1);
+			send_fields(a->srv_fd, i, 2, -1);
+			break;
+		}
+		}
+		/* The next H, forked now that nothing of this one is left
+		 * in the namespace; meanwhile the slots waiting longer take
+		 * requests. On failure it is made when a request comes. */
+		if (fork_h(&sp) == 0)
+			return 0;
+	}
+}
+
+/*
+ * In H: wait for the request, then wait for relayd's "g" on the go pipe
+ * when it sent one (H is in the invocation's cgroups), set the rlimits
+ * and take the invocation's stdin, stdout and stderr as fds 0-2. Returns
+ * the request's length with *msg its fields, NUL-separated (R id wait_go
+ * as nproc handler env...); 0 when there is nothing to run (N retired
+ * this H, or the probe); exits 255 when the go pipe closes without "g",
+ * 1 on a malformed request. *msg stays valid for the life of H.
+ */
+long relay_warm_slot_request(const char **msg)
+{
+	const char *f[SLOT_FIELDS_MIN + 1];
+	int fds[SLOT_FDS_MAX], nfds, nf, i;
+	struct rlimit rl;
+	unsigned long long v;
+	ssize_t n, r;
+	char c, *end;
+
+	n = recv_msg(h_sock, fds, &nfds);
+	close(h_sock);
+	h_sock = -1;
+	if (n <= 0)
+		_exit(n == 0 ? 0 : 1);
+	nf = split_fields(msgbuf, (size_t)n, f, SLOT_FIELDS_MIN + 1);
+	if (nf < SLOT_FIELDS_MIN)
+		_exit(1);
+	if (strcmp(f[2], "1") == 0) {
+		int go_r;
+
+		if (nfds < 1)
+			_exit(1);
+		go_r = fds[--nfds];
+		do
+			r = read(go_r, &c, 1);
+		while (r < 0 && errno == EINTR);
+		if (r != 1 || c != 'g')
+			_exit(255);
+		close(go_r);
+	}
+	for (i = 0; i < 2; i++) {
+		errno = 0;
+		v = strtoull(f[3 + i], &end, 10);
+		if (errno || *end || end == f[3 + i])
+			_exit(1);
+		if (!v)
+			continue;
+		rl.rlim_cur = rl.rlim_max = (rlim_t)v;
+		if (setrlimit(i == 0 ? RLIMIT_AS : RLIMIT_NPROC, &rl) != 0)
+			die(1, "setrlimit");
+	}
+	if (f[5][0] == '\0')
+		_exit(0);
+	for (i = 0; i < nfds && i < 3; i++) {
+		if (fds[i] == i)
+			continue;
+		if (dup2(fds[i], i) < 0)
+			die(1, "dup2");
+		close(fds[i]);
+	}
+	*msg = msgbuf;
+	return (long)n;
+}
