@@ -21,6 +21,7 @@
 #include <ev.h>
 
 #include "warm.h"
+#include "warm_proto.h"
 
 /* The pid a pidfd refers to, in our pid namespace (fdinfo "Pid:"). */
 static pid_t pidfd_pid(int pidfd)
@@ -43,44 +44,6 @@ static pid_t pidfd_pid(int pidfd)
 	if (!p)
 		return -1;
 	return (pid_t)strtol(p + 5, NULL, 10);
-}
-
-/* The most descriptors a message carries: a request's stdin, stdout,
- * stderr and go pipe. */
-#define CTL_MAX_FDS 4
-
-static int send_msg(int fd, const char *msg, size_t len, const int *fds,
-		    int nfds)
-{
-	union {
-		char buf[CMSG_SPACE(CTL_MAX_FDS * sizeof(int))];
-		struct cmsghdr align;
-	} u;
-	struct iovec iov = { (void *)msg, len };
-	struct msghdr mh;
-	ssize_t n;
-
-	if (nfds < 0 || nfds > CTL_MAX_FDS)
-		return -1;
-	memset(&mh, 0, sizeof(mh));
-	mh.msg_iov = &iov;
-	mh.msg_iovlen = 1;
-	if (nfds) {
-		struct cmsghdr *c;
-
-		memset(&u, 0, sizeof(u));
-		mh.msg_control = u.buf;
-		mh.msg_controllen = CMSG_SPACE((size_t)nfds * sizeof(int));
-		c = CMSG_FIRSTHDR(&mh);
-		c->cmsg_level = SOL_SOCKET;
-		c->cmsg_type = SCM_RIGHTS;
-		c->cmsg_len = CMSG_LEN((size_t)nfds * sizeof(int));
-		memcpy(CMSG_DATA(c), fds, (size_t)nfds * sizeof(int));
-	}
-	do
-		n = sendmsg(fd, &mh, MSG_NOSIGNAL);
-	while (n < 0 && errno == EINTR);
-	return n == (ssize_t)len ? 0 : -1;
 }
 
 void relay__warm_arm_watchdog(warm_parent *p)
@@ -108,7 +71,7 @@ int relay__warm_req_send(warm_req *q)
 	int i;
 
 	/* The go pipe's read end goes along when the run has cgroups. */
-	if (send_msg(p->ctl, q->msg, q->msg_len, q->cfd,
+	if (relay__warm_send(p->ctl, q->msg, q->msg_len, q->cfd,
 		     q->cfd[3] >= 0 ? 4 : 3) != 0)
 		return -1;
 	for (i = 0; i < 4; i++)

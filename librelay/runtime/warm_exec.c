@@ -39,6 +39,8 @@
 #include <sys/wait.h>
 #include <unistd.h>
 
+#include "warm_proto.h"
+
 #define CTL 3
 #define MAX_MSG 65536
 #define MAX_FIELDS 4096
@@ -61,12 +63,6 @@ static int send_fields(const char *const *f, int n, int fd)
 	char buf[512];
 	size_t len = 0;
 	int i;
-	union {
-		char b[CMSG_SPACE(sizeof(int))];
-		struct cmsghdr align;
-	} u;
-	struct iovec iov;
-	struct msghdr mh;
 
 	for (i = 0; i < n; i++) {
 		size_t l = strlen(f[i]);
@@ -76,36 +72,7 @@ static int send_fields(const char *const *f, int n, int fd)
 		memcpy(buf + len, f[i], l + 1);
 		len += l + 1;
 	}
-	iov.iov_base = buf;
-	iov.iov_len = len;
-	memset(&mh, 0, sizeof(mh));
-	mh.msg_iov = &iov;
-	mh.msg_iovlen = 1;
-	if (fd >= 0) {
-		struct cmsghdr *c;
-
-		memset(&u, 0, sizeof(u));
-		mh.msg_control = u.b;
-		mh.msg_controllen = sizeof(u.b);
-		c = CMSG_FIRSTHDR(&mh);
-		c->cmsg_level = SOL_SOCKET;
-		c->cmsg_type = SCM_RIGHTS;
-		c->cmsg_len = CMSG_LEN(sizeof(int));
-		memcpy(CMSG_DATA(c), &fd, sizeof(int));
-	}
-	while (sendmsg(CTL, &mh, MSG_NOSIGNAL) < 0)
-		if (errno != EINTR)
-			return -1;
-	return 0;
-}
-
-static int status_code(int st)
-{
-	if (WIFEXITED(st))
-		return WEXITSTATUS(st);
-	if (WIFSIGNALED(st))
-		return 128 + WTERMSIG(st);
-	return 255;
+	return relay__warm_send(CTL, buf, len, &fd, fd >= 0 ? 1 : 0);
 }
 
 static void die(const char *what)
@@ -215,7 +182,7 @@ run_n(const int fds[3], int go_r, const struct rlimit *rl, char **env)
 		if (p < 0)
 			_exit(255);
 		if (p == h)
-			_exit(status_code(st));
+			_exit(relay__warm_exit_code(st));
 	}
 }
 
@@ -266,11 +233,11 @@ static const char *probe(void)
 	for (i = 0; why[i]; i++)
 		if (why[i] == '\n')
 			why[i] = '\0';
-	if (status_code(st) == 0)
+	if (relay__warm_exit_code(st) == 0)
 		return NULL;
 	if (!*why)
 		snprintf(why, sizeof(why), "probe invocation exited %d",
-			 status_code(st));
+			 relay__warm_exit_code(st));
 	return why;
 }
 

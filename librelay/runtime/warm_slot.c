@@ -49,8 +49,9 @@
 #include <sys/xattr.h>
 #include <unistd.h>
 
+#include "warm_proto.h"
+
 #define SLOT_MSG_MAX (1u << 20)   /* a request, as the Python loop read */
-#define SLOT_FDS_MAX 4            /* stdin, stdout, stderr, go pipe */
 #define SLOT_FIELDS_MIN 6         /* R id wait_go as nproc handler */
 #define SLOT_SCRATCH_MAX 2
 
@@ -91,37 +92,6 @@ long relay_warm_slot_request(const char **msg);
 static char *msgbuf;            /* the request (N's, then H's copy) */
 static int h_sock = -1;         /* in H: where its request comes from */
 
-static int send_msg(int sock, const char *buf, size_t len, const int *fds,
-		    int nfds)
-{
-	union {
-		char b[CMSG_SPACE(SLOT_FDS_MAX * sizeof(int))];
-		struct cmsghdr align;
-	} u;
-	struct iovec iov = { (void *)buf, len };
-	struct msghdr mh;
-
-	memset(&mh, 0, sizeof(mh));
-	mh.msg_iov = &iov;
-	mh.msg_iovlen = 1;
-	if (nfds > 0) {
-		struct cmsghdr *c;
-
-		memset(&u, 0, sizeof(u));
-		mh.msg_control = u.b;
-		mh.msg_controllen = CMSG_SPACE(nfds * sizeof(int));
-		c = CMSG_FIRSTHDR(&mh);
-		c->cmsg_level = SOL_SOCKET;
-		c->cmsg_type = SCM_RIGHTS;
-		c->cmsg_len = CMSG_LEN(nfds * sizeof(int));
-		memcpy(CMSG_DATA(c), fds, nfds * sizeof(int));
-	}
-	while (sendmsg(sock, &mh, MSG_NOSIGNAL) < 0)
-		if (errno != EINTR)
-			return -1;
-	return 0;
-}
-
 /* Fields @f (each NUL-terminated on the wire), with descriptor @fd (or
  * none when negative). Best effort: a peer that is gone is noticed by
  * the next read. */
@@ -139,7 +109,7 @@ static void send_fields(int sock, const char *const *f, int n, int fd)
 		buf[len + l] = '\0';
 		len += l + 1;
 	}
-	(void)send_msg(sock, buf, len, &fd, fd >= 0 ? 1 : 0);
+	(void)relay__warm_send(sock, buf, len, &fd, fd >= 0 ? 1 : 0);
 }
 
 /* Receive a request into msgbuf; its descriptors into @fds (close-on-
@@ -147,7 +117,7 @@ static void send_fields(int sock, const char *const *f, int n, int fd)
 static ssize_t recv_msg(int sock, int *fds, int *nfds)
 {
 	union {
-		char b[CMSG_SPACE(SLOT_FDS_MAX * sizeof(int))];
+		char b[CMSG_SPACE(RELAY__WARM_MAX_FDS * sizeof(int))];
 		struct cmsghdr align;
 	} u;
 	struct iovec iov = { msgbuf, SLOT_MSG_MAX };
@@ -178,7 +148,7 @@ static ssize_t recv_msg(int sock, int *fds, int *nfds)
 			int fd;
 
 			memcpy(&fd, CMSG_DATA(c) + k * sizeof(int), sizeof(fd));
-			if (*nfds < SLOT_FDS_MAX)
+			if (*nfds < RELAY__WARM_MAX_FDS)
 				fds[(*nfds)++] = fd;
 			else
 				close(fd);
@@ -213,15 +183,6 @@ static int split_fields(char *buf, size_t len, const char **f, int max)
 	return n;
 }
 
-static int status_code(int st)
-{
-	if (WIFEXITED(st))
-		return WEXITSTATUS(st);
-	if (WIFSIGNALED(st))
-		return 128 + WTERMSIG(st);
-	return 255;
-}
-
 /* A message on N's stderr (the server's: relayd logs it) and exit. */
 static void __attribute__((noreturn)) die(int code, const char *what)
 {
@@ -239,7 +200,7 @@ static void __attribute__((noreturn)) fail(int srv, const char *what,
 	n = snprintf(why, sizeof(why), "F%c%s: %s", 0, what, strerror(e));
 	if (n >= (int)sizeof(why))
 		n = (int)sizeof(why) - 1;
-	(void)send_msg(srv, why, (size_t)n + 1, NULL, 0);
+	(void)relay__warm_send(srv, why, (size_t)n + 1, NULL, 0);
 	_exit(255);
 }
 
@@ -464,7 +425,7 @@ static int hand_over(struct spare *sp, size_t len, const int *fds, int nfds,
 			if (r <= 0)
 				break;
 		}
-		r = send_msg(sp->sock, msgbuf, len, fds, nfds);
+		r = relay__warm_send(sp->sock, msgbuf, len, fds, nfds);
 		e = errno;
 		close(sp->sock);
 		sp->sock = -1;
@@ -511,7 +472,7 @@ static int probe(struct spare *sp, int srv)
 		null[i] = open("/dev/null", O_RDWR | O_CLOEXEC);
 	if (null[0] < 0 || null[1] < 0 || null[2] < 0)
 		fail(srv, "open /dev/null", errno);
-	r = send_msg(sp->sock, req, sizeof(req), null, 3);
+	r = relay__warm_send(sp->sock, req, sizeof(req), null, 3);
 	close_fds(null, 3);
 	close(sp->sock);
 	close(sp->pidfd);
@@ -519,10 +480,10 @@ static int probe(struct spare *sp, int srv)
 		fail(srv, "probe request", errno);
 	st = wait_h(sp->pid);
 	sp->pid = 0;
-	if (status_code(st) != 0) {
+	if (relay__warm_exit_code(st) != 0) {
 		r = snprintf(why, sizeof(why), "F%cprobe invocation exited %d",
-			     0, status_code(st));
-		(void)send_msg(srv, why, (size_t)r + 1, NULL, 0);
+			     0, relay__warm_exit_code(st));
+		(void)relay__warm_send(srv, why, (size_t)r + 1, NULL, 0);
 		_exit(255);
 	}
 	return 1;
@@ -544,7 +505,7 @@ int relay_warm_slot_run(const struct relay_warm_slot *a)
 	struct spare sp = { 0, -1, -1 };
 	const char *f[SLOT_FIELDS_MIN + 1];
 	char word[48];
-	int fds[SLOT_FDS_MAX], nfds, nf, want, st;
+	int fds[RELAY__WARM_MAX_FDS], nfds, nf, want, st;
 	ssize_t n;
 	pid_t h;
 
@@ -558,7 +519,7 @@ int relay_warm_slot_run(const struct relay_warm_slot *a)
 	if (!sp.pid)
 		fail(a->srv_fd, "clone3", errno);
 	take_stamp(a, stamp);
-	(void)send_msg(a->srv_fd, free_msg, sizeof(free_msg), NULL, 0);
+	(void)relay__warm_send(a->srv_fd, free_msg, sizeof(free_msg), NULL, 0);
 	for (;;) {
 		/* Every idle slot waits on relayd's socket; the kernel
 		 * gives each request to one of them. */
@@ -610,7 +571,7 @@ int relay_warm_slot_run(const struct relay_warm_slot *a)
 				send_fields(a->srv_fd, i, 2, -1);
 			}
 			snprintf(word, sizeof(word), "%d",
-				 status_code(st) << 8);
+				 relay__warm_exit_code(st) << 8);
 			send_fields(a->ctl_fd, x, 3, -1);
 			break;
 		}
@@ -643,7 +604,7 @@ int relay_warm_slot_run(const struct relay_warm_slot *a)
 long relay_warm_slot_request(const char **msg)
 {
 	const char *f[SLOT_FIELDS_MIN + 1];
-	int fds[SLOT_FDS_MAX], nfds, nf, i;
+	int fds[RELAY__WARM_MAX_FDS], nfds, nf, i;
 	struct rlimit rl;
 	unsigned long long v;
 	ssize_t n, r;
