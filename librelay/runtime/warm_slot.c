@@ -53,6 +53,7 @@
 
 #define SLOT_MSG_MAX (1u << 20)   /* a request, as the Python loop read */
 #define SLOT_FIELDS_MIN 6         /* R id wait_go as nproc handler */
+#define SLOT_ID_MAX 32            /* relayd's ids are decimal numbers */
 #define SLOT_SCRATCH_MAX 2
 
 /*
@@ -91,6 +92,7 @@ long relay_warm_slot_request(const char **msg);
 
 static char *msgbuf;            /* the request (N's, then H's copy) */
 static int h_sock = -1;         /* in H: where its request comes from */
+static sigset_t h_mask;         /* the signal mask H starts with */
 
 /* Fields @f (each NUL-terminated on the wire), with descriptor @fd (or
  * none when negative). Best effort: a peer that is gone is noticed by
@@ -103,18 +105,19 @@ static void send_fields(int sock, const char *const *f, int n, int fd)
 
 	for (i = 0; i < n; i++) {
 		l = strlen(f[i]);
-		if (len + l + 1 > sizeof(buf))
-			l = sizeof(buf) - len - 1;
-		memcpy(buf + len, f[i], l);
-		buf[len + l] = '\0';
+		if (l >= sizeof(buf) - len)
+			return;   /* not sent: ids are short (checked on receipt) */
+		memcpy(buf + len, f[i], l + 1);
 		len += l + 1;
 	}
 	(void)relay__warm_send(sock, buf, len, &fd, fd >= 0 ? 1 : 0);
 }
 
 /* Receive a request into msgbuf; its descriptors into @fds (close-on-
- * exec), their number in *nfds. Returns its length, 0 at EOF, -1. */
-static ssize_t recv_msg(int sock, int *fds, int *nfds)
+ * exec), their number in *nfds; *whole says it came whole (neither it
+ * nor its descriptors cut, its last field NUL-terminated). Returns its
+ * length, 0 at EOF, -1. */
+static ssize_t recv_msg(int sock, int *fds, int *nfds, int *whole)
 {
 	union {
 		char b[CMSG_SPACE(RELAY__WARM_MAX_FDS * sizeof(int))];
@@ -138,6 +141,8 @@ static ssize_t recv_msg(int sock, int *fds, int *nfds)
 	}
 	if (n < 0)
 		return -1;
+	*whole = !(mh.msg_flags & (MSG_TRUNC | MSG_CTRUNC)) && n > 0 &&
+		 msgbuf[n - 1] == '\0';
 	for (c = CMSG_FIRSTHDR(&mh); c; c = CMSG_NXTHDR(&mh, c)) {
 		size_t k, m;
 
@@ -331,6 +336,9 @@ static void h_begin(void)
 	struct __user_cap_data_struct data[2];
 	int fd;
 
+	/* A signal N got while it blocked them all stays N's: a fork
+	 * starts with none pending. */
+	sigprocmask(SIG_SETMASK, &h_mask, NULL);
 	setsid();
 	if (h_sock != 3)
 		fd = dup3(h_sock, 3, O_CLOEXEC);
@@ -339,9 +347,12 @@ static void h_begin(void)
 	if (fd != 3)
 		die(1, "dup3");
 	h_sock = 3;
-	if (syscall(SYS_close_range, 4u, ~0u, 0) != 0)
-		for (fd = 4; fd < 1024; fd++)
+	if (syscall(SYS_close_range, 4u, ~0u, 0) != 0) {
+		long max = sysconf(_SC_OPEN_MAX);
+
+		for (fd = 4; fd < (max > 0 ? max : 1024); fd++)
 			close(fd);
+	}
 	memset(data, 0, sizeof(data));
 	if (syscall(SYS_capset, &hdr, data) != 0)
 		die(1, "capset");
@@ -505,12 +516,25 @@ int relay_warm_slot_run(const struct relay_warm_slot *a)
 	struct spare sp = { 0, -1, -1 };
 	const char *f[SLOT_FIELDS_MIN + 1];
 	char word[48];
-	int fds[RELAY__WARM_MAX_FDS], nfds, nf, want, st;
+	int fds[RELAY__WARM_MAX_FDS], nfds, nf, want, st, whole;
 	ssize_t n;
 	pid_t h;
 
 	if (a->nscratch < 0 || a->nscratch > SLOT_SCRATCH_MAX)
 		_exit(255);
+	/*
+	 * N blocks every signal: it runs no Python from here on, so a
+	 * signal with a Python handler (SIGINT has one) would only leave
+	 * the interpreter's "pending" mark in N's memory, and every H
+	 * forked after would raise KeyboardInterrupt before its handler.
+	 * An invocation can signal N (same uid, pid 1 of its namespace).
+	 */
+	{
+		sigset_t all;
+
+		sigfillset(&all);
+		sigprocmask(SIG_BLOCK, &all, &h_mask);
+	}
 	msgbuf = malloc(SLOT_MSG_MAX);
 	if (!msgbuf)
 		fail(a->srv_fd, "malloc", errno);
@@ -523,25 +547,33 @@ int relay_warm_slot_run(const struct relay_warm_slot *a)
 	for (;;) {
 		/* Every idle slot waits on relayd's socket; the kernel
 		 * gives each request to one of them. */
-		n = recv_msg(a->ctl_fd, fds, &nfds);
+		n = recv_msg(a->ctl_fd, fds, &nfds, &whole);
 		if (n <= 0) {
 			drop_spare(&sp);
 			_exit(n == 0 ? 0 : 255);   /* relayd closed it */
 		}
 		nf = split_fields(msgbuf, (size_t)n, f, SLOT_FIELDS_MIN + 1);
-		if (nf < SLOT_FIELDS_MIN || strcmp(f[0], "R") != 0) {
+		/* relayd's ids are numbers: one that is not cannot be
+		 * answered, so the request is dropped (its wedge bound
+		 * runs it cold). */
+		if (nf < 2 || strcmp(f[0], "R") != 0 || !f[1][0] ||
+		    strlen(f[1]) > SLOT_ID_MAX) {
 			close_fds(fds, nfds);
 			continue;
 		}
-		want = strcmp(f[2], "1") == 0 ? 4 : 3;
-		if (nfds != want) {
+		want = nf >= SLOT_FIELDS_MIN && strcmp(f[2], "1") == 0 ? 4 : 3;
+		if (!whole || nf < SLOT_FIELDS_MIN || nfds != want) {
 			const char *e[3] = { "E", f[1], word };
 
 			/* Refused before the waiting H is touched: it
 			 * stays the spare for the next request. */
 			close_fds(fds, nfds);
-			snprintf(word, sizeof(word),
-				 "expected %d descriptors, got %d", want, nfds);
+			if (!whole || nf < SLOT_FIELDS_MIN)
+				snprintf(word, sizeof(word), "malformed request");
+			else
+				snprintf(word, sizeof(word),
+					 "expected %d descriptors, got %d",
+					 want, nfds);
 			send_fields(a->ctl_fd, e, 3, -1);
 			continue;
 		}
@@ -585,8 +617,10 @@ int relay_warm_slot_run(const struct relay_warm_slot *a)
 		}
 		}
 		/* The next H, forked now that nothing of this one is left
-		 * in the namespace; meanwhile the slots waiting longer take
-		 * requests. On failure it is made when a request comes. */
+		 * in the namespace (nor of its request in N's memory);
+		 * meanwhile the slots waiting longer take requests. On
+		 * failure it is made when a request comes. */
+		memset(msgbuf, 0, (size_t)n);
 		if (fork_h(&sp) == 0)
 			return 0;
 	}
@@ -604,17 +638,19 @@ int relay_warm_slot_run(const struct relay_warm_slot *a)
 long relay_warm_slot_request(const char **msg)
 {
 	const char *f[SLOT_FIELDS_MIN + 1];
-	int fds[RELAY__WARM_MAX_FDS], nfds, nf, i;
+	int fds[RELAY__WARM_MAX_FDS], nfds, nf, i, whole;
 	struct rlimit rl;
 	unsigned long long v;
 	ssize_t n, r;
 	char c, *end;
 
-	n = recv_msg(h_sock, fds, &nfds);
+	n = recv_msg(h_sock, fds, &nfds, &whole);
 	close(h_sock);
 	h_sock = -1;
 	if (n <= 0)
 		_exit(n == 0 ? 0 : 1);
+	if (!whole)
+		_exit(1);
 	nf = split_fields(msgbuf, (size_t)n, f, SLOT_FIELDS_MIN + 1);
 	if (nf < SLOT_FIELDS_MIN)
 		_exit(1);
@@ -645,8 +681,12 @@ long relay_warm_slot_request(const char **msg)
 	if (f[5][0] == '\0')
 		_exit(0);
 	for (i = 0; i < nfds && i < 3; i++) {
-		if (fds[i] == i)
+		if (fds[i] == i) {
+			/* Received close-on-exec: an exec app needs it. */
+			if (fcntl(i, F_SETFD, 0) != 0)
+				die(1, "fcntl");
 			continue;
+		}
 		if (dup2(fds[i], i) < 0)
 			die(1, "dup2");
 		close(fds[i]);

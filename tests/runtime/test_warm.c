@@ -207,6 +207,9 @@ static char *joined(const cap *c)
 	"    print('ok', event)\n"                                         \
 	"def fails(event):\n"                                              \
 	"    sys.exit(3)\n"                                                \
+	"def sigint_n(event):\n"                                           \
+	"    print('ns', os.readlink('/proc/self/ns/pid'), flush=True)\n"   \
+	"    os.kill(1, signal.SIGINT)\n"                                  \
 	"def scratch(event):\n"                                            \
 	"    import ctypes\n"                                              \
 	"    libc = ctypes.CDLL(None)\n"                                   \
@@ -927,6 +930,33 @@ static void test_warm__free_leaves_nothing(void)
 	rt = new_rt(60000, 8);
 }
 
+/* An invocation that signals its slot N (pid 1 of its namespace; the
+ * interpreter has a SIGINT handler) harms no later invocation of that
+ * slot: N blocks every signal, and an H starts with none pending. Fails
+ * when N takes the signal: the interpreter's pending mark is copied into
+ * every later H, which raises KeyboardInterrupt before its handler. */
+static void test_warm__signal_to_slot_is_harmless(void)
+{
+	relay_exec_spec s = py_spec("handlers.sigint_n");
+	char ns[8][128];
+	bool reused = false;
+	struct job j;
+	int i, k;
+
+	for (i = 0; i < 8; i++) {
+		RT_CHECK(run1(rt, &s, &j) == 0);
+		RT_EQ_INT(j.o.status, RELAY_RUN_OK);
+		RT_CHECK(j.o.warm);
+		snprintf(ns[i], sizeof(ns[i]), "%s", j.c.n ? cap_line(&j.c, 0)
+							   : "");
+		RT_CHECK(strncmp(ns[i], "ns pid:[", 8) == 0);
+		for (k = 0; k < i; k++)
+			reused |= strcmp(ns[k], ns[i]) == 0;
+		job_free(&j);
+	}
+	RT_CHECK(reused);
+}
+
 /* Without the slot loop (relay-warm-slot.so cannot be loaded) the warm
  * parent says so and invocations run cold, counted, and succeed. */
 static void test_warm__slot_lib_unloadable_runs_cold(void)
@@ -1016,6 +1046,7 @@ int main(int argc, char **argv)
 		RT_CASE(test_warm__exec_same_as_cold),
 		RT_CASE(test_warm__free_leaves_nothing),
 		RT_CASE(test_warm__slot_lib_unloadable_runs_cold),
+		RT_CASE(test_warm__signal_to_slot_is_harmless),
 	};
 	char cmd[300];
 	int rc;

@@ -228,6 +228,8 @@ class Server:
         # differs only by its per-invocation variables (_set_env).
         self.env_base = frozenset(k + b"=" + v for k, v in os.environb.items()
                                   if k != b"PWD" or self.pwd is None)
+        self.env_base_keys = frozenset(kv.partition(b"=")[0]
+                                       for kv in self.env_base)
         self.sock = socket.socket(fileno=3)
         # What an interpreter has at start-up, restored in every handler.
         self.sigs = {s: signal.getsignal(s)
@@ -417,13 +419,18 @@ class Server:
         """The handler's clean environment from the request's "K=V"
         fields @raw (bwrap sets PWD over the app's env for a cold start
         too). H starts with the parent's, which is the app's without the
-        per-invocation variables: when the request keeps every variable
-        of it, only the ones it adds or changes are set, else the whole
-        environment is replaced."""
+        per-invocation variables: when the request is exactly the
+        parent's variables plus new ones (each field once, no new name
+        the parent has), only those are set; else the whole environment
+        is replaced."""
         if self.pwd is not None:
             raw = [kv for kv in raw if not kv.startswith(b"PWD=")]
         new = [kv for kv in raw if kv not in self.env_base]
-        if len(raw) - len(new) == len(self.env_base):
+        names = [kv.partition(b"=")[0] for kv in new]
+        if (len(raw) - len(new) == len(self.env_base)
+                and len(set(raw)) == len(raw)
+                and len(set(names)) == len(names)
+                and self.env_base_keys.isdisjoint(names)):
             for kv in new:
                 k, _, v = kv.decode("utf-8", "surrogateescape").partition("=")
                 os.environ[k] = v
