@@ -369,14 +369,7 @@ int main(int argc, char **argv)
 	pf[1].fd = sfd;
 	pf[1].events = POLLIN;
 	for (;;) {
-		union {
-			char b[CMSG_SPACE(4 * sizeof(int))];
-			struct cmsghdr align;
-		} u;
-		struct iovec iov = { msg, MAX_MSG };
-		struct msghdr mh;
-		struct cmsghdr *c;
-		int fds[4], nfds = 0, nf = 0;
+		int fds[RELAY__WARM_MAX_FDS], nfds = 0, nf = 0, whole;
 		ssize_t n;
 		size_t off;
 
@@ -389,34 +382,9 @@ int main(int argc, char **argv)
 			reap();
 		if (!pf[0].revents)
 			continue;
-		memset(&mh, 0, sizeof(mh));
-		mh.msg_iov = &iov;
-		mh.msg_iovlen = 1;
-		mh.msg_control = u.b;
-		mh.msg_controllen = sizeof(u.b);
-		n = recvmsg(CTL, &mh, MSG_CMSG_CLOEXEC);
-		if (n < 0 && errno == EINTR)
-			continue;
+		n = relay__warm_recv(CTL, msg, MAX_MSG, fds, &nfds, &whole);
 		if (n <= 0)
 			return 0;       /* relayd closed the socket: retire */
-		for (c = CMSG_FIRSTHDR(&mh); c; c = CMSG_NXTHDR(&mh, c)) {
-			size_t k, cnt;
-
-			if (c->cmsg_level != SOL_SOCKET ||
-			    c->cmsg_type != SCM_RIGHTS)
-				continue;
-			cnt = (c->cmsg_len - CMSG_LEN(0)) / sizeof(int);
-			for (k = 0; k < cnt; k++) {
-				int x;
-
-				memcpy(&x, CMSG_DATA(c) + k * sizeof(int),
-				       sizeof(int));
-				if (nfds < 4)
-					fds[nfds++] = x;
-				else
-					close(x);
-			}
-		}
 		msg[n] = '\0';
 		for (off = 0; off < (size_t)n && nf < MAX_FIELDS;) {
 			f[nf++] = msg + off;

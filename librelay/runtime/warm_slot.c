@@ -113,53 +113,10 @@ static void send_fields(int sock, const char *const *f, int n, int fd)
 	(void)relay__warm_send(sock, buf, len, &fd, fd >= 0 ? 1 : 0);
 }
 
-/* Receive a request into msgbuf; its descriptors into @fds (close-on-
- * exec), their number in *nfds; *whole says it came whole (neither it
- * nor its descriptors cut, its last field NUL-terminated). Returns its
- * length, 0 at EOF, -1. */
+/* Receive a request into msgbuf (relay__warm_recv()). */
 static ssize_t recv_msg(int sock, int *fds, int *nfds, int *whole)
 {
-	union {
-		char b[CMSG_SPACE(RELAY__WARM_MAX_FDS * sizeof(int))];
-		struct cmsghdr align;
-	} u;
-	struct iovec iov = { msgbuf, SLOT_MSG_MAX };
-	struct msghdr mh;
-	struct cmsghdr *c;
-	ssize_t n;
-
-	*nfds = 0;
-	for (;;) {
-		memset(&mh, 0, sizeof(mh));
-		mh.msg_iov = &iov;
-		mh.msg_iovlen = 1;
-		mh.msg_control = u.b;
-		mh.msg_controllen = sizeof(u.b);
-		n = recvmsg(sock, &mh, MSG_CMSG_CLOEXEC);
-		if (n >= 0 || errno != EINTR)
-			break;
-	}
-	if (n < 0)
-		return -1;
-	*whole = !(mh.msg_flags & (MSG_TRUNC | MSG_CTRUNC)) && n > 0 &&
-		 msgbuf[n - 1] == '\0';
-	for (c = CMSG_FIRSTHDR(&mh); c; c = CMSG_NXTHDR(&mh, c)) {
-		size_t k, m;
-
-		if (c->cmsg_level != SOL_SOCKET || c->cmsg_type != SCM_RIGHTS)
-			continue;
-		m = (c->cmsg_len - CMSG_LEN(0)) / sizeof(int);
-		for (k = 0; k < m; k++) {
-			int fd;
-
-			memcpy(&fd, CMSG_DATA(c) + k * sizeof(int), sizeof(fd));
-			if (*nfds < RELAY__WARM_MAX_FDS)
-				fds[(*nfds)++] = fd;
-			else
-				close(fd);
-		}
-	}
-	return n;
+	return relay__warm_recv(sock, msgbuf, SLOT_MSG_MAX, fds, nfds, whole);
 }
 
 static void close_fds(const int *fds, int n)
