@@ -243,7 +243,7 @@ static const char *probe(void)
 
 /* R id wait_go as nproc handler env... (+3 fds, + the go pipe's read end
  * when wait_go) */
-static void request(char **f, int nf, int *fds, int nfds)
+static void request(char **f, int nf, int *fds, int nfds, int whole)
 {
 	struct rlimit rl[2];
 	struct kid *k = NULL;
@@ -255,7 +255,8 @@ static void request(char **f, int nf, int *fds, int nfds)
 		if (kids[i].pid <= 0)
 			k = &kids[i];
 	wait_go = nf > 2 && strcmp(f[2], "1") == 0;
-	if (nf < 6 || nfds != (wait_go ? 4 : 3) || !k) {
+	/* A request cut short (or its descriptors) is refused. */
+	if (!whole || nf < 6 || nfds != (wait_go ? 4 : 3) || !k) {
 		const char *e[] = { "E", nf > 1 ? f[1] : "?",
 				    k ? "bad request" : "too many" };
 
@@ -391,7 +392,7 @@ int main(int argc, char **argv)
 			off += strlen(msg + off) + 1;
 		}
 		if (nf >= 1 && strcmp(f[0], "R") == 0) {
-			request(f, nf, fds, nfds);
+			request(f, nf, fds, nfds, whole);
 		} else {
 			for (i = 0; i < nfds; i++)
 				close(fds[i]);
