@@ -26,9 +26,9 @@
  * A parent is keyed by everything of the spec that its sandbox fixes (app,
  * directory, generation, network, environment); resources apply per
  * invocation (cgroups joined before any of the invocation's code runs,
- * rlimits set by its process). Idle parents are retired after warm_idle_ms; at most
- * warm_max_parents live at once (the least recently used idle one makes
- * room). warm_ctl.c has the control protocol (requests and what the
+ * rlimits set by its process). Idle parents are retired after
+ * warm_idle_ms; at most warm_max_parents live at once (the least recently
+ * used idle one makes room). warm_ctl.c has the control protocol (requests and what the
  * parent answers), warm_pool.c the node pre-started processes,
  * warm_stats.c the counters; these and run_libev.c are the runtime files
  * with <ev.h>.

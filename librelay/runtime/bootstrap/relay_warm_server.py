@@ -193,8 +193,8 @@ def _use_code_cache(cache):
 
 
 def _after_fork_child():
-    """In a child forked by a raw clone3() from N or the server, which
-    are single-threaded and fork between Python calls: what Python's own
+    """In H, forked by a raw clone3() from inside N's slot loop (N is
+    single-threaded and forks outside any Python code): what Python's own
     after-fork work (PyOS_AfterFork_Child) changes there. Its locks and
     thread states need no repair without other threads; what remains is
     its at-fork hooks of the modules a server may load: random's reseed
@@ -227,7 +227,7 @@ class Server:
         # The parent's environment ("K=V", PWD aside): an invocation's
         # differs only by its per-invocation variables (_set_env).
         self.env_base = frozenset(k + b"=" + v for k, v in os.environb.items()
-                                  if k != b"PWD" or self.pwd is None)
+                                  if k != b"PWD")
         self.env_base_keys = frozenset(kv.partition(b"=")[0]
                                        for kv in self.env_base)
         self.sock = socket.socket(fileno=3)
@@ -235,9 +235,6 @@ class Server:
         self.sigs = {s: signal.getsignal(s)
                      for s in (signal.SIGCHLD,) + RESTORED}
         self.wake_r, self.wake_w = os.pipe2(os.O_NONBLOCK | os.O_CLOEXEC)
-        # Resolve the C functions once, not in every invocation.
-        for name in ("mount",):
-            getattr(libc, name)
         self.scratch_mode = {}
         self.slots = {}      # pid of N -> Slot
         self.by_sock = {}    # fd of the server's end -> Slot (alive)
