@@ -616,6 +616,15 @@ static inline void h_advance(h_ctx *h, int64_t ms)
 	h->fclock.mono += (relay_mono_us)ms * 1000u;
 }
 
+/* A retry round: advance the fixed clock by @ms, let recovery claim what
+ * is due now, and let the loop run what that starts. */
+static inline void h_retry_round(h_ctx *h, int64_t ms)
+{
+	h_advance(h, ms);
+	relay__consumer_reclaim_now(h->c);
+	h_settle(h, 30);
+}
+
 static int h_closed_flag;
 
 static inline void h_closed(relay_consumer *c)

@@ -17,13 +17,6 @@
 
 #define MIN_IDLE 60000
 
-static void one_retry_round(h_ctx *h, int64_t ms)
-{
-	h_advance(h, ms);
-	relay__consumer_reclaim_now(h->c);
-	h_settle(h, 30);
-}
-
 static void test_consumer__matched_acked_retained(void)
 {
 	h_ctx h;
@@ -232,12 +225,12 @@ static void test_consumer__retry_schedule_then_dlq(void)
 			 (long long)due, i + 1);
 		RT_CHECK(strncmp(st, want, strlen(want)) == 0);
 		/* Redelivered before the deadline: skipped. */
-		one_retry_round(&h, backoff[i] - 1000);
+		h_retry_round(&h, backoff[i] - 1000);
 		RT_EQ_INT(bad->runs, i + 1);
 		RT_EQ_INT((int)h_pel(&h), 1);
 		/* Past the deadline (and idle long enough to be
 		 * reclaimed): the next attempt runs. */
-		one_retry_round(&h, MIN_IDLE);
+		h_retry_round(&h, MIN_IDLE);
 		H_UNTIL(&h, bad->runs == i + 2 &&
 			h_metrics(&h).buffered_events == 0, 5000);
 	}
@@ -372,7 +365,7 @@ static void test_consumer__slot_saturation(void)
 	H_UNTIL(&h, h_metrics(&h).acks == 1, 5000);
 	RT_EQ_INT((int)h_pel(&h), 2);
 	for (i = 0; i < 20 && h_pel(&h) > 0; i++)
-		one_retry_round(&h, MIN_IDLE / 1000 + 1);
+		h_retry_round(&h, MIN_IDLE / 1000 + 1);
 	RT_EQ_INT((int)h_pel(&h), 0);
 	RT_EQ_INT(s->runs, 3);
 	RT_EQ_STR(h_state(&h, ids[2], "a/h1"), "ok");
@@ -408,7 +401,7 @@ static void test_consumer__slot_handover_refused(void)
 	RT_EQ_INT(s->runs, 1);
 	RT_EQ_INT((int)h_pel(&h), 3);
 	for (i = 0; i < 20 && h_pel(&h) > 0; i++)
-		one_retry_round(&h, MIN_IDLE + 1);
+		h_retry_round(&h, MIN_IDLE + 1);
 	RT_EQ_INT((int)h_pel(&h), 0);
 	RT_EQ_INT(s->runs, 4);
 	h_cleanup(&h);
@@ -425,14 +418,14 @@ static void test_consumer__unavailable_app_stays_pending(void)
 	snprintf(id, sizeof(id), "%s", h_xadd(&h, "{\"kind\":\"x\"}"));
 	H_UNTIL(&h, h_metrics(&h).events_matched == 1 &&
 		h_metrics(&h).buffered_events == 0, 5000);
-	one_retry_round(&h, MIN_IDLE + 1);
-	one_retry_round(&h, MIN_IDLE + 1);
+	h_retry_round(&h, MIN_IDLE + 1);
+	h_retry_round(&h, MIN_IDLE + 1);
 	RT_EQ_INT(h.exec.total_runs, 0);
 	RT_EQ_INT((int)h_pel(&h), 1);
 	RT_EQ_STR(h_state(&h, id, "b/h1"), "");  /* no attempt counted */
 	RT_EQ_INT((int)h_dlq_count(&h), 0);
 	h.avail_b = 1;
-	one_retry_round(&h, MIN_IDLE + 1);
+	h_retry_round(&h, MIN_IDLE + 1);
 	H_UNTIL(&h, h_pel(&h) == 0, 5000);
 	RT_EQ_INT(h.exec.total_runs, 1);
 	RT_EQ_STR(h_state(&h, id, "b/h1"), "ok");
@@ -460,7 +453,7 @@ static void test_consumer__missing_payload(void)
 	RT_EQ_INT((int)h_pel(&h), 1);
 	h_start(&h);
 	h_settle(&h, 20);
-	one_retry_round(&h, MIN_IDLE + 1);
+	h_retry_round(&h, MIN_IDLE + 1);
 	H_UNTIL(&h, h_metrics(&h).missing_payload == 1 &&
 		h_metrics(&h).buffered_events == 0, 5000);
 	RT_EQ_INT((int)h_metrics(&h).missing_payload, 1);
@@ -502,7 +495,7 @@ static void first_claim_fails(unsigned int version, int op, int refuse)
 		RT_EQ_STR(h_state(&h, id, "__classification"), "");
 		RT_EQ_INT((int)h_metrics(&h).events_received, 0);
 	}
-	one_retry_round(&h, MIN_IDLE + 1);
+	h_retry_round(&h, MIN_IDLE + 1);
 	H_UNTIL(&h, h_pel(&h) == 0, 5000);
 	RT_EQ_INT(h.exec.total_runs, 1);
 	RT_EQ_INT((int)h_metrics(&h).events_received, 1);
@@ -547,7 +540,7 @@ static void test_consumer__classification_error_not_acked(void)
 	RT_EQ_INT((int)h_pel(&h), 1);
 	RT_EQ_INT((int)h_metrics(&h).events_received, 0);
 	RT_CHECK(h.exec.total_runs <= 1);
-	one_retry_round(&h, MIN_IDLE + 1);
+	h_retry_round(&h, MIN_IDLE + 1);
 	H_UNTIL(&h, h_pel(&h) == 0, 5000);
 	RT_EQ_INT((int)h_pel(&h), 0);
 	RT_EQ_INT(h.exec.total_runs, 1);
@@ -579,7 +572,7 @@ static void test_consumer__dlq_write_failure_reroutes(void)
 	st = h_state(&h, id, "a/h");
 	RT_CHECK(strncmp(st, "exhausted:1:", 12) == 0 && !strstr(st, ":dlq"));
 	RT_EQ_INT((int)h_dlq_count(&h), 0);
-	one_retry_round(&h, MIN_IDLE + 1);
+	h_retry_round(&h, MIN_IDLE + 1);
 	H_UNTIL(&h, h_pel(&h) == 0, 5000);
 	d = h_dlq(&h, &n);
 	RT_EQ_INT((int)n, 1);
@@ -608,7 +601,7 @@ static void test_consumer__removed_rule_stops_gating(void)
 	h_write_app(&h, "a", APP_A "  - handler: good\n    pattern:\n"
 		    "      kind: [x]\n");
 	h_load_apps(&h);
-	one_retry_round(&h, 120000);
+	h_retry_round(&h, 120000);
 	H_UNTIL(&h, h_pel(&h) == 0, 5000);
 	RT_EQ_INT((int)h_pel(&h), 0);
 	RT_EQ_INT(h_script_get(&h.exec, "a", "bad")->runs, 1);

@@ -118,13 +118,6 @@ static int take_stuck(const relay_consumer_stuck *st, void *payload)
 	return 0;
 }
 
-static void stuck_round(h_ctx *h, int64_t ms)
-{
-	h_advance(h, ms);
-	relay__consumer_reclaim_now(h->c);
-	h_settle(h, 30);
-}
-
 /*
  * No step may spin: a malformed message whose DLQ write always fails.
  * Its deliveries are skipped while its backoff (1m, 2m, 4m, ...) runs,
@@ -148,17 +141,17 @@ static void test_hardening__failing_step_backs_off(void)
 	H_UNTIL(&h, h.fault->scripts[op] == 1 &&
 		h_metrics(&h).buffered_events == 0, 5000);
 	RT_EQ_INT(h.eng_warn[9], 1);
-	stuck_round(&h, MIN_IDLE + 1);          /* 1m passed: retry */
+	h_retry_round(&h, MIN_IDLE + 1);          /* 1m passed: retry */
 	RT_EQ_INT(h.fault->scripts[op], 2);
 	RT_EQ_INT(h.eng_warn[9], 2);
-	stuck_round(&h, MIN_IDLE + 1);          /* inside the 2m backoff */
+	h_retry_round(&h, MIN_IDLE + 1);          /* inside the 2m backoff */
 	RT_EQ_INT(h.fault->scripts[op], 2);
 	RT_EQ_INT(h.eng_warn[9], 2);
-	stuck_round(&h, MIN_IDLE + 1);          /* 2m passed: retry */
+	h_retry_round(&h, MIN_IDLE + 1);          /* 2m passed: retry */
 	RT_EQ_INT(h.fault->scripts[op], 3);
 	RT_EQ_INT(h.eng_warn[9], 3);
-	stuck_round(&h, MIN_IDLE + 1);          /* inside the 4m backoff */
-	stuck_round(&h, MIN_IDLE + 1);
+	h_retry_round(&h, MIN_IDLE + 1);          /* inside the 4m backoff */
+	h_retry_round(&h, MIN_IDLE + 1);
 	RT_EQ_INT(h.fault->scripts[op], 3);
 	RT_EQ_INT(h.eng_warn[9], 3);
 	m = h_metrics(&h);
@@ -182,7 +175,7 @@ static void test_hardening__failing_step_backs_off(void)
 	RT_CHECK(ss.retry_in_ms > 0 && ss.retry_in_ms <= 4 * 60000);
 	/* The cause goes away: the next try after the backoff succeeds. */
 	h.fault->fail_script[op] = 0;
-	stuck_round(&h, 4 * 60000);
+	h_retry_round(&h, 4 * 60000);
 	H_UNTIL(&h, h_pel(&h) == 0, 5000);
 	RT_EQ_INT((int)h_pel(&h), 0);
 	RT_EQ_INT((int)h_dlq_count(&h), 1);

@@ -39,18 +39,23 @@
 	"    pattern:\n" \
 	"      kind: [x]\n"
 
+#define APP_RETRY \
+	"runtime: exec\n" \
+	"command: [/bin/false]\n" \
+	"events:\n" \
+	"  - handler: h\n" \
+	"    retries: 1\n" \
+	"    pattern:\n" \
+	"      kind: [x]\n"
+
+#define RF RELAY_REDIS_SCRIPT_RECORD_FAILURE
 #define CA RELAY_REDIS_SCRIPT_COMPLETE_ACK
 #define MC RELAY_REDIS_SCRIPT_MARK_COMPLETE
 #define ME RELAY_REDIS_SCRIPT_MARK_EXHAUSTED
 
 /* Far past any claim deadline (capped at 5 min): recovery takes the
  * message again if it is still pending. */
-static void after_deadline(h_ctx *h)
-{
-	h_advance(h, 10 * 60000);
-	relay__consumer_reclaim_now(h->c);
-	h_settle(h, 50);
-}
+#define AFTER_DEADLINE_MS (10 * 60000)
 
 /* The engine of a case, with app "a" = @app (faults are set between
  * setup() and go()). */
@@ -88,7 +93,7 @@ static void test_lost__tail_not_run(void)
 	RT_EQ_INT((int)h_pel(&h), 0);
 	RT_EQ_STR(h_state(&h, id, "a/h"), "ok");
 	RT_EQ_STR(h_state(&h, id, "__terminal"), "1");
-	after_deadline(&h);
+	h_retry_round(&h, AFTER_DEADLINE_MS);
 	RT_EQ_INT(runs(&h, "h"), 1);
 	RT_EQ_INT((int)h_metrics(&h).acks, 1);
 	RT_EQ_INT(h.eng_warn[9], 0);   /* recovered: no "kept pending" */
@@ -111,7 +116,7 @@ static void test_lost__tail_ran(void)
 	RT_EQ_INT((int)h_metrics(&h).acks, 1);
 	RT_EQ_INT((int)h_pel(&h), 0);
 	RT_EQ_STR(h_state(&h, id, "a/h"), "ok");
-	after_deadline(&h);
+	h_retry_round(&h, AFTER_DEADLINE_MS);
 	RT_EQ_INT(runs(&h, "h"), 1);
 	RT_EQ_INT(h.eng_warn[9], 0);
 	h_cleanup(&h);
@@ -134,7 +139,7 @@ static void test_lost__mark_complete_ran(void)
 	RT_EQ_INT((int)h_pel(&h), 0);
 	RT_EQ_STR(h_state(&h, id, "a/h"), "ok");
 	RT_EQ_STR(h_state(&h, id, "a/g"), "ok");
-	after_deadline(&h);
+	h_retry_round(&h, AFTER_DEADLINE_MS);
 	RT_EQ_INT(runs(&h, "h"), 1);
 	RT_EQ_INT(runs(&h, "g"), 1);
 	RT_EQ_INT(h.eng_warn[9], 0);
@@ -157,7 +162,7 @@ static void test_lost__mark_exhausted_ran(void)
 	RT_EQ_INT((int)h_pel(&h), 0);
 	RT_CHECK(strstr(h_state(&h, id, "a/h"), ":dlq") != NULL);
 	RT_EQ_INT((int)h_dlq_count(&h), 1);
-	after_deadline(&h);
+	h_retry_round(&h, AFTER_DEADLINE_MS);
 	RT_EQ_INT(runs(&h, "h"), 1);
 	RT_EQ_INT((int)h_dlq_count(&h), 1);
 	h_cleanup(&h);
@@ -192,6 +197,53 @@ static void test_lost__bounded_and_error_reply(void)
 	h_settle(&h, 500);
 	RT_EQ_INT(h.fault->scripts[CA], 1);
 	RT_EQ_INT((int)h_pel(&h), 1);
+	h_cleanup(&h);
+}
+
+/* record_failure ran but its reply was lost: it is resent like the other
+ * completions (answering stale: the claim is already released), and the
+ * retry runs on its schedule, once: two runs in all, then the DLQ. */
+static void test_lost__record_failure_ran(void)
+{
+	h_ctx h;
+	char id[64];
+
+	setup(&h, APP_RETRY);
+	h_script_get(&h.exec, "a", "h")->fail = 1;
+	h.fault->lose_script[RF] = 1;
+	go(&h, id, sizeof(id));
+	H_UNTIL(&h, h.fault->scripts[RF] == 2, 5000);
+	h_settle(&h, 300);
+	RT_EQ_INT(h.fault->scripts[RF], 2);
+	RT_EQ_INT(runs(&h, "h"), 1);
+	RT_EQ_INT((int)h_pel(&h), 1);
+	h_retry_round(&h, AFTER_DEADLINE_MS);
+	h_retry_round(&h, AFTER_DEADLINE_MS);
+	RT_EQ_INT(runs(&h, "h"), 2);
+	RT_EQ_INT((int)h_dlq_count(&h), 1);
+	RT_EQ_INT((int)h_pel(&h), 0);
+	h_cleanup(&h);
+}
+
+/* The resends last only while the claim's deadline is ahead: with the
+ * clock moved past it after the first failure, the resend already
+ * waiting is the last (one WARN, the message left pending for recovery)
+ * instead of 1 + RELAY__REC_RETRY_TRIES sends. */
+static void test_lost__resends_end_at_the_deadline(void)
+{
+	h_ctx h;
+
+	setup(&h, APP_ONE);
+	h.fault->close_script[CA] = 1000;
+	h_start(&h);
+	h_xadd(&h, "{\"kind\":\"x\"}");
+	H_UNTIL(&h, h.fault->scripts[CA] == 1, 5000);
+	h_advance(&h, AFTER_DEADLINE_MS);
+	h_settle(&h, 1500);
+	RT_CHECK(h.fault->scripts[CA] <= 2);
+	RT_EQ_INT(h.eng_warn[9], 1);
+	RT_EQ_INT((int)h_pel(&h), 1);
+	RT_EQ_INT((int)h_metrics(&h).acks, 0);
 	h_cleanup(&h);
 }
 
@@ -250,6 +302,8 @@ int main(int argc, char **argv)
 		RT_CASE(test_lost__mark_complete_ran),
 		RT_CASE(test_lost__mark_exhausted_ran),
 		RT_CASE(test_lost__bounded_and_error_reply),
+		RT_CASE(test_lost__record_failure_ran),
+		RT_CASE(test_lost__resends_end_at_the_deadline),
 		RT_CASE(test_lost__stop_gives_up),
 	};
 

@@ -64,13 +64,6 @@ static const char *xadd_occ(h_ctx *h, const char *app, const char *sched,
 	return xadd_occ_as(h, 0, app, sched, handler, at);
 }
 
-static void retry_round(h_ctx *h, int64_t ms)
-{
-	h_advance(h, ms);
-	relay__consumer_reclaim_now(h->c);
-	h_settle(h, 30);
-}
-
 static void test_sched__envelope_helpers(void)
 {
 	char ts[32], *env;
@@ -303,7 +296,7 @@ static void test_sched__failing_handler_dlq(void)
 		5000);
 	RT_CHECK(strncmp(h_state(&h, id, "a/tick"), "next_attempt_at:", 16)
 		 == 0);
-	retry_round(&h, MIN_IDLE);
+	h_retry_round(&h, MIN_IDLE);
 	H_UNTIL(&h, h_pel(&h) == 0, 5000);
 	RT_EQ_INT(s->runs, 2);
 	d = h_dlq(&h, &n);
@@ -351,11 +344,11 @@ static void test_sched__pinned_across_edit(void)
 	RT_EQ_STR(h_state(&h, id, "__schedule"), "6000:2:tick");
 	h_write_app(&h, "a", APP_S("tock", "0"));
 	h_load_apps(&h);
-	retry_round(&h, MIN_IDLE);
+	h_retry_round(&h, MIN_IDLE);
 	H_UNTIL(&h, tick->runs == 2 && h_metrics(&h).buffered_events == 0,
 		5000);
 	RT_EQ_INT((int)h_pel(&h), 1);  /* 2 retries pinned, not 0 */
-	retry_round(&h, 2 * MIN_IDLE);
+	h_retry_round(&h, 2 * MIN_IDLE);
 	H_UNTIL(&h, h_pel(&h) == 0, 5000);
 	RT_EQ_INT(tick->runs, 3);
 	RT_EQ_INT(tock->runs, 0);
