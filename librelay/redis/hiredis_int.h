@@ -84,14 +84,6 @@ void relay__hr_retire(hr_backend *b);
 void relay__hr_drop_side(hr_backend *b, redisAsyncContext **slot);
 /* (Re)start @c's command timeout. */
 void relay__hr_start_timer(hr_backend *b, hr_cmd *c);
-/* Write what is queued on @b's connection to the socket now instead of when the loop
- * next polls it: the server starts on a command while the caller goes on
- * with its iteration (a reply callback that issues commands, then more
- * replies), so the engine and redis-server work at the same time rather
- * than in turn (doc/perf/engine.md). Never disconnects: an error or a
- * partial write is left to hiredis's write watcher, which is still armed
- * and acts at the next iteration, outside of any callback. */
-void relay__hr_flush(hr_backend *b);
 /* The reply callback of every command. */
 void relay__hr_on_reply(redisAsyncContext *ac, void *reply, void *privdata);
 /* Run @c's callback once (a no-op after the first). */

@@ -506,7 +506,18 @@ void relay__hr_start_timer(hr_backend *b, hr_cmd *c)
 	}
 }
 
-void relay__hr_flush(hr_backend *b)
+/*
+ * Write what is queued on @b's connection to the socket now instead of
+ * when the loop next polls it: the server starts on a command while the
+ * caller goes on with its iteration (a reply callback that issues
+ * commands, then more replies), so the engine and redis-server work at
+ * the same time rather than in turn (doc/perf/engine.md). Never
+ * disconnects: an error or a partial write is left to hiredis's write
+ * watcher, which is still armed and acts at the next iteration, outside
+ * of any callback. Called for each command's first send (send_cmd); a
+ * resend (redirect, NOSCRIPT, reconnect) goes out at the next poll.
+ */
+static void hr_flush(hr_backend *b)
 {
 	redisAsyncContext *ac = b->ac;
 	redisContext *c;
@@ -561,7 +572,7 @@ static int send_cmd(hr_backend *b, hr_cmd *c, int argc, const char **argv,
 				       c->fmtlen) != REDIS_OK)
 		return RELAY_ECLOSED;
 	relay__hr_start_timer(b, c);
-	relay__hr_flush(b);
+	hr_flush(b);
 	return 0;
 }
 
