@@ -76,10 +76,12 @@ relay_redis_backend *relayd_stream_redis(const relayd *d, const char *stream)
 {
 	size_t i;
 
-	for (i = 0; d->sredis && i < d->cfg.nstreams; i++)
+	if (!d->sredis)
+		return NULL;    /* before start-up, after shutdown */
+	for (i = 0; i < d->cfg.nstreams; i++)
 		if (d->sredis[i] && strcmp(d->cfg.streams[i], stream) == 0)
 			return d->sredis[i];
-	return d->redis;
+	return d->sredis[0];
 }
 
 double relayd_scaled(const relayd *d, double seconds)
@@ -419,7 +421,14 @@ static int open_backends(relayd *d, char *errbuf, size_t size)
 	}
 	relay_runtime_libev_attach(d->rt, d->loop);
 	rd.logger = relayd_logger();
-	rc = relay_redis_open_libev(&d->redis, d->loop, d->cfg.redis_uri,
+	/* The first stream's connection; the others are opened with their
+	 * consumers. */
+	d->sredis = calloc(d->cfg.nstreams, sizeof(*d->sredis));
+	if (!d->sredis) {
+		snprintf(errbuf, size, "out of memory");
+		return -1;
+	}
+	rc = relay_redis_open_libev(&d->sredis[0], d->loop, d->cfg.redis_uri,
 				    &rd, NULL);
 	if (rc) {
 		snprintf(errbuf, size, "REDIS_URI: cannot open \"%s\": %s",
@@ -460,8 +469,7 @@ static int open_consumer(relayd *d, char *errbuf, size_t size)
 	o.logger = relayd_logger();
 	d->outbudget = relayd_outbudget_new(d->cfg.output_budget);
 	d->consumers = calloc(d->cfg.nstreams, sizeof(*d->consumers));
-	d->sredis = calloc(d->cfg.nstreams, sizeof(*d->sredis));
-	if (!d->outbudget || !d->consumers || !d->sredis ||
+	if (!d->outbudget || !d->consumers ||
 	    relay_slots_new(&d->slots, o.max_concurrency)) {
 		snprintf(errbuf, size, "out of memory");
 		return -1;
@@ -478,9 +486,7 @@ static int open_consumer(relayd *d, char *errbuf, size_t size)
 		 * idle, and on a shared one every other stream's commands
 		 * would queue behind it.
 		 */
-		if (i == 0) {
-			d->sredis[0] = d->redis;
-		} else {
+		if (i > 0) {
 			rd.logger = relayd_logger();
 			rc = relay_redis_open_libev(&d->sredis[i], d->loop,
 						    d->cfg.redis_uri, &rd,
@@ -583,12 +589,12 @@ static void shutdown_all(relayd *d)
 	if (d->sredis) {
 		size_t i;
 
-		for (i = 1; i < d->cfg.nstreams; i++)
+		/* In-flight publishes and retention get ECLOSED. */
+		for (i = 0; i < d->cfg.nstreams; i++)
 			relay_redis_free(d->sredis[i]);
 		free(d->sredis);
 		d->sredis = NULL;
 	}
-	relay_redis_free(d->redis);  /* in-flight publishes: ECLOSED */
 	relayd_schedpub_free(d->schedpub);
 	d->schedpub = NULL;
 	relayd_retention_free(d->retention);  /* after its ECLOSED */

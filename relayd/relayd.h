@@ -256,10 +256,10 @@ typedef struct relayd {
 	relayd_config cfg;
 	struct ev_loop *loop;
 	int lock_fd;                 /* holds flock(RELAY_RUN_DIR/relay.lock) */
-	relay_redis_backend *redis;  /* on loop: consumers[0], schedules,
-					retention, control commands */
-	relay_redis_backend **sredis; /* consumers[i]'s own connection
-					(i >= 1; [0] is redis): a blocked
+	relay_redis_backend **sredis; /* on loop, one per stream: its
+					consumer's, and its keys' (retention,
+					schedules, control commands;
+					relayd_stream_redis()); a blocked
 					XREADGROUP holds up no other
 					stream */
 	relay_runtime *rt;           /* attached to loop */
@@ -304,7 +304,7 @@ static inline relay_consumer *relayd_consumer(const relayd *d)
  * consumer's, which on Redis Cluster stays on the master owning that
  * stream's slot, so that work on several streams (retention, schedule
  * publishing, dlq replay) does not move one connection from master to
- * master. d->redis for any other name. */
+ * master. The first stream's for any other name. */
 relay_redis_backend *relayd_stream_redis(const relayd *d, const char *stream);
 
 /* Scale a fixed relayd duration (seconds) by RELAY_TEST_TIME_SCALE. */
