@@ -20,6 +20,12 @@
 typedef struct relay__msg relay__msg;
 typedef struct relay__cinv relay__cinv;
 
+/* A completion resent after its reply was lost (relay__resend_due()). */
+typedef struct relay__resend {
+	unsigned int tries;                  /* resends so far */
+	int status;                          /* the last transport error */
+} relay__resend;
+
 /*
  * The life of one matched invocation (consumer_inv.c owns it: the
  * transition table is at the top of that file, relay__cinv_to() is the
@@ -62,8 +68,7 @@ struct relay__cinv {
 						(wall ms) */
 	int rec_op;                          /* RECORD: which transition
 						(RELAY__REC_*) */
-	unsigned int rec_tries;              /* ... resends so far */
-	int rec_status;                      /* ... last transport error */
+	relay__resend rec;                   /* ... its resends so far */
 };
 
 /* The outcome transition an invocation in RECORD sends. */
@@ -370,13 +375,20 @@ void relay__msg_ack(relay__msg *m);
 int relay__msg_tail(relay__msg *m, relay__cinv *inv);
 /* Give up every fused tail waiting to be resent (stop). */
 void relay__msg_tails_stop(relay_consumer *c);
-/* 1 when a completion that failed with @status (its @tries resends so
- * far) is to be resent: a transport error, the consumer not stopping,
- * tries left, the claim's @deadline_ms (wall) after the resend. *delay_ms
- * is then the backoff before it (real time: time_scale does not apply,
- * as it does not to the claim's deadline). */
-int relay__rec_retry(relay_consumer *c, int status, unsigned int tries,
-		     int64_t deadline_ms, int64_t *delay_ms);
+/* A completion @what of message @id failed with @status: 1 when it is
+ * to be resent (a transport error, the consumer not stopping, tries left
+ * in @rs, the claim's @deadline_ms (wall) after the resend); then @rs
+ * counts it, the resend is logged (DEBUG) and *delay_ms is the backoff
+ * before it (real time: time_scale does not apply, as it does not to
+ * the claim's deadline). 0: not resent, @rs untouched. */
+int relay__resend_due(relay_consumer *c, relay__resend *rs, int status,
+		      int64_t deadline_ms, const char *what, const char *id,
+		      int64_t *delay_ms);
+/* A completion resent after a lost reply (@rs) got @result: logged once
+ * (INFO). Nothing when it was never resent. */
+void relay__resend_answered(relay_consumer *c, const relay__resend *rs,
+			    const char *what, relay_inv_result result,
+			    const char *id);
 void relay__msg_release(relay__msg *m, const char *why);
 /* Route the message to the DLQ placeholder path; @detail (a schedule
  * envelope's problem) is the reason after "malformed schedule

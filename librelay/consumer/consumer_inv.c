@@ -272,7 +272,7 @@ static void rec_fire(struct ev_loop *loop, ev_timer *w, int revents);
 
 /*
  * The completion of @inv failed with @status. A lost reply (transport
- * error) is resent after a backoff while relay__rec_retry() allows it
+ * error) is resent after a backoff while relay__resend_due() allows it
  * (state record_wait); anything else, or the last try, leaves the
  * invocation pending with one log line (relay__msg_step_failed()).
  */
@@ -283,15 +283,9 @@ static void record_error(relay__cinv *inv, int status)
 	const char *what = rec_what[inv->rec_op];
 	int64_t delay_ms;
 
-	if (relay__rec_retry(c, status, inv->rec_tries, inv->deadline_ms,
-			     &delay_ms)) {
+	if (relay__resend_due(c, &inv->rec, status, inv->deadline_ms, what,
+			      m->id, &delay_ms)) {
 		relay__consumer_redis_failed(c, status, what);
-		inv->rec_tries++;
-		inv->rec_status = status;
-		LOG(c, RELAY_LOG_DEBUG, "RELAY-ENG09",
-		    "%s: %s; resending in %lld ms (try %u) message_id=%s",
-		    what, relay_strerror(status), (long long)delay_ms,
-		    inv->rec_tries, m->id);
 		relay__cinv_to(inv, RELAY__CINV_RECORD_WAIT);
 		ev_timer_init(&m->rec_timer, rec_fire,
 			      (double)delay_ms / 1000.0, 0.);
@@ -306,14 +300,8 @@ static void record_error(relay__cinv *inv, int status)
 /* A resent completion got its answer: say so once. */
 static void record_resent(relay__cinv *inv, const relay_inv_outcome *o)
 {
-	relay_consumer *c = inv->m->c;
-
-	if (!inv->rec_tries)
-		return;
-	LOG(c, RELAY_LOG_INFO, "RELAY-ENG09",
-	    "%s: reply lost (%s), resent %u time(s): %s message_id=%s",
-	    rec_what[inv->rec_op], relay_strerror(inv->rec_status),
-	    inv->rec_tries, relay__inv_result_wire(o->result), inv->m->id);
+	relay__resend_answered(inv->m->c, &inv->rec, rec_what[inv->rec_op],
+			       o->result, inv->m->id);
 }
 
 /* The record_wait backoff is over (or the consumer stops). */
@@ -329,7 +317,7 @@ static void rec_fire(struct ev_loop *loop, ev_timer *w, int revents)
 		return;
 	if (m->c->stopping) {
 		/* Counted when it failed (record_error): logged only. */
-		if (relay__msg_step_note(m->c, inv->rec_status,
+		if (relay__msg_step_note(m->c, inv->rec.status,
 					 rec_what[inv->rec_op], m->id))
 			m->step_failed = 1;
 		inv_resolved(inv, RELAY__CINV_PENDING);
@@ -387,7 +375,7 @@ static void complete_cb(int status, const relay_inv_outcome *o, void *payload)
 	 * attempt 0 and no token: the field is "ok" (the lost first write
 	 * did apply), or absent or unparseable. One HGET tells which.
 	 */
-	if (inv->rec_tries && o->result == RELAY_INV_R_STALE &&
+	if (inv->rec.tries && o->result == RELAY_INV_R_STALE &&
 	    o->attempt == 0 && !o->token[0] && confirm_ok(inv) == 0)
 		return;
 	inv_resolved(inv, RELAY__CINV_PENDING);
@@ -496,7 +484,7 @@ static void inv_record(relay__cinv *inv, int op)
 
 	relay__cinv_to(inv, RELAY__CINV_RECORD);
 	inv->rec_op = op;
-	inv->rec_tries = 0;
+	inv->rec.tries = 0;
 	rc = record_send(inv);
 	if (rc)
 		record_error(inv, rc);

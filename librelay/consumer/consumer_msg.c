@@ -210,10 +210,12 @@ static void msg_free(relay__msg *m)
 	relay__consumer_kick(c);
 }
 
-int relay__rec_retry(relay_consumer *c, int status, unsigned int tries,
-		     int64_t deadline_ms, int64_t *delay_ms)
+int relay__resend_due(relay_consumer *c, relay__resend *rs, int status,
+		      int64_t deadline_ms, const char *what, const char *id,
+		      int64_t *delay_ms)
 {
-	int64_t d = (int64_t)RELAY__REC_RETRY_MS << (tries < 16 ? tries : 16);
+	unsigned int n = rs->tries;
+	int64_t d = (int64_t)RELAY__REC_RETRY_MS << (n < 16 ? n : 16);
 
 	if (d > RELAY__REC_RETRY_MAX_MS)
 		d = RELAY__REC_RETRY_MAX_MS;
@@ -222,9 +224,27 @@ int relay__rec_retry(relay_consumer *c, int status, unsigned int tries,
 	*delay_ms = d;
 	if (status != RELAY_ECLOSED && status != RELAY_ETIMEOUT)
 		return 0;  /* Redis answered: today's handling */
-	if (c->stopping || tries >= RELAY__REC_RETRY_TRIES)
+	if (c->stopping || n >= RELAY__REC_RETRY_TRIES ||
+	    relay_clock_wall_ms(c->clock) + d >= deadline_ms)
 		return 0;
-	return relay_clock_wall_ms(c->clock) + *delay_ms < deadline_ms;
+	rs->tries++;
+	rs->status = status;
+	LOG(c, RELAY_LOG_DEBUG, "RELAY-ENG09",
+	    "%s: %s; resending in %lld ms (try %u) message_id=%s", what,
+	    relay_strerror(status), (long long)d, rs->tries, id);
+	return 1;
+}
+
+void relay__resend_answered(relay_consumer *c, const relay__resend *rs,
+			    const char *what, relay_inv_result result,
+			    const char *id)
+{
+	if (!rs->tries)
+		return;
+	LOG(c, RELAY_LOG_INFO, "RELAY-ENG09",
+	    "%s: reply lost (%s), resent %u time(s): %s message_id=%s", what,
+	    relay_strerror(rs->status), rs->tries,
+	    relay__inv_result_wire(result), id);
 }
 
 /*
@@ -238,7 +258,7 @@ int relay__rec_retry(relay_consumer *c, int status, unsigned int tries,
  * outstanding operation that stop waits for, like retain.
  *
  * A lost reply (transport error) is resent like any completion
- * (relay__rec_retry()); the tail keeps what the script needs for that.
+ * (relay__resend_due()); the tail keeps what the script needs for that.
  * A resend after the first one applied answers "retained" (retention is
  * written only after the XACK succeeded): the message was acknowledged,
  * counted once. "stale" (the field is ok but the XACK had failed) keeps
@@ -248,22 +268,13 @@ int relay__rec_retry(relay_consumer *c, int status, unsigned int tries,
 typedef struct tail_call {
 	relay_consumer *c;
 	struct tail_call *next;         /* c->tails while waiting */
-	char *id, *key, *field;
+	char *id, *key, *field;         /* in the same allocation, after */
 	unsigned int attempt;
 	char token[RELAY_INV_TOKEN_LEN + 1];
 	int64_t deadline_ms;            /* the claim's (wall) */
-	unsigned int tries;             /* resends so far */
-	int status;                     /* last transport error */
+	relay__resend rs;               /* resends so far */
 	ev_timer t;                     /* resend backoff */
 } tail_call;
-
-static void tail_free(tail_call *t)
-{
-	relay__free(t->id);
-	relay__free(t->key);
-	relay__free(t->field);
-	relay__free(t);
-}
 
 static void tail_unlink(tail_call *t)
 {
@@ -285,14 +296,8 @@ static void tail_error(tail_call *t, int status, int counted)
 
 	if (!counted)
 		relay__consumer_redis_failed(c, status, "mark_complete+XACK");
-	if (relay__rec_retry(c, status, t->tries, t->deadline_ms,
-			     &delay_ms)) {
-		t->tries++;
-		t->status = status;
-		LOG(c, RELAY_LOG_DEBUG, "RELAY-ENG09",
-		    "mark_complete+XACK: %s; resending in %lld ms (try %u) "
-		    "message_id=%s", relay_strerror(status),
-		    (long long)delay_ms, t->tries, t->id);
+	if (relay__resend_due(c, &t->rs, status, t->deadline_ms,
+			      "mark_complete+XACK", t->id, &delay_ms)) {
 		ev_timer_set(&t->t, (double)delay_ms / 1000.0, 0.);
 		ev_timer_start(c->loop, &t->t);
 		t->next = c->tails;
@@ -300,7 +305,7 @@ static void tail_error(tail_call *t, int status, int counted)
 		return;
 	}
 	relay__msg_step_note(c, status, "mark_complete+XACK", t->id);
-	tail_free(t);
+	relay__free(t);
 	c->ops--;
 	relay__consumer_check_stopped(c);
 }
@@ -315,20 +320,17 @@ static void tail_cb(int status, const relay_inv_outcome *o, void *payload)
 		return;
 	}
 	relay__consumer_redis_ok(c);
-	if (t->tries)
-		LOG(c, RELAY_LOG_INFO, "RELAY-ENG09",
-		    "mark_complete+XACK: reply lost (%s), resent %u time(s): "
-		    "%s message_id=%s", relay_strerror(t->status), t->tries,
-		    relay__inv_result_wire(o->result), t->id);
+	relay__resend_answered(c, &t->rs, "mark_complete+XACK", o->result,
+			       t->id);
 	if (o->result == RELAY_INV_R_RECORDED ||
-	    (t->tries && o->result == RELAY_INV_R_RETAINED))
+	    (t->rs.tries && o->result == RELAY_INV_R_RETAINED))
 		c->m.acks++;
 	else
 		LOG(c, RELAY_LOG_DEBUG, "RELAY-ENG09",
 		    "message kept pending: completion not recorded "
 		    "(%s) message_id=%s",
 		    relay__inv_result_wire(o->result), t->id);
-	tail_free(t);
+	relay__free(t);
 	c->ops--;
 	relay__consumer_check_stopped(c);
 }
@@ -353,7 +355,7 @@ static void tail_fire(struct ev_loop *loop, ev_timer *w, int revents)
 	ev_timer_stop(loop, w);
 	tail_unlink(t);
 	if (c->stopping) {
-		tail_error(t, t->status, 1);  /* no resend: logged, pending */
+		tail_error(t, t->rs.status, 1);  /* no resend: logged, pending */
 		return;
 	}
 	rc = tail_send(t);
@@ -370,27 +372,32 @@ void relay__msg_tails_stop(relay_consumer *c)
 int relay__msg_tail(relay__msg *m, relay__cinv *inv)
 {
 	relay_consumer *c = m->c;
-	tail_call *t = relay__calloc(1, sizeof(*t));
+	size_t li = strlen(m->id) + 1, lk = strlen(m->key) + 1;
+	size_t lf = strlen(inv->field) + 1;
+	/* One allocation per message on the common path: the strings
+	 * follow the struct. */
+	tail_call *t = relay__calloc(1, sizeof(*t) + li + lk + lf);
 	int rc;
 
 	if (!t)
 		return RELAY_ENOMEM;
 	t->c = c;
-	t->id = relay__strdup(m->id);
-	t->key = relay__strdup(m->key);
-	t->field = relay__strdup(inv->field);
-	if (!t->id || !t->key || !t->field) {
-		tail_free(t);
-		return RELAY_ENOMEM;
-	}
+	t->id = (char *)(t + 1);
+	t->key = t->id + li;
+	t->field = t->key + lk;
+	memcpy(t->id, m->id, li);
+	memcpy(t->key, m->key, lk);
+	memcpy(t->field, inv->field, lf);
 	t->attempt = inv->attempt;
 	memcpy(t->token, inv->token, sizeof(t->token));
 	t->deadline_ms = inv->deadline_ms;
+	/* Resends the invocation made already count against the bound. */
+	t->rs = inv->rec;
 	ev_timer_init(&t->t, tail_fire, 0., 0.);
 	t->t.data = t;
 	rc = tail_send(t);
 	if (rc) {
-		tail_free(t);
+		relay__free(t);
 		return rc;
 	}
 	c->ops++;
