@@ -484,7 +484,10 @@ static int open_consumer(relayd *d, char *errbuf, size_t size)
 		 * Each stream reads on its own connection: a read blocks
 		 * its connection (XREADGROUP BLOCK) while its stream is
 		 * idle, and on a shared one every other stream's commands
-		 * would queue behind it.
+		 * would queue behind it. The stream's own keys (retention,
+		 * schedule publishing, dlq replay) use it too, so they may
+		 * wait for its read (at most its block time); on a
+		 * cluster this keeps each connection on one master.
 		 */
 		if (i > 0) {
 			rd.logger = relayd_logger();

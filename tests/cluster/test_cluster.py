@@ -54,17 +54,19 @@ def ends(env, key):
 @case
 def untagged_stream_refused():
     """A stream name without a hash tag on a cluster: relayd exits 1 at
-    start-up with one error line naming the fix."""
+    start-up with one error line naming the fix; also when it is not the
+    first stream of the list (every stream is checked)."""
     with ClusterEnv() as env:
         env.app("a", [("h", {"kind": ["x"]})])
-        d = env.relayd(start=False, REDIS_STREAM="events")
-        d.start(wait_ready=False)
-        rc = d.wait(30)
-        eq(rc, 1, "exit status\n" + d.log_tail())
-        log = d.log()
-        check("no hash tag" in log and 'REDIS_STREAM="{events}"' in log,
-              "error names the fix:\n" + d.log_tail())
-        d.check_sanitizers()
+        for i, streams in enumerate(("events", "{ok},events")):
+            d = env.relayd(name=f"r{i}", start=False, REDIS_STREAM=streams)
+            d.start(wait_ready=False)
+            rc = d.wait(30)
+            eq(rc, 1, f"{streams}: exit status\n" + d.log_tail())
+            log = d.log()
+            check("no hash tag" in log and 'REDIS_STREAM="{events}"' in log,
+                  f"{streams}: error names the fix:\n" + d.log_tail())
+            d.check_sanitizers()
 
 
 @case
