@@ -10,7 +10,7 @@ import shutil
 import socket
 import subprocess
 import sys
-import tempfile
+import types
 import time
 
 sys.path.insert(0, os.path.join(os.path.dirname(os.path.abspath(__file__)),
@@ -275,21 +275,14 @@ class ClusterEnv(Env):
     redis-server. env.r follows the cluster; env.uri lists a dead seed,
     then a TCP node that does not own the stream's slot."""
 
+    prefix = "relay-cluster-test."
+
     def __init__(self, stream=STREAM, group="relay"):
         super().__init__(stream=stream, group=group)
 
-    def __enter__(self):
-        self.dir = tempfile.mkdtemp(prefix="relay-cluster-test.")
-        self.apps_dir = os.path.join(self.dir, "apps")
-        self.out = os.path.join(self.dir, "records")
-        os.makedirs(self.apps_dir)
-        open(self.out, "w").close()
+    def start_redis(self):
         self.cluster = Cluster(self.dir)
-        try:
-            self.cluster.start()
-        except BaseException:
-            self.__exit__(None, None, None)
-            raise
+        self.cluster.start()
         self.r = ClusterClient(self.cluster)
         owner = self.cluster.owner(key_slot(self.stream))
         other = [p for p in self.cluster.ports if p != owner][0]
@@ -297,21 +290,14 @@ class ClusterEnv(Env):
         # start-up goes on with the next one (configuration.md C-2).
         dead = free_ports(1)[0]
         self.uri = f"127.0.0.1:{dead},127.0.0.1:{other}"
+        self.redis = types.SimpleNamespace(uri=self.uri)  # what Relayd reads
 
-        class _Uri:  # what Relayd reads as env.redis.uri
-            uri = self.uri
-        self.redis = _Uri
-        return self
+    def stop_redis(self):
+        if getattr(self, "cluster", None):
+            self.cluster.stop()
 
     def pipe_conn(self, key):
         """The connection to the master serving @key's slot (pipelined
         writes cannot follow MOVED)."""
         return self.r._conn(self.cluster.owner(key_slot(key)))
 
-    def __exit__(self, *exc):
-        self.redis = None
-        try:
-            return super().__exit__(*exc)
-        finally:
-            if getattr(self, "cluster", None):
-                self.cluster.stop()

@@ -416,22 +416,33 @@ class Env:
         self.procs = []
         self.daemons = []
 
+    prefix = "relayd-test."  # of the temp dir
+
     def __enter__(self):
-        self.dir = tempfile.mkdtemp(prefix="relayd-test.")
+        self.dir = tempfile.mkdtemp(prefix=self.prefix)
         self.apps_dir = os.path.join(self.dir, "apps")
         self.out = os.path.join(self.dir, "records")
         os.makedirs(self.apps_dir)
         open(self.out, "w").close()
-        self.redis = RedisServer(self.dir, self.port, self.password)
         try:
-            self.redis.start()
+            self.start_redis()
         except BaseException:
             self.__exit__(None, None, None)
             raise
+        return self
+
+    def start_redis(self):
+        """The Redis the environment runs on: self.redis (relayd gets its
+        .uri) and the client self.r. Overridden by the cluster tests."""
+        self.redis = RedisServer(self.dir, self.port, self.password)
+        self.redis.start()
         self.r = Redis(self.redis.sock)
         if self.password:
             self.r("AUTH", self.password)
-        return self
+
+    def stop_redis(self):
+        if getattr(self, "redis", None):
+            self.redis.stop()
 
     def __exit__(self, *exc):
         failed_check = None
@@ -452,8 +463,7 @@ class Env:
                 d.logf.close()
         if getattr(self, "r", None):
             self.r.close()
-        if getattr(self, "redis", None):
-            self.redis.stop()
+        self.stop_redis()
         if os.environ.get("RELAY_TEST_KEEP"):
             sys.stderr.write(f"# kept {self.dir}\n")
         else:
