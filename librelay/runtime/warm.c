@@ -275,15 +275,54 @@ static void exit_cb(struct ev_loop *loop, ev_io *wio, int revents)
 	relay__warm_parent_fault(p, RELAY_WARM_FAIL_CRASHED, "the warm sandbox exited");
 }
 
+static bool parent_alive(const relay__warm *w, const warm_parent *p)
+{
+	const warm_parent *x;
+
+	for (x = w->parents; x; x = x->next)
+		if (x == p)
+			return true;
+	return false;
+}
+
 static void watchdog_cb(struct ev_loop *loop, ev_timer *t, int revents)
 {
 	warm_parent *p = t->data;
+	relay__warm *w = p->w;
+	relay_mono_us due;
 	char d[64];
+	int i, rc = 1;
 
-	(void)loop;
 	(void)revents;
-	snprintf(d, sizeof(d), "no answer within %ums",
-		 p->w->start_timeout_ms);
+	/*
+	 * When the loop wakes late (a stopped or loaded host) this timer can
+	 * run before the control socket's callback although the answers are
+	 * already there: read them first, so that the verdict is about a
+	 * request really unanswered. A run's end reaches us the same way (X),
+	 * and the parent's own end as the socket's end. Bounded, so that a
+	 * parent that talks without end cannot hold the loop here.
+	 */
+	for (i = 0; i < 16 && rc > 0; i++)
+		rc = relay__warm_ctl_read(p, 64);
+	/* Freed by the reading, or by a callback run meanwhile. */
+	if (rc < 0 || !parent_alive(w, p))
+		return;
+	due = relay__warm_deadline(p);
+	if (!due)
+		return;
+	if (relay_clock_mono_us(NULL) < due) {
+		/* Early (libev counts from its cached time) or a newer
+		 * request is now the oldest unanswered one. */
+		ev_now_update(loop);
+		relay__warm_arm_watchdog(p);
+		return;
+	}
+	if (p->state == P_STARTING)
+		snprintf(d, sizeof(d), "not ready within %ums",
+			 w->start_timeout_ms + WARM_START_SLACK_MS);
+	else
+		snprintf(d, sizeof(d), "no answer within %ums",
+			 w->start_timeout_ms);
 	relay__warm_parent_fault(p, RELAY_WARM_FAIL_WEDGED, d);
 }
 
@@ -406,10 +445,10 @@ static int spawn_parent(relay__warm *w, warm_parent *p,
 	ev_io_start(p->loop, &p->w_out);
 	ev_io_start(p->loop, &p->w_err);
 	/* Starting counts as a request: a parent that never says Y is
-	 * wedged like one that never answers. */
-	ev_timer_set(&p->w_watchdog, (w->start_timeout_ms + 5000) / 1000.0,
-		     0.);
-	ev_timer_start(p->loop, &p->w_watchdog);
+	 * wedged like one that never answers. Its Y stops this (unless
+	 * requests wait): a ready, idle parent has no deadline. */
+	p->spawned_at = relay_clock_mono_us(NULL);
+	relay__warm_arm_watchdog(p);
 	w->st.parents_started++;
 done:
 	relay__warm_close_fd(&sv[0]);

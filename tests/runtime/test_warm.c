@@ -680,6 +680,110 @@ static void test_warm__parent_wedged(void)
 	relay_runtime_free(r);
 }
 
+/* A runtime whose warm parents have a short bound (start: 300 ms plus
+ * the 5 s slack), with the loop's other parents gone (see above). */
+static relay_runtime *short_bound_rt(void)
+{
+	relay_runtime_options o = RELAY_RUNTIME_OPTIONS_INIT;
+	relay_runtime *r = NULL;
+
+	o.backend = "bwrap";
+	o.bootstrap_dir = bootstrap_dir();
+	o.warm = 1;
+	o.warm_start_timeout_ms = 300;
+	relay_runtime_warm_retire(rt, NULL);
+	if (relay_runtime_new(&r, &o, NULL) != 0)
+		return NULL;
+	relay_runtime_libev_attach(r, loop);
+	return r;
+}
+
+static double now_s(void)
+{
+	struct timespec ts;
+
+	clock_gettime(CLOCK_MONOTONIC, &ts);
+	return (double)ts.tv_sec + (double)ts.tv_nsec / 1e9;
+}
+
+/* A parent started for a cold run (as relayd runs them) that says ready
+ * with nothing queued and then waits, idle, longer than its start bound
+ * is still there, not wedged, and serves the next event warm. */
+static void test_warm__idle_ready_parent_not_wedged(void)
+{
+	relay_runtime_warm_stats st = { .version = 1 };
+	relay_exec_spec s = py_spec("handlers.ok");
+	relay_runtime *r = short_bound_rt();
+	struct job j;
+	double t0 = now_s();
+	int i;
+
+	RT_CHECK(r != NULL);
+	s.warm = RELAY_WARM_AUTO;
+	RT_CHECK(run1(r, &s, &j) == 0);   /* cold; a parent starts */
+	RT_EQ_INT(j.o.status, RELAY_RUN_OK);
+	RT_CHECK(!j.o.warm);
+	job_free(&j);
+	for (i = 0; i < 3000; i++) {
+		relay_runtime_warm_stats_get(r, &st);
+		if (st.parents_ready)
+			break;
+		ev_run(loop, EVRUN_NOWAIT);
+		sleep_ms(10);
+	}
+	RT_EQ_INT(st.parents_ready, 1);
+	/* Idle past the start bound (5.3 s from the spawn), the loop
+	 * running so that a watchdog left armed would fire. */
+	while (now_s() - t0 < 6.5) {
+		ev_run(loop, EVRUN_NOWAIT);
+		sleep_ms(20);
+	}
+	relay_runtime_warm_stats_get(r, &st);
+	RT_EQ_INT(st.failures[RELAY_WARM_FAIL_WEDGED], 0);
+	RT_EQ_INT(st.parents_ready, 1);
+	RT_CHECK(run1(r, &s, &j) == 0);
+	RT_EQ_INT(j.o.status, RELAY_RUN_OK);
+	RT_CHECK(j.o.warm);
+	relay_runtime_warm_stats_get(r, &st);
+	RT_EQ_INT(st.parents_started, 1);
+	RT_EQ_INT(st.failures[RELAY_WARM_FAIL_WEDGED], 0);
+	job_free(&j);
+	relay_runtime_free(r);
+}
+
+/* The loop stalls (a stopped or starved relayd) longer than the bound
+ * right after a request went: its answers (S, then X) wait in the
+ * socket when the loop wakes, and the watchdog, due by then, must read
+ * them rather than call the parent wedged and run the handler again. */
+static void test_warm__answer_waiting_after_pause(void)
+{
+	relay_runtime_warm_stats st = { .version = 1 };
+	relay_exec_spec s = py_spec("handlers.ok");
+	relay_runtime *r = short_bound_rt();
+	struct job j;
+	size_t i, n = 0;
+
+	RT_CHECK(r != NULL);
+	RT_CHECK(run1(r, &s, &j) == 0);   /* waits for the parent */
+	RT_CHECK(j.o.warm);
+	job_free(&j);
+	s.warm = RELAY_WARM_AUTO;
+	RT_CHECK(start(r, &s, &j) == 0);  /* the request is sent now */
+	sleep_ms(1500);                   /* the loop does not run */
+	while (!j.done)
+		ev_run(loop, EVRUN_ONCE);
+	RT_EQ_INT(j.o.status, RELAY_RUN_OK);
+	RT_CHECK(j.o.warm);
+	for (i = 0; i < j.c.n; i++)
+		n += strncmp(cap_line(&j.c, i), "ok ", 3) == 0;
+	RT_EQ_INT(n, 1);                  /* ran once */
+	relay_runtime_warm_stats_get(r, &st);
+	RT_EQ_INT(st.failures[RELAY_WARM_FAIL_WEDGED], 0);
+	RT_EQ_INT(st.parents_started, 1);
+	job_free(&j);
+	relay_runtime_free(r);
+}
+
 /* Wait for @j, a "handlers.slow" run whose warm start a fault cut short:
  * it must have finished on the cold path without failing. @st receives
  * the runtime's warm counters. */
@@ -1038,6 +1142,8 @@ int main(int argc, char **argv)
 		RT_CASE(test_warm__pids_limit_per_invocation),
 		RT_CASE(test_warm__slot_reuse_is_clean),
 		RT_CASE(test_warm__parent_wedged),
+		RT_CASE(test_warm__idle_ready_parent_not_wedged),
+		RT_CASE(test_warm__answer_waiting_after_pause),
 		RT_CASE(test_warm__parent_killed),
 		RT_CASE(test_warm__slot_killed),
 		RT_CASE(test_warm__reload_generation),
