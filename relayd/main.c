@@ -273,12 +273,18 @@ static void on_hup(struct ev_loop *loop, ev_signal *w, int revents)
 static void on_output(const relay_output_line *line, void *payload)
 {
 	relayd *d = payload;
+	size_t n;
+	char *rec = relayd_log_output_record(line->text, line->len,
+					     line->stream == RELAY_OUTPUT_STDERR,
+					     &n);
 
-	if (!relayd_outbudget_take(d->outbudget, line->text, line->len,
-				   line->prefix_len))
+	/* Formatted first: the budget is charged what goes to the log. */
+	if (!rec)
 		return;
-	relayd_log_output(line->text, line->len,
-			  line->stream == RELAY_OUTPUT_STDERR);
+	if (relayd_outbudget_take(d->outbudget, line->text, line->len,
+				  line->prefix_len, n))
+		relayd_log_write(rec, n);
+	free(rec);
 }
 
 /* mkdir -p for the run and state directories. */

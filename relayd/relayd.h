@@ -83,14 +83,25 @@ relay_logger relayd_logger_stream(const char *stream);
 bool relayd_log_enabled(relay_log_level lvl);
 /*
  * Log one line. @kv is a NULL-terminated list of key, value pairs (values
- * already strings) rendered as key=value (text) or JSON members.
+ * already strings) rendered as key=value (text) or JSON members. Returns
+ * the bytes written to stderr: 0 when @lvl is filtered out (or memory ran
+ * out).
  */
-void relayd_logkv(relay_log_level lvl, const char *msgid,
-		  const char *const *kv, const char *fmt, ...)
+size_t relayd_logkv(relay_log_level lvl, const char *msgid,
+		    const char *const *kv, const char *fmt, ...)
 	__attribute__((format(printf, 4, 5)));
 #define relayd_log(lvl, msgid, ...) relayd_logkv(lvl, msgid, NULL, __VA_ARGS__)
-/* A handler output line, verbatim, at every level. */
-void relayd_log_output(const char *text, size_t len, bool is_stderr);
+/*
+ * The log record of a handler output line @text (@len bytes, its prefix
+ * included), exactly as relayd_log_write() would put it on stderr in the
+ * active LOG_FORMAT, newline included: malloc'd (the caller frees it),
+ * its length in *@n; NULL on ENOMEM. Output lines are logged at every
+ * level.
+ */
+char *relayd_log_output_record(const char *text, size_t len, bool is_stderr,
+			       size_t *n);
+/* Write @n bytes of @rec (a record) to stderr in one go. */
+void relayd_log_write(const char *rec, size_t n);
 
 /* ---- stats.c ---------------------------------------------------------- */
 
@@ -211,11 +222,16 @@ typedef struct relayd_outbudget relayd_outbudget;
 /* @per_minute bytes per app per minute; 0 = no budget. NULL on ENOMEM. */
 relayd_outbudget *relayd_outbudget_new(uint64_t per_minute);
 void relayd_outbudget_free(relayd_outbudget *b);
-/* Whether the output line @text (@len bytes, "[app/handler…] stream: "
- * prefix of @prefix_len bytes) fits its app's budget; if not, it is
- * counted as dropped. */
+/*
+ * Whether the output line @text (@len bytes, "[app/handler…] stream: "
+ * prefix of @prefix_len bytes), whose log record is @cost bytes, fits its
+ * app's budget. The budget is charged @cost (what relayd writes, not the
+ * handler's bytes) and the RELAYD-OUT01/02 notices it logs; a line that
+ * does not fit counts its handler bytes (text after the prefix plus the
+ * newline) as dropped.
+ */
 bool relayd_outbudget_take(relayd_outbudget *b, const char *text,
-			   size_t len, size_t prefix_len);
+			   size_t len, size_t prefix_len, size_t cost);
 /* The relay_output_dropped_bytes_total samples (malloc'd), or NULL. */
 char *relayd_outbudget_prometheus(const relayd_outbudget *b, size_t *len);
 
