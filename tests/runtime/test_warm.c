@@ -680,9 +680,10 @@ static void test_warm__parent_wedged(void)
 	relay_runtime_free(r);
 }
 
-/* A runtime whose warm parents have a short bound (start: 300 ms plus
- * the 5 s slack), with the loop's other parents gone (see above). */
-static relay_runtime *short_bound_rt(void)
+/* A runtime whose warm parents answer within @bound_ms (and start within
+ * that plus the 5 s slack), with the loop's other parents gone (see
+ * above). */
+static relay_runtime *bound_rt(uint32_t bound_ms)
 {
 	relay_runtime_options o = RELAY_RUNTIME_OPTIONS_INIT;
 	relay_runtime *r = NULL;
@@ -690,7 +691,7 @@ static relay_runtime *short_bound_rt(void)
 	o.backend = "bwrap";
 	o.bootstrap_dir = bootstrap_dir();
 	o.warm = 1;
-	o.warm_start_timeout_ms = 300;
+	o.warm_start_timeout_ms = bound_ms;
 	relay_runtime_warm_retire(rt, NULL);
 	if (relay_runtime_new(&r, &o, NULL) != 0)
 		return NULL;
@@ -713,7 +714,7 @@ static void test_warm__idle_ready_parent_not_wedged(void)
 {
 	relay_runtime_warm_stats st = { .version = 1 };
 	relay_exec_spec s = py_spec("handlers.ok");
-	relay_runtime *r = short_bound_rt();
+	relay_runtime *r = bound_rt(300);
 	struct job j;
 	double t0 = now_s();
 	int i;
@@ -759,7 +760,7 @@ static void test_warm__answer_waiting_after_pause(void)
 {
 	relay_runtime_warm_stats st = { .version = 1 };
 	relay_exec_spec s = py_spec("handlers.ok");
-	relay_runtime *r = short_bound_rt();
+	relay_runtime *r = bound_rt(300);
 	struct job j;
 	size_t i, n = 0;
 
@@ -781,6 +782,65 @@ static void test_warm__answer_waiting_after_pause(void)
 	RT_EQ_INT(st.failures[RELAY_WARM_FAIL_WEDGED], 0);
 	RT_EQ_INT(st.parents_started, 1);
 	job_free(&j);
+	relay_runtime_free(r);
+}
+
+/* Stop (@sig SIGSTOP) or continue every process of our python3 warm
+ * servers and their slots; see test_warm__parent_wedged. */
+static int servers_signal(int sig)
+{
+	int n = 0, prev = -1, i;
+
+	for (i = 0; i < 20 && n != prev; i++) {
+		prev = n;
+		n = host_processes("^" SERVER_CMD, NULL, sig);
+		sleep_ms(50);
+	}
+	return n;
+}
+
+/* The bound runs from each request's own send: A is sent, then B while
+ * the server is stopped, and the loop reads A's answer only after that.
+ * The server is continued just after A's deadline, well before B's: B is
+ * answered within its bound and must not be judged by A's. */
+static void test_warm__bound_from_oldest_unanswered(void)
+{
+	relay_runtime_warm_stats st = { .version = 1 };
+	relay_exec_spec s = py_spec("handlers.ok");
+	relay_runtime *r = bound_rt(3000);
+	struct job a, b;
+	double t0, tb;
+	size_t i, n = 0;
+
+	RT_CHECK(r != NULL);
+	RT_CHECK(run1(r, &s, &a) == 0);   /* waits for the parent */
+	RT_CHECK(a.o.warm);
+	job_free(&a);
+	s.warm = RELAY_WARM_AUTO;
+	t0 = now_s();
+	RT_CHECK(start(r, &s, &a) == 0);  /* A's bound ends at t0 + 3 s */
+	sleep_ms(1000);                   /* A's answers wait unread */
+	RT_CHECK(servers_signal(SIGSTOP) >= 2);
+	RT_CHECK(start(r, &s, &b) == 0);  /* B's ends at tb + 3 s */
+	tb = now_s();
+	RT_CHECK(tb - t0 >= 1.0 && tb - t0 < 2.5);
+	while (now_s() - t0 < 3.1) {      /* past A's deadline */
+		ev_run(loop, EVRUN_NOWAIT);
+		sleep_ms(10);
+	}
+	servers_signal(SIGCONT);
+	wait_all(&a, 1);
+	wait_all(&b, 1);
+	RT_EQ_INT(a.o.status, RELAY_RUN_OK);
+	RT_EQ_INT(b.o.status, RELAY_RUN_OK);
+	RT_CHECK(a.o.warm && b.o.warm);
+	for (i = 0; i < b.c.n; i++)
+		n += strncmp(cap_line(&b.c, i), "ok ", 3) == 0;
+	RT_EQ_INT(n, 1);
+	relay_runtime_warm_stats_get(r, &st);
+	RT_EQ_INT(st.failures[RELAY_WARM_FAIL_WEDGED], 0);
+	job_free(&a);
+	job_free(&b);
 	relay_runtime_free(r);
 }
 
@@ -1144,6 +1204,7 @@ int main(int argc, char **argv)
 		RT_CASE(test_warm__parent_wedged),
 		RT_CASE(test_warm__idle_ready_parent_not_wedged),
 		RT_CASE(test_warm__answer_waiting_after_pause),
+		RT_CASE(test_warm__bound_from_oldest_unanswered),
 		RT_CASE(test_warm__parent_killed),
 		RT_CASE(test_warm__slot_killed),
 		RT_CASE(test_warm__reload_generation),
