@@ -61,6 +61,18 @@ int relay__make_pipe(int *parent, int *child, bool child_reads)
 	return 0;
 }
 
+/*
+ * The lowest descriptor the child closes: everything above stdio, the
+ * keep_fd (3) and the args_fd (3 or 4). Both sources are >= 10 in the
+ * parent (callers dup them there), so the dup2s never meet themselves.
+ */
+static unsigned int first_closed(const relay__spawn_req *req)
+{
+	if (req->args_fd >= 0)
+		return RELAY__SPAWN_ARGS_FDNO(req->keep_fd) + 1;
+	return req->keep_fd >= 0 ? 4 : 3;
+}
+
 static int spawn_posix(const relay__spawn_req *req, const int cfd[3],
 		       pid_t *pid)
 {
@@ -83,9 +95,12 @@ static int spawn_posix(const relay__spawn_req *req, const int cfd[3],
 		rc = posix_spawn_file_actions_adddup2(&fa, cfd[i], i);
 	if (rc == 0 && req->keep_fd >= 0)
 		rc = posix_spawn_file_actions_adddup2(&fa, req->keep_fd, 3);
+	if (rc == 0 && req->args_fd >= 0)
+		rc = posix_spawn_file_actions_adddup2(
+			&fa, req->args_fd, RELAY__SPAWN_ARGS_FDNO(req->keep_fd));
 	if (rc == 0)
-		rc = posix_spawn_file_actions_addclosefrom_np(
-			&fa, req->keep_fd >= 0 ? 4 : 3);
+		rc = posix_spawn_file_actions_addclosefrom_np(&fa,
+							      first_closed(req));
 	if (rc == 0 && req->cwd)
 		rc = posix_spawn_file_actions_addchdir_np(&fa, req->cwd);
 	if (rc == 0)
@@ -102,6 +117,16 @@ static int spawn_posix(const relay__spawn_req *req, const int cfd[3],
 	posix_spawnattr_destroy(&at);
 	posix_spawn_file_actions_destroy(&fa);
 	return rc;
+}
+
+int relay__pipes_give(const int *fds, size_t n, const relay__cred *cred)
+{
+	size_t i;
+
+	for (i = 0; cred && cred->set && i < n; i++)
+		if (fds[i] >= 0 && fchown(fds[i], cred->uid, cred->gid) != 0)
+			return -1;
+	return 0;
 }
 
 /* Why the vfork child failed: errno, and whether it was the need_dir
@@ -146,7 +171,11 @@ vfork_child(const relay__spawn_req *req, const int cfd[3],
 	if (req->cred && req->cred->set) {
 		gid_t g = req->cred->gid;
 
-		if (syscall(SYS_setgroups, 1, &g) != 0 ||
+		/* The stdio pipes are the child's: a handler may reopen them
+		 * (/dev/stdin is /proc/self/fd/0), which checks the pipe's
+		 * owner, and root's pipes would refuse the sandbox user. */
+		if (relay__pipes_give(cfd, 3, req->cred) != 0 ||
+		    syscall(SYS_setgroups, 1, &g) != 0 ||
 		    syscall(SYS_setresgid, g, g, g) != 0 ||
 		    syscall(SYS_setresuid, req->cred->uid, req->cred->uid,
 			    req->cred->uid) != 0)
@@ -162,9 +191,12 @@ vfork_child(const relay__spawn_req *req, const int cfd[3],
 			goto fail;
 	if (req->keep_fd >= 0 && dup2(req->keep_fd, 3) < 0)
 		goto fail;
+	if (req->args_fd >= 0 &&
+	    dup2(req->args_fd, RELAY__SPAWN_ARGS_FDNO(req->keep_fd)) < 0)
+		goto fail;
 	if (req->cwd && chdir(req->cwd) != 0)
 		goto fail;
-	first = req->keep_fd >= 0 ? 4 : 3;
+	first = first_closed(req);
 	if (syscall(SYS_close_range, first, ~0u, 0u) != 0)
 		for (i = (int)first; i < 1024; i++)
 			(void)close(i);

@@ -360,7 +360,7 @@ static int spawn_parent(relay__warm *w, warm_parent *p,
 	relay__strv inner = { 0 }, argv = { 0 }, env = { 0 }, penv = { 0 };
 	relay__spawn_req req = RELAY__SPAWN_REQ_INIT;
 	relay_proc proc;
-	int sv[2] = { -1, -1 }, keep = -1, rc = 0;
+	int sv[2] = { -1, -1 }, keep = -1, args_fd = -1, rc = 0;
 	size_t i;
 
 	/* An exec app's parent execs its command in every invocation: the
@@ -383,7 +383,8 @@ static int spawn_parent(relay__warm *w, warm_parent *p,
 		goto done;
 	}
 	rc = relay__bwrap_argv(w->rt->rb, spec,
-			       (const char *const *)inner.v, true, &argv, err);
+			       (const char *const *)inner.v, true,
+			       RELAY__SPAWN_ARGS_FDNO(3), &argv, err);
 	if (rc != 0)
 		goto done;
 	rc = relay__runtime_env(spec, &env);
@@ -409,9 +410,13 @@ static int spawn_parent(relay__warm *w, warm_parent *p,
 				      "control socket: %s", strerror(errno));
 		goto done;
 	}
+	rc = relay__bwrap_env_fd(penv.v, &args_fd, err);
+	if (rc != 0)
+		goto done;
 	req.path = argv.v[0];
 	req.argv = argv.v;
-	req.envp = penv.v;
+	req.envp = relay__bwrap_host_env();
+	req.args_fd = args_fd;
 	req.cwd = "/";
 	req.keep_fd = keep;
 	/* The same host user as a cold sandbox (never root). */
@@ -454,6 +459,7 @@ done:
 	relay__warm_close_fd(&sv[0]);
 	relay__warm_close_fd(&sv[1]);
 	relay__warm_close_fd(&keep);
+	relay__warm_close_fd(&args_fd);
 	relay__strv_free(&inner);
 	relay__strv_free(&argv);
 	relay__strv_free(&env);
@@ -738,6 +744,9 @@ use:
 		if (relay__make_pipe(pfd, &q->cfd[i], i == 0) != 0)
 			goto fail_q;
 	}
+	/* As a cold spawn does: the handler may reopen its stdio. */
+	if (relay__pipes_give(q->cfd, 3, &b->cred) != 0)
+		goto fail_q;
 	if (q->inv->ncg > 0) {
 		if (relay__make_pipe(&q->go_w, &q->cfd[3], true) != 0)
 			goto fail_q;
