@@ -185,8 +185,9 @@ static int check_metrics(relayd_config *c, const char *v, char *errbuf,
 	long port;
 
 	colon = strrchr(v, ':');
-	if (!colon || colon == v)
+	if (!colon)
 		goto bad;
+	/* ":port": every interface (the listener binds the wildcard). */
 	hlen = (size_t)(colon - v);
 	if (v[0] == '[') {
 		if (hlen < 3 || v[hlen - 1] != ']')
@@ -206,7 +207,7 @@ static int check_metrics(relayd_config *c, const char *v, char *errbuf,
 bad:
 	return fail(errbuf, size,
 		    "METRICS_ADDR: invalid value \"%s\": expected host:port "
-		    "with a port from 1 to 65535", v);
+		    "or :port with a port from 1 to 65535", v);
 }
 
 /* REDIS_STREAM_RETENTION, REDIS_DLQ_RETENTION: "0" (or any zero
@@ -236,11 +237,23 @@ static int load_numbers(relayd_config *c, char *errbuf, size_t size)
 	const char *v;
 	long n;
 
-	if ((v = env("MAX_CONCURRENCY"))) {
+	/* MAX_CONCURRENT_INVOCATIONS is another name for it; both set,
+	 * they must agree. */
+	for (int k = 0; k < 2; k++) {
+		const char *name = k ? "MAX_CONCURRENT_INVOCATIONS"
+				     : "MAX_CONCURRENCY";
+
+		if (!(v = env(name)))
+			continue;
 		if (parse_int(v, 1, 4096, &n))
 			return fail(errbuf, size,
-				    "MAX_CONCURRENCY: invalid value \"%s\": "
-				    "expected an integer from 1 to 4096", v);
+				    "%s: invalid value \"%s\": expected an "
+				    "integer from 1 to 4096", name, v);
+		if (k && env("MAX_CONCURRENCY") && n != c->max_concurrency)
+			return fail(errbuf, size,
+				    "MAX_CONCURRENT_INVOCATIONS: invalid value "
+				    "\"%s\": MAX_CONCURRENCY, the same setting, "
+				    "says %d", v, c->max_concurrency);
 		c->max_concurrency = (int)n;
 	}
 	if ((v = env("MAX_BUFFERED_EVENTS"))) {

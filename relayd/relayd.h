@@ -10,6 +10,7 @@
 #define RELAYD_H
 
 #include <stdbool.h>
+#include <stdio.h>
 #include <stddef.h>
 #include <stdint.h>
 
@@ -65,6 +66,31 @@ typedef struct relayd_config {
  * return value is -1.
  */
 int relayd_config_load(relayd_config *c, char *errbuf, size_t size);
+
+/* ---- the list of variables (vars.c) ---- */
+
+typedef struct relayd_var {
+	const char *name;
+	const char *help;         /* one line for --help */
+} relayd_var;
+
+/* Every variable relayd reads, NULL-terminated (the one list: --help,
+ * the unknown-variable warning and the docs' test use it). */
+extern const relayd_var relayd_vars[];
+/* Is @name[0..@len) one of relayd_vars, or read by the library? */
+bool relayd_var_known(const char *name, size_t len);
+/* The entry of relayd_vars closest to @name[0..@len) (edit distance). */
+const char *relayd_var_closest(const char *name, size_t len);
+/* Log RELAYD-CFG01 for each variable of the environment that starts
+ * RELAY_, REDIS_, METRICS_, LOG_ or MAX_ and is not known; how many. */
+size_t relayd_vars_warn_unknown(void);
+/* Print relayd_vars, one "  NAME  help" line each. */
+void relayd_vars_usage(FILE *f);
+
+/* relayd --check (check.c): check apps, sandbox, Redis and metrics for
+ * the loaded @c, print one line each on stdout; the exit status (0 ok,
+ * 1 not). Blocking (Redis PING bounded by 2 s + 3 s). */
+int relayd_check(const relayd_config *c);
 void relayd_config_clear(relayd_config *c);
 
 /* Parsers, exposed for reuse. Return 0 or -1. */
@@ -204,6 +230,11 @@ int relayd_write_atomic(const char *dir, const char *name, const char *data,
 /* ---- http.c ----------------------------------------------------------- */
 
 typedef struct relayd_http relayd_http;
+
+/* The readiness /readyz answers with from now on (the loop sets it with
+ * each /metrics publication): 200 "ready" or 503 "not ready: @reason".
+ * /healthz answers 200 while the server runs. Any thread. */
+void relayd_http_set_ready(relayd_http *h, bool ready, const char *reason);
 
 /* Start the /metrics server; NULL on failure with @errbuf set. */
 relayd_http *relayd_http_start(const char *host, int port, char *errbuf,
@@ -377,5 +408,11 @@ int64_t relayd_retention_tick_ms(int64_t ms);
 
 /* commands.c: the control-socket requests. */
 void relayd_command(relayd_request *req, void *req_json, void *payload);
+
+/* commands.c: relayd's health, as `relayctl health` shows it: ready when
+ * every stream's consumer is; @reason (NUL-terminated, at most @size)
+ * says why not ("" when ready). Loop thread. */
+void relayd_health(relayd *d, relay_consumer_health *out, char *reason,
+		   size_t size);
 
 #endif /* RELAYD_H */
