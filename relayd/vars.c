@@ -44,7 +44,7 @@ const relayd_var relayd_vars[] = {
 	{ "RELAY_WARM", "1 (default) or 0: warm sandboxes" },
 	{ "RELAY_WARM_MAX_PARENTS", "default: 32" },
 	{ "RELAY_WARM_IDLE", "default: 5m" },
-	{ "OUTPUT_BUDGET", "handler output logged per app per minute "
+	{ "OUTPUT_BUDGET", "log bytes of handler output per app per minute "
 	  "(default: 8MiB; off)" },
 	{ "REDIS_INVOCATION_RETENTION", "default: 168h" },
 	{ "REDIS_STREAM_RETENTION", "default: 24h (0: off)" },
