@@ -142,12 +142,17 @@ void relay__warm_req_free(warm_req *q)
 	relay__free(q);
 }
 
-/* Unlink and free @p; its bwrap is killed and, where we can, reaped. */
-void relay__warm_parent_free(warm_parent *p)
+/* Unlink @p, stop its watchers, close its descriptors, kill its bwrap
+ * (reaped where we can); once. */
+static void parent_teardown(warm_parent *p)
 {
 	relay__warm *w = p->w;
 	warm_parent **pp;
 
+	if (p->torn)
+		return;
+	p->torn = true;
+	p->dead = true;
 	for (pp = &w->parents; *pp; pp = &(*pp)->next) {
 		if (*pp == p) {
 			*pp = p->next;
@@ -171,10 +176,21 @@ void relay__warm_parent_free(warm_parent *p)
 				;
 	}
 	relay__warm_close_fd(&p->pidfd);
+	relay__warm_count_states(w);
+}
+
+/* Unlink and free @p; its bwrap is killed and, where we can, reaped.
+ * Called from a run's callback inside relay__warm_ctl_read() (a done
+ * callback that retires parents or starts a run whose send fails), the
+ * memory is freed when that returns. */
+void relay__warm_parent_free(warm_parent *p)
+{
+	parent_teardown(p);
+	if (p->busy)
+		return;
 	relay__free(p->key);
 	relay__free(p->app);
 	relay__free(p);
-	relay__warm_count_states(w);
 }
 
 /* Retire: no new requests; free now if nothing runs on it. */

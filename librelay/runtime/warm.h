@@ -84,6 +84,11 @@ struct warm_parent {
 	relay_mono_us last_used;
 	bool exec_server;      /* relay-warm-exec, not the python3 one */
 	bool dead;
+	bool torn;             /* torn down (unlinked, watchers stopped,
+				* fds closed); memory kept while busy */
+	unsigned int busy;     /* inside relay__warm_ctl_read(), whose
+				* run callbacks may free the parent: the
+				* free waits until it returns */
 };
 
 /*

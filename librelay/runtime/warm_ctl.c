@@ -164,7 +164,22 @@ static void on_started(warm_parent *p, warm_req *q, int pidfd)
 	relay__run_warm_started(q->run, pid);
 }
 
+static int ctl_read(warm_parent *p, int max);
+
 int relay__warm_ctl_read(warm_parent *p, int max)
+{
+	int rc;
+
+	p->busy++;
+	rc = ctl_read(p, max);
+	if (--p->busy == 0 && p->torn) {
+		relay__warm_parent_free(p);
+		return -1;
+	}
+	return rc;
+}
+
+static int ctl_read(warm_parent *p, int max)
 {
 	union {
 		char buf[CMSG_SPACE(4 * sizeof(int))];

@@ -203,6 +203,8 @@ static char *joined(const cap *c)
 	"    except OSError as e:\n"                                      \
 	"        print('refused after', len(procs), e.errno)\n"           \
 	"        sys.exit(7)\n"                                           \
+	"def quiet(event):\n"                                              \
+	"    pass\n"                                                       \
 	"def ok(event):\n"                                                 \
 	"    print('ok', event)\n"                                         \
 	"def fails(event):\n"                                              \
@@ -1152,6 +1154,53 @@ static void test_warm__slot_lib_unloadable_runs_cold(void)
 	relay_runtime_free(r);
 }
 
+/*
+ * A run's done callback may run inside the control socket's reader (the
+ * exit report is the last thing it waited for); one that retires every
+ * parent, the one that reported included, must not leave the reader
+ * using the freed parent (ASan would abort here). Several rounds, since
+ * which event comes last varies.
+ */
+static relay_runtime *retire_rt;
+
+static void done_and_retire(const relay_run_outcome *o, void *payload)
+{
+	struct job *j = payload;
+
+	j->o = *o;
+	j->done = true;
+	relay_runtime_warm_retire(retire_rt, NULL);
+}
+
+static void test_warm__done_callback_retires_parent(void)
+{
+	relay_exec_spec s = py_spec("handlers.quiet");
+	relay_error err;
+	int round, warm = 0;
+
+	retire_rt = new_rt(60000, 8);
+	RT_CHECK(retire_rt != NULL);
+	s.warm = RELAY_WARM_AUTO;
+	for (round = 0; round < 12; round++) {
+		struct job j;
+
+		memset(&j, 0, sizeof(j));
+		RT_CHECK(relay_runtime_run(retire_rt, &s, cap_cb,
+					   done_and_retire, &j.c, NULL,
+					   &err) == 0);
+		while (!j.done)
+			ev_run(loop, EVRUN_ONCE);
+		RT_EQ_INT(j.o.status, RELAY_RUN_OK);
+		warm += j.o.warm;
+		job_free(&j);
+		/* Let the next parent come up, so the next run is warm. */
+		s.warm = RELAY_WARM_REQUIRE;
+	}
+	RT_CHECK(warm >= 10);
+	relay_runtime_free(retire_rt);
+	retire_rt = NULL;
+}
+
 static int setup(void)
 {
 	relay_exec_spec s;
@@ -1214,6 +1263,7 @@ int main(int argc, char **argv)
 		RT_CASE(test_warm__free_leaves_nothing),
 		RT_CASE(test_warm__slot_lib_unloadable_runs_cold),
 		RT_CASE(test_warm__signal_to_slot_is_harmless),
+		RT_CASE(test_warm__done_callback_retires_parent),
 	};
 	char cmd[300];
 	int rc;
