@@ -20,9 +20,7 @@
 #include <stdio.h>
 #include <string.h>
 
-#include "relay/app.h"
-#include "relay/redis.h"
-#include "relay/runtime.h"
+#include "relay/relay.h"
 #include "relayd.h"
 
 static void app_problem(const char *app, const relay_error *err,
