@@ -61,6 +61,8 @@
  *	RELAY-ENG14 INFO  schedule occurrence obsolete (ACKed, no run) or
  *	                  kept pending (its app is invalid); DEBUG when
  *	                  dispatched
+ *	RELAY-ENG15 INFO  a stream entry gone after its message was
+ *	                  acknowledged (retention): not a missing payload
  *
  * Thread-safety: a consumer and every object it borrows are confined to
  * the thread that runs their loop. Callbacks run from that loop.
@@ -429,7 +431,8 @@ typedef struct relay_consumer_metrics {
 	uint64_t handler_failure;      /* attempts that failed */
 	uint64_t retries;              /* attempts after the first */
 	uint64_t dlq_entries;          /* DLQ entries written */
-	uint64_t missing_payload;      /* PEL entries without body */
+	uint64_t missing_payload;      /* bodies gone before their message
+					  was acknowledged (data loss) */
 	uint64_t concurrency_waits;    /* invocations that waited for a slot */
 	uint64_t concurrency_timeouts; /* ... and gave up (stay pending) */
 	uint64_t reclaims;             /* entries delivered by XAUTOCLAIM */
