@@ -163,8 +163,11 @@ RELAY_EXTERN unsigned int relay_slots_app_running(const relay_slots *s,
  *   without the variable's name).
  *
  * Returns: 0, RELAY_EINVAL (empty element, blank in a listed name,
- * bad or reversed range bounds, a name given twice, more than RELAY_STREAM_LIST_MAX streams) or
- * RELAY_ENOMEM. Thread-safe.
+ * bad or reversed range bounds, a name given twice, more than RELAY_STREAM_LIST_MAX streams,
+ * a shorthand whose PREFIX already holds a hash tag, a listed name that
+ * is a key Relay keeps for another listed stream: under "relay:<S>:" or
+ * "relay:invocation:<E(S)>:") or RELAY_ENOMEM. Names in @err's text are
+ * escaped (bytes outside printable ASCII as \xNN). Thread-safe.
  */
 RELAY_EXTERN int relay_stream_list_parse(const char *spec, char ***out,
 					 size_t *count, relay_error *err);
