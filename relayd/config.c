@@ -36,6 +36,32 @@ static int fail(char *errbuf, size_t size, const char *fmt, ...)
 	return -1;
 }
 
+/*
+ * @s for an error line that goes to a terminal or a log: bytes outside
+ * printable ASCII, '"' and '\\' as \xNN (the library's rule for names in
+ * its error texts), at most 200 bytes shown. Returns @buf.
+ */
+static const char *quote_safe(const char *s, char *buf, size_t size)
+{
+	size_t n = 0, i;
+
+	for (i = 0; s[i] && n + 5 < size; i++) {
+		unsigned char ch = (unsigned char)s[i];
+
+		if (i == 200) {
+			snprintf(buf + n, size - n, "...");
+			return buf;
+		}
+		if (ch < 0x20 || ch >= 0x7f || ch == '"' || ch == '\\')
+			n += (size_t)snprintf(buf + n, size - n, "\\x%02x",
+					      ch);
+		else
+			buf[n++] = (char)ch;
+	}
+	buf[n] = '\0';
+	return buf;
+}
+
 static const char *env(const char *name)
 {
 	const char *v = getenv(name);
@@ -505,12 +531,15 @@ int relayd_config_load(relayd_config *c, char *errbuf, size_t size)
 	c->stream = xstrdup(env("REDIS_STREAM"));
 	{
 		relay_error err;
+		char q[1024];
 
 		memset(&err, 0, sizeof(err));
 		if (relay_stream_list_parse(c->stream, &c->streams,
 					    &c->nstreams, &err))
 			return fail(errbuf, size, "REDIS_STREAM: invalid "
-				    "value \"%s\": %s", c->stream, err.text);
+				    "value \"%s\": %s",
+				    quote_safe(c->stream, q, sizeof(q)),
+				    err.text);
 	}
 	c->group = xstrdup(env("REDIS_GROUP"));
 	if ((v = env("REDIS_CONSUMER")))
