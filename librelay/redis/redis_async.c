@@ -30,11 +30,11 @@
  * names the target: the current connection is retired (its pending
  * replies still arrive, and MOVED ones are resent in turn), a new one
  * opens, and the command is resent there (a MOVED command was never run,
- * so resending cannot run it twice). An ASK reply resends the one command, behind
- * ASKING, on a side connection to the node it names. A failed connect or
- * a lost connection moves the target to the next known node, so a dead
- * master is left for any live node, whose MOVED then names the promoted
- * replica. Since every key of one stream shares one slot (R-8), the
+ * so resending cannot run it twice). An ASK reply resends the one
+ * command, behind ASKING, on a side connection to the node it names. A
+ * failed connect or a lost connection moves the target to the next
+ * known node, so a dead master is left for any live node, whose MOVED
+ * then names the promoted replica. Since every key of one stream shares one slot (R-8), the
  * connection settles on the stream's owner.
  *
  * Lifetime: the backend is reference-counted. The owner holds one

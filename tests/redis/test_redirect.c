@@ -129,7 +129,8 @@ static void slots_reply(sbuf *s, int asked)
 	int i, extra = 0;
 
 	if (fk.sc == S_SINGLE) {
-		sb_add(s, "-ERR This instance has cluster support disabled\r\n");
+		sb_add(s, "-ERR This instance has cluster support "
+		       "disabled\r\n");
 		return;
 	}
 	if (fk.sc == S_HUGE)
