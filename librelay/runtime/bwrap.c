@@ -39,8 +39,6 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
-#include <fcntl.h>
-#include <sys/mman.h>
 #include <sys/stat.h>
 #include <sys/wait.h>
 #include <unistd.h>
@@ -201,15 +199,24 @@ static int buf_arg(relay__buf *b, const char *s, size_t n)
 	return rc == 0 ? relay__buf_append(b, "", 1) : rc;
 }
 
-int relay__bwrap_env_fd(char *const *env, int *out, relay_error *err)
+int relay__bwrap_env_fd(char *const *env, int seccomp_fdno, int *out,
+			relay_error *err)
 {
-	static const char clear[] = "--clearenv", set[] = "--setenv";
+	static const char clear[] = "--clearenv", set[] = "--setenv",
+			  seccomp[] = "--seccomp";
 	relay__buf b = { 0 };
-	size_t i, off = 0;
-	int fd, rc, e = 0;
+	char num[16];
+	size_t i;
+	int rc;
 
 	*out = -1;
 	rc = buf_arg(&b, clear, sizeof(clear) - 1);
+	if (rc == 0 && seccomp_fdno >= 0) {
+		snprintf(num, sizeof(num), "%d", seccomp_fdno);
+		rc = buf_arg(&b, seccomp, sizeof(seccomp) - 1);
+		if (rc == 0)
+			rc = buf_arg(&b, num, strlen(num));
+	}
 	for (i = 0; rc == 0 && env && env[i]; i++) {
 		const char *eq = strchr(env[i], '=');
 
@@ -226,32 +233,13 @@ int relay__bwrap_env_fd(char *const *env, int *out, relay_error *err)
 		return relay__error_set(err, RELAY_ENOMEM, NULL, 0, 0,
 					"out of memory");
 	}
-	fd = memfd_create("relay-sandbox-env", MFD_CLOEXEC);
-	if (fd < 0)
-		e = errno;
-	while (fd >= 0 && off < b.len) {
-		ssize_t n = write(fd, b.data + off, b.len - off);
-
-		if (n < 0 && errno == EINTR)
-			continue;
-		if (n <= 0) {
-			e = n < 0 ? errno : EIO;
-			break;
-		}
-		off += (size_t)n;
-	}
-	/* Never at 3 or 4, where the spawn puts descriptors (spawn.c). */
-	if (fd >= 0 && !e && lseek(fd, 0, SEEK_SET) != 0)
-		e = errno;
-	if (fd >= 0 && !e && (*out = fcntl(fd, F_DUPFD_CLOEXEC, 10)) < 0)
-		e = errno;
-	if (fd >= 0)
-		close(fd);
+	*out = relay__spawn_memfd("relay-sandbox-env", b.data, b.len);
+	rc = errno;
 	relay__buf_free(&b);
 	if (*out < 0)
 		return relay__error_set(err, RELAY_EBACKEND, NULL, 0, 0,
 					"sandbox environment: %s",
-					strerror(e ? e : EIO));
+					strerror(rc ? rc : EIO));
 	return 0;
 }
 
@@ -268,7 +256,7 @@ static int spawn_inner(relay__builtin *b, const relay_exec_spec *spec,
 	relay__strv argv = { 0 }, env = { 0 };
 	relay_exec_spec lim = *spec;
 	relay__spawn_req req = RELAY__SPAWN_REQ_INIT;
-	int rc, args_fd = -1;
+	int rc, args_fd = -1, seccomp_fd = -1;
 
 	relay__limits_inv_init(&bp->inv);
 	rc = build_argv(b, spec, inner, false, RELAY__SPAWN_ARGS_FDNO(-1),
@@ -293,7 +281,11 @@ static int spawn_inner(relay__builtin *b, const relay_exec_spec *spec,
 		env.n = k;
 		env.v[k] = NULL;
 	}
-	rc = relay__bwrap_env_fd(env.v, &args_fd, err);
+	rc = relay__sandbox_seccomp_fd(&seccomp_fd, err);
+	if (rc == 0)
+		rc = relay__bwrap_env_fd(env.v, seccomp_fd >= 0 ?
+					 RELAY__SPAWN_ARGS_FDNO(-1) + 1 : -1,
+					 &args_fd, err);
 	if (rc != 0)
 		goto done;
 	if (lim.pids)
@@ -305,6 +297,7 @@ static int spawn_inner(relay__builtin *b, const relay_exec_spec *spec,
 	req.argv = argv.v;
 	req.envp = host_env;
 	req.args_fd = args_fd;
+	req.seccomp_fd = seccomp_fd;
 	req.cwd = "/";
 	req.limits = &bp->inv;
 	req.cred = &b->cred;          /* unprivileged when the host is root */
@@ -317,6 +310,8 @@ static int spawn_inner(relay__builtin *b, const relay_exec_spec *spec,
 done:
 	if (args_fd >= 0)
 		close(args_fd);
+	if (seccomp_fd >= 0)
+		close(seccomp_fd);
 	relay__strv_free(&argv);
 	relay__strv_free(&env);
 	return rc;

@@ -21,6 +21,7 @@
 #include <signal.h>
 #include <spawn.h>
 #include <string.h>
+#include <sys/mman.h>
 #include <sys/syscall.h>
 #include <sys/wait.h>
 #include <time.h>
@@ -62,15 +63,21 @@ int relay__make_pipe(int *parent, int *child, bool child_reads)
 }
 
 /*
- * The lowest descriptor the child closes: everything above stdio, the
- * keep_fd (3) and the args_fd (3 or 4). Both sources are >= 10 in the
- * parent (callers dup them there), so the dup2s never meet themselves.
+ * The descriptors the child gets from fd 3 on, in this order: keep_fd,
+ * args_fd, seccomp_fd (those set). Their sources are >= 10 in the parent
+ * (callers dup them there), so no dup2 meets its own source. How many.
  */
-static unsigned int first_closed(const relay__spawn_req *req)
+static int passed_fds(const relay__spawn_req *req, int out[3])
 {
+	int n = 0;
+
+	if (req->keep_fd >= 0)
+		out[n++] = req->keep_fd;
 	if (req->args_fd >= 0)
-		return RELAY__SPAWN_ARGS_FDNO(req->keep_fd) + 1;
-	return req->keep_fd >= 0 ? 4 : 3;
+		out[n++] = req->args_fd;
+	if (req->seccomp_fd >= 0)
+		out[n++] = req->seccomp_fd;
+	return n;
 }
 
 static int spawn_posix(const relay__spawn_req *req, const int cfd[3],
@@ -79,7 +86,7 @@ static int spawn_posix(const relay__spawn_req *req, const int cfd[3],
 	posix_spawn_file_actions_t fa;
 	posix_spawnattr_t at;
 	sigset_t none, all;
-	int rc, i;
+	int rc, i, n, pass[3];
 
 	sigemptyset(&none);
 	sigfillset(&all);
@@ -93,14 +100,11 @@ static int spawn_posix(const relay__spawn_req *req, const int cfd[3],
 	}
 	for (i = 0; i < 3 && rc == 0; i++)
 		rc = posix_spawn_file_actions_adddup2(&fa, cfd[i], i);
-	if (rc == 0 && req->keep_fd >= 0)
-		rc = posix_spawn_file_actions_adddup2(&fa, req->keep_fd, 3);
-	if (rc == 0 && req->args_fd >= 0)
-		rc = posix_spawn_file_actions_adddup2(
-			&fa, req->args_fd, RELAY__SPAWN_ARGS_FDNO(req->keep_fd));
+	n = passed_fds(req, pass);
+	for (i = 0; i < n && rc == 0; i++)
+		rc = posix_spawn_file_actions_adddup2(&fa, pass[i], 3 + i);
 	if (rc == 0)
-		rc = posix_spawn_file_actions_addclosefrom_np(&fa,
-							      first_closed(req));
+		rc = posix_spawn_file_actions_addclosefrom_np(&fa, 3 + n);
 	if (rc == 0 && req->cwd)
 		rc = posix_spawn_file_actions_addchdir_np(&fa, req->cwd);
 	if (rc == 0)
@@ -117,6 +121,35 @@ static int spawn_posix(const relay__spawn_req *req, const int cfd[3],
 	posix_spawnattr_destroy(&at);
 	posix_spawn_file_actions_destroy(&fa);
 	return rc;
+}
+
+int relay__spawn_memfd(const char *name, const void *data, size_t len)
+{
+	size_t off = 0;
+	int fd, out = -1, e = 0;
+
+	fd = memfd_create(name, MFD_CLOEXEC);
+	if (fd < 0)
+		return -1;
+	while (off < len) {
+		ssize_t w = write(fd, (const char *)data + off, len - off);
+
+		if (w < 0 && errno == EINTR)
+			continue;
+		if (w <= 0) {
+			e = w < 0 ? errno : EIO;
+			break;
+		}
+		off += (size_t)w;
+	}
+	if (!e && lseek(fd, 0, SEEK_SET) != 0)
+		e = errno;
+	/* Never at 3..5, where a spawn puts the descriptors it passes. */
+	if (!e && (out = fcntl(fd, F_DUPFD_CLOEXEC, 10)) < 0)
+		e = errno;
+	close(fd);
+	errno = e;
+	return out;
 }
 
 int relay__pipes_give(const int *fds, size_t n, const relay__cred *cred)
@@ -148,7 +181,7 @@ vfork_child(const relay__spawn_req *req, const int cfd[3],
 	struct sigaction sa;
 	sigset_t none;
 	unsigned int first;
-	int sig, i, e;
+	int sig, i, e, n, pass[3];
 
 	memset(&sa, 0, sizeof(sa));
 	sa.sa_handler = SIG_DFL;
@@ -189,14 +222,13 @@ vfork_child(const relay__spawn_req *req, const int cfd[3],
 	for (i = 0; i < 3; i++)
 		if (dup2(cfd[i], i) < 0)
 			goto fail;
-	if (req->keep_fd >= 0 && dup2(req->keep_fd, 3) < 0)
-		goto fail;
-	if (req->args_fd >= 0 &&
-	    dup2(req->args_fd, RELAY__SPAWN_ARGS_FDNO(req->keep_fd)) < 0)
-		goto fail;
+	n = passed_fds(req, pass);
+	for (i = 0; i < n; i++)
+		if (dup2(pass[i], 3 + i) < 0)
+			goto fail;
 	if (req->cwd && chdir(req->cwd) != 0)
 		goto fail;
-	first = first_closed(req);
+	first = (unsigned int)(3 + n);
 	if (syscall(SYS_close_range, first, ~0u, 0u) != 0)
 		for (i = (int)first; i < 1024; i++)
 			(void)close(i);

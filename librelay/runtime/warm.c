@@ -376,7 +376,8 @@ static int spawn_parent(relay__warm *w, warm_parent *p,
 	relay__strv inner = { 0 }, argv = { 0 }, env = { 0 }, penv = { 0 };
 	relay__spawn_req req = RELAY__SPAWN_REQ_INIT;
 	relay_proc proc;
-	int sv[2] = { -1, -1 }, keep = -1, args_fd = -1, rc = 0;
+	int sv[2] = { -1, -1 }, keep = -1, args_fd = -1, seccomp_fd = -1;
+	int rc = 0;
 	size_t i;
 
 	/* An exec app's parent execs its command in every invocation: the
@@ -426,13 +427,18 @@ static int spawn_parent(relay__warm *w, warm_parent *p,
 				      "control socket: %s", strerror(errno));
 		goto done;
 	}
-	rc = relay__bwrap_env_fd(penv.v, &args_fd, err);
+	rc = relay__sandbox_seccomp_fd(&seccomp_fd, err);
+	if (rc == 0)
+		rc = relay__bwrap_env_fd(penv.v, seccomp_fd >= 0 ?
+					 RELAY__SPAWN_ARGS_FDNO(3) + 1 : -1,
+					 &args_fd, err);
 	if (rc != 0)
 		goto done;
 	req.path = argv.v[0];
 	req.argv = argv.v;
 	req.envp = relay__bwrap_host_env();
 	req.args_fd = args_fd;
+	req.seccomp_fd = seccomp_fd;
 	req.cwd = "/";
 	req.keep_fd = keep;
 	/* The same host user as a cold sandbox (never root). */
@@ -476,6 +482,7 @@ done:
 	relay__warm_close_fd(&sv[1]);
 	relay__warm_close_fd(&keep);
 	relay__warm_close_fd(&args_fd);
+	relay__warm_close_fd(&seccomp_fd);
 	relay__strv_free(&inner);
 	relay__strv_free(&argv);
 	relay__strv_free(&env);

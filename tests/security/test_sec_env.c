@@ -318,7 +318,8 @@ static void stdio_case(bool warm)
 	static const char *const argv[] = {
 		"/bin/sh", "-c",
 		"cat /dev/stdin && echo; echo reopened-out > /dev/stdout && "
-		"echo reopened-err > /dev/stderr", NULL
+		"echo reopened-err > /dev/stderr; "
+		"echo fds $(ls /proc/self/fd)", NULL
 	};
 	relay_exec_spec s = base_spec(RELAY_RUNTIME_EXEC, warm);
 	struct job j;
@@ -337,6 +338,9 @@ static void stdio_case(bool warm)
 	RT_CHECK(cap_has(&j.c, "{\"from\":\"stdin\"}"));
 	RT_CHECK(cap_has(&j.c, "reopened-out"));
 	RT_CHECK(cap_has(&j.c, "reopened-err"));
+	/* 0-2, and ls's own directory: the environment and seccomp
+	 * descriptors bwrap read are gone. */
+	RT_CHECK(cap_has(&j.c, "fds 0 1 2 3"));
 	cap_free(&j.c);
 }
 
@@ -348,6 +352,58 @@ static void test_sec_env__stdio_reopenable_cold(void)
 static void test_sec_env__stdio_reopenable_warm(void)
 {
 	stdio_case(true);
+}
+
+/*
+ * The kernel keyring is not namespaced: keys belong to the host uid, so
+ * every sandbox of one host user saw (and could read) another's keys and
+ * shared its quota. No sandbox gets add_key, request_key or keyctl: they
+ * fail with ENOSYS (seccomp.c).
+ */
+static void keyring_case(bool warm)
+{
+	static const char *const argv[] = {
+		"/usr/bin/python3", "-c",
+		"import ctypes, errno, platform\n"
+		"libc = ctypes.CDLL(None, use_errno=True)\n"
+		"nr = {'x86_64': (248, 249, 250), 'aarch64': (217, 218, 219)}"
+		".get(platform.machine())\n"
+		"if nr is None:\n"
+		"    print('arch', platform.machine()); raise SystemExit(0)\n"
+		"r = libc.syscall(nr[0], b'user', b'relay-test', b'v', 1,"
+		" ctypes.c_long(-3))\n"
+		"print('add_key', r, errno.errorcode.get(ctypes.get_errno()))\n"
+		"r = libc.syscall(nr[2], 0, ctypes.c_long(-3), 0)\n"
+		"print('keyctl', r, errno.errorcode.get(ctypes.get_errno()))\n",
+		NULL
+	};
+	relay_exec_spec s = base_spec(RELAY_RUNTIME_EXEC, warm);
+	struct job j;
+	relay_error err;
+
+	memset(&j, 0, sizeof(j));
+	s.argv = argv;
+	RT_CHECK(relay_runtime_run(rt, &s, cap_cb, job_done, &j.c, NULL,
+				   &err) == 0);
+	while (!j.done)
+		ev_run(loop, EVRUN_ONCE);
+	RT_EQ_INT(j.o.status, RELAY_RUN_OK);
+	RT_CHECK(j.o.warm == warm);
+	if (cap_contains(&j.c, "arch "))
+		RT_SKIP("no keyring system call numbers for this arch");
+	RT_CHECK(cap_has(&j.c, "add_key -1 ENOSYS"));
+	RT_CHECK(cap_has(&j.c, "keyctl -1 ENOSYS"));
+	cap_free(&j.c);
+}
+
+static void test_sec_env__no_keyring_cold(void)
+{
+	keyring_case(false);
+}
+
+static void test_sec_env__no_keyring_warm(void)
+{
+	keyring_case(true);
 }
 
 static void setup(void)
@@ -410,6 +466,8 @@ int main(int argc, char **argv)
 		RT_CASE(test_sec_env__node_warm),
 		RT_CASE(test_sec_env__stdio_reopenable_cold),
 		RT_CASE(test_sec_env__stdio_reopenable_warm),
+		RT_CASE(test_sec_env__no_keyring_cold),
+		RT_CASE(test_sec_env__no_keyring_warm),
 	};
 	char cmd[200];
 	int rc;
