@@ -10,7 +10,9 @@
 # "N passed, M failed";
 # the exit status is non-zero on any failure.
 #
-# Environment: RELAY_BUILD_DIR (default: build-tests), RELAY_FUZZ_SECONDS
+# Environment: RELAY_BUILD_DIR (default: build-tests),
+# RELAY_TEST_TIMEOUT_MULTIPLIER (default 2: every test's time limit and
+# the daemon harness's waits are multiplied by it), RELAY_FUZZ_SECONDS
 # (default 20 per target; 0 skips fuzzing), RELAY_TEST_SUITES (meson
 # --suite list, default: all), RELAY_SKIP_INSTALL=1 to skip apt-get,
 # RELAY_SKIP_RELEASE_BUILD=1 to skip the -O3 release compile check,
@@ -54,6 +56,31 @@ install_packages() {
 
 [ "${RELAY_SKIP_INSTALL:-0}" = 1 ] || install_packages
 
+# Under root the sandboxes run as "nobody" (uid 65534), which must read
+# the test fixtures (app directories, bootstraps, the warm helpers in the
+# build tree). From a checkout it cannot read (under root's home, say),
+# the whole run moves to a readable copy in a temporary directory, which
+# is removed afterwards (RELAY_TEST_KEEP=1 keeps it).
+if [ "$(id -u)" = 0 ] && [ -z "${RELAY_TESTS_COPY_OF:-}" ] &&
+	command -v setpriv >/dev/null &&
+	! setpriv --reuid=65534 --regid=65534 --clear-groups \
+		test -r "$here/tests/runtime/apps/demo/hello.sh" 2>/dev/null
+then
+	copy=$(mktemp -d /tmp/relay-tests.XXXXXX)
+	chmod 755 "$copy"
+	echo "tests/run.sh: the sandbox user (uid 65534) cannot read $here;" \
+		"running from a readable copy in $copy"
+	tar -C "$here" --exclude='./build*' -cf - . |
+		tar -C "$copy" -xf -
+	chmod -R a+rX "$copy"
+	set +e
+	RELAY_TESTS_COPY_OF=$here "$copy/tests/run.sh" "$@"
+	rc=$?
+	set -e
+	[ "${RELAY_TEST_KEEP:-0}" = 1 ] || rm -rf "$copy"
+	exit "$rc"
+fi
+
 if [ ! -f "$build/build.ninja" ]; then
 	# shellcheck disable=SC2086
 	meson setup "$build" -Db_sanitize=address,undefined -Db_lundef=false \
@@ -69,10 +96,40 @@ suite_args=()
 if [ -n "${RELAY_TEST_SUITES:-}" ]; then
 	for s in $RELAY_TEST_SUITES; do suite_args+=(--suite "$s"); done
 fi
+# Time limits scale on a loaded machine: meson's per-test limits and the
+# black-box harness's waits (tests/daemon/harness.py) both read this.
+export RELAY_TEST_TIMEOUT_MULTIPLIER=${RELAY_TEST_TIMEOUT_MULTIPLIER:-2}
 set +e
-meson test -C "$build" --print-errorlogs --num-processes 2 "${suite_args[@]}"
+meson test -C "$build" --num-processes 2 \
+	--timeout-multiplier "$RELAY_TEST_TIMEOUT_MULTIPLIER" "${suite_args[@]}"
 meson_rc=$?
 set -e
+
+# What failed and why, on the console: each failing test's failed TAP
+# lines with their diagnostics (the whole output is in meson's testlog).
+python3 - "$build/meson-logs/testlog.json" <<'PY'
+import json, sys
+for line in open(sys.argv[1]):
+    r = json.loads(line)
+    if r["result"] in ("OK", "EXPECTEDFAIL", "SKIP"):
+        continue
+    print(f"---- FAILED: {r['name']} ({r['result']})")
+    out = (r.get("stdout") or "").splitlines()
+    shown, keep = 0, False
+    for l in out:
+        if l.startswith("not ok"):
+            keep = True
+        elif l.startswith("ok ") or l.startswith("1.."):
+            keep = False
+        if keep and shown < 60:
+            print("  " + l)
+            shown += 1
+    err = (r.get("stderr") or "").splitlines()
+    if err:
+        print("  stderr (last lines):")
+        for l in err[-15:]:
+            print("    " + l)
+PY
 
 read -r passed failed skipped < <(python3 - "$build/meson-logs/testlog.json" <<'PY'
 import json, sys

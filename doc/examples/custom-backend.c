@@ -21,6 +21,10 @@
  * and outcomes. Exit status 0 when all three ended as expected.
  *
  * Plain C99 plus POSIX (fork, pipe, fcntl, kill). Only public headers.
+ *
+ * Build against an installed librelay (README.md, "Install"):
+ *
+ *	cc -o example custom-backend.c $(pkg-config --cflags --libs librelay)
  */
 #define _POSIX_C_SOURCE 200809L
 

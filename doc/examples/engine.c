@@ -18,6 +18,11 @@
  *
  * Output: one "handled ..." line per handler call, then one summary line.
  * Built against the public headers and the shared library only.
+ *
+ * Build against an installed librelay (README.md, "Install"); libev is
+ * named too since this file calls it directly:
+ *
+ *	cc -o example engine.c $(pkg-config --cflags --libs librelay) -lev
  */
 #include <ev.h>
 #include <stdio.h>

@@ -19,6 +19,10 @@
  * invalid or some line was not (the other lines are still matched), 2 for a
  * usage error. This is plain C99 plus POSIX getline(); it uses only the
  * public headers and the shared library.
+ *
+ * Build against an installed librelay (README.md, "Install"):
+ *
+ *	cc -o example match.c $(pkg-config --cflags --libs librelay)
  */
 #define _POSIX_C_SOURCE 200809L
 

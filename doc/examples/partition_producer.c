@@ -23,6 +23,10 @@
  * Exit status: 0, 1 for an invalid REDIS_STREAM value, 2 usage error.
  * Plain C99 plus POSIX getline(); public headers and the shared library
  * only.
+ *
+ * Build against an installed librelay (README.md, "Install"):
+ *
+ *	cc -o example partition_producer.c $(pkg-config --cflags --libs librelay)
  */
 #define _POSIX_C_SOURCE 200809L
 

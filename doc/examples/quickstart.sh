@@ -66,9 +66,13 @@ build() {
 	else
 		meson configure "$build" -Dtest_hooks=true >/dev/null
 	fi
+	# The warm path's helpers too (relay-warm-slot.so for python3 apps,
+	# relay-warm-exec for exec apps): without them every invocation
+	# starts cold. relayd finds them in this build tree.
 	run ninja -C "$build" -j "$(nproc)" relayctl/relayctl relayd/relayd \
-		>/dev/null
-	echo "built $relayctl and $relayd"
+		librelay/runtime/relay-warm-slot.so \
+		librelay/runtime/relay-warm-exec >/dev/null
+	echo "built $relayctl and $relayd (and the warm sandbox helpers)"
 }
 
 validate() {

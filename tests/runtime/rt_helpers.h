@@ -57,6 +57,12 @@ static void cap_free(cap *c)
 	memset(c, 0, sizeof(*c));
 }
 
+/* Whole line @i (prefix included); never NULL, even past the end. */
+static inline const char *cap_text(const cap *c, size_t i)
+{
+	return i < c->n ? c->text[i] : "(no such line)";
+}
+
 /* Content (after the prefix) of line @i. */
 static const char *cap_line(const cap *c, size_t i)
 {

@@ -74,7 +74,7 @@ static void test_runtime__ok(void)
 	RT_EQ_STR(o.reason, "");
 	RT_EQ_INT(o.stdout_bytes, 3);
 	RT_EQ_INT(c.n, 1);
-	RT_EQ_STR(c.text[0], "[demo/h@1-0] stdout: hi");
+	RT_EQ_STR(cap_text(&c, 0), "[demo/h@1-0] stdout: hi");
 	RT_EQ_INT(c.stream[0], RELAY_OUTPUT_STDOUT);
 	RT_CHECK(o.duration_us > 0 && o.duration_us < 2000000);
 	cap_free(&c);
@@ -92,7 +92,7 @@ static void test_runtime__fail_exit3(void)
 	RT_EQ_INT(o.exit_code, 3);
 	RT_EQ_STR(o.reason, "exit status 3");
 	RT_EQ_INT(c.n, 1);
-	RT_EQ_STR(c.text[0], "[demo/h@1-0] stderr: oops");
+	RT_EQ_STR(cap_text(&c, 0), "[demo/h@1-0] stderr: oops");
 	RT_EQ_INT(c.stream[0], RELAY_OUTPUT_STDERR);
 	RT_EQ_INT(o.stderr_bytes, 5);
 	cap_free(&c);
@@ -253,7 +253,7 @@ static void test_runtime__clean_environment(void)
 	RT_EQ_INT(relay_runtime_run_sync(rt, &s, cap_cb, &c, &o, NULL), 0);
 	RT_EQ_INT(c.n, 6);
 	RT_CHECK(!cap_contains(&c, "RELAY_MESSAGE_ID"));
-	RT_CHECK(strncmp(c.text[0], "[demo/h] stdout: ", 17) == 0);
+	RT_CHECK(strncmp(cap_text(&c, 0), "[demo/h] stdout: ", 17) == 0);
 	unsetenv("RELAY_TEST_DAEMON_SECRET");
 	cap_free(&c);
 	close_rt();
@@ -786,7 +786,7 @@ static void check_lang(relay_runtime_kind k)
 	RT_EQ_INT(relay_runtime_run_sync(rt, &s, cap_cb, &c, &o, NULL), 0);
 	RT_EQ_INT(o.status, RELAY_RUN_OK);
 	RT_CHECK(cap_has(&c, "name=ada"));
-	RT_EQ_STR(c.text[0], "[demo/events.created.handler@1-0] stdout: "
+	RT_EQ_STR(cap_text(&c, 0), "[demo/events.created.handler@1-0] stdout: "
 		  "name=ada");
 	cap_free(&c);
 

@@ -51,7 +51,7 @@ static void test_sandbox__outcomes(void)
 	RT_EQ_INT(run_sh(rt, "echo hi", 5000, &c, &o), 0);
 	RT_EQ_INT(o.status, RELAY_RUN_OK);
 	RT_EQ_INT(c.n, 1);
-	RT_EQ_STR(c.text[0], "[demo/h@1-0] stdout: hi");
+	RT_EQ_STR(cap_text(&c, 0), "[demo/h@1-0] stdout: hi");
 	cap_free(&c);
 	RT_EQ_INT(run_sh(rt, "exit 3", 5000, &c, &o), 0);
 	RT_EQ_INT(o.status, RELAY_RUN_FAILED);

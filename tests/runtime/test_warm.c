@@ -442,7 +442,7 @@ static void test_warm__exit_codes_and_import_errors(void)
 	RT_CHECK(run1(rt, &s, &j) == 0);
 	RT_EQ_INT(j.o.status, RELAY_RUN_OK);
 	RT_CHECK(cap_has(&j.c, "ok {'n': 1}"));
-	RT_EQ_STR(j.c.text[0], "[warmapp/handlers.ok@7-0] stdout: ok {'n': 1}");
+	RT_EQ_STR(cap_text(&j.c, 0), "[warmapp/handlers.ok@7-0] stdout: ok {'n': 1}");
 	job_free(&j);
 }
 
