@@ -162,6 +162,7 @@ typedef struct relayd_hist {
 	uint64_t buckets[RELAY_CONSUMER_DURATION_NBUCKETS]; /* cumulative */
 	uint64_t count;
 	double sum_s;
+	uint64_t succeeded, failed, timed_out, exhausted; /* outcomes */
 } relayd_hist;
 
 /* A point-in-time copy of everything /metrics and the stats file show,
@@ -217,6 +218,13 @@ int relayd_stats_take(relayd_stats *s, relay_consumer *const *c,
 void relayd_stats_clear(relayd_stats *s);
 /* A Prometheus label value with \\, \" and newline escaped. */
 void relayd_prom_label(FILE *f, const char *v);
+/* A sample value: the shortest decimal that reads back as @v exactly
+ * (integers without a fraction), or NaN, +Inf, -Inf. */
+void relayd_prom_double(FILE *f, double v);
+/* procmetrics.c: the process_* families (CPU, memory, descriptors, start
+ * time) of relayd itself, read from /proc/self; a figure that cannot be
+ * read is left out. */
+void relayd_process_prometheus(FILE *f);
 /* Prometheus text exposition (0.0.4). Returns a malloc'd string or NULL. */
 char *relayd_stats_prometheus(const relayd_stats *s, size_t *len);
 /* The stats file body (doc/protocol.md): a json_t object (new). */
