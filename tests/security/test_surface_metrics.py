@@ -369,6 +369,18 @@ def exposition_is_strict_and_counts_outcomes():
                             ("process_max_fds", "gauge"),
                             ("process_start_time_seconds", "gauge")):
             eq(fams[name]["type"], ftype, f"{name} type")
+        # The stats snapshot (relayctl stats, the stats file) has them.
+        st = d.control({"cmd": "stats"})["stats"]
+        eq({h["app"]: h["outcomes"] for h in st["handlers"]},
+           {"ok": {"succeeded": 1, "failed": 0, "timed_out": 0,
+                   "exhausted": 0},
+            "bad": {"succeeded": 0, "failed": 1, "timed_out": 0,
+                    "exhausted": 1},
+            "slow": {"succeeded": 0, "failed": 0, "timed_out": 1,
+                     "exhausted": 1}}, "stats outcomes")
+        eq((st["counters"]["handler_timeouts"],
+            st["counters"]["invocations_exhausted"]), (1, 2),
+           "stats totals")
         # stats reset zeroes the outcome counters too.
         d.control({"cmd": "stats reset"})
         env.wait(lambda: sample(parse_exposition(metrics_text(port)),
