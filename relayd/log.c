@@ -16,12 +16,20 @@
  *
  * Handler output lines are forwarded verbatim at every level
  * (doc/behaviour.md B-64: even with LOG_LEVEL=ERROR): raw in text mode, as the "msg"
- * of an {"output":"stdout"|"stderr"} object in json mode.
+ * of an {"output":"stdout"|"stderr"} object in json mode, which also
+ * carries the line's app, handler, message_id and stream as members.
+ *
+ * When stderr is the journal (JOURNAL_STREAM names stderr's device and
+ * inode, as systemd sets it), text lines start with their syslog priority
+ * ("<3>" error, "<4>" warning, "<6>" info and handler output, "<7>"
+ * debug) instead of a timestamp, which the journal adds itself. JSON
+ * lines are unchanged.
  */
 #include <stdarg.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <sys/stat.h>
 #include <time.h>
 #include <unistd.h>
 
@@ -31,11 +39,62 @@
 
 static relay_log_level log_level = RELAY_LOG_INFO;
 static bool log_json;
+static bool log_journal;   /* stderr is the journal */
+
+/* A decimal of digits only (no sign, no space) up to @end; 0 or -1. */
+static int parse_u64(const char *s, const char *end, unsigned long long *v)
+{
+	unsigned long long x = 0;
+
+	if (s == end)
+		return -1;
+	for (; s < end; s++) {
+		if (*s < '0' || *s > '9' || x > (~0ULL - 9) / 10)
+			return -1;
+		x = x * 10 + (unsigned long long)(*s - '0');
+	}
+	*v = x;
+	return 0;
+}
+
+/* JOURNAL_STREAM is "<device>:<inode>" of the stream the journal gave
+ * us; it only counts while stderr is still that stream (not redirected
+ * by a wrapper that kept the variable). */
+static bool stderr_is_journal(void)
+{
+	const char *e = getenv("JOURNAL_STREAM"), *colon;
+	unsigned long long dev, ino;
+	struct stat st;
+
+	if (!e || !(colon = strchr(e, ':')) ||
+	    parse_u64(e, colon, &dev) ||
+	    parse_u64(colon + 1, colon + 1 + strlen(colon + 1), &ino) ||
+	    fstat(STDERR_FILENO, &st) != 0)
+		return false;
+	return (unsigned long long)st.st_dev == dev &&
+	       (unsigned long long)st.st_ino == ino;
+}
 
 void relayd_log_init(relay_log_level level, bool json)
 {
 	log_level = level;
 	log_json = json;
+	log_journal = stderr_is_journal();
+}
+
+/* The syslog priority of @lvl, as the journal reads a "<N>" prefix. */
+static int priority(relay_log_level lvl)
+{
+	switch (lvl) {
+	case RELAY_LOG_DEBUG:
+		return 7;
+	case RELAY_LOG_INFO:
+		return 6;
+	case RELAY_LOG_WARN:
+		return 4;
+	default:
+		return 3;
+	}
 }
 
 bool relayd_log_enabled(relay_log_level lvl)
@@ -235,7 +294,11 @@ static size_t vlog(relay_log_level lvl, const char *msgid,
 
 		if (!f)
 			return 0;
-		fprintf(f, "%s %s %s%s", ts, relay_log_level_name(lvl),
+		if (log_journal)
+			fprintf(f, "<%d>", priority(lvl));
+		else
+			fprintf(f, "%s ", ts);
+		fprintf(f, "%s %s%s", relay_log_level_name(lvl),
 			*msgid ? msgid : "", *msgid ? " " : "");
 		put_clean(f, msg);
 		for (; kv && kv[0] && kv[1]; kv += 2) {
@@ -294,10 +357,40 @@ relay_logger relayd_logger(void)
 	return lg;
 }
 
-char *relayd_log_output_record(const char *text, size_t len, bool is_stderr,
-			       size_t *n)
+/*
+ * json mode: the app, handler and message_id of an output line's prefix
+ * "[app/handler@message-id] stdout: " (relay/runtime.h) as members of
+ * @obj. App names hold no '/' and message ids no '@', so the handler is
+ * whatever lies between the first '/' and the last '@'. A prefix of
+ * another shape adds nothing.
+ */
+static void output_names(json_t *obj, const char *text, size_t plen)
+{
+	const char *end = text + plen, *close, *slash, *at;
+
+	if (plen < 2 || text[0] != '[')
+		return;
+	for (close = end - 1; close > text && *close != ']'; close--)
+		;
+	slash = memchr(text + 1, '/', (size_t)(close - text - 1));
+	for (at = close - 1; at > text && *at != '@'; at--)
+		;
+	if (close == text || !slash || at <= slash)
+		return;
+	json_object_set_new(obj, "app", string_lossy(text + 1,
+						     (size_t)(slash - text - 1)));
+	json_object_set_new(obj, "handler",
+			    string_lossy(slash + 1, (size_t)(at - slash - 1)));
+	json_object_set_new(obj, "message_id",
+			    string_lossy(at + 1, (size_t)(close - at - 1)));
+}
+
+char *relayd_log_output_record(const char *text, size_t len,
+			       size_t prefix_len, bool is_stderr,
+			       const char *stream, size_t *n)
 {
 	char *line;
+	size_t at = 0;
 
 	if (log_json) {
 		json_t *obj = json_object();
@@ -312,14 +405,25 @@ char *relayd_log_output_record(const char *text, size_t len, bool is_stderr,
 				    json_string(is_stderr ? "stderr"
 							  : "stdout"));
 		json_object_set_new(obj, "msg", string_lossy(text, len));
+		output_names(obj, text, prefix_len < len ? prefix_len : len);
+		if (stream)
+			json_object_set_new(obj, "stream",
+					    string_lossy(stream,
+							 strlen(stream)));
 		return json_record(obj, n);
 	}
-	line = malloc(len + 1);
+	/* The journal: our priority first, so that a line beginning "<3>"
+	 * stays the handler's text, not a priority. */
+	line = malloc(len + 4);
 	if (!line)
 		return NULL;
-	memcpy(line, text, len);
-	line[len] = '\n';
-	*n = len + 1;
+	if (log_journal) {
+		memcpy(line, "<6>", 3);
+		at = 3;
+	}
+	memcpy(line + at, text, len);
+	line[at + len] = '\n';
+	*n = at + len + 1;
 	return line;
 }
 

@@ -180,6 +180,47 @@ static void on_stats_timer(struct ev_loop *loop, ev_timer *w, int revents)
 	relayd_flush_stats(w->data);
 }
 
+/*
+ * NOTIFY_SOCKET: READY=1 the first time every stream's consumer is ready
+ * (its group exists, its first read went out), then STATUS= whenever the
+ * one-line summary changes. Polled: quickly until ready, then every
+ * second.
+ */
+#define NOTIFY_START_S 0.05
+#define NOTIFY_INTERVAL_S 1.0
+
+static void on_notify_timer(struct ev_loop *loop, ev_timer *w, int revents)
+{
+	relayd *d = w->data;
+	relay_consumer_health h;
+	char reason[sizeof(h.reason) + 600], status[sizeof(d->notified_status)];
+	size_t apps = relay_appset_entry_count(d->apps) -
+		      relay_appset_invalid_count(d->apps);
+
+	(void)revents;
+	relayd_health(d, &h, reason, sizeof(reason));
+	if (h.ready)
+		snprintf(status, sizeof(status), "running: %zu app%s, %u in "
+			 "flight", apps, apps == 1 ? "" : "s",
+			 relay_slots_running(d->slots));
+	else if (!*reason || strcmp(reason, "starting") == 0)
+		snprintf(status, sizeof(status), "%s", d->notified_ready ?
+			 "not ready" : "starting");
+	else
+		snprintf(status, sizeof(status), "%s: %.200s",
+			 d->notified_ready ? "not ready" : "starting", reason);
+	if (h.ready && !d->notified_ready) {
+		d->notified_ready = true;
+		relayd_notify_status("READY=1\n", status);
+		w->repeat = relayd_scaled(d, NOTIFY_INTERVAL_S);
+		ev_timer_again(loop, w);
+	} else if (strcmp(status, d->notified_status) != 0) {
+		relayd_notify_status("", status);
+	}
+	snprintf(d->notified_status, sizeof(d->notified_status), "%s",
+		 status);
+}
+
 /* relay_consumer_close()'s callback has no payload: the one daemon. */
 static relayd *the_daemon;
 
@@ -236,6 +277,18 @@ static void on_stop_signal(struct ev_loop *loop, ev_signal *w, int revents)
 		   "stopping reading, letting running handlers finish "
 		   "(signal again to stop at once)" :
 		   "stopping at once (pending messages stay in the PEL)");
+	ev_timer_stop(d->loop, &d->notify_timer);
+	if (graceful) {
+		char status[80];
+
+		snprintf(status, sizeof(status), "stopping: letting %u "
+			 "running handler%s finish",
+			 relay_slots_running(d->slots),
+			 relay_slots_running(d->slots) == 1 ? "" : "s");
+		relayd_notify_status("STOPPING=1\n", status);
+	} else {
+		relayd_notify_status("", "stopping at once");
+	}
 	/* A second signal re-arms every callback: count afresh. */
 	d->nstopped = 0;
 	{
@@ -255,13 +308,21 @@ static void on_hup(struct ev_loop *loop, ev_signal *w, int revents)
 	relayd_apps_reload(w->data, "SIGHUP");
 }
 
+/* A stream's output payload: its lines are logged with its name. */
+struct relayd_outctx {
+	relayd *d;
+	const char *stream;
+};
+
 static void on_output(const relay_output_line *line, void *payload)
 {
-	relayd *d = payload;
+	const struct relayd_outctx *ctx = payload;
+	relayd *d = ctx->d;
 	size_t n;
 	char *rec = relayd_log_output_record(line->text, line->len,
+					     line->prefix_len,
 					     line->stream == RELAY_OUTPUT_STDERR,
-					     &n);
+					     ctx->stream, &n);
 
 	/* Formatted first: the budget is charged what goes to the log. */
 	if (!rec)
@@ -460,14 +521,14 @@ static int open_consumer(relayd *d, char *errbuf, size_t size)
 	o.logger = relayd_logger();
 	d->outbudget = relayd_outbudget_new(d->cfg.output_budget);
 	d->consumers = calloc(d->cfg.nstreams, sizeof(*d->consumers));
-	if (!d->outbudget || !d->consumers ||
+	d->outctx = calloc(d->cfg.nstreams, sizeof(*d->outctx));
+	if (!d->outbudget || !d->consumers || !d->outctx ||
 	    relay_slots_new(&d->slots, o.max_concurrency)) {
 		snprintf(errbuf, size, "out of memory");
 		return -1;
 	}
 	o.slots = d->slots;
 	o.output = on_output;
-	o.output_payload = d;
 	for (i = 0; i < d->cfg.nstreams; i++) {
 		relay_redis_options rd = RELAY_REDIS_OPTIONS_INIT;
 
@@ -494,6 +555,9 @@ static int open_consumer(relayd *d, char *errbuf, size_t size)
 			}
 		}
 		o.stream = d->cfg.streams[i];
+		d->outctx[i].d = d;
+		d->outctx[i].stream = d->cfg.streams[i];
+		o.output_payload = &d->outctx[i];
 		if (d->cfg.nstreams > 1)
 			o.logger = relayd_logger_stream(d->cfg.streams[i]);
 		rc = relay_consumer_new(&d->consumers[i], d->loop,
@@ -546,9 +610,13 @@ static void start_watchers(relayd *d)
 		      relayd_scaled(d, METRICS_INTERVAL_S));
 	ev_timer_init(&d->stats_timer, on_stats_timer, 0.,
 		      relayd_scaled(d, STATS_INTERVAL_S));
+	ev_timer_init(&d->notify_timer, on_notify_timer, 0., NOTIFY_START_S);
 	d->metrics_timer.data = d->stats_timer.data = d;
+	d->notify_timer.data = d;
 	if (d->http)
 		ev_timer_again(d->loop, &d->metrics_timer);
+	if (relayd_notify_enabled())
+		ev_timer_again(d->loop, &d->notify_timer);
 	ev_timer_again(d->loop, &d->stats_timer);
 	relayd_apps_watch(d);
 }
@@ -561,6 +629,7 @@ static void shutdown_all(relayd *d)
 		ev_signal_stop(d->loop, &d->sig_hup);
 		ev_timer_stop(d->loop, &d->metrics_timer);
 		ev_timer_stop(d->loop, &d->stats_timer);
+		ev_timer_stop(d->loop, &d->notify_timer);
 		relayd_apps_unwatch(d);
 	}
 	relayd_schedpub_stop(d->schedpub);
@@ -578,6 +647,8 @@ static void shutdown_all(relayd *d)
 	relay_slots_free(d->slots);  /* every consumer is closed */
 	d->slots = NULL;
 	relay_runtime_free(d->rt);
+	free(d->outctx);   /* nothing is left to call on_output */
+	d->outctx = NULL;
 	relayd_outbudget_free(d->outbudget);
 	d->outbudget = NULL;
 	if (d->sredis) {
@@ -599,6 +670,7 @@ static void shutdown_all(relayd *d)
 	relayd_config_clear(&d->cfg);
 	if (d->loop)
 		ev_loop_destroy(d->loop);
+	relayd_notify_close();
 }
 
 static bool check_only;   /* --check */
@@ -656,6 +728,8 @@ int main(int argc, char **argv)
 	}
 	relayd_log_init(d.cfg.log_level, d.cfg.log_json);
 	relayd_vars_warn_unknown();
+	if (!check_only)
+		(void)relayd_notify_init();  /* off after a logged warning */
 	if (check_only) {
 		rc = relayd_check(&d.cfg);
 		relayd_config_clear(&d.cfg);

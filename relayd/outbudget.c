@@ -166,10 +166,11 @@ char *relayd_outbudget_prometheus(const relayd_outbudget *b, size_t *len)
 	fputs("# HELP relay_output_dropped_bytes_total Handler output bytes "
 	      "dropped over the app's OUTPUT_BUDGET since start-up.\n"
 	      "# TYPE relay_output_dropped_bytes_total counter\n", f);
-	for (i = 0; b && i < b->n; i++)
-		fprintf(f, "relay_output_dropped_bytes_total{app=\"%s\"} "
-			"%llu\n", b->v[i].app,
-			(unsigned long long)b->v[i].dropped);
+	for (i = 0; b && i < b->n; i++) {
+		fputs("relay_output_dropped_bytes_total{app=\"", f);
+		relayd_prom_label(f, b->v[i].app);
+		fprintf(f, "\"} %llu\n", (unsigned long long)b->v[i].dropped);
+	}
 	if (fclose(f) != 0) {
 		free(text);
 		return NULL;

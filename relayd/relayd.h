@@ -119,13 +119,16 @@ size_t relayd_logkv(relay_log_level lvl, const char *msgid,
 #define relayd_log(lvl, msgid, ...) relayd_logkv(lvl, msgid, NULL, __VA_ARGS__)
 /*
  * The log record of a handler output line @text (@len bytes, its prefix
- * included), exactly as relayd_log_write() would put it on stderr in the
- * active LOG_FORMAT, newline included: malloc'd (the caller frees it),
- * its length in *@n; NULL on ENOMEM. Output lines are logged at every
+ * of @prefix_len bytes included), exactly as relayd_log_write() would put
+ * it on stderr in the active LOG_FORMAT, newline included: malloc'd (the
+ * caller frees it), its length in *@n; NULL on ENOMEM. In json mode the
+ * record also names the line's app, handler and message_id (from the
+ * prefix) and @stream (when not NULL). Output lines are logged at every
  * level.
  */
-char *relayd_log_output_record(const char *text, size_t len, bool is_stderr,
-			       size_t *n);
+char *relayd_log_output_record(const char *text, size_t len,
+			       size_t prefix_len, bool is_stderr,
+			       const char *stream, size_t *n);
 /* Write @n bytes of @rec (a record) to stderr in one go. */
 void relayd_log_write(const char *rec, size_t n);
 
@@ -162,6 +165,7 @@ typedef struct relayd_hist {
 	uint64_t buckets[RELAY_CONSUMER_DURATION_NBUCKETS]; /* cumulative */
 	uint64_t count;
 	double sum_s;
+	uint64_t succeeded, failed, timed_out, exhausted; /* outcomes */
 } relayd_hist;
 
 /* A point-in-time copy of everything /metrics and the stats file show,
@@ -217,6 +221,13 @@ int relayd_stats_take(relayd_stats *s, relay_consumer *const *c,
 void relayd_stats_clear(relayd_stats *s);
 /* A Prometheus label value with \\, \" and newline escaped. */
 void relayd_prom_label(FILE *f, const char *v);
+/* A sample value: the shortest decimal that reads back as @v exactly
+ * (integers without a fraction), or NaN, +Inf, -Inf. */
+void relayd_prom_double(FILE *f, double v);
+/* procmetrics.c: the process_* families (CPU, memory, descriptors, start
+ * time) of relayd itself, read from /proc/self; a figure that cannot be
+ * read is left out. */
+void relayd_process_prometheus(FILE *f);
 /* Prometheus text exposition (0.0.4). Returns a malloc'd string or NULL. */
 char *relayd_stats_prometheus(const relayd_stats *s, size_t *len);
 /* The stats file body (doc/protocol.md): a json_t object (new). */
@@ -295,6 +306,19 @@ void relayd_request_reply(relayd_request *req, void *resp);
 void relayd_request_fail(relayd_request *req, const char *code,
 			 const char *msg);
 
+/* ---- notify.c: the service manager's NOTIFY_SOCKET ------------------- */
+
+/* Read NOTIFY_SOCKET; 0 (also when unset: notifying is then off), or -1
+ * after a logged warning (off). Before any thread starts. */
+int relayd_notify_init(void);
+bool relayd_notify_enabled(void);
+/* Send @msg (VAR=value lines) as one datagram; no-op when off. */
+void relayd_notify(const char *msg);
+/* Send @prefix (assignments ending in a newline, or "") and then
+ * STATUS=@status, control characters of @status written as '?'. */
+void relayd_notify_status(const char *prefix, const char *status);
+void relayd_notify_close(void);
+
 /* ---- the daemon (main.c, apps.c, commands.c) ------------------------ */
 
 #include <ev.h>
@@ -320,11 +344,15 @@ typedef struct relayd {
 	relayd_control *ctl;
 	relayd_http *http;
 	relayd_outbudget *outbudget; /* per-app handler output budget */
+	struct relayd_outctx *outctx; /* output payloads, one per stream */
 	struct relayd_schedpub *schedpub; /* schedule publisher */
 	struct relayd_retention *retention; /* stream/DLQ retention */
 	ev_signal sig_term, sig_int, sig_hup;
 	ev_timer metrics_timer;      /* re-render /metrics */
 	ev_timer stats_timer;        /* flush the stats file */
+	ev_timer notify_timer;       /* READY=1 and STATUS= (NOTIFY_SOCKET) */
+	bool notified_ready;         /* READY=1 sent */
+	char notified_status[256];   /* the last STATUS= sent */
 	ev_io inotify_io;            /* apps directory watch */
 	ev_timer reload_timer;       /* debounce of inotify events */
 	int inotify_fd;              /* -1 when not watching */

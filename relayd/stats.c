@@ -9,6 +9,7 @@
 #include <errno.h>
 #include <stddef.h>
 #include <fcntl.h>
+#include <float.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -54,6 +55,10 @@ static int take_hist(const relay_consumer_histogram *h, void *payload)
 			n->buckets[b] += h->buckets[b];
 		n->count += h->count;
 		n->sum_s += h->sum_seconds;
+		n->succeeded += h->succeeded;
+		n->failed += h->failed;
+		n->timed_out += h->timed_out;
+		n->exhausted += h->exhausted;
 		return 0;
 	}
 	n = realloc(s->hists, (s->nhists + 1) * sizeof(*n));
@@ -72,6 +77,10 @@ static int take_hist(const relay_consumer_histogram *h, void *payload)
 	memcpy(n->buckets, h->buckets, sizeof(n->buckets));
 	n->count = h->count;
 	n->sum_s = h->sum_seconds;
+	n->succeeded = h->succeeded;
+	n->failed = h->failed;
+	n->timed_out = h->timed_out;
+	n->exhausted = h->exhausted;
 	s->nhists++;
 	return 0;
 }
@@ -88,7 +97,8 @@ static void metrics_add(relay_consumer_metrics *a,
 	ADD(concurrency_timeouts); ADD(reclaims); ADD(acks);
 	ADD(redis_errors); ADD(in_flight_invocations); ADD(buffered_events);
 	ADD(pending_entries); ADD(schedule_malformed); ADD(schedule_obsolete);
-	ADD(step_failures); ADD(stuck_messages);
+	ADD(step_failures); ADD(stuck_messages); ADD(handler_timeouts);
+	ADD(invocations_exhausted);
 #undef ADD
 	if (first || b->pending_oldest_age_ms > a->pending_oldest_age_ms)
 		a->pending_oldest_age_ms = b->pending_oldest_age_ms;
@@ -144,6 +154,37 @@ void relayd_prom_label(FILE *f, const char *v)
 	}
 }
 
+void relayd_prom_double(FILE *f, double v)
+{
+	char buf[40];
+	int prec;
+
+	if (v != v) {
+		fputs("NaN", f);
+		return;
+	}
+	if (v > DBL_MAX || v < -DBL_MAX) {
+		fputs(v > 0 ? "+Inf" : "-Inf", f);
+		return;
+	}
+	/* Integers below 2^53 are exact: no exponent, no fraction. */
+	if (v > -9007199254740992.0 && v < 9007199254740992.0 &&
+	    v == (double)(long long)v) {
+		fprintf(f, "%lld", (long long)v);
+		return;
+	}
+	/* The fewest significant digits that read back as @v: 60.882, not
+	 * 60.881999999999998. */
+	for (prec = 1; prec < 17; prec++) {
+		snprintf(buf, sizeof(buf), "%.*g", prec, v);
+		if (strtod(buf, NULL) == v)
+			break;
+	}
+	if (prec == 17)
+		snprintf(buf, sizeof(buf), "%.17g", v);
+	fputs(buf, f);
+}
+
 static void counter(FILE *f, const char *name, const char *help,
 		    uint64_t v)
 {
@@ -153,8 +194,10 @@ static void counter(FILE *f, const char *name, const char *help,
 
 static void gauge(FILE *f, const char *name, const char *help, double v)
 {
-	fprintf(f, "# HELP %s %s\n# TYPE %s gauge\n%s %.17g\n", name, help,
-		name, name, v);
+	fprintf(f, "# HELP %s %s\n# TYPE %s gauge\n%s ", name, help,
+		name, name);
+	relayd_prom_double(f, v);
+	fputc('\n', f);
 }
 
 /*
@@ -193,8 +236,11 @@ static void sfig(FILE *f, const relayd_stats *s, const char *type,
 		if (strcmp(type, "counter") == 0)
 			fprintf(f, "%s %llu\n", name,
 				(unsigned long long)mval(&s->m, off));
-		else
-			fprintf(f, "%s %.17g\n", name, mval(&s->m, off));
+		else {
+			fprintf(f, "%s ", name);
+			relayd_prom_double(f, mval(&s->m, off));
+			fputc('\n', f);
+		}
 		return;
 	}
 	for (i = 0; i < s->nstreams; i++) {
@@ -203,9 +249,11 @@ static void sfig(FILE *f, const relayd_stats *s, const char *type,
 		if (strcmp(type, "counter") == 0)
 			fprintf(f, "\"} %llu\n", (unsigned long long)
 				mval(&s->streams[i].m, off));
-		else
-			fprintf(f, "\"} %.17g\n",
-				mval(&s->streams[i].m, off));
+		else {
+			fputs("\"} ", f);
+			relayd_prom_double(f, mval(&s->streams[i].m, off));
+			fputc('\n', f);
+		}
 	}
 }
 
@@ -234,7 +282,9 @@ static void histogram(FILE *f, const relayd_stats *s)
 		for (b = 0; b < RELAY_CONSUMER_DURATION_NBUCKETS; b++) {
 			fprintf(f, "%s_bucket{", name);
 			hist_labels(f, h);
-			fprintf(f, ",le=\"%g\"} %llu\n", bounds[b],
+			fputs(",le=\"", f);
+			relayd_prom_double(f, bounds[b]);
+			fprintf(f, "\"} %llu\n",
 				(unsigned long long)h->buckets[b]);
 		}
 		fprintf(f, "%s_bucket{", name);
@@ -243,11 +293,52 @@ static void histogram(FILE *f, const relayd_stats *s)
 			(unsigned long long)h->count);
 		fprintf(f, "%s_sum{", name);
 		hist_labels(f, h);
-		fprintf(f, "} %.9g\n", h->sum_s);
+		fputs("} ", f);
+		relayd_prom_double(f, h->sum_s);
+		fputc('\n', f);
 		fprintf(f, "%s_count{", name);
 		hist_labels(f, h);
 		fprintf(f, "} %llu\n", (unsigned long long)h->count);
 	}
+}
+
+/*
+ * relay_handler_outcomes_total: each attempt once as succeeded, failed or
+ * timed_out; exhausted once per invocation given up after its last
+ * allowed attempt (that attempt is also under failed or timed_out).
+ */
+static void outcomes(FILE *f, const relayd_stats *s)
+{
+	static const char name[] = "relay_handler_outcomes_total";
+	static const char *const what[4] = { "succeeded", "failed",
+					     "timed_out", "exhausted" };
+	size_t i, k;
+
+	fprintf(f, "# HELP %s Handler attempts by outcome (succeeded, "
+		   "failed, timed_out) and invocations out of attempts "
+		   "(exhausted).\n# TYPE %s counter\n", name, name);
+	for (i = 0; i < s->nhists; i++) {
+		const relayd_hist *h = &s->hists[i];
+		const uint64_t v[4] = { h->succeeded, h->failed,
+					h->timed_out, h->exhausted };
+
+		for (k = 0; k < 4; k++) {
+			fprintf(f, "%s{", name);
+			hist_labels(f, h);
+			fprintf(f, ",outcome=\"%s\"} %llu\n", what[k],
+				(unsigned long long)v[k]);
+		}
+	}
+}
+
+/* relay_build_info: which relayd answers (the value is always 1). */
+static void build_info(FILE *f)
+{
+	fputs("# HELP relay_build_info The relayd version, as a label.\n"
+	      "# TYPE relay_build_info gauge\nrelay_build_info{version=\"",
+	      f);
+	relayd_prom_label(f, relay_version());
+	fputs("\"} 1\n", f);
 }
 
 #define JU(v) json_integer((json_int_t)(v))
@@ -380,7 +471,14 @@ char *relayd_stats_prometheus(const relayd_stats *s, size_t *len)
 	SCOUNTER(f, s, "relay_schedule_occurrences_malformed_total",
 		"Schedule envelopes dead-lettered as malformed.",
 		M(schedule_malformed));
+	SCOUNTER(f, s, "relay_handler_timeouts_total",
+		"Handler attempts killed after their timeout (also in "
+		"relay_handler_failure_total).", M(handler_timeouts));
+	SCOUNTER(f, s, "relay_invocations_exhausted_total",
+		"Invocations whose last allowed attempt failed.",
+		M(invocations_exhausted));
 	histogram(f, s);
+	outcomes(f, s);
 	gauge(f, "relay_schedule_outbox_pending",
 	      "Schedule occurrences waiting to be published.",
 	      (double)s->sp.pending);
@@ -401,6 +499,8 @@ char *relayd_stats_prometheus(const relayd_stats *s, size_t *len)
 	      "(relayctl health lists them).", M(stuck_messages));
 	relayd_warm_prometheus(f, &s->warm);
 	retention_metrics(f, &s->ret);
+	build_info(f);
+	relayd_process_prometheus(f);
 	if (fclose(f) != 0) {
 		free(buf);
 		return NULL;
@@ -489,15 +589,22 @@ void *relayd_stats_json(const relayd_stats *s, const relayd_config *c)
 		"redis_up", m->redis_up);
 	json_object_set_new(counters, "step_failures",
 			    JU(m->step_failures));
+	json_object_set_new(counters, "handler_timeouts",
+			    JU(m->handler_timeouts));
+	json_object_set_new(counters, "invocations_exhausted",
+			    JU(m->invocations_exhausted));
 	json_object_set_new(gauges, "stuck_messages", JU(m->stuck_messages));
 	handlers = json_array();
 	for (i = 0; i < s->nhists; i++) {
 		const relayd_hist *h = &s->hists[i];
 
 		json_array_append_new(handlers, json_pack(
-			"{s:s, s:s, s:o, s:f}", "app", h->app, "handler",
-			h->handler, "attempts", JU(h->count),
-			"duration_seconds_sum", h->sum_s));
+			"{s:s, s:s, s:o, s:f, s:{s:o, s:o, s:o, s:o}}", "app",
+			h->app, "handler", h->handler, "attempts",
+			JU(h->count), "duration_seconds_sum", h->sum_s,
+			"outcomes", "succeeded", JU(h->succeeded), "failed",
+			JU(h->failed), "timed_out", JU(h->timed_out),
+			"exhausted", JU(h->exhausted)));
 	}
 	root = json_pack("{s:i, s:o, s:s, s:s, s:s}", "version", 1,
 			 "pid", JU(getpid()), "stream", c->stream,

@@ -115,16 +115,18 @@ void relayd_warm_prometheus(FILE *f, const relayd_warm_snap *w)
 		for (b = 0; b < RELAY_WARM_LATENCY_BUCKETS - 1; b++) {
 			cum += s->latency_us[k][b];
 			fprintf(f, "relay_handler_start_seconds_bucket{path="
-				"\"%s\",le=\"%g\"} %llu\n", paths[k],
-				(double)bounds[b] / 1e6,
-				(unsigned long long)cum);
+				"\"%s\",le=\"", paths[k]);
+			relayd_prom_double(f, (double)bounds[b] / 1e6);
+			fprintf(f, "\"} %llu\n", (unsigned long long)cum);
 		}
 		cum += s->latency_us[k][b];
 		fprintf(f, "relay_handler_start_seconds_bucket{path=\"%s\","
 			"le=\"+Inf\"} %llu\n", paths[k],
 			(unsigned long long)cum);
-		fprintf(f, "relay_handler_start_seconds_sum{path=\"%s\"} "
-			"%.6f\n", paths[k], (double)s->latency_sum_us[k] / 1e6);
+		fprintf(f, "relay_handler_start_seconds_sum{path=\"%s\"} ",
+			paths[k]);
+		relayd_prom_double(f, (double)s->latency_sum_us[k] / 1e6);
+		fputc('\n', f);
 		fprintf(f, "relay_handler_start_seconds_count{path=\"%s\"} "
 			"%llu\n", paths[k], (unsigned long long)cum);
 	}

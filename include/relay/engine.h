@@ -460,9 +460,21 @@ typedef struct relay_consumer_metrics {
 	uint64_t stuck_messages;       /* v3 gauge: messages in such a
 					  backoff (relay_consumer_stuck_
 					  messages()) */
+	/* version 3 ends here */
+	uint64_t handler_timeouts;     /* v4: attempts killed after their
+					  timeout (also in handler_failure) */
+	uint64_t invocations_exhausted; /* v4: invocations whose last
+					  allowed attempt failed (retries
+					  used up; dead-lettered) */
 } relay_consumer_metrics;
 
-#define RELAY_CONSUMER_METRICS_VERSION 3
+/*
+ * Version 4 also means relay_consumer_histogram carries the outcome
+ * counters (succeeded ... exhausted): a caller that needs them asks
+ * relay_consumer_metrics_get() for version 4 first; a library older than
+ * that answers RELAY_EINVAL and passes the shorter histogram.
+ */
+#define RELAY_CONSUMER_METRICS_VERSION 4
 
 /**
  * relay_consumer_metrics_get() - copy the current figures into @out.
@@ -483,14 +495,28 @@ RELAY_EXTERN void relay_consumer_metrics_reset(relay_consumer *c);
 	  120, 300 }
 #define RELAY_CONSUMER_DURATION_NBUCKETS 15
 
-/** struct relay_consumer_histogram - one app/handler's durations. */
+/**
+ * struct relay_consumer_histogram - one app/handler's durations and, since
+ * metrics version 4 (appended; library-filled, borrowed by the callback),
+ * its outcomes. Every attempt counts once in succeeded, failed or
+ * timed_out; exhausted counts invocations given up after their last
+ * allowed attempt (that attempt is also in failed or timed_out).
+ * Counters: zeroed by relay_consumer_metrics_reset().
+ */
 typedef struct relay_consumer_histogram {
 	const char *app;        /* borrowed for the callback */
 	const char *handler;    /* borrowed for the callback */
 	uint64_t buckets[RELAY_CONSUMER_DURATION_NBUCKETS]; /* cumulative:
 				   attempts with duration <= bound i */
-	uint64_t count;         /* all attempts (the +Inf bucket) */
+	uint64_t count;         /* attempts that ran (the +Inf bucket); one
+				   that failed to start has no duration */
 	double sum_seconds;     /* sum of durations */
+	/* metrics version 4 */
+	uint64_t succeeded;     /* attempts that exited 0 */
+	uint64_t failed;        /* attempts that failed (nonzero exit,
+				   signal, or could not start) */
+	uint64_t timed_out;     /* attempts killed after their timeout */
+	uint64_t exhausted;     /* invocations out of attempts */
 } relay_consumer_histogram;
 
 /** relay_consumer_histogram_fn - one histogram; nonzero stops. */

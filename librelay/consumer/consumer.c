@@ -136,6 +136,8 @@ int relay_consumer_metrics_get(const relay_consumer *c,
 						  schedule_malformed)
 			       : v == 2 ? offsetof(relay_consumer_metrics,
 						   step_failures)
+			       : v == 3 ? offsetof(relay_consumer_metrics,
+						   handler_timeouts)
 				       : sizeof(m));
 	}
 	return 0;
@@ -154,14 +156,18 @@ void relay_consumer_metrics_reset(relay_consumer *c)
 		memset(c->hists[i].h.buckets, 0, sizeof(c->hists[i].h.buckets));
 		c->hists[i].h.count = 0;
 		c->hists[i].h.sum_seconds = 0;
+		c->hists[i].h.succeeded = 0;
+		c->hists[i].h.failed = 0;
+		c->hists[i].h.timed_out = 0;
+		c->hists[i].h.exhausted = 0;
 	}
 }
 
-void relay__consumer_hist_add(relay_consumer *c, const char *app,
-			      const char *handler, uint64_t duration_us)
+/* @app/@handler's entry, created (in name order) if new; NULL on ENOMEM. */
+static relay__hist *hist_get(relay_consumer *c, const char *app,
+			     const char *handler)
 {
-	relay__hist *h = NULL, *n;
-	double s = (double)duration_us / 1e6;
+	relay__hist e, *n;
 	size_t i, at = c->nhists;
 
 	for (i = 0; i < c->nhists; i++) {
@@ -169,34 +175,76 @@ void relay__consumer_hist_add(relay_consumer *c, const char *app,
 
 		if (d == 0)
 			d = strcmp(c->hists[i].handler, handler);
-		if (d == 0) {
-			h = &c->hists[i];
-			break;
-		}
+		if (d == 0)
+			return &c->hists[i];
 		if (d > 0) {
 			at = i;
 			break;
 		}
 	}
-	if (!h) {
-		n = relay__realloc(c->hists, (c->nhists + 1) * sizeof(*n));
-		if (!n)
-			return;
-		c->hists = n;
-		memmove(&n[at + 1], &n[at], (c->nhists - at) * sizeof(*n));
-		h = &n[at];
-		memset(h, 0, sizeof(*h));
-		h->app = relay__strdup(app);
-		h->handler = relay__strdup(handler);
-		c->nhists++;
-		if (!h->app || !h->handler)
-			return;
+	n = relay__realloc(c->hists, (c->nhists + 1) * sizeof(*n));
+	if (!n)
+		return NULL;
+	c->hists = n;
+	memset(&e, 0, sizeof(e));
+	e.app = relay__strdup(app);
+	e.handler = relay__strdup(handler);
+	if (!e.app || !e.handler) {
+		/* Never a nameless entry: the lookup above compares names. */
+		relay__free(e.app);
+		relay__free(e.handler);
+		return NULL;
 	}
+	memmove(&n[at + 1], &n[at], (c->nhists - at) * sizeof(*n));
+	n[at] = e;
+	c->nhists++;
+	return &n[at];
+}
+
+void relay__consumer_hist_add(relay_consumer *c, const char *app,
+			      const char *handler, uint64_t duration_us)
+{
+	relay__hist *h = hist_get(c, app, handler);
+	double s = (double)duration_us / 1e6;
+	size_t i;
+
+	if (!h)
+		return;
 	for (i = 0; i < RELAY_CONSUMER_DURATION_NBUCKETS; i++)
 		if (s <= duration_bounds[i])
 			h->h.buckets[i]++;
 	h->h.count++;
 	h->h.sum_seconds += s;
+}
+
+void relay__consumer_outcome(relay_consumer *c, const char *app,
+			     const char *handler, relay__outcome what)
+{
+	relay__hist *h = hist_get(c, app, handler);
+
+	switch (what) {
+	case RELAY__OUT_SUCCEEDED:
+		c->m.handler_success++;
+		if (h)
+			h->h.succeeded++;
+		break;
+	case RELAY__OUT_FAILED:
+		c->m.handler_failure++;
+		if (h)
+			h->h.failed++;
+		break;
+	case RELAY__OUT_TIMED_OUT:
+		c->m.handler_failure++;
+		c->m.handler_timeouts++;
+		if (h)
+			h->h.timed_out++;
+		break;
+	case RELAY__OUT_EXHAUSTED:
+		c->m.invocations_exhausted++;
+		if (h)
+			h->h.exhausted++;
+		break;
+	}
 }
 
 int relay_consumer_histograms(const relay_consumer *c,

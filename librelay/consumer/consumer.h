@@ -320,6 +320,16 @@ void relay__consumer_redis_failed(relay_consumer *c, int status,
 void relay__consumer_kick(relay_consumer *c);  /* read more / finish */
 void relay__consumer_hist_add(relay_consumer *c, const char *app,
 			      const char *handler, uint64_t duration_us);
+/* How an attempt ended, or that its invocation is out of attempts. */
+typedef enum relay__outcome {
+	RELAY__OUT_SUCCEEDED,
+	RELAY__OUT_FAILED,
+	RELAY__OUT_TIMED_OUT,
+	RELAY__OUT_EXHAUSTED,
+} relay__outcome;
+/* Count @what in the metrics and @app/@handler's outcome counters. */
+void relay__consumer_outcome(relay_consumer *c, const char *app,
+			     const char *handler, relay__outcome what);
 void relay__consumer_check_stopped(relay_consumer *c);
 void relay__consumer_detach_read(relay_consumer *c);
 /* Run one reclaim pass now, as the reclaim timer does (tests use it with

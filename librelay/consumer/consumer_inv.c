@@ -496,6 +496,9 @@ static void inv_failed(relay__cinv *inv, const char *reason)
 
 	snprintf(inv->reason, sizeof(inv->reason), "%s",
 		 reason && *reason ? reason : "failed");
+	if (inv->attempt >= max)
+		relay__consumer_outcome(inv->m->c, relay_app_name(inv->app),
+					inv->handler, RELAY__OUT_EXHAUSTED);
 	inv_record(inv, inv->attempt >= max ? RELAY__REC_EXHAUSTED :
 		   RELAY__REC_FAILURE);
 }
@@ -533,7 +536,8 @@ static void run_done(const relay_run_outcome *o, void *payload)
 	/* The handler is over: its slots go to the next waiter now. */
 	relay__slots_release(c, inv);
 	if (o->status == RELAY_RUN_OK) {
-		c->m.handler_success++;
+		relay__consumer_outcome(c, relay_app_name(inv->app),
+					inv->handler, RELAY__OUT_SUCCEEDED);
 		LOG(c, RELAY_LOG_DEBUG, "RELAY-ENG04",
 		    "handler succeeded app=%s handler=%s message_id=%s "
 		    "attempt=%u duration_ms=%llu exit_code=0",
@@ -543,7 +547,9 @@ static void run_done(const relay_run_outcome *o, void *payload)
 		inv_record(inv, RELAY__REC_COMPLETE);
 		return;
 	}
-	c->m.handler_failure++;
+	relay__consumer_outcome(c, relay_app_name(inv->app), inv->handler,
+				o->status == RELAY_RUN_TIMEOUT ?
+				RELAY__OUT_TIMED_OUT : RELAY__OUT_FAILED);
 	LOG(c, RELAY_LOG_WARN, "RELAY-ENG04",
 	    "handler failed app=%s handler=%s message_id=%s attempt=%u "
 	    "duration_ms=%llu exit_code=%d reason=\"%s\"",
@@ -579,7 +585,8 @@ static void inv_run(relay__cinv *inv)
 		char why[160];
 
 		c->m.in_flight_invocations--;
-		c->m.handler_failure++;
+		relay__consumer_outcome(c, relay_app_name(inv->app),
+					inv->handler, RELAY__OUT_FAILED);
 		relay__slots_release(c, inv);
 		snprintf(why, sizeof(why), "start: %s", relay_strerror(rc));
 		LOG(c, RELAY_LOG_WARN, "RELAY-ENG04",

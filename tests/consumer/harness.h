@@ -29,7 +29,8 @@
 
 typedef struct h_script {
 	char name[96];      /* "app/handler" */
-	int fail;           /* 1: every run fails with exit status 3 */
+	int fail;           /* 1: every run fails with exit status 3;
+			       2: every run times out */
 	int runs;           /* runs started */
 	int hold;           /* runs wait for h_release() */
 	char last_id[64];   /* RELAY_MESSAGE_ID of the last run */
@@ -95,6 +96,10 @@ static inline void h_job_fire(struct ev_loop *loop, ev_timer *w, int revents)
 		o.status = RELAY_RUN_CANCELLED;
 		o.exit_code = -1;
 		snprintf(o.reason, sizeof(o.reason), "cancelled");
+	} else if (j->s->fail == 2) {
+		o.status = RELAY_RUN_TIMEOUT;
+		o.exit_code = -1;
+		snprintf(o.reason, sizeof(o.reason), "timed out");
 	} else if (j->s->fail) {
 		o.status = RELAY_RUN_FAILED;
 		o.exit_code = 3;

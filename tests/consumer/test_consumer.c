@@ -760,6 +760,84 @@ static void test_consumer__metrics_histograms_reset(void)
 	h_cleanup(&h);
 }
 
+#define APP_OUTCOMES \
+	"runtime: exec\n" \
+	"command: [/bin/false]\n" \
+	"events:\n" \
+	"  - handler: ok\n" \
+	"    pattern:\n" \
+	"      kind: [x]\n" \
+	"  - handler: bad\n" \
+	"    retries: 0\n" \
+	"    pattern:\n" \
+	"      kind: [x]\n" \
+	"  - handler: slow\n" \
+	"    retries: 0\n" \
+	"    pattern:\n" \
+	"      kind: [x]\n"
+
+static int outcome_visit(const relay_consumer_histogram *hg, void *payload)
+{
+	char *out = payload;
+	size_t n = strlen(out);
+
+	snprintf(out + n, 256 - n, "%s/%s:%llu,%llu,%llu,%llu:%llu ",
+		 hg->app, hg->handler, (unsigned long long)hg->succeeded,
+		 (unsigned long long)hg->failed,
+		 (unsigned long long)hg->timed_out,
+		 (unsigned long long)hg->exhausted,
+		 (unsigned long long)hg->count);
+	return 0;
+}
+
+/* Outcomes per app/handler (metrics version 4): every attempt counts once
+ * as succeeded, failed or timed_out; an invocation out of attempts counts
+ * once as exhausted; a version 3 caller gets none of the version 4
+ * fields; reset zeroes them. */
+static void test_consumer__metrics_outcomes(void)
+{
+	h_ctx h;
+	char out[256] = "";
+	relay_consumer_metrics m;
+
+	h_init(&h, NULL);
+	h.o.time_scale = 1000;           /* 1m retry backoff: 60 ms */
+	h_write_app(&h, "a", APP_OUTCOMES);
+	h_script_get(&h.exec, "a", "bad")->fail = 1;
+	h_script_get(&h.exec, "a", "slow")->fail = 2;
+	h_start(&h);
+	h_xadd(&h, "{\"kind\":\"x\"}");
+	H_UNTIL(&h, h_metrics(&h).invocations_exhausted == 2 &&
+		h_metrics(&h).acks == 1, 5000);
+	RT_EQ_INT(relay_consumer_histograms(h.c, outcome_visit, out), 0);
+	/* ok: 1 success; bad: 1 failure, exhausted (retries 0); slow: 1
+	 * timeout, exhausted. */
+	RT_EQ_STR(out, "a/bad:0,1,0,1:1 a/ok:1,0,0,0:1 a/slow:0,0,1,1:1 ");
+	m = h_metrics(&h);
+	RT_EQ_INT((int)m.handler_success, 1);
+	RT_EQ_INT((int)m.handler_failure, 2);
+	RT_EQ_INT((int)m.handler_timeouts, 1);
+	RT_EQ_INT((int)m.invocations_exhausted, 2);
+	/* A version 3 caller: the version 4 fields stay as they were. */
+	memset(&m, 0xab, sizeof(m));
+	m.version = 3;
+	RT_EQ_INT(relay_consumer_metrics_get(h.c, &m), 0);
+	RT_EQ_INT((int)m.version, 3);
+	RT_EQ_INT((int)m.handler_success, 1);
+	RT_CHECK(m.handler_timeouts == 0xababababababababULL);
+	RT_CHECK(m.invocations_exhausted == 0xababababababababULL);
+	m.version = 5;
+	RT_EQ_INT(relay_consumer_metrics_get(h.c, &m), RELAY_EINVAL);
+	relay_consumer_metrics_reset(h.c);
+	out[0] = '\0';
+	relay_consumer_histograms(h.c, outcome_visit, out);
+	RT_EQ_STR(out, "a/bad:0,0,0,0:0 a/ok:0,0,0,0:0 a/slow:0,0,0,0:0 ");
+	m = h_metrics(&h);
+	RT_EQ_INT((int)m.handler_timeouts, 0);
+	RT_EQ_INT((int)m.invocations_exhausted, 0);
+	h_cleanup(&h);
+}
+
 /* An outage: health goes false, logged once; recovery logged once; the
  * message published meanwhile is handled after recovery. */
 static void test_consumer__redis_outage(void)
@@ -885,6 +963,7 @@ int main(int argc, char **argv)
 		RT_CASE(test_consumer__graceful_stop),
 		RT_CASE(test_consumer__stop_at_once),
 		RT_CASE(test_consumer__metrics_histograms_reset),
+		RT_CASE(test_consumer__metrics_outcomes),
 		RT_CASE(test_consumer__redis_outage),
 		RT_CASE(test_consumer__options_validated),
 		RT_CASE(test_consumer__invoke_and_replay),
