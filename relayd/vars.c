@@ -49,6 +49,10 @@ const relayd_var relayd_vars[] = {
 	{ "REDIS_INVOCATION_RETENTION", "default: 168h" },
 	{ "REDIS_STREAM_RETENTION", "default: 24h (0: off)" },
 	{ "REDIS_DLQ_RETENTION", "default: 168h (0: off)" },
+	{ "NOTIFY_SOCKET", "set by systemd (Type=notify): READY=1, STATUS=, "
+	  "STOPPING=1 go there" },
+	{ "JOURNAL_STREAM", "set by systemd: stderr is the journal (priority "
+	  "prefixes, no timestamp)" },
 	{ "RELAY_TEST_TIME_SCALE", "test builds only: divide fixed internal "
 	  "durations" },
 	{ "RELAY_TEST_SCHEDULE_CLOCK", "test builds only: a virtual schedule "
