@@ -321,8 +321,8 @@ int dlqfilter_arg(struct dlqfilter *f, int argc, char **argv, int *i,
 int dlqfilter_finish(const struct dlqfilter *f, char *err, size_t size)
 {
 	if (f->since_text && f->until_text && f->since_ms > f->until_ms) {
-		snprintf(err, size, "--since %.60s is later than --until %.60s: "
-			 "no entry can match", f->since_text, f->until_text);
+		snprintf(err, size, "--since %.60s is later than --until "
+			 "%.60s: no entry can match", f->since_text, f->until_text);
 		return -1;
 	}
 	return 0;
