@@ -203,8 +203,13 @@ static enum outcome ask(int fd, const struct dlqcli *d, const char *stream,
 		return UNKNOWN;
 	code = relayctl_ctl_failed(resp, why, size);
 	if (code) {
-		/* "stopping" may come after the handler started. */
-		o = strcmp(code, "not_found") == 0  ? GONE
+		/* not_found is also an app or handler that is gone (the
+		 * entry is kept); "stopping" may come after the handler
+		 * started. */
+		const char *msg = relayctl_jstr(resp, "message", "");
+
+		o = strcmp(code, "not_found") == 0 &&
+		    strncmp(msg, "no such DLQ entry", 17) == 0 ? GONE
 		    : strcmp(code, "stopping") == 0 ? UNKNOWN
 						    : FAILED;
 	} else if (json_is_true(json_object_get(resp, "success"))) {

@@ -381,6 +381,16 @@ def replay_bulk_filters_dry_run_and_claims():
         eq(env.r("GET", f"{DLQ}:replaying:{e3}"), "other", "claim kept")
         env.r("DEL", f"{DLQ}:replaying:{e3}")
 
+        # An app relayd does not know (not_found): a failure, not "gone".
+        z = put(env, "zzz", "h", r1, 60, {"k": "z"})
+        rc, out, err = ctl(d, "dlq", "replay", "--app", "zzz", "--yes")
+        eq(rc, 1, "unknown app\n" + out + err)
+        check(f"{z} " in out and "(not_found)" in out and
+              "(1 failed, 0 skipped)" in out, out)
+        check(z in ids(env), "its entry is kept")
+        eq(env.r("EXISTS", f"{DLQ}:replaying:{z}"), 0, "claim dropped")
+        env.r("XDEL", DLQ, z)
+
         # --handler h1 --since 45m: e2 only.
         rc, out, err = ctl(d, "dlq", "replay", "--handler", "h1", "--since",
                            "45m", "--yes", "--rate", "1000")
