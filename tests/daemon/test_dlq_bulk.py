@@ -72,10 +72,10 @@ def exhausted(app, handler, n, last):
             f"exhausted after {n} handler attempts: {last}")
 
 
-def put(env, app, handler, reason, ago_s, event=None):
+def put(env, app, handler, reason, ago_s, event=None, dlq=DLQ):
     """Write one well-formed DLQ entry; returns its id."""
     placeholder = app == "-"
-    return env.r("XADD", DLQ, "*", "original_stream", "events",
+    return env.r("XADD", dlq, "*", "original_stream", "events",
                  "original_id", "1-1", "group", "relay", "consumer", "c1",
                  "event", json.dumps(event or {"k": "x"}), "reason", reason,
                  "app", app, "handler", handler, "deliveries", "1",
@@ -88,8 +88,8 @@ def put_bad(env):
     return env.r("XADD", DLQ, "*", "original_stream", "events", "app", "a")
 
 
-def ids(env):
-    return [e["_id"] for e in env.dlq()]
+def ids(env, dlq=DLQ):
+    return [e[0] for e in env.r("XRANGE", dlq, "-", "+")]
 
 
 def sample(env):
@@ -474,6 +474,79 @@ def interrupted_replay_never_twice_never_lost():
         env.wait(lambda: ids(env) == [], "all replayed")
         eq(sorted(runs(log)), ["g1", "g2", "s2"], "each ran exactly once")
         d.stop()
+
+
+@case
+def every_stream_in_turn():
+    """REDIS_STREAM names two partitions: the bulk commands go through
+    both DLQs in list order, and replay tells relayd each entry's stream."""
+    with Env() as env:
+        gate = os.path.join(env.dir, "gate")
+        log, _ = replay_app(env, gate)
+        d = env.relayd(REDIS_STREAM="ev{0..1}")
+        q0, q1 = "relay:ev:{p0}:dlq", "relay:ev:{p1}:dlq"
+        r1 = exhausted("a", "h1", 1, "exit status 3")
+        b1 = put(env, "a", "h1", r1, 60, {"k": "b1"}, dlq=q1)
+        a1 = put(env, "a", "h1", r1, 50, {"k": "a1"}, dlq=q0)
+        a2 = put(env, "b", "h1", r1, 40, {"k": "a2"}, dlq=q0)
+        rc, out, err = ctl(d, "dlq", "summary", "--json")
+        eq([(g["app"], g["count"]) for g in json.loads(out)],
+           [("a", 2), ("b", 1)], "summary over both DLQs\n" + err)
+        rc, out, err = ctl(d, "dlq", "replay", "--app", "a", "--dry-run")
+        eq([re.split(r"\s{2,}", ln)[:2] for ln in out.splitlines()[2:]],
+           [[a1, "ev:{p0}"], [b1, "ev:{p1}"]], "list order, STREAM column")
+        rc, out, err = ctl(d, "dlq", "replay", "--app", "a", "--yes")
+        eq((rc, out), (0, f"{a1} a/h1 replayed\n{b1} a/h1 replayed\n"
+                          "Replayed 2 of 2 entries (0 failed, 0 skipped)\n"),
+           "replay over both\n" + err)
+        env.wait(lambda: (ids(env, q0), ids(env, q1)) == ([a2], []),
+                 "each deleted from its own DLQ")
+        eq(sorted(runs(log)), ["a1", "b1"], "each ran once")
+        put(env, "c", "h", r1, 30, dlq=q1)
+        rc, out, err = ctl(d, "dlq", "rm", "--all", "--yes")
+        eq((rc, out), (0, "Removed 2 of 2 DLQ entries (0 already gone)\n"),
+           "rm over both\n" + err)
+        eq((ids(env, q0), ids(env, q1)), ([], []), "both empty")
+        d.stop()
+
+
+@case
+def terminal_output_is_clean_and_shows_progress():
+    with Env() as env:
+        d = env.relayd(start=False)
+        put(env, "a", "h", exhausted("a", "h", 1, "bad \x1b[31mred\x07"), 9)
+        rc, out, err = ctl(d, "dlq", "summary")
+        check("\x1b" not in out and "\x07" not in out and
+              "bad ?[Nmred?" in out, repr(out))
+        rc, out, err = ctl(d, "dlq", "rm", "--all", "--dry-run")
+        check("\x1b" not in out and "bad ?[31mred?" in out, repr(out))
+        rc, out, err = ctl(d, "dlq", "ls", "--reason", "\x1b")
+        eq(rc, 0, "an ESC in a regex is fine")
+        rc, out, err = ctl(d, "dlq", "ls", "--app", "\x1b[2J", "--app", "x")
+        eq(rc, 2, "twice")
+        rc, out, err = ctl(d, "dlq", "ls", "--since", "\x1b[2J")
+        check("\x1b" not in err and "?[2J" in err, repr(err))
+        # stderr a terminal: a progress line, cleared at the end.
+        master, slave = pty.openpty()
+        p = subprocess.Popen([RELAYCTL, "dlq", "rm", "--all", "--yes"],
+                             env=ctl_env(d), stdin=subprocess.DEVNULL,
+                             stdout=subprocess.PIPE, stderr=slave)
+        os.close(slave)
+        out, _ = p.communicate(timeout=120)
+        tty = b""
+        while True:
+            try:
+                chunk = os.read(master, 4096)
+            except OSError:
+                break
+            if not chunk:
+                break
+            tty += chunk
+        os.close(master)
+        eq(p.returncode, 0, "rm with a terminal on stderr")
+        check(b"\rremoving 1/1\x1b[K" in tty and tty.endswith(b"\r\x1b[K"),
+              repr(tty))
+        eq(out, b"Removed 1 of 1 DLQ entry (0 already gone)\n", "stdout")
 
 
 if __name__ == "__main__":
