@@ -30,7 +30,7 @@ check()
 echo "TAP version 13"
 check "validate match app dlq health stats state --help --version" relayctl ""
 check "run ls inspect invoke --help" relayctl app ""
-check "ls inspect replay rm --help" relayctl dlq ""
+check "ls summary inspect replay rm --help" relayctl dlq ""
 check "audit billing notify" relayctl app run --apps "$apps" ""
 check "billing" relayctl app inspect --apps "$apps" b
 # Once NAME is given, only options are left.
@@ -41,9 +41,11 @@ check "reset" relayctl stats ""
 check "--json --redis --stream --group --run-dir --state-dir --apps --help" relayctl stats reset -
 check "--apps --verbose --help" relayctl validate -
 check "--apps --now --help" relayctl match -
-check "--app --limit --json --redis --stream --group --run-dir --state-dir --apps --help" relayctl dlq ls -
-check "--all --app --redis --stream --group --run-dir --state-dir --apps --help" relayctl dlq replay -
-check "--redis --stream --group --run-dir --state-dir --apps --help" relayctl dlq rm 1-0 -
+check "--app --handler --reason --since --until --id --limit --json --redis --stream --group --run-dir --state-dir --apps --help" relayctl dlq ls -
+check "--app --handler --reason --since --until --id --json --redis --stream --group --run-dir --state-dir --apps --help" relayctl dlq summary -
+check "--all --app --handler --reason --since --until --id --dry-run --yes --rate --redis --stream --group --run-dir --state-dir --apps --help" relayctl dlq replay -
+check "--all --app --handler --reason --since --until --id --dry-run --yes --rate --redis --stream --group --run-dir --state-dir --apps --help" relayctl dlq rm 1-0 -
+check "--rate" relayctl dlq rm --reason 'x y' --since 2h --ra
 check "--json --redis --stream --group --run-dir --state-dir --apps --help" relayctl health -
 check "audit" relayctl dlq replay --all --apps "$apps" --app a
 check "--all" relayctl dlq replay --app billing --al

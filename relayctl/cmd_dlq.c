@@ -1,7 +1,7 @@
 /*
- * cmd_dlq.c - relayctl dlq: subcommand dispatch, `dlq ls` and `dlq rm`.
+ * cmd_dlq.c - relayctl dlq: subcommand dispatch and `dlq ls`.
  *
- *	dlq ls [--app NAME] [--limit N] [--json]
+ *	dlq ls [FILTERS] [--limit N] [--json]
  *	    ID  ORIGINAL  APP  HANDLER  ATTEMPTS  AGE, oldest first;
  *	    ORIGINAL is <original_stream>/<original_id>, AGE the time since
  *	    the entry's timestamp ("3m12s"). --json: an array with one object
@@ -9,13 +9,16 @@
  *	    and "Retention: ..." (how long relayd keeps entries, from its
  *	    stats file). An entry that cannot be parsed is still a row (its
  *	    id, ORIGINAL "(malformed)", "?" elsewhere; in JSON {"id",
- *	    "malformed": why, "fields": {...}}) whatever --app says, and stderr counts them:
+ *	    "malformed": why, "fields": {...}}) whatever --app, --handler
+ *	    or --reason say (--id, --since and --until apply to its id),
+ *	    and stderr counts them:
  *	    an operator must never believe the queue is shorter than it is,
  *	    and one bad entry must not hide the others.
- *	dlq rm ID
- *	    XDEL the entry: "DLQ entry removed"; unknown ID: exit 1.
+ *	    FILTERS: dlqfilter.h (--app --handler --reason --since --until
+ *	    --id), combined with AND.
  *
- * inspect and replay live in cmd_dlq_inspect.c and cmd_dlq_replay.c.
+ * inspect, replay, rm and summary live in cmd_dlq_inspect.c,
+ * cmd_dlq_replay.c, cmd_dlq_rm.c and cmd_dlq_summary.c.
  */
 #include <stdio.h>
 #include <stdlib.h>
@@ -31,39 +34,43 @@
 
 static void usage(FILE *f)
 {
-	fputs("usage: relayctl dlq ls [--app NAME] [--limit N] [--json]\n"
+	fputs("usage: relayctl dlq ls [FILTERS] [--limit N] [--json]\n"
+	      "       relayctl dlq summary [FILTERS] [--json]\n"
 	      "       relayctl dlq inspect ID [--json]\n"
-	      "       relayctl dlq replay ID | --all [--app NAME]\n"
-	      "       relayctl dlq rm ID\n\n"
+	      "       relayctl dlq replay ID | --all | FILTERS [--dry-run] "
+	      "[--yes] [--rate N]\n"
+	      "       relayctl dlq rm ID | --all | FILTERS [--dry-run] "
+	      "[--yes] [--rate N]\n\n"
 	      "Work with the dead-letter queue relay:<REDIS_STREAM>:dlq.\n"
+	      "FILTERS: --app NAME --handler NAME --reason ERE --since WHEN "
+	      "--until WHEN\n--id ID (repeatable), combined with AND.\n"
 	      "Run 'relayctl dlq SUBCOMMAND --help' for its options.\n", f);
 }
 
 static void ls_usage(FILE *f)
 {
-	fprintf(f, "usage: relayctl dlq ls [--app NAME] [--limit N] "
+	fprintf(f, "usage: relayctl dlq ls [FILTERS] [--limit N] "
 		"[--json] [connection options]\n\n"
 		"List the DLQ entries oldest first as a table\n"
 		"ID ORIGINAL APP HANDLER ATTEMPTS AGE, then how long relayd "
 		"keeps them\n(REDIS_DLQ_RETENTION, from its stats file).\n\n"
 		"  --app NAME         only entries of app NAME\n"
+		"  --handler NAME     only entries of handler NAME\n"
+		"  --reason ERE       whose reason matches ERE (POSIX "
+		"extended)\n"
+		"  --since WHEN       written at or after WHEN (RFC 3339, or "
+		"2h, 30m ago)\n"
+		"  --until WHEN       written at or before WHEN\n"
+		"  --id ID            entry ID (repeatable)\n"
 		"  --limit N          at most N entries\n"
 		"  --json             a JSON array, one object per entry with "
 		"every field\n%s"
 		"  -h, --help         show this help\n\n"
-		"A malformed entry is listed as \"(malformed)\" (see 'dlq "
-		"inspect ID').\n\n"
+		"Filters combine with AND. A malformed entry is listed as "
+		"\"(malformed)\"\nunless --id, --since or --until rule it "
+		"out (see 'dlq inspect ID').\n\n"
 		"Exit status: 0 success, 1 Redis error, 2 usage error.\n",
 		relayctl_conf_help);
-}
-
-static void rm_usage(FILE *f)
-{
-	fprintf(f, "usage: relayctl dlq rm ID [connection options]\n\n"
-		"Delete one DLQ entry without running anything.\n\n%s"
-		"  -h, --help         show this help\n\n"
-		"Exit status: 0 removed, 1 unknown ID or Redis error, 2 usage "
-		"error.\n", relayctl_conf_help);
 }
 
 static int add_row(relayctl_table *t, const relay_dlq_record *r,
@@ -158,7 +165,7 @@ static int ls(int argc, char **argv)
 	int rc;
 
 	rc = dlqcli_start(&d, "dlq ls", argc, argv,
-			  DLQCLI_JSON | DLQCLI_FILTER, ls_usage);
+			  DLQCLI_JSON | DLQCLI_FILTER | DLQCLI_LIMIT, ls_usage);
 	if (rc)
 		return rc < 0 ? RELAYCTL_OK : rc;
 	if (relayctl_table_init(&t, 6, head) ||
@@ -182,9 +189,11 @@ static int ls(int argc, char **argv)
 
 				if (d.limit && shown >= d.limit)
 					break;
-				/* A bad entry's app is unknown: shown. */
-				if (d.app && !p.bad[i] &&
-				    strcmp(r->e.app, d.app) != 0)
+				/* A bad entry's app is unknown: shown
+				 * unless its id decides (--id, times). */
+				if (p.bad[i] ? !dlqfilter_match_id(&d.filter,
+								   r->id)
+					     : !dlqfilter_match(&d.filter, r))
 					continue;
 				shown++;
 				nbad += p.bad[i] != NULL;
@@ -227,46 +236,14 @@ done:
 	return rc;
 }
 
-static int rm(int argc, char **argv)
-{
-	struct dlqcli d;
-	relay_error err;
-	size_t k;
-	int rc;
-
-	rc = dlqcli_parse(&d, "dlq rm", argc, argv, DLQCLI_ID, rm_usage);
-	if (rc)
-		return rc < 0 ? RELAYCTL_OK : rc;
-	if (!dlqcli_id_valid(d.id))
-		return relayctl_error(RELAYCTL_FAIL, "dlq rm: unknown DLQ "
-				      "entry \"%s\" (not a stream entry id)",
-				      d.id);
-	rc = dlqcli_open(&d);
-	if (rc)
-		return rc;
-	rc = RELAY_ENOTFOUND;
-	for (k = 0; k < d.nkeys && rc == RELAY_ENOTFOUND; k++) {
-		err.text[0] = '\0';
-		rc = relay_dlq_delete_sync(d.b, d.keys[k], d.id, &err);
-	}
-	if (rc == RELAY_ENOTFOUND)
-		rc = relayctl_error(RELAYCTL_FAIL, "dlq rm: unknown DLQ entry "
-				    "\"%s\"", d.id);
-	else if (rc)
-		rc = dlqcli_store_error(&d, rc, &err);
-	else
-		puts("DLQ entry removed");
-	dlqcli_close(&d);
-	return rc;
-}
-
 int relayctl_cmd_dlq(int argc, char **argv)
 {
 	static const struct relayctl_sub subs[] = {
 		{ "ls", ls, NULL },
 		{ "inspect", relayctl_cmd_dlq_inspect, NULL },
 		{ "replay", relayctl_cmd_dlq_replay, NULL },
-		{ "rm", rm, NULL },
+		{ "summary", relayctl_cmd_dlq_summary, NULL },
+		{ "rm", relayctl_cmd_dlq_rm, NULL },
 	};
 
 	return relayctl_dispatch(subs, sizeof(subs) / sizeof(subs[0]), "dlq",

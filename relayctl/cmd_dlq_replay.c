@@ -1,19 +1,37 @@
 /*
- * cmd_dlq_replay.c - relayctl dlq replay ID | --all [--app NAME]
+ * cmd_dlq_replay.c - relayctl dlq replay ID | --all | FILTERS
  *
- * The entry is read from Redis first: an unknown ID or a placeholder
- * (app "-", a malformed message: there is no handler) is refused here,
- * before relayd is contacted. Then the running relayd is asked
- * ({"cmd":"dlq replay"}, doc/protocol.md) to run exactly the recorded
- * app/handler once with the stored event; it deletes the entry when the
- * run succeeds. Success prints "Replayed handler successfully"; a failure
- * keeps the entry and exits 1 with the reason.
+ * One ID: the entry is read from Redis first: an unknown ID or a
+ * placeholder (app "-", a malformed message: there is no handler) is
+ * refused here, before relayd is contacted. Then the running relayd is
+ * asked ({"cmd":"dlq replay"}, doc/protocol.md) to run exactly the
+ * recorded app/handler once with the stored event; it deletes the entry
+ * when the run succeeds. Success prints "Replayed handler successfully";
+ * a failure keeps the entry and exits 1 with the reason.
  *
- * --all replays every entry (of app NAME with --app) oldest first over one
- * connection, one line per entry, and exits 1 when any replay failed.
- * Placeholders are reported as skipped. An entry that cannot be parsed
- * is reported as malformed, counted, and skipped (it stays for an
- * operator: inspect, then rm); the run goes on and exits 1.
+ * --all or filters (dlqfilter.h): the matching entries of every stream's
+ * DLQ are selected first (oldest first, stream by stream), then replayed
+ * one at a time over one connection at --rate entries per second, one
+ * line per entry, then "Replayed D of N entries (...)". Placeholders are
+ * reported as skipped. An entry that cannot be parsed is reported as
+ * malformed, counted, and skipped (it stays for an operator: inspect,
+ * then rm); the run goes on and exits 1. So does a failed replay.
+ *
+ * Never twice: before asking relayd, relayctl claims the entry with a
+ * marker key relay:<stream>:dlq:replaying:<id> (SET NX, expiring after
+ * MARK_TTL_MS, longer than any replay can take). An entry whose marker
+ * exists is skipped: another relayctl is replaying it, or one was
+ * interrupted while relayd ran it (relayd finishes a replay, and deletes
+ * the entry, even when relayctl is gone). After a definite answer the
+ * marker goes: deleted when the run failed (the entry is kept and may be
+ * replayed again), left to expire within MARK_DONE_MS after a success
+ * (relayd deletes the entry right after answering). Without an answer
+ * (relayd unreachable mid-request, stopping) the outcome is unknown: the
+ * marker stays for its full TTL and a bulk run stops.
+ *
+ * Never lost: an entry leaves the DLQ only when relayd deleted it after
+ * its successful run. SIGINT or SIGTERM finishes the entry in hand and
+ * stops; running the same command again goes on with what is left.
  */
 #include <stdio.h>
 #include <stdlib.h>
@@ -21,32 +39,57 @@
 #include <unistd.h>
 
 #include "ctlsock.h"
+#include "dlqbulk.h"
 #include "dlqcli.h"
 #include "fmt.h"
 #include "relayctl.h"
 
 /* Handlers run at most 5 minutes each; leave room for the spawn. */
 #define REPLAY_TIMEOUT_MS (10 * 60 * 1000)
-#define PAGE 100
+/* A claim outlives any replay; after a success, relayd's XDEL. */
+#define MARK_TTL_MS (REPLAY_TIMEOUT_MS + 60 * 1000)
+#define MARK_DONE_MS (60 * 1000)
 
 static void usage(FILE *f)
 {
 	fprintf(f, "usage: relayctl dlq replay ID [connection options]\n"
-		"       relayctl dlq replay --all [--app NAME] [connection "
-		"options]\n\n"
+		"       relayctl dlq replay --all | FILTERS [--dry-run] "
+		"[--yes] [--rate N]\n"
+		"                           [connection options]\n\n"
 		"Ask the running relayd to run a DLQ entry's handler once "
 		"with its\n"
 		"event (current template timeout and env, no retries). On "
 		"success the\n"
 		"entry is deleted; on failure it is kept.\n\n"
 		"  --all              replay every entry, oldest first\n"
-		"  --app NAME         with --all: only entries of app NAME\n%s"
+		"  --app NAME         entries of app NAME\n"
+		"  --handler NAME     entries of handler NAME\n"
+		"  --reason ERE       whose reason matches ERE (POSIX "
+		"extended)\n"
+		"  --since WHEN       written at or after WHEN (RFC 3339, or "
+		"2h, 30m ago)\n"
+		"  --until WHEN       written at or before WHEN\n"
+		"  --id ID            entry ID (repeatable)\n"
+		"  --dry-run          print how many entries match and a few "
+		"of them\n"
+		"  --yes              do not ask (required when standard input "
+		"is not a\n"
+		"                     terminal)\n"
+		"  --rate N           at most N entries per second (default "
+		"%d, at most %d)\n%s"
 		"  -h, --help         show this help\n\n"
+		"Filters combine with AND. On a terminal, more than %d "
+		"entries need a\nconfirmation unless --yes is given. An entry "
+		"is never replayed twice at\nonce: one being replayed (or "
+		"whose replay was interrupted less than %d\nminutes ago) is "
+		"skipped. ^C finishes the entry in hand and stops.\n\n"
 		"Exit status: 0 replayed, 1 a replay failed, unknown ID, "
 		"placeholder\n"
 		"or malformed entry (--all: skipped, counted, the rest "
-		"replayed) or\nrelayd not reachable, 2 usage error.\n",
-		relayctl_conf_help);
+		"replayed),\nrelayd not reachable or interrupted, 2 usage "
+		"error.\n", DLQBULK_RATE_REPLAY, DLQCLI_RATE_MAX,
+		relayctl_conf_help, DLQBULK_CONFIRM_OVER,
+		MARK_TTL_MS / 60000);
 }
 
 /* The first failed result as "app/handler status (reason)". */
@@ -70,34 +113,107 @@ static void failure_text(json_t *resp, char *buf, size_t size)
 	}
 }
 
-/*
- * Replay @id on @fd. Returns 0 replayed, 1 failed (message in @why).
- */
-static int replay_one(int fd, const struct dlqcli *d, const char *id,
-		      char *why, size_t size)
+/* What one replay came to. */
+enum outcome {
+	REPLAYED,   /* relayd ran it and deletes the entry */
+	FAILED,     /* relayd said no, or the run failed: entry kept */
+	GONE,       /* no such entry (any more) */
+	BUSY,       /* claimed by someone else: not asked */
+	UNKNOWN,    /* no answer: it may have run */
+	STORE,      /* the claim could not be made (Redis) */
+};
+
+/* The claim of entry @id of @stream: relay:<stream>:dlq:replaying:<id>. */
+static char *mark_key(const char *stream, const char *id)
+{
+	char *dlq = relay_dlq_key(stream), *k;
+	size_t n;
+
+	if (!dlq)
+		return NULL;
+	n = strlen(dlq) + strlen(id) + 16;
+	k = malloc(n);
+	if (k)
+		snprintf(k, n, "%s:replaying:%s", dlq, id);
+	relay_free(dlq);
+	return k;
+}
+
+/* SET key NX PX: 1 claimed, 0 held by another, -1 error (@why). */
+static int mark_claim(struct dlqcli *d, const char *key, char *why,
+		      size_t size)
+{
+	char val[64], ttl[24];
+	const char *argv[6] = { "SET", key, val, "NX", "PX", ttl };
+	relay_redis_reply *r = NULL;
+	int rc;
+
+	snprintf(val, sizeof(val), "relayctl %ld %lld", (long)getpid(),
+		 (long long)relayctl_now_ms());
+	snprintf(ttl, sizeof(ttl), "%d", MARK_TTL_MS);
+	rc = relay_redis_sync_command(d->b, &r, 6, argv, NULL);
+	if (rc == 0)
+		rc = relay_redis_reply_error(r);
+	if (rc) {
+		snprintf(why, size, "Redis: SET %s: %s", relayctl_c(key),
+			 relayctl_c(r && r->str ? r->str
+					       : relay_strerror(rc)));
+		relay_redis_reply_free(r);
+		return -1;
+	}
+	rc = r->type == RELAY_REDIS_REPLY_NIL ? 0 : 1;
+	relay_redis_reply_free(r);
+	return rc;
+}
+
+/* Release a claim: DEL, or expire soon after a success. Best effort:
+ * the claim expires by itself anyway. */
+static void mark_release(struct dlqcli *d, const char *key, int replayed)
+{
+	char ms[24];
+	const char *del[2] = { "DEL", key };
+	const char *exp[3] = { "PEXPIRE", key, ms };
+	relay_redis_reply *r = NULL;
+
+	snprintf(ms, sizeof(ms), "%d", MARK_DONE_MS);
+	if (relay_redis_sync_command(d->b, &r, replayed ? 3 : 2,
+				     replayed ? exp : del, NULL) == 0)
+		relay_redis_reply_free(r);
+}
+
+/* Ask relayd on @fd to replay @id of DLQ stream @stream. */
+static enum outcome ask(int fd, const struct dlqcli *d, const char *stream,
+			const char *id, char *why, size_t size)
 {
 	json_t *req = json_pack("{s:s, s:s}", "cmd", "dlq replay", "id", id);
-
-	/* Several streams: relayd is told which one's DLQ holds it. */
-	if (req && d->nkeys > 1)
-		json_object_set_new(req, "stream", json_string(d->stream));
 	json_t *resp;
-	int rc = 1;
+	const char *code;
+	enum outcome o = FAILED;
 
 	if (!req) {
 		snprintf(why, size, "out of memory");
-		return 1;
+		return FAILED;
 	}
+	/* Several streams: relayd is told which one's DLQ holds it. */
+	if (d->nkeys > 1)
+		json_object_set_new(req, "stream", json_string(stream));
 	resp = relayctl_ctl_request(fd, req, REPLAY_TIMEOUT_MS, why, size);
 	json_decref(req);
 	if (!resp)
-		return 1;
-	if (relayctl_ctl_failed(resp, why, size)) {
-		json_decref(resp);
-		return 1;
-	}
-	if (json_is_true(json_object_get(resp, "success"))) {
-		rc = 0;
+		return UNKNOWN;
+	code = relayctl_ctl_failed(resp, why, size);
+	if (code) {
+		/* not_found is also an app or handler that is gone (the
+		 * entry is kept); "stopping" may come after the handler
+		 * started. */
+		const char *msg = relayctl_jstr(resp, "message", "");
+
+		o = strcmp(code, "not_found") == 0 &&
+		    strncmp(msg, "no such DLQ entry", 17) == 0 ? GONE
+		    : strcmp(code, "stopping") == 0 ? UNKNOWN
+						    : FAILED;
+	} else if (json_is_true(json_object_get(resp, "success"))) {
+		o = REPLAYED;
 	} else {
 		char f[600];
 
@@ -105,13 +221,55 @@ static int replay_one(int fd, const struct dlqcli *d, const char *id,
 		snprintf(why, size, "%s; the DLQ entry is kept", f);
 	}
 	json_decref(resp);
-	return rc;
+	return o;
+}
+
+/* Claim, ask, release. */
+static enum outcome replay_one(int fd, struct dlqcli *d, size_t k,
+			       const char *id, char *why, size_t size)
+{
+	char *key = mark_key(d->streams[k], id);
+	enum outcome o;
+	int c;
+
+	if (!key) {
+		snprintf(why, size, "out of memory");
+		return STORE;
+	}
+	c = mark_claim(d, key, why, size);
+	if (c <= 0) {
+		if (c == 0)
+			snprintf(why, size, "skipped (being replayed, or its "
+				 "replay was interrupted less than %d minutes "
+				 "ago: %s)", MARK_TTL_MS / 60000,
+				 relayctl_c(key));
+		free(key);
+		return c == 0 ? BUSY : STORE;
+	}
+	o = ask(fd, d, d->streams[k], id, why, size);
+	if (o != UNKNOWN)
+		mark_release(d, key, o == REPLAYED);
+	free(key);
+	return o;
+}
+
+static int connect_relayd(const struct dlqcli *d)
+{
+	char path[4200], why[1024];
+	int fd = relayctl_ctl_connect(relayctl_sock_path(&d->conf, path,
+							 sizeof(path)),
+				      why, sizeof(why));
+
+	if (fd < 0)
+		relayctl_error(RELAYCTL_FAIL, "%s: %s", d->cmd, why);
+	return fd;
 }
 
 static int one(struct dlqcli *d)
 {
 	relay_dlq_record rec;
-	char path[4200], why[1024];
+	char why[1024];
+	size_t k;
 	int rc, fd;
 
 	rc = dlqcli_get(d, d->id, &rec);
@@ -122,119 +280,169 @@ static int one(struct dlqcli *d)
 		return relayctl_error(RELAYCTL_FAIL, "dlq replay: DLQ entry "
 				      "\"%s\" is not replayable: it is the "
 				      "placeholder of a malformed message "
-				      "(app \"-\", no handler)", d->id);
+				      "(app \"-\", no handler)",
+				      relayctl_c(d->id));
 	}
 	relay_dlq_record_clear(&rec);
-	fd = relayctl_ctl_connect(relayctl_sock_path(&d->conf, path,
-						     sizeof(path)),
-				  why, sizeof(why));
+	fd = connect_relayd(d);
 	if (fd < 0)
-		return relayctl_error(RELAYCTL_FAIL, "dlq replay: %s", why);
-	rc = replay_one(fd, d, d->id, why, sizeof(why));
+		return RELAYCTL_FAIL;
+	for (k = 0; k < d->nkeys && strcmp(d->keys[k], d->key); k++)
+		;
+	rc = replay_one(fd, d, k < d->nkeys ? k : 0, d->id, why,
+			sizeof(why));
 	close(fd);
-	if (rc)
+	if (rc == UNKNOWN)
+		return relayctl_error(RELAYCTL_FAIL, "dlq replay: %s: no "
+				      "answer from relayd (%s): it may have "
+				      "run; 'dlq ls --id %s' tells whether the "
+				      "entry is still there", d->id, why,
+				      d->id);
+	if (rc != REPLAYED)
 		return relayctl_error(RELAYCTL_FAIL, "dlq replay: %s: %s",
 				      d->id, why);
 	puts("Replayed handler successfully");
 	return fflush(stdout) ? RELAYCTL_FAIL : RELAYCTL_OK;
 }
 
-/* Replay the entries of DLQ d->key (of stream d->stream) on @fd. */
 struct tally {
-	size_t done, failed, skipped, bad;
+	size_t done, failed, skipped, bad, busy, gone;
 };
 
-static int all_one(struct dlqcli *d, int fd, struct tally *t)
+/* Print the line of item @it: @what after "<id> <app>/<handler>". */
+static void line(const struct dlqbulk_item *it, const char *what)
 {
-	char why[1024], start[64] = "-";
-	int rc = RELAYCTL_OK;
+	dlqbulk_progress_end();
+	printf("%s %s/%s %s\n", relayctl_c(it->id), relayctl_c(it->app),
+	       relayctl_c(it->handler), what);
+	fflush(stdout);
+}
 
-	for (;;) {
-		struct dlqcli_page p;
-		const relay_dlq_record *recs;
-		const char *last;
-		size_t n, i;
+/* Replay item @it on @fd. Returns 0 to go on, else an exit code. */
+static int bulk_item(struct dlqcli *d, int fd, const struct dlqbulk_item *it,
+		     struct tally *t)
+{
+	char why[1024];
 
-		rc = dlqcli_page(d, d->key, start, "+", PAGE, &p);
-		if (rc)
-			break;
-		recs = p.recs;
-		n = p.n;
-		for (i = 0; i < n; i++) {
-			const relay_dlq_entry *e = &recs[i].e;
-
-			if (p.bad[i]) {
-				/* Its app is unknown: reported even with
-				 * --app, never sent to relayd. */
-				printf("%s: skipped (malformed: %s)\n",
-				       relayctl_c(recs[i].id),
-				       relayctl_c(p.bad[i]));
-				t->bad++;
-				continue;
-			}
-			if (d->app && strcmp(e->app, d->app) != 0)
-				continue;
-			if (strcmp(e->app, "-") == 0) {
-				printf("%s -/-: skipped (placeholder of a "
-				       "malformed message, not replayable)\n",
-				       relayctl_c(recs[i].id));
-				t->skipped++;
-				continue;
-			}
-			if (replay_one(fd, d, recs[i].id, why,
-				       sizeof(why))) {
-				printf("%s %s\n", relayctl_c(recs[i].id),
-				       relayctl_c(why));
-				t->failed++;
-			} else {
-				printf("%s %s/%s replayed\n",
-				       relayctl_c(recs[i].id),
-				       relayctl_c(e->app),
-				       relayctl_c(e->handler));
-				t->done++;
-			}
-			fflush(stdout);
-		}
-		last = dlqcli_page_last(&p);
-		if (last)
-			snprintf(start, sizeof(start), "(%s", last);
-		dlqcli_page_free(&p);
-		if (n < PAGE || !last)
-			break;
+	if (it->bad) {
+		/* Its app is unknown: reported even with filters on
+		 * fields, never sent to relayd. */
+		dlqbulk_progress_end();
+		printf("%s: skipped (malformed: %s)\n", relayctl_c(it->id),
+		       relayctl_c(it->bad));
+		t->bad++;
+		return 0;
 	}
+	if (strcmp(it->app, "-") == 0) {
+		dlqbulk_progress_end();
+		printf("%s -/-: skipped (placeholder of a malformed message, "
+		       "not replayable)\n", relayctl_c(it->id));
+		t->skipped++;
+		return 0;
+	}
+	switch (replay_one(fd, d, it->k, it->id, why, sizeof(why))) {
+	case REPLAYED:
+		line(it, "replayed");
+		t->done++;
+		return 0;
+	case GONE:
+		line(it, "already gone (removed meanwhile)");
+		t->gone++;
+		return 0;
+	case BUSY:
+		line(it, why);
+		t->busy++;
+		return 0;
+	case FAILED:
+		dlqbulk_progress_end();
+		printf("%s %s\n", relayctl_c(it->id), relayctl_c(why));
+		t->failed++;
+		return 0;
+	case UNKNOWN:
+		dlqbulk_progress_end();
+		return relayctl_error(RELAYCTL_FAIL, "dlq replay: %s: no "
+				      "answer from relayd (%s): it may have "
+				      "run, so its claim is kept for %d "
+				      "minutes; stopping", relayctl_c(it->id),
+				      why, MARK_TTL_MS / 60000);
+	default:
+		dlqbulk_progress_end();
+		return relayctl_error(RELAYCTL_FAIL, "dlq replay: %s: %s",
+				      relayctl_c(it->id), why);
+	}
+}
+
+static int bulk_run(struct dlqcli *d, const struct dlqbulk *b,
+		    struct tally *t, size_t *next)
+{
+	struct dlqbulk_pace pace;
+	int fd, rc = RELAYCTL_OK;
+	size_t i;
+
+	fd = connect_relayd(d);
+	if (fd < 0)
+		return RELAYCTL_FAIL;
+	dlqbulk_catch_signals();
+	dlqbulk_pace_init(&pace, d->rate ? d->rate : DLQBULK_RATE_REPLAY);
+	for (i = 0; i < b->n && !rc; i++) {
+		dlqbulk_pace(&pace);
+		if (dlqbulk_stopping())
+			break;
+		rc = bulk_item(d, fd, &b->items[i], t);
+		dlqbulk_progress(i + 1, b->n, "replaying");
+	}
+	dlqbulk_progress_end();
+	close(fd);
+	*next = i;
 	return rc;
 }
 
-static int all(struct dlqcli *d)
+static int bulk(struct dlqcli *d)
 {
-	char path[4200], why[1024];
-	struct tally t = { 0, 0, 0, 0 };
-	size_t k;
-	int fd, rc = RELAYCTL_OK;
+	struct tally t = { 0, 0, 0, 0, 0, 0 };
+	struct dlqbulk b;
+	size_t next = 0;
+	int rc;
 
-	fd = relayctl_ctl_connect(relayctl_sock_path(&d->conf, path,
-						     sizeof(path)),
-				  why, sizeof(why));
-	if (fd < 0)
-		return relayctl_error(RELAYCTL_FAIL, "dlq replay: %s", why);
-	/* Every stream's DLQ in turn (one with a single stream). */
-	for (k = 0; k < d->nkeys && !rc; k++) {
-		d->key = d->keys[k];
-		d->stream = d->streams[k];
-		rc = all_one(d, fd, &t);
-	}
-	close(fd);
+	rc = dlqcli_open(d);
 	if (rc)
 		return rc;
+	rc = dlqbulk_collect(d, &b);
+	if (rc)
+		return rc;
+	if (d->dry_run) {
+		rc = dlqbulk_dry_run(d, &b, "replayed");
+		goto done;
+	}
+	rc = dlqbulk_confirm(d, b.n, "Replay");
+	if (rc)
+		goto done;
+	rc = bulk_run(d, &b, &t, &next);
+	if (rc && next == 0 && !t.done)
+		goto done;
 	printf("Replayed %zu of %zu entries (%zu failed, %zu skipped",
-	       t.done, t.done + t.failed + t.skipped + t.bad, t.failed,
-	       t.skipped + t.bad);
+	       t.done, b.n, t.failed, t.skipped + t.bad + t.busy);
 	if (t.bad)
 		printf(", %zu of them malformed", t.bad);
+	if (t.busy)
+		printf(", %zu of them being replayed elsewhere", t.busy);
+	if (t.gone)
+		printf(", %zu already gone", t.gone);
 	puts(")");
+	if (!rc && dlqbulk_stopping() && next < b.n) {
+		fprintf(stderr, "relayctl: dlq replay: interrupted: %zu "
+			"matching entr%s not replayed; run the same command "
+			"again to go on\n", b.n - next,
+			b.n - next == 1 ? "y" : "ies");
+		rc = RELAYCTL_FAIL;
+	}
 	if (fflush(stdout))
-		return RELAYCTL_FAIL;
-	return t.failed || t.bad ? RELAYCTL_FAIL : RELAYCTL_OK;
+		rc = RELAYCTL_FAIL;
+	if (!rc && (t.failed || t.bad || t.busy))
+		rc = RELAYCTL_FAIL;
+done:
+	dlqbulk_free(&b);
+	return rc;
 }
 
 int relayctl_cmd_dlq_replay(int argc, char **argv)
@@ -242,11 +450,15 @@ int relayctl_cmd_dlq_replay(int argc, char **argv)
 	struct dlqcli d;
 	int rc;
 
-	rc = dlqcli_start(&d, "dlq replay", argc, argv,
-			  DLQCLI_ID | DLQCLI_ALL, usage);
+	rc = dlqcli_parse(&d, "dlq replay", argc, argv,
+			  DLQCLI_ID | DLQCLI_ALL | DLQCLI_FILTER | DLQCLI_BULK,
+			  usage);
 	if (rc)
 		return rc < 0 ? RELAYCTL_OK : rc;
-	rc = d.all ? all(&d) : one(&d);
+	if (!d.bulk)
+		rc = dlqcli_open(&d);
+	if (!rc)
+		rc = d.bulk ? bulk(&d) : one(&d);
 	dlqcli_close(&d);
 	return rc;
 }

@@ -5,6 +5,7 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <unistd.h>
 
 #include "relay/engine.h"
 
@@ -23,76 +24,130 @@ static int parse_limit(const char *s, long long *v)
 	return *end || *v <= 0 ? -1 : 0;
 }
 
+/* --limit N, --rate N. Returns 1 taken, 0 not it, -1 usage error. */
+static int number_opt(struct dlqcli *d, int argc, char **argv, int *i,
+		      unsigned flags)
+{
+	const char *v;
+	long long n;
+	int m = 0;
+
+	if (flags & DLQCLI_LIMIT) {
+		m = relayctl_opt_value(argc, argv, i, "--limit", d->cmd, &v);
+		if (m > 0 && parse_limit(v, &d->limit)) {
+			relayctl_error(RELAYCTL_USAGE, "%s: --limit takes a "
+				       "positive number, got \"%s\"", d->cmd,
+				       relayctl_c(v));
+			return -1;
+		}
+		if (m)
+			return m;
+	}
+	if (flags & DLQCLI_BULK) {
+		m = relayctl_opt_value(argc, argv, i, "--rate", d->cmd, &v);
+		if (m > 0 && (parse_limit(v, &n) || n > DLQCLI_RATE_MAX)) {
+			relayctl_error(RELAYCTL_USAGE, "%s: --rate takes a "
+				       "number of entries per second from 1 to "
+				       "%d, got \"%s\"", d->cmd,
+				       DLQCLI_RATE_MAX, relayctl_c(v));
+			return -1;
+		}
+		if (m > 0)
+			d->rate = (long)n;
+	}
+	return m;
+}
+
+static int flag_opt(struct dlqcli *d, const char *arg, unsigned flags)
+{
+	if ((flags & DLQCLI_ALL) && strcmp(arg, "--all") == 0)
+		d->all = 1;
+	else if ((flags & DLQCLI_BULK) && strcmp(arg, "--dry-run") == 0)
+		d->dry_run = 1;
+	else if ((flags & DLQCLI_BULK) && strcmp(arg, "--yes") == 0)
+		d->yes = 1;
+	else
+		return 0;
+	return 1;
+}
+
+/* What depends on several options. Returns 0 or RELAYCTL_USAGE. */
+static int parse_check(struct dlqcli *d, unsigned flags)
+{
+	char err[300];
+	int filtered = dlqfilter_active(&d->filter);
+
+	if (dlqfilter_finish(&d->filter, err, sizeof(err)))
+		return relayctl_error(RELAYCTL_USAGE, "%s: %s", d->cmd, err);
+	if (!(flags & DLQCLI_ALL))
+		return 0;
+	d->bulk = d->all || filtered;
+	if (d->bulk && d->id)
+		return relayctl_error(RELAYCTL_USAGE, "%s: give an ID, or "
+				      "--all or filters, not both", d->cmd);
+	if ((flags & DLQCLI_ID) && !d->id && !d->bulk)
+		return relayctl_error(RELAYCTL_USAGE, "%s: ID is required (or "
+				      "--all, or filters such as --app NAME)",
+				      d->cmd);
+	if (!d->bulk && (d->dry_run || d->yes || d->rate))
+		return relayctl_error(RELAYCTL_USAGE, "%s: --dry-run, --yes "
+				      "and --rate go with --all or filters",
+				      d->cmd);
+	if (d->bulk && !d->dry_run && !d->yes && !isatty(STDIN_FILENO))
+		return relayctl_error(RELAYCTL_USAGE, "%s: standard input is "
+				      "not a terminal: give --yes to act on "
+				      "every matching entry (--dry-run shows "
+				      "them first)", d->cmd);
+	return 0;
+}
+
 int dlqcli_parse(struct dlqcli *d, const char *cmd, int argc, char **argv,
 		 unsigned flags, void (*usage)(FILE *f))
 {
+	int64_t now = relayctl_now_ms();
+	char err[300];
 	int i;
 
 	memset(d, 0, sizeof(*d));
 	d->cmd = cmd;
+	dlqfilter_init(&d->filter);
 	relayctl_conf_init(&d->conf);
 	for (i = 1; i < argc; i++) {
-		const char *v;
 		int m = relayctl_conf_arg(&d->conf, argc, argv, &i, cmd,
 					  flags & DLQCLI_JSON, usage);
 
-		if (m == RELAYCTL_ARG_HELP)
+		if (m == RELAYCTL_ARG_HELP) {
+			dlqfilter_free(&d->filter);
 			return -1;
+		}
 		if (m == RELAYCTL_ARG_BAD)
 			goto usage_error;
 		if (m == RELAYCTL_ARG_TAKEN)
 			continue;
-		if (flags & (DLQCLI_FILTER | DLQCLI_ALL)) {
-			m = relayctl_opt_value(argc, argv, &i, "--app", cmd,
-					       &v);
-			if (m < 0)
-				goto usage_error;
-			if (m > 0) {
-				d->app = v;
-				continue;
-			}
-		}
 		if (flags & DLQCLI_FILTER) {
-			m = relayctl_opt_value(argc, argv, &i, "--limit", cmd,
-					       &v);
-			if (m < 0)
+			m = dlqfilter_arg(&d->filter, argc, argv, &i, now, err,
+					  sizeof(err));
+			if (m < 0) {
+				relayctl_error(RELAYCTL_USAGE, "%s: %s", cmd,
+					       relayctl_c(err));
 				goto usage_error;
-			if (m > 0) {
-				if (parse_limit(v, &d->limit)) {
-					relayctl_error(RELAYCTL_USAGE, "%s: "
-						       "--limit takes a "
-						       "positive number, got "
-						       "\"%s\"", cmd, v);
-					goto usage_error;
-				}
-				continue;
 			}
+			if (m > 0)
+				continue;
 		}
-		if ((flags & DLQCLI_ALL) && strcmp(argv[i], "--all") == 0) {
-			d->all = 1;
+		m = number_opt(d, argc, argv, &i, flags);
+		if (m < 0)
+			goto usage_error;
+		if (m > 0 || flag_opt(d, argv[i], flags))
 			continue;
-		}
 		if (relayctl_positional(cmd, argv[i],
 					flags & DLQCLI_ID ? &d->id : NULL))
 			goto usage_error;
 	}
-	if ((flags & DLQCLI_ALL) && d->all && d->id) {
-		relayctl_error(RELAYCTL_USAGE, "%s: give an ID or --all, not "
-			       "both", cmd);
-		goto usage_error;
-	}
-	if ((flags & DLQCLI_ALL) && !d->all && d->app) {
-		relayctl_error(RELAYCTL_USAGE, "%s: --app goes with --all",
-			       cmd);
-		goto usage_error;
-	}
-	if ((flags & DLQCLI_ID) && !d->id && !d->all) {
-		relayctl_error(RELAYCTL_USAGE, "%s: ID is required%s", cmd,
-			       flags & DLQCLI_ALL ? " (or --all)" : "");
-		goto usage_error;
-	}
-	return 0;
+	if (parse_check(d, flags) == 0)
+		return 0;
 usage_error:
+	dlqfilter_free(&d->filter);
 	usage(stderr);
 	return RELAYCTL_USAGE;
 }
@@ -146,6 +201,7 @@ void dlqcli_close(struct dlqcli *d)
 		relay_free(d->keys[i]);
 	free(d->keys);
 	relay_stream_list_free(d->streams);
+	dlqfilter_free(&d->filter);
 	d->b = NULL;
 	d->key = NULL;
 	d->keys = NULL;
@@ -164,34 +220,21 @@ int dlqcli_store_error(const struct dlqcli *d, int rc,
 			      err->text[0] ? err->text : relay_strerror(rc));
 }
 
-/* Digits of one 64-bit unsigned part; the end, or NULL. */
-static const char *u64_part(const char *p)
+const char *dlqcli_reason_short(const char *reason)
 {
-	uint64_t v = 0;
+	static const char exhausted[] = "invocation exhausted: ";
+	static const char attempts[] = " handler attempts: ";
+	const char *q;
 
-	if (*p < '0' || *p > '9')
-		return NULL;
-	for (; *p >= '0' && *p <= '9'; p++) {
-		unsigned int dg = (unsigned int)(*p - '0');
-
-		if (v > (UINT64_MAX - dg) / 10)
-			return NULL;  /* Redis would refuse it */
-		v = v * 10 + dg;
-	}
-	return p;
+	if (strncmp(reason, exhausted, sizeof(exhausted) - 1) == 0 &&
+	    (q = strstr(reason, attempts)))
+		return q + sizeof(attempts) - 1;
+	return reason;
 }
 
 int dlqcli_id_valid(const char *id)
 {
-	const char *p = u64_part(id);
-
-	if (!p)
-		return 0;
-	if (*p == '\0')
-		return 1;
-	if (*p != '-' || !(p = u64_part(p + 1)))
-		return 0;
-	return *p == '\0';
+	return dlqfilter_id_valid(id);
 }
 
 void dlqcli_page_free(struct dlqcli_page *p)
@@ -345,8 +388,7 @@ int dlqcli_get(struct dlqcli *d, const char *id, relay_dlq_record *rec)
 	return rc;
 }
 
-/* A JSON string of @s; bytes that are not UTF-8 become '?'. */
-static json_t *str(const char *s)
+json_t *dlqcli_json_str(const char *s)
 {
 	json_t *j = json_string(s);
 	char *c;
@@ -372,22 +414,22 @@ json_t *dlqcli_json(const relay_dlq_record *rec)
 
 	if (!o)
 		return NULL;
-	json_object_set_new(o, "id", str(rec->id));
+	json_object_set_new(o, "id", dlqcli_json_str(rec->id));
 	json_object_set_new(o, "original_stream",
-			    str(e->original_stream));
-	json_object_set_new(o, "original_id", str(e->original_id));
-	json_object_set_new(o, "group", str(e->group));
-	json_object_set_new(o, "consumer", str(e->consumer));
-	json_object_set_new(o, "app", str(e->app));
-	json_object_set_new(o, "handler", str(e->handler));
-	json_object_set_new(o, "reason", str(e->reason));
+			    dlqcli_json_str(e->original_stream));
+	json_object_set_new(o, "original_id", dlqcli_json_str(e->original_id));
+	json_object_set_new(o, "group", dlqcli_json_str(e->group));
+	json_object_set_new(o, "consumer", dlqcli_json_str(e->consumer));
+	json_object_set_new(o, "app", dlqcli_json_str(e->app));
+	json_object_set_new(o, "handler", dlqcli_json_str(e->handler));
+	json_object_set_new(o, "reason", dlqcli_json_str(e->reason));
 	json_object_set_new(o, "deliveries", json_integer(e->deliveries));
 	json_object_set_new(o, "handler_attempts",
 			    json_integer(e->handler_attempts));
-	json_object_set_new(o, "timestamp", str(e->timestamp));
-	json_object_set_new(o, "trace", e->trace ? str(e->trace)
+	json_object_set_new(o, "timestamp", dlqcli_json_str(e->timestamp));
+	json_object_set_new(o, "trace", e->trace ? dlqcli_json_str(e->trace)
 						 : json_null());
-	json_object_set_new(o, "event", str(e->event));
+	json_object_set_new(o, "event", dlqcli_json_str(e->event));
 	return o;
 }
 
@@ -398,7 +440,7 @@ static json_t *raw_str(const relay_redis_reply *v)
 
 	if (v->type == RELAY_REDIS_REPLY_STRING ||
 	    v->type == RELAY_REDIS_REPLY_STATUS)
-		return str(v->str);
+		return dlqcli_json_str(v->str);
 	if (v->type == RELAY_REDIS_REPLY_INTEGER) {
 		snprintf(buf, sizeof(buf), "%lld", v->integer);
 		return json_string(buf);
@@ -418,8 +460,8 @@ json_t *dlqcli_json_bad(const relay_dlq_record *rec, const char *bad,
 		json_decref(f);
 		return NULL;
 	}
-	json_object_set_new(o, "id", str(rec->id));
-	json_object_set_new(o, "malformed", str(bad));
+	json_object_set_new(o, "id", dlqcli_json_str(rec->id));
+	json_object_set_new(o, "malformed", dlqcli_json_str(bad));
 	l = raw && raw->type == RELAY_REDIS_REPLY_ARRAY && raw->elements == 2
 		    ? raw->element[1] : NULL;
 	/* Name/value pairs as stored; a repeated name keeps its last. */

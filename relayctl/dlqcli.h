@@ -9,15 +9,19 @@
 #include <jansson.h>
 
 #include "ctlconf.h"
+#include "dlqfilter.h"
 #include "relay/dlq.h"
 
 struct dlqcli {
 	const char *cmd;           /* "dlq ls", ... for messages */
 	struct relayctl_conf conf;
 	const char *id;            /* the ID argument, or NULL */
-	const char *app;           /* --app NAME, or NULL */
+	struct dlqfilter filter;   /* --app, --handler, ... (dlqfilter.h) */
 	long long limit;           /* --limit N, 0 = all */
 	int all;                   /* --all */
+	int bulk;                  /* --all or a filter: many entries */
+	int dry_run, yes;          /* --dry-run, --yes */
+	long rate;                 /* --rate N, 0 = not given */
 	relay_redis_backend *b;    /* after dlqcli_open() */
 	char *key;                 /* relay:<stream>:dlq: keys[0], or the
 				      one dlqcli_get() found the entry in */
@@ -32,14 +36,21 @@ struct dlqcli {
 enum {
 	DLQCLI_ID = 1,      /* one ID argument */
 	DLQCLI_JSON = 2,    /* --json */
-	DLQCLI_FILTER = 4,  /* --app NAME, --limit N */
-	DLQCLI_ALL = 8,     /* --all instead of ID (with --app) */
+	DLQCLI_FILTER = 4,  /* the filters of dlqfilter.h */
+	DLQCLI_ALL = 8,     /* --all or filters instead of ID */
+	DLQCLI_LIMIT = 16,  /* --limit N */
+	DLQCLI_BULK = 32,   /* --dry-run, --yes, --rate N (with --all or a
+			       filter) */
 };
+
+/* --rate: the most entries per second relayctl accepts. */
+#define DLQCLI_RATE_MAX 1000
 
 /*
  * Parse argv (argv[0] = the subcommand) into @d. Returns 0, -1 when help
  * was printed (exit 0), or RELAYCTL_USAGE after printing the problem and
- * @usage.
+ * @usage. With DLQCLI_BULK, a bulk command whose standard input is not a
+ * terminal needs --yes (or --dry-run): a usage error otherwise.
  */
 int dlqcli_parse(struct dlqcli *d, const char *cmd, int argc, char **argv,
 		 unsigned flags, void (*usage)(FILE *f));
@@ -54,7 +65,7 @@ int dlqcli_open(struct dlqcli *d);
 int dlqcli_start(struct dlqcli *d, const char *cmd, int argc, char **argv,
 		 unsigned flags, void (*usage)(FILE *f));
 
-/* Release what dlqcli_open() took. */
+/* Release what dlqcli_parse() and dlqcli_open() took. */
 void dlqcli_close(struct dlqcli *d);
 
 /*
@@ -97,6 +108,10 @@ int dlqcli_find(struct dlqcli *d, const char *id, struct dlqcli_page *p);
 /* Whether @id looks like a stream entry id ("<ms>-<seq>" or "<ms>"). */
 int dlqcli_id_valid(const char *id);
 
+/* A JSON string of @s (new reference, NULL for NULL or OOM); bytes that
+ * are not UTF-8 become '?'. */
+json_t *dlqcli_json_str(const char *s);
+
 /* Every field of @rec as a JSON object (new reference), or NULL (OOM). */
 json_t *dlqcli_json(const relay_dlq_record *rec);
 
@@ -107,6 +122,14 @@ json_t *dlqcli_json(const relay_dlq_record *rec);
  */
 json_t *dlqcli_json_bad(const relay_dlq_record *rec, const char *bad,
 			const relay_redis_reply *raw);
+/*
+ * The part of @reason worth a column next to APP and HANDLER: for an
+ * exhausted invocation ('invocation exhausted: app "A" handler "H"
+ * exhausted after N handler attempts: LAST') its last failure LAST, else
+ * @reason itself. Points into @reason.
+ */
+const char *dlqcli_reason_short(const char *reason);
+
 /* Print a store error for @d->cmd; returns RELAYCTL_FAIL. */
 int dlqcli_store_error(const struct dlqcli *d, int rc,
 		       const relay_error *err);

@@ -28,6 +28,8 @@ int relayctl_cmd_app_inspect(int argc, char **argv);  /* cmd_app_inspect.c */
 int relayctl_cmd_app_invoke(int argc, char **argv);   /* cmd_app_invoke.c */
 int relayctl_cmd_dlq_inspect(int argc, char **argv);  /* cmd_dlq_inspect.c */
 int relayctl_cmd_dlq_replay(int argc, char **argv);   /* cmd_dlq_replay.c */
+int relayctl_cmd_dlq_rm(int argc, char **argv);       /* cmd_dlq_rm.c */
+int relayctl_cmd_dlq_summary(int argc, char **argv);  /* cmd_dlq_summary.c */
 
 /* Print "relayctl: <msg>" to stderr; returns @code. */
 int relayctl_error(int code, const char *fmt, ...)

@@ -36,8 +36,8 @@ def run(*args, env=None, stdin=None):
 
 
 HELP = [
-    ["dlq"], ["dlq", "ls"], ["dlq", "inspect"], ["dlq", "replay"],
-    ["dlq", "rm"], ["app"], ["app", "ls"], ["app", "inspect"],
+    ["dlq"], ["dlq", "ls"], ["dlq", "summary"], ["dlq", "inspect"],
+    ["dlq", "replay"], ["dlq", "rm"], ["app"], ["app", "ls"], ["app", "inspect"],
     ["app", "invoke"], ["app", "run"], ["health"], ["stats"],
     ["stats", "reset"], ["state"], ["state", "leaks"],
 ]
@@ -62,6 +62,9 @@ USAGE = [
     ["dlq", "ls", "--bogus"], ["dlq", "replay", "--app", "a"],
     ["dlq", "replay", "1-0", "--all"], ["dlq", "inspect", "1-0", "2-0"],
     ["dlq", "rm", "--json", "1-0"], ["dlq", "ls", "--redis"],
+    ["dlq", "summary", "extra"], ["dlq", "summary", "--since", "x"],
+    ["dlq", "rm", "--app", "a"], ["dlq", "rm", "--all", "--rate", "0"],
+    ["dlq", "rm", "1-0", "--yes"], ["dlq", "replay", "--reason", "("],
     ["app"], ["app", "bogus"], ["app", "ls", "x"], ["app", "ls", "--x"],
     ["app", "inspect"], ["app", "inspect", "a", "b"],
     ["app", "invoke"], ["app", "invoke", "a", "--event", "{}", "--file",

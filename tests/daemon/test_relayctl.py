@@ -195,7 +195,7 @@ def dlq_malformed_entry_shown_and_skipped():
         check("malformed" in err, err)
 
         open(ok, "w").close()
-        rc, out, err = ctl(d, "dlq", "replay", "--all")
+        rc, out, err = ctl(d, "dlq", "replay", "--all", "--yes")
         eq(rc, 1, "replay --all with a malformed entry\n" + out + err)
         check(f"{ids[0]} a/h1 replayed\n" in out and
               f"{bad}: skipped (malformed: " in out and
@@ -285,12 +285,13 @@ def dlq_inspect_replay_rm():
                  "replayed entry deleted")
 
         # --all --app b: replays b's entry only; placeholders untouched.
-        rc, out, err = ctl(d, "dlq", "replay", "--all", "--app", "b")
+        rc, out, err = ctl(d, "dlq", "replay", "--all", "--app", "b",
+                           "--yes")
         eq(rc, 0, "replay --all\n" + out + err)
         check(f"{ids[1]} b/h2 replayed\n" in out, out)
         env.wait(lambda: [e["_id"] for e in env.dlq()] == [ids[2]],
                  "only the placeholder left")
-        rc, out, err = ctl(d, "dlq", "replay", "--all")
+        rc, out, err = ctl(d, "dlq", "replay", "--all", "--yes")
         eq(rc, 0, "replay --all with only a placeholder")
         check("skipped" in out, out)
         rc, _, _ = ctl(d, "dlq", "replay", ids[0], "--all")

@@ -1,0 +1,157 @@
+/*
+ * cmd_dlq_rm.c - relayctl dlq rm ID | --all | FILTERS
+ *
+ * One ID: XDEL it, "DLQ entry removed"; an unknown ID exits 1.
+ *
+ * --all or filters (dlqfilter.h): the matching entries of every stream's
+ * DLQ are selected first, then removed one XDEL at a time at --rate
+ * entries per second, and "Removed N of M DLQ entries (G already gone)"
+ * is printed. A malformed entry is removed when the filters can decide
+ * for it (--all, --id, --since, --until: its id is all they need) and
+ * left alone, with a note on stderr, when a filter on app, handler or
+ * reason was given. Deleting a stream entry is idempotent, so an
+ * interrupted run leaves every entry either removed or still there:
+ * running the same command again finishes the job.
+ */
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "ctlconf.h"
+#include "dlqbulk.h"
+#include "dlqcli.h"
+#include "fmt.h"
+#include "relayctl.h"
+
+static void usage(FILE *f)
+{
+	fprintf(f, "usage: relayctl dlq rm ID [connection options]\n"
+		"       relayctl dlq rm --all | FILTERS [--dry-run] [--yes] "
+		"[--rate N]\n"
+		"                       [connection options]\n\n"
+		"Delete DLQ entries without running anything.\n\n"
+		"  --all              every entry\n"
+		"  --app NAME         entries of app NAME\n"
+		"  --handler NAME     entries of handler NAME\n"
+		"  --reason ERE       whose reason matches ERE (POSIX "
+		"extended)\n"
+		"  --since WHEN       written at or after WHEN (RFC 3339, or "
+		"2h, 30m ago)\n"
+		"  --until WHEN       written at or before WHEN\n"
+		"  --id ID            entry ID (repeatable)\n"
+		"  --dry-run          print how many entries match and a few "
+		"of them\n"
+		"  --yes              do not ask (required when standard input "
+		"is not a\n"
+		"                     terminal)\n"
+		"  --rate N           at most N entries per second (default "
+		"%d, at most %d)\n%s"
+		"  -h, --help         show this help\n\n"
+		"Filters combine with AND. On a terminal, more than %d "
+		"entries need a\nconfirmation unless --yes is given.\n\n"
+		"Exit status: 0 removed, 1 unknown ID, Redis error or "
+		"aborted, 2 usage\nerror.\n", DLQBULK_RATE_RM, DLQCLI_RATE_MAX,
+		relayctl_conf_help, DLQBULK_CONFIRM_OVER);
+}
+
+static int one(struct dlqcli *d)
+{
+	relay_error err;
+	size_t k;
+	int rc;
+
+	if (!dlqcli_id_valid(d->id))
+		return relayctl_error(RELAYCTL_FAIL, "dlq rm: unknown DLQ "
+				      "entry \"%s\" (not a stream entry id)",
+				      relayctl_c(d->id));
+	rc = dlqcli_open(d);
+	if (rc)
+		return rc;
+	rc = RELAY_ENOTFOUND;
+	for (k = 0; k < d->nkeys && rc == RELAY_ENOTFOUND; k++) {
+		err.text[0] = '\0';
+		rc = relay_dlq_delete_sync(d->b, d->keys[k], d->id, &err);
+	}
+	if (rc == RELAY_ENOTFOUND)
+		rc = relayctl_error(RELAYCTL_FAIL, "dlq rm: unknown DLQ entry "
+				    "\"%s\"", relayctl_c(d->id));
+	else if (rc)
+		rc = dlqcli_store_error(d, rc, &err);
+	else
+		puts("DLQ entry removed");
+	return rc;
+}
+
+static int bulk(struct dlqcli *d)
+{
+	struct dlqbulk b;
+	struct dlqbulk_pace pace;
+	size_t i, removed = 0, gone = 0;
+	int rc;
+
+	rc = dlqcli_open(d);
+	if (rc)
+		return rc;
+	rc = dlqbulk_collect(d, &b);
+	if (rc)
+		return rc;
+	if (d->dry_run) {
+		rc = dlqbulk_dry_run(d, &b, "removed");
+		goto done;
+	}
+	rc = dlqbulk_confirm(d, b.n, "Remove");
+	if (rc)
+		goto done;
+	dlqbulk_catch_signals();
+	dlqbulk_pace_init(&pace, d->rate ? d->rate : DLQBULK_RATE_RM);
+	for (i = 0; i < b.n && !dlqbulk_stopping(); i++) {
+		relay_error err;
+
+		dlqbulk_pace(&pace);
+		if (dlqbulk_stopping())
+			break;
+		err.text[0] = '\0';
+		rc = relay_dlq_delete_sync(d->b, d->keys[b.items[i].k],
+					   b.items[i].id, &err);
+		if (rc == RELAY_ENOTFOUND) {
+			gone++;   /* trimmed or removed meanwhile */
+		} else if (rc) {
+			dlqbulk_progress_end();
+			rc = dlqcli_store_error(d, rc, &err);
+			break;
+		} else {
+			removed++;
+		}
+		rc = RELAYCTL_OK;
+		dlqbulk_progress(i + 1, b.n, "removing");
+	}
+	dlqbulk_progress_end();
+	printf("Removed %zu of %zu DLQ entr%s (%zu already gone)\n", removed,
+	       b.n, b.n == 1 ? "y" : "ies", gone);
+	if (dlqbulk_stopping() && i < b.n) {
+		fprintf(stderr, "relayctl: dlq rm: interrupted: %zu matching "
+			"entr%s not removed; run the same command again to "
+			"go on\n", b.n - i, b.n - i == 1 ? "y" : "ies");
+		rc = RELAYCTL_FAIL;
+	}
+	if (fflush(stdout))
+		rc = RELAYCTL_FAIL;
+done:
+	dlqbulk_free(&b);
+	return rc;
+}
+
+int relayctl_cmd_dlq_rm(int argc, char **argv)
+{
+	struct dlqcli d;
+	int rc;
+
+	rc = dlqcli_parse(&d, "dlq rm", argc, argv,
+			  DLQCLI_ID | DLQCLI_ALL | DLQCLI_FILTER | DLQCLI_BULK,
+			  usage);
+	if (rc)
+		return rc < 0 ? RELAYCTL_OK : rc;
+	rc = d.bulk ? bulk(&d) : one(&d);
+	dlqcli_close(&d);
+	return rc;
+}

@@ -1,0 +1,291 @@
+/*
+ * dlqbulk.c - selection, dry run, confirmation, pacing, progress and
+ * signals of the bulk dlq commands (dlqbulk.h).
+ */
+#include <signal.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <time.h>
+#include <unistd.h>
+
+#include "dlqbulk.h"
+#include "fmt.h"
+#include "relayctl.h"
+
+#define PAGE 500
+#define SAMPLE 5
+
+static char *dup_or_null(const char *s, int *oom)
+{
+	char *c;
+
+	if (!s)
+		return NULL;
+	c = strdup(s);
+	if (!c)
+		*oom = 1;
+	return c;
+}
+
+static int add(struct dlqbulk *b, size_t k, const relay_dlq_record *r,
+	       const char *bad)
+{
+	struct dlqbulk_item *it;
+	int oom = 0;
+
+	if (b->n == b->cap) {
+		size_t cap = b->cap ? b->cap * 2 : 64;
+
+		it = realloc(b->items, cap * sizeof(*it));
+		if (!it)
+			return -1;
+		b->items = it;
+		b->cap = cap;
+	}
+	it = &b->items[b->n];
+	memset(it, 0, sizeof(*it));
+	it->k = k;
+	it->id = dup_or_null(r->id, &oom);
+	it->bad = dup_or_null(bad, &oom);
+	if (!bad) {
+		it->app = dup_or_null(r->e.app, &oom);
+		it->handler = dup_or_null(r->e.handler, &oom);
+		if (b->n < SAMPLE) {
+			it->reason = dup_or_null(r->e.reason, &oom);
+			it->timestamp = dup_or_null(r->e.timestamp, &oom);
+		}
+	}
+	b->n++;
+	return oom ? -1 : 0;
+}
+
+void dlqbulk_free(struct dlqbulk *b)
+{
+	size_t i;
+
+	for (i = 0; i < b->n; i++) {
+		free(b->items[i].id);
+		free(b->items[i].app);
+		free(b->items[i].handler);
+		free(b->items[i].bad);
+		free(b->items[i].reason);
+		free(b->items[i].timestamp);
+	}
+	free(b->items);
+	memset(b, 0, sizeof(*b));
+}
+
+/* The entries of one DLQ (d->keys[k]). */
+static int collect_one(struct dlqcli *d, size_t k, struct dlqbulk *b)
+{
+	char start[64] = "-";
+	int rc;
+
+	for (;;) {
+		struct dlqcli_page p;
+		const char *last;
+		size_t i, n;
+
+		rc = dlqcli_page(d, d->keys[k], start, "+", PAGE, &p);
+		if (rc)
+			return rc;
+		for (i = 0; i < p.n && !rc; i++) {
+			const relay_dlq_record *r = &p.recs[i];
+
+			if (p.bad[i]) {
+				if (!dlqfilter_match_id(&d->filter, r->id))
+					continue;
+				if (dlqfilter_on_fields(&d->filter))
+					b->unselected_bad++;
+				else
+					rc = add(b, k, r, p.bad[i]);
+			} else if (dlqfilter_match(&d->filter, r)) {
+				rc = add(b, k, r, NULL);
+			}
+		}
+		last = dlqcli_page_last(&p);
+		if (last)
+			snprintf(start, sizeof(start), "(%s", last);
+		n = p.n;
+		dlqcli_page_free(&p);
+		if (rc)
+			return relayctl_error(RELAYCTL_FAIL, "%s: out of "
+					      "memory", d->cmd);
+		if (n < PAGE || !last)
+			return RELAYCTL_OK;
+	}
+}
+
+int dlqbulk_collect(struct dlqcli *d, struct dlqbulk *b)
+{
+	size_t k;
+	int rc = RELAYCTL_OK;
+
+	memset(b, 0, sizeof(*b));
+	for (k = 0; k < d->nkeys && !rc; k++)
+		rc = collect_one(d, k, b);
+	if (rc)
+		dlqbulk_free(b);
+	else if (b->unselected_bad)
+		fprintf(stderr, "relayctl: %s: %zu malformed DLQ entr%s left "
+			"alone: the filters on app, handler or reason cannot "
+			"be applied to them ('relayctl dlq ls' lists them)\n",
+			d->cmd, b->unselected_bad,
+			b->unselected_bad == 1 ? "y" : "ies");
+	return rc;
+}
+
+int dlqbulk_dry_run(const struct dlqcli *d, const struct dlqbulk *b,
+		    const char *verb)
+{
+	static const char *const head[] = { "ID", "STREAM", "APP", "HANDLER",
+					    "AGE", "REASON" };
+	int64_t now = relayctl_now_ms();
+	relayctl_table t;
+	size_t i;
+	int rc = 0;
+
+	printf("%zu matching DLQ entr%s (dry run: nothing %s)\n", b->n,
+	       b->n == 1 ? "y" : "ies", verb);
+	if (b->n == 0)
+		return fflush(stdout) ? RELAYCTL_FAIL : RELAYCTL_OK;
+	if (relayctl_table_init(&t, 6, head))
+		return relayctl_error(RELAYCTL_FAIL, "%s: out of memory",
+				      d->cmd);
+	for (i = 0; i < b->n && i < SAMPLE && !rc; i++) {
+		const struct dlqbulk_item *it = &b->items[i];
+		char age[32] = "?", reason[84];
+		const char *row[6];
+		int64_t ms;
+
+		if (it->timestamp &&
+		    relayctl_parse_time(it->timestamp, &ms) == 0)
+			relayctl_fmt_age((now - ms) / 1000, age, sizeof(age));
+		/* One short line: the reason (its last failure) is cut
+		 * ('dlq inspect' shows it all). */
+		snprintf(reason, sizeof(reason), "%s",
+			 it->bad ? "(malformed)"
+				 : dlqcli_reason_short(it->reason));
+		if (strlen(reason) == sizeof(reason) - 1)
+			memcpy(reason + sizeof(reason) - 4, "...", 3);
+		row[0] = it->id;
+		row[1] = d->streams[it->k];
+		row[2] = it->app ? it->app : "?";
+		row[3] = it->handler ? it->handler : "?";
+		row[4] = age;
+		row[5] = reason;
+		rc = relayctl_table_add(&t, row);
+	}
+	if (rc) {
+		relayctl_table_free(&t);
+		return relayctl_error(RELAYCTL_FAIL, "%s: out of memory",
+				      d->cmd);
+	}
+	relayctl_table_print(&t, stdout);
+	relayctl_table_free(&t);
+	if (b->n > SAMPLE)
+		printf("... and %zu more\n", b->n - SAMPLE);
+	return fflush(stdout) ? RELAYCTL_FAIL : RELAYCTL_OK;
+}
+
+int dlqbulk_confirm(const struct dlqcli *d, size_t n, const char *verb)
+{
+	char line[32];
+
+	if (d->yes || n <= DLQBULK_CONFIRM_OVER || !isatty(STDIN_FILENO))
+		return 0;
+	fprintf(stderr, "%s %zu DLQ entries? [y/N] ", verb, n);
+	fflush(stderr);
+	if (fgets(line, sizeof(line), stdin) &&
+	    (strcmp(line, "y\n") == 0 || strcmp(line, "yes\n") == 0 ||
+	     strcmp(line, "Y\n") == 0))
+		return 0;
+	return relayctl_error(RELAYCTL_FAIL, "%s: aborted, nothing done",
+			      d->cmd);
+}
+
+static int64_t mono_ms(void)
+{
+	struct timespec ts;
+
+	clock_gettime(CLOCK_MONOTONIC, &ts);
+	return (int64_t)ts.tv_sec * 1000 + ts.tv_nsec / 1000000;
+}
+
+void dlqbulk_pace_init(struct dlqbulk_pace *p, long rate)
+{
+	p->start_ms = mono_ms();
+	p->count = 0;
+	p->rate = rate > 0 ? rate : 1;
+}
+
+/* Entry n starts no earlier than n / rate seconds after the first. */
+void dlqbulk_pace(struct dlqbulk_pace *p)
+{
+	int64_t due = p->start_ms + (int64_t)(p->count * 1000 /
+					      (uint64_t)p->rate);
+	int64_t now = mono_ms();
+
+	p->count++;
+	while (now < due && !dlqbulk_stopping()) {
+		struct timespec ts = { (due - now) / 1000,
+				       ((due - now) % 1000) * 1000000 };
+
+		nanosleep(&ts, NULL);
+		now = mono_ms();
+	}
+}
+
+static volatile sig_atomic_t stopping;
+
+static void on_signal(int sig)
+{
+	stopping = 1;
+	/* The next one is not caught: a second ^C ends relayctl at once. */
+	signal(sig, SIG_DFL);
+}
+
+void dlqbulk_catch_signals(void)
+{
+	struct sigaction sa;
+
+	memset(&sa, 0, sizeof(sa));
+	sa.sa_handler = on_signal;
+	sigemptyset(&sa.sa_mask);
+	sa.sa_flags = SA_RESTART;
+	sigaction(SIGINT, &sa, NULL);
+	sigaction(SIGTERM, &sa, NULL);
+}
+
+int dlqbulk_stopping(void)
+{
+	return stopping != 0;
+}
+
+static int64_t progress_at;
+static int progress_shown;
+
+void dlqbulk_progress(size_t done, size_t total, const char *verb)
+{
+	int64_t now;
+
+	if (!isatty(STDERR_FILENO))
+		return;
+	now = mono_ms();
+	if (progress_shown && now - progress_at < 200 && done < total)
+		return;
+	progress_at = now;
+	progress_shown = 1;
+	fprintf(stderr, "\r%s %zu/%zu\033[K", verb, done, total);
+	fflush(stderr);
+}
+
+void dlqbulk_progress_end(void)
+{
+	if (!progress_shown)
+		return;
+	fputs("\r\033[K", stderr);
+	fflush(stderr);
+	progress_shown = 0;
+}

@@ -1,0 +1,409 @@
+/*
+ * dlqfilter.c - parse and apply the DLQ entry filters (dlqfilter.h).
+ */
+#include <stdint.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "dlqfilter.h"
+
+/* Durations and times beyond this (about 31,000 years) are refused. */
+#define MAX_MS INT64_C(1000000000000000)
+
+void dlqfilter_init(struct dlqfilter *f)
+{
+	memset(f, 0, sizeof(*f));
+}
+
+void dlqfilter_free(struct dlqfilter *f)
+{
+	if (f->reason_ere)
+		regfree(&f->reason);
+	free(f->ids);
+	dlqfilter_init(f);
+}
+
+/* Digits of one 64-bit unsigned part; the end, or NULL. */
+static const char *u64_part(const char *p, uint64_t *out)
+{
+	uint64_t v = 0;
+
+	if (*p < '0' || *p > '9')
+		return NULL;
+	for (; *p >= '0' && *p <= '9'; p++) {
+		unsigned int dg = (unsigned int)(*p - '0');
+
+		if (v > (UINT64_MAX - dg) / 10)
+			return NULL;
+		v = v * 10 + dg;
+	}
+	if (out)
+		*out = v;
+	return p;
+}
+
+int dlqfilter_id_valid(const char *id)
+{
+	const char *p = u64_part(id, NULL);
+
+	if (!p)
+		return 0;
+	if (*p == '\0')
+		return 1;
+	if (*p != '-' || !(p = u64_part(p + 1, NULL)))
+		return 0;
+	return *p == '\0';
+}
+
+/* @n digits at @s into *v. Returns 0 or -1. */
+static int digits(const char *s, int n, int *v)
+{
+	int i;
+
+	*v = 0;
+	for (i = 0; i < n; i++) {
+		if (s[i] < '0' || s[i] > '9')
+			return -1;
+		*v = *v * 10 + (s[i] - '0');
+	}
+	return 0;
+}
+
+/* Days since 1970-01-01 of a proleptic Gregorian date. */
+static int64_t days_from_civil(int64_t y, int m, int d)
+{
+	int64_t era, yoe, doy, doe;
+
+	y -= m <= 2;
+	era = (y >= 0 ? y : y - 399) / 400;
+	yoe = y - era * 400;
+	doy = (153 * (m + (m > 2 ? -3 : 9)) + 2) / 5 + d - 1;
+	doe = yoe * 365 + yoe / 4 - yoe / 100 + doy;
+	return era * 146097 + doe - 719468;
+}
+
+static int month_days(int y, int m)
+{
+	static const int days[12] = { 31, 28, 31, 30, 31, 30, 31, 31, 30, 31,
+				      30, 31 };
+	int leap = (y % 4 == 0 && y % 100 != 0) || y % 400 == 0;
+
+	return m == 2 && leap ? 29 : days[m - 1];
+}
+
+/* "YYYY-MM-DD(T|t| )HH:MM:SS[.frac](Z|z|+HH:MM|-HH:MM)". */
+static int parse_rfc3339(const char *s, int64_t *ms)
+{
+	int y, mo, d, h, mi, sec, oh = 0, om = 0, frac = 0, scale = 1000;
+	int sign = 0;
+	const char *p;
+
+	if (strlen(s) < 20 || digits(s, 4, &y) || s[4] != '-' ||
+	    digits(s + 5, 2, &mo) || s[7] != '-' || digits(s + 8, 2, &d) ||
+	    (s[10] != 'T' && s[10] != 't' && s[10] != ' ') ||
+	    digits(s + 11, 2, &h) || s[13] != ':' || digits(s + 14, 2, &mi) ||
+	    s[16] != ':' || digits(s + 17, 2, &sec))
+		return -1;
+	if (mo < 1 || mo > 12 || d < 1 || d > month_days(y, mo) || h > 23 ||
+	    mi > 59 || sec > 60)
+		return -1;
+	p = s + 19;
+	if (*p == '.') {
+		if (p[1] < '0' || p[1] > '9')
+			return -1;
+		for (p++; *p >= '0' && *p <= '9'; p++)
+			if (scale > 1) {
+				scale /= 10;
+				frac += (*p - '0') * scale;
+			}
+	}
+	if ((*p == 'Z' || *p == 'z') && p[1] == '\0') {
+		sign = 0;
+	} else if ((*p == '+' || *p == '-') && strlen(p) == 6 &&
+		   !digits(p + 1, 2, &oh) && p[3] == ':' &&
+		   !digits(p + 4, 2, &om) && oh <= 23 && om <= 59) {
+		sign = *p == '+' ? 1 : -1;
+	} else {
+		return -1;
+	}
+	/* A leap second counts as the last second of its minute. */
+	if (sec == 60)
+		sec = 59;
+	*ms = ((days_from_civil(y, mo, d) * 86400 + h * 3600 + mi * 60 + sec -
+		sign * (oh * 3600 + om * 60)) * 1000) + frac;
+	return 0;
+}
+
+/* "2h", "1h30m", "500ms", ... into ms. Returns 0 or -1. */
+static int parse_duration(const char *s, int64_t *ms)
+{
+	static const struct {
+		const char *name;
+		int64_t ms;
+	} units[] = {
+		{ "ms", 1 }, { "s", 1000 }, { "m", 60000 }, { "h", 3600000 },
+		{ "d", 86400000 }, { "w", 604800000 },
+	};
+	int64_t total = 0;
+
+	if (!*s)
+		return -1;
+	while (*s) {
+		uint64_t n;
+		const char *p = u64_part(s, &n);
+		size_t i, len;
+
+		if (!p || n > (uint64_t)MAX_MS)
+			return -1;
+		for (i = 0; i < sizeof(units) / sizeof(units[0]); i++) {
+			len = strlen(units[i].name);
+			/* "ms" is tried before "m" and "s". */
+			if (strncmp(p, units[i].name, len) == 0)
+				break;
+		}
+		if (i == sizeof(units) / sizeof(units[0]))
+			return -1;
+		if ((int64_t)n > (MAX_MS - total) / units[i].ms)
+			return -1;
+		total += (int64_t)n * units[i].ms;
+		s = p + strlen(units[i].name);
+	}
+	*ms = total;
+	return 0;
+}
+
+int dlqfilter_parse_when(const char *s, int64_t now_ms, int64_t *ms)
+{
+	int64_t d;
+
+	if (parse_rfc3339(s, ms) == 0)
+		return *ms > -MAX_MS && *ms < MAX_MS ? 0 : -1;
+	if (parse_duration(s, &d) == 0) {
+		*ms = now_ms - d;
+		return 0;
+	}
+	return -1;
+}
+
+/*
+ * argv[*i] as "--NAME VALUE" or "--NAME=VALUE": 1 and *value, 0 when it
+ * is another argument, -1 when the value is missing.
+ */
+static int opt(int argc, char **argv, int *i, const char *name,
+	       const char **value)
+{
+	size_t n = strlen(name);
+
+	if (strncmp(argv[*i], name, n) != 0)
+		return 0;
+	if (argv[*i][n] == '=') {
+		*value = argv[*i] + n + 1;
+		return 1;
+	}
+	if (argv[*i][n] != '\0')
+		return 0;
+	if (*i + 1 >= argc)
+		return -1;
+	*value = argv[++*i];
+	return 1;
+}
+
+static int once(const char *cur, const char *name, char *err, size_t size)
+{
+	if (!cur)
+		return 0;
+	snprintf(err, size, "%s: given twice (filters combine with AND; "
+		 "only --id repeats)", name);
+	return -1;
+}
+
+static int take_reason(struct dlqfilter *f, const char *v, char *err,
+		       size_t size)
+{
+	char why[200];
+	int rc;
+
+	if (once(f->reason_ere, "--reason", err, size))
+		return -1;
+	rc = regcomp(&f->reason, v, REG_EXTENDED | REG_NOSUB);
+	if (rc) {
+		regerror(rc, &f->reason, why, sizeof(why));
+		regfree(&f->reason);
+		snprintf(err, size, "--reason: not a POSIX extended regular "
+			 "expression: %s", why);
+		return -1;
+	}
+	f->reason_ere = v;
+	return 0;
+}
+
+static int take_time(const char **text, int64_t *ms, const char *name,
+		     const char *v, int64_t now_ms, char *err, size_t size)
+{
+	if (once(*text, name, err, size))
+		return -1;
+	if (dlqfilter_parse_when(v, now_ms, ms)) {
+		snprintf(err, size, "%s: \"%.60s\" is neither an RFC 3339 time "
+			 "(2026-01-31T12:00:00Z) nor a duration ago (2h, "
+			 "30m, 1d12h)", name, v);
+		return -1;
+	}
+	*text = v;
+	return 0;
+}
+
+static int take_id(struct dlqfilter *f, const char *v, char *err,
+		   size_t size)
+{
+	const char **ids;
+
+	if (!dlqfilter_id_valid(v)) {
+		snprintf(err, size, "--id: \"%.60s\" is not a stream entry id "
+			 "(MS or MS-SEQ)", v);
+		return -1;
+	}
+	ids = realloc(f->ids, (f->nids + 1) * sizeof(*ids));
+	if (!ids) {
+		snprintf(err, size, "--id: out of memory");
+		return -1;
+	}
+	ids[f->nids++] = v;
+	f->ids = ids;
+	return 0;
+}
+
+int dlqfilter_arg(struct dlqfilter *f, int argc, char **argv, int *i,
+		  int64_t now_ms, char *err, size_t size)
+{
+	static const char *const names[] = { "--app", "--handler", "--reason",
+					     "--since", "--until", "--id" };
+	const char *v = NULL;
+	size_t k;
+	int m = 0;
+
+	for (k = 0; k < sizeof(names) / sizeof(names[0]); k++) {
+		m = opt(argc, argv, i, names[k], &v);
+		if (m)
+			break;
+	}
+	if (m == 0)
+		return 0;
+	if (m < 0 || !*v) {
+		snprintf(err, size, "%s needs a%s value", names[k],
+			 m < 0 ? "" : " non-empty");
+		return -1;
+	}
+	switch (k) {
+	case 0:
+		if (once(f->app, "--app", err, size))
+			return -1;
+		f->app = v;
+		return 1;
+	case 1:
+		if (once(f->handler, "--handler", err, size))
+			return -1;
+		f->handler = v;
+		return 1;
+	case 2:
+		return take_reason(f, v, err, size) ? -1 : 1;
+	case 3:
+		return take_time(&f->since_text, &f->since_ms, "--since", v,
+				 now_ms, err, size) ? -1 : 1;
+	case 4:
+		return take_time(&f->until_text, &f->until_ms, "--until", v,
+				 now_ms, err, size) ? -1 : 1;
+	default:
+		return take_id(f, v, err, size) ? -1 : 1;
+	}
+}
+
+int dlqfilter_finish(const struct dlqfilter *f, char *err, size_t size)
+{
+	if (f->since_text && f->until_text && f->since_ms > f->until_ms) {
+		snprintf(err, size, "--since %.60s is later than --until "
+			 "%.60s: no entry can match", f->since_text, f->until_text);
+		return -1;
+	}
+	return 0;
+}
+
+int dlqfilter_active(const struct dlqfilter *f)
+{
+	return dlqfilter_on_fields(f) || f->since_text || f->until_text ||
+	       f->nids;
+}
+
+int dlqfilter_on_fields(const struct dlqfilter *f)
+{
+	return f->app || f->handler || f->reason_ere;
+}
+
+/* The ms part of a stream entry id, or -1. */
+static int64_t id_ms(const char *id)
+{
+	uint64_t v;
+
+	if (!u64_part(id, &v) || v > (uint64_t)MAX_MS)
+		return -1;
+	return (int64_t)v;
+}
+
+static int in_range(const struct dlqfilter *f, int64_t ms)
+{
+	if (f->since_text && ms < f->since_ms)
+		return 0;
+	if (f->until_text && ms > f->until_ms)
+		return 0;
+	return 1;
+}
+
+static int id_listed(const struct dlqfilter *f, const char *id)
+{
+	size_t i;
+
+	if (!f->nids)
+		return 1;
+	for (i = 0; i < f->nids; i++) {
+		/* "5" names the entry "5-0", as XRANGE reads it. */
+		size_t n = strlen(f->ids[i]);
+
+		if (strcmp(f->ids[i], id) == 0 ||
+		    (!strchr(f->ids[i], '-') && strncmp(f->ids[i], id, n) == 0
+		     && strcmp(id + n, "-0") == 0))
+			return 1;
+	}
+	return 0;
+}
+
+int dlqfilter_match_id(const struct dlqfilter *f, const char *id)
+{
+	if (!id_listed(f, id))
+		return 0;
+	if (f->since_text || f->until_text)
+		return in_range(f, id_ms(id));
+	return 1;
+}
+
+int dlqfilter_match(const struct dlqfilter *f, const relay_dlq_record *r)
+{
+	const relay_dlq_entry *e = &r->e;
+	int64_t ms;
+
+	if (f->app && strcmp(e->app, f->app) != 0)
+		return 0;
+	if (f->handler && strcmp(e->handler, f->handler) != 0)
+		return 0;
+	if (!id_listed(f, r->id))
+		return 0;
+	if (f->since_text || f->until_text) {
+		/* The timestamp field; its id's time if that is unreadable. */
+		if (parse_rfc3339(e->timestamp, &ms))
+			ms = id_ms(r->id);
+		if (!in_range(f, ms))
+			return 0;
+	}
+	if (f->reason_ere && regexec(&f->reason, e->reason, 0, NULL, 0) != 0)
+		return 0;
+	return 1;
+}

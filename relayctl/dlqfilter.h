@@ -1,0 +1,90 @@
+/*
+ * dlqfilter.h - the entry filters shared by relayctl dlq ls, summary,
+ * replay and rm: which DLQ entries a bulk command works on.
+ *
+ *	--app NAME      the entry's app is NAME
+ *	--handler NAME  the entry's handler is NAME
+ *	--reason ERE    the reason matches ERE (POSIX extended, unanchored)
+ *	--since WHEN    written at or after WHEN
+ *	--until WHEN    written at or before WHEN
+ *	--id ID         the entry id is ID (repeatable: any of them)
+ *
+ * WHEN is an RFC 3339 time (2026-12-04T10:00:00Z, ...+02:00, fractions
+ * allowed) or a duration ago: digits and a unit, one or more of them, as
+ * in 2h, 90s, 1h30m, 2d, 500ms (units ms s m h d w). Filters combine with
+ * AND. An entry's time is its timestamp field.
+ *
+ * Pure: no printing, no I/O; the caller prints the message (exit 2).
+ * Not thread-safe (one filter per thread).
+ */
+#ifndef RELAYCTL_DLQFILTER_H
+#define RELAYCTL_DLQFILTER_H
+
+#include <regex.h>
+#include <stddef.h>
+#include <stdint.h>
+
+#include "relay/dlq.h"
+
+struct dlqfilter {
+	const char *app;        /* borrowed from argv, or NULL */
+	const char *handler;
+	const char *reason_ere; /* the source text, or NULL */
+	regex_t reason;         /* compiled when reason_ere is set */
+	const char *since_text, *until_text;
+	int64_t since_ms, until_ms;  /* Unix ms, valid with their _text */
+	const char **ids;       /* --id values (borrowed), nids of them */
+	size_t nids;
+};
+
+/* An empty filter (matches everything). */
+void dlqfilter_init(struct dlqfilter *f);
+
+/* Release what the filter holds (the compiled regex, the id list). */
+void dlqfilter_free(struct dlqfilter *f);
+
+/*
+ * If argv[*i] is a filter option ("--app NAME" or "--app=NAME", ...),
+ * take it (advancing *i past its value) and return 1. Return 0 when it is
+ * not one. Return -1 when it is one but bad (missing or empty value, a
+ * repeated option other than --id, a regex that does not compile, a time
+ * that is neither RFC 3339 nor a duration, an ID that is not a stream
+ * entry id, out of memory), with @err ("--since: ...") naming the flag.
+ * @now_ms: the wall clock, for durations ago.
+ */
+int dlqfilter_arg(struct dlqfilter *f, int argc, char **argv, int *i,
+		  int64_t now_ms, char *err, size_t size);
+
+/*
+ * After the last option: checks that need every option (--since later
+ * than --until). Returns 0, or -1 with @err naming the flags.
+ */
+int dlqfilter_finish(const struct dlqfilter *f, char *err, size_t size);
+
+/* Whether any filter option was given. */
+int dlqfilter_active(const struct dlqfilter *f);
+
+/* Whether a filter on the fields of an entry was given (--app, --handler,
+ * --reason): one a malformed entry cannot be tested against. */
+int dlqfilter_on_fields(const struct dlqfilter *f);
+
+/* Whether well-formed entry @r passes every filter. */
+int dlqfilter_match(const struct dlqfilter *f, const relay_dlq_record *r);
+
+/*
+ * Whether the malformed entry @id passes the filters that can be decided
+ * without its fields: --id, and --since/--until on the time in its id.
+ * (The filters on fields are left to the caller: dlqfilter_on_fields().)
+ */
+int dlqfilter_match_id(const struct dlqfilter *f, const char *id);
+
+/*
+ * Parse WHEN (above) into Unix ms: a duration is taken back from @now_ms.
+ * Returns 0, or -1 when it is neither form.
+ */
+int dlqfilter_parse_when(const char *s, int64_t now_ms, int64_t *ms);
+
+/* Whether @id is a stream entry id: "MS" or "MS-SEQ", 64-bit decimals. */
+int dlqfilter_id_valid(const char *id);
+
+#endif /* RELAYCTL_DLQFILTER_H */

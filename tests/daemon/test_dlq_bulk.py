@@ -1,0 +1,553 @@
+#!/usr/bin/env python3
+"""The DLQ at incident scale (doc/cli.md L-6): the shared filters of
+relayctl dlq ls / summary / replay / rm (--app --handler --reason --since
+--until --id), dlq summary (text and --json), bulk rm and replay with
+--dry-run / --yes / --rate, the confirmation on a terminal, and
+interrupted bulk replays (SIGKILL, SIGINT) that never replay an entry
+twice and never lose one. Real redis-server, real relayd, real relayctl.
+DLQ entries are written by hand (well-formed, with chosen timestamps),
+so that their app, handler, reason and age are known.
+
+usage: test_dlq_bulk.py RELAYD RELAYCTL
+"""
+import datetime
+import json
+import os
+import pty
+import re
+import signal
+import subprocess
+import sys
+import time
+
+from harness import Env, case, check, eq, run_cases
+
+RELAYCTL = os.environ.get("RELAYCTL") or (sys.argv[2] if len(sys.argv) > 2
+                                          else "relayctl")
+DLQ = "relay:events:dlq"
+
+
+def ctl_env(d, extra=None):
+    env = {k: v for k, v in os.environ.items()
+           if k.startswith(("ASAN_", "UBSAN_", "LSAN_", "PATH"))}
+    for k in ("REDIS_URI", "REDIS_STREAM", "REDIS_GROUP", "RELAY_RUN_DIR",
+              "RELAY_STATE_DIR", "RELAY_APPS_DIR"):
+        env[k] = d.vars[k]
+    env.update(extra or {})
+    return env
+
+
+def ctl(d, *args, stdin=subprocess.DEVNULL, extra=None):
+    """relayctl with relayd @d's environment, stdin not a terminal."""
+    p = subprocess.run([RELAYCTL, *args], env=ctl_env(d, extra), stdin=stdin,
+                       capture_output=True, text=True, errors="replace",
+                       timeout=120)
+    check("Sanitizer" not in p.stderr and "runtime error" not in p.stderr,
+          f"relayctl {args}: sanitizer report:\n{p.stderr}")
+    return p.returncode, p.stdout, p.stderr
+
+
+def ctl_tty(d, *args, answer):
+    """relayctl with a terminal on stdin, @answer typed into it."""
+    master, slave = pty.openpty()
+    p = subprocess.Popen([RELAYCTL, *args], env=ctl_env(d), stdin=slave,
+                         stdout=subprocess.PIPE, stderr=subprocess.PIPE,
+                         text=True, errors="replace")
+    os.close(slave)
+    os.write(master, answer.encode())
+    out, err = p.communicate(timeout=120)
+    os.close(master)
+    check("Sanitizer" not in err, err)
+    return p.returncode, out, err
+
+
+def ts(ago_s):
+    t = datetime.datetime.now(datetime.timezone.utc) - \
+        datetime.timedelta(seconds=ago_s)
+    return t.strftime("%Y-%m-%dT%H:%M:%S.") + f"{t.microsecond // 1000:03d}Z"
+
+
+def exhausted(app, handler, n, last):
+    return (f'invocation exhausted: app "{app}" handler "{handler}" '
+            f"exhausted after {n} handler attempts: {last}")
+
+
+def put(env, app, handler, reason, ago_s, event=None, dlq=DLQ):
+    """Write one well-formed DLQ entry; returns its id."""
+    placeholder = app == "-"
+    return env.r("XADD", dlq, "*", "original_stream", "events",
+                 "original_id", "1-1", "group", "relay", "consumer", "c1",
+                 "event", json.dumps(event or {"k": "x"}), "reason", reason,
+                 "app", app, "handler", handler, "deliveries", "1",
+                 "handler_attempts", "0" if placeholder else "1",
+                 "timestamp", ts(ago_s))
+
+
+def put_bad(env):
+    """A malformed entry (most fields missing)."""
+    return env.r("XADD", DLQ, "*", "original_stream", "events", "app", "a")
+
+
+def ids(env, dlq=DLQ):
+    return [e[0] for e in env.r("XRANGE", dlq, "-", "+")]
+
+
+def sample(env):
+    """E1..E5 and a malformed entry, oldest first."""
+    e1 = put(env, "a", "h1", exhausted("a", "h1", 3,
+                                       "timed out after 6000ms"), 3 * 3600)
+    e2 = put(env, "a", "h1", exhausted("a", "h1", 2,
+                                       "timed out after 5000ms"), 2 * 3600)
+    e3 = put(env, "a", "h2", exhausted("a", "h2", 1, "exit status 3"), 1800)
+    e4 = put(env, "b", "h2", exhausted("b", "h2", 1, "exit status 4"), 600)
+    e5 = put(env, "-", "-", "decode event: unexpected byte 7 at 12", 300)
+    bad = put_bad(env)
+    return [e1, e2, e3, e4, e5, bad]
+
+
+def ls_ids(d, *filters):
+    rc, out, err = ctl(d, "dlq", "ls", "--json", *filters)
+    eq(rc, 0, f"dlq ls {filters}\n{err}")
+    return [e["id"] for e in json.loads(out)]
+
+
+@case
+def filters_select_in_ls():
+    with Env() as env:
+        d = env.relayd(start=False)
+        e1, e2, e3, e4, e5, bad = sample(env)
+        # A malformed entry's app is unknown: listed whatever the filters
+        # on fields say; --id, --since and --until judge it by its id.
+        eq(ls_ids(d, "--app", "a"), [e1, e2, e3, bad], "--app")
+        eq(ls_ids(d, "--app=b"), [e4, bad], "--app=")
+        eq(ls_ids(d, "--handler", "h2"), [e3, e4, bad], "--handler")
+        eq(ls_ids(d, "--reason", "timed out after [0-9]+ms$"),
+           [e1, e2, bad], "--reason")
+        eq(ls_ids(d, "--reason", "^decode"), [e5, bad], "--reason anchored")
+        eq(ls_ids(d, "--since", "1h"), [e3, e4, e5, bad], "--since 1h")
+        eq(ls_ids(d, "--until", "1h"), [e1, e2], "--until 1h")
+        eq(ls_ids(d, "--since", "150m", "--until", "20m"), [e2, e3],
+           "--since and --until")
+        eq(ls_ids(d, "--since", ts(2 * 3600 + 600)), [e2, e3, e4, e5, bad],
+           "--since RFC 3339")
+        eq(ls_ids(d, "--id", e2, "--id", e4), [e2, e4], "--id twice")
+        eq(ls_ids(d, "--id", bad), [bad], "--id of a malformed entry")
+        eq(ls_ids(d, "--app", "a", "--since", "150m"), [e2, e3, bad],
+           "--app AND --since")
+        eq(ls_ids(d, "--app", "a", "--handler", "h2", "--reason", "exit"),
+           [e3, bad], "three filters")
+        eq(ls_ids(d, "--app", "nobody", "--until", "1h"), [],
+           "nothing matches")
+        rc, out, _ = ctl(d, "dlq", "ls", "--handler", "h1", "--limit", "1")
+        rows = out.split("\n\n")[0].splitlines()
+        eq((rc, len(rows), rows[1].split()[0]), (0, 2, e1),
+           "table: the header and one row (--limit after the filter)")
+
+
+BAD_FILTERS = [
+    (["--reason", "("], "--reason"),
+    (["--reason", "a{2,1}"], "--reason"),
+    (["--since", "yesterday"], "--since"),
+    (["--since", "-2h"], "--since"),
+    (["--until", "2026-13-01T00:00:00Z"], "--until"),
+    (["--until", "2026-01-01T00:00:00"], "--until"),
+    (["--id", "abc"], "--id"),
+    (["--id"], "--id"),
+    (["--app", ""], "--app"),
+    (["--app", "a", "--app", "b"], "--app"),
+    (["--handler", "x", "--handler", "y"], "--handler"),
+    (["--since", "1h", "--until", "2h"], "--since"),
+]
+
+
+@case
+def bad_filter_is_usage_error_naming_the_flag():
+    with Env() as env:
+        d = env.relayd(start=False)
+        put(env, "a", "h1", "r", 10)
+        before = ids(env)
+        for sub in ("ls", "summary", "rm", "replay"):
+            for args, flag in BAD_FILTERS:
+                extra = ["--yes"] if sub in ("rm", "replay") else []
+                rc, out, err = ctl(d, "dlq", sub, *args, *extra)
+                eq(rc, 2, f"dlq {sub} {args}: exit\n{err}")
+                eq(out, "", f"dlq {sub} {args}: nothing on stdout")
+                check(err.startswith(f"relayctl: dlq {sub}: {flag}"),
+                      f"dlq {sub} {args}: names {flag}:\n{err}")
+        eq(ids(env), before, "nothing changed")
+        for args in (["rm", "1-0", "--app", "a"],
+                     ["replay", "1-0", "--all"],
+                     ["rm", "1-0", "--dry-run"],
+                     ["rm", "--all", "--yes", "--rate", "0"],
+                     ["rm", "--all", "--yes", "--rate", "1001"],
+                     ["replay", "--all", "--yes", "--rate", "x"],
+                     ["summary", "--limit", "3"]):
+            rc, out, err = ctl(d, "dlq", *args)
+            eq((rc, out), (2, ""), f"dlq {args}\n{err}")
+        # Bulk without --yes while stdin is not a terminal: refused.
+        for sub in ("rm", "replay"):
+            rc, out, err = ctl(d, "dlq", sub, "--app", "a")
+            eq((rc, out), (2, ""), f"dlq {sub} --app a without --yes")
+            check("--yes" in err and "not a terminal" in err, err)
+        eq(ids(env), before, "still nothing changed")
+
+
+@case
+def summary_groups_by_app_handler_reason():
+    with Env() as env:
+        d = env.relayd(start=False)
+        e1, e2, e3, e4, e5, bad = sample(env)
+        rc, out, err = ctl(d, "dlq", "summary", "--json")
+        eq(rc, 0, "summary --json\n" + err)
+        got = json.loads(out)
+        t1 = env.dlq()[0]["timestamp"]
+        t2 = env.dlq()[1]["timestamp"]
+        eq(got[0], {"app": "a", "handler": "h1",
+                    "reason": "timed out after Nms", "count": 2,
+                    "oldest": t1, "newest": t2}, "the two timeouts: one")
+        eq([(g["app"], g["handler"], g["reason"], g["count"])
+            for g in got[1:]],
+           [("-", "-", "decode event: unexpected byte N at N", 1),
+            ("a", "h2", "exit status N", 1),
+            ("b", "h2", "exit status N", 1)], "the other groups")
+        check("1 malformed DLQ entry not counted" in err, err)
+
+        rc, out, err = ctl(d, "dlq", "summary")
+        eq(rc, 0, "summary\n" + err)
+        lines = out.splitlines()
+        eq(re.split(r"\s{2,}", lines[0]),
+           ["COUNT", "APP", "HANDLER", "OLDEST", "NEWEST", "REASON"],
+           "header")
+        row = re.split(r"\s{2,}", lines[1])
+        eq((row[0], row[1], row[2], row[5]),
+           ("2", "a", "h1", "timed out after Nms"), "first row")
+        check(re.match(r"3h0m|2h59m", row[3]) and
+              re.match(r"2h0m|1h59m", row[4]), row)
+        eq(lines[-1], "Total: 5 entries in 4 groups", "total")
+
+        rc, out, _ = ctl(d, "dlq", "summary", "--json", "--app", "b")
+        eq([(g["app"], g["count"]) for g in json.loads(out)], [("b", 1)],
+           "filtered summary")
+        rc, out, _ = ctl(d, "dlq", "summary", "--json", "--id", "1-0")
+        eq((rc, out), (0, "[]\n"), "nothing matches: []")
+        # A name with digits keeps them; only numbers standing alone go.
+        put(env, "a", "h1", exhausted("a", "h1", 1, "h3 failed: code 42"),
+            5)
+        rc, out, _ = ctl(d, "dlq", "summary", "--json", "--since", "1m")
+        eq([g["reason"] for g in json.loads(out)], ["h3 failed: code N"],
+           "numbers in names kept")
+
+
+@case
+def rm_bulk_dry_run_yes_rate():
+    with Env() as env:
+        d = env.relayd(start=False)
+        e1, e2, e3, e4, e5, bad = sample(env)
+        rc, out, err = ctl(d, "dlq", "rm", "--app", "a", "--dry-run")
+        eq(rc, 0, "dry run\n" + err)
+        lines = out.splitlines()
+        eq(lines[0], "3 matching DLQ entries (dry run: nothing removed)",
+           "count")
+        eq([ln.split()[0] for ln in lines[2:]], [e1, e2, e3], "sample ids")
+        eq(re.split(r"\s{2,}", lines[2])[1:],
+           ["events", "a", "h1", "3h0m", "timed out after 6000ms"],
+           "sample row: its last failure as REASON")
+        eq(len(ids(env)), 6, "dry run changes nothing")
+
+        rc, out, err = ctl(d, "dlq", "rm", "--app", "a", "--yes")
+        eq((rc, out), (0, "Removed 3 of 3 DLQ entries (0 already gone)\n"),
+           "rm --app a --yes\n" + err)
+        check("1 malformed DLQ entry left alone" in err, err)
+        eq(ids(env), [e4, e5, bad], "a's entries gone, malformed kept")
+
+        rc, out, err = ctl(d, "dlq", "rm", "--id", bad, "--yes")
+        eq((rc, out), (0, "Removed 1 of 1 DLQ entry (0 already gone)\n"),
+           "a malformed entry named by --id is removed\n" + err)
+        eq(ids(env), [e4, e5], "malformed entry removed")
+
+        # --rate: 6 entries at 5 per second take at least a second.
+        for i in range(6):
+            put(env, "c", "h", "r", 10)
+        t0 = time.monotonic()
+        rc, out, err = ctl(d, "dlq", "rm", "--app", "c", "--yes",
+                           "--rate", "5")
+        took = time.monotonic() - t0
+        eq((rc, out), (0, "Removed 6 of 6 DLQ entries (0 already gone)\n"),
+           "rm --rate 5\n" + err)
+        check(took >= 1.0, f"--rate 5 took {took:.2f}s for 6 entries")
+        eq(ids(env), [e4, e5], "only c's entries removed")
+
+        rc, out, err = ctl(d, "dlq", "rm", "--all", "--yes")
+        eq((rc, out), (0, "Removed 2 of 2 DLQ entries (0 already gone)\n"),
+           "rm --all\n" + err)
+        eq(ids(env), [], "DLQ empty")
+
+
+@case
+def bulk_confirmation_on_a_terminal():
+    with Env() as env:
+        d = env.relayd(start=False)
+        for i in range(12):
+            put(env, "a", "h", "r", 10)
+        rc, out, err = ctl_tty(d, "dlq", "rm", "--app", "a", answer="n\n")
+        eq((rc, out), (1, ""), "answer n\n" + err)
+        check("Remove 12 DLQ entries? [y/N]" in err and "aborted" in err,
+              err)
+        eq(len(ids(env)), 12, "nothing removed")
+        rc, out, err = ctl_tty(d, "dlq", "rm", "--app", "a", answer="y\n")
+        eq((rc, out), (0, "Removed 12 of 12 DLQ entries (0 already gone)\n"),
+           "answer y\n" + err)
+        eq(ids(env), [], "all removed")
+        # At or below the threshold: no question.
+        for i in range(3):
+            put(env, "a", "h", "r", 10)
+        rc, out, err = ctl_tty(d, "dlq", "rm", "--all", answer="")
+        eq((rc, err), (0, ""), "3 entries: no question\n" + out)
+        eq(ids(env), [], "removed without asking")
+
+
+def replay_app(env, gate):
+    """App a, handlers h1 and h2: log the event's k to runs.log; h1 fails
+    while the file 'fail' exists; an event with "slow" waits for @gate."""
+    d = os.path.join(env.apps_dir, "a")
+    os.makedirs(d, exist_ok=True)
+    log = os.path.join(env.dir, "runs.log")
+    fail = os.path.join(env.dir, "fail")
+    script = ('ev=$(cat); echo "$ev" >> "$LOG.start"; '
+              'case "$ev" in *slow*) while [ ! -e "$GATE" ]; do '
+              'sleep 0.05; done;; esac; '
+              'test -e "$FAIL" && { echo failing >&2; exit 3; }; '
+              'echo "$ev" >> "$LOG"')
+    lines = ["runtime: exec",
+             f"command: [\"/bin/sh\", \"-c\", {json.dumps(script)}]",
+             "env:", f"  LOG: {json.dumps(log)}",
+             f"  GATE: {json.dumps(gate)}", f"  FAIL: {json.dumps(fail)}",
+             "events:"]
+    for h in ("h1", "h2"):
+        lines += [f"  - handler: {h}",
+                  f"    pattern: {{\"never\": [\"{h}\"]}}",
+                  "    retries: 0", "    timeout: 60s"]
+    with open(os.path.join(d, "template.yaml"), "w") as f:
+        f.write("\n".join(lines) + "\n")
+    return log, fail
+
+
+def runs(log):
+    """The k of every finished (or started: log + '.start') run."""
+    if not os.path.exists(log):
+        return []
+    with open(log) as f:
+        return [json.loads(ln)["k"] for ln in f if ln.strip()]
+
+
+@case
+def replay_bulk_filters_dry_run_and_claims():
+    with Env() as env:
+        gate = os.path.join(env.dir, "gate")
+        log, fail = replay_app(env, gate)
+        d = env.relayd()
+        r1 = exhausted("a", "h1", 1, "exit status 3")
+        e1 = put(env, "a", "h1", r1, 3600, {"k": "e1"})
+        e2 = put(env, "a", "h1", r1, 1800, {"k": "e2"})
+        e3 = put(env, "a", "h2", r1, 60, {"k": "e3"})
+        e4 = put(env, "-", "-", "decode event: x", 60)
+
+        rc, out, err = ctl(d, "dlq", "replay", "--app", "a", "--dry-run")
+        eq(rc, 0, "dry run\n" + err)
+        eq(out.splitlines()[0],
+           "3 matching DLQ entries (dry run: nothing replayed)", out)
+        eq((runs(log), len(ids(env))), ([], 4), "dry run runs nothing")
+
+        # A failing run keeps the entry and drops the claim.
+        open(fail, "w").close()
+        rc, out, err = ctl(d, "dlq", "replay", "--handler", "h2", "--yes")
+        eq(rc, 1, "failed replay\n" + out + err)
+        check(f"{e3} a/h2 failed (exit status 3); the DLQ entry is kept\n"
+              in out, out)
+        check("Replayed 0 of 1 entries (1 failed, 0 skipped)" in out, out)
+        eq(env.r("EXISTS", f"{DLQ}:replaying:{e3}"), 0, "claim dropped")
+        os.unlink(fail)
+
+        # An entry claimed by someone else is skipped, not run.
+        env.r("SET", f"{DLQ}:replaying:{e3}", "other", "PX", "60000")
+        rc, out, err = ctl(d, "dlq", "replay", "--id", e3, "--yes")
+        eq(rc, 1, "claimed entry\n" + out + err)
+        check(f"{e3} a/h2 skipped (being replayed" in out, out)
+        check("(0 failed, 1 skipped, 1 of them being replayed elsewhere)"
+              in out, out)
+        rc, out, err = ctl(d, "dlq", "replay", e3)
+        eq(rc, 1, "claimed entry, by ID\n" + out + err)
+        check("being replayed" in err, err)
+        eq(env.r("GET", f"{DLQ}:replaying:{e3}"), "other", "claim kept")
+        env.r("DEL", f"{DLQ}:replaying:{e3}")
+
+        # An app relayd does not know (not_found): a failure, not "gone".
+        z = put(env, "zzz", "h", r1, 60, {"k": "z"})
+        rc, out, err = ctl(d, "dlq", "replay", "--app", "zzz", "--yes")
+        eq(rc, 1, "unknown app\n" + out + err)
+        check(f"{z} " in out and "(not_found)" in out and
+              "(1 failed, 0 skipped)" in out, out)
+        check(z in ids(env), "its entry is kept")
+        eq(env.r("EXISTS", f"{DLQ}:replaying:{z}"), 0, "claim dropped")
+        env.r("XDEL", DLQ, z)
+
+        # --handler h1 --since 45m: e2 only.
+        rc, out, err = ctl(d, "dlq", "replay", "--handler", "h1", "--since",
+                           "45m", "--yes", "--rate", "1000")
+        eq((rc, out), (0, f"{e2} a/h1 replayed\n"
+                          "Replayed 1 of 1 entries (0 failed, 0 skipped)\n"),
+           "filtered replay\n" + err)
+        env.wait(lambda: ids(env) == [e1, e3, e4], "e2 deleted by relayd")
+        pttl = env.r("PTTL", f"{DLQ}:replaying:{e2}")
+        check(0 < pttl <= 60000, f"claim of a success expires soon: {pttl}")
+
+        # --all: the rest; the placeholder is skipped.
+        rc, out, err = ctl(d, "dlq", "replay", "--all", "--yes")
+        eq(rc, 0, "replay --all\n" + out + err)
+        eq(out, f"{e1} a/h1 replayed\n{e3} a/h2 replayed\n"
+                f"{e4} -/-: skipped (placeholder of a malformed message, "
+                "not replayable)\n"
+                "Replayed 2 of 3 entries (0 failed, 1 skipped)\n", out)
+        env.wait(lambda: ids(env) == [e4], "only the placeholder left")
+        eq(sorted(runs(log)), ["e1", "e2", "e3"], "each ran once")
+        d.stop()
+
+
+@case
+def interrupted_replay_never_twice_never_lost():
+    with Env() as env:
+        gate = os.path.join(env.dir, "gate")
+        log, _ = replay_app(env, gate)
+        d = env.relayd()
+        r1 = exhausted("a", "h1", 1, "exit status 3")
+        s1 = put(env, "a", "h1", r1, 60, {"k": "s1", "slow": 1})
+        f1 = put(env, "a", "h1", r1, 50, {"k": "f1"})
+        f2 = put(env, "a", "h2", r1, 40, {"k": "f2"})
+
+        # SIGKILL while relayd runs s1: relayd finishes it anyway.
+        p = subprocess.Popen([RELAYCTL, "dlq", "replay", "--all", "--yes",
+                              "--rate", "1000"], env=ctl_env(d),
+                             stdin=subprocess.DEVNULL,
+                             stdout=subprocess.PIPE, stderr=subprocess.PIPE)
+        env.procs.append(p)
+        env.wait(lambda: runs(log + ".start") == ["s1"], "s1 started")
+        p.kill()
+        p.wait()
+        # The same command again: s1 is claimed (still running), skipped.
+        rc, out, err = ctl(d, "dlq", "replay", "--all", "--yes")
+        eq(rc, 1, "second run\n" + out + err)
+        check(f"{s1} a/h1 skipped (being replayed" in out, out)
+        check(f"{f1} a/h1 replayed\n{f2} a/h2 replayed\n" in out, out)
+        open(gate, "w").close()
+        env.wait(lambda: ids(env) == [], "s1 finished and deleted")
+        rc, out, err = ctl(d, "dlq", "replay", "--all", "--yes")
+        eq((rc, out), (0, "Replayed 0 of 0 entries (0 failed, 0 skipped)\n"),
+           "third run: nothing left\n" + err)
+        eq(sorted(runs(log)), ["f1", "f2", "s1"], "each ran exactly once")
+        eq(sorted(runs(log + ".start")), ["f1", "f2", "s1"],
+           "each started exactly once")
+
+        # SIGINT: the entry in hand is finished, the rest stays.
+        os.unlink(gate)
+        os.unlink(log)
+        os.unlink(log + ".start")
+        s2 = put(env, "a", "h1", r1, 30, {"k": "s2", "slow": 1})
+        g1 = put(env, "a", "h1", r1, 20, {"k": "g1"})
+        g2 = put(env, "a", "h1", r1, 10, {"k": "g2"})
+        p = subprocess.Popen([RELAYCTL, "dlq", "replay", "--app", "a",
+                              "--yes", "--rate", "1000"], env=ctl_env(d),
+                             stdin=subprocess.DEVNULL,
+                             stdout=subprocess.PIPE, stderr=subprocess.PIPE,
+                             text=True)
+        env.procs.append(p)
+        env.wait(lambda: runs(log + ".start") == ["s2"], "s2 started")
+        p.send_signal(signal.SIGINT)
+        open(gate, "w").close()
+        out, err = p.communicate(timeout=120)
+        eq(p.returncode, 1, "interrupted run\n" + out + err)
+        eq(out, f"{s2} a/h1 replayed\n"
+                "Replayed 1 of 3 entries (0 failed, 0 skipped)\n", out)
+        check("interrupted: 2 matching entries not replayed" in err, err)
+        env.wait(lambda: ids(env) == [g1, g2], "s2 gone, the rest kept")
+        rc, out, err = ctl(d, "dlq", "replay", "--app", "a", "--yes")
+        eq(rc, 0, "go on\n" + out + err)
+        env.wait(lambda: ids(env) == [], "all replayed")
+        eq(sorted(runs(log)), ["g1", "g2", "s2"], "each ran exactly once")
+        d.stop()
+
+
+@case
+def every_stream_in_turn():
+    """REDIS_STREAM names two partitions: the bulk commands go through
+    both DLQs in list order, and replay tells relayd each entry's stream."""
+    with Env() as env:
+        gate = os.path.join(env.dir, "gate")
+        log, _ = replay_app(env, gate)
+        d = env.relayd(REDIS_STREAM="ev{0..1}")
+        q0, q1 = "relay:ev:{p0}:dlq", "relay:ev:{p1}:dlq"
+        r1 = exhausted("a", "h1", 1, "exit status 3")
+        b1 = put(env, "a", "h1", r1, 60, {"k": "b1"}, dlq=q1)
+        a1 = put(env, "a", "h1", r1, 50, {"k": "a1"}, dlq=q0)
+        a2 = put(env, "b", "h1", r1, 40, {"k": "a2"}, dlq=q0)
+        rc, out, err = ctl(d, "dlq", "summary", "--json")
+        eq([(g["app"], g["count"]) for g in json.loads(out)],
+           [("a", 2), ("b", 1)], "summary over both DLQs\n" + err)
+        rc, out, err = ctl(d, "dlq", "replay", "--app", "a", "--dry-run")
+        eq([re.split(r"\s{2,}", ln)[:2] for ln in out.splitlines()[2:]],
+           [[a1, "ev:{p0}"], [b1, "ev:{p1}"]], "list order, STREAM column")
+        rc, out, err = ctl(d, "dlq", "replay", "--app", "a", "--yes")
+        eq((rc, out), (0, f"{a1} a/h1 replayed\n{b1} a/h1 replayed\n"
+                          "Replayed 2 of 2 entries (0 failed, 0 skipped)\n"),
+           "replay over both\n" + err)
+        env.wait(lambda: (ids(env, q0), ids(env, q1)) == ([a2], []),
+                 "each deleted from its own DLQ")
+        eq(sorted(runs(log)), ["a1", "b1"], "each ran once")
+        put(env, "c", "h", r1, 30, dlq=q1)
+        rc, out, err = ctl(d, "dlq", "rm", "--all", "--yes")
+        eq((rc, out), (0, "Removed 2 of 2 DLQ entries (0 already gone)\n"),
+           "rm over both\n" + err)
+        eq((ids(env, q0), ids(env, q1)), ([], []), "both empty")
+        d.stop()
+
+
+@case
+def terminal_output_is_clean_and_shows_progress():
+    with Env() as env:
+        d = env.relayd(start=False)
+        put(env, "a", "h", exhausted("a", "h", 1, "bad \x1b[31mred\x07"), 9)
+        rc, out, err = ctl(d, "dlq", "summary")
+        check("\x1b" not in out and "\x07" not in out and
+              "bad ?[Nmred?" in out, repr(out))
+        rc, out, err = ctl(d, "dlq", "rm", "--all", "--dry-run")
+        check("\x1b" not in out and "bad ?[31mred?" in out, repr(out))
+        rc, out, err = ctl(d, "dlq", "ls", "--reason", "\x1b")
+        eq(rc, 0, "an ESC in a regex is fine")
+        rc, out, err = ctl(d, "dlq", "ls", "--app", "\x1b[2J", "--app", "x")
+        eq(rc, 2, "twice")
+        rc, out, err = ctl(d, "dlq", "ls", "--since", "\x1b[2J")
+        check("\x1b" not in err and "?[2J" in err, repr(err))
+        # stderr a terminal: a progress line, cleared at the end.
+        master, slave = pty.openpty()
+        p = subprocess.Popen([RELAYCTL, "dlq", "rm", "--all", "--yes"],
+                             env=ctl_env(d), stdin=subprocess.DEVNULL,
+                             stdout=subprocess.PIPE, stderr=slave)
+        os.close(slave)
+        out, _ = p.communicate(timeout=120)
+        tty = b""
+        while True:
+            try:
+                chunk = os.read(master, 4096)
+            except OSError:
+                break
+            if not chunk:
+                break
+            tty += chunk
+        os.close(master)
+        eq(p.returncode, 0, "rm with a terminal on stderr")
+        check(b"\rremoving 1/1\x1b[K" in tty and tty.endswith(b"\r\x1b[K"),
+              repr(tty))
+        eq(out, b"Removed 1 of 1 DLQ entry (0 already gone)\n", "stdout")
+
+
+if __name__ == "__main__":
+    sys.exit(run_cases())
