@@ -8,15 +8,22 @@
  *	relay-warm-exec -- CMD ARGS...     (fd 3: the control socket)
  *
  * Per invocation: clone3() makes N, pid 1 of a new pid namespace in new
- * mount and IPC namespaces (pidfd sent to relayd in S), which starts its
- * own session, waits for "g" on the go pipe relayd sent with the request
- * when the invocation has cgroups, sets rlimits, mounts a private tmpfs
- * /tmp and /dev/shm and a fresh /proc, and forks H. H drops
- * every capability, resets every signal, takes the invocation's stdio
- * and exactly the cold environment, and execs CMD. N exits with H's
- * status (128+signal when killed), which takes the invocation's leftovers
- * down with it. A C process forks in microseconds where the python3
- * server's interpreter takes a millisecond.
+ * mount and IPC namespaces, which mounts a private tmpfs /tmp, a fresh
+ * /proc and its own /dev (as bwrap made it: warm_fresh.h) and forks H,
+ * pid 2, in its own session; N sends "S id" with H's pidfd to relayd.
+ * H waits for "g" on the go pipe relayd sent with the request when the
+ * invocation has cgroups (relayd moved H in: only H and its descendants
+ * are the invocation's, as in the python3 server), sets rlimits, makes
+ * its own user namespace (warm_fresh.h), drops every capability, resets
+ * every signal, takes the invocation's stdio and exactly the cold
+ * environment, and execs CMD. N exits with H's status (128+signal when
+ * killed), which takes the invocation's leftovers down with it, and the
+ * server reports it ("X"). relayd signals H's process group, never N: an
+ * N killed by a signal is a slot that died under its invocation, which
+ * the server reports as such ("E"), so that relayd runs it again cold
+ * and charges the handler nothing, as for a python3 slot. A C process
+ * forks in microseconds where the python3 server's interpreter takes a
+ * millisecond.
  */
 #define _GNU_SOURCE
 #include <errno.h>
@@ -39,9 +46,11 @@
 #include <sys/wait.h>
 #include <unistd.h>
 
+#include "warm_fresh.h"
 #include "warm_proto.h"
 
 #define CTL 3
+#define GO 4      /* in N and H: the go pipe's read end */
 #define MAX_MSG 65536
 #define MAX_FIELDS 4096
 #define MAX_KIDS 1024
@@ -57,6 +66,8 @@ static struct kid kids[MAX_KIDS];
 static char **command;
 static const char *pwd;
 static int sfd = -1;
+static struct relay__warm_dev dev;  /* bwrap's /dev, learnt at start */
+static int n_err = 2;               /* in N: the invocation's stderr */
 
 static int send_fields(const char *const *f, int n, int fd)
 {
@@ -82,16 +93,38 @@ static void die(const char *what)
 	_exit(255);
 }
 
-/* H: become the command. Never returns. */
-static void __attribute__((noreturn)) run_h(char **env)
+/* H: the go-ahead (fd GO, when @go), then become the command. Never
+ * returns. */
+static void __attribute__((noreturn)) run_h(char **env, int go,
+					    const struct rlimit *rl)
 {
 	struct __user_cap_header_struct hdr = { _LINUX_CAPABILITY_VERSION_3,
 						0 };
 	struct __user_cap_data_struct data[2];
 	struct sigaction sa;
 	sigset_t none;
+	ssize_t r;
 	int s;
+	char c;
 
+	close(CTL);
+	/* relayd signals this process group: H's and its children's,
+	 * never N's. */
+	setsid();
+	if (go) {
+		do
+			r = read(GO, &c, 1);
+		while (r < 0 && errno == EINTR);
+		if (r != 1 || c != 'g')
+			_exit(255);
+		close(GO);
+	}
+	if (rl[0].rlim_cur && setrlimit(RLIMIT_AS, &rl[0]) != 0)
+		die("setrlimit");
+	if (rl[1].rlim_cur && setrlimit(RLIMIT_NPROC, &rl[1]) != 0)
+		die("setrlimit");
+	if (relay__warm_own_userns() != 0)
+		die("user namespace");
 	memset(data, 0, sizeof(data));
 	if (syscall(SYS_capset, &hdr, data) != 0)
 		die("capset");
@@ -122,24 +155,40 @@ static int mount_scratch(const char *dir)
 	return mount("tmpfs", dir, "tmpfs", MS_NOSUID | MS_NODEV, opt);
 }
 
-/* N: pid 1 of the invocation's namespaces. Never returns. */
+/* N, before H exists: tell relayd the invocation is lost ("E"; run
+ * cold) and exit. Without @rid (the probe) the reason goes to stderr. */
+static void __attribute__((noreturn)) n_fail(const char *rid,
+					     const char *what)
+{
+	char why[160];
+
+	snprintf(why, sizeof(why), "warm invocation setup: %s: %s", what,
+		 strerror(errno));
+	if (rid) {
+		const char *e[] = { "E", rid, why };
+
+		send_fields(e, 3, -1);
+	} else {
+		dprintf(n_err, "relay: %s\n", why);
+	}
+	_exit(255);
+}
+
+/* N: pid 1 of the invocation's namespaces (@rid its request's id, NULL
+ * for the probe). Never returns. */
 static void __attribute__((noreturn))
-run_n(const int fds[3], int go_r, const struct rlimit *rl, char **env)
+run_n(const int fds[3], int go_r, const struct rlimit *rl, char **env,
+      const char *rid)
 {
 	static const int ignored[] = { SIGTERM, SIGINT, SIGHUP, SIGQUIT,
 				       SIGUSR1, SIGUSR2, SIGALRM, SIGPIPE };
+	struct clone_args ca;
 	struct sigaction sa;
 	sigset_t none;
-	pid_t h;
-	int i, st;
-	char c;
+	int i, st, pidfd = -1;
+	long h;
 
-	for (i = 0; i < 3; i++)
-		if (dup2(fds[i], i) < 0)
-			die("dup2");
-	if (go_r >= 0 && dup2(go_r, CTL) < 0)
-		die("dup2");
-	syscall(SYS_close_range, go_r >= 0 ? CTL + 1 : CTL, ~0u, 0);
+	n_err = fds[2];
 	setsid();
 	memset(&sa, 0, sizeof(sa));
 	sa.sa_handler = SIG_IGN;
@@ -147,33 +196,49 @@ run_n(const int fds[3], int go_r, const struct rlimit *rl, char **env)
 		sigaction(ignored[i], &sa, NULL);
 	sigemptyset(&none);
 	sigprocmask(SIG_SETMASK, &none, NULL);
-	if (go_r >= 0) {
-		if (read(CTL, &c, 1) != 1 || c != 'g')
-			_exit(255);
-		close(CTL);
-	}
-	if (rl[0].rlim_cur && setrlimit(RLIMIT_AS, &rl[0]) != 0)
-		die("setrlimit");
-	if (rl[1].rlim_cur && setrlimit(RLIMIT_NPROC, &rl[1]) != 0)
-		die("setrlimit");
 	if (mount(NULL, "/", NULL, MS_REC | MS_PRIVATE, NULL) != 0)
-		die("mount --make-rprivate /");
-	/* Writable in the sandbox: each invocation gets empty ones. */
+		n_fail(rid, "mount --make-rprivate /");
+	/* Writable in the sandbox: each invocation gets its own. */
 	if (mount_scratch("/tmp") != 0)
-		die("mount /tmp");
-	if (mount_scratch("/dev/shm") != 0)
-		die("mount /dev/shm");
+		n_fail(rid, "mount /tmp");
 	if (mount("proc", "/proc", "proc", MS_NOSUID | MS_NODEV | MS_NOEXEC,
 		  NULL) != 0)
-		die("mount /proc");
-	h = fork();
+		n_fail(rid, "mount /proc");
+	if (relay__warm_dev_reopen(&dev) != 0 ||
+	    relay__warm_dev_build(&dev, 0) != 0)
+		n_fail(rid, "mount /dev");
+	/* Only now: a descriptor dup2() replaces may be one of bwrap's
+	 * device nodes, bound above. */
+	for (i = 0; i < 3; i++)
+		if (dup2(fds[i], i) < 0)
+			n_fail(rid, "dup2");
+	if (go_r >= 0 && dup2(go_r, GO) < 0)
+		n_fail(rid, "dup2");
+	n_err = 2;
+	/* Nothing of the server's but the control socket (for "S") and
+	 * the go pipe (H's). */
+	syscall(SYS_close_range, go_r >= 0 ? GO + 1 : GO, ~0u, 0);
+	memset(&ca, 0, sizeof(ca));
+	ca.flags = CLONE_PIDFD;
+	ca.pidfd = (uint64_t)(uintptr_t)&pidfd;
+	ca.exit_signal = SIGCHLD;
+	h = syscall(SYS_clone3, &ca, sizeof(ca));
 	if (h < 0)
-		die("fork");
+		n_fail(rid, "clone3");
 	if (h == 0) {
 		if (!env)
 			_exit(0);       /* the probe */
-		run_h(env);
+		run_h(env, go_r >= 0, rl);
 	}
+	if (rid) {
+		const char *f[] = { "S", rid };
+
+		send_fields(f, 2, pidfd);
+	}
+	close(pidfd);
+	close(CTL);
+	if (go_r >= 0)
+		close(GO);
 	for (;;) {
 		pid_t p = waitpid(-1, &st, 0);
 
@@ -188,25 +253,24 @@ run_n(const int fds[3], int go_r, const struct rlimit *rl, char **env)
 
 /* Start N; returns its pid with *pidfd, or -1. */
 static pid_t start_n(const int fds[3], int go_r, const struct rlimit *rl,
-		     char **env, int *pidfd)
+		     char **env, const char *rid)
 {
 	struct clone_args a;
 	pid_t pid;
 
 	memset(&a, 0, sizeof(a));
-	a.flags = CLONE_NEWNS | CLONE_NEWPID | CLONE_NEWIPC | CLONE_PIDFD;
-	a.pidfd = (uint64_t)(uintptr_t)pidfd;
+	a.flags = CLONE_NEWNS | CLONE_NEWPID | CLONE_NEWIPC;
 	a.exit_signal = SIGCHLD;
 	pid = (pid_t)syscall(SYS_clone3, &a, sizeof(a));
 	if (pid == 0)
-		run_n(fds, go_r, rl, env);
+		run_n(fds, go_r, rl, env, rid);
 	return pid;
 }
 
 static const char *probe(void)
 {
 	static char why[256];
-	int fds[3], p[2], st, pidfd = -1, i;
+	int fds[3], p[2], st, i;
 	struct rlimit rl[2];
 	ssize_t n;
 	pid_t pid;
@@ -216,7 +280,7 @@ static const char *probe(void)
 		return "pipe";
 	fds[0] = fds[1] = open("/dev/null", O_RDWR | O_CLOEXEC);
 	fds[2] = p[1];
-	pid = start_n(fds, -1, rl, NULL, &pidfd);
+	pid = start_n(fds, -1, rl, NULL, NULL);
 	close(fds[0]);
 	close(p[1]);
 	if (pid < 0) {
@@ -224,7 +288,6 @@ static const char *probe(void)
 		snprintf(why, sizeof(why), "clone3: %s", strerror(errno));
 		return why;
 	}
-	close(pidfd);
 	while (waitpid(pid, &st, 0) < 0 && errno == EINTR)
 		;
 	n = read(p[0], why, sizeof(why) - 1);
@@ -247,7 +310,7 @@ static void request(char **f, int nf, int *fds, int nfds, int whole)
 {
 	struct rlimit rl[2];
 	struct kid *k = NULL;
-	int pidfd = -1, i, wait_go;
+	int i, wait_go;
 	char **env = NULL;
 	pid_t pid;
 
@@ -287,7 +350,8 @@ static void request(char **f, int nf, int *fds, int nfds, int whole)
 				env[w++] = env[i];
 		env[w] = NULL;
 	}
-	pid = start_n(fds, wait_go ? fds[3] : -1, rl, env, &pidfd);
+	/* N says "S" itself, with H's pidfd. */
+	pid = start_n(fds, wait_go ? fds[3] : -1, rl, env, f[1]);
 	if (pid < 0) {
 		const char *e[] = { "E", f[1], strerror(errno) };
 
@@ -296,12 +360,6 @@ static void request(char **f, int nf, int *fds, int nfds, int whole)
 	}
 	k->pid = pid;
 	snprintf(k->id, sizeof(k->id), "%s", f[1]);
-	{
-		const char *s[] = { "S", f[1] };
-
-		send_fields(s, 2, pidfd);
-	}
-	close(pidfd);
 out:
 	free(env);
 	for (i = 0; i < nfds; i++)
@@ -318,13 +376,26 @@ static void reap(void)
 		;
 	while ((p = waitpid(-1, &st, WNOHANG)) > 0) {
 		for (i = 0; i < MAX_KIDS; i++) {
-			char code[16];
+			char code[48];
 			const char *x[] = { "X", kids[i].id, code };
 
 			if (kids[i].pid != p)
 				continue;
-			snprintf(code, sizeof(code), "%d", st);
 			kids[i].pid = 0;
+			/* N exits with H's status; nothing but a kill from
+			 * outside ends it by a signal (relayd signals H's
+			 * group): its invocation is lost, not failed. An N
+			 * that could not set up said "E" itself: relayd
+			 * ignores this X. */
+			if (WIFSIGNALED(st)) {
+				const char *e[] = { "E", kids[i].id, code };
+
+				snprintf(code, sizeof(code), "invocation slot "
+					 "died (signal %d)", WTERMSIG(st));
+				send_fields(e, 3, -1);
+				continue;
+			}
+			snprintf(code, sizeof(code), "%d", st);
 			send_fields(x, 3, -1);
 		}
 	}
@@ -351,6 +422,16 @@ int main(int argc, char **argv)
 	sigprocmask(SIG_BLOCK, &chld, NULL);
 	sfd = signalfd(-1, &chld, SFD_NONBLOCK | SFD_CLOEXEC);
 	fcntl(CTL, F_SETFD, FD_CLOEXEC);
+	/* Before any invocation: bwrap's /dev, which each one gets a
+	 * fresh copy of (the server's own stays as bwrap made it). */
+	if (relay__warm_dev_learn(&dev) != 0) {
+		char m[96];
+		const char *n[] = { "N", m };
+
+		snprintf(m, sizeof(m), "cannot read /dev: %s", strerror(errno));
+		send_fields(n, 2, -1);
+		return 0;
+	}
 	why = probe();
 	if (why) {
 		const char *n[] = { "N", why };

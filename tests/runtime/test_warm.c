@@ -1076,6 +1076,65 @@ static void test_warm__slot_process_not_changed(void)
 	job_free(&j);
 }
 
+/* exec: the same through relay-warm-exec (a python3 command: one
+ * command, so one warm parent, running the handler it is named). */
+static void test_warm__exec_shared_state_not_inherited(void)
+{
+	static const char *const argv[] = {
+		"/usr/bin/python3", "-c", "import os, poison; "
+		"getattr(poison, os.environ['RELAY_HANDLER'])(0)", NULL,
+	};
+	relay_exec_spec p = py_spec("shared"), f = py_spec("fingerprint");
+
+	p.runtime = f.runtime = RELAY_RUNTIME_EXEC;
+	p.argv = f.argv = argv;
+	poison_then_fingerprint(p, f, false);
+}
+
+/* exec: an invocation's slot N (a child of relay-warm-exec, itself
+ * relay-warm-exec before its fork) killed mid-invocation: as for a
+ * python3 slot, the run finishes cold, counted, and no attempt is
+ * charged (it does not fail as "killed by signal 9"). */
+static void test_warm__exec_slot_killed(void)
+{
+	static const char *const argv[] = {
+		"/bin/sh", "-c", "sleep 1; echo slow done", NULL,
+	};
+	relay_exec_spec s = py_spec("run");
+	relay_runtime_warm_stats st = { .version = 1 };
+	pid_t all[64];
+	uint64_t before;
+	struct job j;
+	int i, k, n, killed = 0;
+
+	s.runtime = RELAY_RUNTIME_EXEC;
+	s.argv = argv;
+	RT_CHECK(run1(rt, &s, &j) == 0);   /* the parent is ready */
+	RT_CHECK(j.o.warm);
+	job_free(&j);
+	relay_runtime_warm_stats_get(rt, &st);
+	before = st.failures[RELAY_WARM_FAIL_FORK];
+	s.warm = RELAY_WARM_AUTO;
+	RT_CHECK(start(rt, &s, &j) == 0);
+	for (i = 0; i < 100 && !killed && !j.done; i++) {
+		ev_run(loop, EVRUN_NOWAIT);
+		sleep_ms(10);
+		n = host_pids("^/run/relay-warm-exec", all, 64);
+		for (k = 0; k < n; k++)
+			if (host_pids_has(all, n, parent_of(all[k])))
+				killed += kill(all[k], SIGKILL) == 0;
+	}
+	RT_CHECK(killed == 1);
+	finished_cold(&j, &st);
+	RT_CHECK(st.failures[RELAY_WARM_FAIL_FORK] > before);
+	job_free(&j);
+	s.warm = RELAY_WARM_REQUIRE;
+	RT_CHECK(run1(rt, &s, &j) == 0);
+	RT_EQ_STR(j.o.reason, "");
+	RT_CHECK(j.o.warm && cap_has(&j.c, "slow done"));
+	job_free(&j);
+}
+
 /* relay_runtime_free() leaves no warm sandbox behind. */
 static void test_warm__free_leaves_nothing(void)
 {
@@ -1210,6 +1269,8 @@ int main(int argc, char **argv)
 		RT_CASE(test_warm__exec_same_as_cold),
 		RT_CASE(test_warm__shared_state_not_inherited),
 		RT_CASE(test_warm__slot_process_not_changed),
+		RT_CASE(test_warm__exec_shared_state_not_inherited),
+		RT_CASE(test_warm__exec_slot_killed),
 		RT_CASE(test_warm__free_leaves_nothing),
 		RT_CASE(test_warm__slot_lib_unloadable_runs_cold),
 		RT_CASE(test_warm__signal_to_slot_is_harmless),
