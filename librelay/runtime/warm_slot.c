@@ -22,9 +22,11 @@
  * Per request, as the Python loop did: "B id" to the server, the request
  * (bytes and descriptors as received) to the waiting H, "S id" + H's
  * pidfd to relayd; when H exits every process left in the namespace is
- * killed and reaped, /tmp and /dev/shm are mounted empty again if the
- * invocation changed them, "I id" goes to the server and "X id status"
- * to relayd; then the next H is forked.
+ * killed and reaped, signals it queued on N dropped, "I id" goes to the
+ * server and "X id status" to relayd; then /tmp and /dev are mounted
+ * fresh again if the invocation changed them (warm_fresh.h), and the
+ * next H is forked. A slot whose resource limits the invocation lowered
+ * exits instead (struct attrs).
  *
  * Thread-safety: none needed; N and H are single-threaded processes.
  */
@@ -608,13 +610,6 @@ int relay_warm_slot_run(const struct relay_warm_slot *a)
 			kill_leftovers();
 			drain_signals();
 			retire = !same_attrs(&attrs);
-			if (!scratch_fresh(a, stamp)) {
-				remount_scratch(a);
-				take_stamp(a, stamp);
-			}
-			if (relay__warm_dev_changed(&dev) &&
-			    relay__warm_dev_build(&dev, 1) != 0)
-				die(255, "mount /dev");
 			/* Free again before relayd hears of the end, so the
 			 * server counts it idle before the next request. */
 			{
@@ -630,6 +625,16 @@ int relay_warm_slot_run(const struct relay_warm_slot *a)
 			 * it exit). */
 			if (retire)
 				_exit(0);
+			/* Nothing of the invocation runs any more: its
+			 * files are cleaned up after relayd heard of its end
+			 * (off its time), before N reads another request. */
+			if (!scratch_fresh(a, stamp)) {
+				remount_scratch(a);
+				take_stamp(a, stamp);
+			}
+			if (relay__warm_dev_changed(&dev) &&
+			    relay__warm_dev_build(&dev, 1) != 0)
+				die(255, "mount /dev");
 			break;
 		}
 		default: {
