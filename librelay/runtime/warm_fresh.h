@@ -134,7 +134,9 @@ static inline int relay__warm_dev_learn(struct relay__warm_dev *d)
  * In a new mount namespace (a copy of the one relay__warm_dev_learn()
  * ran in, bwrap's /dev still on top): the device nodes opened again in
  * it. A bind mount's source must be a mount of the caller's namespace,
- * and the learnt descriptors are of the copy's origin. 0, or -1.
+ * and the learnt descriptors are of the copy's origin. Those are left
+ * open (close-on-exec; the caller closes its inherited descriptors
+ * anyway). 0, or -1.
  */
 static inline int relay__warm_dev_reopen(struct relay__warm_dev *d)
 {
@@ -145,7 +147,6 @@ static inline int relay__warm_dev_reopen(struct relay__warm_dev *d)
 
 		if (d->e[i].node < 0)
 			continue;
-		close(d->e[i].node);
 		snprintf(path, sizeof(path), "/dev/%s", d->e[i].name);
 		d->e[i].node = open(path, O_PATH | O_NOFOLLOW | O_CLOEXEC);
 		if (d->e[i].node < 0)
@@ -187,12 +188,13 @@ static inline int relay__warm_dev_stamp(struct relay__warm_dev *d)
  * /dev/pts. With @detach, the /dev this function mounted before is
  * detached first (with whatever an invocation left in it). Needs a /proc
  * of the caller's (the nodes are bound through /proc/self/fd) and
- * CAP_SYS_ADMIN over the mount namespace. 0, or -1 with errno.
+ * CAP_SYS_ADMIN over the mount namespace. A caller that checks it later
+ * records it then (relay__warm_dev_stamp()). 0, or -1 with errno.
  */
 static inline int relay__warm_dev_build(struct relay__warm_dev *d,
 					int detach)
 {
-	int i, fd;
+	int i;
 
 	if (detach && umount2("/dev", MNT_DETACH) != 0)
 		return -1;
@@ -223,15 +225,13 @@ static inline int relay__warm_dev_build(struct relay__warm_dev *d,
 			continue;
 		}
 		/* A mount point for the node, then the node bound on it. */
-		fd = open(path, O_WRONLY | O_CREAT | O_EXCL | O_CLOEXEC, 0444);
-		if (fd < 0)
+		if (mknod(path, S_IFREG | 0444, 0) != 0)
 			return -1;
-		close(fd);
 		snprintf(src, sizeof(src), "/proc/self/fd/%d", x->node);
 		if (mount(src, path, NULL, MS_BIND, NULL) != 0)
 			return -1;
 	}
-	return relay__warm_dev_stamp(d);
+	return 0;
 }
 
 static inline int relay__warm_same_time(const struct timespec *a,

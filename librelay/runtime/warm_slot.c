@@ -549,7 +549,9 @@ int relay_warm_slot_run(const struct relay_warm_slot *a)
 	if (take_attrs(&attrs) != 0)
 		fail(a->srv_fd, "process attributes", errno);
 	/* The slot's own /dev, as bwrap made it (warm_fresh.h). */
-	if (relay__warm_dev_learn(&dev) != 0 || relay__warm_dev_build(&dev, 0))
+	if (relay__warm_dev_learn(&dev) != 0 ||
+	    relay__warm_dev_build(&dev, 0) != 0 ||
+	    relay__warm_dev_stamp(&dev) != 0)
 		fail(a->srv_fd, "mount /dev", errno);
 	last_pid_fd = open("/proc/sys/kernel/ns_last_pid", O_WRONLY | O_CLOEXEC);
 	msgbuf = malloc(SLOT_MSG_MAX);
@@ -633,7 +635,8 @@ int relay_warm_slot_run(const struct relay_warm_slot *a)
 				take_stamp(a, stamp);
 			}
 			if (relay__warm_dev_changed(&dev) &&
-			    relay__warm_dev_build(&dev, 1) != 0)
+			    (relay__warm_dev_build(&dev, 1) != 0 ||
+			     relay__warm_dev_stamp(&dev) != 0))
 				die(255, "mount /dev");
 			break;
 		}
