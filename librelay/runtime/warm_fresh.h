@@ -12,7 +12,8 @@
  *  - its own user namespace (the same uid and gid, mapped onto
  *    themselves), so its user and user-session keyrings are new: the
  *    kernel keeps one per user namespace and uid, and every invocation of
- *    a parent is in the parent's.
+ *    a parent is in the parent's; and a new session keyring when it
+ *    inherited one.
  *
  * Header-only (static inline), like warm_proto.h: both helpers link
  * nothing of librelay. Only libc and raw syscalls.
@@ -26,10 +27,12 @@
 #include <sched.h>
 #include <stdio.h>
 #include <string.h>
+#include <linux/keyctl.h>
 #include <sys/mount.h>
 #include <sys/prctl.h>
 #include <sys/stat.h>
 #include <sys/statfs.h>
+#include <sys/syscall.h>
 #include <sys/types.h>
 #include <sys/xattr.h>
 #include <unistd.h>
@@ -338,8 +341,9 @@ static inline int relay__warm_dev_changed(const struct relay__warm_dev *d)
  * namespace of its own, in which its uid and gid are the same numbers,
  * mapped onto themselves (so files, /proc and the handler's ids look as
  * before). Its user and user-session keyrings are then new and die with
- * it, and it holds no capability over the namespaces of the process that
- * forked it. setgroups is denied in it, as bwrap denies it in the
+ * it (a session keyring it inherited is replaced by a new one), and it
+ * holds no capability over the namespaces of the process that forked
+ * it. setgroups is denied in it, as bwrap denies it in the
  * sandbox's, and its capability bounding set is emptied, as bwrap
  * empties a cold handler's. 0, or -1 with errno.
  */
@@ -371,6 +375,16 @@ static inline int relay__warm_own_userns(void)
 		}
 		close(fd);
 	}
+	/* A session keyring the sandbox inherited (relayd's: a service
+	 * manager may give it one) every invocation could write to: a new,
+	 * empty one instead. Without one, the session keyring is the user
+	 * namespace's user-session keyring, already new. */
+	if (syscall(SYS_keyctl, KEYCTL_GET_KEYRING_ID,
+		    KEY_SPEC_SESSION_KEYRING, 0) !=
+		    syscall(SYS_keyctl, KEYCTL_GET_KEYRING_ID,
+			    KEY_SPEC_USER_SESSION_KEYRING, 0) &&
+	    syscall(SYS_keyctl, KEYCTL_JOIN_SESSION_KEYRING, NULL) < 0)
+		return -1;
 	/* A new user namespace starts with a full bounding set; a cold
 	 * handler's is empty (bwrap drops it). Up to the last capability
 	 * this kernel knows (EINVAL after it). */

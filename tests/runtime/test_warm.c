@@ -14,7 +14,9 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <linux/keyctl.h>
 #include <sys/stat.h>
+#include <sys/syscall.h>
 #include <time.h>
 #include <unistd.h>
 
@@ -1059,6 +1061,31 @@ static void test_warm__shared_state_not_inherited(void)
 	poison_then_fingerprint(p, f, true);
 }
 
+/* A session keyring relayd has (a service manager may give it one) is
+ * inherited by every sandbox: a warm invocation gets a new one, so a
+ * key one adds to it is not seen by the next. (A cold invocation still
+ * shares it: bwrap keeps it.) The parents are made anew after this
+ * process joined a session keyring of its own. */
+static void test_warm__inherited_session_keyring_not_shared(void)
+{
+	static const char *const argv[] = {
+		"/usr/bin/python3", "-c", "import os, poison; "
+		"getattr(poison, os.environ['RELAY_HANDLER'])(0)", NULL,
+	};
+	relay_exec_spec p = py_spec("poison.shared"), f = py_spec(
+		"poison.fingerprint");
+
+	RT_CHECK(syscall(SYS_keyctl, KEYCTL_JOIN_SESSION_KEYRING,
+			 "relay-test-warm") > 0);
+	relay_runtime_warm_retire(rt, NULL);
+	poison_then_fingerprint(p, f, true);
+	p = py_spec("shared");
+	f = py_spec("fingerprint");
+	p.runtime = f.runtime = RELAY_RUNTIME_EXEC;
+	p.argv = f.argv = argv;
+	poison_then_fingerprint(p, f, false);
+}
+
 /* python3: an invocation that changes its slot process N (limits, nice,
  * affinity; /proc/1's oom_score_adj and coredump_filter) changes no
  * later invocation. */
@@ -1282,6 +1309,7 @@ int main(int argc, char **argv)
 		RT_CASE(test_warm__slot_process_not_changed),
 		RT_CASE(test_warm__exec_shared_state_not_inherited),
 		RT_CASE(test_warm__exec_slot_killed),
+		RT_CASE(test_warm__inherited_session_keyring_not_shared),
 		RT_CASE(test_warm__free_leaves_nothing),
 		RT_CASE(test_warm__slot_lib_unloadable_runs_cold),
 		RT_CASE(test_warm__signal_to_slot_is_harmless),
