@@ -8,15 +8,24 @@
  *	relay-warm-exec -- CMD ARGS...     (fd 3: the control socket)
  *
  * Per invocation: clone3() makes N, pid 1 of a new pid namespace in new
- * mount and IPC namespaces (pidfd sent to relayd in S), which starts its
- * own session, waits for "g" on the go pipe relayd sent with the request
- * when the invocation has cgroups, sets rlimits, mounts a private tmpfs
- * /tmp and /dev/shm and a fresh /proc, and forks H. H drops
- * every capability, resets every signal, takes the invocation's stdio
- * and exactly the cold environment, and execs CMD. N exits with H's
- * status (128+signal when killed), which takes the invocation's leftovers
- * down with it. A C process forks in microseconds where the python3
- * server's interpreter takes a millisecond.
+ * mount and IPC namespaces, which mounts a private tmpfs /tmp, a fresh
+ * /proc and its own /dev (as bwrap made it: warm_fresh.h). The server
+ * makes it ahead (the spare): it waits for its request on a socket pair
+ * with its mounts done. Given the request, N forks H, pid 2, in its own
+ * session, and sends "S id" with H's pidfd to relayd. H waits for "g" on
+ * the go pipe relayd sent with the request when the invocation has
+ * cgroups (relayd moved H in: only H and its descendants are the
+ * invocation's, as in the python3 server), sets rlimits, makes its own
+ * user namespace (warm_fresh.h), drops every capability, resets every
+ * signal, takes the invocation's stdio and exactly the cold environment,
+ * and execs CMD. N exits with H's status (128+signal when killed), which
+ * takes the invocation's leftovers down with it, and the server reports
+ * it ("X"). relayd signals H's process group, never N: an N killed by a
+ * signal is a slot that died under its invocation, which the server
+ * reports as such ("E"), so that relayd runs it again cold and charges
+ * the handler nothing, as for a python3 slot. A C process
+ * forks in microseconds where the python3 server's interpreter takes a
+ * millisecond.
  */
 #define _GNU_SOURCE
 #include <errno.h>
@@ -39,9 +48,11 @@
 #include <sys/wait.h>
 #include <unistd.h>
 
+#include "warm_fresh.h"
 #include "warm_proto.h"
 
 #define CTL 3
+#define GO 4      /* in N and H: the go pipe's read end */
 #define MAX_MSG 65536
 #define MAX_FIELDS 4096
 #define MAX_KIDS 1024
@@ -57,6 +68,7 @@ static struct kid kids[MAX_KIDS];
 static char **command;
 static const char *pwd;
 static int sfd = -1;
+static struct relay__warm_dev dev;  /* bwrap's /dev, learnt at start */
 
 static int send_fields(const char *const *f, int n, int fd)
 {
@@ -82,16 +94,38 @@ static void die(const char *what)
 	_exit(255);
 }
 
-/* H: become the command. Never returns. */
-static void __attribute__((noreturn)) run_h(char **env)
+/* H: the go-ahead (fd GO, when @go), then become the command. Never
+ * returns. */
+static void __attribute__((noreturn)) run_h(char **env, int go,
+					    const struct rlimit *rl)
 {
 	struct __user_cap_header_struct hdr = { _LINUX_CAPABILITY_VERSION_3,
 						0 };
 	struct __user_cap_data_struct data[2];
 	struct sigaction sa;
 	sigset_t none;
+	ssize_t r;
 	int s;
+	char c;
 
+	close(CTL);
+	/* relayd signals this process group: H's and its children's,
+	 * never N's. */
+	setsid();
+	if (go) {
+		do
+			r = read(GO, &c, 1);
+		while (r < 0 && errno == EINTR);
+		if (r != 1 || c != 'g')
+			_exit(255);
+		close(GO);
+	}
+	if (rl[0].rlim_cur && setrlimit(RLIMIT_AS, &rl[0]) != 0)
+		die("setrlimit");
+	if (rl[1].rlim_cur && setrlimit(RLIMIT_NPROC, &rl[1]) != 0)
+		die("setrlimit");
+	if (relay__warm_own_userns() != 0)
+		die("user namespace");
 	memset(data, 0, sizeof(data));
 	if (syscall(SYS_capset, &hdr, data) != 0)
 		die("capset");
@@ -122,24 +156,82 @@ static int mount_scratch(const char *dir)
 	return mount("tmpfs", dir, "tmpfs", MS_NOSUID | MS_NODEV, opt);
 }
 
-/* N: pid 1 of the invocation's namespaces. Never returns. */
-static void __attribute__((noreturn))
-run_n(const int fds[3], int go_r, const struct rlimit *rl, char **env)
+/* The spare N: made ahead of its request, its namespaces and mounts
+ * ready (run_n), waiting on a socket pair for the request. */
+struct spare {
+	pid_t pid;      /* 0: none */
+	int sock;       /* the server's end */
+};
+
+static struct spare spare = { 0, -1 };
+
+/* N, once it has its request (@rid its id, empty for the probe) but no
+ * H: tell relayd the invocation is lost ("E"; it runs it cold), or the
+ * probe's stderr (@err) why, and exit. */
+static void __attribute__((noreturn)) n_fail(const char *rid, int err,
+					     const char *what, int e)
+{
+	char why[160];
+
+	snprintf(why, sizeof(why), "warm invocation setup: %s: %s", what,
+		 strerror(e));
+	if (rid[0]) {
+		const char *f[] = { "E", rid, why };
+
+		send_fields(f, 3, -1);
+	} else {
+		dprintf(err, "relay: %s\n", why);
+	}
+	_exit(255);
+}
+
+/* N: the environment of request fields @f[6..@nf) as a cold start has
+ * it (PWD as bwrap sets it), or NULL. */
+static char **cold_env(char **f, int nf)
+{
+	static char pwdkv[4200];
+	char **env = calloc((size_t)nf, sizeof(char *));
+	int i, w = 0;
+
+	if (!env)
+		return NULL;
+	for (i = 6; i < nf; i++)
+		if (!pwd || strncmp(f[i], "PWD=", 4) != 0)
+			env[w++] = f[i];
+	if (pwd) {
+		snprintf(pwdkv, sizeof(pwdkv), "PWD=%s", pwd);
+		env[w++] = pwdkv;
+	}
+	env[w] = NULL;
+	return env;
+}
+
+/*
+ * N: pid 1 of an invocation's namespaces, made before its request. Sets
+ * them up (a private /tmp, a fresh /proc, its own /dev), then waits on
+ * @sock for the request (R id wait_go as nproc handler env... + stdin,
+ * stdout, stderr and the go pipe when wait_go, as relayd sent it), forks
+ * H, sends "S id" with H's pidfd and exits with H's status. Never
+ * returns; exits 0 when the server hangs up first.
+ */
+static void __attribute__((noreturn)) run_n(int sock)
 {
 	static const int ignored[] = { SIGTERM, SIGINT, SIGHUP, SIGQUIT,
 				       SIGUSR1, SIGUSR2, SIGALRM, SIGPIPE };
+	static char req[MAX_MSG + 1];
+	static char *f[MAX_FIELDS];
+	int fds[RELAY__WARM_MAX_FDS], nfds, nf = 0, whole, go, i, st;
+	int pidfd = -1, e = 0;
+	const char *failed = NULL;
+	struct rlimit rl[2];
+	struct clone_args ca;
 	struct sigaction sa;
 	sigset_t none;
-	pid_t h;
-	int i, st;
-	char c;
+	char **env;
+	size_t off;
+	ssize_t n;
+	long h;
 
-	for (i = 0; i < 3; i++)
-		if (dup2(fds[i], i) < 0)
-			die("dup2");
-	if (go_r >= 0 && dup2(go_r, CTL) < 0)
-		die("dup2");
-	syscall(SYS_close_range, go_r >= 0 ? CTL + 1 : CTL, ~0u, 0);
 	setsid();
 	memset(&sa, 0, sizeof(sa));
 	sa.sa_handler = SIG_IGN;
@@ -147,33 +239,74 @@ run_n(const int fds[3], int go_r, const struct rlimit *rl, char **env)
 		sigaction(ignored[i], &sa, NULL);
 	sigemptyset(&none);
 	sigprocmask(SIG_SETMASK, &none, NULL);
-	if (go_r >= 0) {
-		if (read(CTL, &c, 1) != 1 || c != 'g')
-			_exit(255);
-		close(CTL);
-	}
-	if (rl[0].rlim_cur && setrlimit(RLIMIT_AS, &rl[0]) != 0)
-		die("setrlimit");
-	if (rl[1].rlim_cur && setrlimit(RLIMIT_NPROC, &rl[1]) != 0)
-		die("setrlimit");
+	/* A failure is told when the request comes (to relayd, or to the
+	 * probe's stderr). */
 	if (mount(NULL, "/", NULL, MS_REC | MS_PRIVATE, NULL) != 0)
-		die("mount --make-rprivate /");
-	/* Writable in the sandbox: each invocation gets empty ones. */
-	if (mount_scratch("/tmp") != 0)
-		die("mount /tmp");
-	if (mount_scratch("/dev/shm") != 0)
-		die("mount /dev/shm");
-	if (mount("proc", "/proc", "proc", MS_NOSUID | MS_NODEV | MS_NOEXEC,
-		  NULL) != 0)
-		die("mount /proc");
-	h = fork();
-	if (h < 0)
-		die("fork");
-	if (h == 0) {
-		if (!env)
-			_exit(0);       /* the probe */
-		run_h(env);
+		failed = "mount --make-rprivate /";
+	/* Writable in the sandbox: each invocation gets its own. */
+	else if (mount_scratch("/tmp") != 0)
+		failed = "mount /tmp";
+	else if (mount("proc", "/proc", "proc",
+		       MS_NOSUID | MS_NODEV | MS_NOEXEC, NULL) != 0)
+		failed = "mount /proc";
+	else if (relay__warm_dev_reopen(&dev) != 0 ||
+		 relay__warm_dev_build(&dev, 0) != 0)
+		failed = "mount /dev";
+	if (failed)
+		e = errno;
+	/* Nothing of the server's but the control socket (for "S") and
+	 * the socket the request comes on, as fd 5. */
+	if (sock != 5 && dup2(sock, 5) != 5)
+		_exit(255);
+	syscall(SYS_close_range, 6u, ~0u, 0);
+	close(4);
+	n = relay__warm_recv(5, req, MAX_MSG, fds, &nfds, &whole);
+	if (n <= 0)
+		_exit(0);
+	req[n] = '\0';
+	for (off = 0; off < (size_t)n && nf < MAX_FIELDS;) {
+		f[nf++] = req + off;
+		off += strlen(req + off) + 1;
 	}
+	go = nf > 2 && strcmp(f[2], "1") == 0;
+	if (!whole || nf < 6 || nfds != (go ? 4 : 3))
+		_exit(255);      /* the server checked it: not relayd's */
+	if (failed)
+		n_fail(f[1], fds[2], failed, e);
+	env = cold_env(f, nf);
+	if (!env)
+		n_fail(f[1], fds[2], "calloc", errno);
+	for (i = 0; i < 2; i++)
+		rl[i].rlim_cur = rl[i].rlim_max = strtoull(f[3 + i], NULL, 10);
+	/* The request's descriptors came above 5 or at 4: stdio first,
+	 * then the go pipe as fd 4, then the rest closed. */
+	for (i = 0; i < 3; i++)
+		if (dup2(fds[i], i) < 0)
+			n_fail(f[1], fds[2], "dup2", errno);
+	if (go && dup2(fds[3], GO) < 0)
+		n_fail(f[1], 2, "dup2", errno);
+	syscall(SYS_close_range, go ? GO + 1 : GO, ~0u, 0);
+	memset(&ca, 0, sizeof(ca));
+	ca.flags = CLONE_PIDFD;
+	ca.pidfd = (uint64_t)(uintptr_t)&pidfd;
+	ca.exit_signal = SIGCHLD;
+	h = syscall(SYS_clone3, &ca, sizeof(ca));
+	if (h < 0)
+		n_fail(f[1], 2, "clone3", errno);
+	if (h == 0) {
+		if (!f[1][0])
+			_exit(0);       /* the probe */
+		run_h(env, go, rl);
+	}
+	if (f[1][0]) {
+		const char *s[] = { "S", f[1] };
+
+		send_fields(s, 2, pidfd);
+	}
+	close(pidfd);
+	close(CTL);
+	if (go)
+		close(GO);
 	for (;;) {
 		pid_t p = waitpid(-1, &st, 0);
 
@@ -186,37 +319,71 @@ run_n(const int fds[3], int go_r, const struct rlimit *rl, char **env)
 	}
 }
 
-/* Start N; returns its pid with *pidfd, or -1. */
-static pid_t start_n(const int fds[3], int go_r, const struct rlimit *rl,
-		     char **env, int *pidfd)
+/* Make the spare N (off any request's path). 0, or -1. */
+static int make_spare(void)
 {
 	struct clone_args a;
+	int sv[2];
 	pid_t pid;
 
+	if (socketpair(AF_UNIX, SOCK_SEQPACKET | SOCK_CLOEXEC, 0, sv) != 0)
+		return -1;
 	memset(&a, 0, sizeof(a));
-	a.flags = CLONE_NEWNS | CLONE_NEWPID | CLONE_NEWIPC | CLONE_PIDFD;
-	a.pidfd = (uint64_t)(uintptr_t)pidfd;
+	a.flags = CLONE_NEWNS | CLONE_NEWPID | CLONE_NEWIPC;
 	a.exit_signal = SIGCHLD;
 	pid = (pid_t)syscall(SYS_clone3, &a, sizeof(a));
-	if (pid == 0)
-		run_n(fds, go_r, rl, env);
-	return pid;
+	if (pid == 0) {
+		close(sv[0]);
+		run_n(sv[1]);
+	}
+	close(sv[1]);
+	if (pid < 0) {
+		close(sv[0]);
+		return -1;
+	}
+	spare.pid = pid;
+	spare.sock = sv[0];
+	return 0;
+}
+
+/* Give a request (@len bytes of @msg, @fds) to the spare N, a new one
+ * if there is none or it died idle. Returns N's pid, or -1 (errno). */
+static pid_t hand_over(const char *msg, size_t len, const int *fds,
+		       int nfds)
+{
+	int attempt, r, e = 0;
+	pid_t pid;
+
+	for (attempt = 0; attempt < 2; attempt++) {
+		if (!spare.pid && make_spare() != 0)
+			return -1;
+		r = relay__warm_send(spare.sock, msg, len, fds, nfds);
+		e = errno;
+		close(spare.sock);
+		pid = spare.pid;
+		spare.pid = 0;
+		spare.sock = -1;
+		if (r == 0)
+			return pid;
+		/* It died while idle (reap() collects it). */
+	}
+	errno = e;
+	return -1;
 }
 
 static const char *probe(void)
 {
+	static const char req[] = "R\0\0" "0\0" "0\0" "0\0" "";
 	static char why[256];
-	int fds[3], p[2], st, pidfd = -1, i;
-	struct rlimit rl[2];
+	int fds[3], p[2], st, i;
 	ssize_t n;
 	pid_t pid;
 
-	memset(rl, 0, sizeof(rl));
 	if (pipe2(p, O_CLOEXEC) != 0)
 		return "pipe";
 	fds[0] = fds[1] = open("/dev/null", O_RDWR | O_CLOEXEC);
 	fds[2] = p[1];
-	pid = start_n(fds, -1, rl, NULL, &pidfd);
+	pid = hand_over(req, sizeof(req), fds, 3);
 	close(fds[0]);
 	close(p[1]);
 	if (pid < 0) {
@@ -224,7 +391,6 @@ static const char *probe(void)
 		snprintf(why, sizeof(why), "clone3: %s", strerror(errno));
 		return why;
 	}
-	close(pidfd);
 	while (waitpid(pid, &st, 0) < 0 && errno == EINTR)
 		;
 	n = read(p[0], why, sizeof(why) - 1);
@@ -242,52 +408,30 @@ static const char *probe(void)
 }
 
 /* R id wait_go as nproc handler env... (+3 fds, + the go pipe's read end
- * when wait_go) */
-static void request(char **f, int nf, int *fds, int nfds, int whole)
+ * when wait_go): @len bytes of @msg, split into @f. */
+static void request(const char *msg, size_t len, char **f, int nf,
+		    int *fds, int nfds, int whole)
 {
-	struct rlimit rl[2];
 	struct kid *k = NULL;
-	int pidfd = -1, i, wait_go;
-	char **env = NULL;
+	int i, wait_go;
 	pid_t pid;
 
 	for (i = 0; i < MAX_KIDS && !k; i++)
 		if (kids[i].pid <= 0)
 			k = &kids[i];
 	wait_go = nf > 2 && strcmp(f[2], "1") == 0;
-	/* A request cut short (or its descriptors) is refused. */
-	if (!whole || nf < 6 || nfds != (wait_go ? 4 : 3) || !k) {
+	/* A request cut short (or its descriptors) is refused, and so is
+	 * one without an id (the probe's). */
+	if (!whole || nf < 6 || nfds != (wait_go ? 4 : 3) || !k ||
+	    !f[1][0]) {
 		const char *e[] = { "E", nf > 1 ? f[1] : "?",
 				    k ? "bad request" : "too many" };
 
 		send_fields(e, 3, -1);
 		goto out;
 	}
-	rl[0].rlim_cur = rl[0].rlim_max = strtoull(f[3], NULL, 10);
-	rl[1].rlim_cur = rl[1].rlim_max = strtoull(f[4], NULL, 10);
-	/* The cold environment, and PWD as bwrap sets it. */
-	env = calloc((size_t)nf, sizeof(char *));
-	if (!env)
-		goto out;
-	for (i = 6; i < nf; i++)
-		if (strncmp(f[i], "PWD=", 4) != 0)
-			env[i - 6] = f[i];
-	if (pwd) {
-		static char pwdkv[4200];
-
-		snprintf(pwdkv, sizeof(pwdkv), "PWD=%s", pwd);
-		env[nf - 6] = pwdkv;
-	}
-	/* Remove the holes left by a dropped PWD. */
-	{
-		int w = 0;
-
-		for (i = 0; i < nf - 5; i++)
-			if (env[i])
-				env[w++] = env[i];
-		env[w] = NULL;
-	}
-	pid = start_n(fds, wait_go ? fds[3] : -1, rl, env, &pidfd);
+	/* N says "S" itself, with H's pidfd. */
+	pid = hand_over(msg, len, fds, nfds);
 	if (pid < 0) {
 		const char *e[] = { "E", f[1], strerror(errno) };
 
@@ -296,16 +440,12 @@ static void request(char **f, int nf, int *fds, int nfds, int whole)
 	}
 	k->pid = pid;
 	snprintf(k->id, sizeof(k->id), "%s", f[1]);
-	{
-		const char *s[] = { "S", f[1] };
-
-		send_fields(s, 2, pidfd);
-	}
-	close(pidfd);
 out:
-	free(env);
 	for (i = 0; i < nfds; i++)
 		close(fds[i]);
+	/* The next one's N, now. */
+	if (!spare.pid)
+		(void)make_spare();
 }
 
 static void reap(void)
@@ -317,14 +457,34 @@ static void reap(void)
 	while (read(sfd, &si, sizeof(si)) == (ssize_t)sizeof(si))
 		;
 	while ((p = waitpid(-1, &st, WNOHANG)) > 0) {
+		if (p == spare.pid) {
+			/* Died while idle: the next request makes one. */
+			close(spare.sock);
+			spare.pid = 0;
+			spare.sock = -1;
+			continue;
+		}
 		for (i = 0; i < MAX_KIDS; i++) {
-			char code[16];
+			char code[48];
 			const char *x[] = { "X", kids[i].id, code };
 
 			if (kids[i].pid != p)
 				continue;
-			snprintf(code, sizeof(code), "%d", st);
 			kids[i].pid = 0;
+			/* N exits with H's status; nothing but a kill from
+			 * outside ends it by a signal (relayd signals H's
+			 * group): its invocation is lost, not failed. An N
+			 * that could not set up said "E" itself: relayd
+			 * ignores this X. */
+			if (WIFSIGNALED(st)) {
+				const char *e[] = { "E", kids[i].id, code };
+
+				snprintf(code, sizeof(code), "invocation slot "
+					 "died (signal %d)", WTERMSIG(st));
+				send_fields(e, 3, -1);
+				continue;
+			}
+			snprintf(code, sizeof(code), "%d", st);
 			send_fields(x, 3, -1);
 		}
 	}
@@ -351,6 +511,16 @@ int main(int argc, char **argv)
 	sigprocmask(SIG_BLOCK, &chld, NULL);
 	sfd = signalfd(-1, &chld, SFD_NONBLOCK | SFD_CLOEXEC);
 	fcntl(CTL, F_SETFD, FD_CLOEXEC);
+	/* Before any invocation: bwrap's /dev, which each one gets a
+	 * fresh copy of (the server's own stays as bwrap made it). */
+	if (relay__warm_dev_learn(&dev) != 0) {
+		char m[96];
+		const char *n[] = { "N", m };
+
+		snprintf(m, sizeof(m), "cannot read /dev: %s", strerror(errno));
+		send_fields(n, 2, -1);
+		return 0;
+	}
 	why = probe();
 	if (why) {
 		const char *n[] = { "N", why };
@@ -365,6 +535,7 @@ int main(int argc, char **argv)
 		send_fields(y, 1, me);
 	}
 	close(me);
+	(void)make_spare();
 	pf[0].fd = CTL;
 	pf[0].events = POLLIN;
 	pf[1].fd = sfd;
@@ -392,7 +563,7 @@ int main(int argc, char **argv)
 			off += strlen(msg + off) + 1;
 		}
 		if (nf >= 1 && strcmp(f[0], "R") == 0) {
-			request(f, nf, fds, nfds, whole);
+			request(msg, (size_t)n, f, nf, fds, nfds, whole);
 		} else {
 			for (i = 0; i < nfds; i++)
 				close(fds[i]);

@@ -22,9 +22,11 @@
  * Per request, as the Python loop did: "B id" to the server, the request
  * (bytes and descriptors as received) to the waiting H, "S id" + H's
  * pidfd to relayd; when H exits every process left in the namespace is
- * killed and reaped, /tmp and /dev/shm are mounted empty again if the
- * invocation changed them, "I id" goes to the server and "X id status"
- * to relayd; then the next H is forked.
+ * killed and reaped, signals it queued on N dropped, "I id" goes to the
+ * server and "X id status" to relayd; then /tmp and /dev are mounted
+ * fresh again if the invocation changed them (warm_fresh.h), and the
+ * next H is forked. A slot whose resource limits the invocation lowered
+ * exits instead (struct attrs).
  *
  * Thread-safety: none needed; N and H are single-threaded processes.
  */
@@ -46,9 +48,9 @@
 #include <sys/stat.h>
 #include <sys/syscall.h>
 #include <sys/wait.h>
-#include <sys/xattr.h>
 #include <unistd.h>
 
+#include "warm_fresh.h"
 #include "warm_proto.h"
 
 #define SLOT_MSG_MAX (1u << 20)   /* a request, as the Python loop read */
@@ -95,6 +97,8 @@ long relay_warm_slot_request(const char **msg);
 static char *msgbuf;            /* the request (N's, then H's copy) */
 static int h_sock = -1;         /* in H: where its request comes from */
 static sigset_t h_mask;         /* the signal mask H starts with */
+static int last_pid_fd = -1;    /* in N: the namespace's ns_last_pid */
+static struct relay__warm_dev dev;  /* in N: bwrap's /dev, the slot's */
 
 /* Fields @f (each NUL-terminated on the wire), with descriptor @fd (or
  * none when negative). Best effort: a peer that is gone is noticed by
@@ -225,27 +229,6 @@ static int same_stamp(const struct stamp *x, const struct stamp *y)
 	       x->mode == y->mode && x->uid == y->uid && x->gid == y->gid;
 }
 
-/* Is @dir empty, with no extended attribute? */
-static int pristine_dir(const char *dir)
-{
-	struct dirent *e;
-	ssize_t nx;
-	DIR *d;
-	int empty = 1;
-
-	nx = listxattr(dir, NULL, 0);
-	if (nx > 0 || (nx < 0 && errno != ENOTSUP && errno != EOPNOTSUPP))
-		return 0;
-	d = opendir(dir);
-	if (!d)
-		return 0;
-	while (empty && (e = readdir(d)) != NULL)
-		if (strcmp(e->d_name, ".") != 0 && strcmp(e->d_name, "..") != 0)
-			empty = 0;
-	closedir(d);
-	return empty;
-}
-
 /* Are the scratch mounts as they were mounted (@was)? Times alone are
  * not enough: with coarse timestamps an entry made in the mount's tick
  * leaves them unchanged, so each must also be empty, without xattrs. */
@@ -259,7 +242,7 @@ static int scratch_fresh(const struct relay_warm_slot *a,
 	for (i = 0; i < a->nscratch; i++) {
 		if (!same_stamp(&now[i], &was[i]))
 			return 0;
-		if (a->scratch_mode[i] >= 0 && !pristine_dir(a->scratch[i]))
+		if (a->scratch_mode[i] >= 0 && !relay__warm_dir_pristine(a->scratch[i]))
 			return 0;
 	}
 	return 1;
@@ -283,6 +266,62 @@ static void remount_scratch(const struct relay_warm_slot *a)
 			  opt) != 0)
 			die(255, "mount scratch");
 	}
+}
+
+/*
+ * What an invocation could change in N itself and so in every later H
+ * forked from it. H has N's uid, which is enough to lower N's resource
+ * limits with prlimit(). Its nice value, scheduling policy, I/O priority
+ * and CPU affinity the kernel keeps from H (N holds a capability H has
+ * not: cap_safe_nice), and N is not dumpable, so /proc/1's oom_score_adj,
+ * coredump_filter and the like are not H's to write, nor is N's memory
+ * to ptrace. N takes this snapshot when it starts; a slot whose limits
+ * changed retires after the invocation (N cannot raise a hard limit back
+ * without CAP_SYS_RESOURCE) and the server makes a fresh one.
+ */
+struct attrs {
+	struct rlimit rl[RLIM_NLIMITS];
+};
+
+static int take_attrs(struct attrs *t)
+{
+	int i;
+
+	memset(t, 0, sizeof(*t));
+	for (i = 0; i < RLIM_NLIMITS; i++)
+		if (getrlimit((__rlimit_resource_t)i, &t->rl[i]) != 0)
+			return -1;
+	return 0;
+}
+
+static int same_attrs(const struct attrs *was)
+{
+	struct attrs now;
+
+	return take_attrs(&now) == 0 && memcmp(&now, was, sizeof(now)) == 0;
+}
+
+/* In N, after an invocation: signals it sent N stay pending (N blocks
+ * them all) and would count against the user's queue; drop them. */
+static void drain_signals(void)
+{
+	static const struct timespec zero = { 0, 0 };
+	sigset_t all;
+
+	sigfillset(&all);
+	while (sigtimedwait(&all, NULL, &zero) > 0)
+		;
+}
+
+/* In N, before the next H: the namespace's last pid back to 1, so H is
+ * pid 2 and its children 3, 4, ... as in a cold sandbox (else a child's
+ * pid would tell how many processes earlier invocations made). N has
+ * CAP_SYS_ADMIN over the namespace; where the sysctl cannot be written
+ * (@fd < 0) only H's own pid is fixed (set_tid). */
+static void reset_last_pid(int fd)
+{
+	if (fd >= 0)
+		(void)pwrite(fd, "1", 1, 0);
 }
 
 /* In a new H: what needs no request. Its own session; none of N's
@@ -312,6 +351,12 @@ static void h_begin(void)
 		for (fd = 4; fd < (max > 0 ? max : 1024); fd++)
 			close(fd);
 	}
+	/* N is not dumpable (struct attrs) and a fork inherits that: H is,
+	 * as a cold handler (its /proc/self is its own). Then its own user
+	 * namespace: new keyrings, no capability over N's namespaces. */
+	prctl(PR_SET_DUMPABLE, 1, 0, 0, 0);
+	if (relay__warm_own_userns() != 0)
+		die(1, "user namespace");
 	memset(data, 0, sizeof(data));
 	if (syscall(SYS_capset, &hdr, data) != 0)
 		die(1, "capset");
@@ -333,6 +378,7 @@ static int fork_h(struct spare *s)
 
 	if (socketpair(AF_UNIX, SOCK_SEQPACKET | SOCK_CLOEXEC, 0, sv) != 0)
 		return -1;
+	reset_last_pid(last_pid_fd);
 	memset(&ca, 0, sizeof(ca));
 	ca.flags = CLONE_PIDFD | CLONE_NEWIPC;
 	ca.pidfd = (uint64_t)(uintptr_t)&pidfd;
@@ -473,6 +519,8 @@ int relay_warm_slot_run(const struct relay_warm_slot *a)
 	static const char free_msg[] = "I\0";
 	struct stamp stamp[SLOT_SCRATCH_MAX];
 	struct spare sp = { 0, -1, -1 };
+	struct attrs attrs;
+	int retire;
 	const char *f[SLOT_FIELDS_MIN + 1];
 	char word[48];
 	int fds[RELAY__WARM_MAX_FDS], nfds, nf, want, st, whole;
@@ -494,6 +542,18 @@ int relay_warm_slot_run(const struct relay_warm_slot *a)
 		sigfillset(&all);
 		sigprocmask(SIG_BLOCK, &all, &h_mask);
 	}
+	/* Not dumpable: /proc/1 is then root's, not H's to write, and N
+	 * cannot be ptraced by H (struct attrs). */
+	if (prctl(PR_SET_DUMPABLE, 0, 0, 0, 0) != 0)
+		fail(a->srv_fd, "prctl", errno);
+	if (take_attrs(&attrs) != 0)
+		fail(a->srv_fd, "process attributes", errno);
+	/* The slot's own /dev, as bwrap made it (warm_fresh.h). */
+	if (relay__warm_dev_learn(&dev) != 0 ||
+	    relay__warm_dev_build(&dev, 0) != 0 ||
+	    relay__warm_dev_stamp(&dev) != 0)
+		fail(a->srv_fd, "mount /dev", errno);
+	last_pid_fd = open("/proc/sys/kernel/ns_last_pid", O_WRONLY | O_CLOEXEC);
 	msgbuf = malloc(SLOT_MSG_MAX);
 	if (!msgbuf)
 		fail(a->srv_fd, "malloc", errno);
@@ -550,10 +610,8 @@ int relay_warm_slot_run(const struct relay_warm_slot *a)
 
 			st = wait_h(h);
 			kill_leftovers();
-			if (!scratch_fresh(a, stamp)) {
-				remount_scratch(a);
-				take_stamp(a, stamp);
-			}
+			drain_signals();
+			retire = !same_attrs(&attrs);
 			/* Free again before relayd hears of the end, so the
 			 * server counts it idle before the next request. */
 			{
@@ -564,6 +622,22 @@ int relay_warm_slot_run(const struct relay_warm_slot *a)
 			snprintf(word, sizeof(word), "%d",
 				 relay__warm_exit_code(st) << 8);
 			send_fields(a->ctl_fd, x, 3, -1);
+			/* Changed by the invocation: the server makes a
+			 * fresh slot (it counted this one free, then sees
+			 * it exit). */
+			if (retire)
+				_exit(0);
+			/* Nothing of the invocation runs any more: its
+			 * files are cleaned up after relayd heard of its end
+			 * (off its time), before N reads another request. */
+			if (!scratch_fresh(a, stamp)) {
+				remount_scratch(a);
+				take_stamp(a, stamp);
+			}
+			if (relay__warm_dev_changed(&dev) &&
+			    (relay__warm_dev_build(&dev, 1) != 0 ||
+			     relay__warm_dev_stamp(&dev) != 0))
+				die(255, "mount /dev");
 			break;
 		}
 		default: {

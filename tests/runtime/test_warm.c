@@ -14,7 +14,9 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <linux/keyctl.h>
 #include <sys/stat.h>
+#include <sys/syscall.h>
 #include <time.h>
 #include <unistd.h>
 
@@ -1078,6 +1080,265 @@ static void test_warm__exec_same_as_cold(void)
 	job_free(&c1);
 }
 
+
+/*
+ * What one invocation could leave for the next ones of its warm parent
+ * (poison.py): "shared" touches what every invocation process can reach
+ * in the sandbox (/dev, the keyrings, signals queued on pid 1, the pid
+ * counter); "slot" changes the slot process N itself through /proc/1
+ * and the calls a process of the same uid may make on another one.
+ * "fingerprint" prints what a handler sees of all that, first the pid
+ * namespace it ran in (which slot); the rest must be a cold start's.
+ * Key syscalls by number (x86_64, aarch64): python has no keyctl.
+ */
+#define POISON                                                             \
+	"import ctypes, os, platform, resource, signal, stat, subprocess\n" \
+	"libc = ctypes.CDLL(None, use_errno=True)\n"                       \
+	"ADD_KEY, KEYCTL = {'aarch64': (217, 219)}.get(platform.machine()," \
+	" (248, 250))\n"                                                   \
+	"def shared(event):\n"                                             \
+	"    print('ns', os.readlink('/proc/self/ns/pid'), flush=True)\n"   \
+	"    open('/dev/evil', 'w').write('x' * 4096)\n"                    \
+	"    os.unlink('/dev/fd')\n"                                        \
+	"    os.symlink('/app', '/dev/fd')\n"                               \
+	"    for f in ('/dev/pts', '/dev/pts/ptmx'):\n"                    \
+	"        try:\n"                                                    \
+	"            os.chmod(f, 0o700)\n"                                  \
+	"        except OSError as e:\n"                                    \
+	"            print('refused', f, e.errno, flush=True)\n"           \
+	"    os.mkdir('/dev/shm/d')\n"                                      \
+	"    for ring in (-4, -3):\n"                                       \
+	"        k = libc.syscall(ADD_KEY, b'user', b'relay-poison',"        \
+	" b'secret', 6, ring)\n"                                           \
+	"        print('key', ring, k > 0, flush=True)\n"                  \
+	"    for i in range(40):\n"                                         \
+	"        os.kill(1, signal.SIGRTMIN + 1)\n"                         \
+	"    os.kill(1, signal.SIGUSR2)\n"                                  \
+	"    for i in range(30):\n"                                         \
+	"        subprocess.run(['true'])\n"                                \
+	"def slot(event):\n"                                               \
+	"    for f, v in (('/proc/1/oom_score_adj', '500'),"               \
+	" ('/proc/1/coredump_filter', '0x7f')):\n"                         \
+	"        try:\n"                                                    \
+	"            open(f, 'w').write(v)\n"                               \
+	"            print('wrote', f, flush=True)\n"                      \
+	"        except OSError as e:\n"                                    \
+	"            print('refused', f, e.errno, flush=True)\n"           \
+	"    resource.prlimit(1, resource.RLIMIT_NOFILE, (64, 64))\n"       \
+	"    resource.prlimit(1, resource.RLIMIT_CORE, (0, 0))\n"           \
+	"    for f in (lambda: os.setpriority(os.PRIO_PROCESS, 1,"           \
+	" min(19, os.getpriority(os.PRIO_PROCESS, 1) + 1)),"               \
+	" lambda: os.sched_setaffinity(1,"                                 \
+	" {min(os.sched_getaffinity(1))})):\n"                             \
+	"        try:\n"                                                    \
+	"            f()\n"                                                 \
+	"        except OSError as e:\n"                                    \
+	"            print('refused', e.errno, flush=True)\n"               \
+	"def ls(d):\n"                                                     \
+	"    out = []\n"                                                    \
+	"    for n in sorted(os.listdir(d)) + ['.']:\n"                      \
+	"        st = os.lstat(d + '/' + n)\n"                              \
+	"        out.append((n, oct(st.st_mode), st.st_uid, st.st_gid,"    \
+	" os.readlink(d + '/' + n) if stat.S_ISLNK(st.st_mode)"           \
+	" else st.st_rdev))\n"                                             \
+	"    return out\n"                                                  \
+	"def fingerprint(event):\n"                                        \
+	"    print('ns', os.readlink('/proc/self/ns/pid'))\n"               \
+	"    print('child', subprocess.Popen(['true']).pid)\n"             \
+	"    print('dev', ls('/dev'), os.listdir('/dev'))\n"                \
+	"    print('pts', ls('/dev/pts'))\n"                                \
+	"    print('shm', ls('/dev/shm'))\n"                                \
+	"    print('fd', subprocess.run(['/bin/bash', '-c',"               \
+	" 'cat <(echo real)'], capture_output=True).stdout)\n"            \
+	"    print('keys', [libc.syscall(KEYCTL, 10, ring, b'user',"       \
+	" b'relay-poison', 0) > 0 for ring in (-4, -3)])\n"                \
+	"    print('limits', [resource.getrlimit(r) for r in range(16)])\n" \
+	"    print('nice', os.getpriority(os.PRIO_PROCESS, 0),"             \
+	" sorted(os.sched_getaffinity(0)))\n"                              \
+	"    print('proc', [open('/proc/self/' + f).read().strip() for f in" \
+	" ('oom_score_adj', 'coredump_filter')])\n"                        \
+	"    print('caps', [l.split()[1] for l in open('/proc/self/status')" \
+	" if l.startswith('Cap')], open('/proc/self/setgroups').read())\n" \
+	"    print('pending', hex(sum(int(l.split()[1], 16) for l in"        \
+	" open('/proc/1/status') if l.startswith(('ShdPnd', 'SigPnd')))"   \
+	" & ~(1 << (signal.SIGCHLD - 1))))\n"
+
+/* The fingerprint @j printed equals the cold one @cold (its first line,
+ * the pid namespace, aside). */
+static void same_fingerprint(const struct job *j, const struct job *cold)
+{
+	size_t i;
+
+	RT_EQ_STR(j->o.reason, "");
+	RT_CHECK(j->o.warm);
+	RT_EQ_INT(j->c.n, cold->c.n);
+	for (i = 1; i < j->c.n && i < cold->c.n; i++)
+		RT_EQ_STR(cap_line(&j->c, i), cap_line(&cold->c, i));
+}
+
+/*
+ * A poisoner then a fingerprint, warm, several times in one parent
+ * (one at a time, so slots are reused): every fingerprint is a cold
+ * start's. With @reuse, at least one fingerprint ran in the slot its
+ * poisoner ran in (else the case proves nothing about a slot's reuse).
+ */
+static void poison_then_fingerprint(relay_exec_spec poison,
+				    relay_exec_spec fp, bool reuse)
+{
+	struct job cold, pj, fj;
+	bool reused = false;
+	int i, k;
+
+	write_file("poison.py", POISON);
+	fp.warm = RELAY_WARM_OFF;
+	RT_CHECK(run1(rt, &fp, &cold) == 0);
+	RT_EQ_STR(cold.o.reason, "");
+	RT_CHECK(!cold.o.warm && cold.c.n >= 9);
+	fp.warm = RELAY_WARM_REQUIRE;
+	/* Idle slots take requests in turn: two fingerprints after each
+	 * poisoner, so that one runs where it ran. */
+	for (i = 0; i < 4; i++) {
+		RT_CHECK(run1(rt, &poison, &pj) == 0);
+		RT_EQ_STR(pj.o.reason, "");
+		RT_CHECK(pj.o.warm);
+		for (k = 0; k < 2; k++) {
+			RT_CHECK(run1(rt, &fp, &fj) == 0);
+			same_fingerprint(&fj, &cold);
+			reused |= fj.c.n && pj.c.n &&
+				  strcmp(cap_line(&pj.c, 0),
+					 cap_line(&fj.c, 0)) == 0;
+			job_free(&fj);
+		}
+		job_free(&pj);
+	}
+	if (reuse)
+		RT_CHECK(reused);
+	job_free(&cold);
+}
+
+/* python3: what an invocation leaves in /dev, the keyrings, pid 1's
+ * pending signals and the pid counter is not seen by a later one in the
+ * same slot. */
+static void test_warm__shared_state_not_inherited(void)
+{
+	relay_exec_spec p = py_spec("poison.shared"), f = py_spec(
+		"poison.fingerprint");
+
+	poison_then_fingerprint(p, f, true);
+}
+
+/* A session keyring relayd has (a service manager may give it one) is
+ * inherited by every sandbox: a warm invocation gets a new one, so a
+ * key one adds to it is not seen by the next. (A cold invocation still
+ * shares it: bwrap keeps it.) The parents are made anew after this
+ * process joined a session keyring of its own. */
+static void test_warm__inherited_session_keyring_not_shared(void)
+{
+	static const char *const argv[] = {
+		"/usr/bin/python3", "-c", "import os, poison; "
+		"getattr(poison, os.environ['RELAY_HANDLER'])(0)", NULL,
+	};
+	relay_exec_spec p = py_spec("poison.shared"), f = py_spec(
+		"poison.fingerprint");
+
+	RT_CHECK(syscall(SYS_keyctl, KEYCTL_JOIN_SESSION_KEYRING,
+			 "relay-test-warm") > 0);
+	relay_runtime_warm_retire(rt, NULL);
+	poison_then_fingerprint(p, f, true);
+	p = py_spec("shared");
+	f = py_spec("fingerprint");
+	p.runtime = f.runtime = RELAY_RUNTIME_EXEC;
+	p.argv = f.argv = argv;
+	poison_then_fingerprint(p, f, false);
+}
+
+/* python3: an invocation that changes its slot process N (limits, nice,
+ * affinity; /proc/1's oom_score_adj and coredump_filter) changes no
+ * later invocation. */
+static void test_warm__slot_process_not_changed(void)
+{
+	relay_exec_spec p = py_spec("poison.slot"), f = py_spec(
+		"poison.fingerprint");
+	struct job j;
+
+	poison_then_fingerprint(p, f, false);
+	/* /proc/1 is not the handler's to write. */
+	RT_CHECK(run1(rt, &p, &j) == 0);
+	RT_CHECK(cap_contains(&j.c, "refused /proc/1/oom_score_adj"));
+	RT_CHECK(cap_contains(&j.c, "refused /proc/1/coredump_filter"));
+	job_free(&j);
+}
+
+/* exec: the same through relay-warm-exec (a python3 command: one
+ * command, so one warm parent, running the handler it is named). */
+static void test_warm__exec_shared_state_not_inherited(void)
+{
+	static const char *const argv[] = {
+		"/usr/bin/python3", "-c", "import os, poison; "
+		"getattr(poison, os.environ['RELAY_HANDLER'])(0)", NULL,
+	};
+	relay_exec_spec p = py_spec("shared"), f = py_spec("fingerprint");
+
+	p.runtime = f.runtime = RELAY_RUNTIME_EXEC;
+	p.argv = f.argv = argv;
+	poison_then_fingerprint(p, f, false);
+}
+
+/* exec: an invocation's slot N (relay-warm-exec before its fork, the
+ * parent of the invocation's process) killed mid-invocation: as for a
+ * python3 slot, the run finishes cold, counted, and no attempt is
+ * charged (it does not fail as "killed by signal 9"). */
+static void test_warm__exec_slot_killed(void)
+{
+	static const char *const argv[] = {
+		"/bin/sh", "-c", "sleep 1; echo slow done", NULL,
+	};
+	relay_exec_spec s = py_spec("run");
+	relay_runtime_warm_stats st = { .version = 1 };
+	pid_t all[64], h = 0;
+	uint64_t before;
+	struct job j;
+	int i, n, killed = 0;
+
+	s.runtime = RELAY_RUNTIME_EXEC;
+	s.argv = argv;
+	RT_CHECK(run1(rt, &s, &j) == 0);   /* the parent is ready */
+	RT_CHECK(j.o.warm);
+	job_free(&j);
+	relay_runtime_warm_stats_get(rt, &st);
+	before = st.failures[RELAY_WARM_FAIL_FORK];
+	s.warm = RELAY_WARM_AUTO;
+	RT_CHECK(start(rt, &s, &j) == 0);
+	for (i = 0; i < 100 && !killed && !j.done; i++) {
+		ev_run(loop, EVRUN_NOWAIT);
+		sleep_ms(10);
+		n = host_pids("^/run/relay-warm-exec", all, 64);
+		if (host_pids("^/bin/sh -c sleep 1; echo slow", &h, 1) == 1 &&
+		    host_pids_has(all, n, parent_of(h)))
+			killed += kill(parent_of(h), SIGKILL) == 0;
+	}
+	RT_CHECK(killed == 1);
+	finished_cold(&j, &st);
+	RT_CHECK(st.failures[RELAY_WARM_FAIL_FORK] > before);
+	job_free(&j);
+	/* The N made ahead for the next invocation, killed while idle: the
+	 * next one still runs (warm from a new N, or cold if it got the
+	 * dying one), and the one after it warm. */
+	n = host_pids("^/run/relay-warm-exec", all, 64);
+	for (i = 0; i < n; i++)
+		if (host_pids_has(all, n, parent_of(all[i])))
+			kill(all[i], SIGKILL);
+	RT_CHECK(run1(rt, &s, &j) == 0);
+	RT_EQ_STR(j.o.reason, "");
+	RT_CHECK(cap_has(&j.c, "slow done"));
+	job_free(&j);
+	s.warm = RELAY_WARM_REQUIRE;
+	RT_CHECK(run1(rt, &s, &j) == 0);
+	RT_EQ_STR(j.o.reason, "");
+	RT_CHECK(j.o.warm && cap_has(&j.c, "slow done"));
+	job_free(&j);
+}
+
 /* relay_runtime_free() leaves no warm sandbox behind. */
 static void test_warm__free_leaves_nothing(void)
 {
@@ -1260,6 +1521,11 @@ int main(int argc, char **argv)
 		RT_CASE(test_warm__cap_and_idle_eviction),
 		RT_CASE(test_warm__node_pool_one_shot),
 		RT_CASE(test_warm__exec_same_as_cold),
+		RT_CASE(test_warm__shared_state_not_inherited),
+		RT_CASE(test_warm__slot_process_not_changed),
+		RT_CASE(test_warm__exec_shared_state_not_inherited),
+		RT_CASE(test_warm__exec_slot_killed),
+		RT_CASE(test_warm__inherited_session_keyring_not_shared),
 		RT_CASE(test_warm__free_leaves_nothing),
 		RT_CASE(test_warm__slot_lib_unloadable_runs_cold),
 		RT_CASE(test_warm__signal_to_slot_is_harmless),

@@ -10,7 +10,7 @@
 #
 # Invocations run in slots. A slot is a process N, forked from the server
 # (so as pristine as it) as pid 1 of its own pid namespace and mount
-# namespace, with private tmpfs /tmp and /dev/shm and a fresh /proc. It
+# namespace, with a private tmpfs /tmp, its own /dev and a fresh /proc. It
 # runs one invocation at a time; the server keeps one slot free, so there
 # are as many slots as the most invocations the app had in flight, plus
 # one, for the life of the server:
@@ -23,7 +23,7 @@
 #      exactly as a cold bootstrap would.
 #   When H exits, N kills and reaps every process left in the namespace
 #   (kill(-1) from a pid 1), reports H's status, and, if the invocation
-#   changed /tmp or /dev/shm, mounts empty ones again before the next.
+#   changed /tmp or /dev, mounts fresh ones again before the next.
 # So an invocation never pays for making and tearing down namespaces, and
 # still sees nothing an earlier one left: not a process, a file, an IPC
 # object, or a byte of its memory (H is a fork of N, which never runs
@@ -75,8 +75,9 @@ SYS_CLONE3 = 435      # the same number on every architecture
 MS_NOSUID, MS_NODEV, MS_NOEXEC = 2, 4, 8
 MS_REC, MS_PRIVATE = 0x4000, 1 << 18
 # Writable in the sandbox, so private to each slot and emptied after an
-# invocation that changed them.
-SCRATCH = ("/tmp", "/dev/shm")
+# invocation that changed them. /dev (and /dev/shm in it) the slot loop
+# rebuilds as bwrap made it (warm_fresh.h).
+SCRATCH = ("/tmp",)
 # Slots of one server at most (relayd keeps an app's invocations in
 # flight to its concurrency; the server keeps one slot more free).
 MAX_SLOTS = 256
