@@ -63,7 +63,8 @@ static char poison_event[256] = "{\"mode\":\"poison\"}";
 /*
  * What differs between two invocations nothing ran before, by nature,
  * and is blanked before comparing. Each @re is applied to every line of
- * a fingerprint (all matches); "\1" in @repl stands for the first group.
+ * a fingerprint (all matches); "\1".."\9" in @repl stand for its groups;
+ * a NULL @repl drops the lines it matches.
  * Keep this list short: every entry hides whatever an invocation could
  * do to that value.
  */
@@ -86,6 +87,30 @@ static const struct {
 	 * host (procfs adds nr_processes()), whatever the namespace. */
 	{ "^(top /proc [^ ]+ [0-7]+ [0-9]+ [0-9]+ nlink )[0-9]+",
 	  "\\1*", "/proc's link count" },
+	/* Unnamed unix sockets of the sandbox's network namespace: a warm
+	 * parent's own, one per slot, and it has as many slots as it had
+	 * invocations in flight at once (plus one); abstract and named
+	 * sockets stay compared. */
+	{ "^(unix unnamed )[0-9]+", "\\1*", "unnamed socket count" },
+	/* /proc/keys lists every key of the host user the sandbox runs as,
+	 * on the whole host: each live sandbox (other apps', other tests',
+	 * warm parents kept for later) has its own user keyring, user
+	 * session keyring and keyring register. Those three, with the
+	 * permissions the kernel gives them, are dropped; any other key,
+	 * or one of those with other permissions, stays compared. */
+	{ "^proc keys [^ ]+ (1f3f0000 [0-9]+ [0-9]+ keyring _uid(_ses)?\\."
+	  "[0-9]+|0c030000 [0-9]+ [0-9]+ keyring \\.user_reg): ",
+	  NULL, "every live sandbox's own keyrings" },
+	/* The persistent keyring of a user namespace, made by the kernel
+	 * the first time a sandbox asks for it: which sandbox's it is
+	 * cannot be told. The keys in it are the poisoner's, compared. */
+	{ "^proc keys [^ ]+ 1f030000 [0-9]+ [0-9]+ keyring _persistent\\."
+	  "[0-9]+: ", NULL, "persistent keyrings" },
+	/* The key quota used by that host user, on the whole host (the
+	 * same sandboxes); the limits stay compared. */
+	{ "^(proc key-users [0-9]+: )[0-9]+ [0-9]+/[0-9]+ [0-9]+/([0-9]+) "
+	  "[0-9]+/([0-9]+)", "\\1* */* */\\2 */\\3",
+	  "the host user's key count" },
 };
 
 static regex_t diff_re[RT_NCASES(diff_ignore)];
@@ -98,23 +123,34 @@ static void normalise_line(const char *line, char **out, size_t *len,
 	size_t i;
 
 	for (i = 0; i < RT_NCASES(diff_ignore); i++) {
-		regmatch_t m[2];
+		regmatch_t m[10];
 		char *res = NULL;
 		size_t rlen = 0, off = 0;
 		FILE *f = open_memstream(&res, &rlen);
 		int flags = 0;
 
+		if (!diff_ignore[i].repl) {
+			fclose(f);
+			free(res);
+			if (regexec(&diff_re[i], cur, 0, NULL, 0) == 0) {
+				free(cur);
+				return;
+			}
+			continue;
+		}
 		while (cur[off] &&
-		       regexec(&diff_re[i], cur + off, 2, m, flags) == 0) {
+		       regexec(&diff_re[i], cur + off, 10, m, flags) == 0) {
 			const char *r;
 
 			fwrite(cur + off, 1, (size_t)m[0].rm_so, f);
 			for (r = diff_ignore[i].repl; *r; r++) {
-				if (r[0] == '\\' && r[1] == '1' &&
-				    m[1].rm_so >= 0) {
-					fwrite(cur + off + m[1].rm_so, 1,
-					       (size_t)(m[1].rm_eo -
-							m[1].rm_so), f);
+				int g = r[0] == '\\' && r[1] >= '1' &&
+					r[1] <= '9' ? r[1] - '0' : 0;
+
+				if (g && m[g].rm_so >= 0) {
+					fwrite(cur + off + m[g].rm_so, 1,
+					       (size_t)(m[g].rm_eo -
+							m[g].rm_so), f);
 					r++;
 				} else {
 					fputc(*r, f);
@@ -186,6 +222,7 @@ static relay_exec_spec probe_spec(relay_runtime_kind kind, const char *app,
 	static const char *const argv[] = {
 		"/usr/bin/python3", "/app/probe.py", NULL,
 	};
+	static char ev[320];
 	relay_exec_spec s = RELAY_EXEC_SPEC_INIT;
 
 	s.app = app;
@@ -196,7 +233,13 @@ static relay_exec_spec probe_spec(relay_runtime_kind kind, const char *app,
 	if (kind == RELAY_RUNTIME_EXEC)
 		s.argv = argv;
 	s.timeout_ms = 60000;
-	s.event = poison ? poison_event : "{\"mode\":\"fingerprint\"}";
+	if (poison)
+		snprintf(ev, sizeof(ev), "{\"tag\":\"%s\",%s", app,
+			 poison_event + 1);
+	else
+		snprintf(ev, sizeof(ev), "{\"tag\":\"%s\",\"mode\":"
+			 "\"fingerprint\"}", app);
+	s.event = ev;
 	s.event_len = strlen(s.event);
 	s.warm = warm;
 	s.generation = gen;
@@ -296,6 +339,29 @@ static bool same_print(const char *what, const struct print *want,
 	return false;
 }
 
+/*
+ * A new runtime for each case: freeing the last one ends its warm
+ * parents, so no poisoned parent (nor what it holds) outlives its case.
+ */
+static int fresh_rt(void)
+{
+	relay_runtime_options o = RELAY_RUNTIME_OPTIONS_INIT;
+
+	if (rt)
+		relay_runtime_free(rt);
+	rt = NULL;
+	o.backend = "bwrap";
+	o.bootstrap_dir = bootstrap_dir();
+	o.kill_grace_ms = 1500;
+	o.warm = 1;
+	o.warm_idle_ms = 600000;
+	o.warm_max_parents = 16;
+	if (relay_runtime_new(&rt, &o, NULL) != 0)
+		return -1;
+	relay_runtime_libev_attach(rt, loop);
+	return 0;
+}
+
 static const char *kind_name(relay_runtime_kind k)
 {
 	return k == RELAY_RUNTIME_PYTHON3 ? "python3"
@@ -326,6 +392,7 @@ static void cold_case(relay_runtime_kind kind)
 	struct print before, poison, after;
 
 	need_node(kind);
+	RT_ASSERT(fresh_rt() == 0);
 	snprintf(app, sizeof(app), "cold%s", kind_name(kind));
 	probe(kind, app, false, 1, RELAY_WARM_OFF, &before);
 	probe(kind, app, true, 1, RELAY_WARM_OFF, &poison);
@@ -361,6 +428,7 @@ static void warm_case(relay_runtime_kind kind)
 	int i;
 
 	need_node(kind);
+	RT_ASSERT(fresh_rt() == 0);
 	snprintf(app, sizeof(app), "warm%s", kind_name(kind));
 	probe(kind, app, false, g1, RELAY_WARM_REQUIRE, &base);
 	RT_ASSERT(base.ok && base.warm);
@@ -449,7 +517,6 @@ static void test_sec_warm_diff__node_warm(void)
 static void setup(void)
 {
 	char src[512], *text;
-	relay_runtime_options o = RELAY_RUNTIME_OPTIONS_INIT;
 	struct print p;
 	size_t i;
 
@@ -502,17 +569,10 @@ static void setup(void)
 	snprintf(src, sizeof(src), "%s/probe.js", app_dir);
 	chmod(src, 0644);
 	loop = ev_loop_new(EVFLAG_AUTO);
-	o.backend = "bwrap";
-	o.bootstrap_dir = bootstrap_dir();
-	o.kill_grace_ms = 1500;
-	o.warm = 1;
-	o.warm_idle_ms = 600000;
-	o.warm_max_parents = 16;
-	if (relay_runtime_new(&rt, &o, NULL) != 0) {
+	if (fresh_rt() != 0) {
 		skip_why = "bwrap cannot run here";
 		return;
 	}
-	relay_runtime_libev_attach(rt, loop);
 	probe(RELAY_RUNTIME_PYTHON3, "warmcheck", false, 1,
 	      RELAY_WARM_REQUIRE, &p);
 	if (!p.ok || !p.warm)

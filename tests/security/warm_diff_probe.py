@@ -40,6 +40,7 @@ KEYCTL_DESCRIBE, KEYCTL_LINK, KEYCTL_READ = 6, 8, 11
 KEYCTL_SETPERM, KEYCTL_GET_PERSISTENT = 5, 22
 
 MARK = 'relay-poison'
+TAG = 'none'  # the test case, from the event
 
 
 def out(*words):
@@ -164,22 +165,30 @@ def poison_fs(report):
 
 
 def poison_keys(report):
+    # Keys are visible host-wide (/proc/keys): their names carry the
+    # test case's tag, so that each case sees its own poisoner's only.
+    name = MARK + '-' + TAG
     for ring in ('@u', '@s', '@us'):
-        r = add_key(b'user', (MARK + ring).encode(), b'secret',
+        r = add_key(b'user', (name + ring).encode(), b'secret',
                     KEY_SPEC[ring])
         report('add_key', ring, r if r < 0 else 'ok')
-        r = add_key(b'keyring', (MARK + '-ring' + ring).encode(), None
-                    if False else b'', KEY_SPEC[ring])
+        if r >= 0:  # readable by every process of our (host) user
+            report('setperm', ring, keyctl(KEYCTL_SETPERM, r, 0x3f3f0000))
+        r = add_key(b'keyring', (name + '-ring' + ring).encode(), b'',
+                    KEY_SPEC[ring])
         report('add_keyring', ring, r if r < 0 else 'ok')
     r = keyctl(KEYCTL_GET_PERSISTENT, -1, KEY_SPEC['@s'])
     report('persistent', r if r < 0 else 'ok')
     if r >= 0:
-        r = add_key(b'user', (MARK + '@persistent').encode(), b'x', r)
+        r = add_key(b'user', (name + '@persistent').encode(), b'x', r)
         report('add_key @persistent', r if r < 0 else 'ok')
-    # Open the session keyring to everyone (an earlier key made it ours).
-    sid = keyctl(KEYCTL_GET_KEYRING_ID, KEY_SPEC['@s'], 0)
-    report('setperm @s', keyctl(KEYCTL_SETPERM, sid, 0x3f3f3f3f)
-           if sid >= 0 else sid)
+    # Last (our keys above are possessed through the old one): a new,
+    # named session keyring, open to everyone.
+    r = keyctl(KEYCTL_JOIN_SESSION_KEYRING,
+               ctypes.c_char_p((name + '-ses').encode()))
+    report('join session keyring', r if r < 0 else 'ok')
+    if r >= 0:  # open it to everyone
+        report('setperm ses', keyctl(KEYCTL_SETPERM, r, 0x3f3f3f3f))
 
 
 def poison_ipc(report):
@@ -518,8 +527,23 @@ def keys():
         # serial flags usage timeout perm uid gid type desc: no serial,
         # no timeout (it counts down), no usage count (held references).
         if len(f) >= 9:
-            out('proc keys', f[1], f[4], f[5], f[6], f[7],
-                ' '.join(f[8:]))
+            desc = ' '.join(f[8:])
+            read = ''
+            if desc.startswith(MARK) and not \
+                    desc.startswith(MARK + '-' + TAG):
+                continue  # another test case's poisoner
+            if desc.startswith(MARK):  # can we read another's key?
+                buf = ctypes.create_string_buffer(256)
+                n = keyctl(KEYCTL_READ, int(f[0], 16),
+                           ctypes.addressof(buf), 256)
+                if n < 0:
+                    read = 'read ' + err_name(-n)
+                elif f[7] == 'keyring':  # serial numbers: count them
+                    read = 'read %d keys' % (n // 4)
+                else:
+                    read = 'read ' + buf.raw[:min(n, 256)].decode(
+                        'utf-8', 'replace')
+            out('proc keys', f[1], f[4], f[5], f[6], f[7], desc, read)
     for line in read_text('/proc/key-users').splitlines():
         out('proc key-users', ' '.join(line.split()))
 
@@ -668,6 +692,9 @@ def _disp(s):
 
 def run(event):
     """The handler: the python3 runtime calls it with the decoded event."""
+    global TAG
+    if isinstance(event, dict) and event.get('tag'):
+        TAG = str(event['tag'])
     if isinstance(event, dict) and event.get('mode') == 'poison':
         poison(event.get('only'))
     else:
