@@ -28,8 +28,12 @@
  * printed as a unified diff in TAP diagnostics.
  *
  * `test_sec_warm_diff CASE...` runs only the named cases, e.g.
- * test_sec_warm_diff__python3_warm; RELAY_WARM_DIFF_KEEP=1 keeps the
- * fingerprints in the app directory (its path is printed).
+ * test_sec_warm_diff__python3_warm (meson test sec-warm-diff
+ * --test-args NAME); RELAY_WARM_DIFF_KEEP=1 keeps every probe's raw output
+ * in the app directory (its path is printed); RELAY_WARM_DIFF_POISON=
+ * "fs,keys,..." runs only those poison steps, to find which one a
+ * difference comes from (a poisoned python3 slot that cannot serve hides
+ * the rest: try without "limits").
  *
  * Skips (TAP skip plan) when bwrap or python3 cannot run here or warm
  * parents are unavailable; the node cases skip without node. Nothing
