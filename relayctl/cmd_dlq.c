@@ -7,9 +7,11 @@
  *	    the entry's timestamp ("3m12s"). --json: an array with one object
  *	    per entry holding every field. The table ends with a blank line
  *	    and "Retention: ..." (how long relayd keeps entries, from its
- *	    stats file). A malformed entry fails the whole
- *	    listing, naming the entry and the field: an operator must never
- *	    believe the queue is shorter than it is.
+ *	    stats file). An entry that cannot be parsed is still a row (its
+ *	    id, ORIGINAL "(malformed)", "?" elsewhere; in JSON {"id",
+ *	    "malformed": why, "fields": {...}}) whatever --app says, and stderr counts them:
+ *	    an operator must never believe the queue is shorter than it is,
+ *	    and one bad entry must not hide the others.
  *	dlq rm ID
  *	    XDEL the entry: "DLQ entry removed"; unknown ID: exit 1.
  *
@@ -49,8 +51,10 @@ static void ls_usage(FILE *f)
 		"  --json             a JSON array, one object per entry with "
 		"every field\n%s"
 		"  -h, --help         show this help\n\n"
-		"Exit status: 0 success, 1 Redis error or malformed entry, "
-		"2 usage error.\n", relayctl_conf_help);
+		"A malformed entry is listed as \"(malformed)\" (see 'dlq "
+		"inspect ID').\n\n"
+		"Exit status: 0 success, 1 Redis error, 2 usage error.\n",
+		relayctl_conf_help);
 }
 
 static void rm_usage(FILE *f)
@@ -114,11 +118,26 @@ static void retention_note(const struct relayctl_conf *c)
 	json_decref(snap);
 }
 
-/* An entry as JSON; with several streams it also names its stream. */
-static json_t *row_json(const struct dlqcli *d, size_t k,
-			const relay_dlq_record *r)
+/* The row of an entry nobody can parse: its id, and that it is bad. */
+static int add_bad_row(relayctl_table *t, const relay_dlq_record *r)
 {
-	json_t *o = dlqcli_json(r);
+	const char *row[6] = { r->id, "(malformed)", "?", "?", "?", "?" };
+
+	return relayctl_table_add(t, row);
+}
+
+/* An entry as JSON; with several streams it also names its stream. A
+ * malformed one is {"id", "malformed": why}. */
+static json_t *row_json(const struct dlqcli *d, size_t k,
+			const struct dlqcli_page *p, size_t i)
+{
+	json_t *o;
+
+	if (p->bad[i])
+		o = dlqcli_json_bad(&p->recs[i], p->bad[i],
+				    p->raw->element[i]);
+	else
+		o = dlqcli_json(&p->recs[i]);
 
 	if (o && d->nkeys > 1)
 		json_object_set_new(o, "stream", json_string(d->streams[k]));
@@ -133,7 +152,7 @@ static int ls(int argc, char **argv)
 	relayctl_table t;
 	json_t *list = NULL;
 	char start[64] = "-";
-	long long shown = 0;
+	long long shown = 0, nbad = 0;
 	int64_t now = relayctl_now_ms();
 	size_t k;
 	int rc;
@@ -151,45 +170,52 @@ static int ls(int argc, char **argv)
 	for (k = 0; k < d.nkeys && !(d.limit && shown >= d.limit); k++) {
 		snprintf(start, sizeof(start), "-");
 		for (;;) {
-			relay_dlq_record *recs = NULL;
-			relay_error err;
-			size_t n = 0, i;
+			struct dlqcli_page p;
+			const char *last;
+			size_t i;
 
-			err.text[0] = '\0';
-			rc = relay_dlq_list_sync(d.b, d.keys[k], start,
-						 PAGE, &recs, &n, &err);
-			if (rc) {
-				rc = dlqcli_store_error(&d, rc, &err);
+			rc = dlqcli_page(&d, d.keys[k], start, "+", PAGE, &p);
+			if (rc)
 				goto done;
-			}
-			for (i = 0; i < n; i++) {
+			for (i = 0; i < p.n; i++) {
+				const relay_dlq_record *r = &p.recs[i];
+
 				if (d.limit && shown >= d.limit)
 					break;
-				if (d.app &&
-				    strcmp(recs[i].e.app, d.app) != 0)
+				/* A bad entry's app is unknown: shown. */
+				if (d.app && !p.bad[i] &&
+				    strcmp(r->e.app, d.app) != 0)
 					continue;
 				shown++;
+				nbad += p.bad[i] != NULL;
 				if (list)
 					rc = json_array_append_new(list,
-						row_json(&d, k, &recs[i]));
+						row_json(&d, k, &p, i));
+				else if (p.bad[i])
+					rc = add_bad_row(&t, r);
 				else
-					rc = add_row(&t, &recs[i], now);
+					rc = add_row(&t, r, now);
 				if (rc) {
-					relay_dlq_records_free(recs, n);
+					dlqcli_page_free(&p);
 					rc = relayctl_error(RELAYCTL_FAIL,
 						"dlq ls: out of memory");
 					goto done;
 				}
 			}
-			if (n)
-				snprintf(start, sizeof(start), "(%s",
-					 recs[n - 1].id);
-			relay_dlq_records_free(recs, n);
-			if (n < PAGE || (d.limit && shown >= d.limit))
+			last = dlqcli_page_last(&p);
+			if (last)
+				snprintf(start, sizeof(start), "(%s", last);
+			i = p.n;
+			dlqcli_page_free(&p);
+			if (i < PAGE || !last || (d.limit && shown >= d.limit))
 				break;
 		}
 	}
 	rc = relayctl_put_listing(list, &t);
+	if (nbad)
+		fprintf(stderr, "relayctl: dlq ls: %lld malformed DLQ "
+			"entr%s listed; 'relayctl dlq inspect ID' shows what "
+			"is wrong\n", nbad, nbad == 1 ? "y" : "ies");
 	if (!rc && !list) {
 		retention_note(&d.conf);
 		rc = fflush(stdout) ? RELAYCTL_FAIL : RELAYCTL_OK;

@@ -23,8 +23,9 @@ static void usage(FILE *f)
 		"Show every field of DLQ entry ID and its event.\n\n"
 		"  --json             one JSON object with every field\n%s"
 		"  -h, --help         show this help\n\n"
-		"Exit status: 0 success, 1 unknown ID, malformed entry or "
-		"Redis error, 2 usage error.\n", relayctl_conf_help);
+		"A malformed entry is shown as stored, with what is wrong.\n\n"
+		"Exit status: 0 success, 1 unknown ID, malformed entry (shown) "
+		"or\nRedis error, 2 usage error.\n", relayctl_conf_help);
 }
 
 /*
@@ -77,9 +78,38 @@ static void print_entry(const relay_dlq_record *r)
 	print_event(e->event);
 }
 
+/*
+ * An entry relay cannot parse, shown anyway: what is wrong, then its
+ * fields as stored (names and values cleaned like everything else).
+ */
+static void print_bad(const relay_dlq_record *r, const char *bad,
+		      const relay_redis_reply *raw)
+{
+	const relay_redis_reply *l = NULL;
+	const int w = 16;
+	size_t i;
+
+	relayctl_kv(stdout, w, "ID", r->id);
+	relayctl_kv(stdout, w, "Malformed", bad);
+	if (raw && raw->type == RELAY_REDIS_REPLY_ARRAY && raw->elements == 2)
+		l = raw->element[1];
+	puts("Fields as stored:");
+	for (i = 0; l && l->type == RELAY_REDIS_REPLY_ARRAY &&
+		    i + 1 < l->elements; i += 2) {
+		const relay_redis_reply *k = l->element[i];
+		const relay_redis_reply *v = l->element[i + 1];
+
+		printf("  %s: %s\n",
+		       relayctl_c(k->type == RELAY_REDIS_REPLY_STRING ? k->str
+								       : "?"),
+		       relayctl_c(v->type == RELAY_REDIS_REPLY_STRING ? v->str
+								       : "?"));
+	}
+}
+
 int relayctl_cmd_dlq_inspect(int argc, char **argv)
 {
-	relay_dlq_record rec;
+	struct dlqcli_page p;
 	struct dlqcli d;
 	int rc;
 
@@ -87,8 +117,25 @@ int relayctl_cmd_dlq_inspect(int argc, char **argv)
 			  DLQCLI_ID | DLQCLI_JSON, usage);
 	if (rc)
 		return rc < 0 ? RELAYCTL_OK : rc;
-	rc = dlqcli_get(&d, d.id, &rec);
-	if (rc == RELAYCTL_OK) {
+	rc = dlqcli_find(&d, d.id, &p);
+	if (rc == RELAYCTL_OK && p.bad[0]) {
+		/* Shown, and still an error: it is no valid DLQ entry. */
+		if (d.conf.json) {
+			json_t *o = dlqcli_json_bad(&p.recs[0], p.bad[0],
+						    p.raw->element[0]);
+
+			relayctl_put_json(o, JSON_INDENT(2) |
+					  JSON_PRESERVE_ORDER);
+			json_decref(o);
+		} else {
+			print_bad(&p.recs[0], p.bad[0], p.raw->element[0]);
+		}
+		fflush(stdout);
+		rc = relayctl_error(RELAYCTL_FAIL, "dlq inspect: malformed %s",
+				    p.bad[0]);
+	} else if (rc == RELAYCTL_OK) {
+		const relay_dlq_record rec = p.recs[0];
+
 		if (d.conf.json) {
 			json_t *o = dlqcli_json(&rec);
 
@@ -103,7 +150,7 @@ int relayctl_cmd_dlq_inspect(int argc, char **argv)
 		if (fflush(stdout))
 			rc = RELAYCTL_FAIL;
 	}
-	relay_dlq_record_clear(&rec);
+	dlqcli_page_free(&p);
 	dlqcli_close(&d);
 	return rc;
 }

@@ -11,7 +11,9 @@
  *
  * --all replays every entry (of app NAME with --app) oldest first over one
  * connection, one line per entry, and exits 1 when any replay failed.
- * Placeholders are reported as skipped.
+ * Placeholders are reported as skipped. An entry that cannot be parsed
+ * is reported as malformed, counted, and skipped (it stays for an
+ * operator: inspect, then rm); the run goes on and exits 1.
  */
 #include <stdio.h>
 #include <stdlib.h>
@@ -42,7 +44,8 @@ static void usage(FILE *f)
 		"  -h, --help         show this help\n\n"
 		"Exit status: 0 replayed, 1 a replay failed, unknown ID, "
 		"placeholder\n"
-		"entry or relayd not reachable, 2 usage error.\n",
+		"or malformed entry (--all: skipped, counted, the rest "
+		"replayed) or\nrelayd not reachable, 2 usage error.\n",
 		relayctl_conf_help);
 }
 
@@ -137,54 +140,66 @@ static int one(struct dlqcli *d)
 }
 
 /* Replay the entries of DLQ d->key (of stream d->stream) on @fd. */
-static int all_one(struct dlqcli *d, int fd, size_t *done, size_t *failed,
-		   size_t *skipped)
+struct tally {
+	size_t done, failed, skipped, bad;
+};
+
+static int all_one(struct dlqcli *d, int fd, struct tally *t)
 {
 	char why[1024], start[64] = "-";
 	int rc = RELAYCTL_OK;
 
 	for (;;) {
-		relay_dlq_record *recs = NULL;
-		relay_error err;
-		size_t n = 0, i;
+		struct dlqcli_page p;
+		const relay_dlq_record *recs;
+		const char *last;
+		size_t n, i;
 
-		err.text[0] = '\0';
-		rc = relay_dlq_list_sync(d->b, d->key, start, PAGE, &recs, &n,
-					 &err);
-		if (rc) {
-			rc = dlqcli_store_error(d, rc, &err);
+		rc = dlqcli_page(d, d->key, start, "+", PAGE, &p);
+		if (rc)
 			break;
-		}
+		recs = p.recs;
+		n = p.n;
 		for (i = 0; i < n; i++) {
 			const relay_dlq_entry *e = &recs[i].e;
 
+			if (p.bad[i]) {
+				/* Its app is unknown: reported even with
+				 * --app, never sent to relayd. */
+				printf("%s: skipped (malformed: %s)\n",
+				       relayctl_c(recs[i].id),
+				       relayctl_c(p.bad[i]));
+				t->bad++;
+				continue;
+			}
 			if (d->app && strcmp(e->app, d->app) != 0)
 				continue;
 			if (strcmp(e->app, "-") == 0) {
 				printf("%s -/-: skipped (placeholder of a "
 				       "malformed message, not replayable)\n",
 				       relayctl_c(recs[i].id));
-				(*skipped)++;
+				t->skipped++;
 				continue;
 			}
 			if (replay_one(fd, d, recs[i].id, why,
 				       sizeof(why))) {
 				printf("%s %s\n", relayctl_c(recs[i].id),
 				       relayctl_c(why));
-				(*failed)++;
+				t->failed++;
 			} else {
 				printf("%s %s/%s replayed\n",
 				       relayctl_c(recs[i].id),
 				       relayctl_c(e->app),
 				       relayctl_c(e->handler));
-				(*done)++;
+				t->done++;
 			}
 			fflush(stdout);
 		}
-		if (n)
-			snprintf(start, sizeof(start), "(%s", recs[n - 1].id);
-		relay_dlq_records_free(recs, n);
-		if (n < PAGE)
+		last = dlqcli_page_last(&p);
+		if (last)
+			snprintf(start, sizeof(start), "(%s", last);
+		dlqcli_page_free(&p);
+		if (n < PAGE || !last)
 			break;
 	}
 	return rc;
@@ -193,7 +208,8 @@ static int all_one(struct dlqcli *d, int fd, size_t *done, size_t *failed,
 static int all(struct dlqcli *d)
 {
 	char path[4200], why[1024];
-	size_t done = 0, failed = 0, skipped = 0, k;
+	struct tally t = { 0, 0, 0, 0 };
+	size_t k;
 	int fd, rc = RELAYCTL_OK;
 
 	fd = relayctl_ctl_connect(relayctl_sock_path(&d->conf, path,
@@ -205,16 +221,20 @@ static int all(struct dlqcli *d)
 	for (k = 0; k < d->nkeys && !rc; k++) {
 		d->key = d->keys[k];
 		d->stream = d->streams[k];
-		rc = all_one(d, fd, &done, &failed, &skipped);
+		rc = all_one(d, fd, &t);
 	}
 	close(fd);
 	if (rc)
 		return rc;
-	printf("Replayed %zu of %zu entries (%zu failed, %zu skipped)\n",
-	       done, done + failed + skipped, failed, skipped);
+	printf("Replayed %zu of %zu entries (%zu failed, %zu skipped",
+	       t.done, t.done + t.failed + t.skipped + t.bad, t.failed,
+	       t.skipped + t.bad);
+	if (t.bad)
+		printf(", %zu of them malformed", t.bad);
+	puts(")");
 	if (fflush(stdout))
 		return RELAYCTL_FAIL;
-	return failed ? RELAYCTL_FAIL : RELAYCTL_OK;
+	return t.failed || t.bad ? RELAYCTL_FAIL : RELAYCTL_OK;
 }
 
 int relayctl_cmd_dlq_replay(int argc, char **argv)

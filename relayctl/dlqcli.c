@@ -10,6 +10,7 @@
 
 #include "cmdutil.h"
 #include "dlqcli.h"
+#include "fmt.h"
 #include "relayctl.h"
 
 static int parse_limit(const char *s, long long *v)
@@ -193,32 +194,155 @@ int dlqcli_id_valid(const char *id)
 	return *p == '\0';
 }
 
-int dlqcli_get(struct dlqcli *d, const char *id, relay_dlq_record *rec)
+void dlqcli_page_free(struct dlqcli_page *p)
 {
-	relay_error err;
-	int rc = RELAY_ENOTFOUND;
 	size_t i;
 
-	memset(rec, 0, sizeof(*rec));
+	for (i = 0; p->bad && i < p->n; i++)
+		free(p->bad[i]);
+	free(p->bad);
+	relay_dlq_records_free(p->recs, p->n);
+	relay_redis_reply_free(p->raw);
+	memset(p, 0, sizeof(*p));
+}
+
+/* The id of raw XRANGE element @e, or NULL when it has none. */
+static const char *raw_id(const relay_redis_reply *e)
+{
+	if (e && e->type == RELAY_REDIS_REPLY_ARRAY && e->elements >= 1 &&
+	    e->element[0]->type == RELAY_REDIS_REPLY_STRING)
+		return e->element[0]->str;
+	return NULL;
+}
+
+/*
+ * XRANGE and relay_dlq_parse() per element, so that one entry nobody can
+ * parse costs its own row and not the whole listing (the library's list
+ * call refuses the page). Returns 0, or a relay code with @err set.
+ */
+static int page_read(struct dlqcli *d, const char *key, const char *start,
+		     const char *end, size_t count, struct dlqcli_page *p,
+		     relay_error *err)
+{
+	char scount[24];
+	const char *argv[6] = { "XRANGE", key, start, end, "COUNT", scount };
+	relay_redis_reply *r = NULL;
+	size_t i;
+	int rc;
+
+	snprintf(scount, sizeof(scount), "%zu", count ? count : 1);
+	rc = relay_redis_sync_command(d->b, &r, 6, argv, NULL);
+	if (rc == 0)
+		rc = relay_redis_reply_error(r);
+	if (rc == 0 && r->type != RELAY_REDIS_REPLY_ARRAY)
+		rc = RELAY_EPARSE;
+	if (rc) {
+		snprintf(err->text, sizeof(err->text), "XRANGE %s: %s", key,
+			 r && r->str ? r->str : relay_strerror(rc));
+		relay_redis_reply_free(r);
+		return rc == RELAY_EPARSE ? RELAY_EBACKEND : rc;
+	}
+	p->raw = r;
+	p->recs = calloc(r->elements ? r->elements : 1, sizeof(*p->recs));
+	p->bad = calloc(r->elements ? r->elements : 1, sizeof(*p->bad));
+	if (!p->recs || !p->bad)
+		return RELAY_ENOMEM;
+	for (i = 0; i < r->elements; i++) {
+		relay_error perr;
+		const char *id = raw_id(r->element[i]);
+
+		perr.text[0] = '\0';
+		p->n = i + 1;
+		rc = relay_dlq_parse(&p->recs[i], r->element[i], &perr);
+		if (rc == RELAY_EPARSE) {
+			p->bad[i] = strdup(perr.text[0] ? perr.text
+					   : "unreadable entry");
+			p->recs[i].id = strdup(id ? id : "?");
+			if (!p->bad[i] || !p->recs[i].id)
+				return RELAY_ENOMEM;
+		} else if (rc) {
+			return rc;
+		}
+	}
+	return 0;
+}
+
+int dlqcli_page(struct dlqcli *d, const char *key, const char *start,
+		const char *end, size_t count, struct dlqcli_page *p)
+{
+	relay_error err;
+	int rc;
+
+	memset(p, 0, sizeof(*p));
+	err.text[0] = '\0';
+	rc = page_read(d, key, start, end, count, p, &err);
+	if (rc) {
+		dlqcli_page_free(p);
+		if (rc == RELAY_ENOMEM)
+			return relayctl_error(RELAYCTL_FAIL, "%s: out of "
+					      "memory", d->cmd);
+		return dlqcli_store_error(d, rc, &err);
+	}
+	return RELAYCTL_OK;
+}
+
+/* The last id of a page (to start the next one after it), or NULL. */
+const char *dlqcli_page_last(const struct dlqcli_page *p)
+{
+	size_t i = p->n;
+
+	while (i--) {
+		const char *id = raw_id(p->raw->element[i]);
+
+		if (id)
+			return id;
+	}
+	return NULL;
+}
+
+int dlqcli_find(struct dlqcli *d, const char *id, struct dlqcli_page *p)
+{
+	size_t i;
+	int rc;
+
+	memset(p, 0, sizeof(*p));
 	if (!dlqcli_id_valid(id))
 		return relayctl_error(RELAYCTL_FAIL, "%s: unknown DLQ entry "
 				      "\"%s\" (not a stream entry id)", d->cmd,
 				      id);
 	for (i = 0; i < d->nkeys; i++) {
-		err.text[0] = '\0';
-		rc = relay_dlq_get_sync(d->b, d->keys[i], id, rec, &err);
-		if (rc != RELAY_ENOTFOUND) {
+		rc = dlqcli_page(d, d->keys[i], id, id, 1, p);
+		if (rc)
+			return rc;
+		if (p->n) {
 			d->key = d->keys[i];
 			d->stream = d->streams[i];
-			break;
+			return RELAYCTL_OK;
 		}
+		dlqcli_page_free(p);
 	}
-	if (rc == RELAY_ENOTFOUND)
-		return relayctl_error(RELAYCTL_FAIL, "%s: unknown DLQ entry "
-				      "\"%s\"", d->cmd, id);
+	return relayctl_error(RELAYCTL_FAIL, "%s: unknown DLQ entry \"%s\"",
+			      d->cmd, id);
+}
+
+int dlqcli_get(struct dlqcli *d, const char *id, relay_dlq_record *rec)
+{
+	struct dlqcli_page p;
+	int rc;
+
+	memset(rec, 0, sizeof(*rec));
+	rc = dlqcli_find(d, id, &p);
 	if (rc)
-		return dlqcli_store_error(d, rc, &err);
-	return RELAYCTL_OK;
+		return rc;
+	if (p.bad[0])
+		rc = relayctl_error(RELAYCTL_FAIL, "%s: malformed %s", d->cmd,
+				    p.bad[0]);
+	else
+		*rec = p.recs[0];
+	if (!rc)
+		memset(&p.recs[0], 0, sizeof(p.recs[0]));
+	dlqcli_page_free(&p);
+	return rc;
 }
 
 /* A JSON string of @s; bytes that are not UTF-8 become '?'. */
@@ -264,5 +388,50 @@ json_t *dlqcli_json(const relay_dlq_record *rec)
 	json_object_set_new(o, "trace", e->trace ? str(e->trace)
 						 : json_null());
 	json_object_set_new(o, "event", str(e->event));
+	return o;
+}
+
+/* A JSON string of a reply element that may not be a string at all. */
+static json_t *raw_str(const relay_redis_reply *v)
+{
+	char buf[32];
+
+	if (v->type == RELAY_REDIS_REPLY_STRING ||
+	    v->type == RELAY_REDIS_REPLY_STATUS)
+		return str(v->str);
+	if (v->type == RELAY_REDIS_REPLY_INTEGER) {
+		snprintf(buf, sizeof(buf), "%lld", v->integer);
+		return json_string(buf);
+	}
+	return json_null();
+}
+
+json_t *dlqcli_json_bad(const relay_dlq_record *rec, const char *bad,
+			const relay_redis_reply *raw)
+{
+	json_t *o = json_object(), *f = json_object();
+	const relay_redis_reply *l;
+	size_t i;
+
+	if (!o || !f) {
+		json_decref(o);
+		json_decref(f);
+		return NULL;
+	}
+	json_object_set_new(o, "id", str(rec->id));
+	json_object_set_new(o, "malformed", str(bad));
+	l = raw && raw->type == RELAY_REDIS_REPLY_ARRAY && raw->elements == 2
+		    ? raw->element[1] : NULL;
+	/* Name/value pairs as stored; a repeated name keeps its last. */
+	for (i = 0; l && l->type == RELAY_REDIS_REPLY_ARRAY &&
+		    i + 1 < l->elements; i += 2) {
+		json_t *k = raw_str(l->element[i]);
+
+		if (json_is_string(k))
+			json_object_set_new(f, json_string_value(k),
+					    raw_str(l->element[i + 1]));
+		json_decref(k);
+	}
+	json_object_set_new(o, "fields", f);
 	return o;
 }

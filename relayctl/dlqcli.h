@@ -60,16 +60,53 @@ void dlqcli_close(struct dlqcli *d);
 /*
  * Read entry @id into @rec from the first DLQ (in stream order) that
  * holds it; d->key and d->stream name that DLQ afterwards. Prints `unknown DLQ entry "<id>"` (exit 1)
- * when there is none, and any other problem. Returns an exit code.
+ * when there is none, `malformed ...` (exit 1) when it cannot be parsed,
+ * and any other problem. Returns an exit code.
  */
 int dlqcli_get(struct dlqcli *d, const char *id, relay_dlq_record *rec);
 
+/*
+ * One page of a DLQ where a malformed entry is a row, not a failure:
+ * recs[i] is the parsed entry, or, when bad[i] is not NULL, only its id
+ * (recs[i].id) with bad[i] saying what is wrong (text from Redis: clean
+ * it before printing). raw is the XRANGE reply (raw->element[i] is entry
+ * i). Everything is owned by the page (dlqcli_page_free()).
+ */
+struct dlqcli_page {
+	relay_dlq_record *recs;
+	char **bad;
+	size_t n;
+	relay_redis_reply *raw;
+};
+/*
+ * Read up to @count entries of DLQ @key from @start to @end (XRANGE
+ * bounds) into @p. Returns RELAYCTL_OK (free @p after), or an exit code
+ * after printing the problem (@p is empty).
+ */
+int dlqcli_page(struct dlqcli *d, const char *key, const char *start,
+		const char *end, size_t count, struct dlqcli_page *p);
+/* The id of the page's last entry, or NULL; borrowed from @p. */
+const char *dlqcli_page_last(const struct dlqcli_page *p);
+void dlqcli_page_free(struct dlqcli_page *p);
+/*
+ * Entry @id, well-formed or not, from the first DLQ that holds it, as a
+ * page of one; d->key and d->stream name that DLQ. Prints `unknown DLQ
+ * entry` (exit 1) when there is none. Returns an exit code.
+ */
+int dlqcli_find(struct dlqcli *d, const char *id, struct dlqcli_page *p);
 /* Whether @id looks like a stream entry id ("<ms>-<seq>" or "<ms>"). */
 int dlqcli_id_valid(const char *id);
 
 /* Every field of @rec as a JSON object (new reference), or NULL (OOM). */
 json_t *dlqcli_json(const relay_dlq_record *rec);
 
+/*
+ * A malformed entry as JSON: {"id", "malformed": @bad, "fields": {name:
+ * value as stored}} (@raw: its XRANGE element, or NULL). New reference,
+ * or NULL (OOM).
+ */
+json_t *dlqcli_json_bad(const relay_dlq_record *rec, const char *bad,
+			const relay_redis_reply *raw);
 /* Print a store error for @d->cmd; returns RELAYCTL_FAIL. */
 int dlqcli_store_error(const struct dlqcli *d, int rc,
 		       const relay_error *err);

@@ -62,14 +62,14 @@ static int stuck_json_s(const relay_consumer_stuck *st, void *payload)
  * stream's that is not (prefixed "stream <name>: " when there are
  * several).
  */
-static void cmd_health(relayd *d, relayd_request *req)
+void relayd_health(relayd *d, relay_consumer_health *out, char *reason,
+		   size_t size)
 {
 	relay_consumer_health h = { RELAY_CONSUMER_HEALTH_VERSION, 0, 0, 0,
 				    "" };
-	json_t *r = okobj();
-	char reason[sizeof(h.reason) + 600] = "";
 	size_t i;
 
+	*reason = '\0';
 	if (relayd_consumer(d)) {
 		h.ready = h.redis_up = 1;
 		for (i = 0; i < d->nconsumers; i++) {
@@ -84,19 +84,30 @@ static void cmd_health(relayd *d, relayd_request *req)
 			if (!one.ready && h.ready) {
 				h.ready = 0;
 				if (d->nconsumers > 1)
-					snprintf(reason, sizeof(reason),
+					snprintf(reason, size,
 						 "stream %.500s: %s",
 						 d->cfg.streams[i],
 						 one.reason);
 				else
-					snprintf(reason, sizeof(reason),
-						 "%s", one.reason);
+					snprintf(reason, size, "%s",
+						 one.reason);
 			}
 		}
 	} else {
 		h.stopping = 1;
-		snprintf(reason, sizeof(reason), "stopping");
+		snprintf(reason, size, "stopping");
 	}
+	*out = h;
+}
+
+static void cmd_health(relayd *d, relayd_request *req)
+{
+	relay_consumer_health h;
+	json_t *r = okobj();
+	char reason[sizeof(h.reason) + 600];
+	size_t i;
+
+	relayd_health(d, &h, reason, sizeof(reason));
 	json_object_set_new(r, "ready", json_boolean(h.ready));
 	json_object_set_new(r, "redis_up", json_boolean(h.redis_up));
 	json_object_set_new(r, "stopping", json_boolean(h.stopping));

@@ -36,6 +36,32 @@ static int fail(char *errbuf, size_t size, const char *fmt, ...)
 	return -1;
 }
 
+/*
+ * @s for an error line that goes to a terminal or a log: bytes outside
+ * printable ASCII, '"' and '\\' as \xNN (the library's rule for names in
+ * its error texts), at most 200 bytes shown. Returns @buf.
+ */
+static const char *quote_safe(const char *s, char *buf, size_t size)
+{
+	size_t n = 0, i;
+
+	for (i = 0; s[i] && n + 5 < size; i++) {
+		unsigned char ch = (unsigned char)s[i];
+
+		if (i == 200) {
+			snprintf(buf + n, size - n, "...");
+			return buf;
+		}
+		if (ch < 0x20 || ch >= 0x7f || ch == '"' || ch == '\\')
+			n += (size_t)snprintf(buf + n, size - n, "\\x%02x",
+					      ch);
+		else
+			buf[n++] = (char)ch;
+	}
+	buf[n] = '\0';
+	return buf;
+}
+
 static const char *env(const char *name)
 {
 	const char *v = getenv(name);
@@ -185,8 +211,9 @@ static int check_metrics(relayd_config *c, const char *v, char *errbuf,
 	long port;
 
 	colon = strrchr(v, ':');
-	if (!colon || colon == v)
+	if (!colon)
 		goto bad;
+	/* ":port": every interface (the listener binds the wildcard). */
 	hlen = (size_t)(colon - v);
 	if (v[0] == '[') {
 		if (hlen < 3 || v[hlen - 1] != ']')
@@ -206,7 +233,7 @@ static int check_metrics(relayd_config *c, const char *v, char *errbuf,
 bad:
 	return fail(errbuf, size,
 		    "METRICS_ADDR: invalid value \"%s\": expected host:port "
-		    "with a port from 1 to 65535", v);
+		    "or :port with a port from 1 to 65535", v);
 }
 
 /* REDIS_STREAM_RETENTION, REDIS_DLQ_RETENTION: "0" (or any zero
@@ -236,11 +263,23 @@ static int load_numbers(relayd_config *c, char *errbuf, size_t size)
 	const char *v;
 	long n;
 
-	if ((v = env("MAX_CONCURRENCY"))) {
+	/* MAX_CONCURRENT_INVOCATIONS is another name for it; both set,
+	 * they must agree. */
+	for (int k = 0; k < 2; k++) {
+		const char *name = k ? "MAX_CONCURRENT_INVOCATIONS"
+				     : "MAX_CONCURRENCY";
+
+		if (!(v = env(name)))
+			continue;
 		if (parse_int(v, 1, 4096, &n))
 			return fail(errbuf, size,
-				    "MAX_CONCURRENCY: invalid value \"%s\": "
-				    "expected an integer from 1 to 4096", v);
+				    "%s: invalid value \"%s\": expected an "
+				    "integer from 1 to 4096", name, v);
+		if (k && env("MAX_CONCURRENCY") && n != c->max_concurrency)
+			return fail(errbuf, size,
+				    "MAX_CONCURRENT_INVOCATIONS: invalid value "
+				    "\"%s\": MAX_CONCURRENCY, the same setting, "
+				    "says %d", v, c->max_concurrency);
 		c->max_concurrency = (int)n;
 	}
 	if ((v = env("MAX_BUFFERED_EVENTS"))) {
@@ -492,12 +531,15 @@ int relayd_config_load(relayd_config *c, char *errbuf, size_t size)
 	c->stream = xstrdup(env("REDIS_STREAM"));
 	{
 		relay_error err;
+		char q[1024];
 
 		memset(&err, 0, sizeof(err));
 		if (relay_stream_list_parse(c->stream, &c->streams,
 					    &c->nstreams, &err))
 			return fail(errbuf, size, "REDIS_STREAM: invalid "
-				    "value \"%s\": %s", c->stream, err.text);
+				    "value \"%s\": %s",
+				    quote_safe(c->stream, q, sizeof(q)),
+				    err.text);
 	}
 	c->group = xstrdup(env("REDIS_GROUP"));
 	if ((v = env("REDIS_CONSUMER")))

@@ -5,8 +5,10 @@
  * The engine is single-threaded and confined to the loop thread, so the
  * HTTP thread never touches it: the loop renders the Prometheus text on a
  * timer and publishes it here; the HTTP thread copies the latest text
- * under a mutex. GET /metrics → 200 text/plain; version=0.0.4; GET of any
- * other path → 404; other methods → 405.
+ * under a mutex. GET /metrics → 200 text/plain; version=0.0.4; GET
+ * /healthz → 200 "ok" (live); GET /readyz → 200 "ready" or 503 "not
+ * ready: REASON", as of the loop's last publication (each second); GET of
+ * any other path → 404; other methods → 405.
  *
  * Any client of METRICS_ADDR can connect, so: libmicrohttpd's own
  * messages go through relayd's logger (one line, escaped, JSON in
@@ -15,6 +17,7 @@
  * that has not completed its request within HTTP_TIMEOUT_S seconds is
  * closed, so half-sent requests cannot keep scrapes out for long.
  */
+#define _GNU_SOURCE
 #include <netdb.h>
 #include <pthread.h>
 #include <stdio.h>
@@ -37,6 +40,8 @@ struct relayd_http {
 	pthread_mutex_t lock;
 	char *text;   /* latest exposition, malloc'd */
 	size_t len;
+	bool ready;   /* for /readyz */
+	char reason[256];
 };
 
 static enum MHD_Result respond(struct MHD_Connection *conn, unsigned code,
@@ -76,8 +81,26 @@ static enum MHD_Result on_request(void *cls, struct MHD_Connection *conn,
 		return body ? respond(conn, 405, "text/plain", body,
 				      strlen(body)) : MHD_NO;
 	}
+	if (strcmp(url, "/healthz") == 0) {
+		/* Live: this thread answers while relayd runs. */
+		body = strdup("ok\n");
+		return body ? respond(conn, 200, "text/plain", body,
+				      strlen(body)) : MHD_NO;
+	}
+	if (strcmp(url, "/readyz") == 0) {
+		unsigned code;
+
+		pthread_mutex_lock(&h->lock);
+		code = h->ready ? 200 : 503;
+		if (asprintf(&body, h->ready ? "ready\n" : "not ready: %s\n",
+			     h->reason) < 0)
+			body = NULL;
+		pthread_mutex_unlock(&h->lock);
+		return body ? respond(conn, code, "text/plain", body,
+				      strlen(body)) : MHD_NO;
+	}
 	if (strcmp(url, "/metrics") != 0) {
-		body = strdup("not found; try /metrics\n");
+		body = strdup("not found; try /metrics, /healthz or /readyz\n");
 		return body ? respond(conn, 404, "text/plain", body,
 				      strlen(body)) : MHD_NO;
 	}
@@ -171,6 +194,22 @@ void relayd_http_publish(relayd_http *h, char *text, size_t len)
 	free(old);
 }
 
+void relayd_http_set_ready(relayd_http *h, bool ready, const char *reason)
+{
+	size_t i;
+
+	if (!h)
+		return;
+	pthread_mutex_lock(&h->lock);
+	h->ready = ready;
+	snprintf(h->reason, sizeof(h->reason), "%s", reason);
+	/* One line of text: no control bytes from a reason. */
+	for (i = 0; h->reason[i]; i++)
+		if ((unsigned char)h->reason[i] < 0x20)
+			h->reason[i] = ' ';
+	pthread_mutex_unlock(&h->lock);
+}
+
 void relayd_http_stop(relayd_http *h)
 {
 	if (!h)
@@ -207,6 +246,13 @@ void relayd_http_publish(relayd_http *h, char *text, size_t len)
 	(void)h;
 	(void)len;
 	free(text);
+}
+
+void relayd_http_set_ready(relayd_http *h, bool ready, const char *reason)
+{
+	(void)h;
+	(void)ready;
+	(void)reason;
 }
 
 void relayd_http_stop(relayd_http *h)

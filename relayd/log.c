@@ -68,19 +68,32 @@ static void write_all(const char *p, size_t n)
 	}
 }
 
-static void emit_json(json_t *obj)
+/* @obj (consumed) as one line: malloc'd, its length in *@n; NULL on
+ * ENOMEM. */
+static char *json_record(json_t *obj, size_t *n)
 {
 	char *s = json_dumps(obj, JSON_COMPACT | JSON_PRESERVE_ORDER |
 			     JSON_ENSURE_ASCII);
-	size_t n;
 
 	json_decref(obj);
 	if (!s)
-		return;
-	n = strlen(s);
-	s[n] = '\n';
-	write_all(s, n + 1);
+		return NULL;
+	*n = strlen(s);
+	s[(*n)++] = '\n';   /* over the NUL: the string is not used as one */
+	return s;
+}
+
+/* Write @obj (consumed) as one line; the bytes written. */
+static size_t emit_json(json_t *obj)
+{
+	size_t n;
+	char *s = json_record(obj, &n);
+
+	if (!s)
+		return 0;
+	write_all(s, n);
 	free(s);
+	return n;
 }
 
 /* A JSON string of @text; bytes that are not UTF-8 become '?'. */
@@ -193,8 +206,9 @@ static void put_clean(FILE *f, const char *s)
 		fputc((unsigned char)*s < 0x20 || *s == 0x7f ? '?' : *s, f);
 }
 
-static void vlog(relay_log_level lvl, const char *msgid,
-		 const char *const *kv, const char *msg)
+/* The bytes written (0 on allocation failure). */
+static size_t vlog(relay_log_level lvl, const char *msgid,
+		   const char *const *kv, const char *msg)
 {
 	char ts[40];
 
@@ -213,14 +227,14 @@ static void vlog(relay_log_level lvl, const char *msgid,
 							      strlen(msg)));
 		json_object_update(obj, fields);
 		json_decref(fields);
-		emit_json(obj);
+		return emit_json(obj);
 	} else {
 		char *line = NULL;
 		size_t len = 0;
 		FILE *f = open_memstream(&line, &len);
 
 		if (!f)
-			return;
+			return 0;
 		fprintf(f, "%s %s %s%s", ts, relay_log_level_name(lvl),
 			*msgid ? msgid : "", *msgid ? " " : "");
 		put_clean(f, msg);
@@ -229,24 +243,28 @@ static void vlog(relay_log_level lvl, const char *msgid,
 			put_clean(f, kv[1]);
 		}
 		fputc('\n', f);
-		fclose(f);
+		if (fclose(f) != 0) {
+			free(line);
+			return 0;
+		}
 		write_all(line, len);
 		free(line);
+		return len;
 	}
 }
 
-void relayd_logkv(relay_log_level lvl, const char *msgid,
-		  const char *const *kv, const char *fmt, ...)
+size_t relayd_logkv(relay_log_level lvl, const char *msgid,
+		    const char *const *kv, const char *fmt, ...)
 {
 	char buf[1024];
 	va_list ap;
 
 	if (!relayd_log_enabled(lvl))
-		return;
+		return 0;
 	va_start(ap, fmt);
 	vsnprintf(buf, sizeof(buf), fmt, ap);
 	va_end(ap);
-	vlog(lvl, msgid ? msgid : "", kv, buf);
+	return vlog(lvl, msgid ? msgid : "", kv, buf);
 }
 
 /* @payload: NULL, or the stream name every line gets as stream=<name>
@@ -276,12 +294,17 @@ relay_logger relayd_logger(void)
 	return lg;
 }
 
-void relayd_log_output(const char *text, size_t len, bool is_stderr)
+char *relayd_log_output_record(const char *text, size_t len, bool is_stderr,
+			       size_t *n)
 {
+	char *line;
+
 	if (log_json) {
 		json_t *obj = json_object();
 		char ts[40];
 
+		if (!obj)
+			return NULL;
 		timestamp(ts, sizeof(ts));
 		json_object_set_new(obj, "ts", json_string(ts));
 		json_object_set_new(obj, "level", json_string("INFO"));
@@ -289,15 +312,18 @@ void relayd_log_output(const char *text, size_t len, bool is_stderr)
 				    json_string(is_stderr ? "stderr"
 							  : "stdout"));
 		json_object_set_new(obj, "msg", string_lossy(text, len));
-		emit_json(obj);
-	} else {
-		char *line = malloc(len + 1);
-
-		if (!line)
-			return;
-		memcpy(line, text, len);
-		line[len] = '\n';
-		write_all(line, len + 1);
-		free(line);
+		return json_record(obj, n);
 	}
+	line = malloc(len + 1);
+	if (!line)
+		return NULL;
+	memcpy(line, text, len);
+	line[len] = '\n';
+	*n = len + 1;
+	return line;
+}
+
+void relayd_log_write(const char *rec, size_t n)
+{
+	write_all(rec, n);
 }

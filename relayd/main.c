@@ -40,36 +40,14 @@
 static void usage(FILE *f)
 {
 	fprintf(f,
-		"usage: relayd [--help] [--version]\n\n"
+		"usage: relayd [--check] [--help] [--version]\n\n"
 		"Runs the Relay stream engine in the foreground. "
-		"Configuration comes from\nthe environment:\n"
-		"  REDIS_URI (required)          host:port, "
-		"redis://[user:pass@]host:port[/db],\n"
-		"                                unix:///path\n"
-		"  REDIS_STREAM, REDIS_GROUP (required)\n"
-		"  REDIS_CONSUMER                default: the hostname\n"
-		"  RELAY_APPS_DIR                default: /etc/relay/apps\n"
-		"  RELAY_RUN_DIR                 default: /run/relay "
-		"(relay.sock, relay.lock)\n"
-		"  RELAY_STATE_DIR               default: /var/lib/relay "
-		"(stats.json,\n"
-		"                                schedule-outbox.json)\n"
-		"  MAX_CONCURRENCY               default: 8\n"
-		"  MAX_BUFFERED_EVENTS           default: 16\n"
-		"  MAX_EVENT_BYTES               default: 256KiB (at most "
-		"1MiB)\n"
-		"  METRICS_ADDR                  host:port of GET /metrics "
-		"(unset: off)\n"
-		"  LOG_LEVEL                     DEBUG, INFO (default), "
-		"WARN, ERROR\n"
-		"  LOG_FORMAT                    text (default) or json\n"
-		"  RELAY_SANDBOX                 bwrap (default) or none\n"
-		"  RELAY_SANDBOX_USER            host user of the sandbox "
-		"when root (default: nobody)\n"
-		"  REDIS_INVOCATION_RETENTION    default: 168h\n"
-		"  REDIS_STREAM_RETENTION        default: 24h (0: off)\n"
-		"  REDIS_DLQ_RETENTION           default: 168h (0: off)\n"
-		"See relayd(8).\n");
+		"With --check, checks the\nconfiguration, the apps, the "
+		"sandbox and Redis, prints what it found and\nexits "
+		"(0: ready to run, 1: not). Configuration comes from the "
+		"environment:\n");
+	relayd_vars_usage(f);
+	fprintf(f, "See relayd(8).\n");
 }
 
 relay_redis_backend *relayd_stream_redis(const relayd *d, const char *stream)
@@ -179,6 +157,13 @@ static void publish_metrics(relayd *d)
 		free(x);
 		relayd_http_publish(d->http, text, len);
 	}
+	{
+		relay_consumer_health h;
+		char reason[sizeof(h.reason) + 600];
+
+		relayd_health(d, &h, reason, sizeof(reason));
+		relayd_http_set_ready(d->http, h.ready, reason);
+	}
 }
 
 static void on_metrics_timer(struct ev_loop *loop, ev_timer *w, int revents)
@@ -273,12 +258,18 @@ static void on_hup(struct ev_loop *loop, ev_signal *w, int revents)
 static void on_output(const relay_output_line *line, void *payload)
 {
 	relayd *d = payload;
+	size_t n;
+	char *rec = relayd_log_output_record(line->text, line->len,
+					     line->stream == RELAY_OUTPUT_STDERR,
+					     &n);
 
-	if (!relayd_outbudget_take(d->outbudget, line->text, line->len,
-				   line->prefix_len))
+	/* Formatted first: the budget is charged what goes to the log. */
+	if (!rec)
 		return;
-	relayd_log_output(line->text, line->len,
-			  line->stream == RELAY_OUTPUT_STDERR);
+	if (relayd_outbudget_take(d->outbudget, line->text, line->len,
+				  line->prefix_len, n))
+		relayd_log_write(rec, n);
+	free(rec);
 }
 
 /* mkdir -p for the run and state directories. */
@@ -610,11 +601,17 @@ static void shutdown_all(relayd *d)
 		ev_loop_destroy(d->loop);
 }
 
+static bool check_only;   /* --check */
+
 static int parse_args(int argc, char **argv)
 {
 	int i;
 
 	for (i = 1; i < argc; i++) {
+		if (strcmp(argv[i], "--check") == 0) {
+			check_only = true;
+			continue;
+		}
 		if (strcmp(argv[i], "--help") == 0 ||
 		    strcmp(argv[i], "-h") == 0) {
 			usage(stdout);
@@ -658,6 +655,12 @@ int main(int argc, char **argv)
 		return 1;
 	}
 	relayd_log_init(d.cfg.log_level, d.cfg.log_json);
+	relayd_vars_warn_unknown();
+	if (check_only) {
+		rc = relayd_check(&d.cfg);
+		relayd_config_clear(&d.cfg);
+		return rc;
+	}
 	if (d.cfg.time_scale_ignored)
 		relayd_log(RELAY_LOG_WARN, "RELAYD05",
 			   "RELAY_TEST_TIME_SCALE is ignored: this is a "
@@ -724,6 +727,16 @@ int main(int argc, char **argv)
 		   relay_version(), d.cfg.stream, d.cfg.group, d.cfg.consumer,
 		   d.cfg.redis_uri_safe, d.cfg.apps_dir,
 		   relay_runtime_backend_name(d.rt));
+	if (d.http)
+		relayd_log(RELAY_LOG_INFO, "RELAYD-MET01", "metrics: serving "
+			   "/metrics, /healthz and /readyz on %s:%d%s",
+			   *d.cfg.metrics_host ? d.cfg.metrics_host : "*",
+			   d.cfg.metrics_port, *d.cfg.metrics_host ? "" :
+			   " (every interface)");
+	else
+		relayd_log(RELAY_LOG_INFO, "RELAYD-MET01", "metrics: off "
+			   "(set METRICS_ADDR=host:port to serve /metrics, "
+			   "/healthz and /readyz)");
 	ev_run(d.loop, 0);
 	shutdown_all(&d);
 	return d.exit_code;

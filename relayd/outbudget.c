@@ -5,11 +5,16 @@
  * output over time, across invocations and retries, so a handler that
  * prints as much as it may on every retry cannot flood relayd's log.
  * Each app has a token bucket of @per_minute bytes that refills
- * continuously (one minute's worth at most). A line (the handler's bytes
- * plus its newline) that does not fit is dropped whole and its bytes are
- * counted; the first drop of a run is logged once (RELAYD-OUT01), and the
- * first line let through again says how much was dropped (RELAYD-OUT02).
- * /metrics shows relay_output_dropped_bytes_total{app} since start-up.
+ * continuously (one minute's worth at most). What is charged is what
+ * relayd writes for the app: a line's whole log record in the active
+ * LOG_FORMAT (prefix, JSON members and escapes, newline), so a flood of
+ * empty lines costs what it costs the log, and the RELAYD-OUT01/02
+ * notices the app causes. A notice may overdraw the bucket: the debt
+ * holds the next lines back until it is refilled. A line that does not
+ * fit is dropped whole and its handler bytes are counted; the first drop
+ * of a run is logged once (RELAYD-OUT01), and the first line let through
+ * again says how much was dropped (RELAYD-OUT02). /metrics shows
+ * relay_output_dropped_bytes_total{app} (handler bytes) since start-up.
  *
  * Thread-safety: everything runs on the loop thread.
  */
@@ -22,7 +27,8 @@
 
 typedef struct bucket {
 	char *app;
-	double tokens;          /* bytes that may still pass */
+	double tokens;          /* bytes that may still be written (below
+				 * zero: a notice's debt) */
 	double at;              /* monotonic seconds of the last refill */
 	uint64_t dropped;       /* bytes dropped since start-up */
 	uint64_t run;           /* bytes dropped since the last line passed */
@@ -95,10 +101,10 @@ static bucket *find(relayd_outbudget *b, const char *app, size_t len)
 }
 
 bool relayd_outbudget_take(relayd_outbudget *b, const char *text,
-			   size_t len, size_t prefix_len)
+			   size_t len, size_t prefix_len, size_t cost)
 {
 	const char *app, *end;
-	uint64_t cost = len - prefix_len + 1;
+	uint64_t handler = len - prefix_len + 1;
 	double now, cap;
 	bucket *k;
 
@@ -124,7 +130,8 @@ bool relayd_outbudget_take(relayd_outbudget *b, const char *text,
 		if (k->run) {
 			const char *kv[] = { "app", k->app, NULL };
 
-			relayd_logkv(RELAY_LOG_WARN, "RELAYD-OUT02", kv,
+			k->tokens -= (double)relayd_logkv(RELAY_LOG_WARN,
+				     "RELAYD-OUT02", kv,
 				     "handler output of app %s resumed; "
 				     "%llu bytes were dropped over the "
 				     "budget", k->app,
@@ -136,14 +143,15 @@ bool relayd_outbudget_take(relayd_outbudget *b, const char *text,
 	if (!k->run) {
 		const char *kv[] = { "app", k->app, NULL };
 
-		relayd_logkv(RELAY_LOG_WARN, "RELAYD-OUT01", kv,
+		k->tokens -= (double)relayd_logkv(RELAY_LOG_WARN,
+			     "RELAYD-OUT01", kv,
 			     "handler output of app %s is over its budget "
 			     "(OUTPUT_BUDGET=%llu bytes per minute): dropping "
 			     "its output lines", k->app,
 			     (unsigned long long)b->per_minute);
 	}
-	k->run += cost;
-	k->dropped += cost;
+	k->run += handler;
+	k->dropped += handler;
 	return false;
 }
 

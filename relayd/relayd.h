@@ -10,6 +10,7 @@
 #define RELAYD_H
 
 #include <stdbool.h>
+#include <stdio.h>
 #include <stddef.h>
 #include <stdint.h>
 
@@ -65,6 +66,31 @@ typedef struct relayd_config {
  * return value is -1.
  */
 int relayd_config_load(relayd_config *c, char *errbuf, size_t size);
+
+/* ---- the list of variables (vars.c) ---- */
+
+typedef struct relayd_var {
+	const char *name;
+	const char *help;         /* one line for --help */
+} relayd_var;
+
+/* Every variable relayd reads, NULL-terminated (the one list: --help,
+ * the unknown-variable warning and the docs' test use it). */
+extern const relayd_var relayd_vars[];
+/* Is @name[0..@len) one of relayd_vars, or read by the library? */
+bool relayd_var_known(const char *name, size_t len);
+/* The entry of relayd_vars closest to @name[0..@len) (edit distance). */
+const char *relayd_var_closest(const char *name, size_t len);
+/* Log RELAYD-CFG01 for each variable of the environment that starts
+ * RELAY_, REDIS_, METRICS_, LOG_ or MAX_ and is not known; how many. */
+size_t relayd_vars_warn_unknown(void);
+/* Print relayd_vars, one "  NAME  help" line each. */
+void relayd_vars_usage(FILE *f);
+
+/* relayd --check (check.c): check apps, sandbox, Redis and metrics for
+ * the loaded @c, print one line each on stdout; the exit status (0 ok,
+ * 1 not). Blocking (Redis PING bounded by 2 s + 3 s). */
+int relayd_check(const relayd_config *c);
 void relayd_config_clear(relayd_config *c);
 
 /* Parsers, exposed for reuse. Return 0 or -1. */
@@ -83,14 +109,25 @@ relay_logger relayd_logger_stream(const char *stream);
 bool relayd_log_enabled(relay_log_level lvl);
 /*
  * Log one line. @kv is a NULL-terminated list of key, value pairs (values
- * already strings) rendered as key=value (text) or JSON members.
+ * already strings) rendered as key=value (text) or JSON members. Returns
+ * the bytes written to stderr: 0 when @lvl is filtered out (or memory ran
+ * out).
  */
-void relayd_logkv(relay_log_level lvl, const char *msgid,
-		  const char *const *kv, const char *fmt, ...)
+size_t relayd_logkv(relay_log_level lvl, const char *msgid,
+		    const char *const *kv, const char *fmt, ...)
 	__attribute__((format(printf, 4, 5)));
 #define relayd_log(lvl, msgid, ...) relayd_logkv(lvl, msgid, NULL, __VA_ARGS__)
-/* A handler output line, verbatim, at every level. */
-void relayd_log_output(const char *text, size_t len, bool is_stderr);
+/*
+ * The log record of a handler output line @text (@len bytes, its prefix
+ * included), exactly as relayd_log_write() would put it on stderr in the
+ * active LOG_FORMAT, newline included: malloc'd (the caller frees it),
+ * its length in *@n; NULL on ENOMEM. Output lines are logged at every
+ * level.
+ */
+char *relayd_log_output_record(const char *text, size_t len, bool is_stderr,
+			       size_t *n);
+/* Write @n bytes of @rec (a record) to stderr in one go. */
+void relayd_log_write(const char *rec, size_t n);
 
 /* ---- stats.c ---------------------------------------------------------- */
 
@@ -194,6 +231,11 @@ int relayd_write_atomic(const char *dir, const char *name, const char *data,
 
 typedef struct relayd_http relayd_http;
 
+/* The readiness /readyz answers with from now on (the loop sets it with
+ * each /metrics publication): 200 "ready" or 503 "not ready: @reason".
+ * /healthz answers 200 while the server runs. Any thread. */
+void relayd_http_set_ready(relayd_http *h, bool ready, const char *reason);
+
 /* Start the /metrics server; NULL on failure with @errbuf set. */
 relayd_http *relayd_http_start(const char *host, int port, char *errbuf,
 			       size_t size);
@@ -211,11 +253,16 @@ typedef struct relayd_outbudget relayd_outbudget;
 /* @per_minute bytes per app per minute; 0 = no budget. NULL on ENOMEM. */
 relayd_outbudget *relayd_outbudget_new(uint64_t per_minute);
 void relayd_outbudget_free(relayd_outbudget *b);
-/* Whether the output line @text (@len bytes, "[app/handler…] stream: "
- * prefix of @prefix_len bytes) fits its app's budget; if not, it is
- * counted as dropped. */
+/*
+ * Whether the output line @text (@len bytes, "[app/handler…] stream: "
+ * prefix of @prefix_len bytes), whose log record is @cost bytes, fits its
+ * app's budget. The budget is charged @cost (what relayd writes, not the
+ * handler's bytes) and the RELAYD-OUT01/02 notices it logs; a line that
+ * does not fit counts its handler bytes (text after the prefix plus the
+ * newline) as dropped.
+ */
 bool relayd_outbudget_take(relayd_outbudget *b, const char *text,
-			   size_t len, size_t prefix_len);
+			   size_t len, size_t prefix_len, size_t cost);
 /* The relay_output_dropped_bytes_total samples (malloc'd), or NULL. */
 char *relayd_outbudget_prometheus(const relayd_outbudget *b, size_t *len);
 
@@ -361,5 +408,11 @@ int64_t relayd_retention_tick_ms(int64_t ms);
 
 /* commands.c: the control-socket requests. */
 void relayd_command(relayd_request *req, void *req_json, void *payload);
+
+/* commands.c: relayd's health, as `relayctl health` shows it: ready when
+ * every stream's consumer is; @reason (NUL-terminated, at most @size)
+ * says why not ("" when ready). Loop thread. */
+void relayd_health(relayd *d, relay_consumer_health *out, char *reason,
+		   size_t size);
 
 #endif /* RELAYD_H */

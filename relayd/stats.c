@@ -346,7 +346,7 @@ char *relayd_stats_prometheus(const relayd_stats *s, size_t *len)
 	SCOUNTER(f, s, "relay_dlq_entries_total",
 		"Entries written to the dead-letter queue.", M(dlq_entries));
 	SCOUNTER(f, s, "relay_missing_payload_total",
-		"Reclaimed PEL entries whose stream body was gone.",
+		"Stream bodies gone before their message was acknowledged.",
 		M(missing_payload));
 	SCOUNTER(f, s, "relay_concurrency_waits_total",
 		"Invocations that waited for a concurrency slot.",

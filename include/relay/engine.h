@@ -61,6 +61,8 @@
  *	RELAY-ENG14 INFO  schedule occurrence obsolete (ACKed, no run) or
  *	                  kept pending (its app is invalid); DEBUG when
  *	                  dispatched
+ *	RELAY-ENG15 INFO  a stream entry gone after its message was
+ *	                  acknowledged (retention): not a missing payload
  *
  * Thread-safety: a consumer and every object it borrows are confined to
  * the thread that runs their loop. Callbacks run from that loop.
@@ -161,8 +163,11 @@ RELAY_EXTERN unsigned int relay_slots_app_running(const relay_slots *s,
  *   without the variable's name).
  *
  * Returns: 0, RELAY_EINVAL (empty element, blank in a listed name,
- * bad or reversed range bounds, a name given twice, more than RELAY_STREAM_LIST_MAX streams) or
- * RELAY_ENOMEM. Thread-safe.
+ * bad or reversed range bounds, a name given twice, more than RELAY_STREAM_LIST_MAX streams,
+ * a shorthand whose PREFIX already holds a hash tag, a listed name that
+ * is a key Relay keeps for another listed stream: under "relay:<S>:" or
+ * "relay:invocation:<E(S)>:") or RELAY_ENOMEM. Names in @err's text are
+ * escaped (bytes outside printable ASCII as \xNN). Thread-safe.
  */
 RELAY_EXTERN int relay_stream_list_parse(const char *spec, char ***out,
 					 size_t *count, relay_error *err);
@@ -429,7 +434,8 @@ typedef struct relay_consumer_metrics {
 	uint64_t handler_failure;      /* attempts that failed */
 	uint64_t retries;              /* attempts after the first */
 	uint64_t dlq_entries;          /* DLQ entries written */
-	uint64_t missing_payload;      /* PEL entries without body */
+	uint64_t missing_payload;      /* bodies gone before their message
+					  was acknowledged (data loss) */
 	uint64_t concurrency_waits;    /* invocations that waited for a slot */
 	uint64_t concurrency_timeouts; /* ... and gave up (stay pending) */
 	uint64_t reclaims;             /* entries delivered by XAUTOCLAIM */

@@ -22,7 +22,10 @@
  * the thread that drives it; distinct backends are independent.
  * Logging: the hiredis backend reports through opts.logger with message
  * ids RELAY-REDIS01 (connect failed), 02 (connection lost), 03 (restored),
- * 04 (reconnect scheduled, debug), 05 (command timed out).
+ * 04 (reconnect scheduled, debug), 05 (command timed out), 06/07
+ * (cluster redirect followed, debug/info), 08 (CLUSTER SLOTS entries
+ * ignored, warning; the whole map refused, error), 09 (a redirect not
+ * followed, warning).
  */
 #ifndef RELAY_REDIS_H
 #define RELAY_REDIS_H
@@ -114,9 +117,11 @@ typedef struct relay_redis_options {
  * synchronous wrappers run; to drive it from the host's loop, use
  * relay_redis_open_libev() instead. Connection happens lazily on the
  * first command. On a Redis Cluster the hiredis backend follows MOVED
- * and ASK replies, resends TRYAGAIN/CLUSTERDOWN ones, and tries the next
- * known node when one is lost (doc/operations.md, "Redis Cluster"); all
- * keys of one command must share a slot.
+ * and ASK replies to nodes of the cluster's topology only (a command
+ * redirected elsewhere fails with RELAY_EBACKEND; on a single node the
+ * reply is an ordinary ERROR reply), resends TRYAGAIN/CLUSTERDOWN ones,
+ * and tries the next known node when one is lost (doc/operations.md,
+ * "Redis Cluster"); all keys of one command must share a slot.
  * Returns: 0, RELAY_EINVAL (bad URI or options) or RELAY_ENOMEM.
  * Ownership: *out is new; free with relay_redis_free().
  * Thread-safety: a backend is used from one thread at a time.

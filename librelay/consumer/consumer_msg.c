@@ -989,6 +989,111 @@ static void missing_finish(relay__msg *m)
 		msg_free(m);
 }
 
+/*
+ * A body that is gone is only data loss when the message was not done.
+ * relayd's own stream retention trims an entry once every group has
+ * acknowledged it, so a replica that was paused while another replica
+ * acknowledged its message finds the body gone too; the state hash says
+ * which case it is: `__terminal` (R-3) is set only after the XACK. The
+ * check is sent before this consumer's own XACK and retain of the
+ * message (replies arrive in order), so it never sees our own marker.
+ */
+typedef struct gone_check {
+	relay_consumer *c;
+	char *id;
+	int finish;    /* no message in memory: clear the reference after */
+} gone_check;
+
+static void gone_count(relay_consumer *c, const char *id, int acked,
+		       int running)
+{
+	if (acked) {
+		LOG(c, RELAY_LOG_INFO, "RELAY-ENG15",
+		    "stream entry gone after its message was acknowledged "
+		    "(retention); not a missing payload message_id=%s", id);
+		return;
+	}
+	c->m.missing_payload++;
+	if (running)
+		LOG(c, RELAY_LOG_WARN, "RELAY-ENG07",
+		    "stream entry deleted while its message was worked on "
+		    "(deleted or trimmed); no further attempts "
+		    "message_id=%s", id);
+	else
+		LOG(c, RELAY_LOG_WARN, "RELAY-ENG07",
+		    "pending entry has no stream body (deleted or trimmed) "
+		    "message_id=%s", id);
+}
+
+static void missing_start(relay_consumer *c, const char *id)
+{
+	relay__msg *m = msg_new(c, id);
+
+	if (!m)
+		return;
+	m->body = RELAY__BODY_GONE;
+	missing_finish(m);
+}
+
+static void gone_cb(relay_redis_backend *b, int status,
+		    relay_redis_reply *r, void *payload)
+{
+	gone_check *g = payload;
+	relay_consumer *c = g->c;
+	int acked = 0;
+
+	(void)b;
+	c->ops--;
+	if (status == 0)
+		status = relay_redis_reply_error(r);
+	if (status)
+		/* Unknown: say loss, the conservative reading. */
+		relay__consumer_redis_failed(c, status, "HGET");
+	else
+		acked = r && r->type == RELAY_REDIS_REPLY_STRING &&
+			r->len == 1 && r->str[0] == '1';
+	gone_count(c, g->id, acked, !g->finish);
+	if (g->finish && !relay__msg_find(c, g->id))
+		missing_start(c, g->id);
+	relay_redis_reply_free(r);
+	relay__free(g->id);
+	relay__free(g);
+	relay__consumer_check_stopped(c);
+}
+
+/* Returns 0 when the check was sent (gone_cb decides), else -1. */
+static int gone_check_start(relay_consumer *c, const char *id, int finish)
+{
+	gone_check *g = relay__calloc(1, sizeof(*g));
+	char *key = relay_inv_key(c->stream, c->group, id);
+	const char *argv[3];
+	int rc = -1;
+
+	if (!g || !key)
+		goto out;
+	g->c = c;
+	g->finish = finish;
+	g->id = relay__strdup(id);
+	if (!g->id)
+		goto out;
+	argv[0] = "HGET";
+	argv[1] = key;
+	argv[2] = "__terminal";
+	c->ops++;
+	if (relay_redis_command(c->redis, 3, argv, NULL, gone_cb, g) == 0) {
+		g = NULL;
+		rc = 0;
+	} else {
+		c->ops--;
+	}
+out:
+	if (g)
+		relay__free(g->id);
+	relay__free(g);
+	relay__free(key);
+	return rc;
+}
+
 void relay__msg_gone(relay__msg *m)
 {
 	relay_consumer *c = m->c;
@@ -996,14 +1101,13 @@ void relay__msg_gone(relay__msg *m)
 	if (is_gone(m))
 		return;
 	m->body = RELAY__BODY_GONE;
-	c->m.missing_payload++;
-	LOG(c, RELAY_LOG_WARN, "RELAY-ENG07",
-	    "stream entry deleted while its message was worked on "
-	    "(deleted or trimmed); no further attempts message_id=%s", m->id);
+	if (gone_check_start(c, m->id, 0))
+		gone_count(c, m->id, 0, 1);
 }
 
 /*
- * A PEL entry whose stream entry is gone is data loss, not success:
+ * A PEL entry whose stream entry is gone is data loss, not success,
+ * unless the state hash shows the message was acknowledged (above):
  * count it, clear the dangling reference, retain any state hash. No
  * handler runs and no DLQ entry is fabricated. A message still in
  * memory (its handler running) is counted once and finishes this way
@@ -1017,13 +1121,8 @@ void relay__msg_missing(relay_consumer *c, const char *id)
 		relay__msg_gone(m);
 		return;
 	}
-	c->m.missing_payload++;
-	LOG(c, RELAY_LOG_WARN, "RELAY-ENG07",
-	    "pending entry has no stream body (deleted or trimmed) "
-	    "message_id=%s", id);
-	m = msg_new(c, id);
-	if (!m)
+	if (gone_check_start(c, id, 1) == 0)
 		return;
-	m->body = RELAY__BODY_GONE;
-	missing_finish(m);
+	gone_count(c, id, 0, 0);
+	missing_start(c, id);
 }

@@ -9,6 +9,14 @@
  * PREFIX:{pA} ... PREFIX:{pB}, each in its own hash tag (that shape with
  * other bounds is an error). A value without
  * a comma and without that shorthand is one stream, taken verbatim.
+ *
+ * Refused besides: a shorthand whose PREFIX already holds a hash tag (the
+ * partitions would all share it, one cluster slot), and a listed name
+ * that is one of the keys Relay derives from another listed stream
+ * (relay:<S>:..., relay:invocation:<E(S)>:..., doc/redis-layout.md), since
+ * Relay would then write, trim or type-check the other stream's data.
+ * Names in error texts are escaped (relay__escape()): a value from the
+ * environment may hold terminal control bytes.
  */
 #include <ctype.h>
 #include <stdio.h>
@@ -17,6 +25,7 @@
 
 #include "common.h"
 #include "relay/engine.h"
+#include "relay/invocation.h"
 
 void relay_stream_list_free(char **list)
 {
@@ -49,6 +58,32 @@ static int push(list *l, char *s)
 	v[l->n++] = s;
 	v[l->n] = NULL;
 	return 0;
+}
+
+/* [s, s + n) quoted safely for an error text (at most 64 bytes shown). */
+static const char *esc(const char *s, size_t n, char *buf, size_t size)
+{
+	char tmp[65];
+
+	if (n > 64)
+		n = 64;
+	memcpy(tmp, s, n);
+	tmp[n] = '\0';
+	return relay__escape(tmp, 64, buf, size);
+}
+
+/* The offset of @name's Redis Cluster hash tag's '{' (the first '{' with
+ * a '}' after it and something between), or -1 when there is none. */
+static long hash_tag_at(const char *name)
+{
+	const char *open = strchr(name, '{'), *close;
+
+	if (!open)
+		return -1;
+	close = strchr(open + 1, '}');
+	if (!close || close == open + 1)
+		return -1;
+	return (long)(open - name);
 }
 
 /* A decimal of at most 4 digits in [s, e); -1 if not. */
@@ -103,6 +138,7 @@ static int shorthand(const char *s, size_t n, const char *open, size_t *plen,
 static int element(list *l, const char *s, size_t n, relay_error *err)
 {
 	const char *open;
+	char e[300];
 	size_t plen, i;
 	long a, b, k;
 	int rc;
@@ -110,22 +146,23 @@ static int element(list *l, const char *s, size_t n, relay_error *err)
 	for (i = 0; i < n; i++)
 		if ((unsigned char)s[i] <= ' ' || s[i] == 0x7f)
 			return relay__error_set(err, RELAY_EINVAL, NULL, 0, 0,
-				"stream name \"%.*s\" contains a blank or "
-				"control character", (int)n, s);
+				"stream name \"%s\" contains a blank or "
+				"control character", esc(s, n, e, sizeof(e)));
 	open = range_open(s, n);
 	if (!open)
 		return push(l, relay__strndup(s, n));
 	if (shorthand(s, n, open, &plen, &a, &b))
 		return relay__error_set(err, RELAY_EINVAL, NULL, 0, 0,
-			"\"%.*s\": expected PREFIX{A..B} with decimal A and "
-			"B of at most 4 digits", (int)n, s);
+			"\"%s\": expected PREFIX{A..B} with decimal A and "
+			"B of at most 4 digits", esc(s, n, e, sizeof(e)));
 	if (a > b)
 		return relay__error_set(err, RELAY_EINVAL, NULL, 0, 0,
-			"\"%.*s\": the range {A..B} needs A <= B", (int)n, s);
+			"\"%s\": the range {A..B} needs A <= B",
+			esc(s, n, e, sizeof(e)));
 	if (b - a + 1 > RELAY_STREAM_LIST_MAX)
 		return relay__error_set(err, RELAY_EINVAL, NULL, 0, 0,
-			"\"%.*s\": more than %d partitions", (int)n, s,
-			RELAY_STREAM_LIST_MAX);
+			"\"%s\": more than %d partitions",
+			esc(s, n, e, sizeof(e)), RELAY_STREAM_LIST_MAX);
 	for (k = a; k <= b; k++) {
 		char *name = relay__malloc(plen + 16);
 
@@ -133,10 +170,83 @@ static int element(list *l, const char *s, size_t n, relay_error *err)
 			return RELAY_ENOMEM;
 		memcpy(name, s, plen);
 		snprintf(name + plen, 16, ":{p%ld}", k);
+		/* Each partition's own tag {pN} must be the one Redis
+		 * Cluster hashes: a tag in PREFIX would come first and put
+		 * every partition in one slot. */
+		if (hash_tag_at(name) != (long)plen + 1) {
+			relay__free(name);
+			return relay__error_set(err, RELAY_EINVAL, NULL, 0, 0,
+				"\"%s\": PREFIX already holds a hash tag "
+				"(\"{...}\"), so on a Redis Cluster every "
+				"partition would hash to it and share one "
+				"slot; use a prefix without braces, or list "
+				"the streams by name",
+				esc(s, n, e, sizeof(e)));
+		}
 		rc = push(l, name);
 		if (rc)
 			return rc;
 	}
+	return 0;
+}
+
+/* Whether @t starts with @p. */
+static int starts(const char *t, const char *p)
+{
+	return strncmp(t, p, strlen(p)) == 0;
+}
+
+/*
+ * Whether stream @t is one of the keys Relay derives from stream @s: the
+ * "relay:<s>:" space (the DLQ relay:<s>:dlq, schedule markers) or the
+ * state hashes relay:invocation:<E(s)>:<group>:<id>. Returns 0, 1, or
+ * RELAY_ENOMEM.
+ */
+static int owned_by(const char *t, const char *s)
+{
+	char *dlq = relay__sprintf("relay:%s:", s);
+	char *inv = relay_inv_key(s, "", "");
+	int hit;
+
+	if (!dlq || !inv) {
+		relay__free(dlq);
+		relay__free(inv);
+		return RELAY_ENOMEM;
+	}
+	/* relay_inv_key(s, "", "") is "relay:invocation:<E(s)>::". */
+	inv[strlen(inv) - 1] = '\0';
+	hit = starts(t, dlq) || starts(t, inv);
+	relay__free(dlq);
+	relay__free(inv);
+	return hit;
+}
+
+/* Refuse a list where one stream is another's Relay-owned key. */
+static int check_owned(char **v, size_t n, relay_error *err)
+{
+	char e1[300], e2[300];
+	size_t i, j;
+	int hit;
+
+	for (i = 0; i < n; i++)
+		for (j = 0; j < n; j++) {
+			if (i == j)
+				continue;
+			hit = owned_by(v[i], v[j]);
+			if (hit < 0)
+				return hit;
+			if (hit)
+				return relay__error_set(err, RELAY_EINVAL,
+					NULL, 0, 0, "stream \"%s\" is a key "
+					"Relay keeps for stream \"%s\" (its "
+					"DLQ relay:<stream>:dlq, schedule "
+					"markers or state hashes); name it "
+					"otherwise",
+					esc(v[i], strlen(v[i]), e1,
+					    sizeof(e1)),
+					esc(v[j], strlen(v[j]), e2,
+					    sizeof(e2)));
+		}
 	return 0;
 }
 
@@ -199,11 +309,17 @@ int relay_stream_list_parse(const char *spec, char ***out, size_t *count,
 	for (i = 0; i < l.n; i++)
 		for (j = i + 1; j < l.n; j++)
 			if (strcmp(l.v[i], l.v[j]) == 0) {
+				char en[300];
+
 				rc = relay__error_set(err, RELAY_EINVAL, NULL,
 					0, 0, "stream \"%s\" named twice",
-					l.v[i]);
+					esc(l.v[i], strlen(l.v[i]), en,
+					    sizeof(en)));
 				goto fail;
 			}
+	rc = check_owned(l.v, l.n, err);
+	if (rc)
+		goto fail;
 	*out = l.v;
 	if (count)
 		*count = l.n;

@@ -1,8 +1,9 @@
 /*
  * librelay/redis/hiredis_int.h - private: the hiredis backend's state,
  * shared by its two files: redis_async.c (connections, commands, scripts,
- * lifetime) and redis_cluster.c (Redis Cluster: known nodes, MOVED/ASK,
- * TRYAGAIN/CLUSTERDOWN resends). Never installed.
+ * lifetime), redis_cluster.c (Redis Cluster: known nodes, MOVED/ASK,
+ * TRYAGAIN/CLUSTERDOWN resends) and cluster_topology.c (reading a
+ * CLUSTER SLOTS reply). Never installed.
  */
 #ifndef RELAY__REDIS_HIREDIS_INT_H
 #define RELAY__REDIS_HIREDIS_INT_H
@@ -28,8 +29,8 @@ typedef struct hr_backend {
 	int ask_port;
 	struct hr_cmd *waiting;         /* commands waiting to be resent */
 	const redisAsyncContext *dead_ac; /* failed before it connected */
-	relay__redis_node *nodes;       /* known nodes (TCP only) */
-	size_t nnodes;
+	relay__redis_node *nodes;       /* known nodes (TCP only): the */
+	size_t nnodes;                  /* seeds, the target, the topology */
 	size_t cur;                     /* the target: nodes[cur] */
 	int cluster;                    /* 1, 0, -1 not known yet */
 	enum hr_state state;
@@ -56,6 +57,9 @@ typedef struct hr_cmd {
 	size_t fmtlen;                  /* a resend (MOVED, ASK, NOSCRIPT) */
 	long long block_ms;             /* BLOCK of XREAD(GROUP): extra time */
 	int redirects;                  /* MOVED/ASK followed so far */
+	char *rhost;                    /* a MOVED/ASK target that was not */
+	int rport;                      /* a known node: followed if the */
+	int rask;                       /* topology refresh names it */
 	int reloaded;                   /* resent once after NOSCRIPT */
 	ev_timer again;                 /* resend after TRYAGAIN/CLUSTERDOWN */
 	struct hr_cmd *wnext;           /* in b->waiting while it waits */
@@ -67,6 +71,12 @@ typedef struct hr_cmd {
 /* TRYAGAIN/CLUSTERDOWN: resend after this delay, within the command
  * timeout. */
 #define HR_AGAIN_S 0.05
+/* A CLUSTER SLOTS reply naming more distinct nodes is refused (Redis
+ * Cluster is meant for up to about 1000 nodes). */
+#define HR_MAX_NODES 1024
+/* The longest host name accepted from a CLUSTER SLOTS or MOVED/ASK reply
+ * (a DNS name has at most 253 bytes). */
+#define HR_MAX_HOST 255
 
 /* ---- redis_async.c ---- */
 
@@ -80,6 +90,11 @@ void relay__hr_connect(hr_backend *b);
 int relay__hr_ensure_connection(hr_backend *b);
 /* Leave the main connection after a MOVED: it drains, then closes. */
 void relay__hr_retire(hr_backend *b);
+/* Let go of the main connection at once (its commands: RELAY_ECLOSED),
+ * target the next node and schedule a reconnect. */
+void relay__hr_drop_connection(hr_backend *b);
+/* Set the backend's error string (relay_redis_errstr()). */
+void relay__hr_set_err(hr_backend *b, const char *msg);
 /* Let go of a side context at once (its commands: RELAY_ECLOSED). */
 void relay__hr_drop_side(hr_backend *b, redisAsyncContext **slot);
 /* (Re)start @c's command timeout. */
@@ -95,15 +110,16 @@ void relay__hr_cmd_free(hr_cmd *c);
 
 /* The known nodes start as the URI's seeds. 0 or RELAY_ENOMEM. */
 int relay__hr_init_nodes(hr_backend *b);
-/* The index of node @host:@port, added when new; or -1 (no memory). */
-long relay__hr_node_index(hr_backend *b, const char *host, size_t hlen,
-			  int port);
+/* The index of known node @host:@port, or -1. */
+long relay__hr_node_find(const hr_backend *b, const char *host, size_t hlen,
+			 int port);
 /* After a failed or lost connection: target the next known node. */
 void relay__hr_rotate(hr_backend *b);
 /* The CLUSTER SLOTS reply callback of every new connection. */
 void relay__hr_on_slots(redisAsyncContext *ac, void *reply, void *priv);
-/* Follow a MOVED or ASK reply to @c: 0 when @c went out again, -1 when
- * the reply stands. */
+/* Follow a MOVED or ASK reply to @c (cluster mode, known nodes only):
+ * 0 when @c went out again, waits for a topology refresh or was failed;
+ * -1 when the reply stands (the caller completes @c with it). */
 int relay__hr_redirect(hr_backend *b, hr_cmd *c, const redisReply *r);
 /* Resend @c after HR_AGAIN_S (it was answered TRYAGAIN/CLUSTERDOWN). */
 void relay__hr_wait_again(hr_backend *b, hr_cmd *c);
@@ -111,5 +127,29 @@ void relay__hr_wait_again(hr_backend *b, hr_cmd *c);
 void relay__hr_on_again(struct ev_loop *loop, ev_timer *w, int revents);
 /* Complete every waiting command with RELAY_ECLOSED (backend freed). */
 void relay__hr_fail_waiting(hr_backend *b);
+
+/* ---- cluster_topology.c ---- */
+
+/* 1 when @host (@len bytes, not NUL-terminated) is 1..HR_MAX_HOST bytes
+ * of letters, digits and ".-_:%"; else 0. */
+int relay__hr_host_ok(const char *host, size_t len);
+/* qsort/bsearch order of relay__redis_node: host length, host, port. */
+int relay__hr_node_cmp(const void *a, const void *b);
+/*
+ * The distinct nodes a CLUSTER SLOTS reply @r names, sorted in
+ * relay__hr_node_cmp order. A nil host stands for @self (the host that
+ * answered; may be NULL: such entries are then skipped). Entries with a
+ * port outside 1..65535 or a host relay__hr_host_ok() refuses are
+ * skipped and counted in *@bad.
+ * Returns: 0 with *@out (new, free with relay__hr_nodes_free(); NULL when
+ * *@nout is 0) and *@nout; RELAY_EINVAL (not an array, more than 16384
+ * ranges or more than HR_MAX_NODES distinct nodes) or RELAY_ENOMEM, with
+ * @err set and *@out NULL.
+ */
+int relay__hr_parse_slots(const redisReply *r, const char *self,
+			  relay__redis_node **out, size_t *nout, size_t *bad,
+			  char *err, size_t errsize);
+/* Free @n nodes and the array; NULL is a no-op. */
+void relay__hr_nodes_free(relay__redis_node *nodes, size_t n);
 
 #endif /* RELAY__REDIS_HIREDIS_INT_H */

@@ -21,16 +21,20 @@
  * code is in redis_cluster.c, the shared state in hiredis_int.h): the
  * backend keeps one connection, to one node at a time. Every connection
  * first asks CLUSTER SLOTS: an error means a single node; a map means a
- * cluster, and every node in it joins the list of known nodes (which
- * starts with the URI's seeds). A MOVED reply makes the node it names the
- * target: the current connection is retired (its pending replies still
- * arrive, and MOVED ones are resent in turn), a new one opens, and the
- * command is resent there (a MOVED command was never run, so resending
- * cannot run it twice). An ASK reply resends the one command, behind
- * ASKING, on a side connection to the node it names. A failed connect or
- * a lost connection moves the target to the next known node, so a dead
- * master is left for any live node, whose MOVED then names the promoted
- * replica. Since every key of one stream shares one slot (R-8), the
+ * cluster, and its nodes with the URI's seeds (and the current target)
+ * become the known nodes; a map naming more than HR_MAX_NODES nodes
+ * closes the connection. MOVED and ASK are followed only on a cluster
+ * and only to a known node (after asking CLUSTER SLOTS again when the
+ * node is new); otherwise a redirect could send the connection, and the
+ * password, wherever the server chose. A MOVED reply makes the node it
+ * names the target: the current connection is retired (its pending
+ * replies still arrive, and MOVED ones are resent in turn), a new one
+ * opens, and the command is resent there (a MOVED command was never run,
+ * so resending cannot run it twice). An ASK reply resends the one
+ * command, behind ASKING, on a side connection to the node it names. A
+ * failed connect or a lost connection moves the target to the next
+ * known node, so a dead master is left for any live node, whose MOVED
+ * then names the promoted replica. Since every key of one stream shares one slot (R-8), the
  * connection settles on the stream's owner.
  *
  * Lifetime: the backend is reference-counted. The owner holds one
@@ -71,19 +75,15 @@ static void release(hr_backend *b)
 {
 	if (--b->refs > 0)
 		return;
-	size_t i;
-
 	if (b->own_loop)
 		ev_loop_destroy(b->loop);
 	relay__redis_uri_clear(&b->uri);
-	for (i = 0; i < b->nnodes; i++)
-		relay__free(b->nodes[i].host);
-	relay__free(b->nodes);
+	relay__hr_nodes_free(b->nodes, b->nnodes);
 	relay__free(b->ask_host);
 	relay__free(b);
 }
 
-static void set_err(hr_backend *b, const char *msg)
+void relay__hr_set_err(hr_backend *b, const char *msg)
 {
 	snprintf(b->errstr, sizeof(b->errstr), "%s", msg ? msg : "");
 }
@@ -126,6 +126,7 @@ void relay__hr_cmd_free(hr_cmd *c)
 
 	if (c->fmt)
 		redisFreeCommand(c->fmt);
+	relay__free(c->rhost);
 	relay__free(c);
 	release(b);
 }
@@ -184,7 +185,7 @@ void relay__hr_drop_side(hr_backend *b, redisAsyncContext **slot)
  * callback returns; our connect/disconnect callbacks ignore it from here
  * on (ac->data = NULL), so the context's reference is dropped here.
  */
-static void drop_connection(hr_backend *b)
+void relay__hr_drop_connection(hr_backend *b)
 {
 	redisAsyncContext *ac = b->ac;
 
@@ -304,7 +305,7 @@ static void on_timeout(struct ev_loop *loop, ev_timer *w, int revents)
 	int waiting;
 
 	hold(b);
-	set_err(b, "command timed out");
+	relay__hr_set_err(b, "command timed out");
 	relay__log(&b->opts.logger, RELAY_LOG_WARN, "RELAY-REDIS05",
 		   "redis command timed out after %d ms; reconnecting",
 		   b->opts.command_timeout_ms);
@@ -314,7 +315,7 @@ static void on_timeout(struct ev_loop *loop, ev_timer *w, int revents)
 	waiting = c->waiting;
 	relay__hr_complete(c, RELAY_ETIMEOUT, NULL);
 	if (!b->closing && !waiting)
-		drop_connection(b);
+		relay__hr_drop_connection(b);
 	release(b);
 }
 
@@ -335,7 +336,7 @@ static void on_connect(const redisAsyncContext *ac, int status)
 	}
 	ev_timer_stop(b->loop, &b->connect_timer);
 	if (status != REDIS_OK) {
-		set_err(b, ac->errstr);
+		relay__hr_set_err(b, ac->errstr);
 		relay__log(&b->opts.logger, RELAY_LOG_WARN, "RELAY-REDIS01",
 			   "redis connect failed: %s", b->errstr);
 		b->ac = NULL; /* hiredis frees it after this callback */
@@ -371,9 +372,9 @@ static void on_disconnect(const redisAsyncContext *ac, int status)
 		return;
 	}
 	if (status != REDIS_OK)
-		set_err(b, ac->errstr);
+		relay__hr_set_err(b, ac->errstr);
 	else if (!b->setup_failed)
-		set_err(b, "connection closed");
+		relay__hr_set_err(b, "connection closed");
 	b->setup_failed = 0;
 	if (!b->closing)
 		relay__log(&b->opts.logger, RELAY_LOG_WARN, "RELAY-REDIS02",
@@ -392,9 +393,9 @@ static void on_connect_timeout(struct ev_loop *loop, ev_timer *w,
 	hr_backend *b = w->data;
 
 	hold(b);
-	set_err(b, "connect timed out");
+	relay__hr_set_err(b, "connect timed out");
 	b->dead_ac = b->ac;
-	drop_connection(b);
+	relay__hr_drop_connection(b);
 	release(b);
 }
 
@@ -413,7 +414,7 @@ static void on_setup_reply(redisAsyncContext *ac, void *reply, void *priv)
 
 	if (!b || !r || r->type != REDIS_REPLY_ERROR)
 		return;
-	set_err(b, r->str);
+	relay__hr_set_err(b, r->str);
 	b->setup_failed = ac == b->ac;
 	redisAsyncDisconnect(ac);
 }
@@ -430,14 +431,14 @@ redisAsyncContext *relay__hr_open_ctx(hr_backend *b, const char *host,
 	else
 		ac = redisAsyncConnect(host, port);
 	if (!ac || ac->err) {
-		set_err(b, ac ? ac->errstr : "out of memory");
+		relay__hr_set_err(b, ac ? ac->errstr : "out of memory");
 		if (ac)
 			redisAsyncFree(ac);
 		return NULL;
 	}
 	ac->data = b;
 	if (redisLibevAttach(b->loop, ac) != REDIS_OK) {
-		set_err(b, "cannot attach to the loop");
+		relay__hr_set_err(b, "cannot attach to the loop");
 		redisAsyncFree(ac);
 		return NULL;
 	}
@@ -739,7 +740,7 @@ static void hr_free(relay_redis_backend *rb)
 	b->closing = 1;
 	ev_timer_stop(b->loop, &b->connect_timer);
 	ev_timer_stop(b->loop, &b->reconnect_timer);
-	drop_connection(b); /* in-flight callbacks: RELAY_ECLOSED */
+	relay__hr_drop_connection(b); /* in-flight callbacks: RELAY_ECLOSED */
 	relay__hr_fail_waiting(b);
 	relay__hr_drop_side(b, &b->retiring);
 	relay__hr_drop_side(b, &b->ask_ac);

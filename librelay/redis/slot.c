@@ -71,11 +71,15 @@ int relay__redis_stream_slot_check(const char *stream, const char *group,
 	int i, rc = 0;
 
 	if (!relay__redis_hash_tag(stream, strlen(stream), &tag, &n)) {
+		char q[300];
+
+		/* The name comes from the environment: escaped. */
+		relay__escape(stream, 64, q, sizeof(q));
 		snprintf(errbuf, size, "REDIS_STREAM \"%s\" has no hash tag, "
 			 "but the Redis server runs in cluster mode: every key "
 			 "Relay derives from the stream must share its hash "
 			 "slot; name the stream with a hash tag, e.g. "
-			 "REDIS_STREAM=\"{%s}\"", stream, stream);
+			 "REDIS_STREAM=\"{%s}\"", q, q);
 		return RELAY_EINVAL;
 	}
 	/* "relay:<stream>:…" (DLQ, schedule markers) and the state hashes. */
@@ -90,12 +94,16 @@ int relay__redis_stream_slot_check(const char *stream, const char *group,
 	}
 	for (i = 0; i < 2; i++)
 		relay__free(keys[i]);
-	if (rc == RELAY_EINVAL)
+	if (rc == RELAY_EINVAL) {
+		char q[300];
+
+		relay__escape(stream, 64, q, sizeof(q));
 		snprintf(errbuf, size, "REDIS_STREAM \"%s\": its hash tag "
-			 "\"{%.*s}\" holds ':' or '%%', which the state-hash "
-			 "key encoding rewrites, so the keys Relay derives "
-			 "would land in another hash slot; use a tag without "
-			 "them, e.g. \"{orders}\"", stream, (int)n, tag);
+			 "holds ':' or '%%', which the state-hash key encoding "
+			 "rewrites, so the keys Relay derives would land in "
+			 "another hash slot; use a tag without them, e.g. "
+			 "\"{orders}\"", q);
+	}
 	else if (rc)
 		snprintf(errbuf, size, "out of memory");
 	return rc;

@@ -14,10 +14,18 @@
  * its sandboxes along. Nothing of the daemon (its files, sockets, Redis,
  * environment, /proc) is reachable.
  *
- * bwrap itself is spawned exactly like a "process" handler (new session,
- * clean environment, limits joined before exec), so cgroup limits cover
+ * bwrap itself is spawned like a "process" handler (new session, limits
+ * joined before exec), so cgroup limits cover
  * the sandbox's own helper processes too: a pids limit is raised by
  * BWRAP_PIDS_OVERHEAD to pay for them.
+ *
+ * bwrap runs on the host before any namespace exists, so its own
+ * environment is fixed (PATH only): the handler's variables, which a
+ * template sets (LD_PRELOAD, LD_LIBRARY_PATH, ...), would otherwise steer
+ * the host's dynamic loader in bwrap. They reach bwrap as --clearenv and
+ * --setenv options read from a memfd (--args), never its command line,
+ * which every local user can read in /proc, and bwrap sets them only
+ * for what it executes inside the sandbox.
  *
  * Signals other than SIGKILL go to the processes inside the sandbox, not
  * to bwrap (bwrap_signal): the outer bwrap dies of a SIGTERM, and its
@@ -101,7 +109,7 @@ static int push_root(relay__strv *a)
  * drops before any handler code runs.
  */
 static int build_argv(relay__builtin *b, const relay_exec_spec *spec,
-		      const char *const *inner_cmd, bool warm,
+		      const char *const *inner_cmd, bool warm, int args_fdno,
 		      relay__strv *a, relay_error *err)
 {
 	relay__strv inner = { 0 };
@@ -109,6 +117,11 @@ static int build_argv(relay__builtin *b, const relay_exec_spec *spec,
 	size_t i;
 
 	rc |= relay__strv_push(a, b->bwrap);
+	if (args_fdno >= 0) {
+		/* The sandbox's environment (relay__bwrap_env_fd). */
+		rc |= relay__strv_push(a, "--args");
+		rc |= relay__strv_pushf(a, "%d", args_fdno);
+	}
 	rc |= relay__strv_push(a, "--unshare-all");
 	if (spec->network)
 		rc |= relay__strv_push(a, "--share-net");
@@ -171,6 +184,65 @@ static int build_argv(relay__builtin *b, const relay_exec_spec *spec,
 	return rc;
 }
 
+static const char host_path_kv[] = "PATH=" RELAY__RT_PATH;
+static char *const host_env[] = { (char *)host_path_kv, NULL };
+
+char *const *relay__bwrap_host_env(void)
+{
+	return host_env;
+}
+
+static int buf_arg(relay__buf *b, const char *s, size_t n)
+{
+	int rc = relay__buf_append(b, s, n);
+
+	return rc == 0 ? relay__buf_append(b, "", 1) : rc;
+}
+
+int relay__bwrap_env_fd(char *const *env, int seccomp_fdno, int *out,
+			relay_error *err)
+{
+	static const char clear[] = "--clearenv", set[] = "--setenv",
+			  seccomp[] = "--seccomp";
+	relay__buf b = { 0 };
+	char num[16];
+	size_t i;
+	int rc;
+
+	*out = -1;
+	rc = buf_arg(&b, clear, sizeof(clear) - 1);
+	if (rc == 0 && seccomp_fdno >= 0) {
+		snprintf(num, sizeof(num), "%d", seccomp_fdno);
+		rc = buf_arg(&b, seccomp, sizeof(seccomp) - 1);
+		if (rc == 0)
+			rc = buf_arg(&b, num, strlen(num));
+	}
+	for (i = 0; rc == 0 && env && env[i]; i++) {
+		const char *eq = strchr(env[i], '=');
+
+		if (!eq || eq == env[i])
+			continue;
+		rc = buf_arg(&b, set, sizeof(set) - 1);
+		if (rc == 0)
+			rc = buf_arg(&b, env[i], (size_t)(eq - env[i]));
+		if (rc == 0)
+			rc = buf_arg(&b, eq + 1, strlen(eq + 1));
+	}
+	if (rc != 0) {
+		relay__buf_free(&b);
+		return relay__error_set(err, RELAY_ENOMEM, NULL, 0, 0,
+					"out of memory");
+	}
+	*out = relay__spawn_memfd("relay-sandbox-env", b.data, b.len);
+	rc = errno;
+	relay__buf_free(&b);
+	if (*out < 0)
+		return relay__error_set(err, RELAY_EBACKEND, NULL, 0, 0,
+					"sandbox environment: %s",
+					strerror(rc ? rc : EIO));
+	return 0;
+}
+
 /*
  * Spawn @spec's sandbox running @inner (NULL: the handler). With @pooled
  * the per-invocation variables (RELAY_HANDLER, RELAY_MESSAGE_ID) are left
@@ -184,10 +256,11 @@ static int spawn_inner(relay__builtin *b, const relay_exec_spec *spec,
 	relay__strv argv = { 0 }, env = { 0 };
 	relay_exec_spec lim = *spec;
 	relay__spawn_req req = RELAY__SPAWN_REQ_INIT;
-	int rc;
+	int rc, args_fd = -1, seccomp_fd = -1;
 
 	relay__limits_inv_init(&bp->inv);
-	rc = build_argv(b, spec, inner, false, &argv, err);
+	rc = build_argv(b, spec, inner, false, RELAY__SPAWN_ARGS_FDNO(-1),
+			&argv, err);
 	if (rc != 0)
 		goto done;
 	rc = relay__runtime_env(spec, &env);
@@ -208,6 +281,13 @@ static int spawn_inner(relay__builtin *b, const relay_exec_spec *spec,
 		env.n = k;
 		env.v[k] = NULL;
 	}
+	rc = relay__sandbox_seccomp_fd(&seccomp_fd, err);
+	if (rc == 0)
+		rc = relay__bwrap_env_fd(env.v, seccomp_fd >= 0 ?
+					 RELAY__SPAWN_ARGS_FDNO(-1) + 1 : -1,
+					 &args_fd, err);
+	if (rc != 0)
+		goto done;
 	if (lim.pids)
 		lim.pids += BWRAP_PIDS_OVERHEAD;
 	rc = relay__limits_prepare(b->limits, &lim, &bp->inv, err);
@@ -215,7 +295,9 @@ static int spawn_inner(relay__builtin *b, const relay_exec_spec *spec,
 		goto done;
 	req.path = b->bwrap;
 	req.argv = argv.v;
-	req.envp = env.v;
+	req.envp = host_env;
+	req.args_fd = args_fd;
+	req.seccomp_fd = seccomp_fd;
 	req.cwd = "/";
 	req.limits = &bp->inv;
 	req.cred = &b->cred;          /* unprivileged when the host is root */
@@ -226,6 +308,10 @@ static int spawn_inner(relay__builtin *b, const relay_exec_spec *spec,
 	else
 		relay__limits_spawned(&bp->inv);
 done:
+	if (args_fd >= 0)
+		close(args_fd);
+	if (seccomp_fd >= 0)
+		close(seccomp_fd);
 	relay__strv_free(&argv);
 	relay__strv_free(&env);
 	return rc;
@@ -279,10 +365,11 @@ bool relay__backend_is_bwrap(const relay_runtime_backend *rb)
 }
 
 int relay__bwrap_argv(relay_runtime_backend *rb, const relay_exec_spec *spec,
-		      const char *const *inner, bool warm, relay__strv *out,
-		      relay_error *err)
+		      const char *const *inner, bool warm, int args_fdno,
+		      relay__strv *out, relay_error *err)
 {
-	return build_argv((relay__builtin *)rb, spec, inner, warm, out, err);
+	return build_argv((relay__builtin *)rb, spec, inner, warm, args_fdno,
+			  out, err);
 }
 
 /*
@@ -291,8 +378,6 @@ int relay__bwrap_argv(relay_runtime_backend *rb, const relay_exec_spec *spec,
  */
 static int probe(relay__builtin *b, relay_error *err)
 {
-	static const char path_kv[] = "PATH=" RELAY__RT_PATH;
-	static const char *const env[] = { path_kv, NULL };
 	relay_exec_spec spec = RELAY_EXEC_SPEC_INIT;
 	const char *argv[] = { "true", NULL };
 	relay__strv a = { 0 };
@@ -305,12 +390,12 @@ static int probe(relay__builtin *b, relay_error *err)
 	spec.app = spec.handler = "probe";
 	spec.app_dir = "/usr";
 	spec.argv = argv;
-	rc = build_argv(b, &spec, NULL, false, &a, err);
+	rc = build_argv(b, &spec, NULL, false, -1, &a, err);
 	if (rc != 0)
 		return rc;
 	req.path = b->bwrap;
 	req.argv = a.v;
-	req.envp = (char *const *)env;
+	req.envp = host_env;
 	req.cwd = "/";
 	req.limits = NULL;
 	req.cred = &b->cred;  /* probe exactly what handlers will get */

@@ -124,14 +124,22 @@ typedef struct relay__spawn_req {
 	char *const *envp;               /* NULL-terminated */
 	const char *cwd;                 /* working directory, or NULL */
 	const relay__limits_inv *limits; /* applied before exec, or NULL */
-	int keep_fd;                     /* becomes the child's fd 3, or -1 */
+	/* Descriptors the child gets from fd 3 on, in this order, those
+	 * that are >= 0 (each must be >= 10 in the caller): */
+	int keep_fd;                     /* fd 3, or -1 */
+	int args_fd;                     /* fd RELAY__SPAWN_ARGS_FDNO(keep_fd)
+					    (4 with a keep_fd, else 3) */
+	int seccomp_fd;                  /* the next one (with an args_fd:
+					    RELAY__SPAWN_ARGS_FDNO + 1) */
 	const relay__cred *cred;         /* switched to before exec, or NULL */
 	const char *need_dir;            /* with cred: must be readable and
 					    searchable by cred->uid, else the
 					    spawn fails saying so; or NULL */
 } relay__spawn_req;
 
-#define RELAY__SPAWN_REQ_INIT { .keep_fd = -1 }
+#define RELAY__SPAWN_REQ_INIT { .keep_fd = -1, .args_fd = -1, \
+				 .seccomp_fd = -1 }
+#define RELAY__SPAWN_ARGS_FDNO(keep_fd) ((keep_fd) >= 0 ? 4 : 3)
 
 /*
  * Start @req in a new session (so its own process group), stdin/stdout/
@@ -146,6 +154,22 @@ int relay__spawn(const relay__spawn_req *req, relay_proc *proc,
 /* A pipe for a child's stdio: the child's end is >= 3, the parent's end
  * O_NONBLOCK; both close-on-exec. 0 or -1 with errno. */
 int relay__make_pipe(int *parent, int *child, bool child_reads);
+
+/*
+ * Give the pipes @fds[0..@n) (entries < 0 skipped) to @cred's user and
+ * group, so a child running as @cred may reopen them through
+ * /proc/self/fd (/dev/stdin, /dev/stdout): a pipe's owner is whoever made
+ * it, root under a root host. No-op when @cred is NULL or unset. 0, or
+ * -1 with errno. Async-signal-safe (used in the vfork child).
+ */
+int relay__pipes_give(const int *fds, size_t n, const relay__cred *cred);
+
+/*
+ * A new memfd named @name holding @data[0..@len), at offset 0,
+ * close-on-exec and numbered >= 10 (so it can be a spawn's keep/args/
+ * seccomp descriptor). The descriptor (the caller's), or -1 with errno.
+ */
+int relay__spawn_memfd(const char *name, const void *data, size_t len);
 
 /* write(2) that never raises SIGPIPE in the host (EPIPE returned). */
 ssize_t relay__write_nosigpipe(int fd, const void *buf, size_t len);
@@ -215,8 +239,24 @@ bool relay__backend_is_bwrap(const relay_runtime_backend *rb);
  * or NULL (they then use the python3 server). */
 const char *relay__bwrap_warm_exec(const relay_runtime_backend *rb);
 int relay__bwrap_argv(relay_runtime_backend *rb, const relay_exec_spec *spec,
-		      const char *const *inner, bool warm, relay__strv *out,
-		      relay_error *err);
+		      const char *const *inner, bool warm, int args_fdno,
+		      relay__strv *out, relay_error *err);
+/* bwrap.c: the fixed host-side environment every bwrap is started with
+ * (PATH only; static storage). The handler's environment goes in as
+ * bwrap options instead: relay__bwrap_env_fd() writes "--clearenv" and a
+ * "--setenv K V" per entry of @env (NULL-terminated "K=V"), and
+ * "--seccomp @seccomp_fdno" unless it is -1, into a new
+ * memfd (close-on-exec, >= 10, offset 0) for the spawn's args_fd, with
+ * "--args N" in the command line (@args_fdno of relay__bwrap_argv; -1:
+ * none). 0 and *@out owned by the caller, or an error code with @err. */
+char *const *relay__bwrap_host_env(void);
+int relay__bwrap_env_fd(char *const *env, int seccomp_fdno, int *out,
+			relay_error *err);
+/* seccomp.c: the sandbox's seccomp filter (no kernel keyring) as a
+ * memfd for the spawn's seccomp_fd (>= 10, close-on-exec, offset 0): 0
+ * and *@out owned by the caller; 0 and *@out = -1 when this architecture
+ * has no filter; or an error code with @err. */
+int relay__sandbox_seccomp_fd(int *out, relay_error *err);
 /* bwrap.c: start a pre-started ("pooled") process: @spec's sandbox and
  * limits running @inner, without the per-invocation variables. */
 int relay__bwrap_spawn_pooled(relay_runtime_backend *rb,

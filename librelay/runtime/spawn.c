@@ -21,6 +21,7 @@
 #include <signal.h>
 #include <spawn.h>
 #include <string.h>
+#include <sys/mman.h>
 #include <sys/syscall.h>
 #include <sys/wait.h>
 #include <time.h>
@@ -61,13 +62,31 @@ int relay__make_pipe(int *parent, int *child, bool child_reads)
 	return 0;
 }
 
+/*
+ * The descriptors the child gets from fd 3 on, in this order: keep_fd,
+ * args_fd, seccomp_fd (those set). Their sources are >= 10 in the parent
+ * (callers dup them there), so no dup2 meets its own source. How many.
+ */
+static int passed_fds(const relay__spawn_req *req, int out[3])
+{
+	int n = 0;
+
+	if (req->keep_fd >= 0)
+		out[n++] = req->keep_fd;
+	if (req->args_fd >= 0)
+		out[n++] = req->args_fd;
+	if (req->seccomp_fd >= 0)
+		out[n++] = req->seccomp_fd;
+	return n;
+}
+
 static int spawn_posix(const relay__spawn_req *req, const int cfd[3],
 		       pid_t *pid)
 {
 	posix_spawn_file_actions_t fa;
 	posix_spawnattr_t at;
 	sigset_t none, all;
-	int rc, i;
+	int rc, i, n, pass[3];
 
 	sigemptyset(&none);
 	sigfillset(&all);
@@ -81,11 +100,11 @@ static int spawn_posix(const relay__spawn_req *req, const int cfd[3],
 	}
 	for (i = 0; i < 3 && rc == 0; i++)
 		rc = posix_spawn_file_actions_adddup2(&fa, cfd[i], i);
-	if (rc == 0 && req->keep_fd >= 0)
-		rc = posix_spawn_file_actions_adddup2(&fa, req->keep_fd, 3);
+	n = passed_fds(req, pass);
+	for (i = 0; i < n && rc == 0; i++)
+		rc = posix_spawn_file_actions_adddup2(&fa, pass[i], 3 + i);
 	if (rc == 0)
-		rc = posix_spawn_file_actions_addclosefrom_np(
-			&fa, req->keep_fd >= 0 ? 4 : 3);
+		rc = posix_spawn_file_actions_addclosefrom_np(&fa, 3 + n);
 	if (rc == 0 && req->cwd)
 		rc = posix_spawn_file_actions_addchdir_np(&fa, req->cwd);
 	if (rc == 0)
@@ -102,6 +121,45 @@ static int spawn_posix(const relay__spawn_req *req, const int cfd[3],
 	posix_spawnattr_destroy(&at);
 	posix_spawn_file_actions_destroy(&fa);
 	return rc;
+}
+
+int relay__spawn_memfd(const char *name, const void *data, size_t len)
+{
+	size_t off = 0;
+	int fd, out = -1, e = 0;
+
+	fd = memfd_create(name, MFD_CLOEXEC);
+	if (fd < 0)
+		return -1;
+	while (off < len) {
+		ssize_t w = write(fd, (const char *)data + off, len - off);
+
+		if (w < 0 && errno == EINTR)
+			continue;
+		if (w <= 0) {
+			e = w < 0 ? errno : EIO;
+			break;
+		}
+		off += (size_t)w;
+	}
+	if (!e && lseek(fd, 0, SEEK_SET) != 0)
+		e = errno;
+	/* Never at 3..5, where a spawn puts the descriptors it passes. */
+	if (!e && (out = fcntl(fd, F_DUPFD_CLOEXEC, 10)) < 0)
+		e = errno;
+	close(fd);
+	errno = e;
+	return out;
+}
+
+int relay__pipes_give(const int *fds, size_t n, const relay__cred *cred)
+{
+	size_t i;
+
+	for (i = 0; cred && cred->set && i < n; i++)
+		if (fds[i] >= 0 && fchown(fds[i], cred->uid, cred->gid) != 0)
+			return -1;
+	return 0;
 }
 
 /* Why the vfork child failed: errno, and whether it was the need_dir
@@ -123,7 +181,7 @@ vfork_child(const relay__spawn_req *req, const int cfd[3],
 	struct sigaction sa;
 	sigset_t none;
 	unsigned int first;
-	int sig, i, e;
+	int sig, i, e, n, pass[3];
 
 	memset(&sa, 0, sizeof(sa));
 	sa.sa_handler = SIG_DFL;
@@ -146,7 +204,11 @@ vfork_child(const relay__spawn_req *req, const int cfd[3],
 	if (req->cred && req->cred->set) {
 		gid_t g = req->cred->gid;
 
-		if (syscall(SYS_setgroups, 1, &g) != 0 ||
+		/* The stdio pipes are the child's: a handler may reopen them
+		 * (/dev/stdin is /proc/self/fd/0), which checks the pipe's
+		 * owner, and root's pipes would refuse the sandbox user. */
+		if (relay__pipes_give(cfd, 3, req->cred) != 0 ||
+		    syscall(SYS_setgroups, 1, &g) != 0 ||
 		    syscall(SYS_setresgid, g, g, g) != 0 ||
 		    syscall(SYS_setresuid, req->cred->uid, req->cred->uid,
 			    req->cred->uid) != 0)
@@ -160,11 +222,13 @@ vfork_child(const relay__spawn_req *req, const int cfd[3],
 	for (i = 0; i < 3; i++)
 		if (dup2(cfd[i], i) < 0)
 			goto fail;
-	if (req->keep_fd >= 0 && dup2(req->keep_fd, 3) < 0)
-		goto fail;
+	n = passed_fds(req, pass);
+	for (i = 0; i < n; i++)
+		if (dup2(pass[i], 3 + i) < 0)
+			goto fail;
 	if (req->cwd && chdir(req->cwd) != 0)
 		goto fail;
-	first = req->keep_fd >= 0 ? 4 : 3;
+	first = (unsigned int)(3 + n);
 	if (syscall(SYS_close_range, first, ~0u, 0u) != 0)
 		for (i = (int)first; i < 1024; i++)
 			(void)close(i);

@@ -142,12 +142,17 @@ void relay__warm_req_free(warm_req *q)
 	relay__free(q);
 }
 
-/* Unlink and free @p; its bwrap is killed and, where we can, reaped. */
-void relay__warm_parent_free(warm_parent *p)
+/* Unlink @p, stop its watchers, close its descriptors, kill its bwrap
+ * (reaped where we can); once. */
+static void parent_teardown(warm_parent *p)
 {
 	relay__warm *w = p->w;
 	warm_parent **pp;
 
+	if (p->torn)
+		return;
+	p->torn = true;
+	p->dead = true;
 	for (pp = &w->parents; *pp; pp = &(*pp)->next) {
 		if (*pp == p) {
 			*pp = p->next;
@@ -171,10 +176,21 @@ void relay__warm_parent_free(warm_parent *p)
 				;
 	}
 	relay__warm_close_fd(&p->pidfd);
+	relay__warm_count_states(w);
+}
+
+/* Unlink and free @p; its bwrap is killed and, where we can, reaped.
+ * Called from a run's callback inside relay__warm_ctl_read() (a done
+ * callback that retires parents or starts a run whose send fails), the
+ * memory is freed when that returns. */
+void relay__warm_parent_free(warm_parent *p)
+{
+	parent_teardown(p);
+	if (p->busy)
+		return;
 	relay__free(p->key);
 	relay__free(p->app);
 	relay__free(p);
-	relay__warm_count_states(w);
 }
 
 /* Retire: no new requests; free now if nothing runs on it. */
@@ -275,15 +291,54 @@ static void exit_cb(struct ev_loop *loop, ev_io *wio, int revents)
 	relay__warm_parent_fault(p, RELAY_WARM_FAIL_CRASHED, "the warm sandbox exited");
 }
 
+static bool parent_alive(const relay__warm *w, const warm_parent *p)
+{
+	const warm_parent *x;
+
+	for (x = w->parents; x; x = x->next)
+		if (x == p)
+			return true;
+	return false;
+}
+
 static void watchdog_cb(struct ev_loop *loop, ev_timer *t, int revents)
 {
 	warm_parent *p = t->data;
+	relay__warm *w = p->w;
+	relay_mono_us due;
 	char d[64];
+	int i, rc = 1;
 
-	(void)loop;
 	(void)revents;
-	snprintf(d, sizeof(d), "no answer within %ums",
-		 p->w->start_timeout_ms);
+	/*
+	 * When the loop wakes late (a stopped or loaded host) this timer can
+	 * run before the control socket's callback although the answers are
+	 * already there: read them first, so that the verdict is about a
+	 * request really unanswered. A run's end reaches us the same way (X),
+	 * and the parent's own end as the socket's end. Bounded, so that a
+	 * parent that talks without end cannot hold the loop here.
+	 */
+	for (i = 0; i < 16 && rc > 0; i++)
+		rc = relay__warm_ctl_read(p, 64);
+	/* Freed by the reading, or by a callback run meanwhile. */
+	if (rc < 0 || !parent_alive(w, p))
+		return;
+	due = relay__warm_deadline(p);
+	if (!due)
+		return;
+	if (relay_clock_mono_us(NULL) < due) {
+		/* Early (libev counts from its cached time) or a newer
+		 * request is now the oldest unanswered one. */
+		ev_now_update(loop);
+		relay__warm_arm_watchdog(p);
+		return;
+	}
+	if (p->state == P_STARTING)
+		snprintf(d, sizeof(d), "not ready within %ums",
+			 w->start_timeout_ms + WARM_START_SLACK_MS);
+	else
+		snprintf(d, sizeof(d), "no answer within %ums",
+			 w->start_timeout_ms);
 	relay__warm_parent_fault(p, RELAY_WARM_FAIL_WEDGED, d);
 }
 
@@ -321,7 +376,8 @@ static int spawn_parent(relay__warm *w, warm_parent *p,
 	relay__strv inner = { 0 }, argv = { 0 }, env = { 0 }, penv = { 0 };
 	relay__spawn_req req = RELAY__SPAWN_REQ_INIT;
 	relay_proc proc;
-	int sv[2] = { -1, -1 }, keep = -1, rc = 0;
+	int sv[2] = { -1, -1 }, keep = -1, args_fd = -1, seccomp_fd = -1;
+	int rc = 0;
 	size_t i;
 
 	/* An exec app's parent execs its command in every invocation: the
@@ -344,7 +400,8 @@ static int spawn_parent(relay__warm *w, warm_parent *p,
 		goto done;
 	}
 	rc = relay__bwrap_argv(w->rt->rb, spec,
-			       (const char *const *)inner.v, true, &argv, err);
+			       (const char *const *)inner.v, true,
+			       RELAY__SPAWN_ARGS_FDNO(3), &argv, err);
 	if (rc != 0)
 		goto done;
 	rc = relay__runtime_env(spec, &env);
@@ -370,9 +427,18 @@ static int spawn_parent(relay__warm *w, warm_parent *p,
 				      "control socket: %s", strerror(errno));
 		goto done;
 	}
+	rc = relay__sandbox_seccomp_fd(&seccomp_fd, err);
+	if (rc == 0)
+		rc = relay__bwrap_env_fd(penv.v, seccomp_fd >= 0 ?
+					 RELAY__SPAWN_ARGS_FDNO(3) + 1 : -1,
+					 &args_fd, err);
+	if (rc != 0)
+		goto done;
 	req.path = argv.v[0];
 	req.argv = argv.v;
-	req.envp = penv.v;
+	req.envp = relay__bwrap_host_env();
+	req.args_fd = args_fd;
+	req.seccomp_fd = seccomp_fd;
 	req.cwd = "/";
 	req.keep_fd = keep;
 	/* The same host user as a cold sandbox (never root). */
@@ -406,15 +472,17 @@ static int spawn_parent(relay__warm *w, warm_parent *p,
 	ev_io_start(p->loop, &p->w_out);
 	ev_io_start(p->loop, &p->w_err);
 	/* Starting counts as a request: a parent that never says Y is
-	 * wedged like one that never answers. */
-	ev_timer_set(&p->w_watchdog, (w->start_timeout_ms + 5000) / 1000.0,
-		     0.);
-	ev_timer_start(p->loop, &p->w_watchdog);
+	 * wedged like one that never answers. Its Y stops this (unless
+	 * requests wait): a ready, idle parent has no deadline. */
+	p->spawned_at = relay_clock_mono_us(NULL);
+	relay__warm_arm_watchdog(p);
 	w->st.parents_started++;
 done:
 	relay__warm_close_fd(&sv[0]);
 	relay__warm_close_fd(&sv[1]);
 	relay__warm_close_fd(&keep);
+	relay__warm_close_fd(&args_fd);
+	relay__warm_close_fd(&seccomp_fd);
 	relay__strv_free(&inner);
 	relay__strv_free(&argv);
 	relay__strv_free(&env);
@@ -699,6 +767,9 @@ use:
 		if (relay__make_pipe(pfd, &q->cfd[i], i == 0) != 0)
 			goto fail_q;
 	}
+	/* As a cold spawn does: the handler may reopen its stdio. */
+	if (relay__pipes_give(q->cfd, 3, &b->cred) != 0)
+		goto fail_q;
 	if (q->inv->ncg > 0) {
 		if (relay__make_pipe(&q->go_w, &q->cfd[3], true) != 0)
 			goto fail_q;

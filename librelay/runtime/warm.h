@@ -21,6 +21,9 @@
 #define WARM_MAX_PARENTS 32u
 #define WARM_IDLE_MS 300000u
 #define WARM_START_TIMEOUT_MS 2000u
+/* A parent's start (the sandbox and the interpreter) may take this much
+ * longer than start_timeout_ms before it must have said Y. */
+#define WARM_START_SLACK_MS 5000u
 #define WARM_BACKOFF_MIN_MS 1000u
 #define WARM_BACKOFF_MAX_MS 60000u
 #define WARM_MSG_MAX 65536u
@@ -56,6 +59,7 @@ struct warm_req {
 	size_t msg_len;
 	relay__limits_inv *inv;
 	bool sent, started;
+	relay_mono_us sent_at; /* when the R went: the watchdog's origin */
 	pid_t pid;             /* the invocation's process, once started */
 };
 
@@ -72,12 +76,19 @@ struct warm_parent {
 	int ctl;               /* our end of the control socket */
 	int out_fd, err_fd;    /* the server's own stdout/stderr */
 	ev_io w_ctl, w_exit, w_out, w_err;
-	ev_timer w_watchdog;   /* a request unanswered for too long */
+	ev_timer w_watchdog;   /* a request unanswered for too long (or no
+				* Y): see relay__warm_arm_watchdog() */
+	relay_mono_us spawned_at; /* the start bound's origin */
 	warm_req *reqs;
 	unsigned int inflight;
 	relay_mono_us last_used;
 	bool exec_server;      /* relay-warm-exec, not the python3 one */
 	bool dead;
+	bool torn;             /* torn down (unlinked, watchers stopped,
+				* fds closed); memory kept while busy */
+	unsigned int busy;     /* inside relay__warm_ctl_read(), whose
+				* run callbacks may free the parent: the
+				* free waits until it returns */
 };
 
 /*
@@ -173,10 +184,26 @@ int relay__warm_build_request(warm_req *q, const relay_exec_spec *spec,
 int relay__warm_req_send(warm_req *q);
 /* Take @q off @p's list of requests (not freed). */
 void relay__warm_unlink_req(warm_parent *p, warm_req *q);
-/* (Re)arm @p's watchdog while a request waits for an answer. */
+/*
+ * (Re)arm @p's watchdog for its current deadline, or stop it when there is
+ * none: a starting parent must say Y within start_timeout_ms +
+ * WARM_START_SLACK_MS of its spawn; a ready (or retiring) one must answer
+ * the oldest request still unanswered (sent, no S yet) within
+ * start_timeout_ms of sending it. A ready parent with nothing unanswered,
+ * busy or idle, has no deadline. Call it whenever a request is sent,
+ * answered or dropped, and when the parent becomes ready.
+ */
 void relay__warm_arm_watchdog(warm_parent *p);
+/* The monotonic time by which @p must have answered, or 0 for none. */
+relay_mono_us relay__warm_deadline(const warm_parent *p);
 /* The parent's control socket is readable. */
 void relay__warm_ctl_cb(struct ev_loop *loop, ev_io *wio, int revents);
+/*
+ * Read what @p has already said (without waiting), at most @max messages.
+ * Returns 0 when the socket is drained, 1 when more may be waiting, -1
+ * when @p was freed (faulted or retired with nothing left).
+ */
+int relay__warm_ctl_read(warm_parent *p, int max);
 
 /* warm_pool.c */
 

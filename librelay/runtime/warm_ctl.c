@@ -46,22 +46,37 @@ static pid_t pidfd_pid(int pidfd)
 	return (pid_t)strtol(p + 5, NULL, 10);
 }
 
+relay_mono_us relay__warm_deadline(const warm_parent *p)
+{
+	const warm_req *q;
+	relay_mono_us oldest = 0;
+
+	if (p->state == P_STARTING)
+		return p->spawned_at + ((uint64_t)p->w->start_timeout_ms +
+					WARM_START_SLACK_MS) * 1000u;
+	for (q = p->reqs; q; q = q->next)
+		if (q->sent && !q->started && (!oldest || q->sent_at < oldest))
+			oldest = q->sent_at;
+	if (!oldest)
+		return 0;
+	return oldest + (uint64_t)p->w->start_timeout_ms * 1000u;
+}
+
 void relay__warm_arm_watchdog(warm_parent *p)
 {
-	warm_req *q;
+	relay_mono_us due = relay__warm_deadline(p);
+	relay_mono_us now = relay_clock_mono_us(NULL);
 
-	for (q = p->reqs; q; q = q->next)
-		if (q->sent && !q->started)
-			break;
-	if (!q) {
-		ev_timer_stop(p->loop, &p->w_watchdog);
+	/* Always from the deadline, never "already armed": the bound runs
+	 * from the oldest unanswered request's send, so an answer moves it
+	 * on to the next one's. The timer may fire early (libev counts from
+	 * its cached loop time); watchdog_cb checks again. */
+	ev_timer_stop(p->loop, &p->w_watchdog);
+	if (!due)
 		return;
-	}
-	if (!ev_is_active(&p->w_watchdog)) {
-		ev_timer_set(&p->w_watchdog,
-			     p->w->start_timeout_ms / 1000.0, 0.);
-		ev_timer_start(p->loop, &p->w_watchdog);
-	}
+	ev_timer_set(&p->w_watchdog,
+		     due > now ? (double)(due - now) / 1e6 : 0., 0.);
+	ev_timer_start(p->loop, &p->w_watchdog);
 }
 
 /* Hand @q to its parent. 0, or -1 when the parent is unreachable. */
@@ -79,6 +94,7 @@ int relay__warm_req_send(warm_req *q)
 	relay__free(q->msg);
 	q->msg = NULL;
 	q->sent = true;
+	q->sent_at = relay_clock_mono_us(NULL);
 	relay__warm_arm_watchdog(p);
 	return 0;
 }
@@ -148,9 +164,23 @@ static void on_started(warm_parent *p, warm_req *q, int pidfd)
 	relay__run_warm_started(q->run, pid);
 }
 
-void relay__warm_ctl_cb(struct ev_loop *loop, ev_io *wio, int revents)
+static int ctl_read(warm_parent *p, int max);
+
+int relay__warm_ctl_read(warm_parent *p, int max)
 {
-	warm_parent *p = wio->data;
+	int rc;
+
+	p->busy++;
+	rc = ctl_read(p, max);
+	if (--p->busy == 0 && p->torn) {
+		relay__warm_parent_free(p);
+		return -1;
+	}
+	return rc;
+}
+
+static int ctl_read(warm_parent *p, int max)
+{
 	union {
 		char buf[CMSG_SPACE(4 * sizeof(int))];
 		struct cmsghdr align;
@@ -159,9 +189,7 @@ void relay__warm_ctl_cb(struct ev_loop *loop, ev_io *wio, int revents)
 	char *f[4];
 	int nf, i;
 
-	(void)loop;
-	(void)revents;
-	for (i = 0; i < 64 && !p->dead; i++) {
+	for (i = 0; i < max && !p->dead; i++) {
 		struct iovec iov = { msg, sizeof(msg) - 1 };
 		struct msghdr mh;
 		struct cmsghdr *c;
@@ -178,7 +206,7 @@ void relay__warm_ctl_cb(struct ev_loop *loop, ev_io *wio, int revents)
 		if (n < 0 && errno == EINTR)
 			continue;
 		if (n < 0 && (errno == EAGAIN || errno == EWOULDBLOCK))
-			return;
+			return 0;
 		for (c = CMSG_FIRSTHDR(&mh); c; c = CMSG_NXTHDR(&mh, c)) {
 			size_t k, nfd;
 
@@ -202,7 +230,7 @@ void relay__warm_ctl_cb(struct ev_loop *loop, ev_io *wio, int revents)
 			relay__warm_parent_fault(p, RELAY_WARM_FAIL_CRASHED,
 				     n == 0 ? "the warm parent exited"
 					    : strerror(errno));
-			return;
+			return -1;
 		}
 		msg[n] = '\0';
 		nf = split(msg, (size_t)n, f, 4);
@@ -220,16 +248,19 @@ void relay__warm_ctl_cb(struct ev_loop *loop, ev_io *wio, int revents)
 					relay__warm_parent_fault(p, RELAY_WARM_FAIL_CRASHED,
 						     "control socket write "
 						     "failed");
-					return;
+					return -1;
 				}
 			}
+			/* Ready: from now on only unanswered requests
+			 * have a deadline (none when idle). */
+			relay__warm_arm_watchdog(p);
 			continue;
 		}
 		if (f[0][0] == 'N' && p->state == P_STARTING) {
 			relay__warm_close_fd(&fd);
 			relay__warm_parent_fault(p, RELAY_WARM_FAIL_UNSUPPORTED,
 				     nf > 1 ? f[1] : "unsupported");
-			return;
+			return -1;
 		}
 		q = nf > 1 ? find_req(p, (uint32_t)strtoul(f[1], NULL, 10))
 			   : NULL;
@@ -262,9 +293,17 @@ void relay__warm_ctl_cb(struct ev_loop *loop, ev_io *wio, int revents)
 		}
 		if (p->state == P_RETIRING && !p->reqs) {
 			relay__warm_parent_free(p);
-			return;
+			return -1;
 		}
 	}
+	return 1;
+}
+
+void relay__warm_ctl_cb(struct ev_loop *loop, ev_io *wio, int revents)
+{
+	(void)loop;
+	(void)revents;
+	relay__warm_ctl_read(wio->data, 64);
 }
 
 /* The R message: id, wait for go?, rlimits, handler, environment. */

@@ -98,6 +98,106 @@ static void test_hardening__ownership_lost_once(void)
 	h_cleanup(&h);
 }
 
+/*
+ * What another replica leaves when it acknowledged the message and
+ * relayd's retention then trimmed the entry: no PEL entry for @id, the
+ * state hash retained (__terminal), no body.
+ */
+static void acked_and_trimmed(h_ctx *h, const char *id)
+{
+	char *key = relay_inv_key("events", "relay", id);
+
+	RT_CHECK(key != NULL);
+	relay_redis_reply_free(H_CMD(h, "XACK", "events", "relay", id));
+	relay_redis_reply_free(H_CMD(h, "HSET", key, "__terminal", "1"));
+	relay_redis_reply_free(H_CMD(h, "XDEL", "events", id));
+	relay__free(key);
+}
+
+/*
+ * A paused replica wakes up to a message another replica acknowledged
+ * and retention trimmed: the body is gone, but nothing was lost. Not a
+ * missing payload (no count, no WARN), one RELAY-ENG15 line, not
+ * "ownership lost"; the handler finishes, nothing is dead-lettered.
+ */
+static void test_hardening__trimmed_after_ack_not_missing(void)
+{
+	h_ctx h;
+	char id[64];
+	h_script *s;
+	int i;
+
+	h_init(&h, NULL);
+	h_write_app(&h, "a", APP_ONE);
+	s = h_script_get(&h.exec, "a", "h");
+	s->hold = 1;
+	h_start(&h);
+	snprintf(id, sizeof(id), "%s", h_xadd(&h, "{\"kind\":\"x\"}"));
+	H_UNTIL(&h, s->runs == 1, 5000);
+	acked_and_trimmed(&h, id);
+	for (i = 0; i < 5; i++) {
+		relay__consumer_renew_now(h.c);
+		h_settle(&h, 20);
+	}
+	RT_EQ_INT((int)h_metrics(&h).missing_payload, 0);
+	RT_EQ_INT(h.eng_warn[7], 0);
+	RT_EQ_INT(h.eng_warn[12], 0);
+	RT_EQ_INT(h.eng[15], 1);
+	h_release(&h.exec, NULL);
+	H_UNTIL(&h, h_metrics(&h).buffered_events == 0, 5000);
+	h_settle(&h, 20);
+	RT_EQ_INT(s->runs, 1);
+	RT_EQ_INT((int)h_pel(&h), 0);
+	RT_EQ_INT((int)h_dlq_count(&h), 0);
+	RT_EQ_INT((int)h_metrics(&h).missing_payload, 0);
+	RT_EQ_INT(h.eng_warn[7], 0);
+	h_cleanup(&h);
+}
+
+/*
+ * The reclaim path: a pending entry (redelivered after the group was
+ * moved back, say) whose body is gone and whose state is retained is
+ * not counted either; one whose state is not retained still is. Both
+ * dangling references are cleared.
+ */
+static void test_hardening__reclaim_gone_after_ack(void)
+{
+	h_ctx h;
+	char done[64], lost[64];
+	char *key;
+
+	h_init(&h, NULL);
+	h_write_app(&h, "a", APP_ONE);
+	h_load_apps(&h);
+	relay_redis_reply_free(H_CMD(&h, "XGROUP", "CREATE", "events",
+				     "relay", "0", "MKSTREAM"));
+	snprintf(done, sizeof(done), "%s", h_xadd(&h, "{\"kind\":\"x\"}"));
+	snprintf(lost, sizeof(lost), "%s", h_xadd(&h, "{\"kind\":\"x\"}"));
+	/* A dead replica's delivery. */
+	relay_redis_reply_free(H_CMD(&h, "XREADGROUP", "GROUP", "relay",
+				     "dead", "COUNT", "10", "STREAMS",
+				     "events", ">"));
+	key = relay_inv_key("events", "relay", done);
+	RT_CHECK(key != NULL);
+	relay_redis_reply_free(H_CMD(&h, "HSET", key, "__terminal", "1"));
+	relay__free(key);
+	relay_redis_reply_free(H_CMD(&h, "XDEL", "events", done));
+	relay_redis_reply_free(H_CMD(&h, "XDEL", "events", lost));
+	RT_EQ_INT((int)h_pel(&h), 2);
+	h_start(&h);
+	h_settle(&h, 20);
+	h_retry_round(&h, MIN_IDLE + 1);
+	H_UNTIL(&h, h_pel(&h) == 0 &&
+		h_metrics(&h).buffered_events == 0, 5000);
+	h_settle(&h, 20);
+	RT_EQ_INT((int)h_metrics(&h).missing_payload, 1);
+	RT_EQ_INT(h.eng_warn[7], 1);
+	RT_EQ_INT(h.eng[15], 1);
+	RT_EQ_INT((int)h_dlq_count(&h), 0);
+	RT_EQ_INT((int)h_metrics(&h).buffered_events, 0);
+	h_cleanup(&h);
+}
+
 typedef struct stuck_seen {
 	int n;
 	char id[64];
@@ -557,6 +657,8 @@ int main(int argc, char **argv)
 	static const rt_case cases[] = {
 		RT_CASE(test_hardening__deleted_while_running),
 		RT_CASE(test_hardening__ownership_lost_once),
+		RT_CASE(test_hardening__trimmed_after_ack_not_missing),
+		RT_CASE(test_hardening__reclaim_gone_after_ack),
 		RT_CASE(test_hardening__availability_cache_per_interpreter),
 		RT_CASE(test_hardening__failing_step_backs_off),
 		RT_CASE(test_hardening__sched_headers_distinct),

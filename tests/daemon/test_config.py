@@ -79,6 +79,51 @@ def invalid_values_one_line_exit_1():
         check("s3cr3t" not in err, f"{what}: password echoed: {err!r}")
 
 
+@case
+def stream_lists_that_collide_or_share_a_slot_are_refused():
+    """A listed stream that is another listed stream's DLQ (or any key
+    Relay keeps for it) is refused naming both: retention would trim it
+    by age and the engine would write DLQ entries into it. A partition
+    shorthand whose prefix already holds a hash tag is refused: every
+    partition would hash to that tag, one cluster slot. Control bytes in
+    the value never reach the terminal raw."""
+    cases = [
+        ("x,relay:x:dlq", ['"relay:x:dlq" is a key Relay keeps for '
+                           'stream "x"']),
+        ("relay:x:dlq,x", ['"relay:x:dlq"', 'stream "x"']),
+        ("ev{0..1},relay:ev:{p0}:dlq", ['"relay:ev:{p0}:dlq"',
+                                        'stream "ev:{p0}"']),
+        ("a,relay:a:schedule:m", ['"relay:a:schedule:m"', 'stream "a"']),
+        ("a%:b,relay:invocation:a%25%3Ab:relay:1-0",
+         ['stream "a%:b"', "state hashes"]),
+        ("a{0..3}{0..3}", ['"a{0..3}{0..3}"', "hash tag", "one slot"]),
+        ("{t}x{0..1},y", ['"{t}x{0..1}"', "hash tag"]),
+    ]
+    for value, words in cases:
+        vars = dict(BASE)
+        vars["REDIS_STREAM"] = value
+        rc, out, err = run_relayd(vars)
+        eq(rc, 1, f"REDIS_STREAM={value!r}: exit 1 ({err!r})")
+        lines = err.splitlines()
+        eq(len(lines), 1, f"{value!r}: one line ({err!r})")
+        check(lines[0].startswith(f'relayd: REDIS_STREAM: invalid value '
+                                  f'"{value}": '), lines[0])
+        for w in words:
+            check(w in lines[0], f"{value!r}: {w!r} in {lines[0]!r}")
+    # Escape, BEL, DEL, a C1 CSI and a '"' in the value: escaped as \xNN
+    # in the value and in the library's text alike.
+    vars = dict(BASE)
+    vars["REDIS_STREAM"] = 'a,b\x1b]0;pwn\x07\x7f\u009b"c'
+    rc, out, err = run_relayd(vars)
+    eq(rc, 1, f"control bytes: exit 1 ({err!r})")
+    eq(len(err.splitlines()), 1, f"one line: {err!r}")
+    for raw in ("\x1b", "\x07", "\x7f", "\u009b"):
+        check(raw not in err, f"raw {raw!r} in {err!r}")
+    check('invalid value "a,b\\x1b]0;pwn\\x07\\x7f\\xc2\\x9b\\x22c": '
+          'stream name "b\\x1b]0;pwn\\x07\\x7f\\xc2\\x9b\\x22c" contains '
+          'a blank or control character' in err, err)
+
+
 # A relayd built without metrics support refuses METRICS_ADDR with one
 # clear line instead of running without the endpoint it was asked for.
 @case

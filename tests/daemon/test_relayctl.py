@@ -138,13 +138,74 @@ def dlq_ls_table_json_and_filters():
         rc, _, err = ctl(d, "dlq", "ls", "--limit", "0")
         eq(rc, 2, "--limit 0 is a usage error")
 
-        # A malformed DLQ entry is an error naming entry and field.
+        d.stop()
+
+
+@case
+def dlq_malformed_entry_shown_and_skipped():
+    """One DLQ entry nobody can parse (written by hand, between two real
+    ones, with a terminal escape in a field name) is a row of its own in
+    ls, is shown as stored by inspect, and is skipped and counted by
+    replay --all; the good entries around it are listed and replayed."""
+    with Env() as env:
+        d, ok = dlq_env(env)
+        m1 = env.xadd({"kind": "x", "k": "e1"})
+        env.wait(lambda: len(env.dlq()) == 1, "first DLQ entry")
         bad = env.r("XADD", "relay:events:dlq", "*", "original_stream",
-                    "events", "app", "a")
+                    "events", "app\x1b[2J", "a")
+        m2 = env.xadd({"kind": "y", "k": "e2"})
+        env.wait(lambda: len(env.dlq()) == 3, "second DLQ entry")
+        ids = [e["_id"] for e in env.dlq()]
+        eq(ids[1], bad, "the bad entry sits between the good ones")
+
         rc, out, err = ctl(d, "dlq", "ls")
-        eq(rc, 1, "malformed entry fails the listing")
-        check(bad in err and "missing field" in err,
-              f"error names entry and field: {err!r}")
+        eq(rc, 0, "dlq ls goes on past a malformed entry\n" + err)
+        rows = table(out)
+        eq([r[:5] for r in rows[1:]],
+           [[ids[0], f"events/{m1}", "a", "h1", "1"],
+            [bad, "(malformed)", "?", "?", "?"],
+            [ids[2], f"events/{m2}", "b", "h2", "1"]], "rows")
+        check("1 malformed DLQ entry listed" in err, err)
+        check("\x1b" not in out + err, "no raw escape")
+
+        rc, out, _ = ctl(d, "dlq", "ls", "--app", "b")
+        eq([r[0] for r in table(out)[1:]], [bad, ids[2]],
+           "--app keeps the entry whose app is unknown")
+        rc, out, err = ctl(d, "dlq", "ls", "--json")
+        eq(rc, 0, "ls --json\n" + err)
+        got = json.loads(out)
+        eq([o["id"] for o in got], ids, "--json ids")
+        check("unknown field" in got[1]["malformed"], got[1])
+        eq(got[1]["fields"], {"original_stream": "events",
+                              "app\x1b[2J": "a"},
+           "fields as stored (JSON escapes them)")
+
+        rc, out, err = ctl(d, "dlq", "inspect", bad)
+        eq(rc, 1, "inspect of a malformed entry\n" + err)
+        check(f"ID:" in out and bad in out and "Malformed:" in out and
+              "  original_stream: events\n" in out and
+              "  app?[2J: a\n" in out, out)
+        check(bad in err and "unknown field" in err, err)
+        check("\x1b" not in out + err, "no raw escape")
+        rc, out, err = ctl(d, "dlq", "inspect", bad, "--json")
+        eq((rc, json.loads(out)["id"]), (1, bad), "inspect --json")
+
+        rc, out, err = ctl(d, "dlq", "replay", bad)
+        eq(rc, 1, "replay of a malformed entry")
+        check("malformed" in err, err)
+
+        open(ok, "w").close()
+        rc, out, err = ctl(d, "dlq", "replay", "--all")
+        eq(rc, 1, "replay --all with a malformed entry\n" + out + err)
+        check(f"{ids[0]} a/h1 replayed\n" in out and
+              f"{bad}: skipped (malformed: " in out and
+              f"{ids[2]} b/h2 replayed\n" in out, out)
+        check(out.endswith("Replayed 2 of 3 entries (0 failed, 1 skipped, "
+                           "1 of them malformed)\n"), out)
+        check("\x1b" not in out + err, "no raw escape")
+        env.wait(lambda: [e["_id"] for e in env.dlq()] == [bad],
+                 "only the malformed entry is left")
+        eq(ctl(d, "dlq", "rm", bad)[0], 0, "rm removes it")
         d.stop()
 
 
@@ -479,7 +540,8 @@ def connection_flags_override_env():
         env.r("XADD", "relay:events:dlq", "*", "x", "y")
         rc, out, err = ctl(d, "dlq", "ls", "--redis", d.vars["REDIS_URI"],
                            "--stream", "events", extra=bogus)
-        eq(rc, 1, "--redis/--stream reach the real DLQ (malformed)\n" + err)
+        eq(rc, 0, "--redis/--stream reach the real DLQ\n" + err)
+        check("(malformed)" in out, "the hand-written entry\n" + out)
         rc, out, err = ctl(d, "dlq", "ls", extra={"REDIS_URI": ""})
         eq(rc, 2, "REDIS_URI unset is a usage error")
         check("REDIS_URI" in err, err)

@@ -428,6 +428,14 @@ static void test_redis__stream_slot_check(void)
 	RT_CHECK(strstr(e, "\"{a:b}\"") != NULL);
 	RT_EQ_INT(relay__redis_stream_slot_check("{a%b}", "g", e, sizeof(e)),
 		  RELAY_EINVAL);
+	/* The name comes from the environment: control bytes escaped. */
+	RT_EQ_INT(relay__redis_stream_slot_check("o\x1b[2J\x07", "g", e,
+						 sizeof(e)), RELAY_EINVAL);
+	RT_CHECK(strchr(e, '\x1b') == NULL && strchr(e, '\x07') == NULL);
+	RT_CHECK(strstr(e, "\"o\\x1b[2J\\x07\"") != NULL);
+	RT_EQ_INT(relay__redis_stream_slot_check("{a:\x1b}", "g", e,
+						 sizeof(e)), RELAY_EINVAL);
+	RT_CHECK(strchr(e, '\x1b') == NULL);
 }
 
 static void test_redis__backend_check(void)

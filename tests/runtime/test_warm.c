@@ -203,6 +203,8 @@ static char *joined(const cap *c)
 	"    except OSError as e:\n"                                      \
 	"        print('refused after', len(procs), e.errno)\n"           \
 	"        sys.exit(7)\n"                                           \
+	"def quiet(event):\n"                                              \
+	"    pass\n"                                                       \
 	"def ok(event):\n"                                                 \
 	"    print('ok', event)\n"                                         \
 	"def fails(event):\n"                                              \
@@ -680,6 +682,170 @@ static void test_warm__parent_wedged(void)
 	relay_runtime_free(r);
 }
 
+/* A runtime whose warm parents answer within @bound_ms (and start within
+ * that plus the 5 s slack), with the loop's other parents gone (see
+ * above). */
+static relay_runtime *bound_rt(uint32_t bound_ms)
+{
+	relay_runtime_options o = RELAY_RUNTIME_OPTIONS_INIT;
+	relay_runtime *r = NULL;
+
+	o.backend = "bwrap";
+	o.bootstrap_dir = bootstrap_dir();
+	o.warm = 1;
+	o.warm_start_timeout_ms = bound_ms;
+	relay_runtime_warm_retire(rt, NULL);
+	if (relay_runtime_new(&r, &o, NULL) != 0)
+		return NULL;
+	relay_runtime_libev_attach(r, loop);
+	return r;
+}
+
+static double now_s(void)
+{
+	struct timespec ts;
+
+	clock_gettime(CLOCK_MONOTONIC, &ts);
+	return (double)ts.tv_sec + (double)ts.tv_nsec / 1e9;
+}
+
+/* A parent started for a cold run (as relayd runs them) that says ready
+ * with nothing queued and then waits, idle, longer than its start bound
+ * is still there, not wedged, and serves the next event warm. */
+static void test_warm__idle_ready_parent_not_wedged(void)
+{
+	relay_runtime_warm_stats st = { .version = 1 };
+	relay_exec_spec s = py_spec("handlers.ok");
+	relay_runtime *r = bound_rt(300);
+	struct job j;
+	double t0 = now_s();
+	int i;
+
+	RT_CHECK(r != NULL);
+	s.warm = RELAY_WARM_AUTO;
+	RT_CHECK(run1(r, &s, &j) == 0);   /* cold; a parent starts */
+	RT_EQ_INT(j.o.status, RELAY_RUN_OK);
+	RT_CHECK(!j.o.warm);
+	job_free(&j);
+	for (i = 0; i < 3000; i++) {
+		relay_runtime_warm_stats_get(r, &st);
+		if (st.parents_ready)
+			break;
+		ev_run(loop, EVRUN_NOWAIT);
+		sleep_ms(10);
+	}
+	RT_EQ_INT(st.parents_ready, 1);
+	/* Idle past the start bound (5.3 s from the spawn), the loop
+	 * running so that a watchdog left armed would fire. */
+	while (now_s() - t0 < 6.5) {
+		ev_run(loop, EVRUN_NOWAIT);
+		sleep_ms(20);
+	}
+	relay_runtime_warm_stats_get(r, &st);
+	RT_EQ_INT(st.failures[RELAY_WARM_FAIL_WEDGED], 0);
+	RT_EQ_INT(st.parents_ready, 1);
+	RT_CHECK(run1(r, &s, &j) == 0);
+	RT_EQ_INT(j.o.status, RELAY_RUN_OK);
+	RT_CHECK(j.o.warm);
+	relay_runtime_warm_stats_get(r, &st);
+	RT_EQ_INT(st.parents_started, 1);
+	RT_EQ_INT(st.failures[RELAY_WARM_FAIL_WEDGED], 0);
+	job_free(&j);
+	relay_runtime_free(r);
+}
+
+/* The loop stalls (a stopped or starved relayd) longer than the bound
+ * right after a request went: its answers (S, then X) wait in the
+ * socket when the loop wakes, and the watchdog, due by then, must read
+ * them rather than call the parent wedged and run the handler again. */
+static void test_warm__answer_waiting_after_pause(void)
+{
+	relay_runtime_warm_stats st = { .version = 1 };
+	relay_exec_spec s = py_spec("handlers.ok");
+	relay_runtime *r = bound_rt(300);
+	struct job j;
+	size_t i, n = 0;
+
+	RT_CHECK(r != NULL);
+	RT_CHECK(run1(r, &s, &j) == 0);   /* waits for the parent */
+	RT_CHECK(j.o.warm);
+	job_free(&j);
+	s.warm = RELAY_WARM_AUTO;
+	RT_CHECK(start(r, &s, &j) == 0);  /* the request is sent now */
+	sleep_ms(1500);                   /* the loop does not run */
+	while (!j.done)
+		ev_run(loop, EVRUN_ONCE);
+	RT_EQ_INT(j.o.status, RELAY_RUN_OK);
+	RT_CHECK(j.o.warm);
+	for (i = 0; i < j.c.n; i++)
+		n += strncmp(cap_line(&j.c, i), "ok ", 3) == 0;
+	RT_EQ_INT(n, 1);                  /* ran once */
+	relay_runtime_warm_stats_get(r, &st);
+	RT_EQ_INT(st.failures[RELAY_WARM_FAIL_WEDGED], 0);
+	RT_EQ_INT(st.parents_started, 1);
+	job_free(&j);
+	relay_runtime_free(r);
+}
+
+/* Stop (@sig SIGSTOP) or continue every process of our python3 warm
+ * servers and their slots; see test_warm__parent_wedged. */
+static int servers_signal(int sig)
+{
+	int n = 0, prev = -1, i;
+
+	for (i = 0; i < 20 && n != prev; i++) {
+		prev = n;
+		n = host_processes("^" SERVER_CMD, NULL, sig);
+		sleep_ms(50);
+	}
+	return n;
+}
+
+/* The bound runs from each request's own send: A is sent, then B while
+ * the server is stopped, and the loop reads A's answer only after that.
+ * The server is continued just after A's deadline, well before B's: B is
+ * answered within its bound and must not be judged by A's. */
+static void test_warm__bound_from_oldest_unanswered(void)
+{
+	relay_runtime_warm_stats st = { .version = 1 };
+	relay_exec_spec s = py_spec("handlers.ok");
+	relay_runtime *r = bound_rt(3000);
+	struct job a, b;
+	double t0, tb;
+	size_t i, n = 0;
+
+	RT_CHECK(r != NULL);
+	RT_CHECK(run1(r, &s, &a) == 0);   /* waits for the parent */
+	RT_CHECK(a.o.warm);
+	job_free(&a);
+	s.warm = RELAY_WARM_AUTO;
+	t0 = now_s();
+	RT_CHECK(start(r, &s, &a) == 0);  /* A's bound ends at t0 + 3 s */
+	sleep_ms(1000);                   /* A's answers wait unread */
+	RT_CHECK(servers_signal(SIGSTOP) >= 2);
+	RT_CHECK(start(r, &s, &b) == 0);  /* B's ends at tb + 3 s */
+	tb = now_s();
+	RT_CHECK(tb - t0 >= 1.0 && tb - t0 < 2.5);
+	while (now_s() - t0 < 3.1) {      /* past A's deadline */
+		ev_run(loop, EVRUN_NOWAIT);
+		sleep_ms(10);
+	}
+	servers_signal(SIGCONT);
+	wait_all(&a, 1);
+	wait_all(&b, 1);
+	RT_EQ_INT(a.o.status, RELAY_RUN_OK);
+	RT_EQ_INT(b.o.status, RELAY_RUN_OK);
+	RT_CHECK(a.o.warm && b.o.warm);
+	for (i = 0; i < b.c.n; i++)
+		n += strncmp(cap_line(&b.c, i), "ok ", 3) == 0;
+	RT_EQ_INT(n, 1);
+	relay_runtime_warm_stats_get(r, &st);
+	RT_EQ_INT(st.failures[RELAY_WARM_FAIL_WEDGED], 0);
+	job_free(&a);
+	job_free(&b);
+	relay_runtime_free(r);
+}
+
 /* Wait for @j, a "handlers.slow" run whose warm start a fault cut short:
  * it must have finished on the cold path without failing. @st receives
  * the runtime's warm counters. */
@@ -988,6 +1154,53 @@ static void test_warm__slot_lib_unloadable_runs_cold(void)
 	relay_runtime_free(r);
 }
 
+/*
+ * A run's done callback may run inside the control socket's reader (the
+ * exit report is the last thing it waited for); one that retires every
+ * parent, the one that reported included, must not leave the reader
+ * using the freed parent (ASan would abort here). Several rounds, since
+ * which event comes last varies.
+ */
+static relay_runtime *retire_rt;
+
+static void done_and_retire(const relay_run_outcome *o, void *payload)
+{
+	struct job *j = payload;
+
+	j->o = *o;
+	j->done = true;
+	relay_runtime_warm_retire(retire_rt, NULL);
+}
+
+static void test_warm__done_callback_retires_parent(void)
+{
+	relay_exec_spec s = py_spec("handlers.quiet");
+	relay_error err;
+	int round, warm = 0;
+
+	retire_rt = new_rt(60000, 8);
+	RT_CHECK(retire_rt != NULL);
+	s.warm = RELAY_WARM_AUTO;
+	for (round = 0; round < 12; round++) {
+		struct job j;
+
+		memset(&j, 0, sizeof(j));
+		RT_CHECK(relay_runtime_run(retire_rt, &s, cap_cb,
+					   done_and_retire, &j.c, NULL,
+					   &err) == 0);
+		while (!j.done)
+			ev_run(loop, EVRUN_ONCE);
+		RT_EQ_INT(j.o.status, RELAY_RUN_OK);
+		warm += j.o.warm;
+		job_free(&j);
+		/* Let the next parent come up, so the next run is warm. */
+		s.warm = RELAY_WARM_REQUIRE;
+	}
+	RT_CHECK(warm >= 10);
+	relay_runtime_free(retire_rt);
+	retire_rt = NULL;
+}
+
 static int setup(void)
 {
 	relay_exec_spec s;
@@ -1038,6 +1251,9 @@ int main(int argc, char **argv)
 		RT_CASE(test_warm__pids_limit_per_invocation),
 		RT_CASE(test_warm__slot_reuse_is_clean),
 		RT_CASE(test_warm__parent_wedged),
+		RT_CASE(test_warm__idle_ready_parent_not_wedged),
+		RT_CASE(test_warm__answer_waiting_after_pause),
+		RT_CASE(test_warm__bound_from_oldest_unanswered),
 		RT_CASE(test_warm__parent_killed),
 		RT_CASE(test_warm__slot_killed),
 		RT_CASE(test_warm__reload_generation),
@@ -1047,6 +1263,7 @@ int main(int argc, char **argv)
 		RT_CASE(test_warm__free_leaves_nothing),
 		RT_CASE(test_warm__slot_lib_unloadable_runs_cold),
 		RT_CASE(test_warm__signal_to_slot_is_harmless),
+		RT_CASE(test_warm__done_callback_retires_parent),
 	};
 	char cmd[300];
 	int rc;

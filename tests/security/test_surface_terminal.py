@@ -86,6 +86,19 @@ def dlq_inspect_and_ls_escape_producer_bytes():
         rc, out, err = ctl(env, "dlq", "inspect", jid, "--json")
         eq(json.loads(out)["event"], '{"k":"\\u001b[2J\\u009b\\u007f",'
            '"n":1}', "--json JSON event")
+        # A malformed entry is listed and shown as stored: cleaned too.
+        bid = env.r("XADD", f"relay:{env.stream}:dlq", "*",
+                    b"f" + NASTY, b"v" + NASTY, "app", b"a" + NASTY)
+        rc, out, err = ctl(env, "dlq", "ls")
+        eq(rc, 0, "dlq ls with a malformed entry")
+        check(bid.encode() in out, out)
+        assert_clean("dlq ls (malformed entry)", out + err)
+        rc, out, err = ctl(env, "dlq", "inspect", bid)
+        eq(rc, 1, "inspect of a malformed entry")
+        check(b"Malformed:" in out, out)
+        assert_clean("dlq inspect (malformed entry)", out + err)
+        rc, out, err = ctl(env, "dlq", "ls", "--json")
+        eq(json.loads(out)[-1]["id"], bid, "ls --json lists it")
 
 
 @case

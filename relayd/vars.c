@@ -1,0 +1,172 @@
+/*
+ * vars.c - the one list of relayd's environment variables.
+ *
+ * `relayd --help` prints it, start-up warns about a variable that looks
+ * like ours but is not in it (RELAYD-CFG01, naming the closest known
+ * one), and tests/daemon/test_vars.py checks that doc/configuration.md
+ * and relayd(8) list exactly these names. config.c reads the values; a
+ * variable added there must be added here (the test fails otherwise:
+ * the docs would not list it).
+ *
+ * Thread-safety: constant data; relayd_vars_warn_unknown() reads environ
+ * and runs once, before any thread exists.
+ */
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "relayd.h"
+
+extern char **environ;
+
+const relayd_var relayd_vars[] = {
+	{ "REDIS_URI", "required: host:port, redis://[user:pass@]host:port"
+	  "[/db], unix:///path" },
+	{ "REDIS_STREAM", "required: the stream, a comma-separated list or "
+	  "PREFIX{A..B}" },
+	{ "REDIS_GROUP", "required: the consumer group" },
+	{ "REDIS_CONSUMER", "default: the host name" },
+	{ "RELAY_APPS_DIR", "default: /etc/relay/apps" },
+	{ "RELAY_RUN_DIR", "default: /run/relay (relay.sock, relay.lock)" },
+	{ "RELAY_STATE_DIR", "default: /var/lib/relay (stats.json, "
+	  "schedule-outbox.json)" },
+	{ "MAX_CONCURRENCY", "default: 8 (alias: MAX_CONCURRENT_INVOCATIONS)" },
+	{ "MAX_CONCURRENT_INVOCATIONS", "the same as MAX_CONCURRENCY" },
+	{ "MAX_BUFFERED_EVENTS", "default: 16" },
+	{ "MAX_EVENT_BYTES", "default: 256KiB (at most 1MiB)" },
+	{ "METRICS_ADDR", "host:port or :port of /metrics, /healthz, /readyz "
+	  "(unset: off)" },
+	{ "LOG_LEVEL", "DEBUG, INFO (default), WARN, ERROR" },
+	{ "LOG_FORMAT", "text (default) or json" },
+	{ "RELAY_SANDBOX", "bwrap (default) or none" },
+	{ "RELAY_SANDBOX_USER", "host user of the sandbox when root (default: "
+	  "nobody)" },
+	{ "RELAY_WARM", "1 (default) or 0: warm sandboxes" },
+	{ "RELAY_WARM_MAX_PARENTS", "default: 32" },
+	{ "RELAY_WARM_IDLE", "default: 5m" },
+	{ "OUTPUT_BUDGET", "log bytes of handler output per app per minute "
+	  "(default: 8MiB; off)" },
+	{ "REDIS_INVOCATION_RETENTION", "default: 168h" },
+	{ "REDIS_STREAM_RETENTION", "default: 24h (0: off)" },
+	{ "REDIS_DLQ_RETENTION", "default: 168h (0: off)" },
+	{ "RELAY_TEST_TIME_SCALE", "test builds only: divide fixed internal "
+	  "durations" },
+	{ "RELAY_TEST_SCHEDULE_CLOCK", "test builds only: a virtual schedule "
+	  "clock" },
+	{ NULL, NULL },
+};
+
+/*
+ * Read by the library or its helpers rather than by relayd's config
+ * (doc/configuration.md C-6), so not unknown either.
+ */
+static const char *const library_vars[] = {
+	"RELAY_BOOTSTRAP_DIR", "RELAY_WARM_SLOT", "RELAY_WARM_EXEC", NULL,
+};
+
+static const char *const prefixes[] = {
+	"RELAY_", "REDIS_", "METRICS_", "LOG_", "MAX_", NULL,
+};
+
+bool relayd_var_known(const char *name, size_t len)
+{
+	size_t i;
+
+	for (i = 0; relayd_vars[i].name; i++)
+		if (strlen(relayd_vars[i].name) == len &&
+		    memcmp(relayd_vars[i].name, name, len) == 0)
+			return true;
+	for (i = 0; library_vars[i]; i++)
+		if (strlen(library_vars[i]) == len &&
+		    memcmp(library_vars[i], name, len) == 0)
+			return true;
+	return false;
+}
+
+/* Levenshtein distance of @a[0..@al) and @b (both short: names). */
+static size_t distance(const char *a, size_t al, const char *b)
+{
+	size_t bl = strlen(b), i, j, row[64], prev, tmp;
+
+	if (al >= 63 || bl >= 63)
+		return (size_t)-1;
+	for (j = 0; j <= bl; j++)
+		row[j] = j;
+	for (i = 1; i <= al; i++) {
+		prev = row[0];
+		row[0] = i;
+		for (j = 1; j <= bl; j++) {
+			size_t best = prev + (a[i - 1] != b[j - 1]);
+
+			tmp = row[j];
+			if (row[j] + 1 < best)
+				best = row[j] + 1;
+			if (row[j - 1] + 1 < best)
+				best = row[j - 1] + 1;
+			row[j] = best;
+			prev = tmp;
+		}
+	}
+	return row[bl];
+}
+
+const char *relayd_var_closest(const char *name, size_t len)
+{
+	const char *best = NULL;
+	size_t d, bestd = (size_t)-1, i;
+
+	for (i = 0; relayd_vars[i].name; i++) {
+		d = distance(name, len, relayd_vars[i].name);
+		if (d < bestd) {
+			bestd = d;
+			best = relayd_vars[i].name;
+		}
+	}
+	return best;
+}
+
+/* Printable for a log line: control bytes and non-ASCII become '?'. */
+static void safe_name(char *dst, size_t size, const char *s, size_t len)
+{
+	size_t i;
+
+	if (len >= size)
+		len = size - 1;
+	for (i = 0; i < len; i++)
+		dst[i] = s[i] >= 0x20 && s[i] < 0x7f ? s[i] : '?';
+	dst[len] = '\0';
+}
+
+size_t relayd_vars_warn_unknown(void)
+{
+	size_t n = 0, i;
+	char **e;
+
+	for (e = environ; e && *e; e++) {
+		const char *eq = strchr(*e, '=');
+		size_t len = eq ? (size_t)(eq - *e) : strlen(*e);
+		char name[80];
+
+		for (i = 0; prefixes[i]; i++)
+			if (strncmp(*e, prefixes[i], strlen(prefixes[i])) == 0)
+				break;
+		if (!prefixes[i] || relayd_var_known(*e, len))
+			continue;
+		safe_name(name, sizeof(name), *e, len);
+		relayd_log(RELAY_LOG_WARN, "RELAYD-CFG01",
+			   "unknown variable %s is ignored; did you mean %s? "
+			   "(relayd --help lists every variable)", name,
+			   relayd_var_closest(*e, len));
+		n++;
+	}
+	return n;
+}
+
+void relayd_vars_usage(FILE *f)
+{
+	size_t i;
+
+	for (i = 0; relayd_vars[i].name; i++)
+		fprintf(f, "  %-28s %s\n", relayd_vars[i].name,
+			relayd_vars[i].help);
+}
