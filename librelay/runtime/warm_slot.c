@@ -557,7 +557,12 @@ int relay_warm_slot_run(const struct relay_warm_slot *a)
 	msgbuf = malloc(SLOT_MSG_MAX);
 	if (!msgbuf)
 		fail(a->srv_fd, "malloc", errno);
-	if (probe(&sp, a->srv_fd) == 0 || fork_h(&sp) == 0)
+	if (probe(&sp, a->srv_fd) == 0)
+		return 0;
+	/* The probe's end (its SIGCHLD) must not stay pending in N either:
+	 * a slot's first invocation would see it in /proc/1/status. */
+	drain_signals();
+	if (fork_h(&sp) == 0)
 		return 0;
 	if (!sp.pid)
 		fail(a->srv_fd, "clone3", errno);

@@ -583,7 +583,14 @@ def mountinfo():
     def norm_id(x):
         return ids.setdefault(x, 'm%d' % len(ids))
 
-    for m, _t, _o, f in mounts():
+    # In mount point order, ids numbered in that order: a mount made
+    # again (a slot remounts /tmp an invocation changed) gets a newer
+    # kernel id and would move in mountinfo's own order; which mounts,
+    # where, of what and how stays compared.
+    ms = sorted(mounts(), key=lambda m: (m[0], int(m[3][0])))
+    for m, _t, _o, f in ms:
+        norm_id(f[0])
+    for m, _t, _o, f in ms:
         sep = f.index('-')
         dev = f[2]
         if dev.startswith('0:'):
