@@ -587,7 +587,18 @@ def mountinfo():
     # again (a slot remounts /tmp an invocation changed) gets a newer
     # kernel id and would move in mountinfo's own order; which mounts,
     # where, of what and how stays compared.
-    ms = sorted(mounts(), key=lambda m: (m[0], int(m[3][0])))
+    # Mounts stacked on one point go lowest first (by parent, not by
+    # id: the kernel's ids say nothing of the order once one is redone).
+    ms = mounts()
+    by_id = {f[0]: (m, f[1]) for m, _t, _o, f in ms}
+
+    def depth(mid, seen=0):
+        point, parent = by_id[mid]
+        if seen > 64 or parent not in by_id or by_id[parent][0] != point:
+            return 0
+        return depth(parent, seen + 1) + 1
+
+    ms = sorted(ms, key=lambda m: (m[0], depth(m[3][0])))
     for m, _t, _o, f in ms:
         norm_id(f[0])
     for m, _t, _o, f in ms:
