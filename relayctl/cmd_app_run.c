@@ -1,5 +1,5 @@
 /*
- * cmd_app_run.c - relayctl app run NAME --apps DIR [--event JSON|--file
+ * cmd_app_run.c - relayctl app run NAME [--apps DIR] [--event JSON|--file
  * PATH|stdin] [--sandbox bwrap|none]
  *
  * Local development without Redis: load the apps directory, match the
@@ -23,6 +23,7 @@
 #include <string.h>
 
 #include "cmdutil.h"
+#include "ctlconf.h"
 #include "fmt.h"
 #include "relay/clock.h"
 #include "relay/runtime.h"
@@ -30,12 +31,13 @@
 
 static void usage(FILE *f)
 {
-	fputs("usage: relayctl app run NAME --apps DIR [--event JSON|--file "
+	fputs("usage: relayctl app run NAME [--apps DIR] [--event JSON|--file "
 	      "PATH] [--sandbox bwrap|none] [--warm]\n\n"
 	      "Run app NAME's handlers that match the event, locally and one\n"
 	      "at a time, through the same runtime as relayd (no Redis). The\n"
 	      "event is --event JSON, the contents of --file PATH, or stdin.\n\n"
-	      "  --apps DIR        the apps directory\n"
+	      "  --apps DIR        the apps directory ($RELAY_APPS_DIR,\n"
+	      "                    default /etc/relay/apps)\n"
 	      "  --sandbox MODE    bwrap (isolated) or none (plain process);\n"
 	      "                    default: $RELAY_SANDBOX, else bwrap\n"
 	      "  --warm            start each handler from a warm parent, as\n"
@@ -82,9 +84,12 @@ static int parse(int argc, char **argv, struct opts *o)
 		if (relayctl_positional("app run", argv[i], &o->name))
 			return RELAYCTL_USAGE;
 	}
-	if (!o->name || !o->apps) {
-		relayctl_error(RELAYCTL_USAGE, "app run: %s is required",
-			       !o->name ? "NAME" : "--apps DIR");
+	if (!o->apps)
+		o->apps = relayctl_apps_dir();
+	if (!o->name || !*o->apps) {
+		relayctl_error(RELAYCTL_USAGE, "app run: %s",
+			       !o->name ? "NAME is required" :
+					  "--apps needs a non-empty value");
 		return RELAYCTL_USAGE;
 	}
 	if (o->event && o->file) {

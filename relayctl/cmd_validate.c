@@ -1,5 +1,5 @@
 /*
- * cmd_validate.c - relayctl validate --apps DIR
+ * cmd_validate.c - relayctl validate [--apps DIR]
  *
  * Exit 0 when every DIR/<app>/template.yaml is valid (also when there are
  * none), 1 with one "app: file:line:col: message" line per problem on
@@ -10,15 +10,17 @@
 #include <string.h>
 
 #include "cmdutil.h"
+#include "ctlconf.h"
 #include "fmt.h"
 #include "relayctl.h"
 
 static void usage(FILE *f)
 {
-	fputs("usage: relayctl validate --apps DIR [--verbose]\n\n"
+	fputs("usage: relayctl validate [--apps DIR] [--verbose]\n\n"
 	      "Check every DIR/<app>/template.yaml. Problems are printed to\n"
 	      "stderr, one per line: \"app: file:line:col: message\".\n\n"
-	      "  --apps DIR     the apps directory\n"
+	      "  --apps DIR     the apps directory ($RELAY_APPS_DIR, default\n"
+	      "                 /etc/relay/apps)\n"
 	      "  -v, --verbose  print a summary line per app on stdout\n"
 	      "  -h, --help     show this help\n\n"
 	      "Exit status: 0 all valid, 1 problems found, 2 usage error.\n",
@@ -76,9 +78,11 @@ int relayctl_cmd_validate(int argc, char **argv)
 		relayctl_unexpected("validate", argv[i]);
 		goto usage_error;
 	}
-	if (!dir || !*dir) {
-		relayctl_error(RELAYCTL_USAGE, "validate: --apps DIR is "
-			       "required");
+	if (!dir)
+		dir = relayctl_apps_dir();
+	if (!*dir) {
+		relayctl_error(RELAYCTL_USAGE, "validate: --apps needs a "
+			       "non-empty value");
 		goto usage_error;
 	}
 	rc = relayctl_load_apps_counted(&set, "validate", dir, &skipped);

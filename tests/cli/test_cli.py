@@ -15,7 +15,7 @@ import sys
 import tempfile
 import textwrap
 
-from clitap import case, eq, run_cases
+from clitap import case, check, eq, run_cases
 
 RELAYCTL = os.path.abspath(sys.argv[1])
 ROOT = sys.argv[2] if len(sys.argv) > 2 else os.environ.get(
@@ -23,8 +23,14 @@ ROOT = sys.argv[2] if len(sys.argv) > 2 else os.environ.get(
 EXAMPLES = os.path.join(ROOT, "doc", "examples", "apps")
 
 
-def run(*args, stdin=None, cwd=None):
-    p = subprocess.run([RELAYCTL, *args], input=stdin, cwd=cwd,
+def run(*args, stdin=None, cwd=None, env=None):
+    """relayctl ARGS with RELAY_APPS_DIR unset unless @env sets it, and no
+    defaults file (RELAYCTL_DEFAULTS_FILE names one that does not exist)."""
+    e = {k: v for k, v in os.environ.items()
+         if not k.startswith(("RELAY_", "REDIS_"))}
+    e["RELAYCTL_DEFAULTS_FILE"] = "/nonexistent/relay-defaults"
+    e.update(env or {})
+    p = subprocess.run([RELAYCTL, *args], input=stdin, cwd=cwd, env=e,
                        capture_output=True, text=True, timeout=60)
     return p.returncode, p.stdout, p.stderr
 
@@ -200,15 +206,60 @@ def validate_missing_dir():
 def validate_help_and_usage():
     rc, out, err = run("validate", "--help")
     eq((rc, err), (0, ""), "--help")
-    if not out.startswith("usage: relayctl validate --apps DIR"):
+    if not out.startswith("usage: relayctl validate [--apps DIR]"):
         raise AssertionError(out)
     eq(run("validate", "-h")[0], 0, "-h")
-    for args in ([], ["--apps"], ["--bogus"], ["--apps", "x", "extra"],
+    for args in (["--apps"], ["--bogus"], ["--apps", "x", "extra"],
                  ["--apps="]):
         rc, out, err = run("validate", *args)
         eq((rc, out), (2, ""), f"usage error {args}")
         if "usage: relayctl validate" not in err:
             raise AssertionError(f"{args}: no usage on stderr: {err!r}")
+
+
+@case
+def validate_apps_dir_from_environment():
+    # RELAY_APPS_DIR stands for --apps; the flag wins; unset means
+    # /etc/relay/apps (named in the error when it is missing here).
+    with Tmp() as t:
+        write_apps(os.path.join(t, "bad"), {"x": "runtime: cobol\n"})
+        env = {"RELAY_APPS_DIR": EXAMPLES}
+        eq(run("validate", env=env), (0, "", ""), "from RELAY_APPS_DIR")
+        rc, _, err = run("validate", env={"RELAY_APPS_DIR": t + "/bad"})
+        eq(rc, 1, "invalid apps from RELAY_APPS_DIR")
+        check(err.startswith("x: " + t + "/bad/x/template.yaml:1:"), err)
+        eq(run("validate", "--apps", EXAMPLES,
+               env={"RELAY_APPS_DIR": t + "/bad"}), (0, "", ""),
+           "--apps wins")
+        eq(run("validate", env={"RELAY_APPS_DIR": ""})[0] in (0, 1), True,
+           "empty = unset")
+    if not os.path.isdir("/etc/relay/apps"):
+        rc, out, err = run("validate")
+        eq((rc, out, err), (1, "", "relayctl: validate: /etc/relay/apps: "
+                            "cannot open apps directory: No such file or "
+                            "directory\n"), "default directory")
+
+
+@case
+def match_apps_dir_from_environment():
+    with Tmp() as t:
+        write_apps(t, {"a": RULES})
+        eq(run("match", "-", stdin='{"kind":"order"}',
+               env={"RELAY_APPS_DIR": t}), (0, "a/m.orders\n", ""),
+           "from RELAY_APPS_DIR")
+        eq(run("match", "--apps", t, "-", stdin='{"kind":"order"}',
+               env={"RELAY_APPS_DIR": "/nonexistent/apps"}),
+           (0, "a/m.orders\n", ""), "--apps wins")
+
+
+@case
+def app_run_apps_dir_from_environment():
+    with Tmp() as t:
+        write_apps(t, {"a": RULES})
+        rc, out, err = run("app", "run", "nope", "--event", "{}",
+                           env={"RELAY_APPS_DIR": t})
+        eq((rc, out), (1, ""), "app run from RELAY_APPS_DIR")
+        check(f'no valid app "nope" in {t}' in err, err)
 
 
 @case
@@ -368,9 +419,10 @@ def match_missing_apps_dir():
 def match_help_and_usage():
     rc, out, err = run("match", "--help")
     eq((rc, err), (0, ""), "--help")
-    if not out.startswith("usage: relayctl match --apps DIR"):
+    if not out.startswith("usage: relayctl match [--apps DIR]"):
         raise AssertionError(out)
-    for args in ([], ["--apps", EXAMPLES], ["-"], ["--apps", EXAMPLES, "a",
+    for args in ([], ["--apps", EXAMPLES], ["--apps=", "-"],
+                 ["--apps", EXAMPLES, "a",
                                                     "b"],
                  ["--apps", EXAMPLES, "--frob", "-"], ["--apps"]):
         rc, out, err = run("match", *args, stdin="{}")
