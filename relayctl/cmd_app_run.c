@@ -12,6 +12,7 @@
  *
  *	app/handler ok 12ms
  *	app/handler failed exit=3 40ms
+ *	app/handler failed exit=1 40ms (ModuleNotFoundError: No module …)
  *	app/handler failed signal=9 40ms (memory limit exceeded)
  *	app/handler timeout 6000ms
  *
@@ -140,6 +141,12 @@ static void summary(const char *app, const char *handler,
 	unsigned long ms = (unsigned long)(o->duration_us / 1000);
 	const char *oom = strncmp(o->reason, "memory limit", 12) == 0
 			  ? " (memory limit exceeded)" : "";
+	char why[sizeof(o->reason) + 4];
+
+	/* A reason beyond the exit status: the bootstrap's load error. */
+	why[0] = '\0';
+	if (!*oom && *o->reason && strncmp(o->reason, "exit status", 11))
+		snprintf(why, sizeof(why), " (%s)", relayctl_c(o->reason));
 
 	app = relayctl_c(app);
 	handler = relayctl_c(handler);
@@ -152,8 +159,8 @@ static void summary(const char *app, const char *handler,
 		printf("%s/%s failed signal=%d %lums%s\n", app, handler,
 		       o->term_signal, ms, oom);
 	else if (o->exit_code >= 0)
-		printf("%s/%s failed exit=%d %lums%s\n", app, handler,
-		       o->exit_code, ms, oom);
+		printf("%s/%s failed exit=%d %lums%s%s\n", app, handler,
+		       o->exit_code, ms, oom, why);
 	else
 		printf("%s/%s failed %lums (%s)\n", app, handler, ms,
 		       relayctl_c(o->reason));
