@@ -494,7 +494,7 @@ static void py_results(struct hc *c, char *out)
 
 static void check_python(struct hc *c)
 {
-	char **argv = calloc(5 + 3 * c->n + 1, sizeof(char *));
+	char **argv = calloc(7 + 3 * c->n + 1, sizeof(char *));
 	size_t i, k = 0, queries = 0;
 	char *out = NULL;
 	int st;
@@ -504,7 +504,12 @@ static void check_python(struct hc *c)
 		return;
 	}
 	argv[k++] = "python3";
-	argv[k++] = "-I";       /* no PYTHON* variables, no user site */
+	/* -I: no PYTHON* variables, no user site, and above all not the
+	 * app directory on sys.path (an ast.py there must not be run);
+	 * -W ignore: SyntaxWarnings are not problems. */
+	argv[k++] = "-I";
+	argv[k++] = "-W";
+	argv[k++] = "ignore";
 	argv[k++] = "-c";
 	argv[k++] = (char *)py_check;
 	for (i = 0; i < c->n; i++) {

@@ -321,7 +321,8 @@ def validate_python_handlers():
         marker = os.path.join(t, "ran")
         write_apps(t, {"py": rules(
             "nomod.h", "mod.missing", "mod.ok", "bad.h", "dyn.anything",
-            "pkg.sub.h", "json.dumps", "nosuchmodule_xyz.h", "cond.h") +
+            "pkg.sub.h", "json.dumps", "nosuchmodule_xyz.h", "cond.h",
+            "warn.h") +
             "schedules:\n  - name: s\n    handler: nothere.run\n"
             "    cron: \"0 6 * * *\"\n"}, stubs=False)
         write_files(os.path.join(t, "py"), {
@@ -332,6 +333,11 @@ def validate_python_handlers():
             "pkg/sub.py": "async def h(event):\n    pass\n",
             "cond.py": "try:\n    from json import loads as h\n"
                        "except ImportError:\n    h = None\n",
+            # a SyntaxWarning is no problem
+            "warn.py": "x = '\\d'\ndef h(event):\n    pass\n",
+            # the checker's own imports never come from the app
+            "ast.py": f"open({marker!r}, 'w')\n",
+            "os.py": f"open({marker!r}, 'w')\n",
         })
         rc, out, err = run("validate", "--apps", t)
         f = f"{t}/py/template.yaml"
@@ -346,7 +352,7 @@ def validate_python_handlers():
             f'py: {f}:17:1: handler "nosuchmodule_xyz.h": module not found:'
             ' no nosuchmodule_xyz.py or nosuchmodule_xyz/__init__.py in the'
             ' app directory, and python3 has no module "nosuchmodule_xyz"',
-            f'py: {f}:22:1: handler "nothere.run": module not found: no '
+            f'py: {f}:24:1: handler "nothere.run": module not found: no '
             'nothere.py or nothere/__init__.py in the app directory, and '
             'python3 has no module "nothere"',
         ], "stderr")
