@@ -61,12 +61,12 @@ static void usage(FILE *f)
 
 /*
  * Take the global options before COMMAND off argv (--env-file FILE,
- * --env-file=FILE) and load the defaults file. Returns RELAYCTL_OK with
- * *@first the index of COMMAND, or an exit code.
+ * --env-file=FILE). Returns RELAYCTL_OK with *@first the index of
+ * COMMAND and *@env_file the file (or NULL), or an exit code.
  */
-static int global_opts(int argc, char **argv, int *first)
+static int global_opts(int argc, char **argv, int *first,
+		       const char **env_file)
 {
-	const char *env_file = NULL, *dflt;
 	int i;
 
 	for (i = 1; i < argc; i++) {
@@ -89,16 +89,10 @@ static int global_opts(int argc, char **argv, int *first)
 				       "non-empty value");
 			goto usage_error;
 		}
-		env_file = v;
+		*env_file = v;
 	}
 	*first = i;
-	if (env_file)
-		return relayctl_envfile_load(env_file, 0);
-	/* The unit's EnvironmentFile, as relayd sees it; tests name
-	 * their own so that the host's file never leaks in. */
-	dflt = getenv("RELAYCTL_DEFAULTS_FILE");
-	return relayctl_envfile_load(dflt && *dflt ? dflt :
-				     RELAYCTL_DEFAULTS_FILE, 1);
+	return RELAYCTL_OK;
 
 usage_error:
 	usage(stderr);
@@ -107,18 +101,30 @@ usage_error:
 
 int main(int argc, char **argv)
 {
+	const char *env_file = NULL, *dflt;
 	int first = 1, rc;
 
-	if (argc >= 2 && (strcmp(argv[1], "--version") == 0 ||
-			  strcmp(argv[1], "-V") == 0)) {
+	rc = global_opts(argc, argv, &first, &env_file);
+	if (rc)
+		return rc;
+	if (first < argc && (strcmp(argv[first], "--version") == 0 ||
+			     strcmp(argv[first], "-V") == 0)) {
 		printf("relayctl %s\n", relay_version());
 		return RELAYCTL_OK;
 	}
-	if (argc >= 2 && relayctl_is_help(argv[1])) {
+	if (first < argc && relayctl_is_help(argv[first])) {
 		usage(stdout);
 		return RELAYCTL_OK;
 	}
-	rc = global_opts(argc, argv, &first);
+	if (env_file) {
+		rc = relayctl_envfile_load(env_file, 0);
+	} else {
+		/* The unit's EnvironmentFile, as relayd sees it; tests
+		 * name their own so that the host's file never leaks in. */
+		dflt = getenv("RELAYCTL_DEFAULTS_FILE");
+		rc = relayctl_envfile_load(dflt && *dflt ? dflt :
+					   RELAYCTL_DEFAULTS_FILE, 1);
+	}
 	if (rc)
 		return rc;
 	return relayctl_dispatch(commands, sizeof(commands) /

@@ -460,6 +460,9 @@ def env_file_errors():
         rc, out, _ = run("--help")
         eq(rc, 0, "--help")
         check("--env-file FILE" in out, out)
+        bad = env_file(d, "oops\n", "bad")
+        rc, out, _ = run("--env-file", bad, "--version")
+        check(rc == 0 and out.startswith("relayctl "), out)
 
 
 if __name__ == "__main__":
