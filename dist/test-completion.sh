@@ -28,7 +28,7 @@ check()
 }
 
 echo "TAP version 13"
-check "validate match app dlq health stats state --help --version" relayctl ""
+check "validate match app dlq health stats state --env-file --help --version" relayctl ""
 check "run ls inspect invoke --help" relayctl app ""
 check "ls summary inspect replay rm --help" relayctl dlq ""
 check "audit billing notify" relayctl app run --apps "$apps" ""

@@ -7,7 +7,7 @@
 
 static void usage(FILE *f)
 {
-	fputs("usage: relayctl app run NAME --apps DIR [--event JSON|--file "
+	fputs("usage: relayctl app run NAME [--apps DIR] [--event JSON|--file "
 	      "PATH] [--sandbox bwrap|none]\n"
 	      "       relayctl app ls [--json]\n"
 	      "       relayctl app inspect NAME [--json]\n"

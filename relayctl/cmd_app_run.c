@@ -1,5 +1,5 @@
 /*
- * cmd_app_run.c - relayctl app run NAME --apps DIR [--event JSON|--file
+ * cmd_app_run.c - relayctl app run NAME [--apps DIR] [--event JSON|--file
  * PATH|stdin] [--sandbox bwrap|none]
  *
  * Local development without Redis: load the apps directory, match the
@@ -12,6 +12,7 @@
  *
  *	app/handler ok 12ms
  *	app/handler failed exit=3 40ms
+ *	app/handler failed exit=1 40ms (ModuleNotFoundError: No module …)
  *	app/handler failed signal=9 40ms (memory limit exceeded)
  *	app/handler timeout 6000ms
  *
@@ -23,6 +24,7 @@
 #include <string.h>
 
 #include "cmdutil.h"
+#include "ctlconf.h"
 #include "fmt.h"
 #include "relay/clock.h"
 #include "relay/runtime.h"
@@ -30,12 +32,13 @@
 
 static void usage(FILE *f)
 {
-	fputs("usage: relayctl app run NAME --apps DIR [--event JSON|--file "
+	fputs("usage: relayctl app run NAME [--apps DIR] [--event JSON|--file "
 	      "PATH] [--sandbox bwrap|none] [--warm]\n\n"
 	      "Run app NAME's handlers that match the event, locally and one\n"
 	      "at a time, through the same runtime as relayd (no Redis). The\n"
 	      "event is --event JSON, the contents of --file PATH, or stdin.\n\n"
-	      "  --apps DIR        the apps directory\n"
+	      "  --apps DIR        the apps directory ($RELAY_APPS_DIR,\n"
+	      "                    default /etc/relay/apps)\n"
 	      "  --sandbox MODE    bwrap (isolated) or none (plain process);\n"
 	      "                    default: $RELAY_SANDBOX, else bwrap\n"
 	      "  --warm            start each handler from a warm parent, as\n"
@@ -82,9 +85,12 @@ static int parse(int argc, char **argv, struct opts *o)
 		if (relayctl_positional("app run", argv[i], &o->name))
 			return RELAYCTL_USAGE;
 	}
-	if (!o->name || !o->apps) {
-		relayctl_error(RELAYCTL_USAGE, "app run: %s is required",
-			       !o->name ? "NAME" : "--apps DIR");
+	if (!o->apps)
+		o->apps = relayctl_apps_dir();
+	if (!o->name || !*o->apps) {
+		relayctl_error(RELAYCTL_USAGE, "app run: %s",
+			       !o->name ? "NAME is required" :
+					  "--apps needs a non-empty value");
 		return RELAYCTL_USAGE;
 	}
 	if (o->event && o->file) {
@@ -135,6 +141,12 @@ static void summary(const char *app, const char *handler,
 	unsigned long ms = (unsigned long)(o->duration_us / 1000);
 	const char *oom = strncmp(o->reason, "memory limit", 12) == 0
 			  ? " (memory limit exceeded)" : "";
+	char why[sizeof(o->reason) + 4];
+
+	/* A reason beyond the exit status: the bootstrap's load error. */
+	why[0] = '\0';
+	if (!*oom && *o->reason && strncmp(o->reason, "exit status", 11))
+		snprintf(why, sizeof(why), " (%s)", relayctl_c(o->reason));
 
 	app = relayctl_c(app);
 	handler = relayctl_c(handler);
@@ -147,8 +159,8 @@ static void summary(const char *app, const char *handler,
 		printf("%s/%s failed signal=%d %lums%s\n", app, handler,
 		       o->term_signal, ms, oom);
 	else if (o->exit_code >= 0)
-		printf("%s/%s failed exit=%d %lums%s\n", app, handler,
-		       o->exit_code, ms, oom);
+		printf("%s/%s failed exit=%d %lums%s%s\n", app, handler,
+		       o->exit_code, ms, oom, why);
 	else
 		printf("%s/%s failed %lums (%s)\n", app, handler, ms,
 		       relayctl_c(o->reason));

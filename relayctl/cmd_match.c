@@ -1,5 +1,5 @@
 /*
- * cmd_match.c - relayctl match --apps DIR EVENT_FILE|-
+ * cmd_match.c - relayctl match [--apps DIR] EVENT_FILE|-
  *
  * Prints "<app>/<handler>" for each rule the event matches, in dispatch
  * order (apps by name, rules in declaration order), through the same
@@ -18,6 +18,7 @@
 #include <string.h>
 
 #include "cmdutil.h"
+#include "ctlconf.h"
 #include "fmt.h"
 #include "relay/occurrence.h"
 #include "relayctl.h"
@@ -51,10 +52,11 @@ static int schedule_event(const char *what, const char *json, size_t len)
 
 static void usage(FILE *f)
 {
-	fputs("usage: relayctl match --apps DIR [--now MS] EVENT_FILE|-\n\n"
+	fputs("usage: relayctl match [--apps DIR] [--now MS] EVENT_FILE|-\n\n"
 	      "Print <app>/<handler> for each rule the JSON event matches, in\n"
 	      "dispatch order. \"-\" reads the event from stdin.\n\n"
-	      "  --apps DIR  the apps directory\n"
+	      "  --apps DIR  the apps directory ($RELAY_APPS_DIR, default\n"
+	      "              /etc/relay/apps)\n"
 	      "  --now MS    evaluate now() as this Unix time in milliseconds\n"
 	      "              (default: the wall clock)\n"
 	      "  -h, --help  show this help\n\n"
@@ -162,9 +164,12 @@ int relayctl_cmd_match(int argc, char **argv)
 		}
 		event = argv[i];
 	}
-	if (!dir || !*dir || !event) {
-		relayctl_error(RELAYCTL_USAGE, "match: %s is required",
-			       !dir || !*dir ? "--apps DIR" : "EVENT_FILE|-");
+	if (!dir)
+		dir = relayctl_apps_dir();
+	if (!*dir || !event) {
+		relayctl_error(RELAYCTL_USAGE, "match: %s",
+			       !*dir ? "--apps needs a non-empty value" :
+				       "EVENT_FILE|- is required");
 		goto usage_error;
 	}
 	if (now_s && parse_now(now_s, &now)) {

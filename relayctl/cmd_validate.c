@@ -1,38 +1,47 @@
 /*
- * cmd_validate.c - relayctl validate --apps DIR
+ * cmd_validate.c - relayctl validate [--apps DIR]
  *
- * Exit 0 when every DIR/<app>/template.yaml is valid (also when there are
- * none), 1 with one "app: file:line:col: message" line per problem on
+ * Exit 0 when every DIR/<app>/template.yaml is valid and every handler of
+ * every valid app can be loaded (handlercheck.c; also when there are no
+ * apps), 1 with one "app: file:line:col: message" line per problem on
  * stderr otherwise, 2 on a usage error. Quiet on success unless
  * --verbose, which prints one summary line per app on stdout.
  */
 #include <stdio.h>
+#include <stdlib.h>
 #include <string.h>
 
 #include "cmdutil.h"
+#include "ctlconf.h"
 #include "fmt.h"
+#include "handlercheck.h"
 #include "relayctl.h"
 
 static void usage(FILE *f)
 {
-	fputs("usage: relayctl validate --apps DIR [--verbose]\n\n"
-	      "Check every DIR/<app>/template.yaml. Problems are printed to\n"
-	      "stderr, one per line: \"app: file:line:col: message\".\n\n"
-	      "  --apps DIR     the apps directory\n"
+	fputs("usage: relayctl validate [--apps DIR] [--verbose]\n\n"
+	      "Check every DIR/<app>/template.yaml, and that each handler can\n"
+	      "be loaded: the module exists and compiles and defines the\n"
+	      "function (python3), exists and parses (node), the command\n"
+	      "exists and is executable (exec). No handler code runs.\n"
+	      "Problems are printed to stderr, one per line:\n"
+	      "\"app: file:line:col: message\".\n\n"
+	      "  --apps DIR     the apps directory ($RELAY_APPS_DIR, default\n"
+	      "                 /etc/relay/apps)\n"
 	      "  -v, --verbose  print a summary line per app on stdout\n"
 	      "  -h, --help     show this help\n\n"
 	      "Exit status: 0 all valid, 1 problems found, 2 usage error.\n",
 	      f);
 }
 
-static void summary(const relay_appset *set)
+static void summary(const relay_appset *set, const int *bad)
 {
 	size_t i, n = relay_appset_entry_count(set);
 
 	for (i = 0; i < n; i++) {
 		const relay_app *app = relay_appset_entry_app(set, i);
 
-		if (!app) {
+		if (!app || (bad && bad[i])) {
 			printf("%s: invalid\n",
 			       relayctl_c(relay_appset_entry_name(set, i)));
 			continue;
@@ -51,7 +60,9 @@ int relayctl_cmd_validate(int argc, char **argv)
 {
 	const char *dir = NULL;
 	relay_appset *set = NULL;
-	int i, verbose = 0, rc, skipped = 0;
+	struct relayctl_diags diags = { NULL, 0 };
+	int i, verbose = 0, rc, skipped = 0, problems = 0, *bad;
+	size_t k, n;
 
 	for (i = 1; i < argc; i++) {
 		const char *v;
@@ -76,18 +87,42 @@ int relayctl_cmd_validate(int argc, char **argv)
 		relayctl_unexpected("validate", argv[i]);
 		goto usage_error;
 	}
-	if (!dir || !*dir) {
-		relayctl_error(RELAYCTL_USAGE, "validate: --apps DIR is "
-			       "required");
+	if (!dir)
+		dir = relayctl_apps_dir();
+	if (!*dir) {
+		relayctl_error(RELAYCTL_USAGE, "validate: --apps needs a "
+			       "non-empty value");
 		goto usage_error;
 	}
-	rc = relayctl_load_apps_counted(&set, "validate", dir, &skipped);
+	rc = relayctl_load_apps_kept(&set, "validate", dir, &skipped,
+				     &diags);
 	if (rc)
 		return rc;
+	n = relay_appset_entry_count(set);
+	bad = calloc(n ? n : 1, sizeof(*bad));
+	if (!bad) {
+		relayctl_diags_free(&diags);
+		relay_appset_free(set);
+		return relayctl_error(RELAYCTL_FAIL, "validate: out of "
+				      "memory");
+	}
+	/* Apps in name order, each with all of its problems: those of its
+	 * template, else those of its handlers. */
+	for (k = 0; k < n; k++) {
+		const relay_app *app = relay_appset_entry_app(set, k);
+
+		relayctl_diags_print(&diags, relay_appset_entry_name(set, k));
+		if (app) {
+			bad[k] = relayctl_check_handlers(app);
+			problems += bad[k];
+		}
+	}
+	relayctl_diags_free(&diags);
 	if (verbose)
-		summary(set);
-	rc = relay_appset_invalid_count(set) || skipped ? RELAYCTL_FAIL :
-							  RELAYCTL_OK;
+		summary(set, bad);
+	rc = relay_appset_invalid_count(set) || skipped || problems ?
+		RELAYCTL_FAIL : RELAYCTL_OK;
+	free(bad);
 	relay_appset_free(set);
 	return rc;
 

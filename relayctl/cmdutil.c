@@ -1,6 +1,7 @@
 /*
  * cmdutil.c - helpers shared by the relayctl commands.
  */
+#define _GNU_SOURCE  /* asprintf */
 #include <errno.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -89,7 +90,35 @@ struct diag_ctx {
 	const char *cmd;
 	int dir_failed;
 	int skipped;     /* directories skipped for their name */
+	struct relayctl_diags *keep;  /* app problems kept, not printed */
 };
+
+/* Keep one problem line of @app for relayctl_diags_print(). */
+static void keep_diag(struct relayctl_diags *d, const char *app,
+		      const relay_error *err)
+{
+	char *line = NULL, *name = strdup(app);
+	void *p;
+
+	if (name && asprintf(&line, "%s: %s:%d:%d: %s", relayctl_c(app),
+			     relayctl_c(err->path), err->line > 0 ?
+			     err->line : 1, err->column > 0 ? err->column : 1,
+			     relayctl_c(err->text)) < 0)
+		line = NULL;
+	p = line ? realloc(d->v, (d->n + 1) * sizeof(*d->v)) : NULL;
+	if (!p) {
+		/* Out of memory: say it at once rather than lose it. */
+		fprintf(stderr, "%s: %s\n", relayctl_c(app),
+			relayctl_c(err->text));
+		free(name);
+		free(line);
+		return;
+	}
+	d->v = p;
+	d->v[d->n].app = name;
+	d->v[d->n].line = line;
+	d->n++;
+}
 
 static void print_diag(const char *app, const relay_error *err,
 		       void *payload)
@@ -110,6 +139,10 @@ static void print_diag(const char *app, const relay_error *err,
 			ctx->dir_failed = 1;
 		return;
 	}
+	if (ctx->keep) {
+		keep_diag(ctx->keep, app, err);
+		return;
+	}
 	put_clean(app, stderr);
 	fputs(": ", stderr);
 	put_clean(err->path, stderr);
@@ -124,10 +157,54 @@ int relayctl_load_apps(relay_appset **out, const char *cmd, const char *dir)
 	return relayctl_load_apps_counted(out, cmd, dir, NULL);
 }
 
+void relayctl_diags_print(struct relayctl_diags *d, const char *app)
+{
+	size_t i;
+
+	for (i = 0; i < d->n; i++) {
+		if (!d->v[i].line || (app && strcmp(d->v[i].app, app)))
+			continue;
+		fprintf(stderr, "%s\n", d->v[i].line);
+		free(d->v[i].line);
+		d->v[i].line = NULL;
+	}
+}
+
+void relayctl_diags_free(struct relayctl_diags *d)
+{
+	size_t i;
+
+	relayctl_diags_print(d, NULL);
+	for (i = 0; i < d->n; i++)
+		free(d->v[i].app);
+	free(d->v);
+	d->v = NULL;
+	d->n = 0;
+}
+
+int relayctl_load_apps_kept(relay_appset **out, const char *cmd,
+			    const char *dir, int *skipped,
+			    struct relayctl_diags *keep)
+{
+	struct diag_ctx ctx = { cmd, 0, 0, keep };
+	int rc;
+
+	rc = relay_appset_load(out, dir, print_diag, &ctx);
+	if (skipped)
+		*skipped = ctx.skipped;
+	if (rc == 0)
+		return RELAYCTL_OK;
+	relayctl_diags_free(keep);
+	if (!ctx.dir_failed)
+		relayctl_error(RELAYCTL_FAIL, "%s: %s: %s", cmd, dir,
+			       relay_strerror(rc));
+	return RELAYCTL_FAIL;
+}
+
 int relayctl_load_apps_counted(relay_appset **out, const char *cmd,
 			       const char *dir, int *skipped)
 {
-	struct diag_ctx ctx = { cmd, 0, 0 };
+	struct diag_ctx ctx = { cmd, 0, 0, NULL };
 	int rc;
 
 	rc = relay_appset_load(out, dir, print_diag, &ctx);

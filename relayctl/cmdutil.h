@@ -74,6 +74,31 @@ int relayctl_load_apps(relay_appset **out, const char *cmd, const char *dir);
 int relayctl_load_apps_counted(relay_appset **out, const char *cmd,
 			       const char *dir, int *skipped);
 
+/* Template problems kept per app by relayctl_load_apps_kept(). */
+struct relayctl_diags {
+	struct {
+		char *app;   /* the app's name */
+		char *line;  /* its problem line (cleaned), NULL once shown */
+	} *v;
+	size_t n;
+};
+
+/*
+ * relayctl_load_apps_counted() that keeps the apps' problem lines in
+ * @keep (zeroed by the caller) instead of printing them, so that the
+ * caller can print each app's own lines next to the app's other
+ * problems. The directory's own problems are printed at once. On
+ * failure @keep is printed and emptied.
+ */
+int relayctl_load_apps_kept(relay_appset **out, const char *cmd,
+			    const char *dir, int *skipped,
+			    struct relayctl_diags *keep);
+/* Print (stderr) and drop the kept lines of @app, or of every app when
+ * @app is NULL. */
+void relayctl_diags_print(struct relayctl_diags *d, const char *app);
+/* Print what is left, then free. */
+void relayctl_diags_free(struct relayctl_diags *d);
+
 /*
  * Match an option of the form "--name VALUE" or "--name=VALUE" at argv[*i]
  * (advancing *i past VALUE). Returns 1 and sets *value on a match, 0 when

@@ -27,6 +27,11 @@ static const char *env_or(const char *name, const char *dflt)
 	return v && *v ? v : dflt;
 }
 
+const char *relayctl_apps_dir(void)
+{
+	return env_or("RELAY_APPS_DIR", "/etc/relay/apps");
+}
+
 void relayctl_conf_init(struct relayctl_conf *c)
 {
 	memset(c, 0, sizeof(*c));
@@ -35,7 +40,7 @@ void relayctl_conf_init(struct relayctl_conf *c)
 	c->group = env_or("REDIS_GROUP", NULL);
 	c->run_dir = env_or("RELAY_RUN_DIR", "/run/relay");
 	c->state_dir = env_or("RELAY_STATE_DIR", "/var/lib/relay");
-	c->apps = env_or("RELAY_APPS_DIR", "/etc/relay/apps");
+	c->apps = relayctl_apps_dir();
 }
 
 int relayctl_conf_opt(struct relayctl_conf *c, int argc, char **argv, int *i,

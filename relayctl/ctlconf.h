@@ -23,6 +23,9 @@ struct relayctl_conf {
 	int json;               /* --json given */
 };
 
+/* $RELAY_APPS_DIR, or /etc/relay/apps when unset or empty (not owned). */
+const char *relayctl_apps_dir(void);
+
 /* Fill @c from the environment and the defaults. */
 void relayctl_conf_init(struct relayctl_conf *c);
 

@@ -184,6 +184,10 @@ RELAY_EXTERN bool relay_app_runtime_available(const relay_app *app);
 RELAY_EXTERN const char *const *relay_app_command(const relay_app *app,
 						  size_t *argc);
 
+/** relay_app_command_line() - 1-based line of the `command:` list's first
+ * element in the template; 0 when the runtime is not exec. */
+RELAY_EXTERN int relay_app_command_line(const relay_app *app);
+
 /** relay_app_network() - whether the handler gets network access
  * (`network:`, default false). */
 RELAY_EXTERN bool relay_app_network(const relay_app *app);
@@ -371,6 +375,10 @@ relay_app_schedule_timeout_ms(const relay_app_schedule *s);
 
 /** relay_app_schedule_retries() - as relay_app_rule_retries(). */
 RELAY_EXTERN int relay_app_schedule_retries(const relay_app_schedule *s);
+
+/** relay_app_schedule_line() - 1-based line of the schedule in the
+ * template. */
+RELAY_EXTERN int relay_app_schedule_line(const relay_app_schedule *s);
 
 /*
  * The app set.

@@ -155,7 +155,12 @@ typedef enum relay_run_status {
  *
  * @reason is one line for logs and the DLQ: "exit status 3", "killed by
  * signal 9 (SIGKILL)", "timed out after 6000ms", "memory limit exceeded
- * (killed by signal 9 (SIGKILL))", "cancelled"; "" on success.
+ * (killed by signal 9 (SIGKILL))", "cancelled"; "" on success. When a
+ * python3 or node handler could not be loaded, the exit status 1 is
+ * replaced by the first line of the error the bootstrap reported, e.g.
+ * "ModuleNotFoundError: No module named 'x'" (control bytes shown as
+ * '?'; the bootstrap's last stderr line "relay-bootstrap: cannot load
+ * handler: TEXT", doc/behaviour.md B-83).
  *
  * Under bwrap the direct child is bwrap, which reports a handler killed by
  * signal N as exit status 128+N; the OOM detection (cgroups) still says

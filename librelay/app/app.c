@@ -369,6 +369,11 @@ const char *const *relay_app_command(const relay_app *app, size_t *argc)
 	return (const char *const *)app->command;
 }
 
+int relay_app_command_line(const relay_app *app)
+{
+	return app->command ? app->command_line : 0;
+}
+
 int relay_app_env_at(const relay_app *app, size_t i, const char **name,
 		     const char **value)
 {
@@ -470,3 +475,4 @@ int relay_app_schedule_retries(const relay_app_schedule *s)
 {
 	return s->retries;
 }
+int relay_app_schedule_line(const relay_app_schedule *s) { return s->line; }

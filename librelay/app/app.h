@@ -63,6 +63,7 @@ struct relay_app {
 	relay_app_runtime_kind runtime;
 	char **command;          /* NULL-terminated; NULL unless exec */
 	size_t ncommand;
+	int command_line;         /* of command[0] in the template */
 	bool network;
 	bool no_warm;            /* warm: false */
 	uint64_t generation;     /* distinct for every loaded template */

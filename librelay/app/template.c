@@ -251,6 +251,8 @@ static void do_command(walker *w, const relay__pnode *n)
 		w->oom = 1;
 		return;
 	}
+	app->command_line = n->children[0].line ? n->children[0].line :
+						  n->line;
 	for (i = 0; i < n->nchildren; i++) {
 		const relay__pnode *a = &n->children[i];
 		char where[32];

@@ -89,9 +89,61 @@ static bool emit(relay__out *o, int partial)
 	return sent;
 }
 
+/* Keep the last RELAY__OUT_TAIL bytes of the stream. */
+static void keep_tail(relay__out *o, const char *p, size_t n)
+{
+	size_t keep;
+
+	if (n >= sizeof(o->tail)) {
+		memcpy(o->tail, p + n - sizeof(o->tail), sizeof(o->tail));
+		o->tail_len = sizeof(o->tail);
+		return;
+	}
+	keep = sizeof(o->tail) - n;
+	if (o->tail_len > keep) {
+		memmove(o->tail, o->tail + o->tail_len - keep, keep);
+		o->tail_len = keep;
+	}
+	memcpy(o->tail + o->tail_len, p, n);
+	o->tail_len += n;
+}
+
+bool relay__out_load_error(const relay__out *o, char *buf, size_t size)
+{
+	static const char mark[] = RELAY__LOAD_ERROR_MARK;
+	const char *end = o->tail + o->tail_len, *start;
+	size_t len, i, out = 0;
+
+	if (end > o->tail && end[-1] == '\n')
+		end--;
+	for (start = end; start > o->tail && start[-1] != '\n'; start--)
+		;
+	/* The line must have started inside the tail, not before it. */
+	if (start == o->tail && o->total > o->tail_len)
+		return false;
+	len = (size_t)(end - start);
+	if (len < sizeof(mark) - 1 || memcmp(start, mark, sizeof(mark) - 1))
+		return false;
+	for (i = sizeof(mark) - 1; i < len && out + 1 < size; i++) {
+		unsigned char c = (unsigned char)start[i];
+
+		buf[out++] = c < 0x20 || c == 0x7f ? '?' : (char)c;
+	}
+	if (i < len) {
+		/* Cut: no half of a UTF-8 sequence at the end. */
+		while (out > 0 && ((unsigned char)buf[out - 1] & 0xc0) == 0x80)
+			out--;
+		if (out > 0 && (unsigned char)buf[out - 1] >= 0xc0)
+			out--;
+	}
+	buf[out] = '\0';
+	return out > 0;
+}
+
 void relay__out_feed(relay__out *o, const char *p, size_t n)
 {
 	o->total += n;
+	keep_tail(o, p, n);
 	if (o->announced) {
 		o->dropped += n;
 		return;

@@ -134,7 +134,10 @@ static void fill_outcome(relay_run *r, relay_run_outcome *o)
 		if (r->proc->oom_killed)
 			snprintf(o->reason, sizeof(o->reason),
 				 "memory limit exceeded (%s)", what);
-		else
+		else if (r->status_lost || !WIFEXITED(st) ||
+			 WEXITSTATUS(st) != 1 ||
+			 !relay__out_load_error(&r->out[1], o->reason,
+						sizeof(o->reason)))
 			snprintf(o->reason, sizeof(o->reason), "%s", what);
 	}
 }

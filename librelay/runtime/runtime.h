@@ -176,6 +176,15 @@ ssize_t relay__write_nosigpipe(int fd, const void *buf, size_t len);
 
 /* ---- output lines (output.c) ------------------------------------- */
 
+/*
+ * The bootstraps' load-failure line (relay-bootstrap.py, .js): when the
+ * handler's module cannot be imported or has no such function, the last
+ * line on stderr is this mark and the error's first line, and the exit
+ * status is 1. It becomes the run's reason (doc/behaviour.md).
+ */
+#define RELAY__LOAD_ERROR_MARK "relay-bootstrap: cannot load handler: "
+#define RELAY__OUT_TAIL 512
+
 typedef struct relay__out {
 	relay__buf line;          /* prefix + pending bytes of one line */
 	size_t prefix_len;        /* bytes of the prefix in line */
@@ -187,6 +196,10 @@ typedef struct relay__out {
 	uint64_t total;           /* bytes fed */
 	uint64_t dropped;         /* bytes not forwarded (budget) */
 	bool announced;           /* truncation note sent */
+	/* The last bytes fed, forwarded or not: where a bootstrap's
+	 * load-failure line is found (relay__out_load_error()). */
+	char tail[RELAY__OUT_TAIL];
+	size_t tail_len;
 } relay__out;
 
 int relay__out_init(relay__out *o, const relay_exec_spec *spec,
@@ -195,6 +208,12 @@ int relay__out_init(relay__out *o, const relay_exec_spec *spec,
 void relay__out_feed(relay__out *o, const char *p, size_t n);
 /* End of stream: deliver a pending partial line. */
 void relay__out_finish(relay__out *o);
+/*
+ * When the last line of the stream (its final newline aside) is a
+ * RELAY__LOAD_ERROR_MARK line, copy the text after the mark into @buf
+ * (@size > 0), control bytes shown as '?', cut to fit, and return true.
+ */
+bool relay__out_load_error(const relay__out *o, char *buf, size_t size);
 void relay__out_free(relay__out *o);
 
 /* ---- backends ---------------------------------------------------- */

@@ -97,6 +97,7 @@ static void test_app__defaults(void)
 	RT_EQ_INT(relay_app_runtime(app), RELAY_APP_RUNTIME_PYTHON3);
 	RT_CHECK(relay_app_command(app, &argc) == NULL);
 	RT_EQ_INT(argc, 0);
+	RT_EQ_INT(relay_app_command_line(app), 0);
 	RT_EQ_INT(relay_app_network(app), 0);
 	RT_EQ_INT(relay_app_concurrency(app), 2);
 	RT_EQ_INT(relay_app_memory(app), 0);
@@ -152,6 +153,7 @@ static void test_app__all_keys(void)
 	RT_EQ_STR(argv[0], "./run.sh");
 	RT_EQ_STR(argv[2], "3");
 	RT_CHECK(argv[3] == NULL);
+	RT_EQ_INT(relay_app_command_line(app), 2);
 	RT_EQ_INT(relay_app_network(app), 1);
 	RT_EQ_INT(relay_app_concurrency(app), 16);
 	RT_EQ_INT(relay_app_memory(app), 256ULL << 20);
@@ -182,6 +184,7 @@ static void test_app__all_keys(void)
 	RT_EQ_STR(relay_app_schedule_timezone(s), "Europe/Paris");
 	RT_EQ_INT(relay_app_schedule_retries(s), 7);
 	RT_EQ_INT(relay_app_schedule_timeout_ms(s), 6000);
+	RT_EQ_INT(relay_app_schedule_line(s), 20);
 	/* compiled once, in the schedule's zone: 03:00 CET = 02:00Z */
 	RT_ASSERT(relay_app_schedule_cron_compiled(s) != NULL);
 	RT_EQ_STR(relay_cron_timezone(relay_app_schedule_cron_compiled(s)),
@@ -196,6 +199,7 @@ static void test_app__all_keys(void)
 				  1767225600, &next), 0);
 	RT_EQ_INT(next, 1767225600 + 3600);
 	RT_EQ_INT(relay_app_schedule_retries(s), 4);
+	RT_EQ_INT(relay_app_schedule_line(s), 21);
 	RT_CHECK(relay_app_schedule_find(app, "nope") == NULL);
 	RT_CHECK(relay_app_schedule_at(app, 2) == NULL);
 	relay_app_free(app);

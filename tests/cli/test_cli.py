@@ -15,7 +15,7 @@ import sys
 import tempfile
 import textwrap
 
-from clitap import case, eq, run_cases
+from clitap import Skip, case, check, eq, run_cases
 
 RELAYCTL = os.path.abspath(sys.argv[1])
 ROOT = sys.argv[2] if len(sys.argv) > 2 else os.environ.get(
@@ -23,19 +23,54 @@ ROOT = sys.argv[2] if len(sys.argv) > 2 else os.environ.get(
 EXAMPLES = os.path.join(ROOT, "doc", "examples", "apps")
 
 
-def run(*args, stdin=None, cwd=None):
-    p = subprocess.run([RELAYCTL, *args], input=stdin, cwd=cwd,
+def run(*args, stdin=None, cwd=None, env=None):
+    """relayctl ARGS with RELAY_APPS_DIR unset unless @env sets it, and no
+    defaults file (RELAYCTL_DEFAULTS_FILE names one that does not exist)."""
+    e = {k: v for k, v in os.environ.items()
+         if not k.startswith(("RELAY_", "REDIS_"))}
+    e["RELAYCTL_DEFAULTS_FILE"] = "/nonexistent/relay-defaults"
+    e.update(env or {})
+    p = subprocess.run([RELAYCTL, *args], input=stdin, cwd=cwd, env=e,
                        capture_output=True, text=True, timeout=60)
     return p.returncode, p.stdout, p.stderr
 
 
-def write_apps(root, apps):
-    """apps: {name: template text}; creates root/name/template.yaml."""
+def write_apps(root, apps, stubs=True):
+    """apps: {name: template text}; creates root/name/template.yaml and,
+    with @stubs, a module defining every handler the template names (or
+    the exec command), so that `validate` checks the template alone."""
     os.makedirs(root, exist_ok=True)
     for name, text in apps.items():
-        os.makedirs(os.path.join(root, name), exist_ok=True)
-        with open(os.path.join(root, name, "template.yaml"), "w") as f:
-            f.write(textwrap.dedent(text))
+        d = os.path.join(root, name)
+        os.makedirs(d, exist_ok=True)
+        text = textwrap.dedent(text)
+        with open(os.path.join(d, "template.yaml"), "w") as f:
+            f.write(text)
+        if stubs:
+            stub_handlers(d, text)
+
+
+def stub_handlers(d, text):
+    import re
+    rt = re.search(r"^runtime: *(\S+)", text, re.M)
+    rt = rt and rt.group(1)
+    for h in re.findall(r"handler: *([A-Za-z_][\w.]*)", text):
+        mod, _, fn = h.rpartition(".")
+        if rt not in ("python3", "node") or not mod:
+            continue
+        path = os.path.join(d, *mod.split(".")) + \
+            (".py" if rt == "python3" else ".js")
+        os.makedirs(os.path.dirname(path), exist_ok=True)
+        with open(path, "a") as f:
+            f.write(f"def {fn}(event):\n    pass\n" if rt == "python3"
+                    else f"exports.{fn} = () => {{}};\n")
+    cmd = re.search(r"^command: *\[\s*([^\s,\]]+)", text, re.M)
+    if rt == "exec" and cmd and "/" in cmd.group(1):
+        path = os.path.join(d, cmd.group(1))
+        os.makedirs(os.path.dirname(path), exist_ok=True)
+        with open(path, "w") as f:
+            f.write("#!/bin/sh\n")
+        os.chmod(path, 0o755)
 
 
 RULES = """\
@@ -53,6 +88,8 @@ events:
 class Tmp:
     def __enter__(self):
         self.dir = tempfile.mkdtemp(prefix="relay-cli-")
+        # validate compiles handlers as the sandbox user when root.
+        os.chmod(self.dir, 0o755)
         return self.dir
 
     def __exit__(self, *exc):
@@ -200,15 +237,193 @@ def validate_missing_dir():
 def validate_help_and_usage():
     rc, out, err = run("validate", "--help")
     eq((rc, err), (0, ""), "--help")
-    if not out.startswith("usage: relayctl validate --apps DIR"):
+    if not out.startswith("usage: relayctl validate [--apps DIR]"):
         raise AssertionError(out)
     eq(run("validate", "-h")[0], 0, "-h")
-    for args in ([], ["--apps"], ["--bogus"], ["--apps", "x", "extra"],
+    for args in (["--apps"], ["--bogus"], ["--apps", "x", "extra"],
                  ["--apps="]):
         rc, out, err = run("validate", *args)
         eq((rc, out), (2, ""), f"usage error {args}")
         if "usage: relayctl validate" not in err:
             raise AssertionError(f"{args}: no usage on stderr: {err!r}")
+
+
+@case
+def validate_apps_dir_from_environment():
+    # RELAY_APPS_DIR stands for --apps; the flag wins; unset means
+    # /etc/relay/apps (named in the error when it is missing here).
+    with Tmp() as t:
+        write_apps(os.path.join(t, "bad"), {"x": "runtime: cobol\n"})
+        env = {"RELAY_APPS_DIR": EXAMPLES}
+        eq(run("validate", env=env), (0, "", ""), "from RELAY_APPS_DIR")
+        rc, _, err = run("validate", env={"RELAY_APPS_DIR": t + "/bad"})
+        eq(rc, 1, "invalid apps from RELAY_APPS_DIR")
+        check(err.startswith("x: " + t + "/bad/x/template.yaml:1:"), err)
+        eq(run("validate", "--apps", EXAMPLES,
+               env={"RELAY_APPS_DIR": t + "/bad"}), (0, "", ""),
+           "--apps wins")
+        eq(run("validate", env={"RELAY_APPS_DIR": ""})[0] in (0, 1), True,
+           "empty = unset")
+    if not os.path.isdir("/etc/relay/apps"):
+        rc, out, err = run("validate")
+        eq((rc, out, err), (1, "", "relayctl: validate: /etc/relay/apps: "
+                            "cannot open apps directory: No such file or "
+                            "directory\n"), "default directory")
+
+
+@case
+def match_apps_dir_from_environment():
+    with Tmp() as t:
+        write_apps(t, {"a": RULES})
+        eq(run("match", "-", stdin='{"kind":"order"}',
+               env={"RELAY_APPS_DIR": t}), (0, "a/m.orders\n", ""),
+           "from RELAY_APPS_DIR")
+        eq(run("match", "--apps", t, "-", stdin='{"kind":"order"}',
+               env={"RELAY_APPS_DIR": "/nonexistent/apps"}),
+           (0, "a/m.orders\n", ""), "--apps wins")
+
+
+@case
+def app_run_apps_dir_from_environment():
+    with Tmp() as t:
+        write_apps(t, {"a": RULES})
+        rc, out, err = run("app", "run", "nope", "--event", "{}",
+                           env={"RELAY_APPS_DIR": t})
+        eq((rc, out), (1, ""), "app run from RELAY_APPS_DIR")
+        check(f'no valid app "nope" in {t}' in err, err)
+
+
+def need(prog):
+    if not shutil.which(prog):
+        raise Skip(f"{prog} not installed")
+
+
+def write_files(d, files):
+    for rel, text in files.items():
+        path = os.path.join(d, rel)
+        os.makedirs(os.path.dirname(path), exist_ok=True)
+        with open(path, "w") as f:
+            f.write(textwrap.dedent(text))
+
+
+def rules(*handlers, runtime="python3", head=""):
+    return f"runtime: {runtime}\n{head}events:\n" + "".join(
+        f"  - handler: {h}\n    pattern: {{kind: [x]}}\n" for h in handlers)
+
+
+@case
+def validate_python_handlers():
+    # validate loads nothing: it finds the module file, compiles it and
+    # reads its top-level names. Problems: template line of the rule (or
+    # schedule), or the file and position the compiler reports.
+    need("python3")
+    with Tmp() as t:
+        marker = os.path.join(t, "ran")
+        write_apps(t, {"py": rules(
+            "nomod.h", "mod.missing", "mod.ok", "bad.h", "dyn.anything",
+            "pkg.sub.h", "json.dumps", "nosuchmodule_xyz.h", "cond.h",
+            "warn.h") +
+            "schedules:\n  - name: s\n    handler: nothere.run\n"
+            "    cron: \"0 6 * * *\"\n"}, stubs=False)
+        write_files(os.path.join(t, "py"), {
+            "mod.py": f"open({marker!r}, 'w')\ndef ok(event):\n"
+                      "    pass\n",
+            "bad.py": "import os\n\ndef h(e)\n    pass\n",
+            "dyn.py": "globals()['anything'] = print\n",
+            "pkg/sub.py": "async def h(event):\n    pass\n",
+            "cond.py": "try:\n    from json import loads as h\n"
+                       "except ImportError:\n    h = None\n",
+            # a SyntaxWarning is no problem
+            "warn.py": "x = '\\d'\ndef h(event):\n    pass\n",
+            # the checker's own imports never come from the app
+            "ast.py": f"open({marker!r}, 'w')\n",
+            "os.py": f"open({marker!r}, 'w')\n",
+        })
+        rc, out, err = run("validate", "--apps", t)
+        f = f"{t}/py/template.yaml"
+        eq((rc, out), (1, ""), "rc, stdout")
+        eq(err.splitlines(), [
+            f'py: {f}:3:1: handler "nomod.h": module not found: no '
+            'nomod.py or nomod/__init__.py in the app directory, and '
+            'python3 has no module "nomod"',
+            f'py: {f}:5:1: handler "mod.missing": mod.py defines no '
+            '"missing" at top level',
+            f"py: {t}/py/bad.py:3:9: SyntaxError: expected ':'",
+            f'py: {f}:17:1: handler "nosuchmodule_xyz.h": module not found:'
+            ' no nosuchmodule_xyz.py or nosuchmodule_xyz/__init__.py in the'
+            ' app directory, and python3 has no module "nosuchmodule_xyz"',
+            f'py: {f}:24:1: handler "nothere.run": module not found: no '
+            'nothere.py or nothere/__init__.py in the app directory, and '
+            'python3 has no module "nothere"',
+        ], "stderr")
+        check(not os.path.exists(marker), "no module code ran")
+        rc, out, err = run("validate", "--apps", t, "--verbose")
+        eq((rc, out), (1, "py: invalid\n"), "--verbose")
+
+
+@case
+def validate_node_handlers():
+    need("node")
+    with Tmp() as t:
+        marker = os.path.join(t, "ran")
+        write_apps(t, {"js": rules("nomod.h", "ok.h", "bad.h", "sub.m.h",
+                                   "esm.h", runtime="node")}, stubs=False)
+        write_files(os.path.join(t, "js"), {
+            "ok.js": f"require('fs').writeFileSync({marker!r}, 'x');\n"
+                     "exports.h = () => {};\n",
+            "bad.js": "const a = 1;\nconst b = ;\n",
+            "sub/m/index.js": "exports.h = () => {};\n",
+            "esm.mjs": "export function h() {}\n",
+        })
+        rc, out, err = run("validate", "--apps", t)
+        lines = err.splitlines()
+        eq((rc, out, len(lines)), (1, "", 2), "rc, stdout, two problems")
+        eq(lines[0], f'js: {t}/js/template.yaml:3:1: handler "nomod.h": '
+           "module not found: no nomod.js, nomod.cjs, nomod.mjs or "
+           "nomod/index.js in the app directory", "missing module")
+        check(lines[1].startswith(f"js: {t}/js/bad.js:2:11: SyntaxError: "),
+              lines[1])
+        check(not os.path.exists(marker), "no module code ran")
+
+
+@case
+def validate_exec_command():
+    with Tmp() as t:
+        write_apps(t, {
+            "a": "runtime: exec\ncommand: [./nope.sh]\n",
+            "b": "runtime: exec\ncommand:\n  - ./plain.sh\n",
+            "c": "runtime: exec\ncommand: [no-such-command-xyz, x]\n",
+            "d": "runtime: exec\ncommand: [sh, -c, exit]\n",
+            "e": "runtime: exec\nenv: {PATH: /opt/bin}\n"
+                 "command: [no-such-command-xyz]\n",
+            "f": "runtime: exec\ncommand: [./bin/run]\n",
+        }, stubs=False)
+        write_files(t, {"b/plain.sh": "#!/bin/sh\n", "f/bin/run": "#!/bin/sh\n"})
+        os.chmod(os.path.join(t, "f", "bin", "run"), 0o755)
+        rc, out, err = run("validate", "--apps", t)
+        eq((rc, out), (1, ""), "rc, stdout")
+        eq(err.splitlines(), [
+            f'a: {t}/a/template.yaml:2:1: command "./nope.sh": no such '
+            "file in the app directory",
+            f'b: {t}/b/template.yaml:3:1: command "./plain.sh": not an '
+            "executable file",
+            f'c: {t}/c/template.yaml:2:1: command "no-such-command-xyz": '
+            "not found in the sandbox's PATH (/usr/local/bin:/usr/bin:/bin)",
+        ], "stderr")
+
+
+@case
+def validate_problems_by_app():
+    # One app's problems together, apps in name order, whether they are
+    # template or handler problems.
+    need("python3")
+    with Tmp() as t:
+        write_apps(t, {"a": rules("nomod.h"), "b": "runtime: cobol\n",
+                       "c": rules("nomod.h")}, stubs=False)
+        rc, _, err = run("validate", "--apps", t)
+        eq(rc, 1, "rc")
+        eq([ln.split(":")[0] for ln in err.splitlines()], ["a", "b", "c"],
+           "order")
 
 
 @case
@@ -368,9 +583,10 @@ def match_missing_apps_dir():
 def match_help_and_usage():
     rc, out, err = run("match", "--help")
     eq((rc, err), (0, ""), "--help")
-    if not out.startswith("usage: relayctl match --apps DIR"):
+    if not out.startswith("usage: relayctl match [--apps DIR]"):
         raise AssertionError(out)
-    for args in ([], ["--apps", EXAMPLES], ["-"], ["--apps", EXAMPLES, "a",
+    for args in ([], ["--apps", EXAMPLES], ["--apps=", "-"],
+                 ["--apps", EXAMPLES, "a",
                                                     "b"],
                  ["--apps", EXAMPLES, "--frob", "-"], ["--apps"]):
         rc, out, err = run("match", *args, stdin="{}")

@@ -29,6 +29,7 @@ CONN = ("REDIS_URI", "REDIS_STREAM", "REDIS_GROUP", "RELAY_RUN_DIR",
 def run(*args, env=None, stdin=None):
     e = {k: v for k, v in os.environ.items() if k not in CONN}
     e["RELAY_RUN_DIR"] = "/nonexistent-run"
+    e["RELAYCTL_DEFAULTS_FILE"] = "/nonexistent/relay-defaults"
     e.update(env or {})
     p = subprocess.run([RELAYCTL, *args], env=e, input=stdin,
                        capture_output=True, text=True, timeout=60)
@@ -348,6 +349,120 @@ def man_page_names_every_command_and_flag():
               f"man page lacks {words}")
     for section in ("# EXIT STATUS", "# EXAMPLES", "*0*", "*1*", "*2*"):
         check(section in man, section)
+
+
+# ---- the defaults file (/etc/default/relay, --env-file) ----
+
+
+def env_file(d, text, name="relay.env"):
+    path = os.path.join(d, name)
+    with open(path, "w") as f:
+        f.write(text)
+    return path
+
+
+def apps_dir_seen(*args, env=None):
+    """Where `validate` looked for the apps (named in its error)."""
+    rc, out, err = run(*args, "validate", env=env)
+    m = re.fullmatch(r"relayctl: validate: (.*): cannot open apps "
+                     r"directory: No such file or directory\n", err)
+    check(rc == 1 and out == "" and m, f"{args}: {rc} {out!r} {err!r}")
+    return m.group(1)
+
+
+@case
+def env_file_syntax():
+    # systemd EnvironmentFile lines: comments, blanks, CRLF, blanks
+    # around '=', double quotes with escapes, single quotes literal.
+    with tempfile.TemporaryDirectory() as d:
+        f = env_file(d, "# comment\n; also a comment\n\n"
+                     "  RELAY_APPS_DIR = \"/nonexistent/a \\\"b\\\" "
+                     "\\$x\"\r\nOTHER=1\n")
+        eq(apps_dir_seen("--env-file", f), '/nonexistent/a "b" $x',
+           "double quotes")
+        f = env_file(d, "RELAY_APPS_DIR='/nonexistent/c \\\"d'\n")
+        eq(apps_dir_seen("--env-file=" + f), '/nonexistent/c \\"d',
+           "single quotes")
+        f = env_file(d, "RELAY_APPS_DIR=/nonexistent/one\n"
+                     "RELAY_APPS_DIR=  /nonexistent/two  \n")
+        eq(apps_dir_seen("--env-file", f), "/nonexistent/two",
+           "bare value, the last assignment wins")
+
+
+@case
+def env_file_precedence():
+    with tempfile.TemporaryDirectory() as d:
+        f = env_file(d, "RELAY_APPS_DIR=/nonexistent/file\n")
+        eq(apps_dir_seen("--env-file", f,
+                         env={"RELAY_APPS_DIR": "/nonexistent/env"}),
+           "/nonexistent/env", "the environment wins over the file")
+        eq(apps_dir_seen("--env-file", f, env={"RELAY_APPS_DIR": ""}),
+           "/nonexistent/file", "an empty variable counts as unset")
+        rc, out, err = run("--env-file", f, "validate", "--apps",
+                           EXAMPLES)
+        eq((rc, out, err), (0, "", ""), "--apps wins over the file")
+        # The default file (RELAYCTL_DEFAULTS_FILE stands for
+        # /etc/default/relay) is read when present, skipped when absent,
+        # and not read at all with --env-file.
+        dflt = env_file(d, "RELAY_APPS_DIR=/nonexistent/default\n",
+                        "default")
+        eq(apps_dir_seen(env={"RELAYCTL_DEFAULTS_FILE": dflt}),
+           "/nonexistent/default", "the default file")
+        eq(apps_dir_seen("--env-file", f,
+                         env={"RELAYCTL_DEFAULTS_FILE": dflt}),
+           "/nonexistent/file", "--env-file instead of the default")
+        bad = env_file(d, "oops\n", "bad-default")
+        eq(apps_dir_seen("--env-file", f,
+                         env={"RELAYCTL_DEFAULTS_FILE": bad}),
+           "/nonexistent/file", "the default file is not even read")
+        eq(apps_dir_seen(env={"RELAYCTL_DEFAULTS_FILE": d + "/absent"}),
+           "/etc/relay/apps", "an absent default file is skipped")
+        # Only REDIS_* and RELAY_* are taken: PATH stays the caller's.
+        f = env_file(d, "PATH=/nonexistent\nREDIS_STREAM=s\n"
+                     "REDIS_URI=redis://u:pw@127.0.0.1:1\n"
+                     "RELAY_RUN_DIR=" + d + "\n")
+        rc, out, err = run("--env-file", f, "health",
+                           env={"RELAY_RUN_DIR": ""})
+        eq((rc, out), (1, ""), "health from the file's RELAY_RUN_DIR")
+        check(d + "/relay.sock" in err, err)
+
+
+@case
+def env_file_errors():
+    secret = "s3cr3t-Pa55"
+    with tempfile.TemporaryDirectory() as d:
+        for text, line, why in [
+                ("# ok\nREDIS_URI=redis://u:%s@h:1\nfoo %s\n", 3,
+                 "expected KEY=VALUE"),
+                ("REDIS_URI=\"redis://u:%s@h:1\nX=%s\n", 1,
+                 "unterminated quote (a value spans one line)"),
+                ("REDIS_URI='redis://u:%s@h:1' %s\n", 1,
+                 "text after the closing quote"),
+                ("\nexport REDIS_URI=%s%s\n", 2,
+                 "the name before '=' is not a variable name (letters, "
+                 "digits, '_')"),
+                ("REDIS_URI=redis://u:%s@h:1%s\\\n", 1,
+                 "a line continuation ('\\' at the end) is not "
+                 "supported")]:
+            f = env_file(d, text % (secret, secret))
+            for args in (["--env-file", f], []):
+                rc, out, err = run(*args, "validate", "--apps", EXAMPLES,
+                                   env={"RELAYCTL_DEFAULTS_FILE": f})
+                eq((rc, out, err), (1, "", f"relayctl: {f}:{line}: {why}\n"),
+                   f"{text!r} {args}")
+        rc, out, err = run("--env-file", d + "/absent", "validate")
+        eq((rc, out, err), (1, "", f"relayctl: {d}/absent: No such file "
+                            "or directory\n"), "a missing --env-file")
+        for args in (["--env-file"], ["--env-file="], ["--env-file", ""]):
+            rc, out, err = run(*args)
+            eq((rc, out), (2, ""), f"{args}")
+            check("usage: relayctl" in err, err)
+        rc, out, _ = run("--help")
+        eq(rc, 0, "--help")
+        check("--env-file FILE" in out, out)
+        bad = env_file(d, "oops\n", "bad")
+        rc, out, _ = run("--env-file", bad, "--version")
+        check(rc == 0 and out.startswith("relayctl "), out)
 
 
 if __name__ == "__main__":

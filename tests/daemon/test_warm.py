@@ -153,6 +153,38 @@ def warm_by_default_and_one_shot():
 
 
 @case
+def load_failure_is_the_reason():
+    # A handler that cannot be loaded fails like any other (retried, then
+    # dead-lettered), with the error's first line as the reason, warm or
+    # cold.
+    bwrap_or_skip()
+    for warm in ("1", "0"):
+        with Env() as env:
+            py_app(env)
+            env.app("py", [], raw="runtime: python3\nevents:\n" +
+                    "".join(f"  - handler: {h}\n    pattern: {{kind: [x]}}"
+                            "\n    retries: 0\n"
+                            for h in ("nomod.h", "mod.nosuch")))
+            r, _ = start(env, RELAY_WARM=warm)
+            env.xadd({"kind": "x", "k": "a"})
+            env.wait(lambda: len(env.dlq()) == 2, "two dead letters",
+                     timeout=60)
+            why = {
+                "nomod.h": "ModuleNotFoundError: No module named 'nomod'",
+                "mod.nosuch": "AttributeError: module 'mod' has no "
+                              "attribute 'nosuch'"}
+            for e in env.dlq():
+                eq(e["reason"], f'invocation exhausted: app "py" handler '
+                   f'"{e["handler"]}" exhausted after 1 handler attempts: '
+                   + why[e["handler"]], f"RELAY_WARM={warm} reason")
+            log = [ln for ln in r.log().splitlines() if "stderr:" not in ln]
+            for h, text in why.items():
+                check(any(text in ln for ln in log),
+                      f"RELAY_WARM={warm}: {h}'s reason logged")
+            r.stop()
+
+
+@case
 def warm_off_by_env_and_by_template():
     bwrap_or_skip()
     with Env() as env:

@@ -126,7 +126,7 @@ if run noapp 1 nosuchapp --apps "$apps" --sandbox none --event "$ev" &&
 	matches 'no valid app "nosuchapp"' err
 then ok "unknown app: exit 1"; else fail "unknown app"; fi
 
-if run usage1 2 shellapp --event "$ev" && run usage2 2 --apps "$apps" &&
+if run usage1 2 shellapp --apps= --event "$ev" && run usage2 2 --apps "$apps" &&
 	run usage3 2 shellapp --apps "$apps" --sandbox docker &&
 	run usage4 2 shellapp --apps "$apps" --bogus
 then ok "usage errors: exit 2"; else fail "usage"; fi

@@ -99,6 +99,55 @@ static void test_runtime__fail_exit3(void)
 	close_rt();
 }
 
+/* The bootstraps' load-failure line (RELAY__LOAD_ERROR_MARK) becomes the
+ * reason of an exit status 1, and only when it is the last line. */
+static void test_runtime__load_error_line(void)
+{
+#define MARK "relay-bootstrap: cannot load handler: "
+	relay_run_outcome o;
+	cap c = { 0 };
+
+	open_rt();
+	RT_EQ_INT(run_sh(rt, "echo trace >&2; echo '" MARK "Oops: no' >&2; "
+			 "exit 1", 5000, &c, &o), 0);
+	RT_EQ_INT(o.exit_code, 1);
+	RT_EQ_STR(o.reason, "Oops: no");
+	cap_free(&c);
+	/* Control bytes shown as '?'; no final newline needed. */
+	RT_EQ_INT(run_sh(rt, "printf '" MARK "a\\tb\\033c' >&2; exit 1",
+			 5000, &c, &o), 0);
+	RT_EQ_STR(o.reason, "a?b?c");
+	cap_free(&c);
+	/* Not the last line, another exit status, an empty text, or a line
+	 * that began before the last 512 bytes: the exit status. */
+	RT_EQ_INT(run_sh(rt, "echo '" MARK "E: x' >&2; echo more >&2; "
+			 "exit 1", 5000, &c, &o), 0);
+	RT_EQ_STR(o.reason, "exit status 1");
+	cap_free(&c);
+	RT_EQ_INT(run_sh(rt, "echo '" MARK "E: x' >&2; exit 3", 5000, &c, &o),
+		  0);
+	RT_EQ_STR(o.reason, "exit status 3");
+	cap_free(&c);
+	RT_EQ_INT(run_sh(rt, "echo '" MARK "' >&2; exit 1", 5000, &c, &o), 0);
+	RT_EQ_STR(o.reason, "exit status 1");
+	cap_free(&c);
+	RT_EQ_INT(run_sh(rt, "printf '" MARK "%0600d\\n' 0 >&2; exit 1",
+			 5000, &c, &o), 0);
+	RT_EQ_STR(o.reason, "exit status 1");
+	cap_free(&c);
+	/* On stdout it means nothing. */
+	RT_EQ_INT(run_sh(rt, "echo '" MARK "E: x'; exit 1", 5000, &c, &o), 0);
+	RT_EQ_STR(o.reason, "exit status 1");
+	cap_free(&c);
+	/* A long reason is cut to fit, never inside a UTF-8 character. */
+	RT_EQ_INT(run_sh(rt, "printf '" MARK "%0158d\\303\\251\\n' 0 "
+			 ">&2; exit 1", 5000, &c, &o), 0);
+	RT_EQ_INT(strlen(o.reason), 158);
+	cap_free(&c);
+	close_rt();
+#undef MARK
+}
+
 static void test_runtime__killed_by_signal(void)
 {
 	relay_run_outcome o;
@@ -794,6 +843,7 @@ static void check_lang(relay_runtime_kind k)
 	RT_EQ_INT(relay_runtime_run_sync(rt, &s, cap_cb, &c, &o, NULL), 0);
 	RT_EQ_INT(o.status, RELAY_RUN_FAILED);
 	RT_EQ_INT(o.exit_code, 1);
+	RT_EQ_STR(o.reason, "exit status 1");
 	RT_CHECK(cap_contains(&c, k == RELAY_RUNTIME_PYTHON3
 			      ? "ValueError: boom" : "Error: boom"));
 	RT_CHECK(cap_contains(&c, k == RELAY_RUNTIME_PYTHON3
@@ -812,9 +862,24 @@ static void check_lang(relay_runtime_kind k)
 	RT_CHECK(cap_has(&c, "async 7"));
 	cap_free(&c);
 
+	/* A handler that cannot be loaded: the error's first line is the
+	 * reason, not "exit status 1" (a failure inside it, above, is). */
 	s = lang_spec(k, "events.missing.handler", "{}");
 	RT_EQ_INT(relay_runtime_run_sync(rt, &s, cap_cb, &c, &o, NULL), 0);
 	RT_EQ_INT(o.exit_code, 1);
+	RT_EQ_STR(o.reason, k == RELAY_RUNTIME_PYTHON3
+		  ? "ModuleNotFoundError: No module named 'events.missing'"
+		  : "Error: Cannot find handler module './events/missing'");
+	cap_free(&c);
+
+	s = lang_spec(k, "events.created.nosuch", "{}");
+	RT_EQ_INT(relay_runtime_run_sync(rt, &s, cap_cb, &c, &o, NULL), 0);
+	RT_EQ_INT(o.exit_code, 1);
+	RT_EQ_STR(o.reason, k == RELAY_RUNTIME_PYTHON3
+		  ? "AttributeError: module 'events.created' has no "
+		    "attribute 'nosuch'"
+		  : "TypeError: events.created: export 'nosuch' is not a "
+		    "function");
 	cap_free(&c);
 
 	s = lang_spec(k, "nodot", "{}");
@@ -947,6 +1012,7 @@ static const rt_case cases[] = {
 	RT_CASE(test_runtime__async_private_loop),
 	RT_CASE(test_runtime__async_default_loop),
 	RT_CASE(test_runtime__cancel),
+	RT_CASE(test_runtime__load_error_line),
 	RT_CASE(test_runtime__python3),
 	RT_CASE(test_runtime__node),
 	RT_CASE(test_runtime__kind_names),

@@ -437,8 +437,10 @@ static void test_warm__exit_codes_and_import_errors(void)
 	job_free(&j);
 	s = py_spec("nosuchmodule.fn");
 	RT_CHECK(run1(rt, &s, &j) == 0);
-	RT_EQ_STR(j.o.reason, "exit status 1");
-	RT_CHECK(cap_contains(&j.c, "ModuleNotFoundError"));
+	RT_EQ_STR(j.o.reason,
+		  "ModuleNotFoundError: No module named 'nosuchmodule'");
+	RT_CHECK(j.o.warm);
+	RT_CHECK(cap_contains(&j.c, "Traceback"));
 	job_free(&j);
 	s = py_spec("handlers.ok");
 	RT_CHECK(run1(rt, &s, &j) == 0);

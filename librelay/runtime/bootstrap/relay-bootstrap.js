@@ -8,7 +8,11 @@
 // directory and calls its export FUNCTION with the decoded event; a
 // returned promise is awaited (async handlers). Exit 0 when it settles,
 // 1 with the stack on stderr when it throws or rejects; process.exit(N)
-// inside the handler exits N. Exit 2 on bad usage.
+// inside the handler exits N. Exit 2 on bad usage. When MODULE cannot be
+// loaded or FUNCTION is not an exported function, the stack is followed
+// by one line "relay-bootstrap: cannot load handler: <Error>: <message>"
+// and the exit status is 1: relayd records "<Error>: <message>" as the
+// reason.
 //
 // --pool: a pre-started process (doc/sandbox.md, "Warm sandboxes"): node
 // and this script are loaded before an invocation exists; stdin then
@@ -41,7 +45,8 @@ async function load(base) {
 			throw e;
 		}
 	}
-	const err = new Error(`Cannot find handler module '${base}'`);
+	const rel = path.relative(process.cwd(), base);
+	const err = new Error(`Cannot find handler module './${rel}'`);
 	err.code = 'MODULE_NOT_FOUND';
 	throw err;
 }
@@ -91,12 +96,38 @@ async function main() {
 			process.exit(1);
 		}
 	}
-	const mod = await load(path.join(process.cwd(), ...modName.split('.')));
-	const fn = mod[fnName] !== undefined ? mod[fnName]
-		: (mod.default && mod.default[fnName]);
-	if (typeof fn !== 'function')
-		throw new TypeError(`${modName}: export '${fnName}' is not a function`);
+	let fn;
+	try {
+		const mod = await load(path.join(process.cwd(),
+						 ...modName.split('.')));
+		fn = mod[fnName] !== undefined ? mod[fnName]
+			: (mod.default && mod.default[fnName]);
+		if (typeof fn !== 'function')
+			throw new TypeError(
+				`${modName}: export '${fnName}' is not a function`);
+	} catch (err) {
+		loadFailed(err);
+	}
 	await fn(event);
+}
+
+// The last stderr line when the handler cannot be loaded (the runtime
+// makes the rest of it the invocation's failure reason:
+// RELAY__LOAD_ERROR_MARK in librelay/runtime/runtime.h).
+const LOAD_ERROR_MARK = 'relay-bootstrap: cannot load handler: ';
+
+function loadFailed(err) {
+	let first;
+	if (err instanceof Error) {
+		const msg = String(err.message).split('\n')[0].trim();
+		first = msg ? `${err.name}: ${msg}` : err.name;
+	} else {
+		first = String(err).split('\n')[0];
+	}
+	process.stderr.write(
+		`${err && err.stack ? err.stack : String(err)}\n` +
+		`${LOAD_ERROR_MARK}${first}\n`);
+	process.exit(1);
 }
 
 main().then(() => {

@@ -8,6 +8,10 @@
 # (text after the last dot) with the decoded event; a coroutine result is
 # awaited. Exit 0 when it returns, 1 with the traceback on stderr when it
 # raises; sys.exit(N) inside the handler exits N. Exit 2 on bad usage.
+# When MODULE cannot be imported (or raises while imported) or has no
+# callable FUNCTION, the traceback is followed by one line
+# "relay-bootstrap: cannot load handler: <Error>: <message>" and the exit
+# status is 1: relayd records "<Error>: <message>" as the reason.
 #
 # Only what every call needs is imported up front (json, importlib):
 # asyncio is imported only for a coroutine handler and traceback only on
@@ -21,6 +25,21 @@ import importlib
 import json
 import os
 import sys
+
+
+# The last stderr line when the handler cannot be loaded (the runtime
+# makes the rest of it the invocation's failure reason: RELAY__LOAD_ERROR_
+# MARK in librelay/runtime/runtime.h).
+LOAD_ERROR_MARK = "relay-bootstrap: cannot load handler: "
+
+
+def load_failed(e):
+    """The traceback, then the mark and the error's first line."""
+    import traceback
+    traceback.print_exc()
+    text = str(e).strip()
+    first = type(e).__name__ + (": " + text.splitlines()[0] if text else "")
+    print(LOAD_ERROR_MARK + first, file=sys.stderr)
 
 
 def run(target, raw):
@@ -39,6 +58,15 @@ def run(target, raw):
     try:
         module = importlib.import_module(module_name)
         func = getattr(module, func_name)
+        if not callable(func):
+            raise TypeError("%s.%s is not a function" % (module_name,
+                                                        func_name))
+    except SystemExit:
+        raise
+    except BaseException as e:
+        load_failed(e)
+        return 1
+    try:
         result = func(event)
         if hasattr(result, "__await__"):
             import asyncio
