@@ -754,9 +754,9 @@ use:
 	bp->parent.stdin_fd = bp->parent.stdout_fd = bp->parent.stderr_fd = -1;
 	relay__limits_inv_init(&bp->inv);
 	q->inv = &bp->inv;
+	/* Only H joins the invocation's cgroups (N stays out, for the
+	 * python3 and the exec server alike): the handler's own limits. */
 	lim = *spec;
-	if (lim.pids && p->exec_server)
-		lim.pids += WARM_PIDS_OVERHEAD_EXEC;
 	if (relay__limits_prepare(b->limits, &lim, &bp->inv, &err) != 0)
 		goto fail_q;
 	for (i = 0; i < 3; i++) {

@@ -27,10 +27,6 @@
 #define WARM_BACKOFF_MIN_MS 1000u
 #define WARM_BACKOFF_MAX_MS 60000u
 #define WARM_MSG_MAX 65536u
-/* What an invocation of relay-warm-exec adds to the handler's pids
- * limit: nothing since relayd moves only H into the cgroups, as for the
- * python3 server (N stays out: warm_exec.c). */
-#define WARM_PIDS_OVERHEAD_EXEC 0u
 /* Pre-started processes kept per node app generation. */
 #define WARM_POOL_SIZE 2u
 #define WARM_POOL_MAX_FAILURES 3u
