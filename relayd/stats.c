@@ -3,6 +3,10 @@
  * stats file of RELAY_STATE_DIR (doc/protocol.md), both rendered from one
  * relayd_stats snapshot taken on the loop thread.
  *
+ * The engine's figures, their names and their order come from the one
+ * table of relay/metrics.h; the schedule publisher's, the histograms and
+ * retention are relayd's own and written here.
+ *
  * Handler durations go into a fixed-bucket histogram per (app, handler);
  * the buckets are cumulative only when rendered.
  */
