@@ -21,6 +21,7 @@
 #include "ctlsock.h"
 #include "fmt.h"
 #include "relayctl.h"
+#include "relay/metrics.h"
 
 static void usage(FILE *f)
 {
@@ -35,18 +36,23 @@ static void usage(FILE *f)
 		"not\nreachable (reset), 2 usage error.\n", relayctl_conf_help);
 }
 
-static const struct line {
-	const char *label, *group, *key;
-} lines[] = {
-	{ "Events received", "counters", "events_received" },
-	{ "Events matched", "counters", "events_matched" },
-	{ "Events unmatched", "counters", "events_unmatched" },
-	{ "Handler successes", "counters", "handler_success" },
-	{ "Handler failures", "counters", "handler_failure" },
-	{ "Message reclaims", "counters", "reclaims" },
-	{ "DLQ entries", "counters", "dlq_entries" },
-	{ "Pending entries", "gauges", "pending_entries" },
+/* The engine's figures (relay/metrics.h): those with a position in
+ * `relayctl stats` (ctl) or in its line per stream (line). */
+static const relay_metric_info rows[] = {
+	RELAY_CONSUMER_METRICS(RELAY_METRIC_INFO)
 };
+#define NROWS (sizeof(rows) / sizeof(rows[0]))
+
+/* The row at position @pos of @what (ctl or line), or NULL. */
+static const relay_metric_info *at(int pos, int line)
+{
+	size_t i;
+
+	for (i = 0; pos > 0 && i < NROWS; i++)
+		if ((line ? rows[i].line : rows[i].ctl) == pos)
+			return &rows[i];
+	return NULL;
+}
 
 /* Retention figures (the stats file's "retention" object), --json key
  * = file key. */
@@ -114,28 +120,34 @@ static void print_retention(json_t *snap)
 		relayctl_kv(stdout, 18, labels[7], "ok");
 }
 
-static long long figure(json_t *snap, const struct line *l)
+/* @r's value in the stats file: its object is "counters" or "gauges". */
+static json_t *file_value(json_t *snap, const relay_metric_info *r)
 {
-	return (long long)json_integer_value(json_object_get(
-		json_object_get(snap, l->group), l->key));
+	return json_object_get(json_object_get(snap,
+		r->kind == RELAY_METRIC_COUNTER ? "counters" : "gauges"),
+		relay_metric_key(r));
 }
 
 /* Several streams: one line each, "Stream <name>: received N, ...". */
 static void print_streams(json_t *snap)
 {
 	json_t *streams = json_object_get(snap, "streams"), *s;
+	const relay_metric_info *r;
 	const char *name;
 	char label[300], buf[256];
+	size_t n;
+	int pos;
 
 	json_object_foreach(streams, name, s) {
-#define F(k) (long long)json_integer_value(json_object_get(s, k))
 		snprintf(label, sizeof(label), "Stream %s",
 			 relayctl_c(name));
-		snprintf(buf, sizeof(buf), "received %lld, acknowledged "
-			 "%lld, DLQ entries %lld, pending %lld", F("events_"
-			 "received"), F("acks"), F("dlq_entries"),
-			 F("pending_entries"));
-#undef F
+		buf[0] = 0;
+		for (pos = 1, n = 0; (r = at(pos, 1)) && n < sizeof(buf);
+		     pos++)
+			n += (size_t)snprintf(buf + n, sizeof(buf) - n,
+				"%s%s %lld", pos > 1 ? ", " : "",
+				r->line_label, (long long)json_integer_value(
+				json_object_get(s, relay_metric_key(r))));
 		relayctl_kv(stdout, 18, label, buf);
 	}
 }
@@ -143,23 +155,23 @@ static void print_streams(json_t *snap)
 /* Print @snap (a stats file object, or NULL when there is none). */
 static int print(json_t *snap, int json)
 {
-	json_t *g = json_object_get(snap, "gauges");
-	double age = json_number_value(json_object_get(
-		g, "pending_oldest_age_seconds"));
+	const relay_metric_info *r;
 	const char *upd = json_string_value(json_object_get(snap,
 							    "written_at"));
 	char buf[128];
 	size_t i;
+	int pos;
 
 	if (json) {
 		json_t *o = json_object();
 		json_t *ret = json_object_get(snap, "retention");
 
-		for (i = 0; o && i < sizeof(lines) / sizeof(lines[0]); i++)
-			json_object_set_new(o, lines[i].key, json_integer(
-				figure(snap, &lines[i])));
-		json_object_set_new(o, "oldest_pending_age_seconds",
-				    json_real(age));
+		for (pos = 1; o && (r = at(pos, 0)); pos++)
+			json_object_set_new(o, r->ctl_key ? r->ctl_key :
+				relay_metric_key(r), r->kind == RELAY_METRIC_AGE
+				? json_real(json_number_value(file_value(snap,
+				r))) : json_integer(json_integer_value(
+				file_value(snap, r))));
 		for (i = 0; o && i < sizeof(ret_keys) / sizeof(ret_keys[0]);
 		     i++) {
 			json_t *v = json_object_get(ret, ret_keys[i]);
@@ -188,12 +200,15 @@ static int print(json_t *snap, int json)
 		json_decref(o);
 		return fflush(stdout) ? RELAYCTL_FAIL : RELAYCTL_OK;
 	}
-	for (i = 0; i < sizeof(lines) / sizeof(lines[0]); i++) {
-		snprintf(buf, sizeof(buf), "%lld", figure(snap, &lines[i]));
-		relayctl_kv(stdout, 18, lines[i].label, buf);
+	for (pos = 1; (r = at(pos, 0)); pos++) {
+		if (r->kind == RELAY_METRIC_AGE)
+			relayctl_fmt_age((int64_t)json_number_value(
+				file_value(snap, r)), buf, sizeof(buf));
+		else
+			snprintf(buf, sizeof(buf), "%lld", (long long)
+				 json_integer_value(file_value(snap, r)));
+		relayctl_kv(stdout, 18, r->ctl_label, buf);
 	}
-	relayctl_kv(stdout, 18, "Oldest pending age",
-		    relayctl_fmt_age((int64_t)age, buf, sizeof(buf)));
 	print_retention(snap);
 	print_streams(snap);
 	relayctl_kv(stdout, 18, "Updated", upd ? relayctl_fmt_time_age(

@@ -3,6 +3,10 @@
  * stats file of RELAY_STATE_DIR (doc/protocol.md), both rendered from one
  * relayd_stats snapshot taken on the loop thread.
  *
+ * The engine's figures, their names and their order come from the one
+ * table of relay/metrics.h; the schedule publisher's, the histograms and
+ * retention are relayd's own and written here.
+ *
  * Handler durations go into a fixed-bucket histogram per (app, handler);
  * the buckets are cumulative only when rendered.
  */
@@ -19,6 +23,7 @@
 #include <jansson.h>
 
 #include "relayd.h"
+#include "relay/metrics.h"
 
 static const double bounds[RELAY_CONSUMER_DURATION_NBUCKETS] =
 	RELAY_CONSUMER_DURATION_BUCKETS;
@@ -85,24 +90,36 @@ static int take_hist(const relay_consumer_histogram *h, void *payload)
 	return 0;
 }
 
-/* @a += @b: counters and gauges add up, except the two below. */
+/* The engine's figures, one row each (relay/metrics.h). */
+static const relay_metric_info rows[] = {
+	RELAY_CONSUMER_METRICS(RELAY_METRIC_INFO)
+};
+#define NROWS (sizeof(rows) / sizeof(rows[0]))
+
+#define FIELD(m, r, type) (*(type *)(void *)((char *)(m) + (r)->offset))
+#define CFIELD(m, r, type) \
+	(*(const type *)(const void *)((const char *)(m) + (r)->offset))
+
+/* @a += @b: counters and gauges add up; the oldest pending age is the
+ * largest, and Redis is up only when it is for every stream. */
 static void metrics_add(relay_consumer_metrics *a,
 			const relay_consumer_metrics *b, int first)
 {
-#define ADD(f) a->f += b->f
-	ADD(events_received); ADD(events_matched); ADD(events_unmatched);
-	ADD(events_malformed); ADD(events_oversized); ADD(events_schedule);
-	ADD(handler_success); ADD(handler_failure); ADD(retries);
-	ADD(dlq_entries); ADD(missing_payload); ADD(concurrency_waits);
-	ADD(concurrency_timeouts); ADD(reclaims); ADD(acks);
-	ADD(redis_errors); ADD(in_flight_invocations); ADD(buffered_events);
-	ADD(pending_entries); ADD(schedule_malformed); ADD(schedule_obsolete);
-	ADD(step_failures); ADD(stuck_messages); ADD(handler_timeouts);
-	ADD(invocations_exhausted);
-#undef ADD
-	if (first || b->pending_oldest_age_ms > a->pending_oldest_age_ms)
-		a->pending_oldest_age_ms = b->pending_oldest_age_ms;
-	a->redis_up = first ? b->redis_up : a->redis_up && b->redis_up;
+	size_t i;
+
+	for (i = 0; i < NROWS; i++) {
+		const relay_metric_info *r = &rows[i];
+
+		if (r->kind == RELAY_METRIC_AGE) {
+			if (first || CFIELD(b, r, int64_t) >
+				     FIELD(a, r, int64_t))
+				FIELD(a, r, int64_t) = CFIELD(b, r, int64_t);
+		} else if (r->kind == RELAY_METRIC_FLAG)
+			FIELD(a, r, int) = first ? CFIELD(b, r, int) :
+				FIELD(a, r, int) && CFIELD(b, r, int);
+		else
+			FIELD(a, r, uint64_t) += CFIELD(b, r, uint64_t);
+	}
 }
 
 int relayd_stats_take(relayd_stats *s, relay_consumer *const *c,
@@ -200,25 +217,14 @@ static void gauge(FILE *f, const char *name, const char *help, double v)
 	fputc('\n', f);
 }
 
-/*
- * An engine figure: a uint64_t field at offset @off of the metrics, or one
- * of these (not a plain uint64_t field).
- */
-#define M_RECEIVED ((size_t)-1)   /* matched + unmatched */
-#define M_OLDEST ((size_t)-2)     /* pending_oldest_age_ms, in seconds */
-#define M_REDIS_UP ((size_t)-3)
-#define M(f) offsetof(relay_consumer_metrics, f)
-
-static double mval(const relay_consumer_metrics *m, size_t off)
+/* A figure's value as a sample (an age in seconds). */
+static double mval(const relay_consumer_metrics *m, const relay_metric_info *r)
 {
-	if (off == M_RECEIVED)
-		return (double)(m->events_matched + m->events_unmatched);
-	if (off == M_OLDEST)
-		return (double)m->pending_oldest_age_ms / 1000.0;
-	if (off == M_REDIS_UP)
-		return (double)m->redis_up;
-	return (double)*(const uint64_t *)(const void *)
-		((const char *)m + off);
+	if (r->kind == RELAY_METRIC_AGE)
+		return (double)CFIELD(m, r, int64_t) / 1000.0;
+	if (r->kind == RELAY_METRIC_FLAG)
+		return (double)CFIELD(m, r, int);
+	return (double)CFIELD(m, r, uint64_t);
 }
 
 /*
@@ -226,19 +232,26 @@ static double mval(const relay_consumer_metrics *m, size_t off)
  * labels (as always); with several, one sample per stream labelled
  * stream="<name>" (sum them for the daemon's total).
  */
-static void sfig(FILE *f, const relayd_stats *s, const char *type,
-		 const char *name, const char *help, size_t off)
+static void sfig(FILE *f, const relayd_stats *s, const relay_metric_info *r)
 {
+	int is_counter = r->kind == RELAY_METRIC_COUNTER;
+	char name[128];
 	size_t i;
 
-	fprintf(f, "# HELP %s %s\n# TYPE %s %s\n", name, help, name, type);
+	if (r->prom)
+		snprintf(name, sizeof(name), "%s", r->prom);
+	else
+		snprintf(name, sizeof(name), "relay_%s%s", relay_metric_key(r),
+			 is_counter ? "_total" : "");
+	fprintf(f, "# HELP %s %s\n# TYPE %s %s\n", name, r->help, name,
+		is_counter ? "counter" : "gauge");
 	if (!s->nstreams) {
-		if (strcmp(type, "counter") == 0)
+		if (is_counter)
 			fprintf(f, "%s %llu\n", name,
-				(unsigned long long)mval(&s->m, off));
+				(unsigned long long)mval(&s->m, r));
 		else {
 			fprintf(f, "%s ", name);
-			relayd_prom_double(f, mval(&s->m, off));
+			relayd_prom_double(f, mval(&s->m, r));
 			fputc('\n', f);
 		}
 		return;
@@ -246,19 +259,27 @@ static void sfig(FILE *f, const relayd_stats *s, const char *type,
 	for (i = 0; i < s->nstreams; i++) {
 		fprintf(f, "%s{stream=\"", name);
 		relayd_prom_label(f, s->streams[i].name);
-		if (strcmp(type, "counter") == 0)
+		if (is_counter)
 			fprintf(f, "\"} %llu\n", (unsigned long long)
-				mval(&s->streams[i].m, off));
+				mval(&s->streams[i].m, r));
 		else {
 			fputs("\"} ", f);
-			relayd_prom_double(f, mval(&s->streams[i].m, off));
+			relayd_prom_double(f, mval(&s->streams[i].m, r));
 			fputc('\n', f);
 		}
 	}
 }
 
-#define SCOUNTER(f, s, name, help, off) sfig(f, s, "counter", name, help, off)
-#define SGAUGE(f, s, name, help, off) sfig(f, s, "gauge", name, help, off)
+/* Every figure of @section, in the table's order. */
+static void section_prometheus(FILE *f, const relayd_stats *s,
+			       relay_metric_section section)
+{
+	size_t i;
+
+	for (i = 0; i < NROWS; i++)
+		if (rows[i].section == section)
+			sfig(f, s, &rows[i]);
+}
 
 static void hist_labels(FILE *f, const relayd_hist *h)
 {
@@ -411,48 +432,7 @@ char *relayd_stats_prometheus(const relayd_stats *s, size_t *len)
 
 	if (!f)
 		return NULL;
-	SCOUNTER(f, s, "relay_events_received_total",
-		"External events classified (matched + unmatched).",
-		M_RECEIVED);
-	SCOUNTER(f, s, "relay_events_matched_total",
-		"Events that matched at least one rule.", M(events_matched));
-	SCOUNTER(f, s, "relay_events_unmatched_total",
-		"Events that matched no rule (acknowledged).",
-		M(events_unmatched));
-	SCOUNTER(f, s, "relay_events_malformed_total",
-		"Malformed or oversized messages dead-lettered unrun.",
-		M(events_malformed));
-	SCOUNTER(f, s, "relay_events_schedule_total",
-		"Schedule occurrences taken from the stream.",
-		M(events_schedule));
-	SCOUNTER(f, s, "relay_events_oversized_total",
-		"Messages larger than MAX_EVENT_BYTES.", M(events_oversized));
-	SCOUNTER(f, s, "relay_handler_success_total",
-		"Handler attempts that exited 0.", M(handler_success));
-	SCOUNTER(f, s, "relay_handler_failure_total",
-		"Handler attempts that failed or timed out.",
-		M(handler_failure));
-	SCOUNTER(f, s, "relay_retries_total",
-		"Handler attempts after the first.", M(retries));
-	SCOUNTER(f, s, "relay_dlq_entries_total",
-		"Entries written to the dead-letter queue.", M(dlq_entries));
-	SCOUNTER(f, s, "relay_missing_payload_total",
-		"Stream bodies gone before their message was acknowledged.",
-		M(missing_payload));
-	SCOUNTER(f, s, "relay_concurrency_waits_total",
-		"Invocations that waited for a concurrency slot.",
-		M(concurrency_waits));
-	SCOUNTER(f, s, "relay_concurrency_timeouts_total",
-		"Slot waits that gave up (message left pending).",
-		M(concurrency_timeouts));
-	SCOUNTER(f, s, "relay_reclaims_total",
-		"Entries delivered again by XAUTOCLAIM.", M(reclaims));
-	SCOUNTER(f, s, "relay_acks_total", "Messages acknowledged.", M(acks));
-	SCOUNTER(f, s, "relay_redis_errors_total", "Failed Redis operations.",
-		M(redis_errors));
-	SCOUNTER(f, s, "relay_step_failures_total",
-		"Redis steps that failed for one message while Redis "
-		"answered (once per backoff step).", M(step_failures));
+	section_prometheus(f, s, RELAY_METRIC_DELIVERY);
 	counter(f, "relay_schedule_occurrences_published_total",
 		"Schedule occurrences this relayd appended to the stream.",
 		s->sp.published);
@@ -465,38 +445,14 @@ char *relayd_stats_prometheus(const relayd_stats *s, size_t *len)
 	counter(f, "relay_schedule_catchup_total",
 		"Occurrences published by the start-up catch-up.",
 		s->sp.catchup);
-	SCOUNTER(f, s, "relay_schedule_occurrences_obsolete_total",
-		"Schedule occurrences acknowledged unrun: schedule no longer "
-		"configured.", M(schedule_obsolete));
-	SCOUNTER(f, s, "relay_schedule_occurrences_malformed_total",
-		"Schedule envelopes dead-lettered as malformed.",
-		M(schedule_malformed));
-	SCOUNTER(f, s, "relay_handler_timeouts_total",
-		"Handler attempts killed after their timeout (also in "
-		"relay_handler_failure_total).", M(handler_timeouts));
-	SCOUNTER(f, s, "relay_invocations_exhausted_total",
-		"Invocations whose last allowed attempt failed.",
-		M(invocations_exhausted));
+	section_prometheus(f, s, RELAY_METRIC_SCHEDULE);
+	section_prometheus(f, s, RELAY_METRIC_ATTEMPTS);
 	histogram(f, s);
 	outcomes(f, s);
 	gauge(f, "relay_schedule_outbox_pending",
 	      "Schedule occurrences waiting to be published.",
 	      (double)s->sp.pending);
-	SGAUGE(f, s, "relay_pending_entries",
-	      "Entries in the consumer group's PEL (refreshed periodically).",
-	      M(pending_entries));
-	SGAUGE(f, s, "relay_pending_oldest_age_seconds",
-	      "Idle time of the oldest PEL entry.",
-	      M_OLDEST);
-	SGAUGE(f, s, "relay_in_flight_invocations", "Handlers running now.",
-	      M(in_flight_invocations));
-	SGAUGE(f, s, "relay_buffered_events", "Messages held in memory.",
-	      M(buffered_events));
-	SGAUGE(f, s, "relay_redis_up", "1 when Redis is reachable.",
-	      M_REDIS_UP);
-	SGAUGE(f, s, "relay_stuck_messages",
-	      "Messages whose Redis step keeps failing, in backoff "
-	      "(relayctl health lists them).", M(stuck_messages));
+	section_prometheus(f, s, RELAY_METRIC_GAUGES);
 	relayd_warm_prometheus(f, &s->warm);
 	retention_metrics(f, &s->ret);
 	build_info(f);
@@ -522,33 +478,49 @@ static char *iso8601(int64_t ms, char *buf, size_t size)
 	return buf;
 }
 
-/* Several streams: each one's own figures, by name. */
+/* A figure as a stats file value. */
+static json_t *row_json(const relay_consumer_metrics *m,
+			const relay_metric_info *r)
+{
+	if (r->kind == RELAY_METRIC_AGE)
+		return json_real((double)CFIELD(m, r, int64_t) / 1000.0);
+	if (r->kind == RELAY_METRIC_FLAG)
+		return json_boolean(CFIELD(m, r, int));
+	return JU(CFIELD(m, r, uint64_t));
+}
+
+/* Every figure of @section into @o, in the table's order. */
+static void section_json(json_t *o, const relay_consumer_metrics *m,
+			 relay_metric_section section)
+{
+	size_t i;
+
+	for (i = 0; o && i < NROWS; i++)
+		if (rows[i].section == section)
+			json_object_set_new(o, relay_metric_key(&rows[i]),
+					    row_json(m, &rows[i]));
+}
+
+/* Several streams: each one's own figures, by name, in the table's
+ * stream order. */
 static json_t *streams_json(const relayd_stats *s)
 {
 	json_t *o = json_object();
-	size_t i;
+	size_t i, k;
+	int pos, found;
 
 	for (i = 0; o && i < s->nstreams; i++) {
-		const relay_consumer_metrics *m = &s->streams[i].m;
+		json_t *one = json_object();
 
-		json_object_set_new(o, s->streams[i].name, json_pack(
-			"{s:o, s:o, s:o, s:o, s:o, s:o, s:o, s:o, s:o, s:o,"
-			" s:o, s:f, s:b}",
-			"events_received",
-			JU(m->events_matched + m->events_unmatched),
-			"events_malformed", JU(m->events_malformed),
-			"events_schedule", JU(m->events_schedule),
-			"handler_success", JU(m->handler_success),
-			"handler_failure", JU(m->handler_failure),
-			"dlq_entries", JU(m->dlq_entries),
-			"acks", JU(m->acks),
-			"in_flight_invocations", JU(m->in_flight_invocations),
-			"buffered_events", JU(m->buffered_events),
-			"pending_entries", JU(m->pending_entries),
-			"stuck_messages", JU(m->stuck_messages),
-			"pending_oldest_age_seconds",
-			(double)m->pending_oldest_age_ms / 1000.0,
-			"redis_up", m->redis_up));
+		for (pos = 1, found = 1; one && found; pos++)
+			for (k = 0, found = 0; k < NROWS; k++)
+				if (rows[k].stream == pos) {
+					json_object_set_new(one,
+						relay_metric_key(&rows[k]), row_json(
+						&s->streams[i].m, &rows[k]));
+					found = 1;
+				}
+		json_object_set_new(o, s->streams[i].name, one);
 	}
 	return o;
 }
@@ -562,38 +534,11 @@ void *relayd_stats_json(const relayd_stats *s, const relayd_config *c)
 	size_t i;
 
 	clock_gettime(CLOCK_REALTIME, &now);
-	counters = json_pack("{s:o, s:o, s:o, s:o, s:o, s:o, s:o, s:o, s:o,"
-			     " s:o, s:o, s:o, s:o, s:o, s:o, s:o}",
-		"events_received", JU(m->events_matched + m->events_unmatched),
-		"events_matched", JU(m->events_matched),
-		"events_unmatched", JU(m->events_unmatched),
-		"events_malformed", JU(m->events_malformed),
-		"events_schedule", JU(m->events_schedule),
-		"events_oversized", JU(m->events_oversized),
-		"handler_success", JU(m->handler_success),
-		"handler_failure", JU(m->handler_failure),
-		"retries", JU(m->retries),
-		"dlq_entries", JU(m->dlq_entries),
-		"missing_payload", JU(m->missing_payload),
-		"concurrency_waits", JU(m->concurrency_waits),
-		"concurrency_timeouts", JU(m->concurrency_timeouts),
-		"reclaims", JU(m->reclaims),
-		"acks", JU(m->acks),
-		"redis_errors", JU(m->redis_errors));
-	gauges = json_pack("{s:o, s:f, s:o, s:o, s:b}",
-		"pending_entries", JU(m->pending_entries),
-		"pending_oldest_age_seconds",
-		(double)m->pending_oldest_age_ms / 1000.0,
-		"in_flight_invocations", JU(m->in_flight_invocations),
-		"buffered_events", JU(m->buffered_events),
-		"redis_up", m->redis_up);
-	json_object_set_new(counters, "step_failures",
-			    JU(m->step_failures));
-	json_object_set_new(counters, "handler_timeouts",
-			    JU(m->handler_timeouts));
-	json_object_set_new(counters, "invocations_exhausted",
-			    JU(m->invocations_exhausted));
-	json_object_set_new(gauges, "stuck_messages", JU(m->stuck_messages));
+	counters = json_object();
+	gauges = json_object();
+	section_json(counters, m, RELAY_METRIC_DELIVERY);
+	section_json(counters, m, RELAY_METRIC_ATTEMPTS);
+	section_json(gauges, m, RELAY_METRIC_GAUGES);
 	handlers = json_array();
 	for (i = 0; i < s->nhists; i++) {
 		const relayd_hist *h = &s->hists[i];
@@ -631,10 +576,7 @@ void *relayd_stats_json(const relayd_stats *s, const relayd_config *c)
 	json_object_set_new(counters, "schedule_publish_failures",
 			    JU(s->sp.failures));
 	json_object_set_new(counters, "schedule_catchup", JU(s->sp.catchup));
-	json_object_set_new(counters, "schedule_obsolete",
-			    JU(m->schedule_obsolete));
-	json_object_set_new(counters, "schedule_malformed",
-			    JU(m->schedule_malformed));
+	section_json(counters, m, RELAY_METRIC_SCHEDULE);
 	json_object_set_new(gauges, "schedule_outbox_pending",
 			    JU(s->sp.pending));
 	json_object_set_new(root, "counters", counters);

@@ -18,6 +18,7 @@
 #include "dlq.h"
 #include "runtime.h"
 #include "engine.h"
+#include "metrics.h"
 #include "occurrence.h"
 
 #endif /* RELAY_RELAY_H */

@@ -32,6 +32,7 @@
 #include <string.h>
 
 #include "consumer.h"
+#include "relay/metrics.h"
 
 #define LOG(c, lvl, id, ...) relay__log(&(c)->logger, lvl, id, __VA_ARGS__)
 #define POLL_MS 10
@@ -143,15 +144,20 @@ int relay_consumer_metrics_get(const relay_consumer *c,
 	return 0;
 }
 
+/* The metrics table (relay/metrics.h): which fields are counters. */
+static const relay_metric_info metric_rows[] = {
+	RELAY_CONSUMER_METRICS(RELAY_METRIC_INFO)
+};
+
 void relay_consumer_metrics_reset(relay_consumer *c)
 {
-	relay_consumer_metrics g = c->m;
 	size_t i;
 
-	memset(&c->m, 0, sizeof(c->m));
-	c->m.in_flight_invocations = g.in_flight_invocations;
-	c->m.pending_entries = g.pending_entries;
-	c->m.pending_oldest_age_ms = g.pending_oldest_age_ms;
+	/* Counters only: the gauges are live values. */
+	for (i = 0; i < sizeof(metric_rows) / sizeof(metric_rows[0]); i++)
+		if (metric_rows[i].kind == RELAY_METRIC_COUNTER)
+			memset((char *)&c->m + metric_rows[i].offset, 0,
+			       sizeof(uint64_t));
 	for (i = 0; i < c->nhists; i++) {
 		memset(c->hists[i].h.buckets, 0, sizeof(c->hists[i].h.buckets));
 		c->hists[i].h.count = 0;
