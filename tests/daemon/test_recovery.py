@@ -270,6 +270,43 @@ def bwrap_sandbox_end_to_end():
         d.stop()
 
 
+@case
+def bwrap_unreadable_app_dir_dead_letters_with_the_fix():
+    # The DLQ reason and the log name the directory, the uid and the ways
+    # out, whole (they used to be cut at 160 bytes, or said only
+    # "backend error").
+    if os.geteuid() != 0:
+        raise Skip("needs root: only a root relayd switches to the sandbox "
+                   "user (uid 65534)")
+    if not shutil.which("bwrap"):
+        raise Skip("bwrap not installed")
+    with Env() as env:
+        # env.dir is mkdtemp's 0700: uid 65534 cannot reach the apps.
+        env.app("sb", [], raw="runtime: exec\ncommand: [/bin/true]\n"
+                "events:\n  - handler: h\n    pattern: {kind: [x]}\n"
+                "    retries: 0\n")
+        d = env.relayd(start=False, RELAY_SANDBOX="bwrap",
+                       RELAY_SANDBOX_USER="65534")
+        d.start(wait_ready=False)
+        try:
+            d.wait_ready()
+        except AssertionError:
+            if d.proc.poll() == 1 and "RELAY_SANDBOX" in d.log():
+                raise Skip("bwrap unusable: " + d.log_tail(1))
+            raise
+        env.xadd({"kind": "x"})
+        env.wait(lambda: len(env.dlq()) == 1, "dead-lettered")
+        why = (f"start: app directory {env.apps_dir}/sb is not readable by "
+               "the sandbox user (uid 65534): Permission denied; make it "
+               "and its parents readable and searchable by that uid, set "
+               "RELAY_SANDBOX_USER to a user that can read it, or set "
+               "RELAY_SANDBOX=none (no isolation)")
+        eq(env.dlq()[0]["reason"], 'invocation exhausted: app "sb" handler '
+           f'"h" exhausted after 1 handler attempts: {why}', "DLQ reason")
+        check(f'reason="{why}"' in d.log(), d.log_tail(5))
+        d.stop()
+
+
 NODE_HANDLER = r"""
 const fs = require('fs');
 exports.h = function (ev) {
