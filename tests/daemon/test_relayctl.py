@@ -466,7 +466,8 @@ def health_down_up_redis_down():
         check(out.startswith("healthy: ") and "ready" in out, out)
         rc, out, err = ctl(d, "health", "--json")
         j = json.loads(out)
-        eq((j["ready"], j["redis_up"]), (True, True), "JSON")
+        eq((rc, j["ok"], j["ready"], j["redis_up"]), (0, True, True, True),
+           "JSON")
         env.redis.stop()
 
         def unhealthy():
@@ -475,30 +476,28 @@ def health_down_up_redis_down():
         err = wait_for(unhealthy, "health reports Redis down")
         check("redis" in err.lower() and len(err.strip().splitlines()) == 1,
               err)
+        # --json: "ok" is that relayd answered, "ready" whether it is
+        # healthy (doc/cli.md L-8); the exit status follows "ready"
+        rc, out, err = ctl(d, "health", "--json")
+        j = json.loads(out)
+        eq((rc, j["ok"], j["ready"], j["redis_up"]), (1, True, False, False),
+           "JSON while Redis is down")
+        check(j["reason"].startswith("redis unavailable: ") and
+              err == f"relayctl: health: relayd pid {j['pid']} is not "
+              f"ready: {j['reason']}\n", (j, err))
 
 
 @case
-def stats_never_then_counts_and_reset():
+def stats_missing_then_counts_and_reset():
     with Env() as env:
         okfile_app(env, "a", [("h1", {"kind": ["x"]})],
                    os.path.join(env.dir, "ok"))
         d = env.relayd(start=False)
         rc, out, err = ctl(d, "stats")
-        eq(rc, 0, "stats on a fresh state dir\n" + err)
-        labels = ["Events received", "Events matched", "Events unmatched",
-                  "Handler successes", "Handler failures",
-                  "Message reclaims", "DLQ entries", "Pending entries",
-                  "Oldest pending age", "Stream length", "DLQ length",
-                  "Oldest entry age", "Stream trimmed", "DLQ trimmed",
-                  "Stream retention", "DLQ retention", "Retention",
-                  "Updated"]
-        kv = [ln.split(":", 1) for ln in out.splitlines()]
-        eq([k for k, _ in kv], labels, "stats lines")
-        eq([v.strip() for _, v in kv],
-           ["0"] * 8 + ["0s"] + ["unknown"] * 8 + ["never"],
-           "fresh values")
-        rc, out, _ = ctl(d, "stats", "--json")
-        eq(json.loads(out)["updated"], None, "JSON updated null")
+        eq((rc, out), (1, ""), "stats before relayd ever ran\n" + err)
+        check(err.startswith("relayctl: stats: no stats file ") and
+              "/stats.json: relayd writes it into its RELAY_STATE_DIR" in err,
+              err)
         rc, _, err = ctl(d, "stats", "reset")
         eq(rc, 1, "stats reset needs relayd")
         check("cannot reach" in err, err)
@@ -510,6 +509,14 @@ def stats_never_then_counts_and_reset():
                  "processed")
         d.stop()
         rc, out, err = ctl(d, "stats")
+        eq(rc, 0, "stats\n" + err)
+        eq([ln.split(":", 1)[0] for ln in out.splitlines()],
+           ["Events received", "Events matched", "Events unmatched",
+            "Handler successes", "Handler failures", "Message reclaims",
+            "DLQ entries", "Pending entries", "Oldest pending age",
+            "Stream length", "DLQ length", "Oldest entry age",
+            "Stream trimmed", "DLQ trimmed", "Stream retention",
+            "DLQ retention", "Retention", "Updated"], "stats lines")
         v = {k: x.strip() for k, x in
              (ln.split(":", 1) for ln in out.splitlines())}
         eq((v["Events received"], v["Events matched"],
