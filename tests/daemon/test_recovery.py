@@ -10,8 +10,8 @@ import subprocess
 import sys
 import time
 
-from harness import (Env, RedisServer, Skip, case, check, eq, run_cases,
-                     wait_for)
+from harness import (Env, RedisServer, Skip, case, check, eq, free_port,
+                     run_cases, wait_for)
 
 
 def drained(env):
@@ -304,6 +304,59 @@ def bwrap_unreadable_app_dir_dead_letters_with_the_fix():
         eq(env.dlq()[0]["reason"], 'invocation exhausted: app "sb" handler '
            f'"h" exhausted after 1 handler attempts: {why}', "DLQ reason")
         check(f'reason="{why}"' in d.log(), d.log_tail(5))
+        d.stop()
+
+
+@case
+def missing_unix_socket_is_named_once_per_streak():
+    # Debian's /run/redis/redis-server.sock with unixsocket off: relayd
+    # must say which socket and why, once, and that it keeps trying.
+    with Env() as env:
+        env.app("a", [("h", {"kind": ["x"]})])
+        env.stop_redis()
+        d = env.relayd(start=False)
+        d.start(wait_ready=False)
+        line = ("WARN RELAY-REDIS01 redis connect to unix socket "
+                f"{env.redis.sock} failed: No such file or directory; "
+                "retrying (backoff up to 30000 ms) until it answers")
+        env.wait(lambda: line in d.log() and "RELAYD01" in d.log(),
+                 "the connect failure names the socket")
+
+        def errors():
+            return d.control({"cmd": "stats"})["stats"]["counters"][
+                "redis_errors"]
+        env.wait(lambda: errors() >= 4, "several failed tries")
+        eq(d.log().count("RELAY-REDIS01"), 1, "one line per streak")
+        env.start_redis()
+        d.wait_ready()
+        check("RELAY-REDIS03 redis connection restored" in d.log(),
+              d.log_tail(5))
+        # a new streak (Redis gone again) is reported again, once
+        env.stop_redis()
+        env.wait(lambda: d.log().count(line) == 2, "the second streak")
+        n = errors()
+        env.wait(lambda: errors() >= n + 3, "more failed tries")
+        eq(d.log().count("RELAY-REDIS01"), 2, "one line per streak")
+        d.stop()
+
+
+@case
+def refused_tcp_connect_names_host_port_not_password():
+    with Env() as env:
+        env.app("a", [("h", {"kind": ["x"]})])
+        port = free_port()
+        d = env.relayd(start=False,
+                       REDIS_URI=f"redis://:s3cretpw@127.0.0.1:{port}/0")
+        d.start(wait_ready=False)
+        line = (f"WARN RELAY-REDIS01 redis connect to 127.0.0.1:{port} "
+                "failed: Connection refused; retrying (backoff up to 30000 "
+                "ms) until it answers")
+        env.wait(lambda: line in d.log() and "RELAYD01" in d.log(),
+                 "the connect failure names host:port")
+        env.wait(lambda: d.control({"cmd": "stats"})["stats"]["counters"][
+            "redis_errors"] >= 4, "several failed tries")
+        eq(d.log().count("RELAY-REDIS01"), 1, "one line per streak")
+        check("s3cretpw" not in d.log(), "no password in the log")
         d.stop()
 
 
