@@ -433,13 +433,18 @@ def app_invoke():
         eq((rc, out), (0, "No matching handlers\n"), "no match\n" + err)
         rc, out, err = ctl(d, "app", "invoke", "a", "--file", evf)
         eq(rc, 1, "failing handlers exit 1\n" + out + err)
-        check(out.startswith("Invoked 2 handler(s)\n") and
-              re.search(r"a/h1 failed \d+ms \(exit status 3\)", out), out)
+        # doc/cli.md L-4: "Invoked <K> handler(s)", then per run, two
+        # spaces in, "<app>/<handler> <status> <N>ms (<reason>)"
+        lines = out.splitlines()
+        eq(lines[0], "Invoked 2 handler(s)", "first line")
+        check(len(lines) == 3 and all(
+            re.fullmatch(rf"  a/{h} failed \d+ms \(exit status 3\)", ln)
+            for h, ln in zip(("h1", "h2"), lines[1:])), out)
         open(ok, "w").close()
         rc, out, err = ctl(d, "app", "invoke", "a", input='{"kind":"y"}')
         eq(rc, 0, "stdin event\n" + err)
-        check(out.startswith("Invoked 1 handler(s)\n") and
-              re.search(r"a/h2 ok \d+ms", out), out)
+        check(re.fullmatch(r"Invoked 1 handler\(s\)\n  a/h2 ok \d+ms\n", out),
+              out)
         # Integers beyond 64 bits are the handler's business, not ours.
         rc, out, err = ctl(d, "app", "invoke", "a", "--event",
                            '{"kind":"y","big":123456789012345678901234567890}')
