@@ -112,6 +112,7 @@ const char *relay_strerror(int code)
 	case RELAY_EUSER: return "stopped by callback";
 	case RELAY_ETYPE: return "wrong type";
 	case RELAY_ESTALE: return "stale claim";
+	case RELAY_EACCESS: return "permission denied";
 	default: return "unknown error";
 	}
 }

@@ -195,6 +195,14 @@ static int run_one(relay_runtime *rt, int warm, const relay_app *app,
 		printf("%s/%s failed 0ms (%s)\n", relayctl_c(s.app),
 		       relayctl_c(s.handler), relayctl_c(err.text));
 		fflush(stdout);
+		/* The runtime says what is wrong; how to fix it is ours. */
+		if (err.code == RELAY_EACCESS)
+			relayctl_error(RELAYCTL_FAIL, "app run: make %s and its "
+				       "parents readable and searchable by the "
+				       "sandbox user, set RELAY_SANDBOX_USER to "
+				       "a user that can read it, or run with "
+				       "--sandbox none (no isolation)",
+				       relayctl_c(s.app_dir));
 		return 0;
 	}
 	summary(s.app, s.handler, &o);

@@ -3,8 +3,10 @@
  *
  * `stats` reads RELAY_STATE_DIR/stats.json (doc/protocol.md, version 1),
  * which relayd rewrites atomically every 5 seconds and at exit, so it
- * works while relayd is down. A missing file is a fresh state directory:
- * every figure 0 and "Updated: never". `stats reset` asks the running
+ * works while relayd is down. A missing file is an error (exit 1) that
+ * names the path and RELAY_STATE_DIR: printing zeros would hide a relayd
+ * that never ran, or one using another state directory. `stats reset`
+ * asks the running
  * relayd ({"cmd":"stats reset"}) to zero its counters and prints the new
  * snapshot. Output: aligned "Key: value" lines, or with --json one object
  * {"events_received": N, ..., "oldest_pending_age_seconds": S,
@@ -32,8 +34,8 @@ static void usage(FILE *f)
 		"running relayd.\n\n"
 		"  --json             one JSON object\n%s"
 		"  -h, --help         show this help\n\n"
-		"Exit status: 0 success, 1 unreadable stats file or relayd "
-		"not\nreachable (reset), 2 usage error.\n", relayctl_conf_help);
+		"Exit status: 0 success, 1 missing or unreadable stats file "
+		"or\nrelayd not reachable (reset), 2 usage error.\n", relayctl_conf_help);
 }
 
 /* The engine's figures (relay/metrics.h): those with a position in
@@ -227,7 +229,13 @@ static int show(const struct relayctl_conf *c)
 	snprintf(path, sizeof(path), "%s/stats.json", c->state_dir);
 	f = fopen(path, "r");
 	if (!f && errno == ENOENT)
-		return print(NULL, c->json);
+		return relayctl_error(RELAYCTL_FAIL, "stats: no stats file %s: "
+				      "relayd writes it into its "
+				      "RELAY_STATE_DIR (here %s) while it "
+				      "runs; start relayd, or point "
+				      "RELAY_STATE_DIR or --state-dir at the "
+				      "directory relayd uses", path,
+				      c->state_dir);
 	if (!f)
 		return relayctl_error(RELAYCTL_FAIL, "stats: %s: %s", path,
 				      strerror(errno));

@@ -447,7 +447,7 @@ static int take_lock(relayd *d, char *errbuf, size_t size)
 static int open_backends(relayd *d, char *errbuf, size_t size)
 {
 	relay_runtime_options ro = RELAY_RUNTIME_OPTIONS_INIT;
-	relay_redis_options rd = RELAY_REDIS_OPTIONS_INIT;
+	relay_redis_options rd = RELAY_REDIS_OPTIONS_INIT, quiet;
 	relay_error err;
 	int rc;
 
@@ -488,11 +488,14 @@ static int open_backends(relayd *d, char *errbuf, size_t size)
 		return -1;
 	}
 	/* On Redis Cluster every stream needs a hash tag (redis-layout
-	 * R-8). */
+	 * R-8). The check's own connection stays quiet: when Redis cannot
+	 * be reached the one above says so (once) and keeps trying. */
+	quiet = rd;
+	quiet.logger.fn = NULL;
 	if (relay_redis_cluster_check(d->cfg.redis_uri,
 				      (const char *const *)d->cfg.streams,
-				      d->cfg.nstreams, d->cfg.group, &rd, errbuf,
-				      size))
+				      d->cfg.nstreams, d->cfg.group, &quiet,
+				      errbuf, size))
 		return -1;
 	return 0;
 }

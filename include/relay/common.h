@@ -39,6 +39,7 @@ enum relay_err {
 	RELAY_EUSER = -9,     /* a user callback asked to stop */
 	RELAY_ETYPE = -10,    /* a value has the wrong type */
 	RELAY_ESTALE = -11,   /* a fenced write lost its claim */
+	RELAY_EACCESS = -12,  /* the sandbox user cannot read what it needs */
 };
 
 /**

@@ -33,8 +33,9 @@ typedef struct relay_matcher relay_matcher;
  * @out: receives the new pattern on success (**new**; free with
  *   relay_pattern_free()); untouched on failure.
  * @spec: the pattern object (**borrowed**).
- * @err: optional error detail; line/column are 0 for JSON input, and text
- *   names the offending field path.
+ * @err: optional error detail of the first problem in document order;
+ *   line/column are 0 for JSON input, and text names the offending field
+ *   path. (Template loading reports every problem of a pattern.)
  *
  * Returns: 0, RELAY_EPARSE for an invalid pattern, RELAY_ENOMEM.
  * Thread-safety: reentrant; a compiled pattern is immutable and may be

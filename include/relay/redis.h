@@ -21,7 +21,9 @@
  * Thread-safety: a backend, its callbacks and every reply are confined to
  * the thread that drives it; distinct backends are independent.
  * Logging: the hiredis backend reports through opts.logger with message
- * ids RELAY-REDIS01 (connect failed), 02 (connection lost), 03 (restored),
+ * ids RELAY-REDIS01 (connect failed: the socket path or host:port and the
+ * OS error, once per streak of failures), 02 (connection lost), 03
+ * (restored),
  * 04 (reconnect scheduled, debug), 05 (command timed out), 06/07
  * (cluster redirect followed, debug/info), 08 (CLUSTER SLOTS entries
  * ignored, warning; the whole map refused, error), 09 (a redirect not

@@ -305,7 +305,13 @@ RELAY_EXTERN const char *relay_limits_mode_name(relay_limits_mode m);
  * Returns: 0 and @done will run exactly once, later, from the loop; or a
  * negative code (RELAY_EINVAL bad spec or not attached, RELAY_EBACKEND
  * the process could not be started, e.g. command not found) and no
- * callback ever runs.
+ * callback ever runs. When the process could not be started because the
+ * sandbox user (relay_runtime_options.sandbox_user) cannot read and
+ * search the app directory, the return is RELAY_EBACKEND and @err->code
+ * RELAY_EACCESS; @err->text then reads "app directory DIR is not readable
+ * by the sandbox user (uid N): OS error" and always fits (a long DIR is
+ * shortened in its middle with "..."), so the caller can add how to fix
+ * it in its own terms.
  */
 RELAY_EXTERN int relay_runtime_run(relay_runtime *rt,
 				   const relay_exec_spec *spec,

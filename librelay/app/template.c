@@ -411,28 +411,42 @@ static void check_handler(walker *w, const relay__pnode *n, const char *where,
 	*out = dup_or_oom(w, n->text);
 }
 
-static void compile_pattern(walker *w, const relay__pnode *pattern,
-			    const char *where, relay_pattern **out)
-{
-	relay_error e = { 0 };
-	const char *text;
-	int rc, line, col;
+struct pattern_report {
+	walker *w;
+	const relay__pnode *pattern;
+	const char *where;
+};
 
-	rc = relay__pattern_compile_pnode(out, pattern, w->app->path, &e);
-	if (rc == RELAY_ENOMEM)
-		w->oom = 1;
-	if (!rc || rc == RELAY_ENOMEM)
-		return;
-	line = e.line ? e.line : pattern->line;
-	col = e.line ? e.column : pattern->column;
+/* One pattern error, as a template problem at its own line:col. */
+static void pattern_problem(void *arg, const relay_error *e)
+{
+	struct pattern_report *r = arg;
+	walker *w = r->w;
+	const char *text = e->text;
+	int line = e->line ? e->line : r->pattern->line;
+	int col = e->line ? e->column : r->pattern->column;
+
 	/* The compiler names the root "pattern"; we say where it is. */
-	text = e.text;
 	if (strncmp(text, "pattern: ", 9) == 0)
 		text += 9;
 	if (relay__diags_add(w->d, RELAY_EPARSE, w->app->path, line, col,
-			     "%s.pattern: %s", where, text))
+			     "%s.pattern: %s", r->where, text))
 		w->oom = 1;
 	w->errors++;
+}
+
+/* Compile a rule's pattern; every problem in it is reported, not just
+ * the first. */
+static void compile_pattern(walker *w, const relay__pnode *pattern,
+			    const char *where, relay_pattern **out)
+{
+	struct pattern_report r = { w, pattern, where };
+	int rc;
+
+	rc = relay__pattern_compile_all(out, pattern, w->app->path, NULL,
+					pattern_problem, &r);
+	if (rc == RELAY_ENOMEM)
+		w->oom = 1;
 }
 
 static void do_rule(walker *w, const relay__pnode *n, size_t idx)

@@ -57,7 +57,8 @@ struct relay__cinv {
 	relay__cinv_state state;
 	unsigned int attempt;                /* current claim */
 	char token[RELAY_INV_TOKEN_LEN + 1]; /* current claim */
-	char reason[160];                    /* last failure */
+	char reason[384];                    /* last failure (a start
+						failure with its fix fits) */
 	relay__cinv *wait_next;              /* slot wait queue link */
 	int has_slots;                       /* holds global + app slot (a
 						resource, not a state: given
@@ -212,6 +213,7 @@ typedef struct relay__hist {
 typedef struct relay__rt_executor {
 	relay_consumer_executor parent;
 	relay_runtime *rt;
+	relay_error last;    /* why the last run could not start */
 } relay__rt_executor;
 
 struct relay_consumer {

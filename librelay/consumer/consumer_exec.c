@@ -24,8 +24,9 @@ static int rt_run(relay_consumer_executor *x, const relay_exec_spec *spec,
 	relay_run *run = NULL;
 	int rc;
 
+	memset(&rx->last, 0, sizeof(rx->last));
 	rc = relay_runtime_run(rx->rt, spec, output, done, payload, &run,
-			       NULL);
+			       &rx->last);
 	*handle = run;
 	return rc;
 }

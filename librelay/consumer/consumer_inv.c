@@ -503,6 +503,25 @@ static void inv_failed(relay__cinv *inv, const char *reason)
 		   RELAY__REC_FAILURE);
 }
 
+/*
+ * Why a run could not start: the runtime's own words when the built-in
+ * executor has them, and for an app directory the sandbox user cannot
+ * read, the ways out (the runtime cannot know the daemon's settings).
+ */
+static void start_failure(relay_consumer *c, int rc, char *why, size_t size)
+{
+	const relay_error *e = &c->rt_exec.last;
+
+	if (c->exec != &c->rt_exec.parent || !e->text[0]) {
+		snprintf(why, size, "start: %s", relay_strerror(rc));
+		return;
+	}
+	snprintf(why, size, "start: %s%s", e->text, e->code == RELAY_EACCESS
+		 ? "; make it and its parents readable and searchable by that "
+		   "uid, set RELAY_SANDBOX_USER to a user that can read it, or "
+		   "set RELAY_SANDBOX=none (no isolation)" : "");
+}
+
 static void output_cb(const relay_output_line *line, void *payload)
 {
 	relay__cinv *inv = payload;
@@ -582,13 +601,13 @@ static void inv_run(relay__cinv *inv)
 	inv->started_us = relay_clock_mono_us(c->clock);
 	rc = c->exec->run(c->exec, &s, output_cb, run_done, inv, &inv->run);
 	if (rc) {
-		char why[160];
+		char why[sizeof(inv->reason)];
 
 		c->m.in_flight_invocations--;
 		relay__consumer_outcome(c, relay_app_name(inv->app),
 					inv->handler, RELAY__OUT_FAILED);
 		relay__slots_release(c, inv);
-		snprintf(why, sizeof(why), "start: %s", relay_strerror(rc));
+		start_failure(c, rc, why, sizeof(why));
 		LOG(c, RELAY_LOG_WARN, "RELAY-ENG04",
 		    "handler failed app=%s handler=%s message_id=%s "
 		    "attempt=%u reason=\"%s\"", relay_app_name(inv->app),

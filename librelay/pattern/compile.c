@@ -28,7 +28,10 @@
 
 typedef struct cctx {
 	const char *file;     /* for relay_error.path; may be NULL */
-	relay_error *err;     /* may be NULL */
+	relay_error *err;     /* receives the first error; may be NULL */
+	relay__pattern_report_fn report; /* every error; may be NULL */
+	void *report_arg;
+	unsigned nerr;        /* errors so far */
 	char path[128];       /* field path of the node being compiled */
 	size_t plen;
 } cctx;
@@ -69,13 +72,24 @@ static int fail(cctx *c, const relay__pnode *n, const char *fmt, ...)
 static int vfail(cctx *c, int line, int col, const char *fmt, va_list ap)
 	RELAY__PRINTF(4, 0);
 
+/*
+ * Record one error. Compiling goes on after it (the callers skip the
+ * offending node and carry on with its siblings) so that one run reports
+ * every problem of a pattern; the result is still a failure.
+ */
 static int vfail(cctx *c, int line, int col, const char *fmt, va_list ap)
 {
 	char msg[RELAY_ERROR_TEXT_MAX];
+	relay_error e;
 
 	vsnprintf(msg, sizeof(msg), fmt, ap);
-	return relay__error_set(c->err, RELAY_EPARSE, c->file, line, col,
-				"%s: %s", c->plen ? c->path : "pattern", msg);
+	relay__error_set(&e, RELAY_EPARSE, c->file, line, col, "%s: %s",
+			 c->plen ? c->path : "pattern", msg);
+	if (c->nerr++ == 0 && c->err)
+		*c->err = e;
+	if (c->report)
+		c->report(c->report_arg, &e);
+	return RELAY_EPARSE;
 }
 
 /* An error at node @n. */
@@ -462,7 +476,7 @@ static int compile_cond(cctx *c, const relay__pnode *n, int depth,
 			relay__pat_field *f)
 {
 	size_t i, old;
-	int rc;
+	int rc, res = 0;
 	char b[48];
 
 	if (depth > RELAY__PATTERN_MAX_DEPTH)
@@ -497,10 +511,12 @@ static int compile_cond(cctx *c, const relay__pnode *n, int depth,
 			rc = compile_alt(c, &n->children[i], depth + 1,
 					 &f->alts[i]);
 			path_pop(c, old);
-			if (rc)
+			if (rc == RELAY_ENOMEM)
 				return rc;
+			if (rc)
+				res = rc;
 		}
-		return 0;
+		return res;
 	default:
 		if (n->nchildren == 0)
 			return fail(c, n, "empty map: a condition needs at "
@@ -517,7 +533,7 @@ static int compile_map(cctx *c, const relay__pnode *n, int depth,
 		       relay__pat_map *out)
 {
 	size_t i, old;
-	int rc;
+	int rc, res = 0;
 	char b[48];
 
 	if (depth > RELAY__PATTERN_MAX_DEPTH)
@@ -531,12 +547,14 @@ static int compile_map(cctx *c, const relay__pnode *n, int depth,
 		const relay__pnode *ch = &n->children[i];
 		relay__pat_field *f = &out->fields[i];
 
-		if (op_index(ch->key, ch->key_len) >= 0)
-			return fail_key(c, ch,
-				    "\"%s\" is an operator and cannot be "
-				    "used as a field name",
-				    shown(ch->key, ch->key_len, b,
-					  sizeof(b)));
+		if (op_index(ch->key, ch->key_len) >= 0) {
+			res = fail_key(c, ch,
+				       "\"%s\" is an operator and cannot be "
+				       "used as a field name",
+				       shown(ch->key, ch->key_len, b,
+					     sizeof(b)));
+			continue;
+		}
 		f->name = relay__strndup(ch->key ? ch->key : "", ch->key_len);
 		if (!f->name)
 			return RELAY_ENOMEM;
@@ -544,10 +562,12 @@ static int compile_map(cctx *c, const relay__pnode *n, int depth,
 		old = path_push_key(c, f->name, f->name_len);
 		rc = compile_cond(c, ch, depth + 1, f);
 		path_pop(c, old);
-		if (rc)
+		if (rc == RELAY_ENOMEM)
 			return rc;
+		if (rc)
+			res = rc;
 	}
-	return 0;
+	return res;
 }
 
 void relay__pat_map_fini(relay__pat_map *m)
@@ -577,7 +597,14 @@ void relay__pat_map_fini(relay__pat_map *m)
 int relay__pattern_compile_pnode(relay_pattern **out, const relay__pnode *root,
 				 const char *path, relay_error *err)
 {
-	cctx c = { path, err, "", 0 };
+	return relay__pattern_compile_all(out, root, path, err, NULL, NULL);
+}
+
+int relay__pattern_compile_all(relay_pattern **out, const relay__pnode *root,
+			       const char *path, relay_error *err,
+			       relay__pattern_report_fn report, void *arg)
+{
+	cctx c = { path, err, report, arg, 0, "", 0 };
 	relay_pattern *p = NULL;
 	int rc;
 

@@ -51,4 +51,17 @@ struct relay__pnode {
 int relay__pattern_compile_pnode(relay_pattern **out, const relay__pnode *root,
 				 const char *path, relay_error *err);
 
+/*
+ * As relay__pattern_compile_pnode(), but every error is also passed to
+ * @report (when not NULL), in document order: the compiler skips an
+ * offending node and goes on with its siblings, so one call finds all the
+ * problems of a pattern. @err still receives the first one. Any error
+ * makes the call fail with RELAY_EPARSE and no pattern.
+ */
+typedef void (*relay__pattern_report_fn)(void *arg, const relay_error *e);
+
+int relay__pattern_compile_all(relay_pattern **out, const relay__pnode *root,
+			       const char *path, relay_error *err,
+			       relay__pattern_report_fn report, void *arg);
+
 #endif /* RELAY__PNODE_H */

@@ -40,6 +40,8 @@ typedef struct hr_backend {
 	ev_timer connect_timer;
 	ev_timer reconnect_timer;
 	int reconnect_ms;               /* next backoff delay */
+	int connect_fail_logged;        /* RELAY-REDIS01 said for this
+					   streak of failed connects */
 	unsigned int seed;              /* jitter */
 	char sha[RELAY_REDIS_SCRIPT_COUNT_][41];
 	int loading[RELAY_REDIS_SCRIPT_COUNT_];

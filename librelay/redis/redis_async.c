@@ -319,6 +319,34 @@ static void on_timeout(struct ev_loop *loop, ev_timer *w, int revents)
 	release(b);
 }
 
+/*
+ * A connect failed: say where to (the socket path, or host:port; never
+ * the URI, which may hold a password) and the OS error, once per streak
+ * of failures, and that relay keeps trying. The next line about the
+ * connection is RELAY-REDIS03 when it is back.
+ */
+static void connect_failed(hr_backend *b)
+{
+	const relay__redis_node *n = b->nnodes ? &b->nodes[b->cur] : NULL;
+	char where[300];
+
+	if (b->connect_fail_logged)
+		return;
+	b->connect_fail_logged = 1;
+	if (b->uri.path)
+		snprintf(where, sizeof(where), "unix socket %s", b->uri.path);
+	else if (n && strchr(n->host, ':'))
+		snprintf(where, sizeof(where), "[%s]:%d", n->host, n->port);
+	else if (n)
+		snprintf(where, sizeof(where), "%s:%d", n->host, n->port);
+	else
+		snprintf(where, sizeof(where), "the server");
+	relay__log(&b->opts.logger, RELAY_LOG_WARN, "RELAY-REDIS01",
+		   "redis connect to %s failed: %s; retrying (backoff up to "
+		   "%d ms) until it answers", where, b->errstr,
+		   b->opts.reconnect_max_ms);
+}
+
 static void on_connect(const redisAsyncContext *ac, int status)
 {
 	hr_backend *b = ac->data;
@@ -337,8 +365,7 @@ static void on_connect(const redisAsyncContext *ac, int status)
 	ev_timer_stop(b->loop, &b->connect_timer);
 	if (status != REDIS_OK) {
 		relay__hr_set_err(b, ac->errstr);
-		relay__log(&b->opts.logger, RELAY_LOG_WARN, "RELAY-REDIS01",
-			   "redis connect failed: %s", b->errstr);
+		connect_failed(b);
 		b->ac = NULL; /* hiredis frees it after this callback */
 		b->dead_ac = ac; /* its commands' NULL replies follow */
 		b->state = HR_DISCONNECTED;
@@ -353,6 +380,7 @@ static void on_connect(const redisAsyncContext *ac, int status)
 			   "redis connection restored");
 	b->state = HR_CONNECTED;
 	b->reconnect_ms = b->opts.reconnect_min_ms;
+	b->connect_fail_logged = 0;
 }
 
 static void on_disconnect(const redisAsyncContext *ac, int status)
@@ -462,6 +490,8 @@ void relay__hr_connect(hr_backend *b)
 	ac = relay__hr_open_ctx(b, b->uri.path ? NULL : b->nodes[b->cur].host,
 		      b->uri.path ? 0 : b->nodes[b->cur].port);
 	if (!ac) {
+		/* A unix socket that is not there fails here, at once. */
+		connect_failed(b);
 		relay__hr_rotate(b);
 		schedule_reconnect(b);
 		return;

@@ -20,6 +20,7 @@
 #include <pthread.h>
 #include <signal.h>
 #include <spawn.h>
+#include <stdio.h>
 #include <string.h>
 #include <sys/mman.h>
 #include <sys/syscall.h>
@@ -264,6 +265,43 @@ static int spawn_vfork(const relay__spawn_req *req, const int cfd[3],
 	return 0;
 }
 
+/* The longest dir-denied text: it fits relay_error.text and the 150 bytes
+ * the run path keeps of a start error, so no copy ever cuts it. */
+#define DIR_DENIED_MAX 150
+
+/*
+ * "app directory DIR is not readable by the sandbox user (uid N): ERR",
+ * code RELAY_EACCESS. A DIR too long for DIR_DENIED_MAX keeps its start
+ * and its end (where the app name is) around "...": the text is never cut.
+ * The callers say how to fix it, in their own terms (the relayctl option,
+ * the daemon's settings).
+ */
+static void dir_denied_error(relay_error *err, const char *dir, long uid,
+			     int e)
+{
+	char shown[DIR_DENIED_MAX + 1];
+	const char *why = strerror(e);
+	size_t len = strlen(dir), fixed, room;
+	int n;
+
+	n = snprintf(NULL, 0, "app directory  is not readable by the sandbox "
+		     "user (uid %ld): %s", uid, why);
+	fixed = n > 0 ? (size_t)n : 0;
+	room = fixed + 16 < DIR_DENIED_MAX ? DIR_DENIED_MAX - fixed : 16;
+	if (len <= room) {
+		memcpy(shown, dir, len + 1);
+	} else {
+		size_t head = (room - 3) / 3, tail = room - 3 - head;
+
+		memcpy(shown, dir, head);
+		memcpy(shown + head, "...", 3);
+		memcpy(shown + head + 3, dir + len - tail, tail + 1);
+	}
+	relay__error_set(err, RELAY_EACCESS, NULL, 0, 0, "app directory %s is "
+			 "not readable by the sandbox user (uid %ld): %s",
+			 shown, uid, why);
+}
+
 int relay__spawn(const relay__spawn_req *req, relay_proc *proc,
 		 relay_error *err)
 {
@@ -285,12 +323,7 @@ int relay__spawn(const relay__spawn_req *req, relay_proc *proc,
 	else
 		e = spawn_posix(req, cfd, &pid);
 	if (e != 0 && fail.dir_denied) {
-		relay__error_set(err, RELAY_EBACKEND, NULL, 0, 0,
-				 "app directory %s is not readable by the "
-				 "sandbox user (uid %ld): %s; make it and its "
-				 "parents readable and searchable by that uid",
-				 req->need_dir, (long)req->cred->uid,
-				 strerror(e));
+		dir_denied_error(err, req->need_dir, (long)req->cred->uid, e);
 		goto done;
 	}
 	if (e != 0) {

@@ -178,6 +178,34 @@ def validate_line_format_regex():
 
 
 @case
+def validate_every_pattern_error():
+    # all the problems of one pattern in one run, each at its own place
+    with Tmp() as t:
+        write_apps(t, {"app": """\
+            runtime: python3
+            events:
+              - handler: m.h
+                pattern:
+                  status: COMPLETED
+                  id: [{prefx: a}, {suffix: 7}]
+                  detail: {kind: []}
+            """})
+        rc, out, err = run("validate", "--apps", t)
+        eq((rc, out), (1, ""), "rc")
+        f = f"{t}/app/template.yaml"
+        eq([l for l in err.splitlines() if ".pattern: " in l], [
+            f"app: {f}:5:15: events[0].pattern: status: a condition must "
+            "be a list of alternatives: write [COMPLETED]",
+            f"app: {f}:6:13: events[0].pattern: id[0]: unknown operator "
+            "\"prefx\" (did you mean \"prefix\"?)",
+            f"app: {f}:6:33: events[0].pattern: id[1]: suffix takes a "
+            "string, not a number (quote it)",
+            f"app: {f}:7:22: events[0].pattern: detail.kind: empty list: a "
+            "condition needs at least one alternative",
+        ], "stderr")
+
+
+@case
 def validate_syntax_error_position():
     with Tmp() as t:
         write_apps(t, {"app": "runtime: python3\nenv:\n  X: \"\\q\"\n"})

@@ -16,7 +16,7 @@ import subprocess
 import sys
 import tempfile
 
-from clitap import case, check, eq, run_cases
+from clitap import Skip, case, check, eq, run_cases
 
 RELAYCTL = os.path.abspath(sys.argv[1])
 ROOT = sys.argv[2] if len(sys.argv) > 2 else os.environ.get(
@@ -177,9 +177,14 @@ STATS = {
 def stats_from_file():
     d = tempfile.mkdtemp(prefix="relay-cli-")
     try:
-        rc, out, err = run("stats", "--state-dir", d)
-        eq(rc, 0, "fresh state dir")
-        check(out.endswith("Updated:            never\n"), out)
+        missing = (f"relayctl: stats: no stats file {d}/stats.json: relayd "
+                   f"writes it into its RELAY_STATE_DIR (here {d}) while it "
+                   "runs; start relayd, or point RELAY_STATE_DIR or "
+                   "--state-dir at the directory relayd uses\n")
+        eq(run("stats", "--state-dir", d), (1, "", missing),
+           "no stats file: exit 1, says so")
+        eq(run("stats", "--json", env={"RELAY_STATE_DIR": d}),
+           (1, "", missing), "no stats file, --json")
         s = dict(STATS, written_at=ago(3720))
         with open(os.path.join(d, "stats.json"), "w") as f:
             json.dump(s, f)
@@ -324,6 +329,71 @@ def app_inspect_next_firings_utc():
                         r"\+00:00  # \S+Z\n){5}", out), out)
     finally:
         shutil.rmtree(d)
+
+
+UNREADABLE_APP = """\
+runtime: exec
+command: [/bin/echo, hi]
+events:
+  - handler: echo
+    pattern: {kind: [x]}
+"""
+
+
+def unreadable_app_run(sub):
+    """app run of an app under a 0700 directory (root's own); returns
+    (apps dir, app dir, rc, out, err)."""
+    if os.geteuid() != 0:
+        raise Skip("needs root: only a root relayctl switches to the "
+                   "sandbox user (uid 65534)")
+    if not shutil.which("bwrap"):
+        raise Skip("bwrap not installed")
+    top = tempfile.mkdtemp(prefix="relay-cli-")
+    apps = os.path.join(top, sub, "apps")
+    app = os.path.join(apps, "demo")
+    os.makedirs(app)
+    os.chmod(top, 0o700)
+    with open(os.path.join(app, "template.yaml"), "w") as f:
+        f.write(UNREADABLE_APP)
+    try:
+        rc, out, err = run("app", "run", "demo", "--apps", apps,
+                           "--sandbox", "bwrap", "--event", '{"kind":"x"}',
+                           env={"RELAY_SANDBOX_USER": "65534"})
+    finally:
+        shutil.rmtree(top)
+    if rc == 1 and out == "":
+        raise Skip(f"no bwrap sandbox here: {err.strip()}")
+    return apps, app, rc, out, err
+
+
+@case
+def app_run_unreadable_app_dir_says_how_to_fix():
+    _, app, rc, out, err = unreadable_app_run("x")
+    eq(rc, 1, "rc")
+    eq(out, f"demo/echo failed 0ms (app directory {app} is not readable "
+       "by the sandbox user (uid 65534): Permission denied)\n", "stdout")
+    eq(err, f"relayctl: app run: make {app} and its parents readable and "
+       "searchable by the sandbox user, set RELAY_SANDBOX_USER to a user "
+       "that can read it, or run with --sandbox none (no isolation)\n",
+       "stderr")
+
+
+@case
+def app_run_unreadable_long_app_dir_is_never_cut():
+    # a directory too long for the runtime's one-line error keeps its
+    # start and its end around "...": the message itself stays whole
+    _, app, rc, out, err = unreadable_app_run("d" * 40 + "/" + "e" * 60)
+    eq(rc, 1, "rc")
+    rest = " is not readable by the sandbox user (uid 65534): " \
+           "Permission denied"
+    room = 150 - len("app directory " + rest)
+    head = (room - 3) // 3
+    shown = app[:head] + "..." + app[len(app) - (room - 3 - head):]
+    eq(out, f"demo/echo failed 0ms (app directory {shown}{rest})\n",
+       "stdout")
+    check(shown.endswith("/apps/demo") and len(shown) < len(app), shown)
+    check(err.startswith(f"relayctl: app run: make {app} and its parents")
+          and err.endswith("(no isolation)\n"), err)
 
 
 @case

@@ -10,8 +10,8 @@ import subprocess
 import sys
 import time
 
-from harness import (Env, RedisServer, Skip, case, check, eq, run_cases,
-                     wait_for)
+from harness import (Env, RedisServer, Skip, case, check, eq, free_port,
+                     run_cases, wait_for)
 
 
 def drained(env):
@@ -267,6 +267,96 @@ def bwrap_sandbox_end_to_end():
         env.wait(lambda: drained(env) and env.inv(mid).get("sb/h") == "ok",
                  "ran in bwrap and acknowledged")
         check(f"[sb/h@{mid}] stdout: in-sandbox" in d.log(), "output")
+        d.stop()
+
+
+@case
+def bwrap_unreadable_app_dir_dead_letters_with_the_fix():
+    # The DLQ reason and the log name the directory, the uid and the ways
+    # out, whole (they used to be cut at 160 bytes, or said only
+    # "backend error").
+    if os.geteuid() != 0:
+        raise Skip("needs root: only a root relayd switches to the sandbox "
+                   "user (uid 65534)")
+    if not shutil.which("bwrap"):
+        raise Skip("bwrap not installed")
+    with Env() as env:
+        # env.dir is mkdtemp's 0700: uid 65534 cannot reach the apps.
+        env.app("sb", [], raw="runtime: exec\ncommand: [/bin/true]\n"
+                "events:\n  - handler: h\n    pattern: {kind: [x]}\n"
+                "    retries: 0\n")
+        d = env.relayd(start=False, RELAY_SANDBOX="bwrap",
+                       RELAY_SANDBOX_USER="65534")
+        d.start(wait_ready=False)
+        try:
+            d.wait_ready()
+        except AssertionError:
+            if d.proc.poll() == 1 and "RELAY_SANDBOX" in d.log():
+                raise Skip("bwrap unusable: " + d.log_tail(1))
+            raise
+        env.xadd({"kind": "x"})
+        env.wait(lambda: len(env.dlq()) == 1, "dead-lettered")
+        why = (f"start: app directory {env.apps_dir}/sb is not readable by "
+               "the sandbox user (uid 65534): Permission denied; make it "
+               "and its parents readable and searchable by that uid, set "
+               "RELAY_SANDBOX_USER to a user that can read it, or set "
+               "RELAY_SANDBOX=none (no isolation)")
+        eq(env.dlq()[0]["reason"], 'invocation exhausted: app "sb" handler '
+           f'"h" exhausted after 1 handler attempts: {why}', "DLQ reason")
+        check(f'reason="{why}"' in d.log(), d.log_tail(5))
+        d.stop()
+
+
+@case
+def missing_unix_socket_is_named_once_per_streak():
+    # Debian's /run/redis/redis-server.sock with unixsocket off: relayd
+    # must say which socket and why, once, and that it keeps trying.
+    with Env() as env:
+        env.app("a", [("h", {"kind": ["x"]})])
+        env.stop_redis()
+        d = env.relayd(start=False)
+        d.start(wait_ready=False)
+        line = ("WARN RELAY-REDIS01 redis connect to unix socket "
+                f"{env.redis.sock} failed: No such file or directory; "
+                "retrying (backoff up to 30000 ms) until it answers")
+        env.wait(lambda: line in d.log() and "RELAYD01" in d.log(),
+                 "the connect failure names the socket")
+
+        def errors():
+            return d.control({"cmd": "stats"})["stats"]["counters"][
+                "redis_errors"]
+        env.wait(lambda: errors() >= 4, "several failed tries")
+        eq(d.log().count("RELAY-REDIS01"), 1, "one line per streak")
+        env.start_redis()
+        d.wait_ready()
+        check("RELAY-REDIS03 redis connection restored" in d.log(),
+              d.log_tail(5))
+        # a new streak (Redis gone again) is reported again, once
+        env.stop_redis()
+        env.wait(lambda: d.log().count(line) == 2, "the second streak")
+        n = errors()
+        env.wait(lambda: errors() >= n + 3, "more failed tries")
+        eq(d.log().count("RELAY-REDIS01"), 2, "one line per streak")
+        d.stop()
+
+
+@case
+def refused_tcp_connect_names_host_port_not_password():
+    with Env() as env:
+        env.app("a", [("h", {"kind": ["x"]})])
+        port = free_port()
+        d = env.relayd(start=False,
+                       REDIS_URI=f"redis://:s3cretpw@127.0.0.1:{port}/0")
+        d.start(wait_ready=False)
+        line = (f"WARN RELAY-REDIS01 redis connect to 127.0.0.1:{port} "
+                "failed: Connection refused; retrying (backoff up to 30000 "
+                "ms) until it answers")
+        env.wait(lambda: line in d.log() and "RELAYD01" in d.log(),
+                 "the connect failure names host:port")
+        env.wait(lambda: d.control({"cmd": "stats"})["stats"]["counters"][
+            "redis_errors"] >= 4, "several failed tries")
+        eq(d.log().count("RELAY-REDIS01"), 1, "one line per streak")
+        check("s3cretpw" not in d.log(), "no password in the log")
         d.stop()
 
 

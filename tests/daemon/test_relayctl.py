@@ -433,13 +433,18 @@ def app_invoke():
         eq((rc, out), (0, "No matching handlers\n"), "no match\n" + err)
         rc, out, err = ctl(d, "app", "invoke", "a", "--file", evf)
         eq(rc, 1, "failing handlers exit 1\n" + out + err)
-        check(out.startswith("Invoked 2 handler(s)\n") and
-              re.search(r"a/h1 failed \d+ms \(exit status 3\)", out), out)
+        # doc/cli.md L-4: "Invoked <K> handler(s)", then per run, two
+        # spaces in, "<app>/<handler> <status> <N>ms (<reason>)"
+        lines = out.splitlines()
+        eq(lines[0], "Invoked 2 handler(s)", "first line")
+        check(len(lines) == 3 and all(
+            re.fullmatch(rf"  a/{h} failed \d+ms \(exit status 3\)", ln)
+            for h, ln in zip(("h1", "h2"), lines[1:])), out)
         open(ok, "w").close()
         rc, out, err = ctl(d, "app", "invoke", "a", input='{"kind":"y"}')
         eq(rc, 0, "stdin event\n" + err)
-        check(out.startswith("Invoked 1 handler(s)\n") and
-              re.search(r"a/h2 ok \d+ms", out), out)
+        check(re.fullmatch(r"Invoked 1 handler\(s\)\n  a/h2 ok \d+ms\n", out),
+              out)
         # Integers beyond 64 bits are the handler's business, not ours.
         rc, out, err = ctl(d, "app", "invoke", "a", "--event",
                            '{"kind":"y","big":123456789012345678901234567890}')
@@ -466,7 +471,8 @@ def health_down_up_redis_down():
         check(out.startswith("healthy: ") and "ready" in out, out)
         rc, out, err = ctl(d, "health", "--json")
         j = json.loads(out)
-        eq((j["ready"], j["redis_up"]), (True, True), "JSON")
+        eq((rc, j["ok"], j["ready"], j["redis_up"]), (0, True, True, True),
+           "JSON")
         env.redis.stop()
 
         def unhealthy():
@@ -475,30 +481,28 @@ def health_down_up_redis_down():
         err = wait_for(unhealthy, "health reports Redis down")
         check("redis" in err.lower() and len(err.strip().splitlines()) == 1,
               err)
+        # --json: "ok" is that relayd answered, "ready" whether it is
+        # healthy (doc/cli.md L-8); the exit status follows "ready"
+        rc, out, err = ctl(d, "health", "--json")
+        j = json.loads(out)
+        eq((rc, j["ok"], j["ready"], j["redis_up"]), (1, True, False, False),
+           "JSON while Redis is down")
+        check(j["reason"].startswith("redis unavailable: ") and
+              err == f"relayctl: health: relayd pid {j['pid']} is not "
+              f"ready: {j['reason']}\n", (j, err))
 
 
 @case
-def stats_never_then_counts_and_reset():
+def stats_missing_then_counts_and_reset():
     with Env() as env:
         okfile_app(env, "a", [("h1", {"kind": ["x"]})],
                    os.path.join(env.dir, "ok"))
         d = env.relayd(start=False)
         rc, out, err = ctl(d, "stats")
-        eq(rc, 0, "stats on a fresh state dir\n" + err)
-        labels = ["Events received", "Events matched", "Events unmatched",
-                  "Handler successes", "Handler failures",
-                  "Message reclaims", "DLQ entries", "Pending entries",
-                  "Oldest pending age", "Stream length", "DLQ length",
-                  "Oldest entry age", "Stream trimmed", "DLQ trimmed",
-                  "Stream retention", "DLQ retention", "Retention",
-                  "Updated"]
-        kv = [ln.split(":", 1) for ln in out.splitlines()]
-        eq([k for k, _ in kv], labels, "stats lines")
-        eq([v.strip() for _, v in kv],
-           ["0"] * 8 + ["0s"] + ["unknown"] * 8 + ["never"],
-           "fresh values")
-        rc, out, _ = ctl(d, "stats", "--json")
-        eq(json.loads(out)["updated"], None, "JSON updated null")
+        eq((rc, out), (1, ""), "stats before relayd ever ran\n" + err)
+        check(err.startswith("relayctl: stats: no stats file ") and
+              "/stats.json: relayd writes it into its RELAY_STATE_DIR" in err,
+              err)
         rc, _, err = ctl(d, "stats", "reset")
         eq(rc, 1, "stats reset needs relayd")
         check("cannot reach" in err, err)
@@ -510,6 +514,14 @@ def stats_never_then_counts_and_reset():
                  "processed")
         d.stop()
         rc, out, err = ctl(d, "stats")
+        eq(rc, 0, "stats\n" + err)
+        eq([ln.split(":", 1)[0] for ln in out.splitlines()],
+           ["Events received", "Events matched", "Events unmatched",
+            "Handler successes", "Handler failures", "Message reclaims",
+            "DLQ entries", "Pending entries", "Oldest pending age",
+            "Stream length", "DLQ length", "Oldest entry age",
+            "Stream trimmed", "DLQ trimmed", "Stream retention",
+            "DLQ retention", "Retention", "Updated"], "stats lines")
         v = {k: x.strip() for k, x in
              (ln.split(":", 1) for ln in out.splitlines())}
         eq((v["Events received"], v["Events matched"],
