@@ -56,12 +56,7 @@ static void ls_usage(FILE *f)
 		"keeps them\n(REDIS_DLQ_RETENTION, from its stats file).\n\n"
 		"  --app NAME         only entries of app NAME\n"
 		"  --handler NAME     only entries of handler NAME\n"
-		"  --reason ERE       whose reason matches ERE (POSIX "
-		"extended)\n"
-		"  --since WHEN       written at or after WHEN (RFC 3339, or "
-		"2h, 30m ago)\n"
-		"  --until WHEN       written at or before WHEN\n"
-		"  --id ID            entry ID (repeatable)\n"
+		DLQCLI_FILTER_HELP
 		"  --limit N          at most N entries\n"
 		"  --json             a JSON array, one object per entry with "
 		"every field\n%s"

@@ -134,4 +134,23 @@ const char *dlqcli_reason_short(const char *reason);
 int dlqcli_store_error(const struct dlqcli *d, int rc,
 		       const relay_error *err);
 
+/* The --help lines of the filters (--reason, --since, --until, --id)
+ * and of the bulk options (--dry-run, --yes, --rate; the last takes the
+ * default and the cap as two %d and a note as %s), shared by the dlq
+ * commands' usage texts. */
+#define DLQCLI_FILTER_HELP                                              \
+	"  --reason ERE       whose reason matches ERE (POSIX extended)\n" \
+	"  --since WHEN       written at or after WHEN (RFC 3339, or 2h, "  \
+	"30m ago)\n"                                                       \
+	"  --until WHEN       written at or before WHEN\n"                 \
+	"  --id ID            entry ID (repeatable)\n"
+#define DLQCLI_BULK_HELP                                                \
+	"  --dry-run          print how many entries match and a few of "  \
+	"them\n"                                                           \
+	"  --yes              do not ask (required when standard input is " \
+	"not a\n"                                                          \
+	"                     terminal)\n"                                 \
+	"  --rate N           at most N entries per second (default %d, "   \
+	"at most %d)\n%s"
+
 #endif /* RELAYCTL_DLQCLI_H */
