@@ -20,6 +20,9 @@ handler matches every event:
   lost        EVENTS + 200 - handler runs seen ok (must be 0)
   rss         relayd's own VmRSS at the end (warm parents are separate
               processes)
+  faults/inv  page faults of the whole machine during the throughput
+              phase, per invocation (/proc/vmstat pgfault): the figure
+              that does not depend on what a fault costs on the host
 
 RELAYD: a release build (-Dbuildtype=release). Not a test; figures go to
 doc/performance.md.
@@ -71,6 +74,18 @@ def make_app(env, kind):
         "    retries: 0\n")
 
 
+def pgfaults():
+    """Page faults of the whole machine so far (/proc/vmstat): over
+    the throughput phase, divided by its invocations, the faults one
+    invocation costs (everything it makes run: relayd, redis, bwrap, the
+    handler, the warm slot). The portable figure: it does not depend on
+    what a fault costs on this host."""
+    for line in open("/proc/vmstat"):
+        if line.startswith("pgfault "):
+            return int(line.split()[1])
+    return 0
+
+
 def rss_kb(pid):
     for line in open(f"/proc/{pid}/status"):
         if line.startswith("VmRSS:"):
@@ -88,11 +103,13 @@ def one(kind, warm, n):
         env.wait(lambda: env.all_delivered(1), "warm-up",
                  timeout=60)
         t0 = time.monotonic()
+        f0 = pgfaults()
         env.xadd_many([{"k": "x", "t": time.monotonic()}
                        for _ in range(n)], batch=500)
         env.wait(lambda: env.all_delivered(n + 1),
                  "all acknowledged", timeout=600)
         rate = n / (time.monotonic() - t0)
+        faults = (pgfaults() - f0) / n
         for _ in range(200):
             env.xadd({"k": "x", "t": time.monotonic()})
             time.sleep(0.02)
@@ -113,8 +130,8 @@ def one(kind, warm, n):
             float("nan")
         print(f"{kind:8} warm={warm} {rate:9.1f} inv/s  start p50 "
               f"{p50:7.2f} ms p99 {p99:7.2f} ms  relayd rss {rss} KiB  "
-              f"failed {failed}", flush=True)
-        return rate, p50, rss
+              f"faults/inv {faults:7.0f}  failed {failed}", flush=True)
+        return rate, p50, rss, faults
 
 
 def main():
@@ -133,7 +150,8 @@ def main():
             cold = one(kind, 0, n)
             warm = one(kind, 1, n)
             print(f"{kind:8} warm/cold {warm[0] / cold[0]:.1f}x  "
-                  f"rss warm/cold {warm[2] / max(cold[2], 1):.2f}",
+                  f"rss warm/cold {warm[2] / max(cold[2], 1):.2f}  "
+                  f"faults/inv warm/cold {warm[3]:.0f}/{cold[3]:.0f}",
                   flush=True)
     return 0
 
