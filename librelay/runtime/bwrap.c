@@ -127,8 +127,14 @@ static int build_argv(relay__builtin *b, const relay_exec_spec *spec,
 		rc |= relay__strv_push(a, "--share-net");
 	rc |= relay__strv_push(a, "--die-with-parent");
 	if (warm) {
+		/* N's, dropped by every invocation process before its
+		 * handler: SYS_ADMIN for an invocation's namespaces and
+		 * mounts, SETPCAP to empty its bounding set (relay-warm-exec
+		 * does it in the sandbox's user namespace). */
 		rc |= relay__strv_push(a, "--cap-add");
 		rc |= relay__strv_push(a, "CAP_SYS_ADMIN");
+		rc |= relay__strv_push(a, "--cap-add");
+		rc |= relay__strv_push(a, "CAP_SETPCAP");
 	}
 	rc |= relay__strv_push(a, "--uid");
 	rc |= relay__strv_push(a, "65534");

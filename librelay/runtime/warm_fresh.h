@@ -337,6 +337,24 @@ static inline int relay__warm_dev_changed(const struct relay__warm_dev *d)
 }
 
 /*
+ * Empty the capability bounding set, as bwrap empties a cold handler's:
+ * up to the last capability this kernel knows (EINVAL after it). 0, or
+ * -1 with errno.
+ */
+static inline int relay__warm_drop_bounding(void)
+{
+	int i;
+
+	for (i = 0; i < 64; i++)
+		if (prctl(PR_CAPBSET_DROP, i, 0, 0, 0) != 0) {
+			if (errno == EINVAL)
+				break;
+			return -1;
+		}
+	return 0;
+}
+
+/*
  * In a new invocation process, before it drops its capabilities: a user
  * namespace of its own, in which its uid and gid are the same numbers,
  * mapped onto themselves (so files, /proc and the handler's ids look as
@@ -385,16 +403,8 @@ static inline int relay__warm_own_userns(void)
 			    KEY_SPEC_USER_SESSION_KEYRING, 0) &&
 	    syscall(SYS_keyctl, KEYCTL_JOIN_SESSION_KEYRING, NULL) < 0)
 		return -1;
-	/* A new user namespace starts with a full bounding set; a cold
-	 * handler's is empty (bwrap drops it). Up to the last capability
-	 * this kernel knows (EINVAL after it). */
-	for (i = 0; i < 64; i++)
-		if (prctl(PR_CAPBSET_DROP, i, 0, 0, 0) != 0) {
-			if (errno == EINVAL)
-				break;
-			return -1;
-		}
-	return 0;
+	/* A new user namespace starts with a full bounding set. */
+	return relay__warm_drop_bounding();
 }
 
 #endif
