@@ -225,8 +225,10 @@ static struct handler *find_handler(struct hc *c, const char *name)
 static int file_at(const struct hc *c, const char *rel, struct stat *st)
 {
 	char path[4096];
+	int n = snprintf(path, sizeof(path), "%s/%s", c->dir, rel);
 
-	snprintf(path, sizeof(path), "%s/%s", c->dir, rel);
+	if (n < 0 || (size_t)n >= sizeof(path))
+		return -1;    /* no such path can exist */
 	if (stat(path, st) != 0)
 		return 0;
 	return S_ISREG(st->st_mode) ? 1 : -1;

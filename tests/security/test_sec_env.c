@@ -251,7 +251,7 @@ static void run_case(relay_runtime_kind kind, bool warm)
 
 		for (i = 0; i < j.c.n; i++)
 			fprintf(stderr, "# %s\n", cap_line(&j.c, i));
-		RT_FAILF("run: %s", j.o.reason ? j.o.reason : "?");
+		RT_FAILF("run: %s", j.o.reason);
 	}
 	RT_CHECK(j.o.warm == warm);
 	if (*bad)
