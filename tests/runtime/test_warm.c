@@ -25,6 +25,7 @@
 #include "relay/relay_libev.h"
 #include "relaytest.h"
 #include "rt_helpers.h"
+#include "rt_job.h"
 
 static char app_dir[256];
 static struct ev_loop *loop;
@@ -82,39 +83,17 @@ static relay_exec_spec py_spec(const char *handler)
 	return s;
 }
 
-struct job {
-	cap c;
-	relay_run_outcome o;
-	bool done;
-};
-
-static void job_done(const relay_run_outcome *o, void *payload)
-{
-	struct job *j = payload;
-
-	j->o = *o;
-	j->done = true;
-}
-
 static int start(relay_runtime *r, const relay_exec_spec *s, struct job *j)
 {
-	relay_error err;
-
-	memset(j, 0, sizeof(*j));
-	if (relay_runtime_run(r, s, cap_cb, job_done, &j->c, NULL, &err)) {
-		fprintf(stderr, "# run: %s\n", err.text);
-		return -1;
-	}
-	return 0;
+	return job_start(r, s, j);
 }
 
 /* One invocation on the shared loop; 0 when it ran. */
 static int run1(relay_runtime *r, const relay_exec_spec *s, struct job *j)
 {
-	if (start(r, s, j) != 0)
+	if (job_start(r, s, j) != 0)
 		return -1;
-	while (!j->done)
-		ev_run(loop, EVRUN_ONCE);
+	job_wait(loop, j);
 	return 0;
 }
 
@@ -123,13 +102,7 @@ static void wait_all(struct job *j, int n)
 	int i;
 
 	for (i = 0; i < n; i++)
-		while (!j[i].done)
-			ev_run(loop, EVRUN_ONCE);
-}
-
-static void job_free(struct job *j)
-{
-	cap_free(&j->c);
+		job_wait(loop, &j[i]);
 }
 
 /* Every line of a run joined with '\n' (content only). */

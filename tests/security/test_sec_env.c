@@ -33,6 +33,7 @@
 #include "relay/runtime.h"
 #include "relaytest.h"
 #include "../runtime/rt_helpers.h"
+#include "../runtime/rt_job.h"
 
 static struct ev_loop *loop;
 static relay_runtime *rt;
@@ -173,20 +174,6 @@ static int scan_processes(char *bad, size_t badlen)
 	}
 	closedir(d);
 	return seen;
-}
-
-struct job {
-	cap c;
-	relay_run_outcome o;
-	bool done;
-};
-
-static void job_done(const relay_run_outcome *o, void *payload)
-{
-	struct job *j = payload;
-
-	j->o = *o;
-	j->done = true;
 }
 
 static relay_exec_spec base_spec(relay_runtime_kind kind, bool warm)

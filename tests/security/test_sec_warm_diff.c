@@ -53,6 +53,7 @@
 #include "relay/relay_libev.h"
 #include "relaytest.h"
 #include "../runtime/rt_helpers.h"
+#include "../runtime/rt_job.h"
 
 static char app_dir[256];
 static struct ev_loop *loop;
@@ -191,32 +192,12 @@ static void normalise_line(const char *line, char **out, size_t *len,
 	free(cur);
 }
 
-struct job {
-	cap c;
-	relay_run_outcome o;
-	bool done;
-};
-
-static void job_done(const relay_run_outcome *o, void *payload)
-{
-	struct job *j = payload;
-
-	j->o = *o;
-	j->done = true;
-}
-
 /* One invocation on the shared loop; 0 when it ran. */
 static int run1(const relay_exec_spec *s, struct job *j)
 {
-	relay_error err;
-
-	memset(j, 0, sizeof(*j));
-	if (relay_runtime_run(rt, s, cap_cb, job_done, &j->c, NULL, &err)) {
-		printf("# run: %s\n", err.text);
+	if (job_start(rt, s, j) != 0)
 		return -1;
-	}
-	while (!j->done)
-		ev_run(loop, EVRUN_ONCE);
+	job_wait(loop, j);
 	return 0;
 }
 
