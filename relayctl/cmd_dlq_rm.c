@@ -7,9 +7,9 @@
  * DLQ are selected first, then removed one XDEL at a time at --rate
  * entries per second, and "Removed N of M DLQ entries (G already gone)"
  * is printed. A malformed entry is removed when the filters can decide
- * for it (--all, --id, --since, --until: its id is all they need) and
- * left alone, with a note on stderr, when a filter on app, handler or
- * reason was given. Deleting a stream entry is idempotent, so an
+ * for it (--all, --id, --since, --until, --malformed: its id is all
+ * they need) and left alone, with a note on stderr, when a filter on
+ * app, handler, reason or original id was given. Deleting a stream entry is idempotent, so an
  * interrupted run leaves every entry either removed or still there:
  * running the same command again finishes the job.
  */

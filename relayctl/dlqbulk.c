@@ -129,8 +129,9 @@ int dlqbulk_collect(struct dlqcli *d, struct dlqbulk *b)
 		dlqbulk_free(b);
 	else if (b->unselected_bad)
 		fprintf(stderr, "relayctl: %s: %zu malformed DLQ entr%s left "
-			"alone: the filters on app, handler or reason cannot "
-			"be applied to them ('relayctl dlq ls' lists them)\n",
+			"alone: the filters on app, handler, reason or original "
+			"id cannot be applied to them ('relayctl dlq ls' lists "
+			"them)\n",
 			d->cmd, b->unselected_bad,
 			b->unselected_bad == 1 ? "y" : "ies");
 	return rc;

@@ -134,7 +134,8 @@ const char *dlqcli_reason_short(const char *reason);
 int dlqcli_store_error(const struct dlqcli *d, int rc,
 		       const relay_error *err);
 
-/* The --help lines of the filters (--reason, --since, --until, --id)
+/* The --help lines of the filters (--reason, --since, --until, --id,
+ * --original-id, --malformed, --no-malformed)
  * and of the bulk options (--dry-run, --yes, --rate; the last takes the
  * default and the cap as two %d and a note as %s), shared by the dlq
  * commands' usage texts. */
@@ -143,7 +144,12 @@ int dlqcli_store_error(const struct dlqcli *d, int rc,
 	"  --since WHEN       written at or after WHEN (RFC 3339, or 2h, "  \
 	"30m ago)\n"                                                       \
 	"  --until WHEN       written at or before WHEN\n"                 \
-	"  --id ID            entry ID (repeatable)\n"
+	"  --id ID            entry ID (repeatable)\n"                    \
+	"  --original-id ID   whose original message is stream entry ID\n" \
+	"                     (repeatable)\n"                             \
+	"  --malformed        only malformed entries (not with --app,\n"   \
+	"                     --handler, --reason or --original-id)\n"    \
+	"  --no-malformed     no malformed entries\n"
 #define DLQCLI_BULK_HELP                                                \
 	"  --dry-run          print how many entries match and a few of "  \
 	"them\n"                                                           \
