@@ -15,7 +15,8 @@
  *	    an operator must never believe the queue is shorter than it is,
  *	    and one bad entry must not hide the others.
  *	    FILTERS: dlqfilter.h (--app --handler --reason --since --until
- *	    --id), combined with AND.
+ *	    --id --original-id --malformed --no-malformed), combined with
+ *	    AND.
  *
  * inspect, replay, rm and summary live in cmd_dlq_inspect.c,
  * cmd_dlq_replay.c, cmd_dlq_rm.c and cmd_dlq_summary.c.
@@ -35,15 +36,18 @@
 static void usage(FILE *f)
 {
 	fputs("usage: relayctl dlq ls [FILTERS] [--limit N] [--json]\n"
-	      "       relayctl dlq summary [FILTERS] [--json]\n"
+	      "       relayctl dlq summary [FILTERS] [--limit N] [--json]\n"
 	      "       relayctl dlq inspect ID [--json]\n"
-	      "       relayctl dlq replay ID | --all | FILTERS [--dry-run] "
-	      "[--yes] [--rate N]\n"
-	      "       relayctl dlq rm ID | --all | FILTERS [--dry-run] "
-	      "[--yes] [--rate N]\n\n"
+	      "       relayctl dlq replay ID | --all | FILTERS [--limit N] "
+	      "[--dry-run] [--yes]\n"
+	      "                           [--rate N]\n"
+	      "       relayctl dlq rm ID | --all | FILTERS [--limit N] "
+	      "[--dry-run] [--yes]\n"
+	      "                       [--rate N]\n\n"
 	      "Work with the dead-letter queue relay:<REDIS_STREAM>:dlq.\n"
 	      "FILTERS: --app NAME --handler NAME --reason ERE --since WHEN "
-	      "--until WHEN\n--id ID (repeatable), combined with AND.\n"
+	      "--until WHEN\n--id ID --original-id ID (both repeatable) "
+	      "--malformed --no-malformed,\ncombined with AND.\n"
 	      "Run 'relayctl dlq SUBCOMMAND --help' for its options.\n", f);
 }
 
@@ -62,8 +66,8 @@ static void ls_usage(FILE *f)
 		"every field\n%s"
 		"  -h, --help         show this help\n\n"
 		"Filters combine with AND. A malformed entry is listed as "
-		"\"(malformed)\"\nunless --id, --since or --until rule it "
-		"out (see 'dlq inspect ID').\n\n"
+		"\"(malformed)\"\nunless --id, --since, --until or "
+		"--no-malformed rule it out (see\n'dlq inspect ID').\n\n"
 		"Exit status: 0 success, 1 Redis error, 2 usage error.\n",
 		relayctl_conf_help);
 }

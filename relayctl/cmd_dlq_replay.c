@@ -10,7 +10,8 @@
  * a failure keeps the entry and exits 1 with the reason.
  *
  * --all or filters (dlqfilter.h): the matching entries of every stream's
- * DLQ are selected first (oldest first, stream by stream), then replayed
+ * DLQ are selected first (oldest first, stream by stream; with --limit N
+ * only the first N of them), then replayed
  * one at a time over one connection at --rate entries per second, one
  * line per entry, then "Replayed D of N entries (...)". Placeholders are
  * reported as skipped. An entry that cannot be parsed is reported as
@@ -53,9 +54,10 @@
 static void usage(FILE *f)
 {
 	fprintf(f, "usage: relayctl dlq replay ID [connection options]\n"
-		"       relayctl dlq replay --all | FILTERS [--dry-run] "
-		"[--yes] [--rate N]\n"
-		"                           [connection options]\n\n"
+		"       relayctl dlq replay --all | FILTERS [--limit N] "
+		"[--dry-run] [--yes]\n"
+		"                           [--rate N] [connection options]"
+		"\n\n"
 		"Ask the running relayd to run a DLQ entry's handler once "
 		"with its\n"
 		"event (current template timeout and env, no retries). On "
@@ -440,8 +442,8 @@ int relayctl_cmd_dlq_replay(int argc, char **argv)
 	int rc;
 
 	rc = dlqcli_parse(&d, "dlq replay", argc, argv,
-			  DLQCLI_ID | DLQCLI_ALL | DLQCLI_FILTER | DLQCLI_BULK,
-			  usage);
+			  DLQCLI_ID | DLQCLI_ALL | DLQCLI_FILTER | DLQCLI_BULK |
+			  DLQCLI_LIMIT, usage);
 	if (rc)
 		return rc < 0 ? RELAYCTL_OK : rc;
 	if (!d.bulk)

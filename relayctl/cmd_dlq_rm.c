@@ -4,12 +4,13 @@
  * One ID: XDEL it, "DLQ entry removed"; an unknown ID exits 1.
  *
  * --all or filters (dlqfilter.h): the matching entries of every stream's
- * DLQ are selected first, then removed one XDEL at a time at --rate
+ * DLQ are selected first (oldest first, stream by stream; with --limit N
+ * only the first N of them), then removed one XDEL at a time at --rate
  * entries per second, and "Removed N of M DLQ entries (G already gone)"
  * is printed. A malformed entry is removed when the filters can decide
- * for it (--all, --id, --since, --until: its id is all they need) and
- * left alone, with a note on stderr, when a filter on app, handler or
- * reason was given. Deleting a stream entry is idempotent, so an
+ * for it (--all, --id, --since, --until, --malformed: its id is all
+ * they need) and left alone, with a note on stderr, when a filter on
+ * app, handler, reason or original id was given. Deleting a stream entry is idempotent, so an
  * interrupted run leaves every entry either removed or still there:
  * running the same command again finishes the job.
  */
@@ -26,9 +27,9 @@
 static void usage(FILE *f)
 {
 	fprintf(f, "usage: relayctl dlq rm ID [connection options]\n"
-		"       relayctl dlq rm --all | FILTERS [--dry-run] [--yes] "
-		"[--rate N]\n"
-		"                       [connection options]\n\n"
+		"       relayctl dlq rm --all | FILTERS [--limit N] "
+		"[--dry-run] [--yes]\n"
+		"                       [--rate N] [connection options]\n\n"
 		"Delete DLQ entries without running anything.\n\n"
 		"  --all              every entry\n"
 		"  --app NAME         entries of app NAME\n"
@@ -136,8 +137,8 @@ int relayctl_cmd_dlq_rm(int argc, char **argv)
 	int rc;
 
 	rc = dlqcli_parse(&d, "dlq rm", argc, argv,
-			  DLQCLI_ID | DLQCLI_ALL | DLQCLI_FILTER | DLQCLI_BULK,
-			  usage);
+			  DLQCLI_ID | DLQCLI_ALL | DLQCLI_FILTER | DLQCLI_BULK |
+			  DLQCLI_LIMIT, usage);
 	if (rc)
 		return rc < 0 ? RELAYCTL_OK : rc;
 	rc = d.bulk ? bulk(&d) : one(&d);

@@ -1,5 +1,5 @@
 /*
- * cmd_dlq_summary.c - relayctl dlq summary [FILTERS] [--json]
+ * cmd_dlq_summary.c - relayctl dlq summary [FILTERS] [--limit N] [--json]
  *
  * The DLQ at a glance: the matching entries of every stream's DLQ grouped
  * by app, handler and reason, largest group first. The reason is
@@ -11,7 +11,9 @@
  * REASON (ages of the oldest and newest entry), then "Total: ..."; with
  * --json an array of {"app", "handler", "reason", "count", "oldest",
  * "newest"} (the timestamps as stored). A malformed entry cannot be
- * grouped: it is counted on stderr and skipped.
+ * grouped: it is counted on stderr and skipped. --limit N: only the first
+ * N matching entries (oldest first, stream by stream; malformed ones
+ * counted on stderr are among them).
  */
 #include <stdint.h>
 #include <stdio.h>
@@ -45,8 +47,9 @@ struct summary {
 
 static void usage(FILE *f)
 {
-	fprintf(f, "usage: relayctl dlq summary [FILTERS] [--json] "
-		"[connection options]\n\n"
+	fprintf(f, "usage: relayctl dlq summary [FILTERS] [--limit N] "
+		"[--json]\n"
+		"                           [connection options]\n\n"
 		"Count the DLQ entries by app, handler and reason, largest "
 		"group first:\n"
 		"COUNT APP HANDLER OLDEST NEWEST REASON. Numbers in reasons "
@@ -62,6 +65,14 @@ static void usage(FILE *f)
 		"2h, 30m ago)\n"
 		"  --until WHEN       written at or before WHEN\n"
 		"  --id ID            entry ID (repeatable)\n"
+		"  --original-id ID   whose original message is stream entry "
+		"ID\n"
+		"                     (repeatable)\n"
+		"  --malformed        only malformed entries (counted, not "
+		"grouped)\n"
+		"  --no-malformed     no malformed entries\n"
+		"  --limit N          only the first N matching entries "
+		"(oldest first)\n"
 		"  --json             a JSON array of {app, handler, reason, "
 		"count, oldest,\n"
 		"                     newest}\n%s"
@@ -236,6 +247,12 @@ static int by_count(const void *a, const void *b)
 	return strcmp(x->reason, y->reason);
 }
 
+/* Whether --limit N entries were taken (grouped or counted as malformed). */
+static int full(const struct dlqcli *d, const struct summary *s)
+{
+	return d->limit && s->entries + s->bad >= d->limit;
+}
+
 static int scan(struct dlqcli *d, size_t k, struct summary *s)
 {
 	char start[64] = "-";
@@ -249,7 +266,7 @@ static int scan(struct dlqcli *d, size_t k, struct summary *s)
 		rc = dlqcli_page(d, d->keys[k], start, "+", PAGE, &p);
 		if (rc)
 			return rc;
-		for (i = 0; i < p.n && !rc; i++) {
+		for (i = 0; i < p.n && !rc && !full(d, s); i++) {
 			if (p.bad[i])
 				s->bad += dlqfilter_match_id(&d->filter,
 							     p.recs[i].id);
@@ -264,7 +281,7 @@ static int scan(struct dlqcli *d, size_t k, struct summary *s)
 		if (rc)
 			return relayctl_error(RELAYCTL_FAIL, "dlq summary: out "
 					      "of memory");
-		if (n < PAGE || !last)
+		if (n < PAGE || !last || full(d, s))
 			return RELAYCTL_OK;
 	}
 }
@@ -348,7 +365,7 @@ int relayctl_cmd_dlq_summary(int argc, char **argv)
 	int rc;
 
 	rc = dlqcli_start(&d, "dlq summary", argc, argv,
-			  DLQCLI_JSON | DLQCLI_FILTER, usage);
+			  DLQCLI_JSON | DLQCLI_FILTER | DLQCLI_LIMIT, usage);
 	if (rc)
 		return rc < 0 ? RELAYCTL_OK : rc;
 	s = calloc(1, sizeof(*s));
@@ -357,7 +374,7 @@ int relayctl_cmd_dlq_summary(int argc, char **argv)
 		return relayctl_error(RELAYCTL_FAIL, "dlq summary: out of "
 				      "memory");
 	}
-	for (k = 0; k < d.nkeys && !rc; k++)
+	for (k = 0; k < d.nkeys && !rc && !full(&d, s); k++)
 		rc = scan(&d, k, s);
 	if (!rc) {
 		if (s->n)

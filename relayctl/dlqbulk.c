@@ -76,6 +76,12 @@ void dlqbulk_free(struct dlqbulk *b)
 	memset(b, 0, sizeof(*b));
 }
 
+/* Whether --limit N entries were selected. */
+static int full(const struct dlqcli *d, const struct dlqbulk *b)
+{
+	return d->limit && (long long)b->n >= d->limit;
+}
+
 /* The entries of one DLQ (d->keys[k]). */
 static int collect_one(struct dlqcli *d, size_t k, struct dlqbulk *b)
 {
@@ -90,7 +96,7 @@ static int collect_one(struct dlqcli *d, size_t k, struct dlqbulk *b)
 		rc = dlqcli_page(d, d->keys[k], start, "+", PAGE, &p);
 		if (rc)
 			return rc;
-		for (i = 0; i < p.n && !rc; i++) {
+		for (i = 0; i < p.n && !rc && !full(d, b); i++) {
 			const relay_dlq_record *r = &p.recs[i];
 
 			if (p.bad[i]) {
@@ -112,7 +118,7 @@ static int collect_one(struct dlqcli *d, size_t k, struct dlqbulk *b)
 		if (rc)
 			return relayctl_error(RELAYCTL_FAIL, "%s: out of "
 					      "memory", d->cmd);
-		if (n < PAGE || !last)
+		if (n < PAGE || !last || full(d, b))
 			return RELAYCTL_OK;
 	}
 }
@@ -123,14 +129,15 @@ int dlqbulk_collect(struct dlqcli *d, struct dlqbulk *b)
 	int rc = RELAYCTL_OK;
 
 	memset(b, 0, sizeof(*b));
-	for (k = 0; k < d->nkeys && !rc; k++)
+	for (k = 0; k < d->nkeys && !rc && !full(d, b); k++)
 		rc = collect_one(d, k, b);
 	if (rc)
 		dlqbulk_free(b);
 	else if (b->unselected_bad)
 		fprintf(stderr, "relayctl: %s: %zu malformed DLQ entr%s left "
-			"alone: the filters on app, handler or reason cannot "
-			"be applied to them ('relayctl dlq ls' lists them)\n",
+			"alone: the filters on app, handler, reason or original "
+			"id cannot be applied to them ('relayctl dlq ls' lists "
+			"them)\n",
 			d->cmd, b->unselected_bad,
 			b->unselected_bad == 1 ? "y" : "ies");
 	return rc;

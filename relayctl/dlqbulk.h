@@ -37,7 +37,7 @@ struct dlqbulk {
 
 /*
  * Select the entries of every DLQ of @d that pass d->filter, oldest first
- * per stream, in stream order. A malformed entry is selected (with .bad)
+ * per stream, in stream order; with d->limit only the first that many. A malformed entry is selected (with .bad)
  * when its id passes the filters that need no fields; if a filter on
  * fields was given as well it is only counted in unselected_bad. Returns
  * RELAYCTL_OK (free with dlqbulk_free()) or an exit code after printing.

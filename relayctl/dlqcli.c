@@ -89,10 +89,10 @@ static int parse_check(struct dlqcli *d, unsigned flags)
 		return relayctl_error(RELAYCTL_USAGE, "%s: ID is required (or "
 				      "--all, or filters such as --app NAME)",
 				      d->cmd);
-	if (!d->bulk && (d->dry_run || d->yes || d->rate))
-		return relayctl_error(RELAYCTL_USAGE, "%s: --dry-run, --yes "
-				      "and --rate go with --all or filters",
-				      d->cmd);
+	if (!d->bulk && (d->dry_run || d->yes || d->rate || d->limit))
+		return relayctl_error(RELAYCTL_USAGE, "%s: --dry-run, --yes, "
+				      "--rate and --limit go with --all or "
+				      "filters", d->cmd);
 	if (d->bulk && !d->dry_run && !d->yes && !isatty(STDIN_FILENO))
 		return relayctl_error(RELAYCTL_USAGE, "%s: standard input is "
 				      "not a terminal: give --yes to act on "

@@ -17,7 +17,8 @@ struct dlqcli {
 	struct relayctl_conf conf;
 	const char *id;            /* the ID argument, or NULL */
 	struct dlqfilter filter;   /* --app, --handler, ... (dlqfilter.h) */
-	long long limit;           /* --limit N, 0 = all */
+	long long limit;           /* --limit N (the first N matching
+				      entries), 0 = all */
 	int all;                   /* --all */
 	int bulk;                  /* --all or a filter: many entries */
 	int dry_run, yes;          /* --dry-run, --yes */
@@ -38,7 +39,8 @@ enum {
 	DLQCLI_JSON = 2,    /* --json */
 	DLQCLI_FILTER = 4,  /* the filters of dlqfilter.h */
 	DLQCLI_ALL = 8,     /* --all or filters instead of ID */
-	DLQCLI_LIMIT = 16,  /* --limit N */
+	DLQCLI_LIMIT = 16,  /* --limit N (with DLQCLI_ALL: only with --all
+			       or a filter) */
 	DLQCLI_BULK = 32,   /* --dry-run, --yes, --rate N (with --all or a
 			       filter) */
 };
@@ -134,8 +136,9 @@ const char *dlqcli_reason_short(const char *reason);
 int dlqcli_store_error(const struct dlqcli *d, int rc,
 		       const relay_error *err);
 
-/* The --help lines of the filters (--reason, --since, --until, --id)
- * and of the bulk options (--dry-run, --yes, --rate; the last takes the
+/* The --help lines of the filters (--reason, --since, --until, --id,
+ * --original-id, --malformed, --no-malformed)
+ * and of the bulk options (--limit, --dry-run, --yes, --rate; the last takes the
  * default and the cap as two %d and a note as %s), shared by the dlq
  * commands' usage texts. */
 #define DLQCLI_FILTER_HELP                                              \
@@ -143,8 +146,15 @@ int dlqcli_store_error(const struct dlqcli *d, int rc,
 	"  --since WHEN       written at or after WHEN (RFC 3339, or 2h, "  \
 	"30m ago)\n"                                                       \
 	"  --until WHEN       written at or before WHEN\n"                 \
-	"  --id ID            entry ID (repeatable)\n"
+	"  --id ID            entry ID (repeatable)\n"                    \
+	"  --original-id ID   whose original message is stream entry ID\n" \
+	"                     (repeatable)\n"                             \
+	"  --malformed        only malformed entries (not with --app,\n"   \
+	"                     --handler, --reason or --original-id)\n"    \
+	"  --no-malformed     no malformed entries\n"
 #define DLQCLI_BULK_HELP                                                \
+	"  --limit N          at most the first N matching entries (oldest " \
+	"first)\n"                                                         \
 	"  --dry-run          print how many entries match and a few of "  \
 	"them\n"                                                           \
 	"  --yes              do not ask (required when standard input is " \

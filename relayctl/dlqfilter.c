@@ -21,6 +21,7 @@ void dlqfilter_free(struct dlqfilter *f)
 	if (f->reason_ere)
 		regfree(&f->reason);
 	free(f->ids);
+	free(f->orig_ids);
 	dlqfilter_init(f);
 }
 
@@ -214,7 +215,7 @@ static int once(const char *cur, const char *name, char *err, size_t size)
 	if (!cur)
 		return 0;
 	snprintf(err, size, "%s: given twice (filters combine with AND; "
-		 "only --id repeats)", name);
+		 "only --id and --original-id repeat)", name);
 	return -1;
 }
 
@@ -253,35 +254,69 @@ static int take_time(const char **text, int64_t *ms, const char *name,
 	return 0;
 }
 
-static int take_id(struct dlqfilter *f, const char *v, char *err,
-		   size_t size)
+/* One more id in the list *@list of *@n (--id, --original-id). */
+static int take_id(const char ***list, size_t *n, const char *name,
+		   const char *v, char *err, size_t size)
 {
 	const char **ids;
 
 	if (!dlqfilter_id_valid(v)) {
-		snprintf(err, size, "--id: \"%.60s\" is not a stream entry id "
-			 "(MS or MS-SEQ)", v);
+		snprintf(err, size, "%s: \"%.60s\" is not a stream entry id "
+			 "(MS or MS-SEQ)", name, v);
 		return -1;
 	}
-	ids = realloc(f->ids, (f->nids + 1) * sizeof(*ids));
+	ids = realloc(*list, (*n + 1) * sizeof(*ids));
 	if (!ids) {
-		snprintf(err, size, "--id: out of memory");
+		snprintf(err, size, "%s: out of memory", name);
 		return -1;
 	}
-	ids[f->nids++] = v;
-	f->ids = ids;
+	ids[(*n)++] = v;
+	*list = ids;
 	return 0;
+}
+
+/* --malformed or --no-malformed, which take no value. Returns 1 taken,
+ * 0 not one of them, -1 bad (@err). */
+static int flag(struct dlqfilter *f, const char *arg, char *err,
+		size_t size)
+{
+	static const char *const names[] = { "--malformed",
+					     "--no-malformed" };
+	size_t k, n;
+
+	for (k = 0; k < 2; k++) {
+		n = strlen(names[k]);
+		if (strncmp(arg, names[k], n) == 0 &&
+		    (arg[n] == '\0' || arg[n] == '='))
+			break;
+	}
+	if (k == 2)
+		return 0;
+	if (arg[n] == '=') {
+		snprintf(err, size, "%s takes no value", names[k]);
+		return -1;
+	}
+	if (f->malformed) {
+		snprintf(err, size, "%s: given with %s already", names[k],
+			 f->malformed > 0 ? names[0] : names[1]);
+		return -1;
+	}
+	f->malformed = k == 0 ? 1 : -1;
+	return 1;
 }
 
 int dlqfilter_arg(struct dlqfilter *f, int argc, char **argv, int *i,
 		  int64_t now_ms, char *err, size_t size)
 {
 	static const char *const names[] = { "--app", "--handler", "--reason",
-					     "--since", "--until", "--id" };
+					     "--since", "--until", "--id",
+					     "--original-id" };
 	const char *v = NULL;
 	size_t k;
-	int m = 0;
+	int m = flag(f, argv[*i], err, size);
 
+	if (m)
+		return m;
 	for (k = 0; k < sizeof(names) / sizeof(names[0]); k++) {
 		m = opt(argc, argv, i, names[k], &v);
 		if (m)
@@ -313,8 +348,12 @@ int dlqfilter_arg(struct dlqfilter *f, int argc, char **argv, int *i,
 	case 4:
 		return take_time(&f->until_text, &f->until_ms, "--until", v,
 				 now_ms, err, size) ? -1 : 1;
+	case 5:
+		return take_id(&f->ids, &f->nids, "--id", v, err,
+			       size) ? -1 : 1;
 	default:
-		return take_id(f, v, err, size) ? -1 : 1;
+		return take_id(&f->orig_ids, &f->norig, "--original-id", v,
+			       err, size) ? -1 : 1;
 	}
 }
 
@@ -325,18 +364,27 @@ int dlqfilter_finish(const struct dlqfilter *f, char *err, size_t size)
 			 "%.60s: no entry can match", f->since_text, f->until_text);
 		return -1;
 	}
+	if (f->malformed > 0 && dlqfilter_on_fields(f)) {
+		/* A malformed entry has no fields to test. */
+		snprintf(err, size, "--malformed cannot be combined with %s "
+			 "(a malformed entry's fields cannot be read; --id, "
+			 "--since and --until can)",
+			 f->app ? "--app" : f->handler ? "--handler"
+			 : f->reason_ere ? "--reason" : "--original-id");
+		return -1;
+	}
 	return 0;
 }
 
 int dlqfilter_active(const struct dlqfilter *f)
 {
 	return dlqfilter_on_fields(f) || f->since_text || f->until_text ||
-	       f->nids;
+	       f->nids || f->malformed;
 }
 
 int dlqfilter_on_fields(const struct dlqfilter *f)
 {
-	return f->app || f->handler || f->reason_ere;
+	return f->app || f->handler || f->reason_ere || f->norig;
 }
 
 /* The ms part of a stream entry id, or -1. */
@@ -358,19 +406,20 @@ static int in_range(const struct dlqfilter *f, int64_t ms)
 	return 1;
 }
 
-static int id_listed(const struct dlqfilter *f, const char *id)
+/* Whether @id is one of the @n @ids (any id when there are none). */
+static int id_listed(const char *const *ids, size_t n, const char *id)
 {
 	size_t i;
 
-	if (!f->nids)
+	if (!n)
 		return 1;
-	for (i = 0; i < f->nids; i++) {
+	for (i = 0; i < n; i++) {
 		/* "5" names the entry "5-0", as XRANGE reads it. */
-		size_t n = strlen(f->ids[i]);
+		size_t len = strlen(ids[i]);
 
-		if (strcmp(f->ids[i], id) == 0 ||
-		    (!strchr(f->ids[i], '-') && strncmp(f->ids[i], id, n) == 0
-		     && strcmp(id + n, "-0") == 0))
+		if (strcmp(ids[i], id) == 0 ||
+		    (!strchr(ids[i], '-') && strncmp(ids[i], id, len) == 0
+		     && strcmp(id + len, "-0") == 0))
 			return 1;
 	}
 	return 0;
@@ -378,7 +427,7 @@ static int id_listed(const struct dlqfilter *f, const char *id)
 
 int dlqfilter_match_id(const struct dlqfilter *f, const char *id)
 {
-	if (!id_listed(f, id))
+	if (f->malformed < 0 || !id_listed(f->ids, f->nids, id))
 		return 0;
 	if (f->since_text || f->until_text)
 		return in_range(f, id_ms(id));
@@ -390,11 +439,15 @@ int dlqfilter_match(const struct dlqfilter *f, const relay_dlq_record *r)
 	const relay_dlq_entry *e = &r->e;
 	int64_t ms;
 
+	if (f->malformed > 0)
+		return 0;
 	if (f->app && strcmp(e->app, f->app) != 0)
 		return 0;
 	if (f->handler && strcmp(e->handler, f->handler) != 0)
 		return 0;
-	if (!id_listed(f, r->id))
+	if (!id_listed(f->ids, f->nids, r->id))
+		return 0;
+	if (!id_listed(f->orig_ids, f->norig, e->original_id))
 		return 0;
 	if (f->since_text || f->until_text) {
 		/* The timestamp field; its id's time if that is unreadable. */

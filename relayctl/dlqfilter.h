@@ -8,6 +8,11 @@
  *	--since WHEN    written at or after WHEN
  *	--until WHEN    written at or before WHEN
  *	--id ID         the entry id is ID (repeatable: any of them)
+ *	--original-id ID  the original message's stream id recorded in the
+ *	                entry is ID (repeatable: any of them)
+ *	--malformed     only entries that cannot be parsed (the "(malformed)"
+ *	                rows); not with a filter on fields
+ *	--no-malformed  only entries that can be parsed
  *
  * WHEN is an RFC 3339 time (2026-12-04T10:00:00Z, ...+02:00, fractions
  * allowed) or a duration ago: digits and a unit, one or more of them, as
@@ -35,6 +40,9 @@ struct dlqfilter {
 	int64_t since_ms, until_ms;  /* Unix ms, valid with their _text */
 	const char **ids;       /* --id values (borrowed), nids of them */
 	size_t nids;
+	const char **orig_ids;  /* --original-id values (borrowed) */
+	size_t norig;
+	int malformed;          /* 1 --malformed, -1 --no-malformed, 0 */
 };
 
 /* An empty filter (matches everything). */
@@ -47,7 +55,8 @@ void dlqfilter_free(struct dlqfilter *f);
  * If argv[*i] is a filter option ("--app NAME" or "--app=NAME", ...),
  * take it (advancing *i past its value) and return 1. Return 0 when it is
  * not one. Return -1 when it is one but bad (missing or empty value, a
- * repeated option other than --id, a regex that does not compile, a time
+ * repeated option other than --id and --original-id, a flag given a
+ * value, --malformed with --no-malformed, a regex that does not compile, a time
  * that is neither RFC 3339 nor a duration, an ID that is not a stream
  * entry id, out of memory), with @err ("--since: ...") naming the flag.
  * @now_ms: the wall clock, for durations ago.
@@ -57,7 +66,8 @@ int dlqfilter_arg(struct dlqfilter *f, int argc, char **argv, int *i,
 
 /*
  * After the last option: checks that need every option (--since later
- * than --until). Returns 0, or -1 with @err naming the flags.
+ * than --until, --malformed with a filter on fields). Returns 0, or -1
+ * with @err naming the flags.
  */
 int dlqfilter_finish(const struct dlqfilter *f, char *err, size_t size);
 
@@ -65,16 +75,19 @@ int dlqfilter_finish(const struct dlqfilter *f, char *err, size_t size);
 int dlqfilter_active(const struct dlqfilter *f);
 
 /* Whether a filter on the fields of an entry was given (--app, --handler,
- * --reason): one a malformed entry cannot be tested against. */
+ * --reason, --original-id): one a malformed entry cannot be tested
+ * against. */
 int dlqfilter_on_fields(const struct dlqfilter *f);
 
-/* Whether well-formed entry @r passes every filter. */
+/* Whether well-formed entry @r passes every filter (never with
+ * --malformed). */
 int dlqfilter_match(const struct dlqfilter *f, const relay_dlq_record *r);
 
 /*
  * Whether the malformed entry @id passes the filters that can be decided
- * without its fields: --id, and --since/--until on the time in its id.
- * (The filters on fields are left to the caller: dlqfilter_on_fields().)
+ * without its fields: --id, --since/--until on the time in its id, and
+ * --no-malformed (never). (The filters on fields are left to the caller:
+ * dlqfilter_on_fields().)
  */
 int dlqfilter_match_id(const struct dlqfilter *f, const char *id);
 

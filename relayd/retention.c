@@ -1,13 +1,13 @@
 /*
  * retention.c - relayd's retention scheduler: REDIS_STREAM_RETENTION
  * trims the source stream of entries every consumer group is done with
- * and older than the retention, REDIS_DLQ_RETENTION trims the DLQ by age
- * (relayd(8), doc/operations.md). The safety argument lives in librelay:
- * each step is one relay_redis_stream_trim() script that computes the
- * bound and trims atomically, so a step racing XREADGROUP, XAUTOCLAIM,
- * XACK or XADD of any relayd, or another replica's step, never removes
- * an entry a group still has pending or has not read. This file only
- * decides when.
+ * and older than the retention, REDIS_DLQ_RETENTION trims the DLQ by age,
+ * exactly (relayd(8), doc/operations.md). The safety argument lives in
+ * librelay: each step is one relay_redis_stream_trim() script that
+ * computes the bound and trims atomically, so a step racing XREADGROUP,
+ * XAUTOCLAIM, XACK or XADD of any relayd, or another replica's step,
+ * never removes an entry a group still has pending or has not read. This
+ * file only decides when.
  *
  *	timer (1 min, scaled, +-20 % jitter) ─┬─ trim due? ─ yes: limit LIMIT
  *	                                      │              no:  limit 0

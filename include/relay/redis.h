@@ -526,7 +526,10 @@ typedef void (*relay_redis_trim_cb)(relay_redis_backend *b, int status,
  * nodes only: never an entry at or above the bound, so never an entry
  * any group still has pending or has not read yet, however the trim
  * interleaves with XREADGROUP, XAUTOCLAIM, XACK or XADD. A stream with
- * no group is trimmed by age alone. A missing stream is not an error
+ * no group is trimmed by age alone. With RELAY_TRIM_AGE_ONLY the trim
+ * is exact: the entries still below the bound after the whole nodes
+ * (those sharing a node with newer ones) are removed as well, by an
+ * exact XTRIM MINID in the same script, @limit in all. A missing stream is not an error
  * (everything zero). Works on Redis 6.2 and later.
  * Returns: 0 (@cb runs once) or a negative code (it never runs). The
  * callback's status is RELAY_EBACKEND (RELAY_ETYPE for a key that is

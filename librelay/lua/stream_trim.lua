@@ -6,7 +6,11 @@
 -- still holds or has not read yet is ever below it. Mode "age" (the DLQ)
 -- uses the age cutoff alone. Then XTRIM MINID ~ bound LIMIT limit: the
 -- "~" removes only whole macro nodes entirely below the bound, so never
--- more than the exact bound; limit 0 only observes (no XTRIM).
+-- more than the exact bound; limit 0 only observes (no XTRIM). In mode
+-- "age" the trim is then made exact: what "~" left below the bound (the
+-- entries of the node that straddles it, or more when "~" stopped at the
+-- limit) is removed too, at most limit entries per call in all, with an
+-- exact XTRIM MINID (no "~") up to the last of them.
 -- Reply: { trimmed, length, bound, first entry id or "",
 --          oldest pending id over all groups or "", number of groups }.
 -- Decimal strings (no leading zeros) compared as numbers of any size:
@@ -103,6 +107,19 @@ local trimmed = 0
 if limit > 0 then
 	trimmed = redis.call('XTRIM', key, 'MINID', '~', bound, 'LIMIT',
 			     limit)
+end
+if mode == 'age' and trimmed < limit and bound ~= '0-0' then
+	-- The oldest entries still below the bound, up to what the limit
+	-- leaves; XTRIM MINID without "~" removes exactly those.
+	local left = redis.call('XRANGE', key, '-', '(' .. bound, 'COUNT',
+				limit - trimmed)
+	if #left > 0 then
+		local cut = bound
+		if #left == limit - trimmed then
+			cut = id_next(left[#left][1])
+		end
+		trimmed = trimmed + redis.call('XTRIM', key, 'MINID', cut)
+	end
 end
 local first = redis.call('XRANGE', key, '-', '+', 'COUNT', 1)
 return { trimmed, redis.call('XLEN', key), bound,

@@ -13,20 +13,20 @@
 /* 2026-12-04T12:00:00Z */
 #define NOW INT64_C(1796385600000)
 
-/* Three entries: ids, app, handler, reason, timestamp. */
+/* Three entries: ids, app, handler, reason, timestamp, original id. */
 static const struct {
-	const char *id, *app, *handler, *reason, *ts;
+	const char *id, *app, *handler, *reason, *ts, *orig;
 } entries[] = {
 	{ "1796378400000-0", "billing", "paid",
 	  "invocation exhausted: app \"billing\" handler \"paid\" exhausted "
 	  "after 3 handler attempts: timed out after 6000ms",
-	  "2026-12-04T10:00:00.000Z" },  /* 2h ago */
+	  "2026-12-04T10:00:00.000Z", "1796378399000-0" },  /* 2h ago */
 	{ "1796384700000-3", "billing", "refund",
 	  "invocation exhausted: app \"billing\" handler \"refund\" exhausted "
 	  "after 1 handler attempts: exit status 3",
-	  "2026-12-04T11:45:00.000Z" },  /* 15m ago */
+	  "2026-12-04T11:45:00.000Z", "1796384600000-7" },  /* 15m ago */
 	{ "1796385540000-0", "-", "-", "decode event: unexpected token",
-	  "2026-12-04T11:59:00.000Z" },  /* 1m ago */
+	  "2026-12-04T11:59:00.000Z", "1796378399000-1" },  /* 1m ago */
 };
 #define NENT (sizeof(entries) / sizeof(entries[0]))
 
@@ -38,6 +38,7 @@ static void record(size_t i, relay_dlq_record *r)
 	r->e.handler = entries[i].handler;
 	r->e.reason = entries[i].reason;
 	r->e.timestamp = entries[i].ts;
+	r->e.original_id = entries[i].orig;
 }
 
 /* Parse @args (NULL-terminated) into @f. Returns the first -1, else 0;
@@ -102,6 +103,20 @@ static const struct {
 	  0 },
 	{ { "--since", "3h", "--until", "10m", NULL }, 3 },
 	{ { "--id", "1796385540000-0", "--app", "billing", NULL }, 0 },
+	{ { "--original-id", "1796384600000-7", NULL }, 2 },
+	{ { "--original-id=1796378399000", NULL }, 1 },   /* "MS" is MS-0 */
+	{ { "--original-id", "1796378399000-1", "--original-id",
+	    "1796384600000-7", NULL }, 6 },
+	{ { "--original-id", "1796378400000-0", NULL }, 0 },  /* not --id */
+	{ { "--original-id", "1796378399000-1", "--app", "billing", NULL },
+	  0 },
+	{ { "--original-id", "1796384600000-7", "--id", "1796384700000-3",
+	    NULL }, 2 },
+	{ { "--malformed", NULL }, 0 },            /* all three parse */
+	{ { "--malformed", "--id", "1796378400000-0", "--since", "3h",
+	    "--until", "1m", NULL }, 0 },
+	{ { "--no-malformed", NULL }, 7 },
+	{ { "--no-malformed", "--app", "billing", NULL }, 3 },
 };
 
 static void test_filter__each_flag_and_combinations(void)
@@ -170,6 +185,18 @@ static const struct {
 	{ { "--id", "1-", NULL }, "--id" },
 	{ { "--id", "18446744073709551616-0", NULL }, "--id" },
 	{ { "--id", NULL }, "--id" },
+	{ { "--original-id", NULL }, "--original-id" },
+	{ { "--original-id", "x-1", NULL }, "--original-id" },
+	{ { "--original-id=", NULL }, "--original-id" },
+	{ { "--malformed=yes", NULL }, "--malformed" },
+	{ { "--no-malformed=1", NULL }, "--no-malformed" },
+	{ { "--malformed", "--malformed", NULL }, "--malformed" },
+	{ { "--malformed", "--no-malformed", NULL }, "--no-malformed" },
+	{ { "--no-malformed", "--malformed", NULL }, "--malformed" },
+	{ { "--malformed", "--app", "a", NULL }, "--malformed" },
+	{ { "--handler", "h", "--malformed", NULL }, "--malformed" },
+	{ { "--malformed", "--reason", "x", NULL }, "--malformed" },
+	{ { "--malformed", "--original-id", "1-0", NULL }, "--malformed" },
 };
 
 static void test_filter__bad_input_names_the_flag(void)
@@ -195,7 +222,9 @@ static void test_filter__bad_input_names_the_flag(void)
 static void test_filter__other_arguments_left_alone(void)
 {
 	static const char *const others[] = { "--apps", "--json", "--identity",
-					      "1-0", "--reasons=x", "-a" };
+					      "1-0", "--reasons=x", "-a",
+					      "--malformeds", "--original",
+					      "--original-ids=1" };
 	struct dlqfilter f;
 	char err[100], *argv[1];
 	size_t t;
@@ -219,6 +248,7 @@ static void test_filter__malformed_entry_by_id(void)
 	static const char *const a1[] = { "--id", "1796384700000-3", NULL };
 	static const char *const a2[] = { "--since", "30m", NULL };
 	static const char *const a3[] = { "--app", "x", NULL };
+	static const char *const a4[] = { "--original-id", "1-0", NULL };
 	struct dlqfilter f;
 	char err[100];
 
@@ -234,6 +264,50 @@ static void test_filter__malformed_entry_by_id(void)
 	RT_ASSERT(parse(&f, a3, err, sizeof(err)) == 0);
 	RT_CHECK(dlqfilter_on_fields(&f));
 	dlqfilter_free(&f);
+	RT_ASSERT(parse(&f, a4, err, sizeof(err)) == 0);
+	RT_CHECK(dlqfilter_on_fields(&f));
+	dlqfilter_free(&f);
+}
+
+/* --malformed and --no-malformed on malformed entries, and the usage
+ * errors that name both flags. */
+static void test_filter__malformed_flags(void)
+{
+	static const char *const only[] = { "--malformed", "--since", "30m",
+					    NULL };
+	static const char *const none[] = { "--no-malformed", NULL };
+	static const struct {
+		const char *args[4];
+		const char *other;
+	} both[] = {
+		{ { "--malformed", "--app", "a", NULL }, "--app" },
+		{ { "--handler", "h", "--malformed", NULL }, "--handler" },
+		{ { "--malformed", "--reason", "x", NULL }, "--reason" },
+		{ { "--malformed", "--original-id", "1-0", NULL },
+		  "--original-id" },
+		{ { "--malformed", "--no-malformed", NULL }, "--malformed" },
+	};
+	struct dlqfilter f;
+	char err[300];
+	size_t t;
+
+	RT_ASSERT(parse(&f, only, err, sizeof(err)) == 0);
+	RT_CHECK(dlqfilter_active(&f));
+	RT_CHECK(!dlqfilter_on_fields(&f));
+	RT_CHECK(dlqfilter_match_id(&f, "1796385540000-0"));
+	RT_CHECK(!dlqfilter_match_id(&f, "1796378400000-0"));  /* too old */
+	dlqfilter_free(&f);
+	RT_ASSERT(parse(&f, none, err, sizeof(err)) == 0);
+	RT_CHECK(dlqfilter_active(&f));
+	RT_CHECK(!dlqfilter_match_id(&f, "1796385540000-0"));
+	dlqfilter_free(&f);
+	for (t = 0; t < sizeof(both) / sizeof(both[0]); t++) {
+		RT_CHECK(parse(&f, both[t].args, err, sizeof(err)) == -1);
+		if (!strstr(err, "malformed") || !strstr(err, both[t].other))
+			RT_FAILF("case %zu: \"%s\" does not name both flags",
+				 t, err);
+		dlqfilter_free(&f);
+	}
 }
 
 static void test_filter__when(void)
@@ -258,6 +332,7 @@ static const rt_case cases[] = {
 	RT_CASE(test_filter__bad_input_names_the_flag),
 	RT_CASE(test_filter__other_arguments_left_alone),
 	RT_CASE(test_filter__malformed_entry_by_id),
+	RT_CASE(test_filter__malformed_flags),
 	RT_CASE(test_filter__when),
 };
 

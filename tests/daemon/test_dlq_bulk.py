@@ -72,11 +72,11 @@ def exhausted(app, handler, n, last):
             f"exhausted after {n} handler attempts: {last}")
 
 
-def put(env, app, handler, reason, ago_s, event=None, dlq=DLQ):
+def put(env, app, handler, reason, ago_s, event=None, dlq=DLQ, orig="1-1"):
     """Write one well-formed DLQ entry; returns its id."""
     placeholder = app == "-"
     return env.r("XADD", dlq, "*", "original_stream", "events",
-                 "original_id", "1-1", "group", "relay", "consumer", "c1",
+                 "original_id", orig, "group", "relay", "consumer", "c1",
                  "event", json.dumps(event or {"k": "x"}), "reason", reason,
                  "app", app, "handler", handler, "deliveries", "1",
                  "handler_attempts", "0" if placeholder else "1",
@@ -157,6 +157,12 @@ BAD_FILTERS = [
     (["--app", "a", "--app", "b"], "--app"),
     (["--handler", "x", "--handler", "y"], "--handler"),
     (["--since", "1h", "--until", "2h"], "--since"),
+    (["--original-id", "x-1"], "--original-id"),
+    (["--original-id"], "--original-id"),
+    (["--malformed=1"], "--malformed"),
+    (["--no-malformed", "--malformed"], "--malformed"),
+    (["--malformed", "--app", "a"], "--malformed"),
+    (["--original-id", "5-0", "--malformed"], "--malformed"),
 ]
 
 
@@ -181,7 +187,10 @@ def bad_filter_is_usage_error_naming_the_flag():
                      ["rm", "--all", "--yes", "--rate", "0"],
                      ["rm", "--all", "--yes", "--rate", "1001"],
                      ["replay", "--all", "--yes", "--rate", "x"],
-                     ["summary", "--limit", "3"]):
+                     ["summary", "--limit", "0"],
+                     ["rm", "--all", "--yes", "--limit", "-1"],
+                     ["rm", "1-0", "--limit", "1"],
+                     ["replay", "1-0", "--limit", "2"]):
             rc, out, err = ctl(d, "dlq", *args)
             eq((rc, out), (2, ""), f"dlq {args}\n{err}")
         # Bulk without --yes while stdin is not a terminal: refused.
@@ -190,6 +199,97 @@ def bad_filter_is_usage_error_naming_the_flag():
             eq((rc, out), (2, ""), f"dlq {sub} --app a without --yes")
             check("--yes" in err and "not a terminal" in err, err)
         eq(ids(env), before, "still nothing changed")
+
+
+@case
+def original_id_and_malformed_filters():
+    with Env() as env:
+        d = env.relayd(start=False)
+        e1 = put(env, "a", "h1", "r1", 600, orig="1700000000000-4")
+        e2 = put(env, "a", "h1", "r2", 500, orig="1700000000001-0")
+        bad = put_bad(env)
+        e3 = put(env, "b", "h2", "r3", 400, orig="1700000000000-4")
+        # ls: a filter on fields still lists the malformed entry.
+        eq(ls_ids(d, "--original-id", "1700000000000-4"), [e1, bad, e3],
+           "--original-id")
+        eq(ls_ids(d, "--original-id", "1700000000001"), [e2, bad],
+           "--original-id MS")
+        eq(ls_ids(d, "--malformed"), [bad], "--malformed")
+        eq(ls_ids(d, "--no-malformed"), [e1, e2, e3], "--no-malformed")
+        eq(ls_ids(d, "--no-malformed", "--original-id", "1700000000000-4"),
+           [e1, e3], "--no-malformed --original-id")
+        rc, out, err = ctl(d, "dlq", "ls", "--malformed", "--app", "a")
+        eq((rc, out), (2, ""), "--malformed --app\n" + err)
+        check("--malformed" in err and "--app" in err, err)
+        # summary
+        rc, out, err = ctl(d, "dlq", "summary", "--json", "--no-malformed")
+        eq((rc, sum(g["count"] for g in json.loads(out))), (0, 3),
+           "summary --no-malformed\n" + err)
+        check("malformed" not in err, err)
+        rc, out, err = ctl(d, "dlq", "summary", "--json", "--original-id",
+                           "1700000000001-0")
+        eq([(g["app"], g["count"]) for g in json.loads(out)], [("a", 1)],
+           "summary --original-id")
+        rc, out, err = ctl(d, "dlq", "summary", "--json", "--malformed")
+        eq((rc, out), (0, "[]\n"), "summary --malformed groups nothing")
+        check("1 malformed DLQ entry not counted" in err, err)
+        # replay and rm
+        for sub in ("replay", "rm"):
+            rc, out, err = ctl(d, "dlq", sub, "--malformed", "--dry-run")
+            eq(rc, 0, f"{sub} --malformed --dry-run\n" + err)
+            eq([ln.split()[0] for ln in out.splitlines()[2:]], [bad],
+               f"{sub} --malformed selects the malformed entry")
+            rc, out, err = ctl(d, "dlq", sub, "--original-id",
+                               "1700000000000-4", "--dry-run")
+            eq([ln.split()[0] for ln in out.splitlines()[2:]], [e1, e3],
+               f"{sub} --original-id\n" + err)
+        rc, out, err = ctl(d, "dlq", "rm", "--no-malformed",
+                           "--original-id", "1700000000000-4", "--yes")
+        eq((rc, out), (0, "Removed 2 of 2 DLQ entries (0 already gone)\n"),
+           "rm --original-id\n" + err)
+        check("malformed" not in err, err)
+        rc, out, err = ctl(d, "dlq", "rm", "--malformed", "--yes")
+        eq((rc, out), (0, "Removed 1 of 1 DLQ entry (0 already gone)\n"),
+           "rm --malformed\n" + err)
+        eq(ids(env), [e2], "only the other original's entry left")
+
+
+@case
+def limit_in_summary_replay_rm():
+    with Env() as env:
+        d = env.relayd(start=False)
+        e1, e2, e3, e4, e5, bad = sample(env)
+        rc, out, err = ctl(d, "dlq", "summary", "--json", "--limit", "2")
+        eq((rc, [(g["app"], g["handler"], g["count"])
+                 for g in json.loads(out)]), (0, [("a", "h1", 2)]),
+           "summary --limit 2: the two oldest\n" + err)
+        rc, out, err = ctl(d, "dlq", "summary", "--json", "--since", "1h",
+                           "--limit=3")
+        eq(sum(g["count"] for g in json.loads(out)), 3, "--limit=3 " + out)
+        eq(err, "", "the malformed entry is past the limit")
+        rc, out, err = ctl(d, "dlq", "summary", "--limit", "4", "--since",
+                           "1h")
+        check(out.endswith("Total: 3 entries in 3 groups\n") and
+              "1 malformed DLQ entry not counted" in err, out + err)
+        for sub, verb in (("replay", "replayed"), ("rm", "removed")):
+            rc, out, err = ctl(d, "dlq", sub, "--app", "a", "--limit", "2",
+                               "--dry-run")
+            lines = out.splitlines()
+            eq((rc, lines[0]),
+               (0, f"2 matching DLQ entries (dry run: nothing {verb})"),
+               f"{sub} --limit --dry-run\n" + err)
+            eq([ln.split()[0] for ln in lines[2:]], [e1, e2],
+               f"{sub}: the oldest two")
+        rc, out, err = ctl(d, "dlq", "rm", "--handler", "h2", "--limit", "1",
+                           "--yes")
+        eq((rc, out), (0, "Removed 1 of 1 DLQ entry (0 already gone)\n"),
+           "rm --limit 1\n" + err)
+        eq(ids(env), [e1, e2, e4, e5, bad], "only the oldest h2 entry gone")
+        rc, out, err = ctl(d, "dlq", "rm", "--all", "--limit", "10",
+                           "--yes")
+        eq((rc, out), (0, "Removed 5 of 5 DLQ entries (0 already gone)\n"),
+           "a limit above the count\n" + err)
+        eq(ids(env), [], "all gone")
 
 
 @case
@@ -401,13 +501,21 @@ def replay_bulk_filters_dry_run_and_claims():
         pttl = env.r("PTTL", f"{DLQ}:replaying:{e2}")
         check(0 < pttl <= 60000, f"claim of a success expires soon: {pttl}")
 
+        # --limit 1: the oldest matching entry only.
+        rc, out, err = ctl(d, "dlq", "replay", "--all", "--limit", "1",
+                           "--yes")
+        eq((rc, out), (0, f"{e1} a/h1 replayed\n"
+                          "Replayed 1 of 1 entries (0 failed, 0 skipped)\n"),
+           "replay --limit 1\n" + err)
+        env.wait(lambda: ids(env) == [e3, e4], "e1 deleted by relayd")
+
         # --all: the rest; the placeholder is skipped.
         rc, out, err = ctl(d, "dlq", "replay", "--all", "--yes")
         eq(rc, 0, "replay --all\n" + out + err)
-        eq(out, f"{e1} a/h1 replayed\n{e3} a/h2 replayed\n"
+        eq(out, f"{e3} a/h2 replayed\n"
                 f"{e4} -/-: skipped (placeholder of a malformed message, "
                 "not replayable)\n"
-                "Replayed 2 of 3 entries (0 failed, 1 skipped)\n", out)
+                "Replayed 1 of 2 entries (0 failed, 1 skipped)\n", out)
         env.wait(lambda: ids(env) == [e4], "only the placeholder left")
         eq(sorted(runs(log)), ["e1", "e2", "e3"], "each ran once")
         d.stop()

@@ -5,8 +5,9 @@ group is done with and is older than the retention goes; what any group
 still has pending or has not read stays, whatever its age; the DLQ is
 trimmed by age alone.
 
-Redis trims whole macro nodes ("~"), so each case sets
-stream-node-max-entries to 1: a node is an entry and the trim is exact.
+Redis trims the stream by whole macro nodes ("~"), so the stream cases
+set stream-node-max-entries to 1: a node is an entry and the trim is
+exact. The DLQ trim is exact with any node size.
 Under the harness' RELAY_TEST_TIME_SCALE the trim tick (at least 1m) is
 0.1s.
 
@@ -137,6 +138,32 @@ def dlq_trims_by_age_only():
         check(out.stdout.endswith("\n\nRetention: entries older than 5s "
                                   "are trimmed (REDIS_DLQ_RETENTION).\n"),
               "dlq ls says how long entries are kept:\n" + out.stdout)
+        d.stop()
+
+
+@case
+def dlq_trim_is_exact_within_a_node():
+    with Env() as env:
+        # Redis' default nodes (100 entries): "~" alone would keep every
+        # old entry that shares a node with a newer one.
+        eq(env.r("CONFIG", "GET", "stream-node-max-entries")[1], "100",
+           "default node size")
+        env.app("a", [("h", {"kind": ["x"]})])
+        dlq = f"relay:{env.stream}:dlq"
+        old_ms = int(time.time() * 1000) - 20000
+        # 250 old entries: two whole nodes and half of a third, which the
+        # new entries share.
+        for i in range(250):
+            env.r("XADD", dlq, f"{old_ms}-{i}", *dlq_entry(f"old {i}"))
+        new = [env.r("XADD", dlq, "*", *dlq_entry(f"new {i}"))
+               for i in range(3)]
+        d = env.relayd(REDIS_DLQ_RETENTION="10s",
+                       REDIS_STREAM_RETENTION="0")
+        env.wait(lambda: ret(d)["dlq_trimmed"] > 0, "a DLQ trim")
+        time.sleep(0.5)  # several more ticks
+        eq(ids(env, dlq), new, "every old entry gone, the new ones kept")
+        env.wait(lambda: ret(d)["dlq_trimmed"] == 250 and
+                 ret(d)["dlq_length"] == 3, "stats: dlq_trimmed 250")
         d.stop()
 
 

@@ -5,9 +5,10 @@
  * cutoff) and what goes (everything every group is done with).
  * Part of the shared backend suite; included by suite.h only.
  *
- * Redis trims with "~", whole macro nodes only; the cases set
- * stream-node-max-entries to 1 on a real server so a node is an entry
- * and both backends trim exactly to the bound.
+ * Redis trims the stream with "~", whole macro nodes only; the cases
+ * set stream-node-max-entries to 1 on a real server so a node is an
+ * entry and both backends trim exactly to the bound. The DLQ (age only)
+ * is trimmed exactly with any node size.
  */
 #ifndef RS_SUITE_RETENTION_H
 #define RS_SUITE_RETENTION_H
@@ -227,6 +228,47 @@ static void test_shared__trim_age_only(void)
 	rs_teardown();
 }
 
+/* The DLQ with Redis' default node size (one node holds every entry):
+ * exact all the same, and never more than @limit entries a step. */
+static void test_shared__trim_age_only_exact_and_limited(void)
+{
+	relay_stream_trim *t;
+	int st;
+
+	rs_setup();
+	if (strcmp(relay_redis_name(rs_b), "hiredis") == 0)
+		RT_EQ_STR(RS_STR("CONFIG", "SET", "stream-node-max-entries",
+				 "100"), "OK");
+	rs_add_ids(RS_DLQ, 1, 10);
+	t = rs_trim(RS_DLQ, 4, 100, RELAY_TRIM_AGE_ONLY, &st);
+	RT_ASSERT(t);
+	RT_EQ_INT(t->trimmed, 3);
+	RT_EQ_INT(t->length, 7);
+	relay_stream_trim_free(t);
+	RT_EQ_STR(rs_ids(RS_DLQ), "4-0 5-0 6-0 7-0 8-0 9-0 10-0");
+	t = rs_trim(RS_DLQ, 9, 2, RELAY_TRIM_AGE_ONLY, &st);
+	RT_ASSERT(t);
+	RT_EQ_INT(t->trimmed, 2);
+	relay_stream_trim_free(t);
+	RT_EQ_STR(rs_ids(RS_DLQ), "6-0 7-0 8-0 9-0 10-0");
+	t = rs_trim(RS_DLQ, 9, 2, RELAY_TRIM_AGE_ONLY, &st);
+	RT_ASSERT(t);
+	RT_EQ_INT(t->trimmed, 2);
+	relay_stream_trim_free(t);
+	t = rs_trim(RS_DLQ, 9, 2, RELAY_TRIM_AGE_ONLY, &st);
+	RT_ASSERT(t);
+	RT_EQ_INT(t->trimmed, 1);
+	RT_EQ_STR(t->first_id, "9-0");
+	relay_stream_trim_free(t);
+	RT_EQ_STR(rs_ids(RS_DLQ), "9-0 10-0");
+	t = rs_trim(RS_DLQ, 20, 0, RELAY_TRIM_AGE_ONLY, &st);
+	RT_ASSERT(t);
+	RT_EQ_INT(t->trimmed, 0); /* limit 0 observes */
+	relay_stream_trim_free(t);
+	RT_EQ_STR(rs_ids(RS_DLQ), "9-0 10-0");
+	rs_teardown();
+}
+
 /* last-delivered-id + 1 at the top of the sequence rolls over to the
  * next millisecond (ids are two 64-bit numbers: no float rounding). */
 static void test_shared__trim_bound_id_arithmetic(void)
@@ -261,6 +303,7 @@ static void test_shared__trim_bound_id_arithmetic(void)
 	RT_CASE(test_shared__trim_age_cutoff),                           \
 	RT_CASE(test_shared__trim_limit_observe_and_errors),             \
 	RT_CASE(test_shared__trim_age_only),                             \
+	RT_CASE(test_shared__trim_age_only_exact_and_limited),           \
 	RT_CASE(test_shared__trim_bound_id_arithmetic)
 
 #endif /* RS_SUITE_RETENTION_H */
