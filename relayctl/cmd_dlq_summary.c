@@ -26,7 +26,6 @@
 #include "fmt.h"
 #include "relayctl.h"
 
-#define PAGE 500
 #define NBUCKETS 4096
 #define REASON_MAX 200  /* bytes of a normalised reason */
 
@@ -253,37 +252,31 @@ static int full(const struct dlqcli *d, const struct summary *s)
 	return d->limit && s->entries + s->bad >= d->limit;
 }
 
+struct scan {
+	const struct dlqcli *d;
+	struct summary *s;
+};
+
+/* One entry (dlqcli_each): counted, or grouped when it matches. */
+static int scan_one(void *payload, const relay_dlq_record *r,
+		    const char *bad)
+{
+	struct scan *x = payload;
+
+	if (full(x->d, x->s))
+		return 1;
+	if (bad)
+		x->s->bad += dlqfilter_match_id(&x->d->filter, r->id);
+	else if (dlqfilter_match(&x->d->filter, r) && count(x->s, r))
+		return -1;
+	return 0;
+}
+
 static int scan(struct dlqcli *d, size_t k, struct summary *s)
 {
-	char start[64] = "-";
-	int rc;
+	struct scan x = { d, s };
 
-	for (;;) {
-		struct dlqcli_page p;
-		const char *last;
-		size_t i, n;
-
-		rc = dlqcli_page(d, d->keys[k], start, "+", PAGE, &p);
-		if (rc)
-			return rc;
-		for (i = 0; i < p.n && !rc && !full(d, s); i++) {
-			if (p.bad[i])
-				s->bad += dlqfilter_match_id(&d->filter,
-							     p.recs[i].id);
-			else if (dlqfilter_match(&d->filter, &p.recs[i]))
-				rc = count(s, &p.recs[i]);
-		}
-		last = dlqcli_page_last(&p);
-		if (last)
-			snprintf(start, sizeof(start), "(%s", last);
-		n = p.n;
-		dlqcli_page_free(&p);
-		if (rc)
-			return relayctl_error(RELAYCTL_FAIL, "dlq summary: out "
-					      "of memory");
-		if (n < PAGE || !last || full(d, s))
-			return RELAYCTL_OK;
-	}
+	return dlqcli_each(d, k, scan_one, &x);
 }
 
 static int put_json(const struct summary *s)

@@ -13,7 +13,6 @@
 #include "fmt.h"
 #include "relayctl.h"
 
-#define PAGE 500
 #define SAMPLE 5
 
 static char *dup_or_null(const char *s, int *oom)
@@ -82,45 +81,40 @@ static int full(const struct dlqcli *d, const struct dlqbulk *b)
 	return d->limit && (long long)b->n >= d->limit;
 }
 
+struct collect {
+	const struct dlqcli *d;
+	struct dlqbulk *b;
+	size_t k;
+};
+
+/* One entry (dlqcli_each): selected when it matches. */
+static int collect_entry(void *payload, const relay_dlq_record *r,
+			 const char *bad)
+{
+	struct collect *x = payload;
+
+	if (full(x->d, x->b))
+		return 1;
+	if (bad) {
+		if (!dlqfilter_match_id(&x->d->filter, r->id))
+			return 0;
+		if (dlqfilter_on_fields(&x->d->filter)) {
+			x->b->unselected_bad++;
+			return 0;
+		}
+		return add(x->b, x->k, r, bad) ? -1 : 0;
+	}
+	if (dlqfilter_match(&x->d->filter, r))
+		return add(x->b, x->k, r, NULL) ? -1 : 0;
+	return 0;
+}
+
 /* The entries of one DLQ (d->keys[k]). */
 static int collect_one(struct dlqcli *d, size_t k, struct dlqbulk *b)
 {
-	char start[64] = "-";
-	int rc;
+	struct collect x = { d, b, k };
 
-	for (;;) {
-		struct dlqcli_page p;
-		const char *last;
-		size_t i, n;
-
-		rc = dlqcli_page(d, d->keys[k], start, "+", PAGE, &p);
-		if (rc)
-			return rc;
-		for (i = 0; i < p.n && !rc && !full(d, b); i++) {
-			const relay_dlq_record *r = &p.recs[i];
-
-			if (p.bad[i]) {
-				if (!dlqfilter_match_id(&d->filter, r->id))
-					continue;
-				if (dlqfilter_on_fields(&d->filter))
-					b->unselected_bad++;
-				else
-					rc = add(b, k, r, p.bad[i]);
-			} else if (dlqfilter_match(&d->filter, r)) {
-				rc = add(b, k, r, NULL);
-			}
-		}
-		last = dlqcli_page_last(&p);
-		if (last)
-			snprintf(start, sizeof(start), "(%s", last);
-		n = p.n;
-		dlqcli_page_free(&p);
-		if (rc)
-			return relayctl_error(RELAYCTL_FAIL, "%s: out of "
-					      "memory", d->cmd);
-		if (n < PAGE || !last || full(d, b))
-			return RELAYCTL_OK;
-	}
+	return dlqcli_each(d, k, collect_entry, &x);
 }
 
 int dlqbulk_collect(struct dlqcli *d, struct dlqbulk *b)

@@ -310,6 +310,36 @@ static int page_read(struct dlqcli *d, const char *key, const char *start,
 	return 0;
 }
 
+int dlqcli_each(struct dlqcli *d, size_t k, dlqcli_each_fn fn,
+		void *payload)
+{
+	char start[64] = "-";
+	int rc;
+
+	for (;;) {
+		struct dlqcli_page p;
+		const char *last;
+		size_t i, n;
+		int r = 0;
+
+		rc = dlqcli_page(d, d->keys[k], start, "+", DLQCLI_PAGE, &p);
+		if (rc)
+			return rc;
+		for (i = 0; i < p.n && r == 0; i++)
+			r = fn(payload, &p.recs[i], p.bad[i]);
+		last = dlqcli_page_last(&p);
+		if (last)
+			snprintf(start, sizeof(start), "(%s", last);
+		n = p.n;
+		dlqcli_page_free(&p);
+		if (r < 0)
+			return relayctl_error(RELAYCTL_FAIL, "%s: out of "
+					      "memory", d->cmd);
+		if (r > 0 || n < DLQCLI_PAGE || !last)
+			return RELAYCTL_OK;
+	}
+}
+
 int dlqcli_page(struct dlqcli *d, const char *key, const char *start,
 		const char *end, size_t count, struct dlqcli_page *p)
 {

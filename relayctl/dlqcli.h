@@ -98,6 +98,19 @@ struct dlqcli_page {
  */
 int dlqcli_page(struct dlqcli *d, const char *key, const char *start,
 		const char *end, size_t count, struct dlqcli_page *p);
+/* Entries read per XRANGE by dlqcli_each(). */
+#define DLQCLI_PAGE 500
+/*
+ * Call @fn for every entry of DLQ d->keys[@k], oldest first, a page at a
+ * time (constant memory): @fn gets the record and, for a malformed entry,
+ * what is wrong with it (else NULL), both borrowed for the call; it
+ * returns 0 to go on, 1 to stop, -1 when out of memory. Returns an exit
+ * code after printing the problem (RELAYCTL_OK also when @fn stopped).
+ */
+typedef int (*dlqcli_each_fn)(void *payload, const relay_dlq_record *r,
+			      const char *bad);
+int dlqcli_each(struct dlqcli *d, size_t k, dlqcli_each_fn fn,
+		void *payload);
 /* The id of the page's last entry, or NULL; borrowed from @p. */
 const char *dlqcli_page_last(const struct dlqcli_page *p);
 void dlqcli_page_free(struct dlqcli_page *p);
