@@ -200,8 +200,10 @@ static int count(struct summary *s, const relay_dlq_record *r)
 		g->next = s->buckets[h];
 		s->buckets[h] = g;
 	}
+	/* An unreadable timestamp: the entry id's milliseconds (when
+	 * the DLQ wrote it), not 1970. */
 	if (relayctl_parse_time(e->timestamp, &ms))
-		ms = 0;
+		ms = strtoll(r->id, NULL, 10);
 	if (ms < g->oldest_ms) {
 		g->oldest_ms = ms;
 		if (set_time(&g->oldest, e->timestamp))

@@ -160,6 +160,8 @@ relayd_http *relayd_http_start(const char *host, int port, char *errbuf,
 		return NULL;
 	}
 	pthread_mutex_init(&h->lock, NULL);
+	/* Until the loop's first publication (a metrics interval away). */
+	snprintf(h->reason, sizeof(h->reason), "starting");
 	h->d = MHD_start_daemon(MHD_USE_AUTO_INTERNAL_THREAD |
 				MHD_USE_ERROR_LOG |
 				(ai->ai_family == AF_INET6 ? MHD_USE_IPv6 : 0),
@@ -205,7 +207,8 @@ void relayd_http_set_ready(relayd_http *h, bool ready, const char *reason)
 	snprintf(h->reason, sizeof(h->reason), "%s", reason);
 	/* One line of text: no control bytes from a reason. */
 	for (i = 0; h->reason[i]; i++)
-		if ((unsigned char)h->reason[i] < 0x20)
+		if ((unsigned char)h->reason[i] < 0x20 ||
+		    h->reason[i] == 0x7f)
 			h->reason[i] = ' ';
 	pthread_mutex_unlock(&h->lock);
 }

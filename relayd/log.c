@@ -372,10 +372,12 @@ static void output_names(json_t *obj, const char *text, size_t plen)
 		return;
 	for (close = end - 1; close > text && *close != ']'; close--)
 		;
+	if (close == text)
+		return;
 	slash = memchr(text + 1, '/', (size_t)(close - text - 1));
 	for (at = close - 1; at > text && *at != '@'; at--)
 		;
-	if (close == text || !slash || at <= slash)
+	if (!slash || at <= slash)
 		return;
 	json_object_set_new(obj, "app", string_lossy(text + 1,
 						     (size_t)(slash - text - 1)));

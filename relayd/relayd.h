@@ -80,6 +80,7 @@ extern const relayd_var relayd_vars[];
 /* Is @name[0..@len) one of relayd_vars, or read by the library? */
 bool relayd_var_known(const char *name, size_t len);
 /* The entry of relayd_vars closest to @name[0..@len) (edit distance). */
+/* (NULL for a name of 63 bytes or more, too long to compare.) */
 const char *relayd_var_closest(const char *name, size_t len);
 /* Log RELAYD-CFG01 for each variable of the environment that starts
  * RELAY_, REDIS_, METRICS_, LOG_ or MAX_ and is not known; how many. */

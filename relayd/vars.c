@@ -114,6 +114,7 @@ static size_t distance(const char *a, size_t al, const char *b)
 	return row[bl];
 }
 
+/* NULL for a name too long to compare (63 bytes or more). */
 const char *relayd_var_closest(const char *name, size_t len)
 {
 	const char *best = NULL;
@@ -147,7 +148,7 @@ size_t relayd_vars_warn_unknown(void)
 	char **e;
 
 	for (e = environ; e && *e; e++) {
-		const char *eq = strchr(*e, '=');
+		const char *eq = strchr(*e, '='), *closest;
 		size_t len = eq ? (size_t)(eq - *e) : strlen(*e);
 		char name[80];
 
@@ -157,10 +158,12 @@ size_t relayd_vars_warn_unknown(void)
 		if (!prefixes[i] || relayd_var_known(*e, len))
 			continue;
 		safe_name(name, sizeof(name), *e, len);
+		closest = relayd_var_closest(*e, len);
 		relayd_log(RELAY_LOG_WARN, "RELAYD-CFG01",
-			   "unknown variable %s is ignored; did you mean %s? "
+			   "unknown variable %s is ignored%s%s%s "
 			   "(relayd --help lists every variable)", name,
-			   relayd_var_closest(*e, len));
+			   closest ? "; did you mean " : "",
+			   closest ? closest : "", closest ? "?" : "");
 		n++;
 	}
 	return n;

@@ -105,6 +105,12 @@ def unknown_variable_warns_with_closest():
                             rf"ignored; did you mean {good}\?", err),
                   f"{bad} -> {good} in {err!r}")
         check("OTHER_THING" not in err, "only our prefixes are checked")
+        # A name too long to compare is still named, without a guess.
+        long = "RELAY_" + "X" * 70
+        rc, out, err = run_relayd(dict(vars, **{long: "1"}), ["--check"])
+        check(re.search(rf"unknown variable {long} is ignored "
+                        r"\(relayd --help", err), err)
+        check("(null)" not in err, err)
         check("\x1b" not in err, "a control byte was echoed")
         # Known variables, and those the library reads, are not warned.
         rc, out, err = run_relayd(base(env, RELAY_BOOTSTRAP_DIR="/x",
