@@ -14,7 +14,8 @@
 /* @secs as "45s", "3m12s", "2h5m", "3d4h" ("0s" for <= 0). */
 char *relayctl_fmt_age(int64_t secs, char *buf, size_t size);
 
-/* Parse "YYYY-MM-DDTHH:MM:SS[.fff]Z" into Unix ms. Returns 0 or -1. */
+/* Parse an RFC 3339 time, "YYYY-MM-DD(T|t| )HH:MM:SS[.frac](Z|z|+HH:MM|
+ * -HH:MM)", into Unix ms (days checked against the month). 0 or -1. */
 int relayctl_parse_time(const char *s, int64_t *ms);
 
 /* The wall clock in Unix ms. */
