@@ -249,6 +249,23 @@ int relay__bwrap_env_fd(char *const *env, int seccomp_fdno, int *out,
 	return 0;
 }
 
+int relay__bwrap_fds(char *const *env, int args_fdno, int *args_fd,
+		     int *seccomp_fd, relay_error *err)
+{
+	int rc;
+
+	*args_fd = -1;
+	rc = relay__sandbox_seccomp_fd(seccomp_fd, err);
+	if (rc == 0)
+		rc = relay__bwrap_env_fd(env, *seccomp_fd >= 0 ?
+					 args_fdno + 1 : -1, args_fd, err);
+	if (rc != 0 && *seccomp_fd >= 0) {
+		close(*seccomp_fd);
+		*seccomp_fd = -1;
+	}
+	return rc;
+}
+
 /*
  * Spawn @spec's sandbox running @inner (NULL: the handler). With @pooled
  * the per-invocation variables (RELAY_HANDLER, RELAY_MESSAGE_ID) are left
@@ -287,11 +304,8 @@ static int spawn_inner(relay__builtin *b, const relay_exec_spec *spec,
 		env.n = k;
 		env.v[k] = NULL;
 	}
-	rc = relay__sandbox_seccomp_fd(&seccomp_fd, err);
-	if (rc == 0)
-		rc = relay__bwrap_env_fd(env.v, seccomp_fd >= 0 ?
-					 RELAY__SPAWN_ARGS_FDNO(-1) + 1 : -1,
-					 &args_fd, err);
+	rc = relay__bwrap_fds(env.v, RELAY__SPAWN_ARGS_FDNO(-1), &args_fd,
+			      &seccomp_fd, err);
 	if (rc != 0)
 		goto done;
 	if (lim.pids)
@@ -390,23 +404,37 @@ static int probe(relay__builtin *b, relay_error *err)
 	relay_proc proc;
 	relay__spawn_req req = RELAY__SPAWN_REQ_INIT;
 	char msg[200] = "";
-	int rc, status = 0;
+	int rc, status = 0, args_fd = -1, seccomp_fd = -1;
 	ssize_t n;
 
 	spec.app = spec.handler = "probe";
 	spec.app_dir = "/usr";
 	spec.argv = argv;
-	rc = build_argv(b, &spec, NULL, false, -1, &a, err);
+	/* Exactly what handlers will get: the environment and the
+	 * seccomp filter as descriptors (a bwrap without --args,
+	 * --clearenv or --seccomp fails here, not at every spawn). */
+	rc = relay__bwrap_fds(host_env, RELAY__SPAWN_ARGS_FDNO(-1), &args_fd,
+			      &seccomp_fd, err);
+	if (rc == 0)
+		rc = build_argv(b, &spec, NULL, false,
+				RELAY__SPAWN_ARGS_FDNO(-1), &a, err);
 	if (rc != 0)
-		return rc;
+		goto out;
 	req.path = b->bwrap;
 	req.argv = a.v;
 	req.envp = host_env;
+	req.args_fd = args_fd;
+	req.seccomp_fd = seccomp_fd;
 	req.cwd = "/";
 	req.limits = NULL;
 	req.cred = &b->cred;  /* probe exactly what handlers will get */
 	rc = relay__spawn(&req, &proc, err);
+out:
 	relay__strv_free(&a);
+	if (args_fd >= 0)
+		close(args_fd);
+	if (seccomp_fd >= 0)
+		close(seccomp_fd);
 	if (rc != 0)
 		return rc;
 	close(proc.stdin_fd);

@@ -91,9 +91,15 @@ int relay__builtin_signal(relay_runtime_backend *rb, relay_proc *proc,
 			  int sig)
 {
 	(void)rb;
-	if (kill(-proc->pid, sig) != 0 && errno != ESRCH)
-		return RELAY_EBACKEND;
-	return 0;
+	if (kill(-proc->pid, sig) == 0)
+		return 0;
+	/* No such group: the child has not made its session yet (a warm
+	 * exec invocation is reported before its setsid()), or is gone.
+	 * Before setsid() it has no children, so the process is the
+	 * invocation. */
+	if (errno == ESRCH && (kill(proc->pid, sig) == 0 || errno == ESRCH))
+		return 0;
+	return RELAY_EBACKEND;
 }
 
 void relay__builtin_release(relay_runtime_backend *rb, relay_proc *proc)

@@ -14,7 +14,8 @@
  * The filter is classic BPF, handed to bwrap (--seccomp FD), which loads
  * it just before it executes the sandbox's first process, so the handler
  * and everything it starts (warm parents and their slots included) run
- * under it. On x86_64 the i386 and x32 entry points are covered too (a
+ * under it. On x86_64 the i386 and x32 entry points are covered too, on
+ * aarch64 the AArch32 one (a
  * 32-bit binary could otherwise reach the same calls by other numbers).
  * On an architecture this file does not know, there is no filter and
  * doc/sandbox.md says so.
@@ -35,12 +36,19 @@
 #if defined(__x86_64__)
 #define NATIVE_ARCH AUDIT_ARCH_X86_64
 #define X32_BIT 0x40000000u
-/* i386's numbers for add_key, request_key, keyctl. */
-#define I386_ADD_KEY 286u
-#define I386_REQUEST_KEY 287u
-#define I386_KEYCTL 288u
+/* The 32-bit entry (i386): its numbers for add_key, request_key,
+ * keyctl. A static 32-bit binary needs no loader, so it must be covered. */
+#define COMPAT_ARCH AUDIT_ARCH_I386
+#define COMPAT_ADD_KEY 286u
+#define COMPAT_REQUEST_KEY 287u
+#define COMPAT_KEYCTL 288u
 #elif defined(__aarch64__)
 #define NATIVE_ARCH AUDIT_ARCH_AARCH64
+/* AArch32 (EABI) numbers. */
+#define COMPAT_ARCH AUDIT_ARCH_ARM
+#define COMPAT_ADD_KEY 309u
+#define COMPAT_REQUEST_KEY 310u
+#define COMPAT_KEYCTL 311u
 #elif defined(__riscv) && __riscv_xlen == 64
 #define NATIVE_ARCH AUDIT_ARCH_RISCV64
 #elif defined(__powerpc64__) && __BYTE_ORDER__ == __ORDER_LITTLE_ENDIAN__
@@ -61,23 +69,24 @@ static size_t build(struct sock_filter *f)
 	const unsigned int nr = offsetof(struct seccomp_data, nr);
 
 	f[n++] = (struct sock_filter)BPF_STMT(BPF_LD | BPF_W | BPF_ABS, arch);
-#ifdef I386_KEYCTL
-	/* i386 (int 0x80 from a 32-bit binary): its own numbers. */
+#ifdef COMPAT_KEYCTL
+	/* The 32-bit entry of a 64-bit kernel: its own numbers. */
 	f[n++] = (struct sock_filter)BPF_JUMP(BPF_JMP | BPF_JEQ | BPF_K,
-					      AUDIT_ARCH_I386, 0, 6);
+					      COMPAT_ARCH, 0, 6);
 	f[n++] = (struct sock_filter)BPF_STMT(BPF_LD | BPF_W | BPF_ABS, nr);
 	f[n++] = (struct sock_filter)BPF_JUMP(BPF_JMP | BPF_JEQ | BPF_K,
-					      I386_ADD_KEY, 3, 0);
+					      COMPAT_ADD_KEY, 3, 0);
 	f[n++] = (struct sock_filter)BPF_JUMP(BPF_JMP | BPF_JEQ | BPF_K,
-					      I386_REQUEST_KEY, 2, 0);
+					      COMPAT_REQUEST_KEY, 2, 0);
 	f[n++] = (struct sock_filter)BPF_JUMP(BPF_JMP | BPF_JEQ | BPF_K,
-					      I386_KEYCTL, 1, 0);
+					      COMPAT_KEYCTL, 1, 0);
 	f[n++] = (struct sock_filter)BPF_STMT(BPF_RET | BPF_K,
 					      SECCOMP_RET_ALLOW);
 	f[n++] = (struct sock_filter)BPF_STMT(BPF_RET | BPF_K, DENY);
 #endif
-	/* Any other foreign architecture: allowed (none has these calls
-	 * by the native numbers, and a foreign binary needs its loader). */
+	/* Any other entry point (none on x86_64 and aarch64 besides the
+	 * two handled; the 31/32-bit ones of s390x, ppc64le or riscv64
+	 * are not covered, which doc/sandbox.md says): allowed. */
 	f[n++] = (struct sock_filter)BPF_JUMP(BPF_JMP | BPF_JEQ | BPF_K,
 					      NATIVE_ARCH, 1, 0);
 	f[n++] = (struct sock_filter)BPF_STMT(BPF_RET | BPF_K,

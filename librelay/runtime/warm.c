@@ -291,16 +291,6 @@ static void exit_cb(struct ev_loop *loop, ev_io *wio, int revents)
 	relay__warm_parent_fault(p, RELAY_WARM_FAIL_CRASHED, "the warm sandbox exited");
 }
 
-static bool parent_alive(const relay__warm *w, const warm_parent *p)
-{
-	const warm_parent *x;
-
-	for (x = w->parents; x; x = x->next)
-		if (x == p)
-			return true;
-	return false;
-}
-
 static void watchdog_cb(struct ev_loop *loop, ev_timer *t, int revents)
 {
 	warm_parent *p = t->data;
@@ -320,8 +310,8 @@ static void watchdog_cb(struct ev_loop *loop, ev_timer *t, int revents)
 	 */
 	for (i = 0; i < 16 && rc > 0; i++)
 		rc = relay__warm_ctl_read(p, 64);
-	/* Freed by the reading, or by a callback run meanwhile. */
-	if (rc < 0 || !parent_alive(w, p))
+	/* Freed by the reading (or by a callback it ran): -1. */
+	if (rc < 0)
 		return;
 	due = relay__warm_deadline(p);
 	if (!due)
@@ -427,11 +417,8 @@ static int spawn_parent(relay__warm *w, warm_parent *p,
 				      "control socket: %s", strerror(errno));
 		goto done;
 	}
-	rc = relay__sandbox_seccomp_fd(&seccomp_fd, err);
-	if (rc == 0)
-		rc = relay__bwrap_env_fd(penv.v, seccomp_fd >= 0 ?
-					 RELAY__SPAWN_ARGS_FDNO(3) + 1 : -1,
-					 &args_fd, err);
+	rc = relay__bwrap_fds(penv.v, RELAY__SPAWN_ARGS_FDNO(3), &args_fd,
+			      &seccomp_fd, err);
 	if (rc != 0)
 		goto done;
 	req.path = argv.v[0];

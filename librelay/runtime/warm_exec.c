@@ -15,8 +15,9 @@
  * session, and sends "S id" with H's pidfd to relayd. H waits for "g" on
  * the go pipe relayd sent with the request when the invocation has
  * cgroups (relayd moved H in: only H and its descendants are the
- * invocation's, as in the python3 server), sets rlimits, makes its own
- * user namespace (warm_fresh.h), drops every capability, resets every
+ * invocation's, as in the python3 server), sets rlimits, empties its
+ * bounding set (no user namespace of its own: see run_h), drops every
+ * capability, resets every
  * signal, takes the invocation's stdio and exactly the cold environment,
  * and execs CMD. N exits with H's status (128+signal when killed), which
  * takes the invocation's leftovers down with it, and the server reports
@@ -127,8 +128,10 @@ static void __attribute__((noreturn)) run_h(char **env, int go,
 	/* No user namespace of its own, unlike a python3 invocation: N
 	 * lives for this invocation only, so there is nothing of a slot to
 	 * keep from H, and the one thing a namespace would add, new
-	 * keyrings, no sandbox has (seccomp.c). It cost about 0.5-0.8 ms
-	 * of every exec start on a host where namespaces are slow. */
+	 * keyrings, no sandbox has where seccomp.c has a filter (x86_64,
+	 * aarch64 and the others it names; doc/sandbox.md says which). It
+	 * cost about 0.5-0.8 ms of every exec start on a host where
+	 * namespaces are slow. */
 	if (relay__warm_drop_bounding() != 0)
 		die("capability bounding set");
 	memset(data, 0, sizeof(data));

@@ -9,8 +9,9 @@
  *    sandbox shares through the mount namespaces copied from it. A file
  *    left there, a replaced /dev/fd symlink or a chmod of /dev/pts would
  *    be seen by later invocations.
- *  - its own user namespace (the same uid and gid, mapped onto
- *    themselves), so its user and user-session keyrings are new: the
+ *  - python3 (warm_slot.c) only: its own user namespace (the same uid
+ *    and gid, mapped onto themselves), so its user and user-session
+ *    keyrings are new (where seccomp.c leaves the keyring at all): the
  *    kernel keeps one per user namespace and uid, and every invocation of
  *    a parent is in the parent's; and a new session keyring when it
  *    inherited one.
@@ -92,10 +93,16 @@ static inline int relay__warm_dev_learn(struct relay__warm_dev *d)
 		if (strcmp(de->d_name, ".") == 0 ||
 		    strcmp(de->d_name, "..") == 0)
 			continue;
-		if (d->n == RELAY__WARM_DEV_MAX ||
-		    strlen(de->d_name) >= sizeof(x->name) ||
-		    fstatat(fd, de->d_name, &st, AT_SYMLINK_NOFOLLOW) != 0) {
-			e = errno ? errno : ENAMETOOLONG;
+		if (d->n == RELAY__WARM_DEV_MAX) {
+			e = ENOSPC;
+			break;
+		}
+		if (strlen(de->d_name) >= sizeof(x->name)) {
+			e = ENAMETOOLONG;
+			break;
+		}
+		if (fstatat(fd, de->d_name, &st, AT_SYMLINK_NOFOLLOW) != 0) {
+			e = errno;
 			break;
 		}
 		x = &d->e[d->n++];
@@ -127,6 +134,10 @@ static inline int relay__warm_dev_learn(struct relay__warm_dev *d)
 	}
 	closedir(dir);
 	if (e) {
+		/* Nothing learnt: the nodes opened so far are closed. */
+		while (d->n > 0)
+			if (d->e[--d->n].node >= 0)
+				close(d->e[d->n].node);
 		errno = e;
 		return -1;
 	}
