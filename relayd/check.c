@@ -17,11 +17,34 @@
  * --check: ok" or "relayd --check: N problem(s)". Returns the exit status:
  * 0 when every step passed, 1 otherwise.
  */
+#include <stdarg.h>
 #include <stdio.h>
 #include <string.h>
 
 #include "relay/relay.h"
 #include "relayd.h"
+
+static int say(FILE *f, const char *fmt, ...)
+	__attribute__((format(printf, 2, 3)));
+
+/*
+ * One line of the report. What it echoes (RELAY_APPS_DIR, template
+ * error texts, the Redis server's answer) is printed through
+ * relayd_escape_ctl, so no value can drive the terminal or forge a line.
+ * Returns 1 (a problem counts one), so FAILED lines can be summed.
+ */
+static int say(FILE *f, const char *fmt, ...)
+{
+	char raw[2048], out[2048];
+	va_list ap;
+
+	va_start(ap, fmt);
+	vsnprintf(raw, sizeof(raw), fmt, ap);
+	va_end(ap);
+	relayd_escape_ctl(raw, out, sizeof(out));
+	fprintf(f, "%s\n", out);
+	return 1;
+}
 
 static void app_problem(const char *app, const relay_error *err,
 			void *payload)
@@ -30,7 +53,7 @@ static void app_problem(const char *app, const relay_error *err,
 	size_t *n = payload;
 
 	relay_error_format(err, buf, sizeof(buf));
-	fprintf(stderr, "%s: %s\n", app ? app : "-", buf);
+	say(stderr, "%s: %s", app ? app : "-", buf);
 	(*n)++;
 }
 
@@ -42,7 +65,7 @@ static int check_apps(const relayd_config *c)
 
 	rc = relay_appset_load(&set, c->apps_dir, app_problem, &problems);
 	if (rc) {
-		printf("apps: FAILED: RELAY_APPS_DIR \"%s\": %s\n",
+		say(stdout, "apps: FAILED: RELAY_APPS_DIR \"%s\": %s",
 		       c->apps_dir, rc == RELAY_ENOTFOUND ?
 		       "does not exist" : relay_strerror(rc));
 		return 1;
@@ -53,11 +76,11 @@ static int check_apps(const relayd_config *c)
 			invalid++;
 	relay_appset_free(set);
 	if (invalid || problems) {
-		printf("apps: FAILED: %zu of %zu app(s) in %s invalid "
-		       "(problems above)\n", invalid, n, c->apps_dir);
+		say(stdout, "apps: FAILED: %zu of %zu app(s) in %s invalid "
+		    "(problems above)", invalid, n, c->apps_dir);
 		return 1;
 	}
-	printf("apps: ok (%zu in %s)\n", n, c->apps_dir);
+	say(stdout, "apps: ok (%zu in %s)", n, c->apps_dir);
 	return 0;
 }
 
@@ -71,11 +94,11 @@ static int check_sandbox(const relayd_config *c)
 	ro.backend = c->sandbox;
 	ro.sandbox_user = c->sandbox_user;
 	if (relay_runtime_new(&rt, &ro, &err)) {
-		printf("sandbox: FAILED: RELAY_SANDBOX=%s: %s\n", c->sandbox,
+		say(stdout, "sandbox: FAILED: RELAY_SANDBOX=%s: %s", c->sandbox,
 		       err.text);
 		return 1;
 	}
-	printf("sandbox: ok (%s)\n", relay_runtime_backend_name(rt));
+	say(stdout, "sandbox: ok (%s)", relay_runtime_backend_name(rt));
 	relay_runtime_free(rt);
 	return 0;
 }
@@ -99,7 +122,7 @@ static int check_redis(const relayd_config *c)
 	if (rc) {
 		/* The server's own words when it said something (e.g.
 		 * NOAUTH), never the URI's password. */
-		printf("redis: FAILED: %s does not answer PING: %s\n",
+		say(stdout, "redis: FAILED: %s does not answer PING: %s",
 		       c->redis_uri_safe,
 		       b && *relay_redis_errstr(b) ? relay_redis_errstr(b)
 						   : relay_strerror(rc));
@@ -112,10 +135,10 @@ static int check_redis(const relayd_config *c)
 				      (const char *const *)c->streams,
 				      c->nstreams, c->group, &o, why,
 				      sizeof(why))) {
-		printf("redis: FAILED: %s\n", why);
+		say(stdout, "redis: FAILED: %s", why);
 		return 1;
 	}
-	printf("redis: ok (%s answers PING)\n", c->redis_uri_safe);
+	say(stdout, "redis: ok (%s answers PING)", c->redis_uri_safe);
 	return 0;
 }
 
@@ -123,25 +146,25 @@ int relayd_check(const relayd_config *c)
 {
 	int problems = 0;
 
-	printf("configuration: ok (stream %s, group %s, consumer %s)\n",
+	say(stdout, "configuration: ok (stream %s, group %s, consumer %s)",
 	       c->stream, c->group, c->consumer);
 	problems += check_apps(c);
 	problems += check_sandbox(c);
 	problems += check_redis(c);
 	if (!c->metrics_host)
-		printf("metrics: off (METRICS_ADDR unset)\n");
+		say(stdout, "metrics: off (METRICS_ADDR unset)");
 	else if (!relayd_http_available())
-		problems += printf("metrics: FAILED: METRICS_ADDR set, but "
-				   "this relayd was built without "
-				   "libmicrohttpd\n") > 0;
+		problems += say(stdout, "metrics: FAILED: METRICS_ADDR set, "
+				"but this relayd was built without "
+				"libmicrohttpd");
 	else
-		printf("metrics: %s:%d (/metrics, /healthz, /readyz)\n",
+		say(stdout, "metrics: %s:%d (/metrics, /healthz, /readyz)",
 		       *c->metrics_host ? c->metrics_host : "*",
 		       c->metrics_port);
 	if (problems)
-		printf("relayd --check: %d problem(s)\n", problems);
+		say(stdout, "relayd --check: %d problem(s)", problems);
 	else
-		printf("relayd --check: ok\n");
+		say(stdout, "relayd --check: ok");
 	fflush(stdout);
 	return problems ? 1 : 0;
 }

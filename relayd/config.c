@@ -28,11 +28,15 @@ static int fail(char *errbuf, size_t size, const char *fmt, ...)
 
 static int fail(char *errbuf, size_t size, const char *fmt, ...)
 {
+	char raw[1024];
 	va_list ap;
 
+	/* The message echoes values from the environment: print them so
+	 * that they cannot drive the terminal or split the line. */
 	va_start(ap, fmt);
-	vsnprintf(errbuf, size, fmt, ap);
+	vsnprintf(raw, sizeof(raw), fmt, ap);
 	va_end(ap);
+	relayd_escape_ctl(raw, errbuf, size);
 	return -1;
 }
 

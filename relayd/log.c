@@ -257,6 +257,33 @@ static void lift_kv(const char *msg, json_t *obj)
 	}
 }
 
+char *relayd_escape_ctl(const char *src, char *dst, size_t size)
+{
+	const unsigned char *s = (const unsigned char *)src;
+	size_t n = 0;
+
+	if (!size)
+		return dst;
+	for (; *s; s++) {
+		bool c1 = s[0] == 0xc2 && s[1] >= 0x80 && s[1] <= 0x9f;
+
+		if (*s < 0x20 || *s == 0x7f || c1) {
+			if (n + (c1 ? 8 : 4) >= size)
+				break;
+			n += (size_t)snprintf(dst + n, size - n, "\\x%02x", *s);
+			if (c1)
+				n += (size_t)snprintf(dst + n, size - n,
+						      "\\x%02x", *++s);
+			continue;
+		}
+		if (n + 1 >= size)
+			break;
+		dst[n++] = (char)*s;
+	}
+	dst[n] = '\0';
+	return dst;
+}
+
 /* text mode: one message stays one line whatever a name or an error
  * text holds: control characters are written as '?'. */
 static void put_clean(FILE *f, const char *s)

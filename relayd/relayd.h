@@ -132,6 +132,16 @@ char *relayd_log_output_record(const char *text, size_t len,
 			       const char *stream, size_t *n);
 /* Write @n bytes of @rec (a record) to stderr in one go. */
 void relayd_log_write(const char *rec, size_t n);
+/*
+ * Copy @src into @dst (@size bytes, NUL-terminated, cut to fit) with the
+ * bytes a terminal would act on written as \xNN: C0 controls, DEL and
+ * the UTF-8 encodings of the C1 controls (U+0080..U+009F, e.g. CSI).
+ * Everything else, UTF-8 included, is copied as is. For the lines relayd
+ * prints before its logger exists (configuration errors, --check), which
+ * echo environment values, paths and texts from Redis or templates.
+ * Returns @dst.
+ */
+char *relayd_escape_ctl(const char *src, char *dst, size_t size);
 
 /* ---- stats.c ---------------------------------------------------------- */
 

@@ -87,6 +87,31 @@ def check_bad_configuration_one_line():
         check("MAX_CONCURRENCY" in err, err)
 
 
+# What relayd echoes before its logger exists (a bad value of any
+# variable, RELAY_APPS_DIR and the Redis answer in --check) cannot drive
+# the terminal: ESC, BEL, DEL and a C1 CSI come out as \\xNN, one line.
+@case
+def config_errors_and_check_escape_control_bytes():
+    evil = "x\x1b]0;pwn\x07\x7f\u009by"
+    shown = "x\\x1b]0;pwn\\x07\\x7f\\xc2\\x9by"
+    raws = ("\x1b", "\x07", "\x7f", "\u009b")
+    with Env() as env:
+        for var in ("LOG_LEVEL", "MAX_CONCURRENCY", "RELAY_WARM_IDLE"):
+            rc, out, err = run_relayd(base(env, **{var: evil}), ["--check"])
+            eq(rc, 1, f"{var}: exit status ({err!r})")
+            eq(len(err.splitlines()), 1, f"{var}: one line: {err!r}")
+            check(shown in err, f"{var}: escaped value in {err!r}")
+            for raw in raws:
+                check(raw not in err, f"{var}: raw {raw!r} in {err!r}")
+        apps = os.path.join(env.dir, evil)
+        rc, out, err = run_relayd(base(env, RELAY_APPS_DIR=apps),
+                                  ["--check"])
+        eq(rc, 1, f"missing apps dir: exit status ({out!r})")
+        check("apps: FAILED: RELAY_APPS_DIR" in out and shown in out, out)
+        for raw in raws:
+            check(raw not in out + err, f"--check: raw {raw!r} in {out!r}")
+
+
 @case
 def unknown_variable_warns_with_closest():
     with Env() as env:
