@@ -169,6 +169,11 @@ static void test_pattern__cases_combining(void)
 	run_cases("combining.test");
 }
 
+static void test_pattern__cases_eventbridge(void)
+{
+	run_cases("eventbridge.test");
+}
+
 /* "pattern:" / "error:" pairs; returns how many were checked. */
 static int run_invalid_text(char *text)
 {
@@ -212,6 +217,15 @@ static int run_invalid_text(char *text)
 static void test_pattern__invalid(void)
 {
 	char *text = slurp("invalid.test");
+
+	RT_ASSERT(text);
+	RT_CHECK(run_invalid_text(text) > 40);
+	free(text);
+}
+
+static void test_pattern__invalid_eventbridge(void)
+{
+	char *text = slurp("eventbridge-invalid.test");
 
 	RT_ASSERT(text);
 	RT_CHECK(run_invalid_text(text) > 40);
@@ -539,6 +553,8 @@ static const rt_case cases[] = {
 	RT_CASE(test_pattern__cases_comparison),
 	RT_CASE(test_pattern__cases_combining),
 	RT_CASE(test_pattern__invalid),
+	RT_CASE(test_pattern__cases_eventbridge),
+	RT_CASE(test_pattern__invalid_eventbridge),
 	RT_CASE(test_pattern__doc),
 	RT_CASE(test_pattern__depth_bound),
 	RT_CASE(test_pattern__marks),
