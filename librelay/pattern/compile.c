@@ -434,8 +434,6 @@ static int compile_map_alt(cctx *c, const relay__pnode *n, int depth,
 static int compile_alt(cctx *c, const relay__pnode *n, int depth,
 		       relay__pat_alt *alt)
 {
-	if (relay__pc_weigh(c, n, 1))
-		return RELAY_EPARSE;
 	switch (n->kind) {
 	case RELAY__PNODE_NULL:
 		alt->kind = RELAY__PAT_EQ_NULL;

@@ -32,9 +32,9 @@ int relay__pc_weigh(cctx *c, const relay__pnode *n, unsigned w)
 		return 0;
 	c->over = true;
 	return fail(c, n, "pattern too complex: its complexity exceeds %d "
-		    "(alternatives, anything-but values, wildcard stars and "
-		    "$or branches each count; see doc/patterns.md section 9): "
-		    "split it into several rules",
+		    "(each new-style operator, anything-but value, wildcard "
+		    "star and $or branch counts one; see doc/patterns.md "
+		    "section 9): split it into several rules",
 		    RELAY__PATTERN_MAX_COMPLEXITY);
 }
 
@@ -349,6 +349,8 @@ int relay__pc_op_ext(cctx *c, const relay__pnode *v, int opi,
 {
 	const relay__pnode *k;
 
+	if (relay__pc_weigh(c, v, 1))
+		return RELAY_EPARSE;
 	switch (opi) {
 	case OPI_PREFIX:
 	case OPI_SUFFIX:

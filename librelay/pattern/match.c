@@ -15,8 +15,8 @@ static bool str_eq(const json_t *v, const relay__pat_alt *a)
 	       memcmp(json_string_value(v), a->str, a->len) == 0;
 }
 
-static bool alt_match(const relay__pat_alt *a, const json_t *v,
-		      relay_wall_ms now)
+bool relay__pat_alt_match(const relay__pat_alt *a, const json_t *v,
+			  relay_wall_ms now)
 {
 	relay__instant t;
 	size_t n;
@@ -88,7 +88,7 @@ static bool alt_match(const relay__pat_alt *a, const json_t *v,
 		if (json_is_array(v) || json_is_object(v))
 			return false;
 		for (n = 0; n < a->nsub; n++)
-			if (alt_match(&a->sub[n], v, now))
+			if (relay__pat_alt_match(&a->sub[n], v, now))
 				return false;
 		return true;
 	default:
@@ -113,7 +113,7 @@ bool relay__pat_map_match(const relay__pat_map *m, const json_t *obj,
 		if (obj)
 			v = json_object_getn(obj, f->name, f->name_len);
 		for (j = 0; j < f->nalts && !any; j++)
-			any = alt_match(&f->alts[j], v, now);
+			any = relay__pat_alt_match(&f->alts[j], v, now);
 		if (!any)
 			return false;
 	}

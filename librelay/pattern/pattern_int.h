@@ -177,6 +177,9 @@ int relay__pat_map_copy(relay__pat_map *d, const relay__pat_map *s);
 
 /* Whether the event object @obj satisfies @m; @obj may be NULL or a
  * non-object, in which case every field is absent. */
+/* Whether alternative @a holds for value @v (NULL: absent). */
+bool relay__pat_alt_match(const relay__pat_alt *a, const json_t *v,
+			  relay_wall_ms now);
 bool relay__pat_map_match(const relay__pat_map *m, const json_t *obj,
 			  relay_wall_ms now);
 

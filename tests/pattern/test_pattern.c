@@ -546,7 +546,46 @@ static void test_pattern__api(void)
 	json_decref(j);
 }
 
+static void explain_cat(void *arg, const char *path, size_t alt,
+			const char *what)
+{
+	char *o = arg;
+
+	(void)alt;
+	snprintf(o + strlen(o), 1024 - strlen(o), "%s: %s; ", path, what);
+}
+
+/* relay_pattern_explain() names the alternative that held, per field. */
+static void test_pattern__explain(void)
+{
+	static const char *const pat =
+		"{\"ip\": [{\"cidr\": \"10.0.0.0/8\"}, {\"cidr\": "
+		"\"2001:db8::/32\"}], \"o\": {\"n\": [{\"numeric\": "
+		"[\">\", 0, \"<=\", 5]}]}, \"$or\": [{\"a\": [1]}, "
+		"{\"s\": [{\"anything-but\": [\"x\"]}]}]}";
+	json_t *pj = json_loads(pat, 0, NULL), *ev;
+	relay_pattern *p = NULL;
+	char out[1024] = "";
+
+	RT_ASSERT(pj && relay_pattern_compile(&p, pj, NULL) == 0);
+	ev = json_loads("{\"ip\": \"2001:db8::7\", \"o\": {\"n\": 5}, "
+			"\"s\": \"y\"}", 0, NULL);
+	RT_EQ_INT(relay_pattern_explain(p, ev, NOW, explain_cat, out), 1);
+	RT_EQ_STR(out, "ip[1]: cidr 2001:db8::/32; o.n[0]: numeric > 0 <= 5; "
+		  "$or[1].s[0]: anything-but [\"x\"]; ");
+	json_decref(ev);
+	ev = json_loads("{\"ip\": \"11.0.0.1\", \"o\": {\"n\": 5}, "
+			"\"a\": 1}", 0, NULL);
+	out[0] = '\0';
+	RT_EQ_INT(relay_pattern_explain(p, ev, NOW, explain_cat, out), 0);
+	RT_EQ_STR(out, "");
+	json_decref(ev);
+	json_decref(pj);
+	relay_pattern_free(p);
+}
+
 static const rt_case cases[] = {
+	RT_CASE(test_pattern__explain),
 	RT_CASE(test_pattern__cases_syntax),
 	RT_CASE(test_pattern__cases_literals),
 	RT_CASE(test_pattern__cases_operators),
