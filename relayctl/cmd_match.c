@@ -2,7 +2,8 @@
  * cmd_match.c - relayctl match [--apps DIR] EVENT_FILE|-
  *
  * Prints "<app>/<handler>" for each rule the event matches, in dispatch
- * order (apps by name, rules in declaration order), through the same
+ * order (with --explain, followed by one indented line per condition that
+ * decided the match: which alternative of which field held) (apps by name, rules in declaration order), through the same
  * relay_appset_match() path relayd uses. Nothing is printed when no rule
  * matches; the exit status is still 0. Any invalid template fails the
  * whole command (exit 1, validate-style lines), because matching against
@@ -13,6 +14,7 @@
  * pattern-matched; a malformed one fails as relayd would dead-letter it
  * (relay_schedule_occurrence_parse(), the engine's check).
  */
+#include <stdbool.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -52,13 +54,16 @@ static int schedule_event(const char *what, const char *json, size_t len)
 
 static void usage(FILE *f)
 {
-	fputs("usage: relayctl match [--apps DIR] [--now MS] EVENT_FILE|-\n\n"
+	fputs("usage: relayctl match [--apps DIR] [--now MS] [--explain] "
+	      "EVENT_FILE|-\n\n"
 	      "Print <app>/<handler> for each rule the JSON event matches, in\n"
 	      "dispatch order. \"-\" reads the event from stdin.\n\n"
 	      "  --apps DIR  the apps directory ($RELAY_APPS_DIR, default\n"
 	      "              /etc/relay/apps)\n"
 	      "  --now MS    evaluate now() as this Unix time in milliseconds\n"
 	      "              (default: the wall clock)\n"
+	      "  --explain   under each rule, say which alternative of which\n"
+	      "              field matched (\"  state[0]: anything-but [...]\")\n"
 	      "  -h, --help  show this help\n\n"
 	      "Exit status: 0 success (also when nothing matches), 1 invalid\n"
 	      "template or event, 2 usage error.\n",
@@ -79,8 +84,28 @@ static int parse_now(const char *s, relay_wall_ms *now)
 	return 0;
 }
 
-static int run(relay_appset *set, const char *event_path, relay_wall_ms now)
+static void explain_line(void *arg, const char *path, size_t alt,
+			 const char *what)
 {
+	(void)arg;
+	(void)alt;
+	printf("  %s: %s\n", relayctl_c(path), relayctl_c(what));
+}
+
+/* The decoded event for --explain; NULL (and nothing explained) if jansson
+ * refuses a text the raw matcher accepted. */
+static void explain_rule(const relay_app_rule *rule, const json_t *ev,
+			 relay_wall_ms now)
+{
+	if (ev)
+		relay_pattern_explain(relay_app_rule_pattern(rule), ev, now,
+				      explain_line, NULL);
+}
+
+static int run(relay_appset *set, const char *event_path, relay_wall_ms now,
+	       bool explain)
+{
+	json_t *ev = NULL;
 	relay_matcher *m = NULL;
 	relay_app_match *v = NULL;
 	size_t n = 0, i, len;
@@ -116,11 +141,17 @@ static int run(relay_appset *set, const char *event_path, relay_wall_ms now)
 				    relay_strerror(rc));
 		goto done;
 	}
-	for (i = 0; i < n; i++)
+	if (explain)
+		ev = json_loadb(json, len, JSON_ALLOW_NUL, NULL);
+	for (i = 0; i < n; i++) {
 		printf("%s/%s\n", relayctl_c(relay_app_name(v[i].app)),
 		       relayctl_c(relay_app_rule_handler(v[i].rule)));
+		if (explain)
+			explain_rule(v[i].rule, ev, now);
+	}
 	rc = fflush(stdout) ? RELAYCTL_FAIL : RELAYCTL_OK;
 done:
+	json_decref(ev);
 	relay_free(v);
 	relay_matcher_free(m);
 	free(json);
@@ -132,6 +163,7 @@ int relayctl_cmd_match(int argc, char **argv)
 	const char *dir = NULL, *event = NULL, *now_s = NULL;
 	relay_wall_ms now = relay_clock_wall_ms(NULL);
 	relay_appset *set = NULL;
+	bool explain = false;
 	int i, rc;
 
 	for (i = 1; i < argc; i++) {
@@ -141,6 +173,10 @@ int relayctl_cmd_match(int argc, char **argv)
 		if (relayctl_is_help(argv[i])) {
 			usage(stdout);
 			return RELAYCTL_OK;
+		}
+		if (strcmp(argv[i], "--explain") == 0) {
+			explain = true;
+			continue;
 		}
 		o = relayctl_opt_value(argc, argv, &i, "--apps", "match", &v);
 		if (o > 0)
@@ -183,7 +219,7 @@ int relayctl_cmd_match(int argc, char **argv)
 	if (relay_appset_invalid_count(set))
 		rc = RELAYCTL_FAIL;
 	else
-		rc = run(set, event, now);
+		rc = run(set, event, now, explain);
 	relay_appset_free(set);
 	return rc;
 

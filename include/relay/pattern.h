@@ -63,6 +63,31 @@ RELAY_EXTERN int relay_pattern_match(const relay_pattern *p,
 				     const json_t *event, relay_wall_ms now);
 
 /**
+ * relay_pattern_explain_fn - one condition that decided a match.
+ * @arg: the caller's argument.
+ * @path: the field path and alternative index, e.g. "new_image.status[1]"
+ *   or "$or[0].a[0]" (**borrowed**, valid during the call).
+ * @alt: the index of the alternative in its field's list.
+ * @what: the alternative, e.g. "cidr 10.0.0.0/24" (**borrowed**).
+ */
+typedef void (*relay_pattern_explain_fn)(void *arg, const char *path,
+					 size_t alt, const char *what);
+
+/**
+ * relay_pattern_explain() - say why @p matches @event.
+ * Calls @fn (may be NULL) once for every field condition on the path that
+ * decided the match, in pattern order, naming the first alternative that
+ * holds; a nested map is reported through its children, an $or through
+ * the first branch that holds.
+ * Returns: 1 if @p matches @event at @now (as relay_pattern_match()), 0
+ * otherwise (then @fn is not called).
+ * Thread-safety: as relay_pattern_match().
+ */
+RELAY_EXTERN int relay_pattern_explain(const relay_pattern *p,
+				       const json_t *event, relay_wall_ms now,
+				       relay_pattern_explain_fn fn, void *arg);
+
+/**
  * relay_ruleset_new() - create an empty ruleset.
  * @out: receives the ruleset (**new**; free with relay_ruleset_free()).
  * Returns: 0 or RELAY_ENOMEM.

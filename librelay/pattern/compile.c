@@ -24,24 +24,12 @@
 #include <strings.h>
 
 #include "pattern_int.h"
-#include "pnode.h"
-
-typedef struct cctx {
-	const char *file;     /* for relay_error.path; may be NULL */
-	relay_error *err;     /* receives the first error; may be NULL */
-	relay__pattern_report_fn report; /* every error; may be NULL */
-	void *report_arg;
-	unsigned nerr;        /* errors so far */
-	char path[128];       /* field path of the node being compiled */
-	size_t plen;
-} cctx;
+#include "compile_int.h"
 
 static const char *const op_names[] = {
 	"prefix", "suffix", "exists", "gt", "gte", "lt", "lte",
+	"anything-but", "equals-ignore-case", "wildcard", "cidr", "numeric",
 };
-
-enum { OPI_PREFIX, OPI_SUFFIX, OPI_EXISTS, OPI_GT, OPI_GTE, OPI_LT,
-       OPI_LTE };
 
 static int op_index(const char *k, size_t len)
 {
@@ -54,7 +42,7 @@ static int op_index(const char *k, size_t len)
 	return -1;
 }
 
-static const char *kind_name(enum relay__pnode_kind k)
+const char *relay__pc_kind_name(enum relay__pnode_kind k)
 {
 	switch (k) {
 	case RELAY__PNODE_NULL: return "null";
@@ -66,8 +54,6 @@ static const char *kind_name(enum relay__pnode_kind k)
 	}
 }
 
-static int fail(cctx *c, const relay__pnode *n, const char *fmt, ...)
-	RELAY__PRINTF(3, 4);
 
 static int vfail(cctx *c, int line, int col, const char *fmt, va_list ap)
 	RELAY__PRINTF(4, 0);
@@ -93,7 +79,7 @@ static int vfail(cctx *c, int line, int col, const char *fmt, va_list ap)
 }
 
 /* An error at node @n. */
-static int fail(cctx *c, const relay__pnode *n, const char *fmt, ...)
+int relay__pc_fail(cctx *c, const relay__pnode *n, const char *fmt, ...)
 {
 	va_list ap;
 	int rc;
@@ -105,10 +91,7 @@ static int fail(cctx *c, const relay__pnode *n, const char *fmt, ...)
 }
 
 /* An error at the key of map member @n (at @n itself if unmarked). */
-static int fail_key(cctx *c, const relay__pnode *n, const char *fmt, ...)
-	RELAY__PRINTF(3, 4);
-
-static int fail_key(cctx *c, const relay__pnode *n, const char *fmt, ...)
+int relay__pc_fail_key(cctx *c, const relay__pnode *n, const char *fmt, ...)
 {
 	va_list ap;
 	int rc;
@@ -151,7 +134,7 @@ static size_t path_push_key(cctx *c, const char *key, size_t len)
 	return old;
 }
 
-static size_t path_push_index(cctx *c, size_t i)
+size_t relay__pc_push_index(cctx *c, size_t i)
 {
 	size_t old = c->plen;
 	int n;
@@ -164,7 +147,7 @@ static size_t path_push_index(cctx *c, size_t i)
 	return old;
 }
 
-static void path_pop(cctx *c, size_t old)
+void relay__pc_pop(cctx *c, size_t old)
 {
 	c->plen = old;
 	c->path[old] = '\0';
@@ -215,7 +198,8 @@ static const char *nearest_op(const char *k, size_t len)
 }
 
 /* Printable, shortened rendering of a key or string for messages. */
-static const char *shown(const char *s, size_t len, char *buf, size_t size)
+const char *relay__pc_shown(const char *s, size_t len, char *buf,
+			   size_t size)
 {
 	size_t i, o = 0;
 
@@ -236,7 +220,7 @@ static const char *shown(const char *s, size_t len, char *buf, size_t size)
  * very function the raw matcher uses, so a pattern literal and an event
  * number with the same text always compare equal.
  */
-static int parse_number(const char *s, size_t len, double *out)
+int relay__pc_number(const char *s, size_t len, double *out)
 {
 	char buf[128];
 	size_t i = 0, o = 0;
@@ -344,6 +328,12 @@ static int compile_op(cctx *c, const relay__pnode *v, int opi,
 {
 	const char *op = op_names[opi];
 
+	if (opi >= OPI_ANYBUT ||
+	    ((opi == OPI_PREFIX || opi == OPI_SUFFIX) &&
+	     v->kind == RELAY__PNODE_MAP && v->nchildren == 1 &&
+	     v->children[0].key_len == 18 &&
+	     !memcmp(v->children[0].key, "equals-ignore-case", 18)))
+		return relay__pc_op_ext(c, v, opi, alt);
 	if (v->kind == RELAY__PNODE_SEQ && opi == OPI_EXISTS)
 		return fail(c, v, "exists takes a boolean, not a list");
 	if (v->kind == RELAY__PNODE_SEQ || v->kind == RELAY__PNODE_MAP)
@@ -529,6 +519,51 @@ static int compile_cond(cctx *c, const relay__pnode *n, int depth,
 	}
 }
 
+/*
+ * "$or": [MAP, MAP, ...] at any map level: the map's fields AND at least
+ * one branch, each branch a map of field conditions on the same object.
+ */
+static int compile_or(cctx *c, const relay__pnode *n, int depth,
+		      relay__pat_map *out)
+{
+	size_t i, old;
+	int rc, res = 0;
+
+	if (out->ors)
+		return fail_key(c, n, "$or: only one $or per map");
+	if (n->kind != RELAY__PNODE_SEQ)
+		return fail(c, n, "$or takes a list of at least %d patterns, "
+			    "not a %s", RELAY__PATTERN_MIN_OR,
+			    kind_name(n->kind));
+	if (n->nchildren < RELAY__PATTERN_MIN_OR)
+		return fail(c, n, "$or needs at least %d branches (a single "
+			    "pattern needs no $or)", RELAY__PATTERN_MIN_OR);
+	out->ors = relay__calloc(n->nchildren, sizeof(*out->ors));
+	if (!out->ors)
+		return RELAY_ENOMEM;
+	out->nors = n->nchildren;
+	for (i = 0; i < n->nchildren; i++) {
+		const relay__pnode *b = &n->children[i];
+
+		old = path_push_key(c, "$or", 3);
+		path_push_index(c, i);
+		if (b->kind != RELAY__PNODE_MAP)
+			rc = fail(c, b, "an $or branch must be a map of field "
+				  "conditions, not a %s", kind_name(b->kind));
+		else if (b->nchildren == 0)
+			rc = fail(c, b, "empty map: an $or branch needs at "
+				  "least one field");
+		else if ((rc = relay__pc_weigh(c, b, 1)) == 0)
+			rc = compile_map(c, b, depth + 1, &out->ors[i]);
+		path_pop(c, old);
+		if (rc == RELAY_ENOMEM)
+			return rc;
+		if (rc)
+			res = rc;
+	}
+	return res;
+}
+
 static int compile_map(cctx *c, const relay__pnode *n, int depth,
 		       relay__pat_map *out)
 {
@@ -542,11 +577,19 @@ static int compile_map(cctx *c, const relay__pnode *n, int depth,
 	out->fields = relay__calloc(n->nchildren, sizeof(*out->fields));
 	if (!out->fields)
 		return RELAY_ENOMEM;
-	out->nfields = n->nchildren;
+	out->nfields = 0;
 	for (i = 0; i < n->nchildren; i++) {
 		const relay__pnode *ch = &n->children[i];
-		relay__pat_field *f = &out->fields[i];
+		relay__pat_field *f = &out->fields[out->nfields];
 
+		if (ch->key_len == 3 && !memcmp(ch->key, "$or", 3)) {
+			rc = compile_or(c, ch, depth, out);
+			if (rc == RELAY_ENOMEM)
+				return rc;
+			if (rc)
+				res = rc;
+			continue;
+		}
 		if (op_index(ch->key, ch->key_len) >= 0) {
 			res = fail_key(c, ch,
 				       "\"%s\" is an operator and cannot be "
@@ -555,6 +598,7 @@ static int compile_map(cctx *c, const relay__pnode *n, int depth,
 					     sizeof(b)));
 			continue;
 		}
+		out->nfields++;
 		f->name = relay__strndup(ch->key ? ch->key : "", ch->key_len);
 		if (!f->name)
 			return RELAY_ENOMEM;
@@ -574,24 +618,41 @@ void relay__pat_map_fini(relay__pat_map *m)
 {
 	size_t i, j;
 
-	if (!m || !m->fields)
+	if (!m)
 		return;
-	for (i = 0; i < m->nfields; i++) {
+	for (i = 0; m->fields && i < m->nfields; i++) {
 		relay__pat_field *f = &m->fields[i];
 
-		for (j = 0; f->alts && j < f->nalts; j++) {
-			relay__free(f->alts[j].str);
-			if (f->alts[j].map) {
-				relay__pat_map_fini(f->alts[j].map);
-				relay__free(f->alts[j].map);
-			}
-		}
+		for (j = 0; f->alts && j < f->nalts; j++)
+			relay__pat_alt_fini(&f->alts[j]);
 		relay__free(f->alts);
 		relay__free(f->name);
 	}
 	relay__free(m->fields);
 	m->fields = NULL;
 	m->nfields = 0;
+	for (i = 0; m->ors && i < m->nors; i++)
+		relay__pat_map_fini(&m->ors[i]);
+	relay__free(m->ors);
+	m->ors = NULL;
+	m->nors = 0;
+}
+
+void relay__pat_alt_fini(relay__pat_alt *a)
+{
+	size_t k;
+
+	relay__free(a->str);
+	if (a->map) {
+		relay__pat_map_fini(a->map);
+		relay__free(a->map);
+	}
+	for (k = 0; a->sub && k < a->nsub; k++)
+		relay__pat_alt_fini(&a->sub[k]);
+	relay__free(a->sub);
+	a->str = NULL;
+	a->map = NULL;
+	a->sub = NULL;
 }
 
 int relay__pattern_compile_pnode(relay_pattern **out, const relay__pnode *root,
@@ -604,7 +665,7 @@ int relay__pattern_compile_all(relay_pattern **out, const relay__pnode *root,
 			       const char *path, relay_error *err,
 			       relay__pattern_report_fn report, void *arg)
 {
-	cctx c = { path, err, report, arg, 0, "", 0 };
+	cctx c = { path, err, report, arg, 0, "", 0, 0, false };
 	relay_pattern *p = NULL;
 	int rc;
 
@@ -640,11 +701,24 @@ void relay_pattern_free(relay_pattern *p)
 	relay__free(p);
 }
 
-static int alt_copy(relay__pat_alt *d, const relay__pat_alt *s)
+int relay__pat_alt_copy(relay__pat_alt *d, const relay__pat_alt *s)
 {
+	size_t k;
+
 	*d = *s;
 	d->str = NULL;
 	d->map = NULL;
+	d->sub = NULL;
+	d->nsub = 0;
+	if (s->sub) {
+		d->sub = relay__calloc(s->nsub, sizeof(*d->sub));
+		if (!d->sub)
+			return RELAY_ENOMEM;
+		d->nsub = s->nsub;
+		for (k = 0; k < s->nsub; k++)
+			if (relay__pat_alt_copy(&d->sub[k], &s->sub[k]))
+				return RELAY_ENOMEM;
+	}
 	if (s->str) {
 		d->str = relay__strndup(s->str, s->len);
 		if (!d->str)
@@ -663,7 +737,17 @@ int relay__pat_map_copy(relay__pat_map *d, const relay__pat_map *s)
 {
 	size_t i, j;
 
-	d->fields = relay__calloc(s->nfields, sizeof(*d->fields));
+	if (s->nors) {
+		d->ors = relay__calloc(s->nors, sizeof(*d->ors));
+		if (!d->ors)
+			return RELAY_ENOMEM;
+		d->nors = s->nors;
+		for (i = 0; i < s->nors; i++)
+			if (relay__pat_map_copy(&d->ors[i], &s->ors[i]))
+				return RELAY_ENOMEM;
+	}
+	d->fields = relay__calloc(s->nfields ? s->nfields : 1,
+				  sizeof(*d->fields));
 	if (!d->fields)
 		return RELAY_ENOMEM;
 	d->nfields = s->nfields;
@@ -678,7 +762,7 @@ int relay__pat_map_copy(relay__pat_map *d, const relay__pat_map *s)
 			return RELAY_ENOMEM;
 		df->nalts = sf->nalts;
 		for (j = 0; j < sf->nalts; j++)
-			if (alt_copy(&df->alts[j], &sf->alts[j]))
+			if (relay__pat_alt_copy(&df->alts[j], &sf->alts[j]))
 				return RELAY_ENOMEM;
 	}
 	return 0;

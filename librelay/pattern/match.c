@@ -15,8 +15,8 @@ static bool str_eq(const json_t *v, const relay__pat_alt *a)
 	       memcmp(json_string_value(v), a->str, a->len) == 0;
 }
 
-static bool alt_match(const relay__pat_alt *a, const json_t *v,
-		      relay_wall_ms now)
+bool relay__pat_alt_match(const relay__pat_alt *a, const json_t *v,
+			  relay_wall_ms now)
 {
 	relay__instant t;
 	size_t n;
@@ -54,6 +54,43 @@ static bool alt_match(const relay__pat_alt *a, const json_t *v,
 		       relay__rfc3339_parse(json_string_value(v),
 					    json_string_length(v), &t) == 0 &&
 		       relay__instant_cmp(&t, now + a->offset_ms, a->op);
+	case RELAY__PAT_EIC:
+		return json_is_string(v) && json_string_length(v) == a->len &&
+		       relay__ieq(json_string_value(v), a->str, a->len);
+	case RELAY__PAT_IPREFIX:
+		return json_is_string(v) && json_string_length(v) >= a->len &&
+		       relay__ieq(json_string_value(v), a->str, a->len);
+	case RELAY__PAT_ISUFFIX:
+		if (!json_is_string(v))
+			return false;
+		n = json_string_length(v);
+		return n >= a->len &&
+		       relay__ieq(json_string_value(v) + n - a->len, a->str,
+				  a->len);
+	case RELAY__PAT_WILDCARD:
+		return json_is_string(v) &&
+		       relay__wild_match(a->str, a->len, json_string_value(v),
+					 json_string_length(v), NULL);
+	case RELAY__PAT_CIDR: {
+		unsigned char ip[16];
+		int ver;
+
+		if (!json_is_string(v))
+			return false;
+		ver = relay__ip_parse(json_string_value(v),
+				      json_string_length(v), ip);
+		return ver && relay__cidr_has(a, ver, ip);
+	}
+	case RELAY__PAT_RANGE:
+		return json_is_number(v) &&
+		       relay__range_has(a, json_number_value(v));
+	case RELAY__PAT_NOT:
+		if (json_is_array(v) || json_is_object(v))
+			return false;
+		for (n = 0; n < a->nsub; n++)
+			if (relay__pat_alt_match(&a->sub[n], v, now))
+				return false;
+		return true;
 	default:
 		return false;
 	}
@@ -76,11 +113,14 @@ bool relay__pat_map_match(const relay__pat_map *m, const json_t *obj,
 		if (obj)
 			v = json_object_getn(obj, f->name, f->name_len);
 		for (j = 0; j < f->nalts && !any; j++)
-			any = alt_match(&f->alts[j], v, now);
+			any = relay__pat_alt_match(&f->alts[j], v, now);
 		if (!any)
 			return false;
 	}
-	return true;
+	for (i = 0; i < m->nors; i++)
+		if (relay__pat_map_match(&m->ors[i], obj, now))
+			return true;
+	return m->nors == 0;
 }
 
 int relay_pattern_match(const relay_pattern *p, const json_t *event,

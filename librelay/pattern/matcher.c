@@ -82,6 +82,7 @@ void relay__match_begin(relay_matcher *m, relay_wall_ms now)
 		m->epoch = 1;
 	}
 	m->ncand = 0;
+	m->work = 0;
 	m->nlog = 0;
 	m->log_lost = false;
 	m->now = now;
@@ -123,6 +124,46 @@ void relay__fire(relay_matcher *m, uint32_t leaf)
 			m->rule_stamp[r] = epoch;
 			m->cand[m->ncand++] = r;
 		}
+	}
+	if (rs->also_off)
+		for (k = rs->also_off[leaf]; k < rs->also_off[leaf + 1]; k++)
+			relay__fire(m, rs->also[k]);
+}
+
+/* The operators tested one by one: ignore-case affixes, wildcards and
+ * CIDRs (the address is parsed once per value). */
+static void eval_xstr(relay_matcher *m, const relay__tnode *n, const char *s,
+		      size_t len)
+{
+	unsigned char ip[16];
+	int ver = 0;
+	uint32_t i;
+
+	if (n->want_ip)
+		ver = relay__ip_parse(s, len, ip);
+	for (i = 0; i < n->nxstr; i++) {
+		const relay__pat_alt *a = n->xstr[i].a;
+		bool hit;
+
+		m->work++;
+		switch (a->kind) {
+		case RELAY__PAT_IPREFIX:
+			hit = len >= a->len && relay__ieq(s, a->str, a->len);
+			break;
+		case RELAY__PAT_ISUFFIX:
+			hit = len >= a->len &&
+			      relay__ieq(s + len - a->len, a->str, a->len);
+			break;
+		case RELAY__PAT_WILDCARD:
+			hit = relay__wild_match(a->str, a->len, s, len,
+						&m->work);
+			break;
+		default:
+			hit = ver && relay__cidr_has(a, ver, ip);
+			break;
+		}
+		if (hit)
+			relay__fire(m, n->xstr[i].leaf);
 	}
 }
 
@@ -177,6 +218,13 @@ void relay__eval_string(relay_matcher *m, const relay__tnode *n,
 	if (n->suffix.n)
 		eval_affix(m, &n->suffix, n->suffix_lens, n->nsuffix_lens,
 			   s, len, 1);
+	if (n->eic.n) {
+		l = relay__smap_find_ci(&n->eic, s, len);
+		if (l != RELAY__NONE)
+			relay__fire(m, l);
+	}
+	if (n->nxstr)
+		eval_xstr(m, n, s, len);
 	if (n->ncmp_time && relay__rfc3339_parse(s, len, &t) == 0)
 		for (i = 0; i < n->ncmp_time; i++)
 			if (relay__instant_cmp(&t, m->now +
@@ -195,6 +243,9 @@ void relay__eval_number(relay_matcher *m, const relay__tnode *n, double v)
 	for (i = 0; i < n->ncmp_num; i++)
 		if (relay__num_cmp(v, n->cmp_num[i].num, n->cmp_num[i].op))
 			relay__fire(m, n->cmp_num[i].leaf);
+	for (i = 0; i < n->nxnum; i++)
+		if (relay__range_has(n->xnum[i].a, v))
+			relay__fire(m, n->xnum[i].leaf);
 }
 
 /*
@@ -331,6 +382,9 @@ static void visit_json(relay_matcher *m, const json_t *v, uint32_t node)
 
 	if (n->present != RELAY__NONE)
 		relay__fire(m, n->present);
+	if (n->scalar != RELAY__NONE && !json_is_object(v) &&
+	    !json_is_array(v))
+		relay__fire(m, n->scalar);
 	switch (json_typeof(v)) {
 	case JSON_STRING:
 		if (n->want_str)

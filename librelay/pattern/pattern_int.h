@@ -32,7 +32,21 @@ enum relay__pat_kind {
 	RELAY__PAT_CMP_NUM,   /* op, num: number compares to num */
 	RELAY__PAT_CMP_TIME,  /* op, offset_ms: RFC3339 compares to now+off */
 	RELAY__PAT_MAP,       /* map: nested AND of child fields */
+	/* EventBridge operators (compile_ops.c) */
+	RELAY__PAT_EIC,       /* str/len (ASCII-lowercased): equals-ignore-case */
+	RELAY__PAT_IPREFIX,   /* str/len (lowercased): prefix, ignoring case */
+	RELAY__PAT_ISUFFIX,   /* str/len (lowercased): suffix, ignoring case */
+	RELAY__PAT_WILDCARD,  /* str/len: glob, '*' any run, '\\' escapes */
+	RELAY__PAT_CIDR,      /* ip/ipver/bits: address in the network */
+	RELAY__PAT_RANGE,     /* lo/hi/lo_op/hi_op: lo <(=) value <(=) hi */
+	RELAY__PAT_NOT,       /* sub/nsub: anything-but: a present scalar
+			       * that satisfies none of sub */
 };
+
+/* Largest pattern complexity accepted (doc/patterns.md, section 9). */
+#define RELAY__PATTERN_MAX_COMPLEXITY 4096
+/* Fewest branches of an $or. */
+#define RELAY__PATTERN_MIN_OR 2
 
 enum relay__pat_op {
 	RELAY__OP_GT,
@@ -52,6 +66,13 @@ typedef struct relay__pat_alt {
 	char *str;                 /* EQ_STR, PREFIX, SUFFIX (owned) */
 	size_t len;                /* bytes of str (may hold NULs) */
 	relay__pat_map *map;       /* MAP (owned) */
+	double hi;                 /* RANGE: upper bound (num: lower) */
+	enum relay__pat_op hi_op;  /* RANGE: LT or LTE (op: GT or GTE) */
+	unsigned char ip[16];      /* CIDR: network, host bits zero */
+	uint8_t ipver;             /* CIDR: 4 or 6 */
+	uint8_t bits;              /* CIDR: prefix length */
+	struct relay__pat_alt *sub; /* NOT: the excluded tests (owned) */
+	size_t nsub;
 } relay__pat_alt;
 
 typedef struct relay__pat_field {
@@ -62,8 +83,10 @@ typedef struct relay__pat_field {
 } relay__pat_field;
 
 struct relay__pat_map {
-	relay__pat_field *fields;  /* owned; nfields >= 1 */
+	relay__pat_field *fields;  /* owned; nfields >= 1 unless nors */
 	size_t nfields;
+	relay__pat_map *ors;       /* $or branches, ANDed with fields; owned */
+	size_t nors;               /* 0, or >= 2 */
 };
 
 struct relay_pattern {
@@ -113,9 +136,40 @@ static inline bool relay__num_cmp(double v, double arg, enum relay__pat_op op)
  */
 double relay__json_number(const char *s, size_t len);
 
+/* ops.c: the EventBridge operators' value tests, shared by every path -- */
+
+/* ASCII lower case of one byte; other bytes unchanged. */
+static inline unsigned char relay__lc(unsigned char c)
+{
+	return c >= 'A' && c <= 'Z' ? (unsigned char)(c | 0x20) : c;
+}
+
+/* Whether @s (@len bytes) equals @lower (already lowercased), ASCII
+ * letters compared without case. */
+bool relay__ieq(const char *s, const char *lower, size_t len);
+/* Whether @s matches wildcard @w ('*' any run of bytes, "\\*" a star,
+ * "\\\\" a backslash); linear in len(s) x len(w) at worst. @steps, if
+ * not NULL, is increased by the comparisons made. */
+bool relay__wild_match(const char *w, size_t wlen, const char *s, size_t len,
+		       uint64_t *steps);
+/* Parse an IPv4 dotted quad or an IPv6 text address (RFC 4291 2.2, no
+ * zone) into @ip (4 or 16 bytes). Returns 4, 6, or 0 when it is neither. */
+int relay__ip_parse(const char *s, size_t len, unsigned char ip[16]);
+/* Whether a parsed address (@ver, @ip) lies in CIDR alternative @a. */
+bool relay__cidr_has(const relay__pat_alt *a, int ver,
+		     const unsigned char ip[16]);
+/* Whether number @v lies in RANGE alternative @a. */
+static inline bool relay__range_has(const relay__pat_alt *a, double v)
+{
+	return relay__num_cmp(v, a->num, a->op) &&
+	       relay__num_cmp(v, a->hi, a->hi_op);
+}
+
 /* compile.c --------------------------------------------------------------- */
 
 void relay__pat_map_fini(relay__pat_map *m);
+void relay__pat_alt_fini(relay__pat_alt *a);
+int relay__pat_alt_copy(relay__pat_alt *d, const relay__pat_alt *s);
 /* Deep copy; on failure @d is partly filled and must be finied. */
 int relay__pat_map_copy(relay__pat_map *d, const relay__pat_map *s);
 
@@ -123,6 +177,9 @@ int relay__pat_map_copy(relay__pat_map *d, const relay__pat_map *s);
 
 /* Whether the event object @obj satisfies @m; @obj may be NULL or a
  * non-object, in which case every field is absent. */
+/* Whether alternative @a holds for value @v (NULL: absent). */
+bool relay__pat_alt_match(const relay__pat_alt *a, const json_t *v,
+			  relay_wall_ms now);
 bool relay__pat_map_match(const relay__pat_map *m, const json_t *obj,
 			  relay_wall_ms now);
 

@@ -14,116 +14,6 @@
 
 #include "ruleset_int.h"
 
-/* ---------------------------------------------------------------- smap */
-
-uint32_t relay__hash(const char *s, size_t len)
-{
-	uint64_t h = 0x9e3779b97f4a7c15ULL ^ len, w;
-
-	while (len >= 8) {
-		memcpy(&w, s, 8);
-		h = (h ^ w) * 0xbf58476d1ce4e5b9ULL;
-		h ^= h >> 31;
-		s += 8;
-		len -= 8;
-	}
-	if (len) {
-		w = 0;
-		memcpy(&w, s, len);
-		h = (h ^ w) * 0xbf58476d1ce4e5b9ULL;
-		h ^= h >> 31;
-	}
-	h *= 0x94d049bb133111ebULL;
-	h ^= h >> 29;
-	return (uint32_t)h;
-}
-
-uint32_t relay__smap_find_h(const relay__smap *m, const char *s, size_t len,
-			    uint32_t hash)
-{
-	uint32_t i, e;
-
-	if (m->n <= 8) {
-		for (i = 0; i < m->n; i++)
-			if (m->ents[i].len == len &&
-			    relay__bytes_eq(m->ents[i].s, s, len))
-				return m->ents[i].val;
-		return RELAY__NONE;
-	}
-	for (i = hash & m->mask;; i = (i + 1) & m->mask) {
-		e = m->tab[i];
-		if (e == RELAY__NONE)
-			return RELAY__NONE;
-		if (m->ents[e].hash == hash && m->ents[e].len == len &&
-		    relay__bytes_eq(m->ents[e].s, s, len))
-			return m->ents[e].val;
-	}
-}
-
-uint32_t relay__smap_find(const relay__smap *m, const char *s, size_t len)
-{
-	return relay__smap_find_h(m, s, len,
-				  m->n <= 8 ? 0 : relay__hash(s, len));
-}
-
-static int smap_rehash(relay__smap *m, uint32_t size)
-{
-	uint32_t *tab = relay__malloc(size * sizeof(*tab)), i, j;
-
-	if (!tab)
-		return RELAY_ENOMEM;
-	memset(tab, 0xff, size * sizeof(*tab));
-	for (i = 0; i < m->n; i++) {
-		for (j = m->ents[i].hash & (size - 1); tab[j] != RELAY__NONE;
-		     j = (j + 1) & (size - 1))
-			;
-		tab[j] = i;
-	}
-	relay__free(m->tab);
-	m->tab = tab;
-	m->mask = size - 1;
-	return 0;
-}
-
-/* Add s -> val with its @hash; the caller checked that s is not present
- * yet. */
-static int smap_put_h(relay__smap *m, const char *s, size_t len, uint32_t val,
-		      uint32_t hash)
-{
-	uint32_t i;
-
-	if (len > UINT32_MAX)
-		return RELAY_EINVAL;
-	if (m->n == m->cap) {
-		uint32_t cap = m->cap ? m->cap * 2 : 4;
-		relay__sent *e = relay__realloc(m->ents, cap * sizeof(*e));
-
-		if (!e)
-			return RELAY_ENOMEM;
-		m->ents = e;
-		m->cap = cap;
-	}
-	m->ents[m->n].s = s;
-	m->ents[m->n].len = (uint32_t)len;
-	m->ents[m->n].hash = hash;
-	m->ents[m->n].val = val;
-	m->n++;
-	m->lenmask |= 1ULL << (len < 63 ? len : 63);
-	/* keep the load factor at most 1/2 */
-	if (!m->tab || m->n * 2 > m->mask + 1)
-		return smap_rehash(m, m->tab ? (m->mask + 1) * 2 : 16);
-	for (i = hash & m->mask; m->tab[i] != RELAY__NONE;
-	     i = (i + 1) & m->mask)
-		;
-	m->tab[i] = m->n - 1;
-	return 0;
-}
-
-static int smap_put(relay__smap *m, const char *s, size_t len, uint32_t val)
-{
-	return smap_put_h(m, s, len, val, relay__hash(s, len));
-}
-
 /* The affix hash of @s (prefix: front to back; suffix: back to front). */
 static uint32_t affix_hash(const char *s, size_t len, int suffix)
 {
@@ -134,12 +24,6 @@ static uint32_t affix_hash(const char *s, size_t len, int suffix)
 		h = relay__affix_step(h, (unsigned char)s[suffix ?
 							   len - 1 - i : i]);
 	return relay__affix_fin(h);
-}
-
-static void smap_fini(relay__smap *m)
-{
-	relay__free(m->ents);
-	relay__free(m->tab);
 }
 
 /* ---------------------------------------------------------------- nodes */
@@ -173,6 +57,7 @@ static int node_new(relay_ruleset *rs, uint32_t *out)
 	n = &rs->nodes[rs->nnodes];
 	memset(n, 0, sizeof(*n));
 	n->present = n->eq_true = n->eq_false = n->eq_null = RELAY__NONE;
+	n->scalar = RELAY__NONE;
 	*out = rs->nnodes++;
 	return 0;
 }
@@ -189,7 +74,7 @@ static int node_child(relay_ruleset *rs, uint32_t node, const char *name,
 	}
 	rc = node_new(rs, &c);
 	if (!rc)
-		rc = smap_put(&rs->nodes[node].kids, name, len, c);
+		rc = relay__smap_put(&rs->nodes[node].kids, name, len, c);
 	*out = c;
 	return rc;
 }
@@ -264,7 +149,7 @@ static int sent_leaf(relay_ruleset *rs, uint32_t node, int suffix,
 		return rc;
 	n = &rs->nodes[node];
 	n->want_str = 1;
-	return smap_put_h(suffix ? &n->suffix : &n->prefix, a->str, a->len,
+	return relay__smap_put_h(suffix ? &n->suffix : &n->prefix, a->str, a->len,
 			  *out, hash);
 }
 
@@ -370,7 +255,79 @@ static int str_leaf(relay_ruleset *rs, uint32_t node, const relay__pat_alt *a,
 	if (rc)
 		return rc;
 	rs->nodes[node].want_str = 1;
-	return smap_put(&rs->nodes[node].eq_str, a->str, a->len, *out);
+	return relay__smap_put(&rs->nodes[node].eq_str, a->str, a->len, *out);
+}
+
+static int eic_leaf(relay_ruleset *rs, uint32_t node, const relay__pat_alt *a,
+		    uint32_t *out)
+{
+	relay__tnode *n = &rs->nodes[node];
+	uint32_t l = relay__smap_find_ci(&n->eic, a->str, a->len);
+	int rc;
+
+	if (l != RELAY__NONE) {
+		*out = l;
+		return 0;
+	}
+	rc = leaf_new(rs, node, a->kind, out);
+	if (rc)
+		return rc;
+	n = &rs->nodes[node];
+	n->want_str = 1;
+	return relay__smap_put_h(&n->eic, a->str, a->len, *out,
+			  relay__ihash(a->str, a->len));
+}
+
+static bool x_same(const relay__pat_alt *x, const relay__pat_alt *a)
+{
+	if (x->kind != a->kind)
+		return false;
+	switch (a->kind) {
+	case RELAY__PAT_CIDR:
+		return x->ipver == a->ipver && x->bits == a->bits &&
+		       !memcmp(x->ip, a->ip, 16);
+	case RELAY__PAT_RANGE:
+		return x->num == a->num && x->op == a->op && x->hi == a->hi &&
+		       x->hi_op == a->hi_op;
+	default:
+		return x->len == a->len && !memcmp(x->str, a->str, a->len);
+	}
+}
+
+/* A leaf tested one by one (relay__xleaf), shared by equal operators. */
+static int x_leaf(relay_ruleset *rs, uint32_t node, const relay__pat_alt *a,
+		  uint32_t *out)
+{
+	relay__tnode *n = &rs->nodes[node];
+	int num = a->kind == RELAY__PAT_RANGE;
+	relay__xleaf **arr = num ? &n->xnum : &n->xstr, *na;
+	uint32_t *cnt = num ? &n->nxnum : &n->nxstr, i;
+	int rc;
+
+	for (i = 0; i < *cnt; i++)
+		if (x_same((*arr)[i].a, a)) {
+			*out = (*arr)[i].leaf;
+			return 0;
+		}
+	rc = leaf_new(rs, node, a->kind, out);
+	if (rc)
+		return rc;
+	n = &rs->nodes[node];
+	arr = num ? &n->xnum : &n->xstr;
+	na = relay__realloc(*arr, (*cnt + 1) * sizeof(*na));
+	if (!na)
+		return RELAY_ENOMEM;
+	*arr = na;
+	na[*cnt].a = a;
+	na[*cnt].leaf = *out;
+	(*cnt)++;
+	if (num)
+		n->want_num = 1;
+	else
+		n->want_str = 1;
+	if (a->kind == RELAY__PAT_CIDR)
+		n->want_ip = 1;
+	return 0;
 }
 
 /* The leaf that alternative @a (not a MAP, not exists) tests at @node. */
@@ -396,6 +353,14 @@ static int alt_leaf(relay_ruleset *rs, uint32_t node, const relay__pat_alt *a,
 				 &n->eq_false, a->kind, out);
 	case RELAY__PAT_EQ_NULL:
 		return slot_leaf(rs, node, &n->eq_null, a->kind, out);
+	case RELAY__PAT_EIC:
+		return eic_leaf(rs, node, a, out);
+	case RELAY__PAT_IPREFIX:
+	case RELAY__PAT_ISUFFIX:
+	case RELAY__PAT_WILDCARD:
+	case RELAY__PAT_CIDR:
+	case RELAY__PAT_RANGE:
+		return x_leaf(rs, node, a, out);
 	default:
 		return slot_leaf(rs, node, &n->present, RELAY__PAT_EXISTS,
 				 out);
@@ -421,6 +386,70 @@ static int emit(relay_ruleset *rs, uint32_t op, uint32_t arg, uint32_t *at)
 
 static int gen_map(relay_ruleset *rs, const relay__pat_map *m, uint32_t node);
 
+/*
+ * anything-but: AND(a scalar is here, NOT hit), where "hit" is a leaf of
+ * its own that every excluded test fires (the also lists): what a value
+ * costs is the tests it passes, not the length of the list.
+ */
+static int gen_not(relay_ruleset *rs, const relay__pat_alt *a, uint32_t node)
+{
+	uint32_t hit, inner, scalar, at, k;
+	void *p;
+	int rc;
+
+	rc = leaf_new(rs, node, RELAY__PAT_NOT, &hit);
+	if (!rc)
+		rc = slot_leaf(rs, node, &rs->nodes[node].scalar,
+			       RELAY__PAT_EXISTS, &scalar);
+	for (k = 0; !rc && k < a->nsub; k++) {
+		rc = alt_leaf(rs, node, &a->sub[k], &inner);
+		if (rc)
+			break;
+		p = rs->pairs;
+		rc = grow(&p, &rs->cap_pairs, rs->npairs + 2, sizeof(uint32_t));
+		rs->pairs = p;
+		if (rc)
+			break;
+		rs->pairs[rs->npairs++] = inner;
+		rs->pairs[rs->npairs++] = hit;
+	}
+	if (!rc)
+		rc = emit(rs, RELAY__X_AND, 0, &at);
+	if (!rc)
+		rc = emit(rs, RELAY__X_LEAF, scalar, &k);
+	if (!rc)
+		rc = emit(rs, RELAY__X_NLEAF, hit, &k);
+	if (!rc)
+		rs->prog[at].end = rs->nprog;
+	return rc;
+}
+
+/* The also lists, from the (inner, hit) pairs (CSR by inner leaf). */
+static int build_also(relay_ruleset *rs)
+{
+	uint32_t *cur, k, n = rs->npairs / 2;
+
+	if (!n)
+		return 0;
+	rs->also_off = relay__calloc((size_t)rs->nleaves + 1,
+				     sizeof(uint32_t));
+	rs->also = relay__calloc(n, sizeof(uint32_t));
+	cur = relay__calloc((size_t)rs->nleaves + 1, sizeof(uint32_t));
+	if (!rs->also_off || !rs->also || !cur) {
+		relay__free(cur);
+		return RELAY_ENOMEM;
+	}
+	for (k = 0; k < n; k++)
+		rs->also_off[rs->pairs[2 * k] + 1]++;
+	for (k = 0; k < rs->nleaves; k++)
+		rs->also_off[k + 1] += rs->also_off[k];
+	memcpy(cur, rs->also_off, (size_t)rs->nleaves * sizeof(*cur));
+	for (k = 0; k < n; k++)
+		rs->also[cur[rs->pairs[2 * k]]++] = rs->pairs[2 * k + 1];
+	relay__free(cur);
+	return 0;
+}
+
 static int gen_alt(relay_ruleset *rs, const relay__pat_alt *a, uint32_t node)
 {
 	uint32_t leaf, at;
@@ -428,6 +457,8 @@ static int gen_alt(relay_ruleset *rs, const relay__pat_alt *a, uint32_t node)
 
 	if (a->kind == RELAY__PAT_MAP)
 		return gen_map(rs, a->map, node);
+	if (a->kind == RELAY__PAT_NOT)
+		return gen_not(rs, a, node);
 	rc = alt_leaf(rs, node, a, &leaf);
 	if (rc)
 		return rc;
@@ -453,14 +484,21 @@ static int gen_field(relay_ruleset *rs, const relay__pat_field *f,
 
 static int gen_map(relay_ruleset *rs, const relay__pat_map *m, uint32_t node)
 {
-	uint32_t at = 0, i;
+	uint32_t at = 0, oat = 0, i;
+	size_t nterms = m->nfields + (m->nors ? 1 : 0);
 	int rc = 0;
 
-	if (m->nfields > 1)
+	if (nterms > 1)
 		rc = emit(rs, RELAY__X_AND, 0, &at);
 	for (i = 0; !rc && i < m->nfields; i++)
 		rc = gen_field(rs, &m->fields[i], node);
-	if (!rc && m->nfields > 1)
+	if (!rc && m->nors)
+		rc = emit(rs, RELAY__X_OR, 0, &oat);
+	for (i = 0; !rc && i < m->nors; i++)
+		rc = gen_map(rs, &m->ors[i], node);
+	if (!rc && m->nors)
+		rs->prog[oat].end = rs->nprog;
+	if (!rc && nterms > 1)
 		rs->prog[at].end = rs->nprog;
 	return rc;
 }
@@ -598,8 +636,16 @@ static double leaf_cost(const relay_ruleset *rs, uint32_t leaf)
 	case RELAY__PAT_PREFIX:
 	case RELAY__PAT_SUFFIX:
 		return 0.3;
+	case RELAY__PAT_EIC:
+		return 1.0 / (1.0 + n->eic.n);
+	case RELAY__PAT_IPREFIX:
+	case RELAY__PAT_ISUFFIX:
+	case RELAY__PAT_WILDCARD:
+	case RELAY__PAT_CIDR:
+		return 0.3;
 	case RELAY__PAT_CMP_NUM:
 	case RELAY__PAT_CMP_TIME:
+	case RELAY__PAT_RANGE:
 		return 0.5;
 	default:
 		return 0.9;
@@ -782,6 +828,8 @@ int relay_ruleset_build(relay_ruleset *rs)
 					&n->nsuffix_lens);
 	}
 	if (!rc)
+		rc = build_also(rs);
+	if (!rc)
 		rc = build_anchors(rs);
 	if (!rc)
 		rc = build_cnf(rs);
@@ -807,16 +855,19 @@ void relay_ruleset_free(relay_ruleset *rs)
 	for (i = 0; i < rs->nnodes; i++) {
 		relay__tnode *n = &rs->nodes[i];
 
-		smap_fini(&n->kids);
-		smap_fini(&n->eq_str);
-		smap_fini(&n->prefix);
-		smap_fini(&n->suffix);
+		relay__smap_fini(&n->kids);
+		relay__smap_fini(&n->eq_str);
+		relay__smap_fini(&n->prefix);
+		relay__smap_fini(&n->suffix);
 		relay__free(n->prefix_lens);
 		relay__free(n->suffix_lens);
 		relay__free(n->eq_num);
 		relay__free(n->cmp_num);
 		relay__free(n->cmp_time);
 		relay__free(n->leaves);
+		relay__smap_fini(&n->eic);
+		relay__free(n->xstr);
+		relay__free(n->xnum);
 	}
 	relay__free(rs->pats);
 	relay__free(rs->nodes);
@@ -829,5 +880,8 @@ void relay_ruleset_free(relay_ruleset *rs)
 	relay__free(rs->anchor_off);
 	relay__free(rs->anchor_rules);
 	relay__free(rs->always);
+	relay__free(rs->also_off);
+	relay__free(rs->also);
+	relay__free(rs->pairs);
 	relay__free(rs);
 }

@@ -57,6 +57,14 @@ typedef struct relay__timeleaf {
 	uint32_t leaf;
 } relay__timeleaf;
 
+/* An operator leaf tested one by one (compile_ops.c operators whose value
+ * test is not a lookup): the alternative is borrowed from the ruleset's
+ * pattern copies. */
+typedef struct relay__xleaf {
+	const relay__pat_alt *a;
+	uint32_t leaf;
+} relay__xleaf;
+
 typedef struct relay__tnode {
 	relay__smap kids;         /* field name -> child node index */
 	relay__smap eq_str;       /* literal -> leaf */
@@ -69,6 +77,13 @@ typedef struct relay__tnode {
 	relay__numleaf *cmp_num;
 	relay__timeleaf *cmp_time;
 	uint32_t neq_num, ncmp_num, ncmp_time;
+	relay__smap eic;          /* lowercased literal -> leaf; hashed and
+				   * compared ignoring ASCII case */
+	relay__xleaf *xstr;       /* IPREFIX ISUFFIX WILDCARD CIDR leaves */
+	relay__xleaf *xnum;       /* RANGE leaves */
+	uint32_t nxstr, nxnum;
+	uint8_t want_ip;          /* some CIDR leaf here */
+	uint32_t scalar;          /* leaf fired by a non-container, or NONE */
 	uint32_t present;         /* leaf fired by any value, or NONE */
 	uint32_t eq_true, eq_false, eq_null;  /* leaves or NONE */
 	uint32_t *leaves;         /* every leaf of this node (for resets) */
@@ -110,6 +125,12 @@ struct relay_ruleset {
 	uint32_t *anchor_rules;
 	uint32_t *always;         /* rules without an anchor, ascending */
 	uint32_t nalways;
+	/* anything-but: a leaf tested inside one also fires that
+	 * anything-but's "hit" leaf (leaf -> [off, off') into also) */
+	uint32_t *also_off;       /* NULL when there is no anything-but */
+	uint32_t *also;
+	uint32_t *pairs;          /* build only: (inner, hit) pairs */
+	uint32_t npairs, cap_pairs;
 };
 
 struct relay_matcher {
@@ -130,6 +151,7 @@ struct relay_matcher {
 	uint32_t *ids;            /* results */
 	relay__buf scratch;       /* unescaped strings */
 	relay_wall_ms now;
+	uint64_t work;            /* operator test steps (bound tests) */
 	const char *base;         /* start of the raw text, for offsets */
 	const char *end;
 	char errstr[96];
@@ -202,7 +224,18 @@ static inline uint32_t relay__affix_fin(uint64_t h)
 }
 
 uint32_t relay__hash(const char *s, size_t len);
+/* Hash of @s with ASCII letters lowercased (equals-ignore-case keys). */
+uint32_t relay__ihash(const char *s, size_t len);
+/* Find @s ignoring ASCII case in a map of lowercased keys hashed by
+ * relay__ihash(); RELAY__NONE if absent. */
+uint32_t relay__smap_find_ci(const relay__smap *m, const char *s, size_t len);
 uint32_t relay__smap_find(const relay__smap *m, const char *s, size_t len);
+/* Add s -> val (hash @hash, or relay__hash for _put); the caller checked
+ * that s is absent. The map borrows @s. 0 or RELAY_ENOMEM/EINVAL. */
+int relay__smap_put_h(relay__smap *m, const char *s, size_t len, uint32_t val,
+		      uint32_t hash);
+int relay__smap_put(relay__smap *m, const char *s, size_t len, uint32_t val);
+void relay__smap_fini(relay__smap *m);
 /* As relay__smap_find() with the key's hash given (affix maps). */
 uint32_t relay__smap_find_h(const relay__smap *m, const char *s, size_t len,
 			    uint32_t hash);

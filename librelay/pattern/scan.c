@@ -515,6 +515,8 @@ static const uchar *visit_value(scan *s, const uchar *p, uint32_t node,
 
 	if (n->present != RELAY__NONE)
 		relay__fire(m, n->present);
+	if (n->scalar != RELAY__NONE && AT(s, p) != '{' && AT(s, p) != '[')
+		relay__fire(m, n->scalar);
 	switch (AT(s, p)) {
 	case '"':
 		q = string_end(s, p + 1, &esc);

@@ -25,6 +25,8 @@ static const char *const events[] = {
 	("{\"a\":{\"b\":{\"c\":{\"d\":\"\\u00e9\"}}},\"t\":"
 	 "\"2026-01-01T10:00:00.5Z\",\"n\":0,\"s\":\"\",\"a\\\"b\":false}"),
 	"{\"x\":70.0,\"y\":\"70\",\"z\":[],\"w\":{},\"a\":1,\"a\":\"dup\"}",
+	("{\"ip\":\"10.0.0.7\",\"ip6\":\"2001:DB8::1\",\"m\":\"::ffff:10.0.0.1\","
+	 "\"p\":\"/srv/a*b/logs\\\\x\",\"s\":\"ALICE\",\"n\":5,\"a\":\"\"}"),
 };
 
 #define NEV (sizeof(events) / sizeof(events[0]))
@@ -58,6 +60,11 @@ static void check(const relay_pattern *p)
 				abort();
 		}
 	}
+	/* the explain walk agrees with relay_pattern_match() */
+	for (i = 0; i < NEV; i++)
+		if (relay_pattern_explain(p, decoded[i], nows[0], NULL, NULL) !=
+		    relay_pattern_match(p, decoded[i], nows[0]))
+			abort();
 	relay_matcher_free(m);
 	relay_ruleset_free(rs);
 }

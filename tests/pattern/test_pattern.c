@@ -169,6 +169,11 @@ static void test_pattern__cases_combining(void)
 	run_cases("combining.test");
 }
 
+static void test_pattern__cases_eventbridge(void)
+{
+	run_cases("eventbridge.test");
+}
+
 /* "pattern:" / "error:" pairs; returns how many were checked. */
 static int run_invalid_text(char *text)
 {
@@ -212,6 +217,15 @@ static int run_invalid_text(char *text)
 static void test_pattern__invalid(void)
 {
 	char *text = slurp("invalid.test");
+
+	RT_ASSERT(text);
+	RT_CHECK(run_invalid_text(text) > 40);
+	free(text);
+}
+
+static void test_pattern__invalid_eventbridge(void)
+{
+	char *text = slurp("eventbridge-invalid.test");
 
 	RT_ASSERT(text);
 	RT_CHECK(run_invalid_text(text) > 40);
@@ -532,13 +546,54 @@ static void test_pattern__api(void)
 	json_decref(j);
 }
 
+static void explain_cat(void *arg, const char *path, size_t alt,
+			const char *what)
+{
+	char *o = arg;
+
+	(void)alt;
+	snprintf(o + strlen(o), 1024 - strlen(o), "%s: %s; ", path, what);
+}
+
+/* relay_pattern_explain() names the alternative that held, per field. */
+static void test_pattern__explain(void)
+{
+	static const char *const pat =
+		"{\"ip\": [{\"cidr\": \"10.0.0.0/8\"}, {\"cidr\": "
+		"\"2001:db8::/32\"}], \"o\": {\"n\": [{\"numeric\": "
+		"[\">\", 0, \"<=\", 5]}]}, \"$or\": [{\"a\": [1]}, "
+		"{\"s\": [{\"anything-but\": [\"x\"]}]}]}";
+	json_t *pj = json_loads(pat, 0, NULL), *ev;
+	relay_pattern *p = NULL;
+	char out[1024] = "";
+
+	RT_ASSERT(pj && relay_pattern_compile(&p, pj, NULL) == 0);
+	ev = json_loads("{\"ip\": \"2001:db8::7\", \"o\": {\"n\": 5}, "
+			"\"s\": \"y\"}", 0, NULL);
+	RT_EQ_INT(relay_pattern_explain(p, ev, NOW, explain_cat, out), 1);
+	RT_EQ_STR(out, "ip[1]: cidr 2001:db8::/32; o.n[0]: numeric > 0 <= 5; "
+		  "$or[1].s[0]: anything-but [\"x\"]; ");
+	json_decref(ev);
+	ev = json_loads("{\"ip\": \"11.0.0.1\", \"o\": {\"n\": 5}, "
+			"\"a\": 1}", 0, NULL);
+	out[0] = '\0';
+	RT_EQ_INT(relay_pattern_explain(p, ev, NOW, explain_cat, out), 0);
+	RT_EQ_STR(out, "");
+	json_decref(ev);
+	json_decref(pj);
+	relay_pattern_free(p);
+}
+
 static const rt_case cases[] = {
+	RT_CASE(test_pattern__explain),
 	RT_CASE(test_pattern__cases_syntax),
 	RT_CASE(test_pattern__cases_literals),
 	RT_CASE(test_pattern__cases_operators),
 	RT_CASE(test_pattern__cases_comparison),
 	RT_CASE(test_pattern__cases_combining),
 	RT_CASE(test_pattern__invalid),
+	RT_CASE(test_pattern__cases_eventbridge),
+	RT_CASE(test_pattern__invalid_eventbridge),
 	RT_CASE(test_pattern__doc),
 	RT_CASE(test_pattern__depth_bound),
 	RT_CASE(test_pattern__marks),

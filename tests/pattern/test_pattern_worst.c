@@ -11,7 +11,7 @@
 #include <string.h>
 #include <time.h>
 
-#include "pattern_int.h"
+#include "ruleset_int.h"
 #include "relaytest.h"
 
 #define NOW 1767268800000LL
@@ -179,7 +179,220 @@ static void test_pattern__worst_case_is_linear(void)
 	relay_pattern_free(p);
 }
 
+static relay_pattern *compile_text(const char *text, int *rc)
+{
+	json_t *j = json_loads(text, 0, NULL);
+	relay_pattern *p = NULL;
+	relay_error err;
+
+	RT_ASSERT(j);
+	*rc = relay_pattern_compile(&p, j, &err);
+	if (*rc == RELAY_EPARSE)
+		RT_CHECK(strstr(err.text, "pattern too complex") != NULL);
+	json_decref(j);
+	return p;
+}
+
+/* A JSON pattern {"k": [{"anything-but": ["v0", ... "v<n-1>"]}]}. */
+static char *anything_but(size_t n)
+{
+	char *t = malloc(n * 16 + 64), *o = t;
+	size_t i;
+
+	RT_ASSERT(t);
+	o += sprintf(o, "{\"k\": [{\"anything-but\": [");
+	for (i = 0; i < n; i++)
+		o += sprintf(o, "%s\"v%zu\"", i ? "," : "", i);
+	sprintf(o, "]}]}");
+	return t;
+}
+
+static relay_matcher *one_rule_matcher(relay_pattern *p, relay_ruleset **rs)
+{
+	relay_matcher *m = NULL;
+
+	RT_ASSERT(relay_ruleset_new(rs) == 0);
+	RT_ASSERT(relay_ruleset_add(*rs, p, NULL) == 0);
+	RT_ASSERT(relay_ruleset_build(*rs) == 0);
+	RT_ASSERT(relay_matcher_new(&m, *rs) == 0);
+	return m;
+}
+
+/*
+ * The complexity cap (doc/patterns.md section 9): a list just under it
+ * compiles, one over it is refused; an anything-but of 4000 values costs
+ * an event what the value fires (a few log entries), not 4000 tests.
+ */
+static void test_pattern__cap_and_anything_but(void)
+{
+	char *t = anything_but(5000), ev[64];
+	relay_pattern *p;
+	relay_ruleset *rs = NULL;
+	relay_matcher *m;
+	const uint32_t *ids;
+	size_t n;
+	int rc;
+
+	p = compile_text(t, &rc);
+	RT_EQ_INT(rc, RELAY_EPARSE);
+	RT_CHECK(p == NULL);
+	free(t);
+	t = anything_but(4000);
+	p = compile_text(t, &rc);
+	RT_EQ_INT(rc, 0);
+	free(t);
+	m = one_rule_matcher(p, &rs);
+	snprintf(ev, sizeof(ev), "{\"k\": \"v3999\"}");
+	RT_EQ_INT(relay_matcher_match(m, ev, strlen(ev), NOW, &ids, &n), 0);
+	RT_EQ_INT(n, 0);
+	RT_CHECK(m->nlog <= 8);
+	snprintf(ev, sizeof(ev), "{\"k\": \"v4000\"}");
+	RT_EQ_INT(relay_matcher_match(m, ev, strlen(ev), NOW, &ids, &n), 0);
+	RT_EQ_INT(n, 1);
+	RT_CHECK(m->nlog <= 8);
+	relay_matcher_free(m);
+	relay_ruleset_free(rs);
+	relay_pattern_free(p);
+}
+
+#define NWILD 200
+#define NSTARS 40
+#define VLEN 4000
+
+/*
+ * Many wildcards with overlapping stars against a long value that almost
+ * matches each: the steps stay within sum(len(w)) x len(value) (greedy
+ * matching never backtracks over earlier stars), and the answer is
+ * right. A wildcard with NSTARS stars is within the cap (NSTARS + 1).
+ */
+static void test_pattern__wildcards_bounded(void)
+{
+	relay_ruleset *rs = NULL;
+	relay_matcher *m = NULL;
+	relay_pattern *p[NWILD];
+	const uint32_t *ids;
+	char w[NSTARS * 2 + 16], *ev, pat[256];
+	size_t i, k, n, wlen = 0, bound = 0;
+	int rc;
+
+	RT_ASSERT(relay_ruleset_new(&rs) == 0);
+	for (i = 0; i < NWILD; i++) {
+		char *o = w;
+
+		for (k = 0; k < NSTARS; k++)
+			*o++ = '*', *o++ = 'a';
+		o += sprintf(o, "*b%zu", i % 10);
+		*o = '\0';
+		wlen = strlen(w);
+		bound += wlen * (VLEN + 16) + wlen + VLEN + 16;
+		snprintf(pat, sizeof(pat), "{\"k\": [{\"wildcard\": \"%s\"}]}",
+			 w);
+		p[i] = compile_text(pat, &rc);
+		RT_EQ_INT(rc, 0);
+		RT_EQ_INT(relay_ruleset_add(rs, p[i], NULL), 0);
+	}
+	RT_ASSERT(relay_ruleset_build(rs) == 0);
+	RT_ASSERT(relay_matcher_new(&m, rs) == 0);
+	ev = malloc(VLEN + 64);
+	RT_ASSERT(ev);
+	k = (size_t)sprintf(ev, "{\"k\": \"");
+	memset(ev + k, 'a', VLEN);
+	k += VLEN;
+	k += (size_t)sprintf(ev + k, "b3\"}");
+	RT_EQ_INT(relay_matcher_match(m, ev, k, NOW, &ids, &n), 0);
+	/* only the 10 distinct wildcards (deduplicated) ending in b3 */
+	RT_EQ_INT(n, NWILD / 10);
+	printf("# %llu wildcard steps, bound %zu\n",
+	       (unsigned long long)m->work, bound / 20);
+	RT_CHECK(m->work <= bound / 20); /* 10 distinct of NWILD */
+	/* a value with no b at all: every wildcard fails, still bounded */
+	ev[k - 4] = 'a';
+	RT_EQ_INT(relay_matcher_match(m, ev, k, NOW, &ids, &n), 0);
+	RT_EQ_INT(n, 0);
+	RT_CHECK(m->work <= bound / 20);
+	free(ev);
+	relay_matcher_free(m);
+	relay_ruleset_free(rs);
+	for (i = 0; i < NWILD; i++)
+		relay_pattern_free(p[i]);
+}
+
+#define NCIDR 1000
+
+/* Many CIDRs: one address parse per value, one test per distinct CIDR. */
+static void test_pattern__cidrs_bounded(void)
+{
+	relay_ruleset *rs = NULL;
+	relay_matcher *m = NULL;
+	relay_pattern *p[NCIDR];
+	const uint32_t *ids;
+	char pat[128];
+	const char *ev = "{\"ip\": \"10.3.231.1\"}";
+	size_t i, n;
+	int rc;
+
+	RT_ASSERT(relay_ruleset_new(&rs) == 0);
+	for (i = 0; i < NCIDR; i++) {
+		snprintf(pat, sizeof(pat), "{\"ip\": [{\"cidr\": "
+			 "\"10.%zu.%zu.0/24\"}]}", i / 256, i % 256);
+		p[i] = compile_text(pat, &rc);
+		RT_EQ_INT(rc, 0);
+		RT_EQ_INT(relay_ruleset_add(rs, p[i], NULL), 0);
+	}
+	RT_ASSERT(relay_ruleset_build(rs) == 0);
+	RT_ASSERT(relay_matcher_new(&m, rs) == 0);
+	RT_EQ_INT(relay_matcher_match(m, ev, strlen(ev), NOW, &ids, &n), 0);
+	RT_EQ_INT(n, 1);
+	RT_EQ_INT(ids[0], 3 * 256 + 231);
+	RT_CHECK(m->work <= NCIDR);
+	relay_matcher_free(m);
+	relay_ruleset_free(rs);
+	for (i = 0; i < NCIDR; i++)
+		relay_pattern_free(p[i]);
+}
+
+/* $or nested 30 deep: compiled as written (no expansion), right answers,
+ * and numbers beyond the double range on the raw path. */
+static void test_pattern__deep_or(void)
+{
+	char pat[8192], *o = pat;
+	relay_ruleset *rs = NULL;
+	relay_matcher *m;
+	relay_pattern *p;
+	const uint32_t *ids;
+	const char *ev;
+	size_t i, n;
+	int rc;
+
+	for (i = 0; i < 30; i++)
+		o += sprintf(o, "{\"$or\": [{\"a%zu\": [{\"numeric\": "
+			     "[\">\", 0, \"<\", 1e308]}]}, ", i);
+	o += sprintf(o, "{\"z\": [1]}");
+	for (i = 0; i < 30; i++)
+		o += sprintf(o, "]}");
+	p = compile_text(pat, &rc);
+	RT_EQ_INT(rc, 0);
+	m = one_rule_matcher(p, &rs);
+	ev = "{\"a29\": 5}";
+	RT_EQ_INT(relay_matcher_match(m, ev, strlen(ev), NOW, &ids, &n), 0);
+	RT_EQ_INT(n, 1);
+	ev = "{\"z\": 1}";
+	RT_EQ_INT(relay_matcher_match(m, ev, strlen(ev), NOW, &ids, &n), 0);
+	RT_EQ_INT(n, 1);
+	ev = "{\"a0\": 1e999, \"z\": 2}"; /* +inf: above every bound */
+	RT_EQ_INT(relay_matcher_match(m, ev, strlen(ev), NOW, &ids, &n), 0);
+	RT_EQ_INT(n, 0);
+	RT_CHECK(rs->nprog < 30 * 8);
+	relay_matcher_free(m);
+	relay_ruleset_free(rs);
+	relay_pattern_free(p);
+}
+
 static const rt_case cases[] = {
+	RT_CASE(test_pattern__cap_and_anything_but),
+	RT_CASE(test_pattern__wildcards_bounded),
+	RT_CASE(test_pattern__cidrs_bounded),
+	RT_CASE(test_pattern__deep_or),
 	RT_CASE(test_pattern__many_affixes_agree),
 	RT_CASE(test_pattern__worst_case_is_linear),
 };
