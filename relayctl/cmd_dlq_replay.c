@@ -172,11 +172,43 @@ static void mark_release(struct dlqcli *d, const char *key, int replayed)
 		relay_redis_reply_free(r);
 }
 
-/* Ask relayd on @fd to replay @id of DLQ stream @stream. */
-static enum outcome ask(int fd, const struct dlqcli *d, const char *stream,
-			const char *id, char *why, size_t size)
+/*
+ * The handler's output lines relayd sent back ("output", protocol.md), as
+ * app run prints them: stdout lines on stdout, stderr lines on stderr,
+ * each with its "[app/handler@manual] stdout: " prefix. An older relayd
+ * sends none.
+ */
+static void print_output(json_t *resp)
 {
-	json_t *req = json_pack("{s:s, s:s}", "cmd", "dlq replay", "id", id);
+	json_t *list = json_object_get(resp, "output"), *l;
+	json_int_t dropped = json_integer_value(json_object_get(
+		resp, "output_dropped"));
+	size_t i;
+
+	json_array_foreach(list, i, l) {
+		json_t *t = json_object_get(l, "text");
+		const char *st = relayctl_jstr(l, "stream", "stdout");
+		FILE *f = strcmp(st, "stderr") == 0 ? stderr : stdout;
+
+		if (!json_is_string(t))
+			continue;
+		fwrite(json_string_value(t), 1, json_string_length(t), f);
+		fputc('\n', f);
+		fflush(f);
+	}
+	if (dropped > 0)
+		fprintf(stderr, "relayctl: dlq replay: %lld more output "
+			"line%s not shown (relayd's log has them)\n",
+			(long long)dropped, dropped == 1 ? "" : "s");
+}
+
+/* Ask relayd on @fd to replay @id of DLQ stream @stream; with @output,
+ * print the handler's output it sends back. */
+static enum outcome ask(int fd, const struct dlqcli *d, const char *stream,
+			const char *id, int output, char *why, size_t size)
+{
+	json_t *req = json_pack("{s:s, s:s, s:b}", "cmd", "dlq replay", "id",
+				id, "output", output);
 	json_t *resp;
 	const char *code;
 	enum outcome o = FAILED;
@@ -192,6 +224,8 @@ static enum outcome ask(int fd, const struct dlqcli *d, const char *stream,
 	json_decref(req);
 	if (!resp)
 		return UNKNOWN;
+	if (output)
+		print_output(resp);
 	code = relayctl_ctl_failed(resp, why, size);
 	if (code) {
 		/* not_found is also an app or handler that is gone (the
@@ -217,7 +251,8 @@ static enum outcome ask(int fd, const struct dlqcli *d, const char *stream,
 
 /* Claim, ask, release. */
 static enum outcome replay_one(int fd, struct dlqcli *d, size_t k,
-			       const char *id, char *why, size_t size)
+			       const char *id, int output, char *why,
+			       size_t size)
 {
 	char *key = mark_key(d->streams[k], id);
 	enum outcome o;
@@ -237,7 +272,7 @@ static enum outcome replay_one(int fd, struct dlqcli *d, size_t k,
 		free(key);
 		return c == 0 ? BUSY : STORE;
 	}
-	o = ask(fd, d, d->streams[k], id, why, size);
+	o = ask(fd, d, d->streams[k], id, output, why, size);
 	if (o != UNKNOWN)
 		mark_release(d, key, o == REPLAYED);
 	free(key);
@@ -280,7 +315,7 @@ static int one(struct dlqcli *d)
 		return RELAYCTL_FAIL;
 	for (k = 0; k < d->nkeys && strcmp(d->keys[k], d->key); k++)
 		;
-	rc = replay_one(fd, d, k < d->nkeys ? k : 0, d->id, why,
+	rc = replay_one(fd, d, k < d->nkeys ? k : 0, d->id, 1, why,
 			sizeof(why));
 	close(fd);
 	if (rc == UNKNOWN)
@@ -331,7 +366,7 @@ static int bulk_item(struct dlqcli *d, int fd, const struct dlqbulk_item *it,
 		t->skipped++;
 		return 0;
 	}
-	switch (replay_one(fd, d, it->k, it->id, why, sizeof(why))) {
+	switch (replay_one(fd, d, it->k, it->id, 0, why, sizeof(why))) {
 	case REPLAYED:
 		line(it, "replayed");
 		t->done++;

@@ -459,6 +459,8 @@ json_t *dlqcli_json(const relay_dlq_record *rec)
 	json_object_set_new(o, "timestamp", dlqcli_json_str(e->timestamp));
 	json_object_set_new(o, "trace", e->trace ? dlqcli_json_str(e->trace)
 						 : json_null());
+	json_object_set_new(o, "stderr_tail", e->stderr_tail ?
+			    dlqcli_json_str(e->stderr_tail) : json_null());
 	json_object_set_new(o, "event", dlqcli_json_str(e->event));
 	return o;
 }
