@@ -66,6 +66,8 @@ static int flag_opt(struct dlqcli *d, const char *arg, unsigned flags)
 		d->dry_run = 1;
 	else if ((flags & DLQCLI_BULK) && strcmp(arg, "--yes") == 0)
 		d->yes = 1;
+	else if ((flags & DLQCLI_REDRIVE) && strcmp(arg, "--redrive") == 0)
+		d->redrive = 1;
 	else
 		return 0;
 	return 1;

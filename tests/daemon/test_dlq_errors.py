@@ -21,6 +21,7 @@ usage: test_dlq_errors.py RELAYD RELAYCTL
 import json
 import os
 import random
+import shutil
 import subprocess
 import sys
 import time
@@ -200,6 +201,193 @@ def replay_prints_handler_output():
         eq(out, "[py/h.run@manual] stdout: all fine for r\n"
            "Replayed handler successfully\n", "output, then the summary")
         env.wait(lambda: env.dlq() == [], "entry removed")
+
+
+def sh_app(env, name, handler, script, pattern=None):
+    """An exec app with one rule (retries 0) running /bin/sh -c @script."""
+    env.app(name, [], raw=(
+        "runtime: exec\n"
+        f"command: [\"/bin/sh\", \"-c\", {json.dumps(script)}]\n"
+        f"env:\n  LOG: {json.dumps(os.path.join(env.dir, 'runs.log'))}\n"
+        f"events:\n  - handler: {handler}\n"
+        f"    pattern: {json.dumps(pattern or {'kind': ['r']})}\n"
+        "    retries: 0\n"))
+
+
+def runs(env):
+    p = os.path.join(env.dir, "runs.log")
+    if not os.path.exists(p):
+        return []
+    with open(p) as f:
+        return [ln.rstrip("\n") for ln in f if ln.strip()]
+
+
+def put(env, app="a", handler="h", event=None, trace=None, stream="events"):
+    """A well-formed DLQ entry written by hand; returns its id."""
+    extra = ["trace", trace] if trace else []
+    return env.r("XADD", f"relay:{stream}:dlq", "*", "original_stream",
+                 stream, "original_id", "1-1", "group", "relay", "consumer",
+                 "c", "event", json.dumps(event or {"kind": "r"}), "reason",
+                 f'invocation exhausted: app "{app}" handler "{handler}" '
+                 "exhausted after 1 handler attempts: exit status 3",
+                 "app", app, "handler", handler, "deliveries", "1",
+                 "handler_attempts", "0" if app == "-" else "1",
+                 "timestamp", "2026-01-01T00:00:00.000Z", *extra)
+
+
+def redriven(env, stream="events"):
+    """{relay_redrive_of value: [fields]} of the stream's redriven entries;
+    fails on a DLQ id redriven twice."""
+    got = {}
+    for eid, flat in env.r("XRANGE", stream, "-", "+"):
+        f = dict(zip(flat[0::2], flat[1::2]))
+        if REDRIVE_FIELD in f:
+            check(f[REDRIVE_FIELD] not in got,
+                  f"{f[REDRIVE_FIELD]} redriven twice")
+            got[f[REDRIVE_FIELD]] = (eid, flat)
+    return got
+
+
+@case
+def redrive_matches_todays_templates():
+    with Env() as env:
+        sh_app(env, "a", "h1", 'ev=$(cat); echo "h1 $ev" >> "$LOG"; exit 3')
+        d = env.relayd()
+        msg = env.xadd({"kind": "r", "k": 1})
+        env.wait(lambda: len(env.dlq()) == 1, "DLQ entry")
+        dlq_id = env.dlq()[0]["_id"]
+        eq(runs(env), ['h1 {"kind":"r","k":1}'], "the old rule ran")
+        # Today's template: h1 is gone, h2 matches the same event.
+        sh_app(env, "a", "h2", 'ev=$(cat); echo "h2 $ev" >> "$LOG"')
+
+        def reloaded():
+            r = d.control({"cmd": "apps"})
+            return "h2" in json.dumps(r)
+        env.wait(reloaded, "template reloaded")
+
+        rc, out, err = ctl(d, "dlq", "replay", "--redrive", "--all",
+                           "--dry-run")
+        eq(rc, 0, err)
+        check(out.startswith("1 matching DLQ entry (dry run: nothing "
+                             "redriven)"), out)
+        eq(redriven(env), {}, "dry run: nothing added")
+        eq(len(env.dlq()), 1, "dry run: entry kept")
+
+        rc, out, err = ctl(d, "dlq", "replay", "--redrive", dlq_id)
+        eq(rc, 0, err)
+        got = redriven(env)
+        eq(list(got), [dlq_id], "one new stream entry naming the DLQ entry")
+        new_id, flat = got[dlq_id]
+        eq(out, f"Redriven into events as {new_id}\n", "stdout")
+        eq(flat, ["event", '{"kind":"r","k":1}', REDRIVE_FIELD, dlq_id],
+           "the stored event and the naming field")
+        check(new_id != msg, "a new message")
+        eq(env.dlq(), [], "the DLQ entry is gone")
+        env.wait(lambda: len(runs(env)) == 2, "today's rule ran")
+        eq(runs(env)[1], 'h2 {"kind":"r","k":1}', "h2, not h1")
+        env.wait(lambda: env.pel_count() == 0, "acknowledged")
+
+        # A failing handler: a new DLQ entry with the usual bookkeeping.
+        shutil.rmtree(os.path.join(env.apps_dir, "a"))
+        sh_app(env, "b", "hb", 'cat >/dev/null; echo boom >&2; exit 4')
+
+        def swapped():
+            r = json.dumps(d.control({"cmd": "apps"}))
+            return '"hb"' in r and '"h2"' not in r
+        env.wait(swapped, "templates reloaded")
+        second = env.xadd({"kind": "r", "k": 2})
+        env.wait(lambda: len(env.dlq()) == 1, "DLQ entry of k 2")
+        dlq2 = env.dlq()[0]["_id"]
+        rc, out, err = ctl(d, "dlq", "replay", "--redrive", dlq2)
+        eq(rc, 0, err)
+        new2 = redriven(env)[dlq2][0]
+        env.wait(lambda: len(env.dlq()) == 1 and
+                 env.dlq()[0]["original_id"] == new2, "new DLQ entry")
+        e = env.dlq()[0]
+        eq((e["app"], e["handler"], e["handler_attempts"],
+            e["stderr_tail"]), ("b", "hb", "1", "boom"), "bookkeeping")
+        check(e["reason"].endswith("exit status 4"), e["reason"])
+        check(second != new2, "ids")
+        env.wait(lambda: env.pel_count() == 0, "acknowledged")
+
+
+@case
+def redrive_trace_placeholder_claim_schedule():
+    with Env() as env:
+        d = env.relayd(start=False)
+        tp = "00-" + "ab" * 16 + "-" + "cd" * 8 + "-01"
+        t1 = put(env, trace=f"lineage producer={tp} attempt=3")
+        t2 = put(env, trace=json.dumps({"traceparent": tp,
+                                        "tracestate": "k=v"}))
+        t3 = put(env, trace="no context here 00-zz")
+        ph = put(env, app="-", handler="-")
+        held = put(env)
+        sched = put(env, event={
+            "source": "relay.schedule", "app": "a", "schedule": "s",
+            "handler": "h", "scheduled_at": "2026-01-01T00:00:00Z",
+            "occurrence_id": "schedule:a:s:2026-01-01T00:00:00Z"})
+        env.r("SET", f"relay:events:dlq:replaying:{held}", "x", "PX",
+              "600000")
+        rc, out, err = ctl(d, "dlq", "replay", "--redrive", ph)
+        eq(rc, 1, out)
+        check("placeholder" in err, err)
+        rc, out, err = ctl(d, "dlq", "replay", "--redrive", "--all",
+                           "--yes")
+        eq(rc, 1, "a claimed entry makes the run exit 1\n" + out + err)
+        got = redriven(env)
+        eq(sorted(got), sorted([t1, t2, t3]), "redriven: " + out)
+        f1 = got[t1][1]
+        eq(f1[4:], ["traceparent", tp], "traceparent from text")
+        eq(got[t2][1][4:], ["traceparent", tp, "tracestate", "k=v"],
+           "trace context from JSON")
+        eq(len(got[t3][1]), 4, "no context: no extra field")
+        left = [e["_id"] for e in env.dlq()]
+        eq(left, [ph, held, sched], "placeholder, claimed, schedule kept")
+        check(f"{held} a/h skipped (being replayed" in out, out)
+        check(f"{sched} a/h skipped (a schedule occurrence" in out, out)
+        check("Redriven 3 of 6 entries (0 failed, 3 skipped" in out, out)
+
+
+@case
+def redrive_killed_never_twice_never_lost():
+    with Env() as env:
+        d = env.relayd(start=False)
+        want = [put(env, event={"kind": "r", "i": i}) for i in range(80)]
+        rng = random.Random(24)
+        for _ in range(6):
+            p = subprocess.Popen(
+                [RELAYCTL, "dlq", "replay", "--redrive", "--all", "--yes",
+                 "--rate", "200"], env=ctl_env(d), stdin=subprocess.DEVNULL,
+                stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL)
+            time.sleep(rng.uniform(0.02, 0.12))
+            p.kill()
+            p.wait()
+            got = redriven(env)  # fails on a duplicate
+            left = [e["_id"] for e in env.dlq()]
+            eq(sorted(list(got) + left), sorted(want),
+               "every entry either redriven or still in the DLQ")
+        rc, out, err = ctl(d, "dlq", "replay", "--redrive", "--all",
+                           "--yes", "--rate", "1000")
+        eq(rc, 0, err)
+        eq(sorted(redriven(env)), sorted(want), "all redriven, once each")
+        eq(env.dlq(), [], "DLQ empty")
+        for dlq_id, (_, flat) in redriven(env).items():
+            eq(json.loads(flat[1])["i"], want.index(dlq_id), "its event")
+
+
+@case
+def redrive_every_partition_into_its_own_stream():
+    with Env() as env:
+        d = env.relayd(start=False, REDIS_STREAM="ev:{p0},ev:{p1}")
+        a = put(env, stream="ev:{p0}", event={"kind": "r", "p": 0})
+        b = put(env, stream="ev:{p1}", event={"kind": "r", "p": 1})
+        rc, out, err = ctl(d, "dlq", "replay", "--redrive", "--all",
+                           "--yes")
+        eq(rc, 0, err)
+        eq(list(redriven(env, "ev:{p0}")), [a], "p0")
+        eq(list(redriven(env, "ev:{p1}")), [b], "p1")
+        eq(env.r("XLEN", "relay:ev:{p0}:dlq"), 0, "p0 DLQ")
+        eq(env.r("XLEN", "relay:ev:{p1}:dlq"), 0, "p1 DLQ")
 
 
 if __name__ == "__main__":
