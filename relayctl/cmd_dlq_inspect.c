@@ -53,6 +53,25 @@ static void print_event(const char *event)
 	json_decref(j);
 }
 
+/* The last attempt's stderr: one indented line per line, cleaned. */
+static void print_tail(const char *tail)
+{
+	const char *p = tail, *nl;
+
+	puts("Stderr tail:");
+	while (*p) {
+		char *l;
+
+		nl = strchr(p, '\n');
+		l = strndup(p, nl ? (size_t)(nl - p) : strlen(p));
+		printf("  %s\n", l ? relayctl_c(l) : "?");
+		free(l);
+		if (!nl)
+			break;
+		p = nl + 1;
+	}
+}
+
 static void print_entry(const relay_dlq_record *r)
 {
 	const relay_dlq_entry *e = &r->e;
@@ -75,6 +94,8 @@ static void print_entry(const relay_dlq_record *r)
 		    relayctl_fmt_time_age(e->timestamp, ts, sizeof(ts)));
 	if (e->trace && *e->trace)
 		relayctl_kv(stdout, w, "Trace", e->trace);
+	if (e->stderr_tail)
+		print_tail(e->stderr_tail);
 	print_event(e->event);
 }
 

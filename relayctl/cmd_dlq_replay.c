@@ -33,6 +33,11 @@
  * Never lost: an entry leaves the DLQ only when relayd deleted it after
  * its successful run. SIGINT or SIGTERM finishes the entry in hand and
  * stops; running the same command again goes on with what is left.
+ *
+ * --redrive: instead of asking relayd, each entry's event goes back into
+ * its source stream, one atomic script per entry (dlqredrive.c); relayd
+ * then treats it as a new message. Same selection, --dry-run, --yes,
+ * --rate and interruption as above; relayd need not run.
  */
 #include <stdio.h>
 #include <stdlib.h>
@@ -42,6 +47,7 @@
 #include "ctlsock.h"
 #include "dlqbulk.h"
 #include "dlqcli.h"
+#include "dlqredrive.h"
 #include "fmt.h"
 #include "relayctl.h"
 
@@ -53,16 +59,26 @@
 
 static void usage(FILE *f)
 {
-	fprintf(f, "usage: relayctl dlq replay ID [connection options]\n"
-		"       relayctl dlq replay --all | FILTERS [--limit N] "
-		"[--dry-run] [--yes]\n"
-		"                           [--rate N] [connection options]"
-		"\n\n"
+	fprintf(f, "usage: relayctl dlq replay [--redrive] ID "
+		"[connection options]\n"
+		"       relayctl dlq replay [--redrive] --all | FILTERS "
+		"[--limit N] [--dry-run]\n"
+		"                           [--yes] [--rate N] [connection "
+		"options]\n\n"
 		"Ask the running relayd to run a DLQ entry's handler once "
 		"with its\n"
-		"event (current template timeout and env, no retries). On "
-		"success the\n"
-		"entry is deleted; on failure it is kept.\n\n"
+		"event (current template timeout and env, no retries), "
+		"printing its\noutput. On success the entry is deleted; on "
+		"failure it is kept.\n\n"
+		"  --redrive          instead, add the entry's event to its "
+		"source stream\n"
+		"                     again (field relay_redrive_of = the "
+		"entry's id) and\n"
+		"                     delete the entry, in one step: relayd "
+		"matches it\n"
+		"                     against today's templates, with retries "
+		"and DLQ\n"
+		"                     entries as for any message\n"
 		"  --all              replay every entry, oldest first\n"
 		"  --app NAME         entries of app NAME\n"
 		"  --handler NAME     entries of handler NAME\n"
@@ -172,11 +188,43 @@ static void mark_release(struct dlqcli *d, const char *key, int replayed)
 		relay_redis_reply_free(r);
 }
 
-/* Ask relayd on @fd to replay @id of DLQ stream @stream. */
-static enum outcome ask(int fd, const struct dlqcli *d, const char *stream,
-			const char *id, char *why, size_t size)
+/*
+ * The handler's output lines relayd sent back ("output", protocol.md), as
+ * app run prints them: stdout lines on stdout, stderr lines on stderr,
+ * each with its "[app/handler@manual] stdout: " prefix. An older relayd
+ * sends none.
+ */
+static void print_output(json_t *resp)
 {
-	json_t *req = json_pack("{s:s, s:s}", "cmd", "dlq replay", "id", id);
+	json_t *list = json_object_get(resp, "output"), *l;
+	json_int_t dropped = json_integer_value(json_object_get(
+		resp, "output_dropped"));
+	size_t i;
+
+	json_array_foreach(list, i, l) {
+		json_t *t = json_object_get(l, "text");
+		const char *st = relayctl_jstr(l, "stream", "stdout");
+		FILE *f = strcmp(st, "stderr") == 0 ? stderr : stdout;
+
+		if (!json_is_string(t))
+			continue;
+		fwrite(json_string_value(t), 1, json_string_length(t), f);
+		fputc('\n', f);
+		fflush(f);
+	}
+	if (dropped > 0)
+		fprintf(stderr, "relayctl: dlq replay: %lld more output "
+			"line%s not shown (relayd's log has them)\n",
+			(long long)dropped, dropped == 1 ? "" : "s");
+}
+
+/* Ask relayd on @fd to replay @id of DLQ stream @stream; with @output,
+ * print the handler's output it sends back. */
+static enum outcome ask(int fd, const struct dlqcli *d, const char *stream,
+			const char *id, int output, char *why, size_t size)
+{
+	json_t *req = json_pack("{s:s, s:s, s:b}", "cmd", "dlq replay", "id",
+				id, "output", output);
 	json_t *resp;
 	const char *code;
 	enum outcome o = FAILED;
@@ -192,6 +240,8 @@ static enum outcome ask(int fd, const struct dlqcli *d, const char *stream,
 	json_decref(req);
 	if (!resp)
 		return UNKNOWN;
+	if (output)
+		print_output(resp);
 	code = relayctl_ctl_failed(resp, why, size);
 	if (code) {
 		/* not_found is also an app or handler that is gone (the
@@ -217,7 +267,8 @@ static enum outcome ask(int fd, const struct dlqcli *d, const char *stream,
 
 /* Claim, ask, release. */
 static enum outcome replay_one(int fd, struct dlqcli *d, size_t k,
-			       const char *id, char *why, size_t size)
+			       const char *id, int output, char *why,
+			       size_t size)
 {
 	char *key = mark_key(d->streams[k], id);
 	enum outcome o;
@@ -237,7 +288,7 @@ static enum outcome replay_one(int fd, struct dlqcli *d, size_t k,
 		free(key);
 		return c == 0 ? BUSY : STORE;
 	}
-	o = ask(fd, d, d->streams[k], id, why, size);
+	o = ask(fd, d, d->streams[k], id, output, why, size);
 	if (o != UNKNOWN)
 		mark_release(d, key, o == REPLAYED);
 	free(key);
@@ -256,16 +307,44 @@ static int connect_relayd(const struct dlqcli *d)
 	return fd;
 }
 
+/* The index of d->key (the DLQ dlqcli_get() found the entry in). */
+static size_t key_index(const struct dlqcli *d)
+{
+	size_t k;
+
+	for (k = 0; k < d->nkeys && strcmp(d->keys[k], d->key); k++)
+		;
+	return k < d->nkeys ? k : 0;
+}
+
+/* --redrive ID. */
+static int one_redrive(struct dlqcli *d, relay_dlq_record *rec)
+{
+	char why[1024], nid[64];
+	size_t k = key_index(d);
+	enum dlqredrive_result r;
+
+	r = dlqredrive_one(d, k, rec, nid, sizeof(nid), why, sizeof(why));
+	relay_dlq_record_clear(rec);
+	if (r != DLQREDRIVE_DONE)
+		return relayctl_error(RELAYCTL_FAIL, "dlq replay: %s: %s",
+				      relayctl_c(d->id), why);
+	printf("Redriven into %s as %s\n", relayctl_c(d->streams[k]),
+	       relayctl_c(nid));
+	return fflush(stdout) ? RELAYCTL_FAIL : RELAYCTL_OK;
+}
+
 static int one(struct dlqcli *d)
 {
 	relay_dlq_record rec;
 	char why[1024];
-	size_t k;
 	int rc, fd;
 
 	rc = dlqcli_get(d, d->id, &rec);
 	if (rc)
 		return rc;
+	if (d->redrive)
+		return one_redrive(d, &rec);
 	if (strcmp(rec.e.app, "-") == 0) {
 		relay_dlq_record_clear(&rec);
 		return relayctl_error(RELAYCTL_FAIL, "dlq replay: DLQ entry "
@@ -278,10 +357,7 @@ static int one(struct dlqcli *d)
 	fd = connect_relayd(d);
 	if (fd < 0)
 		return RELAYCTL_FAIL;
-	for (k = 0; k < d->nkeys && strcmp(d->keys[k], d->key); k++)
-		;
-	rc = replay_one(fd, d, k < d->nkeys ? k : 0, d->id, why,
-			sizeof(why));
+	rc = replay_one(fd, d, key_index(d), d->id, 1, why, sizeof(why));
 	close(fd);
 	if (rc == UNKNOWN)
 		return relayctl_error(RELAYCTL_FAIL, "dlq replay: %s: no "
@@ -300,6 +376,7 @@ struct tally {
 	size_t done, failed, skipped, bad, busy, gone;
 };
 
+
 /* Print the line of item @it: @what after "<id> <app>/<handler>". */
 static void line(const struct dlqbulk_item *it, const char *what)
 {
@@ -307,6 +384,60 @@ static void line(const struct dlqbulk_item *it, const char *what)
 	printf("%s %s/%s %s\n", relayctl_c(it->id), relayctl_c(it->app),
 	       relayctl_c(it->handler), what);
 	fflush(stdout);
+}
+
+/* --redrive of item @it (not malformed, not a placeholder): read it
+ * again (it may have changed hands), then the script. */
+static int bulk_redrive(struct dlqcli *d, const struct dlqbulk_item *it,
+			struct tally *t)
+{
+	char why[1024], nid[64], text[200];
+	relay_dlq_record rec;
+	relay_error err;
+	int rc;
+
+	memset(&err, 0, sizeof(err));
+	rc = relay_dlq_get_sync(d->b, d->keys[it->k], it->id, &rec, &err);
+	if (rc == RELAY_ENOTFOUND) {
+		line(it, "already gone (removed meanwhile)");
+		t->gone++;
+		return 0;
+	}
+	if (rc) {
+		dlqbulk_progress_end();
+		return relayctl_error(RELAYCTL_FAIL, "dlq replay: %s: %s",
+				      relayctl_c(it->id),
+				      relayctl_c(err.text));
+	}
+	switch (dlqredrive_one(d, it->k, &rec, nid, sizeof(nid), why,
+			       sizeof(why))) {
+	case DLQREDRIVE_DONE:
+		snprintf(text, sizeof(text), "redriven as %s",
+			 relayctl_c(nid));
+		line(it, text);
+		t->done++;
+		break;
+	case DLQREDRIVE_GONE:
+		line(it, why);
+		t->gone++;
+		break;
+	case DLQREDRIVE_BUSY:
+		line(it, why);
+		t->busy++;
+		break;
+	case DLQREDRIVE_REFUSED:
+		snprintf(text, sizeof(text), "skipped (%.180s)", why);
+		line(it, text);
+		t->skipped++;
+		break;
+	default:
+		dlqbulk_progress_end();
+		relay_dlq_record_clear(&rec);
+		return relayctl_error(RELAYCTL_FAIL, "dlq replay: %s: %s",
+				      relayctl_c(it->id), why);
+	}
+	relay_dlq_record_clear(&rec);
+	return 0;
 }
 
 /* Replay item @it on @fd. Returns 0 to go on, else an exit code. */
@@ -331,7 +462,9 @@ static int bulk_item(struct dlqcli *d, int fd, const struct dlqbulk_item *it,
 		t->skipped++;
 		return 0;
 	}
-	switch (replay_one(fd, d, it->k, it->id, why, sizeof(why))) {
+	if (d->redrive)
+		return bulk_redrive(d, it, t);
+	switch (replay_one(fd, d, it->k, it->id, 0, why, sizeof(why))) {
 	case REPLAYED:
 		line(it, "replayed");
 		t->done++;
@@ -370,8 +503,9 @@ static int bulk_run(struct dlqcli *d, const struct dlqbulk *b,
 	int fd, rc = RELAYCTL_OK;
 	size_t i;
 
-	fd = connect_relayd(d);
-	if (fd < 0)
+	/* A redrive only writes Redis: relayd need not run. */
+	fd = d->redrive ? -1 : connect_relayd(d);
+	if (fd < 0 && !d->redrive)
 		return RELAYCTL_FAIL;
 	dlqbulk_catch_signals();
 	dlqbulk_pace_init(&pace, d->rate ? d->rate : DLQBULK_RATE_REPLAY);
@@ -380,10 +514,12 @@ static int bulk_run(struct dlqcli *d, const struct dlqbulk *b,
 		if (dlqbulk_stopping())
 			break;
 		rc = bulk_item(d, fd, &b->items[i], t);
-		dlqbulk_progress(i + 1, b->n, "replaying");
+		dlqbulk_progress(i + 1, b->n, d->redrive ? "redriving"
+							 : "replaying");
 	}
 	dlqbulk_progress_end();
-	close(fd);
+	if (fd >= 0)
+		close(fd);
 	*next = i;
 	return rc;
 }
@@ -402,17 +538,19 @@ static int bulk(struct dlqcli *d)
 	if (rc)
 		return rc;
 	if (d->dry_run) {
-		rc = dlqbulk_dry_run(d, &b, "replayed");
+		rc = dlqbulk_dry_run(d, &b, d->redrive ? "redriven"
+						       : "replayed");
 		goto done;
 	}
-	rc = dlqbulk_confirm(d, b.n, "Replay");
+	rc = dlqbulk_confirm(d, b.n, d->redrive ? "Redrive" : "Replay");
 	if (rc)
 		goto done;
 	rc = bulk_run(d, &b, &t, &next);
 	if (rc && next == 0 && !t.done)
 		goto done;
-	printf("Replayed %zu of %zu entries (%zu failed, %zu skipped",
-	       t.done, b.n, t.failed, t.skipped + t.bad + t.busy);
+	printf("%s %zu of %zu entries (%zu failed, %zu skipped",
+	       d->redrive ? "Redriven" : "Replayed", t.done, b.n, t.failed,
+	       t.skipped + t.bad + t.busy);
 	if (t.bad)
 		printf(", %zu of them malformed", t.bad);
 	if (t.busy)
@@ -422,9 +560,10 @@ static int bulk(struct dlqcli *d)
 	puts(")");
 	if (!rc && dlqbulk_stopping() && next < b.n) {
 		fprintf(stderr, "relayctl: dlq replay: interrupted: %zu "
-			"matching entr%s not replayed; run the same command "
+			"matching entr%s not %s; run the same command "
 			"again to go on\n", b.n - next,
-			b.n - next == 1 ? "y" : "ies");
+			b.n - next == 1 ? "y" : "ies",
+			d->redrive ? "redriven" : "replayed");
 		rc = RELAYCTL_FAIL;
 	}
 	if (fflush(stdout))
@@ -443,7 +582,7 @@ int relayctl_cmd_dlq_replay(int argc, char **argv)
 
 	rc = dlqcli_parse(&d, "dlq replay", argc, argv,
 			  DLQCLI_ID | DLQCLI_ALL | DLQCLI_FILTER | DLQCLI_BULK |
-			  DLQCLI_LIMIT, usage);
+			  DLQCLI_LIMIT | DLQCLI_REDRIVE, usage);
 	if (rc)
 		return rc < 0 ? RELAYCTL_OK : rc;
 	if (!d.bulk)

@@ -14,6 +14,13 @@
  * grouped: it is counted on stderr and skipped. --limit N: only the first
  * N matching entries (oldest first, stream by stream; malformed ones
  * counted on stderr are among them).
+ *
+ * --by error: the third key is the error instead of the reason: the last
+ * non-empty line of the entry's stderr_tail (the exception line of a
+ * Python traceback), normalised the same way; an entry without a tail
+ * (a timeout, a handler that wrote nothing to stderr, an entry of an
+ * older relayd) is grouped by its reason as before. JSON rows then add
+ * "from": "stderr" or "reason", saying which text "reason" holds.
  */
 #include <stdint.h>
 #include <stdio.h>
@@ -32,6 +39,7 @@
 struct group {
 	struct group *next;     /* in its bucket */
 	char *app, *handler, *reason;
+	int from_tail;          /* --by error: reason is a stderr line */
 	long long count;
 	int64_t oldest_ms, newest_ms;
 	char *oldest, *newest;  /* timestamps as stored */
@@ -42,6 +50,7 @@ struct summary {
 	struct group **all;
 	size_t n, cap;
 	long long entries, bad;
+	int by_error;           /* --by error */
 };
 
 static void usage(FILE *f)
@@ -72,6 +81,10 @@ static void usage(FILE *f)
 		"  --no-malformed     no malformed entries\n"
 		"  --limit N          only the first N matching entries "
 		"(oldest first)\n"
+		"  --by error         group by the last line of the handler's "
+		"stderr\n"
+		"                     (stderr_tail) instead of the reason, "
+		"when kept\n"
 		"  --json             a JSON array of {app, handler, reason, "
 		"count, oldest,\n"
 		"                     newest}\n%s"
@@ -118,6 +131,37 @@ static void normalise(const char *reason, char *out, size_t size)
 			n--;
 	}
 	out[n] = '\0';
+}
+
+/*
+ * --by error: the last line of @tail with a visible character, trailing
+ * blanks dropped, into @out. Returns 0, or -1 when there is none.
+ */
+static int tail_line(const char *tail, char *out, size_t size)
+{
+	const char *end = tail + strlen(tail), *b;
+	size_t n;
+
+	for (;;) {
+		while (end > tail && (end[-1] == '\n' || end[-1] == ' ' ||
+				      end[-1] == '\t'))
+			end--;
+		if (end == tail)
+			return -1;
+		for (b = end; b > tail && b[-1] != '\n'; b--)
+			;
+		n = (size_t)(end - b);
+		while (n && (*b == ' ' || *b == '\t'))
+			b++, n--;
+		if (n)
+			break;
+		end = b;
+	}
+	if (n >= size)
+		n = size - 1;
+	memcpy(out, b, n);
+	out[n] = '\0';
+	return 0;
 }
 
 static uint32_t hash3(const char *a, const char *b, const char *c)
@@ -186,17 +230,26 @@ static int count(struct summary *s, const relay_dlq_record *r)
 	uint32_t h;
 	int64_t ms;
 
-	normalise(e->reason, reason, sizeof(reason));
-	h = hash3(e->app, e->handler, reason) % NBUCKETS;
+	char line[4 * REASON_MAX + 1];
+	int from_tail = 0;
+
+	if (s->by_error && e->stderr_tail &&
+	    tail_line(e->stderr_tail, line, sizeof(line)) == 0)
+		from_tail = 1;
+	normalise(from_tail ? line : e->reason, reason, sizeof(reason));
+	h = (hash3(e->app, e->handler, reason) + (uint32_t)from_tail) %
+	    NBUCKETS;
 	for (g = s->buckets[h]; g; g = g->next)
 		if (strcmp(g->app, e->app) == 0 &&
 		    strcmp(g->handler, e->handler) == 0 &&
-		    strcmp(g->reason, reason) == 0)
+		    strcmp(g->reason, reason) == 0 &&
+		    g->from_tail == from_tail)
 			break;
 	if (!g) {
 		g = group_new(s, e, reason);
 		if (!g)
 			return -1;
+		g->from_tail = from_tail;
 		g->next = s->buckets[h];
 		s->buckets[h] = g;
 	}
@@ -302,7 +355,11 @@ static int put_json(const struct summary *s)
 		     json_object_set_new(o, "oldest",
 					 dlqcli_json_str(g->oldest)) ||
 		     json_object_set_new(o, "newest",
-					 dlqcli_json_str(g->newest));
+					 dlqcli_json_str(g->newest)) ||
+		     (s->by_error &&
+		      json_object_set_new(o, "from", json_string(
+					  g->from_tail ? "stderr"
+						       : "reason")));
 	}
 	if (!list || rc) {
 		json_decref(list);
@@ -316,8 +373,9 @@ static int put_json(const struct summary *s)
 
 static int put_table(const struct summary *s)
 {
-	static const char *const head[] = { "COUNT", "APP", "HANDLER",
-					    "OLDEST", "NEWEST", "REASON" };
+	const char *const head[] = { "COUNT", "APP", "HANDLER", "OLDEST",
+				     "NEWEST", s->by_error ? "ERROR"
+							   : "REASON" };
 	int64_t now = relayctl_now_ms();
 	relayctl_table t;
 	size_t i;
@@ -352,13 +410,55 @@ static int put_table(const struct summary *s)
 	return fflush(stdout) ? RELAYCTL_FAIL : RELAYCTL_OK;
 }
 
+/*
+ * Take "--by KEY" out of @argv (the shared parser does not know it) into
+ * *by_error. Returns 0, or RELAYCTL_USAGE after printing the problem.
+ */
+static int take_by(int *argc, char **argv, int *by_error)
+{
+	const char *v;
+	int i, o = 1, m, seen = 0;
+
+	for (i = 1; i < *argc; i++) {
+		if (strcmp(argv[i], "--") == 0) {
+			while (i < *argc)
+				argv[o++] = argv[i++];
+			break;
+		}
+		m = relayctl_opt_value(*argc, argv, &i, "--by", "dlq summary",
+				       &v);
+		if (m < 0) {
+			usage(stderr);
+			return RELAYCTL_USAGE;
+		}
+		if (m == 0) {
+			argv[o++] = argv[i];
+			continue;
+		}
+		if (seen++ || (strcmp(v, "error") && strcmp(v, "reason"))) {
+			relayctl_error(RELAYCTL_USAGE, "dlq summary: --by: %s",
+				       seen > 1 ? "given twice" :
+				       "expected error or reason");
+			usage(stderr);
+			return RELAYCTL_USAGE;
+		}
+		*by_error = strcmp(v, "error") == 0;
+	}
+	*argc = o;
+	argv[o] = NULL;
+	return 0;
+}
+
 int relayctl_cmd_dlq_summary(int argc, char **argv)
 {
 	struct dlqcli d;
 	struct summary *s;
 	size_t k;
-	int rc;
+	int rc, by_error = 0;
 
+	rc = take_by(&argc, argv, &by_error);
+	if (rc)
+		return rc;
 	rc = dlqcli_start(&d, "dlq summary", argc, argv,
 			  DLQCLI_JSON | DLQCLI_FILTER | DLQCLI_LIMIT, usage);
 	if (rc)
@@ -369,6 +469,7 @@ int relayctl_cmd_dlq_summary(int argc, char **argv)
 		return relayctl_error(RELAYCTL_FAIL, "dlq summary: out of "
 				      "memory");
 	}
+	s->by_error = by_error;
 	for (k = 0; k < d.nkeys && !rc && !full(&d, s); k++)
 		rc = scan(&d, k, s);
 	if (!rc) {

@@ -66,6 +66,8 @@ static int flag_opt(struct dlqcli *d, const char *arg, unsigned flags)
 		d->dry_run = 1;
 	else if ((flags & DLQCLI_BULK) && strcmp(arg, "--yes") == 0)
 		d->yes = 1;
+	else if ((flags & DLQCLI_REDRIVE) && strcmp(arg, "--redrive") == 0)
+		d->redrive = 1;
 	else
 		return 0;
 	return 1;
@@ -459,6 +461,8 @@ json_t *dlqcli_json(const relay_dlq_record *rec)
 	json_object_set_new(o, "timestamp", dlqcli_json_str(e->timestamp));
 	json_object_set_new(o, "trace", e->trace ? dlqcli_json_str(e->trace)
 						 : json_null());
+	json_object_set_new(o, "stderr_tail", e->stderr_tail ?
+			    dlqcli_json_str(e->stderr_tail) : json_null());
 	json_object_set_new(o, "event", dlqcli_json_str(e->event));
 	return o;
 }

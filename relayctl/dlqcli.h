@@ -23,6 +23,7 @@ struct dlqcli {
 	int bulk;                  /* --all or a filter: many entries */
 	int dry_run, yes;          /* --dry-run, --yes */
 	long rate;                 /* --rate N, 0 = not given */
+	int redrive;               /* --redrive (dlq replay) */
 	relay_redis_backend *b;    /* after dlqcli_open() */
 	char *key;                 /* relay:<stream>:dlq: keys[0], or the
 				      one dlqcli_get() found the entry in */
@@ -43,6 +44,7 @@ enum {
 			       or a filter) */
 	DLQCLI_BULK = 32,   /* --dry-run, --yes, --rate N (with --all or a
 			       filter) */
+	DLQCLI_REDRIVE = 64, /* --redrive */
 };
 
 /* --rate: the most entries per second relayctl accepts. */

@@ -270,7 +270,66 @@ typedef struct run_req {
 	char *dlq_id;       /* dlq replay: the entry to remove, or NULL */
 	const char *dlq_stream; /* dlq replay: its stream (the config's) */
 	bool keep;          /* dlq replay: keep the entry */
+	json_t *output;     /* dlq replay with "output": the lines, or NULL */
+	size_t out_bytes;   /* ... bytes of text kept so far */
+	size_t out_dropped; /* ... lines past the bound, not kept */
 } run_req;
+
+/* A replay's answer carries at most this much of its output. */
+#define OUT_MAX_LINES 1000
+#define OUT_MAX_BYTES (64 * 1024)
+
+static void run_req_free(run_req *rr)
+{
+	json_decref(rr->output);
+	free(rr->dlq_id);
+	free(rr);
+}
+
+/* A JSON string of @len bytes; bytes that are not UTF-8 become '?'. */
+static json_t *text_lossy(const char *text, size_t len)
+{
+	json_t *j = json_stringn(text, len);
+	char *copy;
+	size_t i;
+
+	if (j)
+		return j;
+	copy = malloc(len + 1);
+	if (!copy)
+		return NULL;
+	for (i = 0; i < len; i++)
+		copy[i] = (unsigned char)text[i] < 0x80 ? text[i] : '?';
+	j = json_stringn(copy, len);
+	free(copy);
+	return j;
+}
+
+/* dlq replay with "output": keep each line (prefix and all) for the
+ * answer, up to the bound; count the rest. */
+static void on_replay_output(const relay_output_line *line, void *payload)
+{
+	run_req *rr = payload;
+	json_t *o, *t;
+
+	if (json_array_size(rr->output) >= OUT_MAX_LINES ||
+	    rr->out_bytes + line->len > OUT_MAX_BYTES) {
+		rr->out_dropped++;
+		return;
+	}
+	t = text_lossy(line->text, line->len);
+	o = t ? json_pack("{s:s, s:o}", "stream",
+			  line->stream == RELAY_OUTPUT_STDERR ? "stderr"
+							      : "stdout",
+			  "text", t) : NULL;
+	if (!o || json_array_append_new(rr->output, o)) {
+		rr->out_dropped++;
+		return;
+	}
+	if (line->partial)
+		json_object_set_new(o, "partial", json_true());
+	rr->out_bytes += line->len;
+}
 
 static void on_xdel(relay_redis_backend *b, int status, long long value,
 		    void *payload)
@@ -283,8 +342,7 @@ static void on_xdel(relay_redis_backend *b, int status, long long value,
 		relayd_log(RELAY_LOG_WARN, "RELAYD-CTL02",
 			   "dlq replay: entry %s not removed (%s)", rr->dlq_id,
 			   status ? relay_strerror(status) : "already gone");
-	free(rr->dlq_id);
-	free(rr);
+	run_req_free(rr);
 }
 
 static void on_run(int status, const relay_consumer_result *res, size_t n,
@@ -322,6 +380,12 @@ static void on_run(int status, const relay_consumer_result *res, size_t n,
 
 		json_object_set_new(r, "dlq_id", json_string(rr->dlq_id));
 		json_object_set_new(r, "removed", json_boolean(remove));
+		if (rr->output) {
+			json_object_set(r, "output", rr->output);
+			json_object_set_new(r, "output_dropped",
+					    json_integer((json_int_t)
+							 rr->out_dropped));
+		}
 		relayd_request_reply(rr->req, r);
 		rr->req = NULL;
 		if (remove) {
@@ -339,8 +403,7 @@ static void on_run(int status, const relay_consumer_result *res, size_t n,
 	}
 	relayd_request_reply(rr->req, r);
 done:
-	free(rr->dlq_id);
-	free(rr);
+	run_req_free(rr);
 }
 
 /* The "event" member: a JSON object (re-serialized) or a string. */
@@ -426,9 +489,11 @@ static void on_dlq_entry(relay_redis_backend *b, int status,
 		relayd_request_fail(rr->req, "stopping", "relayd is stopping");
 		goto fail;
 	}
-	rc = relay_consumer_replay(relayd_consumer(d), rec.e.app,
-				   rec.e.handler, rec.e.event,
-				   strlen(rec.e.event), on_run, rr);
+	rc = relay_consumer_replay_output(relayd_consumer(d), rec.e.app,
+					  rec.e.handler, rec.e.event,
+					  strlen(rec.e.event),
+					  rr->output ? on_replay_output : NULL,
+					  rr, on_run, rr);
 	if (rc) {
 		relayd_request_fail(rr->req, run_error_code(rc),
 				    relay_strerror(rc));
@@ -440,8 +505,7 @@ static void on_dlq_entry(relay_redis_backend *b, int status,
 fail:
 	relay_dlq_record_clear(&rec);
 	relay_redis_reply_free(reply);
-	free(rr->dlq_id);
-	free(rr);
+	run_req_free(rr);
 }
 
 /*
@@ -532,6 +596,13 @@ static void cmd_replay(relayd *d, relayd_request *req, json_t *j)
 	rr->req = req;
 	rr->dlq_stream = stream;
 	rr->keep = json_is_true(json_object_get(j, "keep"));
+	if (json_is_true(json_object_get(j, "output")) &&
+	    !(rr->output = json_array())) {
+		run_req_free(rr);
+		relay_free(key);
+		relayd_request_fail(req, "failed", "out of memory");
+		return;
+	}
 	argv[0] = "XRANGE";
 	argv[1] = key;
 	argv[2] = id;
@@ -542,8 +613,7 @@ static void cmd_replay(relayd *d, relayd_request *req, json_t *j)
 				 on_dlq_entry, rr);
 	relay_free(key);
 	if (rc) {
-		free(rr->dlq_id);
-		free(rr);
+		run_req_free(rr);
 		relayd_request_fail(req, "redis", relay_strerror(rc));
 	}
 }

@@ -25,8 +25,13 @@ extern "C" {
  * struct relay_dlq_entry - the fields of one DLQ entry.
  *
  * Strings are borrowed when passed to relay_dlq_persist(); in a
- * relay_dlq_record they are owned by the record. trace is NULL when absent.
- * Placeholders use app = handler = "-" and handler_attempts = 0.
+ * relay_dlq_record they are owned by the record. trace and stderr_tail are
+ * NULL when absent. Placeholders use app = handler = "-",
+ * handler_attempts = 0 and no stderr_tail.
+ *
+ * Layout: stderr_tail was appended after trace (the soname moved with
+ * it, doc/api-stability.md); in Redis it is written before trace, which
+ * stays the last field.
  */
 typedef struct relay_dlq_entry {
 	const char *original_stream;
@@ -41,9 +46,14 @@ typedef struct relay_dlq_entry {
 	long long handler_attempts;  /* real executions */
 	const char *timestamp;  /* RFC 3339 UTC */
 	const char *trace;      /* optional lineage, or NULL */
+	const char *stderr_tail; /* optional: the end of the last attempt's
+				    stderr, escaped (R-5), or NULL */
 } relay_dlq_entry;
 
 #define RELAY_DLQ_SUMMARY_MAX 256 /* bytes of an oversized-event summary */
+/* Bytes of the stderr_tail relayd writes: at most this many, after
+ * escaping (a longer value written by another program still parses). */
+#define RELAY_DLQ_STDERR_TAIL_MAX 4096
 
 /**
  * relay_dlq_entry_validate() - check an entry before it is written.
@@ -51,7 +61,8 @@ typedef struct relay_dlq_entry {
  * Every string present and non-empty (event may be empty: a malformed
  * message's raw value is stored verbatim), counts >= 0, timestamp RFC 3339,
  * app/handler both "-" with handler_attempts 0 or neither "-" with
- * handler_attempts >= 1, and an oversized entry (reason "event
+ * handler_attempts >= 1, stderr_tail absent for a placeholder and never
+ * empty, and an oversized entry (reason "event
  * oversized: ...") carries a summary of at most RELAY_DLQ_SUMMARY_MAX
  * bytes as its event, never the payload.
  * Returns: 0 or RELAY_EINVAL with @err naming the field.

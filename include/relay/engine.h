@@ -611,6 +611,25 @@ RELAY_EXTERN int relay_consumer_replay(relay_consumer *c, const char *app,
 				       size_t len, relay_consumer_run_cb cb,
 				       void *payload);
 
+/**
+ * relay_consumer_replay_output() - relay_consumer_replay() that also
+ * hands the run's output lines to @output (`relayctl dlq replay` prints
+ * them). options.output still gets every line.
+ * @output: called for each line, from the loop, before @cb; may be NULL.
+ * @output_payload: passed to @output.
+ * Returns: as relay_consumer_replay().
+ * Ownership: the line is borrowed for the call (relay_output_line).
+ * Thread-safety: as relay_consumer_replay(): the loop's thread only.
+ */
+RELAY_EXTERN int relay_consumer_replay_output(relay_consumer *c,
+					      const char *app,
+					      const char *handler,
+					      const char *event, size_t len,
+					      relay_output_fn output,
+					      void *output_payload,
+					      relay_consumer_run_cb cb,
+					      void *payload);
+
 #ifdef __cplusplus
 }
 #endif

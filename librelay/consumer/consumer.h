@@ -16,6 +16,7 @@
 #include "relay/engine.h"
 #include "relay/invocation.h"
 #include "relay/dlq.h"
+#include "inv/inv.h"
 
 typedef struct relay__msg relay__msg;
 typedef struct relay__cinv relay__cinv;
@@ -59,6 +60,10 @@ struct relay__cinv {
 	char token[RELAY_INV_TOKEN_LEN + 1]; /* current claim */
 	char reason[384];                    /* last failure (a start
 						failure with its fix fits) */
+	relay__tail tail;                    /* stderr of the current
+						attempt, kept until it
+						ends without exhausting
+						(inv.h) */
 	relay__cinv *wait_next;              /* slot wait queue link */
 	int has_slots;                       /* holds global + app slot (a
 						resource, not a state: given

@@ -147,6 +147,8 @@ typedef struct manual {
 	void *run;
 	relay_consumer_run_cb cb;
 	void *payload;
+	relay_output_fn out;            /* the caller's copy of the output */
+	void *out_payload;
 	int status;
 	ev_idle idle;                   /* report from the loop */
 } manual;
@@ -197,6 +199,8 @@ static void manual_output(const relay_output_line *line, void *payload)
 
 	if (mr->c->output)
 		mr->c->output(line, mr->c->output_payload);
+	if (mr->out)
+		mr->out(line, mr->out_payload);
 }
 
 static void manual_done(const relay_run_outcome *o, void *payload)
@@ -284,6 +288,7 @@ out:
 
 static int manual_start(relay_consumer *c, const char *app_name,
 			const char *handler, const char *event, size_t len,
+			relay_output_fn out, void *out_payload,
 			relay_consumer_run_cb cb, void *payload)
 {
 	const relay_app *app;
@@ -300,6 +305,8 @@ static int manual_start(relay_consumer *c, const char *app_name,
 	mr->c = c;
 	mr->cb = cb;
 	mr->payload = payload;
+	mr->out = out;
+	mr->out_payload = out_payload;
 	mr->event = relay__strndup(event, len);
 	mr->len = len;
 	if (!mr->event)
@@ -358,7 +365,8 @@ int relay_consumer_invoke(relay_consumer *c, const char *app,
 			  const char *event, size_t len,
 			  relay_consumer_run_cb cb, void *payload)
 {
-	return manual_start(c, app, NULL, event, len, cb, payload);
+	return manual_start(c, app, NULL, event, len, NULL, NULL, cb,
+			    payload);
 }
 
 int relay_consumer_replay(relay_consumer *c, const char *app,
@@ -367,7 +375,20 @@ int relay_consumer_replay(relay_consumer *c, const char *app,
 {
 	if (!handler)
 		return RELAY_EINVAL;
-	return manual_start(c, app, handler, event, len, cb, payload);
+	return manual_start(c, app, handler, event, len, NULL, NULL, cb,
+			    payload);
+}
+
+int relay_consumer_replay_output(relay_consumer *c, const char *app,
+				 const char *handler, const char *event,
+				 size_t len, relay_output_fn output,
+				 void *output_payload,
+				 relay_consumer_run_cb cb, void *payload)
+{
+	if (!handler)
+		return RELAY_EINVAL;
+	return manual_start(c, app, handler, event, len, output,
+			    output_payload, cb, payload);
 }
 
 /* Stop at once: cancel the manual runs still going. */

@@ -499,6 +499,8 @@ static void inv_failed(relay__cinv *inv, const char *reason)
 	if (inv->attempt >= max)
 		relay__consumer_outcome(inv->m->c, relay_app_name(inv->app),
 					inv->handler, RELAY__OUT_EXHAUSTED);
+	else
+		relay__tail_reset(&inv->tail);  /* only the last one counts */
 	inv_record(inv, inv->attempt >= max ? RELAY__REC_EXHAUSTED :
 		   RELAY__REC_FAILURE);
 }
@@ -527,6 +529,10 @@ static void output_cb(const relay_output_line *line, void *payload)
 	relay__cinv *inv = payload;
 	relay_consumer *c = inv->m->c;
 
+	/* Kept for the DLQ entry should this attempt exhaust it. */
+	if (line->stream == RELAY_OUTPUT_STDERR && line->len >= line->prefix_len)
+		relay__tail_add(&inv->tail, line->text + line->prefix_len,
+				line->len - line->prefix_len, line->partial);
 	if (c->output)
 		c->output(line, c->output_payload);
 }
@@ -563,6 +569,7 @@ static void run_done(const relay_run_outcome *o, void *payload)
 		    relay_app_name(inv->app),
 		    inv->handler, m->id, inv->attempt,
 		    (unsigned long long)(dur_us / 1000));
+		relay__tail_reset(&inv->tail);
 		inv_record(inv, RELAY__REC_COMPLETE);
 		return;
 	}
@@ -599,6 +606,7 @@ static void inv_run(relay__cinv *inv)
 		c->m.retries++;
 	c->m.in_flight_invocations++;
 	inv->started_us = relay_clock_mono_us(c->clock);
+	relay__tail_reset(&inv->tail);
 	rc = c->exec->run(c->exec, &s, output_cb, run_done, inv, &inv->run);
 	if (rc) {
 		char why[sizeof(inv->reason)];

@@ -195,6 +195,7 @@ static void msg_free(relay__msg *m)
 	for (i = 0; i < m->ninv; i++) {
 		relay_app_free(m->invs[i].app);
 		relay__free(m->invs[i].field);
+		relay__tail_reset(&m->invs[i].tail);
 	}
 	relay__free(m->invs);
 	relay__free(m->id);
@@ -641,7 +642,7 @@ static void persist_exhausted(relay__msg *m, relay__cinv *inv)
 	relay_consumer *c = m->c;
 	const char *handler = inv->handler;
 	relay_dlq_entry e;
-	char ts[40], *reason;
+	char ts[40], *reason, *tail;
 	int rc;
 
 	reason = relay_dlq_reason_exhausted(relay_app_name(inv->app), handler,
@@ -656,12 +657,17 @@ static void persist_exhausted(relay__msg *m, relay__cinv *inv)
 	e.app = relay_app_name(inv->app);
 	e.handler = handler;
 	e.handler_attempts = inv->attempt;
+	/* NULL when the handler wrote nothing to stderr, or when this
+	 * delivery did not run the last attempt. */
+	tail = relay__tail_text(&inv->tail);
+	e.stderr_tail = tail;
 	LOG(c, RELAY_LOG_WARN, "RELAY-ENG05",
 	    "invocation exhausted, dead-lettering app=%s handler=%s "
 	    "message_id=%s attempt=%u", e.app, handler, m->id, inv->attempt);
 	rc = relay_dlq_persist(c->redis, m->key, c->dlq_key, inv->field,
 			       inv->attempt, inv->token, &e, persist_cb, m);
 	relay__free(reason);
+	relay__free(tail);
 	if (rc) {
 		relay__msg_step_failed(c, rc, "DLQ write", m);
 		msg_free(m);

@@ -13,11 +13,12 @@
 #include "common.h"
 #include "inv.h"
 
-/* Field order of an entry as written (trace last, optional). */
+/* Field order of an entry as written (stderr_tail and trace optional,
+ * trace last). */
 const char *const relay__dlq_field_names[RELAY__DLQ_NFIELDS] = {
 	"original_stream", "original_id", "group", "consumer", "event",
 	"reason", "app", "handler", "deliveries", "handler_attempts",
-	"timestamp", "trace",
+	"timestamp", "stderr_tail", "trace",
 };
 char *relay_dlq_key(const char *stream)
 {
@@ -92,6 +93,9 @@ int relay__dlq_entry_check(const relay_dlq_entry *e, size_t event_len,
 	if (e->trace && !*e->trace)
 		return relay__error_set(err, RELAY_EINVAL, NULL, 0, 0,
 					"DLQ field trace is empty");
+	if (e->stderr_tail && !*e->stderr_tail)
+		return relay__error_set(err, RELAY_EINVAL, NULL, 0, 0,
+					"DLQ field stderr_tail is empty");
 	if (strncmp(e->reason, "event oversized:", 16) == 0 &&
 	    event_len > RELAY_DLQ_SUMMARY_MAX)
 		return relay__error_set(err, RELAY_EINVAL, NULL, 0, 0,
@@ -104,6 +108,10 @@ int relay__dlq_entry_check(const relay_dlq_entry *e, size_t event_len,
 		return relay__error_set(err, RELAY_EINVAL, NULL, 0, 0,
 					"DLQ fields app and handler must both "
 					"be \"-\" or neither");
+	if (dash_app && e->stderr_tail)
+		return relay__error_set(err, RELAY_EINVAL, NULL, 0, 0,
+					"DLQ field stderr_tail in a placeholder "
+					"(no handler ran)");
 	if (dash_app ? e->handler_attempts != 0 : e->handler_attempts < 1)
 		return relay__error_set(err, RELAY_EINVAL, NULL, 0, 0,
 					"DLQ field handler_attempts is %lld "
@@ -166,6 +174,7 @@ void relay_dlq_record_clear(relay_dlq_record *rec)
 		(char **)&rec->e.event, (char **)&rec->e.reason,
 		(char **)&rec->e.app, (char **)&rec->e.handler,
 		(char **)&rec->e.timestamp, (char **)&rec->e.trace,
+		(char **)&rec->e.stderr_tail,
 	};
 	size_t i;
 

@@ -53,9 +53,10 @@ int relay__inv_result_parse(const char *s, relay_inv_result *out);
 /* Parse a decimal integer strictly: 1 to 18 digits, no sign. */
 int relay__parse_i64(const char *s, size_t len, int64_t *out);
 
-/* A DLQ entry's fields in the order they are written (trace last,
- * optional; the first RELAY__DLQ_NREQUIRED are required). */
-#define RELAY__DLQ_NFIELDS 12
+/* A DLQ entry's fields in the order they are written (stderr_tail and
+ * trace optional, trace last; the first RELAY__DLQ_NREQUIRED are
+ * required). */
+#define RELAY__DLQ_NFIELDS 13
 #define RELAY__DLQ_NREQUIRED 11
 #define RELAY__DLQ_F_EVENT 4  /* index of "event" */
 extern const char *const relay__dlq_field_names[RELAY__DLQ_NFIELDS];
@@ -67,5 +68,35 @@ extern const char *const relay__dlq_field_names[RELAY__DLQ_NFIELDS];
  */
 int relay__dlq_entry_check(const relay_dlq_entry *e, size_t event_len,
 			   relay_error *err);
+
+/*
+ * The stderr tail of one attempt (dlq_tail.c; R-5 stderr_tail): the last
+ * RELAY_DLQ_STDERR_TAIL_MAX raw bytes of the lines the handler wrote to
+ * stderr, joined by '\n'. buf is allocated on the first byte (2 * MAX, so
+ * keeping the window costs O(1) per byte) and freed by _reset(); a zeroed
+ * struct is an empty tail.
+ */
+typedef struct relay__tail {
+	char *buf;      /* raw bytes, or NULL */
+	size_t len;     /* bytes in buf */
+	int open;       /* the last line had no end yet (partial) */
+	int cut;        /* bytes were dropped before buf */
+} relay__tail;
+
+/* Add one output line (or a piece of one, @partial). 0 or RELAY_ENOMEM
+ * (the tail is then left empty: it is diagnostic only). */
+int relay__tail_add(relay__tail *t, const char *bytes, size_t len,
+		    int partial);
+/* Empty the tail and free its buffer. */
+void relay__tail_reset(relay__tail *t);
+/*
+ * The tail as stored: valid UTF-8 of at most RELAY_DLQ_STDERR_TAIL_MAX
+ * bytes, starting at a line start when anything was cut; every byte below
+ * 0x20 but '\n' and '\t', 0x7f, and every byte that is not part of valid
+ * UTF-8 is written \xNN (lowercase hex). Trailing line ends are dropped.
+ * Returns: new string (relay__free()), or NULL when the tail holds
+ * nothing but line ends (no field is written) or on allocation failure.
+ */
+char *relay__tail_text(const relay__tail *t);
 
 #endif /* RELAY__INV_H */

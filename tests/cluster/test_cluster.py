@@ -70,6 +70,30 @@ def untagged_stream_refused():
 
 
 @case
+def dlq_redrive_on_the_owner():
+    """relayctl dlq replay --redrive on the cluster: its script (DLQ,
+    stream and claim key, one slot) runs on the slot's owner, reached
+    through MOVED; the events are back in the stream, the DLQ empty."""
+    with ClusterEnv() as env:
+        dlq = f"relay:{env.stream}:dlq"
+        ids = [env.r("XADD", dlq, "*", "original_stream", env.stream,
+                     "original_id", "1-1", "group", "relay", "consumer",
+                     "c", "event", json.dumps({"kind": "x", "i": i}),
+                     "reason", "r", "app", "a", "handler", "h",
+                     "deliveries", "1", "handler_attempts", "1",
+                     "timestamp", "2026-01-01T00:00:00.000Z")
+               for i in range(3)]
+        rc, out, err = ctl(env, "dlq", "replay", "--redrive", "--all",
+                           "--yes")
+        eq(rc, 0, f"redrive: {out} {err}")
+        got = [dict(zip(f[::2], f[1::2]))
+               for _, f in env.r("XRANGE", env.stream, "-", "+")]
+        eq([g["relay_redrive_of"] for g in got], ids, "redriven in order")
+        eq([json.loads(g["event"])["i"] for g in got], [0, 1, 2], "events")
+        eq(env.r("XLEN", dlq), 0, "DLQ empty")
+
+
+@case
 def delivery_dlq_schedule_replay():
     """On the cluster, through a node that does not own the stream's
     slot: events run and are acknowledged, an exhausted handler is

@@ -116,7 +116,8 @@ def dlq_ls_table_json_and_filters():
         eq(len(got), 3, "one object per entry")
         want_keys = {"id", "original_stream", "original_id", "group",
                      "consumer", "app", "handler", "reason", "deliveries",
-                     "handler_attempts", "timestamp", "trace", "event"}
+                     "handler_attempts", "timestamp", "trace",
+                     "stderr_tail", "event"}
         raw = env.dlq()
         for o, r in zip(got, raw):
             eq(set(o), want_keys, "JSON members")
@@ -128,6 +129,7 @@ def dlq_ls_table_json_and_filters():
             eq(o["handler_attempts"], int(r["handler_attempts"]),
                "attempts")
             eq(o["trace"], r.get("trace"), "trace")
+            eq(o["stderr_tail"], r.get("stderr_tail"), "stderr_tail")
 
         rc, out, _ = ctl(d, "dlq", "ls", "--app", "a")
         eq([r[0] for r in table(out)[1:]], [ids[0]], "--app a")
@@ -218,6 +220,9 @@ def dlq_inspect_replay_rm():
         rc, out, err = ctl(d, "dlq", "inspect", ids[0])
         eq(rc, 0, "inspect exit\n" + err)
         head, _, event = out.partition("Event:\n")
+        # The handler's stderr ("no okfile") comes before the event.
+        head, _, tail = head.partition("Stderr tail:\n")
+        eq(tail, "  no okfile\n", "the stderr tail, indented")
         kv = {}
         for ln in head.splitlines():
             k, _, v = ln.partition(":")

@@ -192,7 +192,7 @@ static relay_dlq_entry good_entry(void)
 {
 	relay_dlq_entry e = {
 		"events", "1-0", "g", "c1", "{}", "r", "app", "h", 3, 5,
-		"2026-12-02T16:45:00.123Z", NULL,
+		"2026-12-02T16:45:00.123Z", NULL, NULL,
 	};
 	return e;
 }

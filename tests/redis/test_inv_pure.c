@@ -82,6 +82,86 @@ static void test_inv_pure__dlq_entry(void)
 		  RELAY_EINVAL);
 	RT_EQ_STR(relay__dlq_field_names[RELAY__DLQ_F_EVENT], "event");
 	RT_EQ_STR(relay__dlq_field_names[RELAY__DLQ_NFIELDS - 1], "trace");
+	RT_EQ_STR(relay__dlq_field_names[RELAY__DLQ_NFIELDS - 2],
+		  "stderr_tail");
+	e.handler_attempts = 0;
+	e.stderr_tail = "Traceback";  /* no handler ran: no tail */
+	RT_EQ_INT(relay__dlq_entry_check(&e, sizeof(raw) - 1, NULL),
+		  RELAY_EINVAL);
+	e.app = e.handler = "a";
+	e.handler_attempts = 1;
+	RT_EQ_INT(relay__dlq_entry_check(&e, sizeof(raw) - 1, NULL), 0);
+	e.stderr_tail = "";
+	RT_EQ_INT(relay__dlq_entry_check(&e, sizeof(raw) - 1, NULL),
+		  RELAY_EINVAL);
+}
+
+/* Feed @s as one complete line. */
+static void tail_line(relay__tail *t, const char *s)
+{
+	RT_EQ_INT(relay__tail_add(t, s, strlen(s), 0), 0);
+}
+
+static void test_inv_pure__stderr_tail(void)
+{
+	relay__tail t;
+	char *s, big[3000];
+	size_t i;
+
+	memset(&t, 0, sizeof(t));
+	RT_ASSERT(relay__tail_text(&t) == NULL);
+	tail_line(&t, "");
+	RT_ASSERT(relay__tail_text(&t) == NULL);  /* only line ends */
+	relay__tail_reset(&t);
+	/* Lines joined by \n, a partial line continued, controls escaped,
+	 * tabs kept, valid UTF-8 kept, a stray byte escaped. */
+	tail_line(&t, "Traceback (most recent call last):");
+	RT_EQ_INT(relay__tail_add(&t, "  x = 1\t", 8, 1), 0);
+	tail_line(&t, "/ 0 \x1b[31m\r");
+	tail_line(&t, "ZeroDivisionError: caf\xc3\xa9 \xff");
+	s = relay__tail_text(&t);
+	RT_EQ_STR(s, "Traceback (most recent call last):\n  x = 1\t/ 0 "
+		  "\\x1b[31m\\x0d\nZeroDivisionError: caf\xc3\xa9 \\xff");
+	relay_free(s);
+	relay__tail_reset(&t);
+	RT_ASSERT(t.buf == NULL && t.len == 0);
+
+	/* 1 MB of output: the stored text is the end, within the bound,
+	 * starting at a line. */
+	memset(big, 'a', sizeof(big) - 1);
+	big[sizeof(big) - 1] = '\0';
+	for (i = 0; i < 350; i++)
+		tail_line(&t, big);
+	tail_line(&t, "last line");
+	s = relay__tail_text(&t);
+	RT_ASSERT(s && strlen(s) <= RELAY_DLQ_STDERR_TAIL_MAX);
+	RT_ASSERT(strlen(s) > 2000);
+	RT_EQ_STR(s + strlen(s) - 10, "\nlast line");
+	RT_ASSERT(s[0] == 'a');
+	relay_free(s);
+	relay__tail_reset(&t);
+
+	/* Escaping grows the text past the bound: still bounded, and cut
+	 * at a whole escape. */
+	memset(big, 0x01, sizeof(big) - 1);
+	tail_line(&t, big);
+	s = relay__tail_text(&t);
+	RT_ASSERT(s && strlen(s) <= RELAY_DLQ_STDERR_TAIL_MAX);
+	RT_EQ_INT((int)(strlen(s) % 4), 0);
+	RT_ASSERT(strncmp(s, "\\x01", 4) == 0);
+	relay_free(s);
+	relay__tail_reset(&t);
+
+	/* One line longer than the window keeps its end. */
+	memset(big, 'b', sizeof(big) - 1);
+	RT_EQ_INT(relay__tail_add(&t, big, sizeof(big) - 1, 1), 0);
+	RT_EQ_INT(relay__tail_add(&t, big, sizeof(big) - 1, 1), 0);
+	RT_EQ_INT(relay__tail_add(&t, "END", 3, 0), 0);
+	s = relay__tail_text(&t);
+	RT_EQ_INT((int)strlen(s), RELAY_DLQ_STDERR_TAIL_MAX);
+	RT_EQ_STR(s + strlen(s) - 4, "bEND");
+	relay_free(s);
+	relay__tail_reset(&t);
 }
 
 int main(int argc, char **argv)
@@ -90,6 +170,7 @@ int main(int argc, char **argv)
 		RT_CASE(test_inv_pure__decisions),
 		RT_CASE(test_inv_pure__result_names),
 		RT_CASE(test_inv_pure__dlq_entry),
+		RT_CASE(test_inv_pure__stderr_tail),
 	};
 
 	return rt_main(argc, argv, cases, RT_NCASES(cases));
