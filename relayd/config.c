@@ -567,11 +567,16 @@ int relayd_config_load(relayd_config *c, char *errbuf, size_t size)
 		return -1;
 	if ((v = env("METRICS_ADDR")) && check_metrics(c, v, errbuf, size))
 		return -1;
+	/* OTEL_*: the exporter's own reader (relayd/otlp/config.c); its
+	 * errors name the variable, never a header value. */
+	if (relay_otlp_config_load(&c->otlp, getenv, errbuf, size))
+		return -1;
 	return 0;
 }
 
 void relayd_config_clear(relayd_config *c)
 {
+	relay_otlp_config_clear(&c->otlp);
 	if (!c)
 		return;
 	free(c->redis_uri);

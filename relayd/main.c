@@ -134,6 +134,86 @@ int relayd_flush_stats(relayd *d)
 	return rc;
 }
 
+/*
+ * Trace export (issue #25, phase 1): the exporter runs on the loop when
+ * an endpoint is set. Spans come in phase 2 (one per attempt, from the
+ * engine); until then it only reports that it is there and its counters.
+ * Header values are never logged: only the redacted endpoint is.
+ */
+static void start_tracing(relayd *d)
+{
+	const relay_otlp_config *c = &d->cfg.otlp;
+	relay_logger lg = relayd_logger();
+
+	if (c->warning)
+		relayd_log(RELAY_LOG_WARN, "RELAYD-OTLP04", "tracing: %s",
+			   c->warning);
+	if (!c->enabled) {
+		relayd_log(RELAY_LOG_INFO, "RELAYD-OTLP00", "tracing: export "
+			   "off (%s)", c->sdk_disabled ? "OTEL_SDK_DISABLED="
+			   "true" : "set OTEL_EXPORTER_OTLP_ENDPOINT to "
+			   "export spans");
+		return;
+	}
+	if (!relay_otlp_available()) {
+		relayd_log(RELAY_LOG_WARN, "RELAYD-OTLP03", "tracing: export "
+			   "unavailable: relayd was built without libcurl "
+			   "(-Dotlp); OTEL_EXPORTER_OTLP_* is ignored");
+		return;
+	}
+	if (relay_otlp_new(&d->otlp, d->loop, c, lg)) {
+		relayd_log(RELAY_LOG_WARN, "RELAYD-OTLP03", "tracing: export "
+			   "unavailable: out of memory");
+		return;
+	}
+	relayd_log(RELAY_LOG_INFO, "RELAYD-OTLP00", "tracing: exporting "
+		   "spans with OTLP/HTTP (protobuf), batches of %zu every "
+		   "%lld ms, queue %zu", c->max_batch,
+		   (long long)c->schedule_delay_ms, c->max_queue);
+}
+
+/* The exporter's counters in Prometheus text (malloc'd, *len); NULL when
+ * export is off. */
+static char *tracing_prometheus(const relayd *d, size_t *len)
+{
+	relay_otlp_counts k;
+	char *t;
+	int n;
+
+	if (!d->otlp)
+		return NULL;
+	t = malloc(2048);
+	if (!t)
+		return NULL;
+	relay_otlp_counts_get(d->otlp, &k);
+	n = snprintf(t, 2048,
+		"# HELP relay_trace_spans_exported_total Spans the OTLP "
+		"collector accepted.\n"
+		"# TYPE relay_trace_spans_exported_total counter\n"
+		"relay_trace_spans_exported_total %llu\n"
+		"# HELP relay_trace_spans_dropped_total Spans dropped: queue "
+		"full, too large, or export given up.\n"
+		"# TYPE relay_trace_spans_dropped_total counter\n"
+		"relay_trace_spans_dropped_total %llu\n"
+		"# HELP relay_trace_exports_failed_total OTLP export requests "
+		"that failed (each retry counts).\n"
+		"# TYPE relay_trace_exports_failed_total counter\n"
+		"relay_trace_exports_failed_total %llu\n"
+		"# HELP relay_trace_spans_queued Spans waiting for export.\n"
+		"# TYPE relay_trace_spans_queued gauge\n"
+		"relay_trace_spans_queued %llu\n",
+		(unsigned long long)k.spans_exported,
+		(unsigned long long)k.spans_dropped,
+		(unsigned long long)k.exports_failed,
+		(unsigned long long)k.queued);
+	if (n < 0 || n >= 2048) {
+		free(t);
+		return NULL;
+	}
+	*len = (size_t)n;
+	return t;
+}
+
 static void publish_metrics(relayd *d)
 {
 	relayd_stats s;
@@ -149,6 +229,14 @@ static void publish_metrics(relayd *d)
 		char *x = relayd_outbudget_prometheus(d->outbudget, &xlen);
 		char *both = x ? realloc(text, len + xlen + 1) : NULL;
 
+		if (both) {
+			memcpy(both + len, x, xlen + 1);
+			text = both;
+			len += xlen;
+		}
+		free(x);
+		x = tracing_prometheus(d, &xlen);
+		both = x ? realloc(text, len + xlen + 1) : NULL;
 		if (both) {
 			memcpy(both + len, x, xlen + 1);
 			text = both;
@@ -637,6 +725,8 @@ static void shutdown_all(relayd *d)
 	}
 	relayd_schedpub_stop(d->schedpub);
 	relayd_retention_stop(d->retention);
+	relay_otlp_free(d->otlp);
+	d->otlp = NULL;
 	relayd_http_stop(d->http);
 	relayd_control_stop(d->ctl);
 	if (d->nopen) {
@@ -814,6 +904,7 @@ int main(int argc, char **argv)
 		relayd_log(RELAY_LOG_INFO, "RELAYD-MET01", "metrics: off "
 			   "(set METRICS_ADDR=host:port to serve /metrics, "
 			   "/healthz and /readyz)");
+	start_tracing(&d);
 	ev_run(d.loop, 0);
 	shutdown_all(&d);
 	return d.exit_code;

@@ -15,6 +15,7 @@
 #include <stdint.h>
 
 #include "relay/log.h"
+#include "otlp/otlp.h"
 
 /* ---- config.c --------------------------------------------------------- */
 
@@ -56,6 +57,7 @@ typedef struct relayd_config {
 	int64_t sched_clock_v;        /* virtual Unix seconds at anchor */
 	int64_t sched_clock_anchor_ms;/* real Unix ms */
 	int64_t sched_clock_rate;     /* virtual s per real s */
+	relay_otlp_config otlp;   /* OTEL_*: trace export (otlp/otlp.h) */
 } relayd_config;
 
 #define RELAYD_MAX_EVENT_BYTES_LIMIT (1024u * 1024u)
@@ -355,6 +357,7 @@ typedef struct relayd {
 	relayd_control *ctl;
 	relayd_http *http;
 	relayd_outbudget *outbudget; /* per-app handler output budget */
+	relay_otlp *otlp;            /* trace exporter, NULL = off */
 	struct relayd_outctx *outctx; /* output payloads, one per stream */
 	struct relayd_schedpub *schedpub; /* schedule publisher */
 	struct relayd_retention *retention; /* stream/DLQ retention */

@@ -49,6 +49,28 @@ const relayd_var relayd_vars[] = {
 	{ "REDIS_INVOCATION_RETENTION", "default: 168h" },
 	{ "REDIS_STREAM_RETENTION", "default: 24h (0: off)" },
 	{ "REDIS_DLQ_RETENTION", "default: 168h (0: off)" },
+	{ "OTEL_EXPORTER_OTLP_TRACES_ENDPOINT", "trace export URL (unset: "
+	  "OTEL_EXPORTER_OTLP_ENDPOINT + /v1/traces; neither: off)" },
+	{ "OTEL_EXPORTER_OTLP_ENDPOINT", "OTLP/HTTP base URL (unset: no "
+	  "trace export)" },
+	{ "OTEL_EXPORTER_OTLP_HEADERS", "key=value,... sent with every "
+	  "export (never logged)" },
+	{ "OTEL_EXPORTER_OTLP_TRACES_HEADERS", "the same, for traces; wins "
+	  "over OTEL_EXPORTER_OTLP_HEADERS" },
+	{ "OTEL_EXPORTER_OTLP_TIMEOUT", "ms per export request (default: "
+	  "10000)" },
+	{ "OTEL_SDK_DISABLED", "true: no trace export" },
+	{ "OTEL_SERVICE_NAME", "service.name (default: unknown_service:"
+	  "relayd)" },
+	{ "OTEL_RESOURCE_ATTRIBUTES", "key=value,... resource attributes" },
+	{ "OTEL_TRACES_SAMPLER", "default: parentbased_always_on" },
+	{ "OTEL_TRACES_SAMPLER_ARG", "the ratio of *traceidratio (default: "
+	  "1.0)" },
+	{ "OTEL_BSP_SCHEDULE_DELAY", "ms between exports (default: 5000)" },
+	{ "OTEL_BSP_MAX_QUEUE_SIZE", "spans waiting at most (default: 2048)" },
+	{ "OTEL_BSP_MAX_EXPORT_BATCH_SIZE", "spans per export (default: 512)" },
+	{ "OTEL_BSP_EXPORT_TIMEOUT", "ms an export may take (default: "
+	  "30000)" },
 	{ "NOTIFY_SOCKET", "set by systemd (Type=notify): READY=1, STATUS=, "
 	  "STOPPING=1 go there" },
 	{ "JOURNAL_STREAM", "set by systemd: stderr is the journal (priority "

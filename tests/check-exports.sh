@@ -22,7 +22,11 @@ relay_app_format_duration relay_app_runtime_available
 relay_redis_cluster_check relay_slots_new relay_slots_free relay_slots_max
 relay_slots_running relay_slots_app_running relay_stream_list_parse
 relay_stream_list_free relay_stream_hash relay_stream_partition
-relay_consumer_replay_output"
+relay_consumer_replay_output
+relay_trace_parent_parse relay_trace_parent_format relay_trace_state_parse
+relay_trace_baggage_check relay_trace_random_ids relay_trace_context_child
+relay_trace_hex relay_trace_sampler_parse relay_trace_sample relay_span_dup
+relay_span_free"
 missing=""
 for s in $required; do
 	nm -D --defined-only "$lib" | awk '{print $NF}' | grep -qx "$s" ||

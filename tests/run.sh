@@ -34,6 +34,7 @@ fuzz_seed=${RELAY_FUZZ_SEED:-1}
 
 packages=(gcc g++ clang libclang-rt-14-dev meson ninja-build pkg-config
 	libhiredis-dev libjansson-dev libfyaml-dev libev-dev libmicrohttpd-dev
+	libcurl4-openssl-dev
 	redis-server redis-tools bubblewrap python3 nodejs scdoc procps tzdata)
 
 install_packages() {

@@ -20,5 +20,6 @@
 #include "engine.h"
 #include "metrics.h"
 #include "occurrence.h"
+#include "trace.h"
 
 #endif /* RELAY_RELAY_H */
