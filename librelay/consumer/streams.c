@@ -164,12 +164,12 @@ static int element(list *l, const char *s, size_t n, relay_error *err)
 			"\"%s\": more than %d partitions",
 			esc(s, n, e, sizeof(e)), RELAY_STREAM_LIST_MAX);
 	for (k = a; k <= b; k++) {
-		char *name = relay__malloc(plen + 16);
+		char *name = relay__malloc(plen + 32);
 
 		if (!name)
 			return RELAY_ENOMEM;
 		memcpy(name, s, plen);
-		snprintf(name + plen, 16, ":{p%ld}", k);
+		snprintf(name + plen, 32, ":{p%ld}", k);
 		/* Each partition's own tag {pN} must be the one Redis
 		 * Cluster hashes: a tag in PREFIX would come first and put
 		 * every partition in one slot. */
