@@ -164,8 +164,10 @@ int dlqcli_open(struct dlqcli *d)
 	relay_error err;
 	size_t i;
 
-	if (rc)
+	if (rc) {
+		dlqcli_close(d);  /* the filter; closing again is harmless */
 		return rc;
+	}
 	memset(&err, 0, sizeof(err));
 	rc = relay_stream_list_parse(d->conf.stream, &d->streams, &d->nkeys,
 				     &err);

@@ -59,7 +59,8 @@ enum {
 int dlqcli_parse(struct dlqcli *d, const char *cmd, int argc, char **argv,
 		 unsigned flags, void (*usage)(FILE *f));
 
-/* Open Redis and build the DLQ key. Returns RELAYCTL_OK or an exit code. */
+/* Open Redis and build the DLQ key. Returns RELAYCTL_OK, or an exit code
+ * after dlqcli_close(). */
 int dlqcli_open(struct dlqcli *d);
 
 /*

@@ -21,7 +21,16 @@ relay_app_rule_pattern_yaml relay_app_rule_pattern_json
 relay_app_format_duration relay_app_runtime_available
 relay_redis_cluster_check relay_slots_new relay_slots_free relay_slots_max
 relay_slots_running relay_slots_app_running relay_stream_list_parse
-relay_stream_list_free relay_stream_hash relay_stream_partition"
+relay_stream_list_free relay_stream_hash relay_stream_partition
+relay_dlq_filter_new relay_dlq_filter_free relay_dlq_filter_clock
+relay_dlq_filter_app relay_dlq_filter_handler relay_dlq_filter_reason
+relay_dlq_filter_since relay_dlq_filter_until relay_dlq_filter_id
+relay_dlq_filter_original_id relay_dlq_filter_malformed
+relay_dlq_filter_limit relay_dlq_filter_on_fields relay_dlq_filter_check
+relay_dlq_filter_match relay_dlq_filter_match_malformed relay_dlq_iter_open
+relay_dlq_iter_page relay_dlq_iter_next relay_dlq_iter_matched
+relay_dlq_iter_close relay_dlq_time_parse relay_dlq_duration_parse
+relay_dlq_when_parse relay_dlq_id_valid"
 missing=""
 for s in $required; do
 	nm -D --defined-only "$lib" | awk '{print $NF}' | grep -qx "$s" ||

@@ -116,7 +116,8 @@ def dlq_ls_table_json_and_filters():
         eq(len(got), 3, "one object per entry")
         want_keys = {"id", "original_stream", "original_id", "group",
                      "consumer", "app", "handler", "reason", "deliveries",
-                     "handler_attempts", "timestamp", "trace", "event"}
+                     "handler_attempts", "timestamp", "trace", "event",
+                     "expires_in_seconds"}
         raw = env.dlq()
         for o, r in zip(got, raw):
             eq(set(o), want_keys, "JSON members")
