@@ -179,19 +179,61 @@ static const char *expires(const struct retention *r, const char *id,
 	return relayctl_fmt_age((left + 999) / 1000, buf, size);
 }
 
+#define NCOLS 7
+
+/*
+ * What `dlq ls` keeps while it lists: constant, whatever the DLQ holds.
+ * The JSON array is written an element at a time; the text table is two
+ * passes over the DLQ, the first only measuring the columns, so that
+ * neither needs every row in memory (an entry added between the passes
+ * is printed, at worst wider than its column).
+ */
 struct ls {
 	struct dlqcli *d;
-	relayctl_table t;
-	json_t *list;        /* --json */
+	int json;            /* --json */
+	int measure;         /* text, first pass: widths only */
+	size_t w[NCOLS];     /* column widths */
+	size_t shown;        /* items written (this pass) */
 	struct retention ret;
 	int64_t now;
 	long long nbad;
+	int oom;
 };
+
+static const char *const head[NCOLS] = { "ID", "ORIGINAL", "APP",
+					 "HANDLER", "ATTEMPTS", "AGE",
+					 "EXPIRES" };
+
+/* Measure or print one row of cleaned cells. Returns 0 or -1 (OOM). */
+static int put_row(struct ls *l, const char *const *row)
+{
+	char *c[NCOLS];
+	size_t i;
+	int rc = 0;
+
+	for (i = 0; i < NCOLS; i++)
+		c[i] = relayctl_clean(row[i]);
+	for (i = 0; i < NCOLS && !rc; i++)
+		rc = c[i] ? 0 : -1;
+	for (i = 0; i < NCOLS && !rc; i++) {
+		size_t n = strlen(c[i]);
+
+		if (l->measure && n > l->w[i])
+			l->w[i] = n;
+		else if (!l->measure && i + 1 == NCOLS)
+			printf("%s\n", c[i]);
+		else if (!l->measure)
+			printf("%-*s  ", (int)l->w[i], c[i]);
+	}
+	for (i = 0; i < NCOLS; i++)
+		free(c[i]);
+	return rc;
+}
 
 static int add_row(struct ls *l, const relay_dlq_record *r)
 {
 	char orig[512], attempts[24], age[32], exp[32];
-	const char *row[7];
+	const char *row[NCOLS];
 	int64_t ms;
 
 	snprintf(orig, sizeof(orig), "%s/%s", r->e.original_stream,
@@ -208,7 +250,7 @@ static int add_row(struct ls *l, const relay_dlq_record *r)
 	row[4] = attempts;
 	row[5] = age;
 	row[6] = expires(&l->ret, r->id, l->now, exp, sizeof(exp));
-	return relayctl_table_add(&l->t, row);
+	return put_row(l, row);
 }
 
 /* The row of an entry nobody can parse: its id, that it is bad, and
@@ -216,11 +258,11 @@ static int add_row(struct ls *l, const relay_dlq_record *r)
 static int add_bad_row(struct ls *l, const char *id)
 {
 	char exp[32];
-	const char *row[7] = { id, "(malformed)", "?", "?", "?", "?",
-			       expires(&l->ret, id, l->now, exp,
-				       sizeof(exp)) };
+	const char *row[NCOLS] = { id, "(malformed)", "?", "?", "?", "?",
+				   expires(&l->ret, id, l->now, exp,
+					   sizeof(exp)) };
 
-	return relayctl_table_add(&l->t, row);
+	return put_row(l, row);
 }
 
 /* An item as JSON; with several streams it also names its stream. A
@@ -253,27 +295,68 @@ static json_t *row_json(const struct ls *l, const relay_dlq_item *it)
 	return o;
 }
 
+/*
+ * One element of the JSON array, written as json_dumpf() writes the
+ * whole array with JSON_INDENT(2): "[" on the first, "," between, every
+ * line of the element indented by two (a string never holds a raw
+ * newline in JSON, so lines are the dump's own).
+ */
+static int put_json_item(struct ls *l, const json_t *o)
+{
+	char *text = json_dumps(o, JSON_INDENT(2) | JSON_PRESERVE_ORDER);
+	const char *p, *nl;
+
+	if (!text)
+		return -1;
+	fputs(l->shown ? ",\n" : "[\n", stdout);
+	for (p = text; *p; p = nl + 1) {
+		nl = strchr(p, '\n');
+		if (!nl) {
+			printf("  %s", p);
+			break;
+		}
+		printf("  %.*s\n", (int)(nl - p), p);
+	}
+	free(text);
+	return 0;
+}
+
 /* One item (dlqcli_each, which applies the filters and --limit). */
 static int ls_one(void *payload, const relay_dlq_item *it)
 {
 	struct ls *l = payload;
+	int rc;
 
-	l->nbad += it->rec == NULL;
-	if (l->list)
-		return json_array_append_new(l->list, row_json(l, it)) ? -1
-									 : 0;
-	if (!it->rec)
-		return add_bad_row(l, it->id) ? -1 : 0;
-	return add_row(l, it->rec) ? -1 : 0;
+	if (!l->measure)
+		l->nbad += it->rec == NULL;
+	if (l->json) {
+		json_t *o = row_json(l, it);
+
+		rc = o ? put_json_item(l, o) : -1;
+		json_decref(o);
+	} else if (!it->rec) {
+		rc = add_bad_row(l, it->id);
+	} else {
+		rc = add_row(l, it->rec);
+	}
+	l->shown++;
+	return rc;
+}
+
+/* One pass over the DLQ (text: measuring, then printing). */
+static int ls_pass(struct ls *l)
+{
+	l->shown = 0;
+	return dlqcli_each(l->d, l->d->newest_first ? RELAY_DLQ_NEWEST_FIRST
+						    : RELAY_DLQ_OLDEST_FIRST,
+			   ls_one, l);
 }
 
 static int ls(int argc, char **argv)
 {
-	static const char *const head[] = { "ID", "ORIGINAL", "APP",
-					    "HANDLER", "ATTEMPTS", "AGE",
-					    "EXPIRES" };
 	struct dlqcli d;
 	struct ls l;
+	size_t i;
 	int rc;
 
 	memset(&l, 0, sizeof(l));
@@ -292,28 +375,29 @@ static int ls(int argc, char **argv)
 	rc = dlqcli_open(&d);
 	if (rc)
 		return rc;
-	if (relayctl_table_init(&l.t, 7, head) ||
-	    (d.conf.json && !(l.list = json_array()))) {
-		rc = relayctl_error(RELAYCTL_FAIL, "dlq ls: out of memory");
-		goto done;
+	l.json = d.conf.json;
+	if (!l.json) {
+		for (i = 0; i < NCOLS; i++)
+			l.w[i] = strlen(head[i]);
+		l.measure = 1;
+		rc = ls_pass(&l);
+		l.measure = 0;
+		if (rc == 0)
+			rc = put_row(&l, head) ? relayctl_error(
+				RELAYCTL_FAIL, "dlq ls: out of memory") : 0;
 	}
-	rc = dlqcli_each(&d, d.newest_first ? RELAY_DLQ_NEWEST_FIRST
-					     : RELAY_DLQ_OLDEST_FIRST,
-			 ls_one, &l);
-	if (rc)
-		goto done;
-	rc = relayctl_put_listing(l.list, &l.t);
+	if (rc == 0)
+		rc = ls_pass(&l);
+	if (rc == 0 && l.json)
+		fputs(l.shown ? "\n]\n" : "[]\n", stdout);
 	if (l.nbad)
 		fprintf(stderr, "relayctl: dlq ls: %lld malformed DLQ "
 			"entr%s listed; 'relayctl dlq inspect ID' shows what "
 			"is wrong\n", l.nbad, l.nbad == 1 ? "y" : "ies");
-	if (!rc && !l.list) {
+	if (!rc && !l.json)
 		retention_note(&d.conf, &l.ret);
-		rc = fflush(stdout) ? RELAYCTL_FAIL : RELAYCTL_OK;
-	}
-done:
-	json_decref(l.list);
-	relayctl_table_free(&l.t);
+	if (fflush(stdout) && !rc)
+		rc = RELAYCTL_FAIL;
 	dlqcli_close(&d);
 	return rc;
 }

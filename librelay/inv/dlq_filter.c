@@ -473,7 +473,7 @@ static void bound(const char *id, char *out, size_t size)
 /* Compare two valid ids ("MS" is "MS-0"). */
 static int id_cmp(const char *a, const char *b)
 {
-	uint64_t am, as = 0, bm, bs = 0;
+	uint64_t am = 0, as = 0, bm = 0, bs = 0;
 	const char *p = u64_part(a, &am), *q = u64_part(b, &bm);
 
 	if (*p == '-')
