@@ -62,6 +62,12 @@ relay_redis_backend *relayd_stream_redis(const relayd *d, const char *stream)
 	return d->sredis[0];
 }
 
+relay_redis_backend *relayd_ctl_redis(const relayd *d)
+{
+	return d->ctlredis ? d->ctlredis
+			   : d->sredis ? d->sredis[0] : NULL;
+}
+
 double relayd_scaled(const relayd *d, double seconds)
 {
 	double s = seconds / (d->cfg.time_scale ? d->cfg.time_scale : 1);
@@ -492,6 +498,11 @@ static int open_backends(relayd *d, char *errbuf, size_t size)
 	 * be reached the one above says so (once) and keeps trying. */
 	quiet = rd;
 	quiet.logger.fn = NULL;
+	/* The control commands' own connection, as quiet (best effort:
+	 * without it they share the first stream's). */
+	if (relay_redis_open_libev(&d->ctlredis, d->loop, d->cfg.redis_uri,
+				   &quiet, NULL))
+		d->ctlredis = NULL;
 	if (relay_redis_cluster_check(d->cfg.redis_uri,
 				      (const char *const *)d->cfg.streams,
 				      d->cfg.nstreams, d->cfg.group, &quiet,
@@ -654,6 +665,8 @@ static void shutdown_all(relayd *d)
 	d->outctx = NULL;
 	relayd_outbudget_free(d->outbudget);
 	d->outbudget = NULL;
+	relay_redis_free(d->ctlredis);  /* a replay's XDEL gets ECLOSED */
+	d->ctlredis = NULL;
 	if (d->sredis) {
 		size_t i;
 
