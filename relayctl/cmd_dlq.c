@@ -10,11 +10,13 @@
  *	    with one object per entry holding every field and
  *	    expires_in_seconds. The table ends with a blank line and
  *	    "Retention: ..." (how long relayd keeps entries: its
- *	    REDIS_DLQ_RETENTION, or its stats file). An entry that cannot be parsed is still a row (its
+ *	    REDIS_DLQ_RETENTION, or its stats file). An entry that cannot
+ *	    be parsed is still a row (its
  *	    id, ORIGINAL "(malformed)", "?" elsewhere; in JSON {"id",
  *	    "malformed": why, "fields": {...}}) whatever --app, --handler
  *	    or --reason say (--id, --since and --until apply to its id),
- *	    and stderr counts them:
+ *	    and stderr counts them (under a filter on fields it is
+ *	    undecided and does not count against --limit):
  *	    an operator must never believe the queue is shorter than it is,
  *	    and one bad entry must not hide the others.
  *	    FILTERS: dlqfilter.h (--app --handler --reason --since --until
