@@ -62,10 +62,19 @@ relay_redis_backend *relayd_stream_redis(const relayd *d, const char *stream)
 	return d->sredis[0];
 }
 
-relay_redis_backend *relayd_ctl_redis(const relayd *d)
+relay_redis_backend *relayd_ctl_redis(relayd *d)
 {
-	return d->ctlredis ? d->ctlredis
-			   : d->sredis ? d->sredis[0] : NULL;
+	relay_redis_options quiet = RELAY_REDIS_OPTIONS_INIT;
+
+	if (!d->sredis)
+		return NULL;    /* before start-up, after shutdown */
+	/* Opened on first use, quiet: the first stream's connection says
+	 * (once) when Redis cannot be reached. */
+	if (!d->ctlredis &&
+	    relay_redis_open_libev(&d->ctlredis, d->loop, d->cfg.redis_uri,
+				   &quiet, NULL))
+		d->ctlredis = NULL;
+	return d->ctlredis ? d->ctlredis : d->sredis[0];
 }
 
 double relayd_scaled(const relayd *d, double seconds)
@@ -498,11 +507,6 @@ static int open_backends(relayd *d, char *errbuf, size_t size)
 	 * be reached the one above says so (once) and keeps trying. */
 	quiet = rd;
 	quiet.logger.fn = NULL;
-	/* The control commands' own connection, as quiet (best effort:
-	 * without it they share the first stream's). */
-	if (relay_redis_open_libev(&d->ctlredis, d->loop, d->cfg.redis_uri,
-				   &quiet, NULL))
-		d->ctlredis = NULL;
 	if (relay_redis_cluster_check(d->cfg.redis_uri,
 				      (const char *const *)d->cfg.streams,
 				      d->cfg.nstreams, d->cfg.group, &quiet,

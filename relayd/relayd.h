@@ -388,10 +388,11 @@ static inline relay_consumer *relayd_consumer(const relayd *d)
 relay_redis_backend *relayd_stream_redis(const relayd *d, const char *stream);
 
 /* The connection of control commands that wait on Redis (dlq replay):
- * its own, so that a reply is not held up for the BLOCK time of an idle
- * stream's XREADGROUP (which capped bulk replays at about one entry per
- * second); the first stream's when it could not be opened. */
-relay_redis_backend *relayd_ctl_redis(const relayd *d);
+ * its own, opened on first use, so that a reply is not held up for the
+ * BLOCK time of an idle stream's XREADGROUP (which capped bulk replays
+ * at about one entry per second); the first stream's when it could not
+ * be opened. */
+relay_redis_backend *relayd_ctl_redis(relayd *d);
 
 /* Scale a fixed relayd duration (seconds) by RELAY_TEST_TIME_SCALE. */
 double relayd_scaled(const relayd *d, double seconds);
