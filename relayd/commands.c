@@ -328,7 +328,7 @@ static void on_run(int status, const relay_consumer_result *res, size_t n,
 			char *key = relay_dlq_key(rr->dlq_stream);
 			const char *ids[] = { rr->dlq_id };
 			int rc = key ? relay_redis_xdel(
-				relayd_ctl_redis(d), key,
+				relayd_stream_redis(d, rr->dlq_stream), key,
 				ids, 1, on_xdel, rr) : RELAY_ENOMEM;
 
 			relay_free(key);
@@ -538,7 +538,7 @@ static void cmd_replay(relayd *d, relayd_request *req, json_t *j)
 	argv[3] = id;
 	argv[4] = "COUNT";
 	argv[5] = "1";
-	rc = relay_redis_command(relayd_ctl_redis(d), 6, argv, NULL,
+	rc = relay_redis_command(relayd_stream_redis(d, stream), 6, argv, NULL,
 				 on_dlq_entry, rr);
 	relay_free(key);
 	if (rc) {

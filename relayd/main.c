@@ -62,21 +62,6 @@ relay_redis_backend *relayd_stream_redis(const relayd *d, const char *stream)
 	return d->sredis[0];
 }
 
-relay_redis_backend *relayd_ctl_redis(relayd *d)
-{
-	relay_redis_options quiet = RELAY_REDIS_OPTIONS_INIT;
-
-	if (!d->sredis)
-		return NULL;    /* before start-up, after shutdown */
-	/* Opened on first use, quiet: the first stream's connection says
-	 * (once) when Redis cannot be reached. */
-	if (!d->ctlredis &&
-	    relay_redis_open_libev(&d->ctlredis, d->loop, d->cfg.redis_uri,
-				   &quiet, NULL))
-		d->ctlredis = NULL;
-	return d->ctlredis ? d->ctlredis : d->sredis[0];
-}
-
 double relayd_scaled(const relayd *d, double seconds)
 {
 	double s = seconds / (d->cfg.time_scale ? d->cfg.time_scale : 1);
@@ -669,8 +654,6 @@ static void shutdown_all(relayd *d)
 	d->outctx = NULL;
 	relayd_outbudget_free(d->outbudget);
 	d->outbudget = NULL;
-	relay_redis_free(d->ctlredis);  /* a replay's XDEL gets ECLOSED */
-	d->ctlredis = NULL;
 	if (d->sredis) {
 		size_t i;
 

@@ -334,10 +334,6 @@ typedef struct relayd {
 					relayd_stream_redis()); a blocked
 					XREADGROUP holds up no other
 					stream */
-	relay_redis_backend *ctlredis; /* on loop: the control commands'
-					(dlq replay's XRANGE and XDEL),
-					which must not queue behind a
-					consumer's blocked XREADGROUP */
 	relay_runtime *rt;           /* attached to loop */
 	relay_appset *apps;          /* the set the consumer uses */
 	relay_consumer **consumers;  /* one per cfg.streams[i], NULL once
@@ -386,13 +382,6 @@ static inline relay_consumer *relayd_consumer(const relayd *d)
  * publishing, dlq replay) does not move one connection from master to
  * master. The first stream's for any other name. */
 relay_redis_backend *relayd_stream_redis(const relayd *d, const char *stream);
-
-/* The connection of control commands that wait on Redis (dlq replay):
- * its own, opened on first use, so that a reply is not held up for the
- * BLOCK time of an idle stream's XREADGROUP (which capped bulk replays
- * at about one entry per second); the first stream's when it could not
- * be opened. */
-relay_redis_backend *relayd_ctl_redis(relayd *d);
 
 /* Scale a fixed relayd duration (seconds) by RELAY_TEST_TIME_SCALE. */
 double relayd_scaled(const relayd *d, double seconds);
