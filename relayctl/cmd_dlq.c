@@ -1,17 +1,22 @@
 /*
  * cmd_dlq.c - relayctl dlq: subcommand dispatch and `dlq ls`.
  *
- *	dlq ls [FILTERS] [--limit N] [--json]
- *	    ID  ORIGINAL  APP  HANDLER  ATTEMPTS  AGE, oldest first;
- *	    ORIGINAL is <original_stream>/<original_id>, AGE the time since
- *	    the entry's timestamp ("3m12s"). --json: an array with one object
- *	    per entry holding every field. The table ends with a blank line
- *	    and "Retention: ..." (how long relayd keeps entries, from its
- *	    stats file). An entry that cannot be parsed is still a row (its
+ *	dlq ls [FILTERS] [--limit N] [--newest-first] [--json]
+ *	    ID  ORIGINAL  APP  HANDLER  ATTEMPTS  AGE  EXPIRES, oldest first
+ *	    (--newest-first: newest first); ORIGINAL is
+ *	    <original_stream>/<original_id>, AGE the time since the entry's
+ *	    timestamp ("3m12s"), EXPIRES the time before relayd trims it
+ *	    ("kept" without retention, "due" past it). --json: an array
+ *	    with one object per entry holding every field and
+ *	    expires_in_seconds. The table ends with a blank line and
+ *	    "Retention: ..." (how long relayd keeps entries: its
+ *	    REDIS_DLQ_RETENTION, or its stats file). An entry that cannot
+ *	    be parsed is still a row (its
  *	    id, ORIGINAL "(malformed)", "?" elsewhere; in JSON {"id",
  *	    "malformed": why, "fields": {...}}) whatever --app, --handler
  *	    or --reason say (--id, --since and --until apply to its id),
- *	    and stderr counts them:
+ *	    and stderr counts them (under a filter on fields it is
+ *	    undecided and does not count against --limit):
  *	    an operator must never believe the queue is shorter than it is,
  *	    and one bad entry must not hide the others.
  *	    FILTERS: dlqfilter.h (--app --handler --reason --since --until
@@ -31,11 +36,10 @@
 #include "fmt.h"
 #include "relayctl.h"
 
-#define PAGE 200
-
 static void usage(FILE *f)
 {
-	fputs("usage: relayctl dlq ls [FILTERS] [--limit N] [--json]\n"
+	fputs("usage: relayctl dlq ls [FILTERS] [--limit N] [--newest-first] "
+	      "[--json]\n"
 	      "       relayctl dlq summary [FILTERS] [--limit N] [--json]\n"
 	      "       relayctl dlq inspect ID [--json]\n"
 	      "       relayctl dlq replay ID | --all | FILTERS [--limit N] "
@@ -54,36 +58,191 @@ static void usage(FILE *f)
 static void ls_usage(FILE *f)
 {
 	fprintf(f, "usage: relayctl dlq ls [FILTERS] [--limit N] "
-		"[--json] [connection options]\n\n"
+		"[--newest-first] [--json]\n"
+		"                      [connection options]\n\n"
 		"List the DLQ entries oldest first as a table\n"
-		"ID ORIGINAL APP HANDLER ATTEMPTS AGE, then how long relayd "
-		"keeps them\n(REDIS_DLQ_RETENTION, from its stats file).\n\n"
+		"ID ORIGINAL APP HANDLER ATTEMPTS AGE EXPIRES, then how long "
+		"relayd keeps\nthem (REDIS_DLQ_RETENTION). EXPIRES is the time "
+		"left before relayd trims\nthe entry (\"kept\": retention is "
+		"off; \"due\": at relayd's next trim).\n\n"
 		"  --app NAME         only entries of app NAME\n"
 		"  --handler NAME     only entries of handler NAME\n"
 		DLQCLI_FILTER_HELP
 		"  --limit N          at most N entries\n"
+		"  --newest-first     newest entry first (--limit: the newest "
+		"N)\n"
 		"  --json             a JSON array, one object per entry with "
-		"every field\n%s"
+		"every field\n"
+		"                     and expires_in_seconds (null: kept)\n%s"
 		"  -h, --help         show this help\n\n"
 		"Filters combine with AND. A malformed entry is listed as "
 		"\"(malformed)\"\nunless --id, --since, --until or "
-		"--no-malformed rule it out (see\n'dlq inspect ID').\n\n"
+		"--no-malformed rule it out (see\n'dlq inspect ID'); under "
+		"--app, --handler, --reason or --original-id it\ndoes not "
+		"count against --limit.\n\n"
+		"Environment: REDIS_DLQ_RETENTION as relayd reads it (unset: "
+		"what relayd's\nstats file says, else relayd's default "
+		"168h).\n\n"
 		"Exit status: 0 success, 1 Redis error, 2 usage error.\n",
 		relayctl_conf_help);
 }
 
-static int add_row(relayctl_table *t, const relay_dlq_record *r,
-		   int64_t now)
+/* How long relayd keeps entries, and where that was learnt. */
+struct retention {
+	int64_t ms;          /* 0: off (kept until removed) */
+	int from;            /* 0 environment, 1 stats file, 2 default */
+};
+
+/*
+ * The retention relayd applies to the DLQ, learnt as relayd learns it:
+ * REDIS_DLQ_RETENTION ("0" off, else a duration of at least 1s in the
+ * units relayd takes: ms s m h d). When relayctl's environment does not
+ * set it, the running relayd's figure from its stats file
+ * (RELAY_STATE_DIR/stats.json), else relayd's default 168h. Returns 0, or
+ * RELAYCTL_USAGE after printing a value relayd would refuse too.
+ */
+static int retention_get(const struct relayctl_conf *c, struct retention *r)
 {
-	char orig[512], attempts[24], age[32];
-	const char *row[6];
+	const char *v = getenv("REDIS_DLQ_RETENTION");
+	char path[4200];
+	json_t *snap, *n;
+
+	r->ms = 168LL * 3600 * 1000;
+	r->from = 2;
+	if (v && *v) {
+		r->from = 0;
+		if (strcmp(v, "0") == 0) {
+			r->ms = 0;
+			return 0;
+		}
+		if (strchr(v, 'w') || relay_dlq_duration_parse(v, &r->ms) ||
+		    (r->ms > 0 && r->ms < 1000))
+			return relayctl_error(RELAYCTL_USAGE, "dlq ls: "
+				"REDIS_DLQ_RETENTION: invalid value \"%s\": "
+				"expected 0 (off) or a duration of at least 1s "
+				"such as 24h, 30m or 7d", relayctl_c(v));
+		return 0;
+	}
+	snprintf(path, sizeof(path), "%s/stats.json", c->state_dir);
+	snap = json_load_file(path, 0, NULL);
+	n = json_object_get(json_object_get(snap, "retention"),
+			    "dlq_retention_seconds");
+	if (json_is_integer(n) && json_integer_value(n) >= 0) {
+		r->ms = json_integer_value(n) * 1000;
+		r->from = 1;
+	}
+	json_decref(snap);
+	return 0;
+}
+
+/* The footer of the `dlq ls` table: how long entries are kept. */
+static void retention_note(const struct relayctl_conf *c,
+			   const struct retention *r)
+{
+	char buf[64];
+
+	if (r->from == 2)
+		printf("\nRetention: unknown (no relayd stats file in %s); "
+		       "relayd's default\nREDIS_DLQ_RETENTION=168h trims "
+		       "entries older than 7 days.\n", c->state_dir);
+	else if (r->ms == 0)
+		printf("\nRetention: off (REDIS_DLQ_RETENTION=0): entries are "
+		       "kept until removed.\n");
+	else
+		printf("\nRetention: entries older than %s are trimmed "
+		       "(REDIS_DLQ_RETENTION).\n",
+		       relayctl_fmt_age(r->ms / 1000, buf, sizeof(buf)));
+}
+
+/*
+ * Milliseconds entry @id has left: relayd trims the DLQ by the time in
+ * entry ids (doc/redis-layout.md R-9), so an entry goes once its id is
+ * older than the retention. Negative: due at the next trim. Only with a
+ * retention.
+ */
+static int64_t left_ms(const struct retention *r, const char *id,
+		       int64_t now)
+{
+	return strtoll(id, NULL, 10) + r->ms - now;
+}
+
+/* EXPIRES of entry @id: "kept", "due", or the time left. */
+static const char *expires(const struct retention *r, const char *id,
+			   int64_t now, char *buf, size_t size)
+{
+	int64_t left;
+
+	if (r->ms == 0)
+		return "kept";
+	left = left_ms(r, id, now);
+	if (left <= 0)
+		return "due";
+	/* Rounded up: "1s" until the very end, never "0s". */
+	return relayctl_fmt_age((left + 999) / 1000, buf, size);
+}
+
+#define NCOLS 7
+
+/*
+ * What `dlq ls` keeps while it lists: constant, whatever the DLQ holds.
+ * The JSON array is written an element at a time; the text table is two
+ * passes over the DLQ, the first only measuring the columns, so that
+ * neither needs every row in memory (an entry added between the passes
+ * is printed, at worst wider than its column).
+ */
+struct ls {
+	struct dlqcli *d;
+	int json;            /* --json */
+	int measure;         /* text, first pass: widths only */
+	size_t w[NCOLS];     /* column widths */
+	size_t shown;        /* items written (this pass) */
+	struct retention ret;
+	int64_t now;
+	long long nbad;
+	int oom;
+};
+
+static const char *const head[NCOLS] = { "ID", "ORIGINAL", "APP",
+					 "HANDLER", "ATTEMPTS", "AGE",
+					 "EXPIRES" };
+
+/* Measure or print one row of cleaned cells. Returns 0 or -1 (OOM). */
+static int put_row(struct ls *l, const char *const *row)
+{
+	char *c[NCOLS];
+	size_t i;
+	int rc = 0;
+
+	for (i = 0; i < NCOLS; i++)
+		c[i] = relayctl_clean(row[i]);
+	for (i = 0; i < NCOLS && !rc; i++)
+		rc = c[i] ? 0 : -1;
+	for (i = 0; i < NCOLS && !rc; i++) {
+		size_t n = strlen(c[i]);
+
+		if (l->measure && n > l->w[i])
+			l->w[i] = n;
+		else if (!l->measure && i + 1 == NCOLS)
+			printf("%s\n", c[i]);
+		else if (!l->measure)
+			printf("%-*s  ", (int)l->w[i], c[i]);
+	}
+	for (i = 0; i < NCOLS; i++)
+		free(c[i]);
+	return rc;
+}
+
+static int add_row(struct ls *l, const relay_dlq_record *r)
+{
+	char orig[512], attempts[24], age[32], exp[32];
+	const char *row[NCOLS];
 	int64_t ms;
 
 	snprintf(orig, sizeof(orig), "%s/%s", r->e.original_stream,
 		 r->e.original_id);
 	snprintf(attempts, sizeof(attempts), "%lld", r->e.handler_attempts);
 	if (relayctl_parse_time(r->e.timestamp, &ms) == 0)
-		relayctl_fmt_age((now - ms) / 1000, age, sizeof(age));
+		relayctl_fmt_age((l->now - ms) / 1000, age, sizeof(age));
 	else
 		snprintf(age, sizeof(age), "?");
 	row[0] = r->id;
@@ -92,145 +251,155 @@ static int add_row(relayctl_table *t, const relay_dlq_record *r,
 	row[3] = r->e.handler;
 	row[4] = attempts;
 	row[5] = age;
-	return relayctl_table_add(t, row);
+	row[6] = expires(&l->ret, r->id, l->now, exp, sizeof(exp));
+	return put_row(l, row);
 }
 
-/*
- * The footer of the `dlq ls` table: how long entries are kept. The
- * figure is the running relayd's REDIS_DLQ_RETENTION as recorded in its
- * stats file (RELAY_STATE_DIR/stats.json), which is what is enforced;
- * without that file relayctl cannot know it and says so.
- */
-static void retention_note(const struct relayctl_conf *c)
+/* The row of an entry nobody can parse: its id, that it is bad, and
+ * when it goes (by its id, as relayd trims). */
+static int add_bad_row(struct ls *l, const char *id)
 {
-	char path[4200], buf[64];
-	json_t *snap, *v;
+	char exp[32];
+	const char *row[NCOLS] = { id, "(malformed)", "?", "?", "?", "?",
+				   expires(&l->ret, id, l->now, exp,
+					   sizeof(exp)) };
 
-	snprintf(path, sizeof(path), "%s/stats.json", c->state_dir);
-	snap = json_load_file(path, 0, NULL);
-	v = json_object_get(json_object_get(snap, "retention"),
-			    "dlq_retention_seconds");
-	if (!json_is_integer(v))
-		printf("\nRetention: unknown (no relayd stats file in %s); "
-		       "relayd's default\nREDIS_DLQ_RETENTION=168h trims "
-		       "entries older than 7 days.\n", c->state_dir);
-	else if (json_integer_value(v) == 0)
-		printf("\nRetention: off (REDIS_DLQ_RETENTION=0): entries are "
-		       "kept until removed.\n");
-	else
-		printf("\nRetention: entries older than %s are trimmed "
-		       "(REDIS_DLQ_RETENTION).\n", relayctl_fmt_age(
-			       json_integer_value(v), buf, sizeof(buf)));
-	json_decref(snap);
+	return put_row(l, row);
 }
 
-/* The row of an entry nobody can parse: its id, and that it is bad. */
-static int add_bad_row(relayctl_table *t, const relay_dlq_record *r)
-{
-	const char *row[6] = { r->id, "(malformed)", "?", "?", "?", "?" };
-
-	return relayctl_table_add(t, row);
-}
-
-/* An entry as JSON; with several streams it also names its stream. A
- * malformed one is {"id", "malformed": why}. */
-static json_t *row_json(const struct dlqcli *d, size_t k,
-			const struct dlqcli_page *p, size_t i)
+/* An item as JSON; with several streams it also names its stream. A
+ * malformed one is {"id", "malformed": why, "fields"}. Both carry
+ * expires_in_seconds (null: kept). */
+static json_t *row_json(const struct ls *l, const relay_dlq_item *it)
 {
 	json_t *o;
 
-	if (p->bad[i])
-		o = dlqcli_json_bad(&p->recs[i], p->bad[i],
-				    p->raw->element[i]);
-	else
-		o = dlqcli_json(&p->recs[i]);
+	if (it->rec) {
+		o = dlqcli_json(it->rec);
+	} else {
+		relay_dlq_record r;
 
-	if (o && d->nkeys > 1)
-		json_object_set_new(o, "stream", json_string(d->streams[k]));
+		memset(&r, 0, sizeof(r));
+		r.id = (char *)it->id;
+		o = dlqcli_json_bad(&r, it->error, it->raw);
+	}
+	if (o && l->d->nkeys > 1)
+		json_object_set_new(o, "stream",
+				    json_string(l->d->streams[it->key]));
+	if (o) {
+		int64_t left = left_ms(&l->ret, it->id, l->now);
+
+		json_object_set_new(o, "expires_in_seconds", l->ret.ms == 0
+				    ? json_null()
+				    : json_integer(left <= 0 ? 0
+						   : (left + 999) / 1000));
+	}
 	return o;
+}
+
+/*
+ * One element of the JSON array, written as json_dumpf() writes the
+ * whole array with JSON_INDENT(2): "[" on the first, "," between, every
+ * line of the element indented by two (a string never holds a raw
+ * newline in JSON, so lines are the dump's own).
+ */
+static int put_json_item(struct ls *l, const json_t *o)
+{
+	char *text = json_dumps(o, JSON_INDENT(2) | JSON_PRESERVE_ORDER);
+	const char *p, *nl;
+
+	if (!text)
+		return -1;
+	fputs(l->shown ? ",\n" : "[\n", stdout);
+	for (p = text; *p; p = nl + 1) {
+		nl = strchr(p, '\n');
+		if (!nl) {
+			printf("  %s", p);
+			break;
+		}
+		printf("  %.*s\n", (int)(nl - p), p);
+	}
+	free(text);
+	return 0;
+}
+
+/* One item (dlqcli_each, which applies the filters and --limit). */
+static int ls_one(void *payload, const relay_dlq_item *it)
+{
+	struct ls *l = payload;
+	int rc;
+
+	if (!l->measure)
+		l->nbad += it->rec == NULL;
+	if (l->json) {
+		json_t *o = row_json(l, it);
+
+		rc = o ? put_json_item(l, o) : -1;
+		json_decref(o);
+	} else if (!it->rec) {
+		rc = add_bad_row(l, it->id);
+	} else {
+		rc = add_row(l, it->rec);
+	}
+	l->shown++;
+	return rc;
+}
+
+/* One pass over the DLQ (text: measuring, then printing). */
+static int ls_pass(struct ls *l)
+{
+	l->shown = 0;
+	return dlqcli_each(l->d, l->d->newest_first ? RELAY_DLQ_NEWEST_FIRST
+						    : RELAY_DLQ_OLDEST_FIRST,
+			   ls_one, l);
 }
 
 static int ls(int argc, char **argv)
 {
-	static const char *const head[] = { "ID", "ORIGINAL", "APP",
-					    "HANDLER", "ATTEMPTS", "AGE" };
 	struct dlqcli d;
-	relayctl_table t;
-	json_t *list = NULL;
-	char start[64] = "-";
-	long long shown = 0, nbad = 0;
-	int64_t now = relayctl_now_ms();
-	size_t k;
+	struct ls l;
+	size_t i;
 	int rc;
 
-	rc = dlqcli_start(&d, "dlq ls", argc, argv,
-			  DLQCLI_JSON | DLQCLI_FILTER | DLQCLI_LIMIT, ls_usage);
+	memset(&l, 0, sizeof(l));
+	l.d = &d;
+	l.now = relayctl_now_ms();
+	rc = dlqcli_parse(&d, "dlq ls", argc, argv,
+			  DLQCLI_JSON | DLQCLI_FILTER | DLQCLI_LIMIT |
+			  DLQCLI_ORDER, ls_usage);
 	if (rc)
 		return rc < 0 ? RELAYCTL_OK : rc;
-	if (relayctl_table_init(&t, 6, head) ||
-	    (d.conf.json && !(list = json_array()))) {
-		rc = relayctl_error(RELAYCTL_FAIL, "dlq ls: out of memory");
-		goto done;
+	rc = retention_get(&d.conf, &l.ret);
+	if (rc) {
+		dlqcli_close(&d);
+		return rc;
 	}
-	/* Every stream's DLQ in turn (one with a single stream). */
-	for (k = 0; k < d.nkeys && !(d.limit && shown >= d.limit); k++) {
-		snprintf(start, sizeof(start), "-");
-		for (;;) {
-			struct dlqcli_page p;
-			const char *last;
-			size_t i;
-
-			rc = dlqcli_page(&d, d.keys[k], start, "+", PAGE, &p);
-			if (rc)
-				goto done;
-			for (i = 0; i < p.n; i++) {
-				const relay_dlq_record *r = &p.recs[i];
-
-				if (d.limit && shown >= d.limit)
-					break;
-				/* A bad entry's app is unknown: shown
-				 * unless its id decides (--id, times). */
-				if (p.bad[i] ? !dlqfilter_match_id(&d.filter,
-								   r->id)
-					     : !dlqfilter_match(&d.filter, r))
-					continue;
-				shown++;
-				nbad += p.bad[i] != NULL;
-				if (list)
-					rc = json_array_append_new(list,
-						row_json(&d, k, &p, i));
-				else if (p.bad[i])
-					rc = add_bad_row(&t, r);
-				else
-					rc = add_row(&t, r, now);
-				if (rc) {
-					dlqcli_page_free(&p);
-					rc = relayctl_error(RELAYCTL_FAIL,
-						"dlq ls: out of memory");
-					goto done;
-				}
-			}
-			last = dlqcli_page_last(&p);
-			if (last)
-				snprintf(start, sizeof(start), "(%s", last);
-			i = p.n;
-			dlqcli_page_free(&p);
-			if (i < PAGE || !last || (d.limit && shown >= d.limit))
-				break;
-		}
+	rc = dlqcli_open(&d);
+	if (rc)
+		return rc;
+	l.json = d.conf.json;
+	if (!l.json) {
+		for (i = 0; i < NCOLS; i++)
+			l.w[i] = strlen(head[i]);
+		l.measure = 1;
+		rc = ls_pass(&l);
+		l.measure = 0;
+		if (rc == 0)
+			rc = put_row(&l, head) ? relayctl_error(
+				RELAYCTL_FAIL, "dlq ls: out of memory") : 0;
 	}
-	rc = relayctl_put_listing(list, &t);
-	if (nbad)
+	if (rc == 0)
+		rc = ls_pass(&l);
+	if (rc == 0 && l.json)
+		fputs(l.shown ? "\n]\n" : "[]\n", stdout);
+	if (l.nbad)
 		fprintf(stderr, "relayctl: dlq ls: %lld malformed DLQ "
 			"entr%s listed; 'relayctl dlq inspect ID' shows what "
-			"is wrong\n", nbad, nbad == 1 ? "y" : "ies");
-	if (!rc && !list) {
-		retention_note(&d.conf);
-		rc = fflush(stdout) ? RELAYCTL_FAIL : RELAYCTL_OK;
-	}
-done:
-	json_decref(list);
-	relayctl_table_free(&t);
+			"is wrong\n", l.nbad, l.nbad == 1 ? "y" : "ies");
+	if (!rc && !l.json)
+		retention_note(&d.conf, &l.ret);
+	if (fflush(stdout) && !rc)
+		rc = RELAYCTL_FAIL;
 	dlqcli_close(&d);
 	return rc;
 }

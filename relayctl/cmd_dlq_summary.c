@@ -301,37 +301,16 @@ static int by_count(const void *a, const void *b)
 	return strcmp(x->reason, y->reason);
 }
 
-/* Whether --limit N entries were taken (grouped or counted as malformed). */
-static int full(const struct dlqcli *d, const struct summary *s)
+/* One item (dlqcli_each, which applies the filters and --limit):
+ * grouped, or counted as malformed. */
+static int scan_one(void *payload, const relay_dlq_item *it)
 {
-	return d->limit && s->entries + s->bad >= d->limit;
-}
+	struct summary *s = payload;
 
-struct scan {
-	const struct dlqcli *d;
-	struct summary *s;
-};
-
-/* One entry (dlqcli_each): counted, or grouped when it matches. */
-static int scan_one(void *payload, const relay_dlq_record *r,
-		    const char *bad)
-{
-	struct scan *x = payload;
-
-	if (full(x->d, x->s))
-		return 1;
-	if (bad)
-		x->s->bad += dlqfilter_match_id(&x->d->filter, r->id);
-	else if (dlqfilter_match(&x->d->filter, r) && count(x->s, r))
-		return -1;
+	if (it->rec)
+		return count(s, it->rec) ? -1 : 0;
+	s->bad++;
 	return 0;
-}
-
-static int scan(struct dlqcli *d, size_t k, struct summary *s)
-{
-	struct scan x = { d, s };
-
-	return dlqcli_each(d, k, scan_one, &x);
 }
 
 static int put_json(const struct summary *s)
@@ -453,7 +432,6 @@ int relayctl_cmd_dlq_summary(int argc, char **argv)
 {
 	struct dlqcli d;
 	struct summary *s;
-	size_t k;
 	int rc, by_error = 0;
 
 	rc = take_by(&argc, argv, &by_error);
@@ -470,8 +448,7 @@ int relayctl_cmd_dlq_summary(int argc, char **argv)
 				      "memory");
 	}
 	s->by_error = by_error;
-	for (k = 0; k < d.nkeys && !rc && !full(&d, s); k++)
-		rc = scan(&d, k, s);
+	rc = dlqcli_each(&d, RELAY_DLQ_OLDEST_FIRST, scan_one, s);
 	if (!rc) {
 		if (s->n)
 			qsort(s->all, s->n, sizeof(*s->all), by_count);

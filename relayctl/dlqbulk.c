@@ -27,8 +27,8 @@ static char *dup_or_null(const char *s, int *oom)
 	return c;
 }
 
-static int add(struct dlqbulk *b, size_t k, const relay_dlq_record *r,
-	       const char *bad)
+static int add(struct dlqbulk *b, size_t k, const char *id,
+	       const relay_dlq_record *r, const char *bad)
 {
 	struct dlqbulk_item *it;
 	int oom = 0;
@@ -45,9 +45,9 @@ static int add(struct dlqbulk *b, size_t k, const relay_dlq_record *r,
 	it = &b->items[b->n];
 	memset(it, 0, sizeof(*it));
 	it->k = k;
-	it->id = dup_or_null(r->id, &oom);
+	it->id = dup_or_null(id, &oom);
 	it->bad = dup_or_null(bad, &oom);
-	if (!bad) {
+	if (r) {
 		it->app = dup_or_null(r->e.app, &oom);
 		it->handler = dup_or_null(r->e.handler, &oom);
 		if (b->n < SAMPLE) {
@@ -75,56 +75,30 @@ void dlqbulk_free(struct dlqbulk *b)
 	memset(b, 0, sizeof(*b));
 }
 
-/* Whether --limit N entries were selected. */
-static int full(const struct dlqcli *d, const struct dlqbulk *b)
-{
-	return d->limit && (long long)b->n >= d->limit;
-}
-
 struct collect {
-	const struct dlqcli *d;
 	struct dlqbulk *b;
-	size_t k;
 };
 
-/* One entry (dlqcli_each): selected when it matches. */
-static int collect_entry(void *payload, const relay_dlq_record *r,
-			 const char *bad)
+/* One item (dlqcli_each, which applies the filters and --limit): a
+ * match is selected; an undecided malformed entry is left alone. */
+static int collect_entry(void *payload, const relay_dlq_item *it)
 {
 	struct collect *x = payload;
 
-	if (full(x->d, x->b))
-		return 1;
-	if (bad) {
-		if (!dlqfilter_match_id(&x->d->filter, r->id))
-			return 0;
-		if (dlqfilter_on_fields(&x->d->filter)) {
-			x->b->unselected_bad++;
-			return 0;
-		}
-		return add(x->b, x->k, r, bad) ? -1 : 0;
+	if (it->kind == RELAY_DLQ_ITEM_UNDECIDED) {
+		x->b->unselected_bad++;
+		return 0;
 	}
-	if (dlqfilter_match(&x->d->filter, r))
-		return add(x->b, x->k, r, NULL) ? -1 : 0;
-	return 0;
-}
-
-/* The entries of one DLQ (d->keys[k]). */
-static int collect_one(struct dlqcli *d, size_t k, struct dlqbulk *b)
-{
-	struct collect x = { d, b, k };
-
-	return dlqcli_each(d, k, collect_entry, &x);
+	return add(x->b, it->key, it->id, it->rec, it->error) ? -1 : 0;
 }
 
 int dlqbulk_collect(struct dlqcli *d, struct dlqbulk *b)
 {
-	size_t k;
-	int rc = RELAYCTL_OK;
+	struct collect x = { b };
+	int rc;
 
 	memset(b, 0, sizeof(*b));
-	for (k = 0; k < d->nkeys && !rc && !full(d, b); k++)
-		rc = collect_one(d, k, b);
+	rc = dlqcli_each(d, RELAY_DLQ_OLDEST_FIRST, collect_entry, &x);
 	if (rc)
 		dlqbulk_free(b);
 	else if (b->unselected_bad)

@@ -68,6 +68,8 @@ static int flag_opt(struct dlqcli *d, const char *arg, unsigned flags)
 		d->yes = 1;
 	else if ((flags & DLQCLI_REDRIVE) && strcmp(arg, "--redrive") == 0)
 		d->redrive = 1;
+	else if ((flags & DLQCLI_ORDER) && strcmp(arg, "--newest-first") == 0)
+		d->newest_first = 1;
 	else
 		return 0;
 	return 1;
@@ -81,6 +83,9 @@ static int parse_check(struct dlqcli *d, unsigned flags)
 
 	if (dlqfilter_finish(&d->filter, err, sizeof(err)))
 		return relayctl_error(RELAYCTL_USAGE, "%s: %s", d->cmd, err);
+	/* --limit is the iterator's: matches count, undecided entries
+	 * (malformed, under a filter on fields) do not. */
+	relay_dlq_filter_limit(d->filter.lib, (uint64_t)d->limit);
 	if (!(flags & DLQCLI_ALL))
 		return 0;
 	d->bulk = d->all || filtered;
@@ -161,8 +166,10 @@ int dlqcli_open(struct dlqcli *d)
 	relay_error err;
 	size_t i;
 
-	if (rc)
+	if (rc) {
+		dlqcli_close(d);  /* the filter; closing again is harmless */
 		return rc;
+	}
 	memset(&err, 0, sizeof(err));
 	rc = relay_stream_list_parse(d->conf.stream, &d->streams, &d->nkeys,
 				     &err);
@@ -312,34 +319,29 @@ static int page_read(struct dlqcli *d, const char *key, const char *start,
 	return 0;
 }
 
-int dlqcli_each(struct dlqcli *d, size_t k, dlqcli_each_fn fn,
+int dlqcli_each(struct dlqcli *d, relay_dlq_order order, dlqcli_each_fn fn,
 		void *payload)
 {
-	char start[64] = "-";
-	int rc;
+	relay_dlq_iter *it;
+	relay_dlq_item item;
+	relay_error err;
+	int rc = 0, r = 0;
 
-	for (;;) {
-		struct dlqcli_page p;
-		const char *last;
-		size_t i, n;
-		int r = 0;
-
-		rc = dlqcli_page(d, d->keys[k], start, "+", DLQCLI_PAGE, &p);
-		if (rc)
-			return rc;
-		for (i = 0; i < p.n && r == 0; i++)
-			r = fn(payload, &p.recs[i], p.bad[i]);
-		last = dlqcli_page_last(&p);
-		if (last)
-			snprintf(start, sizeof(start), "(%s", last);
-		n = p.n;
-		dlqcli_page_free(&p);
-		if (r < 0)
-			return relayctl_error(RELAYCTL_FAIL, "%s: out of "
-					      "memory", d->cmd);
-		if (r > 0 || n < DLQCLI_PAGE || !last)
-			return RELAYCTL_OK;
-	}
+	if (relay_dlq_iter_open(&it, d->b, (const char *const *)d->keys,
+				d->nkeys, d->filter.lib, order))
+		return relayctl_error(RELAYCTL_FAIL, "%s: out of memory",
+				      d->cmd);
+	err.text[0] = '\0';
+	while (r == 0 && (rc = relay_dlq_iter_next(it, &item, &err)) == 1)
+		r = fn(payload, &item);
+	relay_dlq_iter_close(it);
+	if (r < 0 || rc == RELAY_ENOMEM)
+		return relayctl_error(RELAYCTL_FAIL, "%s: out of memory",
+				      d->cmd);
+	if (r == 0 && rc < 0)
+		return dlqcli_store_error(d, rc == RELAY_EPARSE
+					  ? RELAY_EBACKEND : rc, &err);
+	return RELAYCTL_OK;
 }
 
 int dlqcli_page(struct dlqcli *d, const char *key, const char *start,

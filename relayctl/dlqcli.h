@@ -24,6 +24,7 @@ struct dlqcli {
 	int dry_run, yes;          /* --dry-run, --yes */
 	long rate;                 /* --rate N, 0 = not given */
 	int redrive;               /* --redrive (dlq replay) */
+	int newest_first;          /* --newest-first */
 	relay_redis_backend *b;    /* after dlqcli_open() */
 	char *key;                 /* relay:<stream>:dlq: keys[0], or the
 				      one dlqcli_get() found the entry in */
@@ -45,6 +46,7 @@ enum {
 	DLQCLI_BULK = 32,   /* --dry-run, --yes, --rate N (with --all or a
 			       filter) */
 	DLQCLI_REDRIVE = 64, /* --redrive */
+	DLQCLI_ORDER = 128,  /* --newest-first */
 };
 
 /* --rate: the most entries per second relayctl accepts. */
@@ -59,7 +61,8 @@ enum {
 int dlqcli_parse(struct dlqcli *d, const char *cmd, int argc, char **argv,
 		 unsigned flags, void (*usage)(FILE *f));
 
-/* Open Redis and build the DLQ key. Returns RELAYCTL_OK or an exit code. */
+/* Open Redis and build the DLQ key. Returns RELAYCTL_OK, or an exit code
+ * after dlqcli_close(). */
 int dlqcli_open(struct dlqcli *d);
 
 /*
@@ -100,18 +103,16 @@ struct dlqcli_page {
  */
 int dlqcli_page(struct dlqcli *d, const char *key, const char *start,
 		const char *end, size_t count, struct dlqcli_page *p);
-/* Entries read per XRANGE by dlqcli_each(). */
-#define DLQCLI_PAGE 500
 /*
- * Call @fn for every entry of DLQ d->keys[@k], oldest first, a page at a
- * time (constant memory): @fn gets the record and, for a malformed entry,
- * what is wrong with it (else NULL), both borrowed for the call; it
- * returns 0 to go on, 1 to stop, -1 when out of memory. Returns an exit
- * code after printing the problem (RELAYCTL_OK also when @fn stopped).
+ * Call @fn for every item of the library iterator (relay_dlq_iter_open(),
+ * relay/dlq.h) over every DLQ of @d (d->keys in order, each in @order)
+ * with d->filter and --limit: a page at a time, constant memory. The
+ * item is borrowed for the call; @fn returns 0 to go on, 1 to stop, -1
+ * when out of memory. Returns an exit code after printing the problem
+ * (RELAYCTL_OK also when @fn stopped).
  */
-typedef int (*dlqcli_each_fn)(void *payload, const relay_dlq_record *r,
-			      const char *bad);
-int dlqcli_each(struct dlqcli *d, size_t k, dlqcli_each_fn fn,
+typedef int (*dlqcli_each_fn)(void *payload, const relay_dlq_item *it);
+int dlqcli_each(struct dlqcli *d, relay_dlq_order order, dlqcli_each_fn fn,
 		void *payload);
 /* The id of the page's last entry, or NULL; borrowed from @p. */
 const char *dlqcli_page_last(const struct dlqcli_page *p);

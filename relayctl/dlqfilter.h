@@ -19,36 +19,42 @@
  * in 2h, 90s, 1h30m, 2d, 500ms (units ms s m h d w). Filters combine with
  * AND. An entry's time is its timestamp field.
  *
- * Pure: no printing, no I/O; the caller prints the message (exit 2).
+ * Pure: no printing, no I/O; the caller prints the message (exit 2). The
+ * matching itself is the library's (relay_dlq_filter, relay/dlq.h).
  * Not thread-safe (one filter per thread).
  */
 #ifndef RELAYCTL_DLQFILTER_H
 #define RELAYCTL_DLQFILTER_H
 
-#include <regex.h>
 #include <stddef.h>
 #include <stdint.h>
 
 #include "relay/dlq.h"
 
+/*
+ * The options as given (for the checks that need several of them and
+ * their messages) and the library filter they build (relay/dlq.h), which
+ * does the matching: relayctl's commands read the DLQ through
+ * relay_dlq_iter over @lib, as any embedder would.
+ */
 struct dlqfilter {
 	const char *app;        /* borrowed from argv, or NULL */
 	const char *handler;
-	const char *reason_ere; /* the source text, or NULL */
-	regex_t reason;         /* compiled when reason_ere is set */
+	const char *reason_ere;
 	const char *since_text, *until_text;
 	int64_t since_ms, until_ms;  /* Unix ms, valid with their _text */
-	const char **ids;       /* --id values (borrowed), nids of them */
-	size_t nids;
-	const char **orig_ids;  /* --original-id values (borrowed) */
-	size_t norig;
+	size_t nids, norig;     /* --id and --original-id values given */
 	int malformed;          /* 1 --malformed, -1 --no-malformed, 0 */
+	relay_clock_fixed clock; /* "now" for durations ago: @now_ms of
+				    dlqfilter_arg() */
+	relay_dlq_filter *lib;  /* after the first filter option, or
+				   dlqfilter_finish() */
 };
 
 /* An empty filter (matches everything). */
 void dlqfilter_init(struct dlqfilter *f);
 
-/* Release what the filter holds (the compiled regex, the id list). */
+/* Release what the filter holds (the library filter). */
 void dlqfilter_free(struct dlqfilter *f);
 
 /*
@@ -59,17 +65,17 @@ void dlqfilter_free(struct dlqfilter *f);
  * value, --malformed with --no-malformed, a regex that does not compile, a time
  * that is neither RFC 3339 nor a duration, an ID that is not a stream
  * entry id, out of memory), with @err ("--since: ...") naming the flag.
- * @now_ms: the wall clock, for durations ago.
+ * @now_ms: the wall clock, for durations ago (the filter's clock).
  */
 int dlqfilter_arg(struct dlqfilter *f, int argc, char **argv, int *i,
 		  int64_t now_ms, char *err, size_t size);
 
 /*
  * After the last option: checks that need every option (--since later
- * than --until, --malformed with a filter on fields). Returns 0, or -1
- * with @err naming the flags.
+ * than --until, --malformed with a filter on fields), and f->lib made
+ * when no option was given. Returns 0, or -1 with @err naming the flags.
  */
-int dlqfilter_finish(const struct dlqfilter *f, char *err, size_t size);
+int dlqfilter_finish(struct dlqfilter *f, char *err, size_t size);
 
 /* Whether any filter option was given. */
 int dlqfilter_active(const struct dlqfilter *f);
@@ -78,18 +84,6 @@ int dlqfilter_active(const struct dlqfilter *f);
  * --reason, --original-id): one a malformed entry cannot be tested
  * against. */
 int dlqfilter_on_fields(const struct dlqfilter *f);
-
-/* Whether well-formed entry @r passes every filter (never with
- * --malformed). */
-int dlqfilter_match(const struct dlqfilter *f, const relay_dlq_record *r);
-
-/*
- * Whether the malformed entry @id passes the filters that can be decided
- * without its fields: --id, --since/--until on the time in its id, and
- * --no-malformed (never). (The filters on fields are left to the caller:
- * dlqfilter_on_fields().)
- */
-int dlqfilter_match_id(const struct dlqfilter *f, const char *id);
 
 /*
  * Parse WHEN (above) into Unix ms: a duration is taken back from @now_ms.

@@ -5,6 +5,8 @@
 #include <string.h>
 #include <time.h>
 
+#include "relay/dlq.h"
+
 #include "fmt.h"
 
 char *relayctl_fmt_age(int64_t s, char *buf, size_t size)
@@ -25,82 +27,14 @@ char *relayctl_fmt_age(int64_t s, char *buf, size_t size)
 	return buf;
 }
 
-/* @n digits at @s into *v. Returns 0 or -1. */
-static int digits(const char *s, int n, int *v)
-{
-	int i;
-
-	*v = 0;
-	for (i = 0; i < n; i++) {
-		if (s[i] < '0' || s[i] > '9')
-			return -1;
-		*v = *v * 10 + (s[i] - '0');
-	}
-	return 0;
-}
-
-/* Days since 1970-01-01 of a proleptic Gregorian date. */
-static int64_t days_from_civil(int64_t y, int m, int d)
-{
-	int64_t era, yoe, doy, doe;
-
-	y -= m <= 2;
-	era = (y >= 0 ? y : y - 399) / 400;
-	yoe = y - era * 400;
-	doy = (153 * (m + (m > 2 ? -3 : 9)) + 2) / 5 + d - 1;
-	doe = yoe * 365 + yoe / 4 - yoe / 100 + doy;
-	return era * 146097 + doe - 719468;
-}
-
-static int month_days(int y, int m)
-{
-	static const int days[12] = { 31, 28, 31, 30, 31, 30, 31, 31, 30, 31,
-				      30, 31 };
-	int leap = (y % 4 == 0 && y % 100 != 0) || y % 400 == 0;
-
-	return m == 2 && leap ? 29 : days[m - 1];
-}
-
-/* "YYYY-MM-DD(T|t| )HH:MM:SS[.frac](Z|z|+HH:MM|-HH:MM)". */
+/* One RFC 3339 parser for relay and relayctl: the library's. */
 int relayctl_parse_time(const char *s, int64_t *ms)
 {
-	int y, mo, d, h, mi, sec, oh = 0, om = 0, frac = 0, scale = 1000;
-	int sign = 0;
-	const char *p;
+	relay_wall_ms v;
 
-	if (strlen(s) < 20 || digits(s, 4, &y) || s[4] != '-' ||
-	    digits(s + 5, 2, &mo) || s[7] != '-' || digits(s + 8, 2, &d) ||
-	    (s[10] != 'T' && s[10] != 't' && s[10] != ' ') ||
-	    digits(s + 11, 2, &h) || s[13] != ':' || digits(s + 14, 2, &mi) ||
-	    s[16] != ':' || digits(s + 17, 2, &sec))
+	if (relay_dlq_time_parse(s, &v))
 		return -1;
-	if (mo < 1 || mo > 12 || d < 1 || d > month_days(y, mo) || h > 23 ||
-	    mi > 59 || sec > 60)
-		return -1;
-	p = s + 19;
-	if (*p == '.') {
-		if (p[1] < '0' || p[1] > '9')
-			return -1;
-		for (p++; *p >= '0' && *p <= '9'; p++)
-			if (scale > 1) {
-				scale /= 10;
-				frac += (*p - '0') * scale;
-			}
-	}
-	if ((*p == 'Z' || *p == 'z') && p[1] == '\0') {
-		sign = 0;
-	} else if ((*p == '+' || *p == '-') && strlen(p) == 6 &&
-		   !digits(p + 1, 2, &oh) && p[3] == ':' &&
-		   !digits(p + 4, 2, &om) && oh <= 23 && om <= 59) {
-		sign = *p == '+' ? 1 : -1;
-	} else {
-		return -1;
-	}
-	/* A leap second counts as the last second of its minute. */
-	if (sec == 60)
-		sec = 59;
-	*ms = ((days_from_civil(y, mo, d) * 86400 + h * 3600 + mi * 60 + sec -
-		sign * (oh * 3600 + om * 60)) * 1000) + frac;
+	*ms = v;
 	return 0;
 }
 

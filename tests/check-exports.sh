@@ -26,7 +26,16 @@ relay_consumer_replay_output
 relay_trace_parent_parse relay_trace_parent_format relay_trace_state_parse
 relay_trace_baggage_check relay_trace_random_ids relay_trace_context_child
 relay_trace_hex relay_trace_sampler_parse relay_trace_sample relay_span_dup
-relay_span_free"
+relay_span_free
+relay_dlq_filter_new relay_dlq_filter_free relay_dlq_filter_clock
+relay_dlq_filter_app relay_dlq_filter_handler relay_dlq_filter_reason
+relay_dlq_filter_since relay_dlq_filter_until relay_dlq_filter_id
+relay_dlq_filter_original_id relay_dlq_filter_malformed
+relay_dlq_filter_limit relay_dlq_filter_on_fields relay_dlq_filter_check
+relay_dlq_filter_match relay_dlq_filter_match_malformed relay_dlq_iter_open
+relay_dlq_iter_page relay_dlq_iter_next relay_dlq_iter_matched
+relay_dlq_iter_close relay_dlq_time_parse relay_dlq_duration_parse
+relay_dlq_when_parse relay_dlq_id_valid"
 missing=""
 for s in $required; do
 	nm -D --defined-only "$lib" | awk '{print $NF}' | grep -qx "$s" ||

@@ -434,6 +434,7 @@ static const struct {
 	{ "XADD", relay__mem_stream_cmd, 5 },
 	{ "XLEN", relay__mem_stream_cmd, 2 },
 	{ "XRANGE", relay__mem_stream_cmd, 4 },
+	{ "XREVRANGE", relay__mem_stream_cmd, 4 },
 	{ "XDEL", relay__mem_stream_cmd, 3 },
 	{ "XGROUP", relay__mem_stream_cmd, 4 },
 	{ "XREADGROUP", relay__mem_stream_cmd, 7 },

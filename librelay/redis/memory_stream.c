@@ -1,6 +1,6 @@
 /*
  * memory_stream.c - streams and consumer groups of the memory backend:
- * XADD XLEN XRANGE XDEL XGROUP XREADGROUP (the PEL commands are in
+ * XADD XLEN XRANGE XREVRANGE XDEL XGROUP XREADGROUP (the PEL commands are in
  * memory_pel.c), with Redis 7.0 semantics for what librelay relies on:
  *
  *  - XADD "*" ids come from the injected clock (ms) and never go
@@ -280,16 +280,22 @@ static relay_redis_reply *xadd(mem_backend *m, mem_key *k, const mem_args *a)
 	return r;
 }
 
-static relay_redis_reply *xrange(mem_key *k, const mem_args *a)
+/*
+ * XRANGE key start end [COUNT n], and with @rev XREVRANGE key end start
+ * [COUNT n]: the same window, newest first.
+ */
+static relay_redis_reply *xrange(mem_key *k, const mem_args *a, int rev)
 {
 	mem_stream *st = k ? &k->u.stream : NULL;
 	long long count = -1;
 	mem_sid lo, hi;
-	size_t pos, i, n = 0;
+	size_t pos, end, i, n = 0;
 	relay_redis_reply *r;
 
-	if (relay__mem_parse_bound(a->argv[2], a->len[2], 0, &lo) ||
-	    relay__mem_parse_bound(a->argv[3], a->len[3], 1, &hi))
+	if (relay__mem_parse_bound(a->argv[rev ? 3 : 2], a->len[rev ? 3 : 2],
+				   0, &lo) ||
+	    relay__mem_parse_bound(a->argv[rev ? 2 : 3], a->len[rev ? 2 : 3],
+				   1, &hi))
 		return relay__mem_bad_id();
 	if (a->argc == 6 && a->len[4] == 5 &&
 	    strncasecmp(a->argv[4], "COUNT", 5) == 0) {
@@ -301,13 +307,20 @@ static relay_redis_reply *xrange(mem_key *k, const mem_args *a)
 	if (!st)
 		return relay__reply_array(0);
 	relay__mem_find_entry(st, lo, &pos);
-	for (i = pos; i < st->n && relay__mem_sid_cmp(st->e[i].id, hi) <= 0 &&
-		      (count < 0 || (long long)n < count);
-	     i++)
-		n++;
+	for (end = pos; end < st->n &&
+			relay__mem_sid_cmp(st->e[end].id, hi) <= 0;
+	     end++)
+		;
+	n = end - pos;
+	if (count >= 0 && (long long)n > count)
+		n = (size_t)count;
+	/* Newest first: the last n of the window, from its end. */
 	r = relay__reply_array(n);
 	for (i = 0; r && i < n; i++) {
-		r->element[i] = relay__mem_entry_reply(&st->e[pos + i], st->e[pos + i].id);
+		const mem_entry *e = rev ? &st->e[end - 1 - i]
+					 : &st->e[pos + i];
+
+		r->element[i] = relay__mem_entry_reply(e, e->id);
 		if (!r->element[i]) {
 			relay_redis_reply_free(r);
 			r = NULL;
@@ -576,7 +589,9 @@ relay_redis_reply *relay__mem_stream_cmd(mem_backend *m, const mem_args *a,
 	if (strcasecmp(cmd, "XLEN") == 0)
 		return relay__reply_int(k ? (long long)k->u.stream.n : 0);
 	if (strcasecmp(cmd, "XRANGE") == 0)
-		return xrange(k, a);
+		return xrange(k, a, 0);
+	if (strcasecmp(cmd, "XREVRANGE") == 0)
+		return xrange(k, a, 1);
 	if (strcasecmp(cmd, "XDEL") == 0)
 		return k ? xdel(k, a) : relay__reply_int(0);
 	if (strcasecmp(cmd, "XGROUP") == 0)

@@ -1,6 +1,6 @@
 /*
- * test_dlqfilter.c - relayctl's DLQ entry filters (relayctl/dlqfilter.c),
- * table-driven: each flag alone, combinations (AND), and bad input (the
+ * test_dlqfilter.c - relayctl's DLQ entry filters (relayctl/dlqfilter.c)
+ * and the library filter they build (relay_dlq_filter), table-driven: each flag alone, combinations (AND), and bad input (the
  * flag named in the message; relayctl exits 2 on it, see
  * tests/daemon/test_dlq_bulk.py).
  */
@@ -139,7 +139,8 @@ static void test_filter__each_flag_and_combinations(void)
 			relay_dlq_record r;
 
 			record(i, &r);
-			got |= (unsigned)dlqfilter_match(&f, &r) << i;
+			got |= (unsigned)(relay_dlq_filter_match(f.lib, &r) ==
+					  RELAY_DLQ_MATCH) << i;
 		}
 		if (got != good[t].mask)
 			RT_FAILF("case %zu (%s %s ...): mask %u, want %u", t,
@@ -242,6 +243,12 @@ static void test_filter__other_arguments_left_alone(void)
 	dlqfilter_free(&f);
 }
 
+/* Whether the library filter keeps malformed entry @id (matched by id). */
+static int match_id(const struct dlqfilter *f, const char *id)
+{
+	return relay_dlq_filter_match_malformed(f->lib, id) == RELAY_DLQ_MATCH;
+}
+
 /* A malformed entry: only --id and the time in its id can decide. */
 static void test_filter__malformed_entry_by_id(void)
 {
@@ -253,19 +260,24 @@ static void test_filter__malformed_entry_by_id(void)
 	char err[100];
 
 	RT_ASSERT(parse(&f, a1, err, sizeof(err)) == 0);
-	RT_CHECK(dlqfilter_match_id(&f, "1796384700000-3"));
-	RT_CHECK(!dlqfilter_match_id(&f, "1796384700000-4"));
+	RT_CHECK(match_id(&f, "1796384700000-3"));
+	RT_CHECK(!match_id(&f, "1796384700000-4"));
 	RT_CHECK(!dlqfilter_on_fields(&f));
 	dlqfilter_free(&f);
 	RT_ASSERT(parse(&f, a2, err, sizeof(err)) == 0);
-	RT_CHECK(dlqfilter_match_id(&f, "1796385540000-0"));
-	RT_CHECK(!dlqfilter_match_id(&f, "1796378400000-0"));
+	RT_CHECK(match_id(&f, "1796385540000-0"));
+	RT_CHECK(!match_id(&f, "1796378400000-0"));
 	dlqfilter_free(&f);
 	RT_ASSERT(parse(&f, a3, err, sizeof(err)) == 0);
 	RT_CHECK(dlqfilter_on_fields(&f));
+	/* A filter on fields cannot judge it: undecided, not a match. */
+	RT_EQ_INT(relay_dlq_filter_match_malformed(f.lib, "1796385540000-0"),
+		  RELAY_DLQ_UNDECIDED);
 	dlqfilter_free(&f);
 	RT_ASSERT(parse(&f, a4, err, sizeof(err)) == 0);
 	RT_CHECK(dlqfilter_on_fields(&f));
+	RT_EQ_INT(relay_dlq_filter_match_malformed(f.lib, "1796385540000-0"),
+		  RELAY_DLQ_UNDECIDED);
 	dlqfilter_free(&f);
 }
 
@@ -294,12 +306,12 @@ static void test_filter__malformed_flags(void)
 	RT_ASSERT(parse(&f, only, err, sizeof(err)) == 0);
 	RT_CHECK(dlqfilter_active(&f));
 	RT_CHECK(!dlqfilter_on_fields(&f));
-	RT_CHECK(dlqfilter_match_id(&f, "1796385540000-0"));
-	RT_CHECK(!dlqfilter_match_id(&f, "1796378400000-0"));  /* too old */
+	RT_CHECK(match_id(&f, "1796385540000-0"));
+	RT_CHECK(!match_id(&f, "1796378400000-0"));  /* too old */
 	dlqfilter_free(&f);
 	RT_ASSERT(parse(&f, none, err, sizeof(err)) == 0);
 	RT_CHECK(dlqfilter_active(&f));
-	RT_CHECK(!dlqfilter_match_id(&f, "1796385540000-0"));
+	RT_CHECK(!match_id(&f, "1796385540000-0"));
 	dlqfilter_free(&f);
 	for (t = 0; t < sizeof(both) / sizeof(both[0]); t++) {
 		RT_CHECK(parse(&f, both[t].args, err, sizeof(err)) == -1);

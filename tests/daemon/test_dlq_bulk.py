@@ -293,6 +293,111 @@ def limit_in_summary_replay_rm():
 
 
 @case
+def malformed_under_field_filter_one_rule():
+    """doc/cli.md L-9: a malformed entry that only a filter on fields
+    could judge is undecided: every command reports it (ls as a row, the
+    others on stderr), none acts on it, and none counts it against
+    --limit. Without a filter on fields it is a match and counts."""
+    with Env() as env:
+        d = env.relayd(start=False)
+        a1 = put(env, "a", "h1", "r", 600)
+        bad1 = put_bad(env)
+        a2 = put(env, "a", "h1", "r", 500)
+        bad2 = put_bad(env)
+        a3 = put(env, "a", "h1", "r", 400)
+        # ls: listed, but the limit is two matches.
+        eq(ls_ids(d, "--app", "a", "--limit", "2"), [a1, bad1, a2],
+           "ls --app --limit 2")
+        # summary: two grouped, the undecided one counted on stderr.
+        rc, out, err = ctl(d, "dlq", "summary", "--json", "--app", "a",
+                           "--limit", "2")
+        eq((rc, [g["count"] for g in json.loads(out)]), (0, [2]),
+           "summary --app --limit 2\n" + err)
+        check("1 malformed DLQ entry not counted" in err, err)
+        # rm and replay: the same two selected, the malformed left alone.
+        for sub in ("rm", "replay"):
+            rc, out, err = ctl(d, "dlq", sub, "--app", "a", "--limit", "2",
+                               "--dry-run")
+            eq((rc, [ln.split()[0] for ln in out.splitlines()[2:]]),
+               (0, [a1, a2]), f"{sub} --app --limit 2\n" + err)
+            check("1 malformed DLQ entry left alone" in err, err)
+        rc, out, err = ctl(d, "dlq", "rm", "--app", "a", "--limit", "2",
+                           "--yes")
+        eq((rc, out), (0, "Removed 2 of 2 DLQ entries (0 already gone)\n"),
+           "rm --app --limit 2\n" + err)
+        eq(ids(env), [bad1, bad2, a3], "the malformed entries stay")
+        # No filter on fields: a malformed entry is a match and counts.
+        eq(ls_ids(d, "--since", "1h", "--limit", "2"), [bad1, bad2],
+           "ls --since --limit 2")
+        rc, out, err = ctl(d, "dlq", "summary", "--json", "--since", "1h",
+                           "--limit", "2")
+        eq((rc, out), (0, "[]\n"), "summary: both taken by the limit")
+        check("2 malformed DLQ entries not counted" in err, err)
+        for sub in ("rm", "replay"):
+            rc, out, err = ctl(d, "dlq", sub, "--since", "1h", "--limit",
+                               "2", "--dry-run")
+            eq([ln.split()[0] for ln in out.splitlines()[2:]],
+               [bad1, bad2], f"{sub} --since --limit 2\n" + err)
+
+
+@case
+def ls_newest_first_and_expires():
+    """dlq ls --newest-first, and EXPIRES / expires_in_seconds from
+    REDIS_DLQ_RETENTION as relayd reads it (doc/cli.md L-5)."""
+    with Env() as env:
+        d = env.relayd(start=False)
+        now = int(time.time() * 1000)
+        old = env.r("XADD", DLQ, f"{now - 3 * 3600 * 1000}-0",
+                    "original_stream", "events", "app", "a")  # malformed
+        e1 = put(env, "a", "h1", "r1", 600)
+        e2 = put(env, "b", "h2", "r2", 500)
+        eq(ls_ids(d, "--newest-first"), [e2, e1, old], "newest first")
+        eq(ls_ids(d, "--newest-first", "--limit", "1"), [e2],
+           "--newest-first --limit 1: the newest")
+        eq(ls_ids(d, "--newest-first", "--app", "a"), [e1, old],
+           "--newest-first with a filter")
+        # Text: the EXPIRES column, by the entry id's time (R-9).
+        rc, out, err = ctl(d, "dlq", "ls", extra={"REDIS_DLQ_RETENTION":
+                                                  "2h"})
+        eq(rc, 0, err)
+        lines = out.splitlines()
+        eq(lines[0].split(), ["ID", "ORIGINAL", "APP", "HANDLER",
+                              "ATTEMPTS", "AGE", "EXPIRES"], "header")
+        exp = {ln.split()[0]: ln.split()[-1] for ln in lines[1:4]}
+        eq(exp[old], "due", "past its retention: due")
+        check(re.fullmatch(r"1h5\dm|2h0m", exp[e1]),
+              f"e1 EXPIRES {exp[e1]!r}")
+        check(out.endswith("Retention: entries older than 2h0m are "
+                           "trimmed (REDIS_DLQ_RETENTION).\n"), out)
+        rc, out, err = ctl(d, "dlq", "ls", "--json",
+                           extra={"REDIS_DLQ_RETENTION": "2h"})
+        got = {e["id"]: e["expires_in_seconds"] for e in json.loads(out)}
+        eq(got[old], 0, "JSON: due is 0")
+        check(7000 < got[e1] <= 7200 and got[e2] >= got[e1],
+              f"JSON expires_in_seconds {got}")
+        # Off: kept, null.
+        rc, out, err = ctl(d, "dlq", "ls", extra={"REDIS_DLQ_RETENTION":
+                                                  "0"})
+        eq([ln.split()[-1] for ln in out.splitlines()[1:4]],
+           ["kept"] * 3, "REDIS_DLQ_RETENTION=0: kept\n" + out)
+        rc, out, err = ctl(d, "dlq", "ls", "--json",
+                           extra={"REDIS_DLQ_RETENTION": "0"})
+        eq([e["expires_in_seconds"] for e in json.loads(out)],
+           [None] * 3, "JSON: null when kept")
+        # Unset, no stats file: relayd's default, 168h.
+        rc, out, err = ctl(d, "dlq", "ls")
+        eq(out.splitlines()[2].split()[-1], "6d23h", "default 168h\n" + out)
+        # A value relayd refuses too.
+        for bad in ("1w", "500ms", "soon"):
+            rc, out, err = ctl(d, "dlq", "ls",
+                               extra={"REDIS_DLQ_RETENTION": bad})
+            eq((rc, out), (2, ""), f"REDIS_DLQ_RETENTION={bad}\n" + err)
+            check("REDIS_DLQ_RETENTION" in err, err)
+        rc, out, err = ctl(d, "dlq", "summary", "--newest-first")
+        eq(rc, 2, "--newest-first is dlq ls's\n" + err)
+
+
+@case
 def summary_groups_by_app_handler_reason():
     with Env() as env:
         d = env.relayd(start=False)

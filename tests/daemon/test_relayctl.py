@@ -91,7 +91,7 @@ def dlq_ls_table_json_and_filters():
         eq(rc, 0, "dlq ls exit\n" + err)
         rows = table(out)
         eq(rows[0], ["ID", "ORIGINAL", "APP", "HANDLER", "ATTEMPTS",
-                     "AGE"], "header")
+                     "AGE", "EXPIRES"], "header")
         eq([r[:5] for r in rows[1:]],
            [[ids[0], f"events/{msgs[0]}", "a", "h1", "1"],
             [ids[1], f"events/{msgs[1]}", "b", "h2", "1"],
@@ -117,7 +117,7 @@ def dlq_ls_table_json_and_filters():
         want_keys = {"id", "original_stream", "original_id", "group",
                      "consumer", "app", "handler", "reason", "deliveries",
                      "handler_attempts", "timestamp", "trace",
-                     "stderr_tail", "event"}
+                     "stderr_tail", "event", "expires_in_seconds"}
         raw = env.dlq()
         for o, r in zip(got, raw):
             eq(set(o), want_keys, "JSON members")
@@ -309,7 +309,8 @@ def dlq_inspect_replay_rm():
         eq((rc, out), (0, "DLQ entry removed\n"), "rm\n" + err)
         eq(env.dlq(), [], "DLQ empty")
         rc, out, err = ctl(d, "dlq", "ls")
-        eq((rc, out), (0, "ID  ORIGINAL  APP  HANDLER  ATTEMPTS  AGE\n\n"
+        eq((rc, out), (0, "ID  ORIGINAL  APP  HANDLER  ATTEMPTS  AGE  "
+                          "EXPIRES\n\n"
                           "Retention: entries older than 7d0h are trimmed "
                           "(REDIS_DLQ_RETENTION).\n"),
            "empty listing is the header and the retention footer")

@@ -15,7 +15,7 @@
  *	static void rs_up(void);            ... and reachable again (a real
  *	                                    server restarts empty)
  * and lists RS_SHARED_CASES in its case table. The cases live in
- * suite_inv.h, suite_dlq.h, suite_streams.h, suite_sched.h,
+ * suite_inv.h, suite_dlq.h, suite_dlq_iter.h, suite_streams.h, suite_sched.h,
  * suite_claim_start.h and suite_retention.h; the
  * helpers here.
  */
@@ -296,6 +296,7 @@ static int rs_is_hex32(const char *t)
 
 #include "suite_inv.h"
 #include "suite_dlq.h"
+#include "suite_dlq_iter.h"
 #include "suite_streams.h"
 #include "suite_sched.h"
 #include "suite_retention.h"
@@ -386,6 +387,7 @@ static void test_shared__outage_reports_errors(void)
 	RT_CASE(test_shared__schedule_publish_legacy_marker),            \
 	RT_CASE(test_shared__classification_pin),                        \
 	RS_CLAIM_START_CASES,                                            \
+	RS_DLQ_ITER_CASES,                                               \
 	RS_RETENTION_CASES
 
 #endif /* RS_SUITE_H */
