@@ -225,12 +225,13 @@ class Relayd:
                 os.setgroups([])
                 os.setgid(uid)
                 os.setuid(uid)
+        before = self.log().count("RELAY-RT01")  # a restart appends
         logf = open(self.log_path, "ab")
         self.proc = subprocess.Popen([CFG["relayd"]], env=self.env,
                                      stdout=logf, stderr=logf,
                                      preexec_fn=enter)
         PROCS.append(self.proc)
-        wait_for(lambda: "RELAY-RT01" in self.log() or
+        wait_for(lambda: self.log().count("RELAY-RT01") > before or
                  self.proc.poll() is not None, "RELAY-RT01", timeout=120)
         return self
 
