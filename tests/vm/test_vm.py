@@ -15,7 +15,8 @@ The guest's TAP (OUTDIR/tap.txt) is this test's TAP. ASan builds cannot
 run in the guest, so a sanitized RELAYD is replaced by RELAY_VM_BUILD's
 (tests/run.sh's release build) or a plain build of our own. Skips, saying why,
 when the kernel is not installed or the guest does not boot.
-Environment: RELAY_VM_KERNEL (default linux.uml, else linux),
+Environment: RELAY_VM=1 (required: without it the suite skips),
+RELAY_VM_KERNEL (default linux.uml, else linux),
 RELAY_VM_MEM (default 512M), RELAY_TEST_TIMEOUT_MULTIPLIER.
 """
 import json
@@ -94,6 +95,12 @@ def tail(path, n=30):
 def main():
     relayd = os.path.abspath(sys.argv[1])
     relayctl = os.path.abspath(sys.argv[2])
+    # Opt-in for now: a guest run takes about six minutes on a busy
+    # 2-core machine and its warm and kill -9 cases are not yet reliable
+    # there (doc/sandbox.md "cgroup v2"), so the default run skips it.
+    if os.environ.get("RELAY_VM") != "1":
+        skip("set RELAY_VM=1 to boot the user-mode Linux guest "
+             "(about 6 minutes)")
     k = kernel()
     if not k:
         skip("user-mode-linux is not installed (apt-get install "
