@@ -26,6 +26,7 @@
 #include <errno.h>
 #include <fcntl.h>
 #include <signal.h>
+#include <stdarg.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -40,12 +41,20 @@ static const char *const cg_names[RELAY__CG_MAX] = { "memory", "pids", "cpu" };
 
 static unsigned int next_id;
 
+/* The leaf this process moved itself into (enable_ctls), and how many
+ * runtimes use it: the last one freed moves back and removes it. */
+static char *leaf_dir;
+static char *leaf_parent;
+static unsigned int leaf_users;
+
 struct relay__limits {
 	relay_limits_mode mode;
 	char *base[RELAY__CG_MAX];  /* ".../relay-<pid>" per controller */
 	unsigned int id;            /* distinguishes runtimes of a process */
 	unsigned int seq;           /* invocation counter */
 	char desc[128];
+	char warn[512];             /* why cgroups serve less, or "" */
+	bool in_leaf;               /* counted in leaf_users */
 };
 
 static int write_file(const char *dir, const char *file, const char *val)
@@ -99,8 +108,8 @@ static bool has_word(const char *list, const char *word)
 }
 
 /* Mount point of the v1 hierarchy carrying @ctl, or of cgroup2 if @ctl is
- * NULL. New string or NULL. */
-static char *find_mount(const char *ctl)
+ * NULL. New string or NULL. *@ro (if not NULL): mounted read-only. */
+static char *find_mount(const char *ctl, bool *ro)
 {
 	char line[1024], dev[256], dir[512], type[64], opts[512];
 	char *res = NULL;
@@ -112,11 +121,13 @@ static char *find_mount(const char *ctl)
 		if (sscanf(line, "%255s %511s %63s %511s", dev, dir, type,
 			   opts) != 4)
 			continue;
-		if (!ctl && strcmp(type, "cgroup2") == 0)
+		if ((!ctl && strcmp(type, "cgroup2") == 0) ||
+		    (ctl && strcmp(type, "cgroup") == 0 &&
+		     has_word(opts, ctl))) {
 			res = relay__strdup(dir);
-		else if (ctl && strcmp(type, "cgroup") == 0 &&
-			 has_word(opts, ctl))
-			res = relay__strdup(dir);
+			if (ro)
+				*ro = has_word(opts, "ro");
+		}
 	}
 	fclose(f);
 	return res;
@@ -151,12 +162,16 @@ static char *own_path(const char *ctl)
 	return res;
 }
 
+static int kill_members(const char *dir);
+
 /* Remove @dir's invocation children (killing what is left in them), then
  * @dir itself. */
 static void remove_tree(const char *dir)
 {
+	struct timespec ms = { 0, 100000000 };
 	struct dirent *e;
 	DIR *d = opendir(dir);
+	int tries;
 
 	while (d && (e = readdir(d))) {
 		relay__limits_inv inv;
@@ -170,7 +185,26 @@ static void remove_tree(const char *dir)
 	}
 	if (d)
 		closedir(d);
-	(void)rmdir(dir);
+	/* Processes SIGKILLed above may take longer to leave than release
+	 * waits on a slow machine; this runs once, at startup: wait ~2s. */
+	for (tries = 0; tries < 20 && rmdir(dir) != 0 && errno == EBUSY;
+	     tries++) {
+		nanosleep(&ms, NULL);
+		d = opendir(dir);
+		while (d && (e = readdir(d)))
+			if (e->d_type == DT_DIR && e->d_name[0] != '.') {
+				char *sub = relay__sprintf("%s/%s", dir,
+							   e->d_name);
+
+				if (sub) {
+					kill_members(sub);
+					(void)rmdir(sub);
+				}
+				relay__free(sub);
+			}
+		if (d)
+			closedir(d);
+	}
 }
 
 /*
@@ -227,7 +261,7 @@ static int probe_v1(relay__limits *l)
 	int i, found = 0;
 
 	for (i = 0; i < RELAY__CG_MAX; i++) {
-		char *mnt = find_mount(cg_names[i]);
+		char *mnt = find_mount(cg_names[i], NULL);
 		char *path = mnt ? own_path(cg_names[i]) : NULL;
 
 		if (mnt && path)
@@ -239,48 +273,224 @@ static int probe_v1(relay__limits *l)
 	return found;
 }
 
+/* Is @word one of the space-separated words of @list? */
+static bool has_ctl(const char *list, const char *word)
+{
+	size_t wl = strlen(word);
+	const char *p = list;
+
+	while ((p = strstr(p, word)) != NULL) {
+		if ((p == list || p[-1] == ' ') &&
+		    (p[wl] == '\0' || p[wl] == ' ' || p[wl] == '\n'))
+			return true;
+		p += wl;
+	}
+	return false;
+}
+
+/* @cg's file @name (a space-separated controller list) into @buf; ""
+ * when unreadable. */
+static void read_ctls(const char *cg, const char *name, char *buf,
+		      size_t size)
+{
+	char file[600];
+
+	snprintf(file, sizeof(file), "%s/%s", cg, name);
+	if (read_file(file, buf, size) < 0)
+		buf[0] = '\0';
+}
+
+/* Does @cg's cgroup.procs list nothing but this process? */
+static bool only_us(const char *cg)
+{
+	char file[600], buf[256];
+	char *end;
+
+	snprintf(file, sizeof(file), "%s/cgroup.procs", cg);
+	if (read_file(file, buf, sizeof(buf)) <= 0)
+		return false;
+	return strtol(buf, &end, 10) == (long)getpid() &&
+	       strspn(end, "\n") == strlen(end);
+}
+
+/*
+ * cgroup v2's "no internal processes" rule: a cgroup holding processes
+ * cannot enable controllers for its children, and systemd starts a
+ * Delegate=yes service in its delegated cgroup itself. So when the cgroup
+ * holds this process alone, move it into a leaf of its own,
+ * "relay-<pid>-main" (removed like the other directories of a dead pid at
+ * the next start), and enable @want there.
+ */
+static int enable_ctls(const char *cg, const char *want)
+{
+	char *leaf;
+	char buf[24];
+	int rc, e;
+
+	if (write_file(cg, "cgroup.subtree_control", want) == 0)
+		return 0;
+	if (errno != EBUSY || !only_us(cg))
+		return -1;
+	leaf = relay__sprintf("%s/relay-%ld-main", cg, (long)getpid());
+	if (!leaf)
+		return -1;
+	snprintf(buf, sizeof(buf), "%ld", (long)getpid());
+	rc = mkdir(leaf, 0755) == 0 || errno == EEXIST ? 0 : -1;
+	if (rc == 0)
+		rc = write_file(leaf, "cgroup.procs", buf);
+	if (rc == 0)
+		rc = write_file(cg, "cgroup.subtree_control", want);
+	e = errno;
+	if (rc == 0 && !leaf_dir) {
+		leaf_dir = leaf;
+		leaf_parent = relay__strdup(cg);
+		leaf = NULL;
+	}
+	relay__free(leaf);
+	errno = e;
+	return rc;
+}
+
+/* Undo enable_ctls once no runtime uses the leaf: disable what it
+ * enabled, move back, remove the leaf (each step may fail harmlessly,
+ * e.g. while another library in this process uses the controllers). */
+static void leaf_put(void)
+{
+	char buf[24];
+
+	if (!leaf_dir || --leaf_users > 0)
+		return;
+	snprintf(buf, sizeof(buf), "%ld", (long)getpid());
+	(void)write_file(leaf_parent, "cgroup.subtree_control",
+			 "-memory -pids -cpu");
+	if (write_file(leaf_parent, "cgroup.procs", buf) == 0)
+		(void)rmdir(leaf_dir);
+	relay__free(leaf_dir);
+	relay__free(leaf_parent);
+	leaf_dir = leaf_parent = NULL;
+}
+
+#define FIX_DELEGATE "delegate a cgroup to relayd (systemd: Delegate=yes)"
+
+static void warn(relay__limits *l, const char *fmt, ...)
+	RELAY__PRINTF(2, 3);
+
+static void warn(relay__limits *l, const char *fmt, ...)
+{
+	va_list ap;
+
+	if (l->warn[0])  /* the first reason is the one to fix */
+		return;
+	va_start(ap, fmt);
+	vsnprintf(l->warn, sizeof(l->warn), fmt, ap);
+	va_end(ap);
+}
+
+/*
+ * Each reason cgroup v2 cannot serve a controller ends up in l->warn (one
+ * line: what, then how to fix it), logged once as RELAY-RT09; what it
+ * cannot serve falls back to rlimits (doc/sandbox.md, "Resource limits").
+ */
 static int probe_v2(relay__limits *l)
 {
-	char *mnt = find_mount(NULL), *path = NULL, *base = NULL;
-	char ctl[256], file[600];
+	char *mnt, *path = NULL, *cg = NULL, *base = NULL;
+	char avail[256], on[256], want[64], leaf[48];
+	const char *p, *slash;
+	bool ro = false;
 	int i, found = 0;
 
+	mnt = find_mount(NULL, &ro);
 	if (!mnt)
 		return 0;
 	path = own_path(NULL);
 	if (!path)
 		goto done;
-	snprintf(file, sizeof(file), "%s%s/cgroup.controllers", mnt, path);
-	if (read_file(file, ctl, sizeof(ctl)) <= 0)
+	/* A second runtime of a process that moved itself into its leaf. */
+	snprintf(leaf, sizeof(leaf), "/relay-%ld-main", (long)getpid());
+	slash = strrchr(path, '/');
+	if (slash && strcmp(slash, leaf) == 0)
+		path[slash - path] = '\0';
+	p = strcmp(path, "/") == 0 ? "" : path;
+	cg = relay__sprintf("%s%s", mnt, p);
+	if (!cg)
 		goto done;
-	base = make_base(mnt, path, l->id);
-	if (!base)
+	if (ro) {
+		warn(l, "cgroup v2: %s is mounted read-only (a container?): "
+		     "mount it read-write or %s", mnt, FIX_DELEGATE);
 		goto done;
-	/* Enable what we can for our children (fails harmlessly when our
-	 * cgroup holds processes and was not delegated). */
-	(void)write_file(base, "cgroup.subtree_control",
-			 "+memory +pids +cpu");
-	snprintf(file, sizeof(file), "%s/cgroup.subtree_control", base);
-	if (read_file(file, ctl, sizeof(ctl)) < 0)
-		goto done;
+	}
+	read_ctls(cg, "cgroup.controllers", avail, sizeof(avail));
+	want[0] = '\0';
 	for (i = 0; i < RELAY__CG_MAX; i++) {
-		char *w, *save = NULL;
-		char tmp[256];
+		bool v1 = false;
+		char *m;
 
-		snprintf(tmp, sizeof(tmp), "%s", ctl);
-		for (w = strtok_r(tmp, " \n", &save); w;
-		     w = strtok_r(NULL, " \n", &save))
-			if (strcmp(w, cg_names[i]) == 0)
-				break;
-		if (w) {
+		if (has_ctl(avail, cg_names[i])) {
+			snprintf(want + strlen(want),
+				 sizeof(want) - strlen(want), "%s+%s",
+				 want[0] ? " " : "", cg_names[i]);
+			continue;
+		}
+		m = find_mount(cg_names[i], NULL);
+		v1 = m != NULL;
+		relay__free(m);
+		if (v1)
+			warn(l, "cgroup v2: the %s controller is bound to a "
+			     "cgroup v1 hierarchy (a mixed v1/v2 host): boot "
+			     "with systemd.unified_cgroup_hierarchy=1 for "
+			     "cgroup v2 alone", cg_names[i]);
+		else
+			warn(l, "cgroup v2: the %s controller is not "
+			     "delegated to %s (missing from its parent's "
+			     "cgroup.subtree_control): %s", cg_names[i], cg,
+			     FIX_DELEGATE);
+	}
+	if (!want[0])
+		goto done;
+	read_ctls(cg, "cgroup.subtree_control", on, sizeof(on));
+	for (i = 0; i < RELAY__CG_MAX; i++)
+		if (has_ctl(avail, cg_names[i]) && !has_ctl(on, cg_names[i]))
+			break;
+	if (i < RELAY__CG_MAX && enable_ctls(cg, want) != 0) {
+		if (errno == EBUSY)
+			warn(l, "cgroup v2: %s holds other processes, so it "
+			     "cannot enable controllers for relayd's cgroups: "
+			     "run relayd in a cgroup of its own (systemd: "
+			     "Delegate=yes)", cg);
+		else
+			warn(l, "cgroup v2: cannot enable controllers in %s/"
+			     "cgroup.subtree_control (%s): %s", cg,
+			     strerror(errno), FIX_DELEGATE);
+		goto done;
+	}
+	base = make_base(mnt, path, l->id);
+	if (!base) {
+		warn(l, "cgroup v2: cannot create a cgroup in %s (%s): %s", cg,
+		     strerror(errno), FIX_DELEGATE);
+		goto done;
+	}
+	if (write_file(base, "cgroup.subtree_control", want) != 0) {
+		warn(l, "cgroup v2: cannot enable %s in %s (%s): %s", want,
+		     base, strerror(errno), FIX_DELEGATE);
+		read_ctls(base, "cgroup.subtree_control", on, sizeof(on));
+	} else {
+		snprintf(on, sizeof(on), "%s", avail);
+	}
+	for (i = 0; i < RELAY__CG_MAX; i++) {
+		if (has_ctl(on, cg_names[i]) && has_ctl(avail, cg_names[i])) {
 			l->base[i] = relay__strdup(base);
 			found++;
 		}
 	}
 	if (!found)
 		(void)rmdir(base);
+	if (found && leaf_dir && strcmp(leaf_parent, cg) == 0) {
+		l->in_leaf = true;
+		leaf_users++;
+	}
 done:
 	relay__free(base);
+	relay__free(cg);
 	relay__free(path);
 	relay__free(mnt);
 	return found;
@@ -317,13 +527,18 @@ int relay__limits_new(relay__limits **out, relay_limits_mode want,
 	    (want == RELAY_LIMITS_AUTO || want == RELAY_LIMITS_CGROUP_V1)) {
 		found = probe_v1(l);
 		l->mode = RELAY_LIMITS_CGROUP_V1;
+		/* A mixed host whose v1 hierarchies serve everything. */
+		if (found == RELAY__CG_MAX)
+			l->warn[0] = '\0';
 	}
 	if (!found && (want == RELAY_LIMITS_CGROUP_V1 ||
 		       want == RELAY_LIMITS_CGROUP_V2)) {
+		relay__error_set(err, RELAY_EBACKEND, NULL, 0, 0, "%s",
+				 l->warn[0] ? l->warn
+					    : "no writable cgroup hierarchy");
 		clear_bases(l);
 		relay__free(l);
-		return relay__error_set(err, RELAY_EBACKEND, NULL, 0, 0,
-					"no writable cgroup hierarchy");
+		return RELAY_EBACKEND;
 	}
 	if (!found)
 		l->mode = want == RELAY_LIMITS_NONE ? RELAY_LIMITS_NONE
@@ -366,6 +581,8 @@ void relay__limits_free(relay__limits *l)
 	if (!l)
 		return;
 	clear_bases(l);
+	if (l->in_leaf)
+		leaf_put();
 	relay__free(l);
 }
 
@@ -377,6 +594,11 @@ relay_limits_mode relay__limits_mode(const relay__limits *l)
 const char *relay__limits_describe(const relay__limits *l)
 {
 	return l->desc;
+}
+
+const char *relay__limits_warning(const relay__limits *l)
+{
+	return l->warn[0] ? l->warn : NULL;
 }
 
 void relay__limits_inv_init(relay__limits_inv *inv)

@@ -442,6 +442,11 @@ int relay_runtime_new(relay_runtime **out, const relay_runtime_options *opts,
 		   rb->name,
 		   relay__limits_describe(((relay__builtin *)rb)->limits),
 		   rt->warm ? "on" : "off");
+	if (relay__limits_warning(((relay__builtin *)rb)->limits))
+		relay__log(&rt->logger, RELAY_LOG_WARN, "RELAY-RT09",
+			   "runtime: resource limits: %s",
+			   relay__limits_warning(
+				   ((relay__builtin *)rb)->limits));
 	*out = rt;
 	return 0;
 }

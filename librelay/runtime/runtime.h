@@ -83,6 +83,9 @@ void relay__limits_free(relay__limits *l);
 relay_limits_mode relay__limits_mode(const relay__limits *l);
 /* A short description for the startup log line. */
 const char *relay__limits_describe(const relay__limits *l);
+/* Why cgroups serve fewer controllers than they could (one line, with
+ * the fix), or NULL. */
+const char *relay__limits_warning(const relay__limits *l);
 /* The describe text of @mode; @have: per controller (memory, pids, cpu)
  * whether a cgroup serves it, NULL when no cgroup is in use. */
 void relay__limits_desc_fmt(char *buf, size_t size, relay_limits_mode mode,
