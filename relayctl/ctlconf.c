@@ -138,6 +138,8 @@ int relayctl_redis_open(const struct relayctl_conf *c, const char *cmd,
 		return relayctl_error(RELAYCTL_USAGE, "%s: REDIS_URI (or "
 				      "--redis) is not a Redis URI: expected "
 				      "host:port, redis://[user:pass@]host:"
-				      "port[/db] or unix:///path", cmd);
+				      "port[/db], redis+sentinel://[user:"
+				      "pass@]host:port[,host:port...]/"
+				      "master[/db] or unix:///path", cmd);
 	return RELAYCTL_OK;
 }

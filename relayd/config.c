@@ -197,8 +197,10 @@ static int check_uri(relayd_config *c, const char *v, char *errbuf,
 	if (rc)
 		return fail(errbuf, size,
 			    "REDIS_URI: invalid value \"%s\": expected "
-			    "host:port, redis://[user:pass@]host:port[/db] "
-			    "or unix:///path", c->redis_uri_safe);
+			    "host:port, redis://[user:pass@]host:port[/db], "
+			    "redis+sentinel://[user:pass@]host:port"
+			    "[,host:port...]/master[/db] or unix:///path",
+			    c->redis_uri_safe);
 	return 0;
 }
 

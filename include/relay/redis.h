@@ -112,6 +112,12 @@ typedef struct relay_redis_options {
  *   "unix:///path/to/sock" (hiredis backend) or "memory://" (a fresh,
  *   empty memory backend). The TCP forms may list several "host:port"
  *   seeds separated by ',' (Redis Cluster).
+ *   "redis+sentinel://[user:pass@]host:port[,host:port...]/master[/db]"
+ *   names Redis Sentinels and the master they watch: every connection
+ *   first asks a sentinel where the master is (the next sentinel when
+ *   one does not answer), checks with ROLE that the node is a master
+ *   (a replica is refused), and asks again after a lost connection or a
+ *   READONLY reply (doc/operations.md, "Redis Sentinel").
  * @opts: options, or NULL for defaults.
  * @err: optional error detail.
  *
@@ -168,6 +174,8 @@ typedef enum relay_redis_uri_kind {
 	RELAY_REDIS_URI_TCP = 1,     /* host:port, or the redis scheme */
 	RELAY_REDIS_URI_UNIX = 2,    /* the unix scheme: a socket path */
 	RELAY_REDIS_URI_MEMORY = 3,  /* the memory scheme (tests) */
+	RELAY_REDIS_URI_SENTINEL = 4, /* redis+sentinel: sentinels and a
+					 master name */
 } relay_redis_uri_kind;
 
 /**

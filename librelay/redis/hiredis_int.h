@@ -1,9 +1,10 @@
 /*
  * librelay/redis/hiredis_int.h - private: the hiredis backend's state,
- * shared by its two files: redis_async.c (connections, commands, scripts,
+ * shared by its files: redis_async.c (connections, commands, scripts,
  * lifetime), redis_cluster.c (Redis Cluster: known nodes, MOVED/ASK,
- * TRYAGAIN/CLUSTERDOWN resends) and cluster_topology.c (reading a
- * CLUSTER SLOTS reply). Never installed.
+ * TRYAGAIN/CLUSTERDOWN resends), cluster_topology.c (reading a
+ * CLUSTER SLOTS reply) and redis_sentinel.c (Redis Sentinel: asking
+ * where the master is, refusing a replica). Never installed.
  */
 #ifndef RELAY__REDIS_HIREDIS_INT_H
 #define RELAY__REDIS_HIREDIS_INT_H
@@ -45,7 +46,16 @@ typedef struct hr_backend {
 	unsigned int seed;              /* jitter */
 	char sha[RELAY_REDIS_SCRIPT_COUNT_][41];
 	int loading[RELAY_REDIS_SCRIPT_COUNT_];
-	char errstr[160];
+	char errstr[256];
+	/* Sentinel (redis_sentinel.c; uri.master set): nodes are the
+	 * sentinels. */
+	redisAsyncContext *sent_ac;     /* the sentinel being asked */
+	ev_timer sent_timer;            /* its connect + answer time */
+	char *mhost;                    /* the master last named */
+	int mport;
+	int sent_ready;                 /* named for the next connect */
+	size_t sent_tried;              /* failed in a row this round */
+	int sent_fail_logged;           /* RELAY-REDIS10 said, this streak */
 } hr_backend;
 
 typedef struct hr_cmd {
@@ -108,6 +118,14 @@ void relay__hr_complete(hr_cmd *c, int status, relay_redis_reply *r);
 /* Free @c and drop its reference on the backend. */
 void relay__hr_cmd_free(hr_cmd *c);
 
+/* Take / drop a reference on @b (the last one frees it). */
+void relay__hr_hold(hr_backend *b);
+void relay__hr_release(hr_backend *b);
+/* After a failed connect: reconnect after the jittered backoff (a
+ * host-loop backend; a private-loop one reconnects on the next
+ * command). */
+void relay__hr_schedule_reconnect(hr_backend *b);
+
 /* ---- redis_cluster.c ---- */
 
 /* The known nodes start as the URI's seeds. 0 or RELAY_ENOMEM. */
@@ -153,5 +171,23 @@ int relay__hr_parse_slots(const redisReply *r, const char *self,
 			  char *err, size_t errsize);
 /* Free @n nodes and the array; NULL is a no-op. */
 void relay__hr_nodes_free(relay__redis_node *nodes, size_t n);
+
+/* ---- redis_sentinel.c ---- */
+
+/* Set up the sentinel timer (every backend). */
+void relay__hr_sentinel_init(hr_backend *b);
+/* Ask sentinel nodes[cur] where the master is (a no-op while one is
+ * asked): on an answer relay__hr_connect() runs with sent_ready set;
+ * after every sentinel failed, the reconnect backoff runs. */
+void relay__hr_sentinel_ask(hr_backend *b);
+/* Let go of the sentinel being asked (backend freed). */
+void relay__hr_sentinel_free(hr_backend *b);
+/* The ROLE reply callback of a main connection in sentinel mode. */
+void relay__hr_on_role(redisAsyncContext *ac, void *reply, void *priv);
+/* Reply @r to a command on @ac: 1 when it is READONLY/LOADING from the
+ * main connection in sentinel mode (the connection was dropped: the
+ * caller fails the command with RELAY_ECLOSED), else 0. */
+int relay__hr_sentinel_reply(hr_backend *b, redisAsyncContext *ac,
+			     const redisReply *r);
 
 #endif /* RELAY__REDIS_HIREDIS_INT_H */

@@ -65,18 +65,19 @@
 
 
 
-static void hold(hr_backend *b)
+void relay__hr_hold(hr_backend *b)
 {
 	b->refs++;
 }
 
 /* Drop a reference; the last one frees what the connection left. */
-static void release(hr_backend *b)
+void relay__hr_release(hr_backend *b)
 {
 	if (--b->refs > 0)
 		return;
 	if (b->own_loop)
 		ev_loop_destroy(b->loop);
+	relay__free(b->mhost);
 	relay__redis_uri_clear(&b->uri);
 	relay__hr_nodes_free(b->nodes, b->nnodes);
 	relay__free(b->ask_host);
@@ -128,7 +129,7 @@ void relay__hr_cmd_free(hr_cmd *c)
 		redisFreeCommand(c->fmt);
 	relay__free(c->rhost);
 	relay__free(c);
-	release(b);
+	relay__hr_release(b);
 }
 
 /* Run the caller's callback once; the hr_cmd lives on until hiredis is
@@ -148,7 +149,7 @@ void relay__hr_complete(hr_cmd *c, int status, relay_redis_reply *r)
 		relay_redis_reply_free(r);
 }
 
-static void schedule_reconnect(hr_backend *b)
+void relay__hr_schedule_reconnect(hr_backend *b)
 {
 	double d;
 
@@ -176,7 +177,7 @@ void relay__hr_drop_side(hr_backend *b, redisAsyncContext **slot)
 	*slot = NULL;
 	ac->data = NULL;
 	redisAsyncFree(ac);
-	release(b);
+	relay__hr_release(b);
 }
 
 /*
@@ -201,8 +202,8 @@ void relay__hr_drop_connection(hr_backend *b)
 	 * to the connection that makes. */
 	relay__hr_rotate(b);
 	redisAsyncFree(ac);
-	schedule_reconnect(b);
-	release(b);
+	relay__hr_schedule_reconnect(b);
+	relay__hr_release(b);
 }
 
 /*
@@ -244,11 +245,18 @@ void relay__hr_on_reply(redisAsyncContext *ac, void *reply, void *privdata)
 		 * at once when a connect may start now (a private loop);
 		 * otherwise fail as after any lost connection. */
 		if (ac == b->dead_ac && c->fmt && !c->done && !b->closing &&
-		    b->nnodes > 1 && ++c->redirects <= HR_MAX_REDIRECTS &&
+		    b->nnodes > 1 && !b->uri.master && ++c->redirects <= HR_MAX_REDIRECTS &&
 		    relay__hr_ensure_connection(b) == 0 &&
 		    redisAsyncFormattedCommand(b->ac, relay__hr_on_reply, c, c->fmt,
 					       c->fmtlen) == REDIS_OK)
 			return;
+		relay__hr_complete(c, RELAY_ECLOSED, NULL);
+		relay__hr_cmd_free(c);
+		return;
+	}
+	if (!c->done && relay__hr_sentinel_reply(b, ac, r)) {
+		/* Not run (a replica now, or loading): as a lost
+		 * connection. */
 		relay__hr_complete(c, RELAY_ECLOSED, NULL);
 		relay__hr_cmd_free(c);
 		return;
@@ -304,7 +312,7 @@ static void on_timeout(struct ev_loop *loop, ev_timer *w, int revents)
 	hr_backend *b = c->b;
 	int waiting;
 
-	hold(b);
+	relay__hr_hold(b);
 	relay__hr_set_err(b, "command timed out");
 	relay__log(&b->opts.logger, RELAY_LOG_WARN, "RELAY-REDIS05",
 		   "redis command timed out after %d ms; reconnecting",
@@ -316,7 +324,7 @@ static void on_timeout(struct ev_loop *loop, ev_timer *w, int revents)
 	relay__hr_complete(c, RELAY_ETIMEOUT, NULL);
 	if (!b->closing && !waiting)
 		relay__hr_drop_connection(b);
-	release(b);
+	relay__hr_release(b);
 }
 
 /*
@@ -335,6 +343,9 @@ static void connect_failed(hr_backend *b)
 	b->connect_fail_logged = 1;
 	if (b->uri.path)
 		snprintf(where, sizeof(where), "unix socket %s", b->uri.path);
+	else if (b->uri.master && b->mhost)
+		snprintf(where, sizeof(where), "master '%s' at %s:%d (named "
+			 "by a sentinel)", b->uri.master, b->mhost, b->mport);
 	else if (n && strchr(n->host, ':'))
 		snprintf(where, sizeof(where), "[%s]:%d", n->host, n->port);
 	else if (n)
@@ -358,7 +369,7 @@ static void on_connect(const redisAsyncContext *ac, int status)
 	if (ac != b->ac) {  /* the ASK side connection */
 		if (status != REDIS_OK && ac == b->ask_ac) {
 			b->ask_ac = NULL;  /* hiredis frees it */
-			release(b);
+			relay__hr_release(b);
 		}
 		return;
 	}
@@ -371,8 +382,8 @@ static void on_connect(const redisAsyncContext *ac, int status)
 		b->state = HR_DISCONNECTED;
 		memset(b->loading, 0, sizeof(b->loading));
 		relay__hr_rotate(b);
-		schedule_reconnect(b);
-		release(b); /* the context's reference */
+		relay__hr_schedule_reconnect(b);
+		relay__hr_release(b); /* the context's reference */
 		return;
 	}
 	if (b->reconnect_ms != b->opts.reconnect_min_ms)
@@ -396,7 +407,7 @@ static void on_disconnect(const redisAsyncContext *ac, int status)
 			b->ask_ac = NULL;
 		else
 			return;
-		release(b);
+		relay__hr_release(b);
 		return;
 	}
 	if (status != REDIS_OK)
@@ -411,8 +422,8 @@ static void on_disconnect(const redisAsyncContext *ac, int status)
 	b->state = HR_DISCONNECTED;
 	memset(b->loading, 0, sizeof(b->loading)); /* its SCRIPT LOADs died */
 	relay__hr_rotate(b);
-	schedule_reconnect(b);
-	release(b); /* the context's reference */
+	relay__hr_schedule_reconnect(b);
+	relay__hr_release(b); /* the context's reference */
 }
 
 static void on_connect_timeout(struct ev_loop *loop, ev_timer *w,
@@ -420,11 +431,11 @@ static void on_connect_timeout(struct ev_loop *loop, ev_timer *w,
 {
 	hr_backend *b = w->data;
 
-	hold(b);
+	relay__hr_hold(b);
 	relay__hr_set_err(b, "connect timed out");
 	b->dead_ac = b->ac;
 	relay__hr_drop_connection(b);
-	release(b);
+	relay__hr_release(b);
 }
 
 static void on_reconnect(struct ev_loop *loop, ev_timer *w, int revents)
@@ -472,7 +483,7 @@ redisAsyncContext *relay__hr_open_ctx(hr_backend *b, const char *host,
 	}
 	redisAsyncSetConnectCallback(ac, on_connect);
 	redisAsyncSetDisconnectCallback(ac, on_disconnect);
-	hold(b); /* the context's reference */
+	relay__hr_hold(b); /* the context's reference */
 	if (b->uri.pass && b->uri.user)
 		redisAsyncCommand(ac, on_setup_reply, NULL, "AUTH %s %s",
 				  b->uri.user, b->uri.pass);
@@ -487,13 +498,25 @@ void relay__hr_connect(hr_backend *b)
 	redisAsyncContext *ac;
 	char db[8];
 
-	ac = relay__hr_open_ctx(b, b->uri.path ? NULL : b->nodes[b->cur].host,
-		      b->uri.path ? 0 : b->nodes[b->cur].port);
+	if (b->uri.master && !b->sent_ready) {
+		/* Sentinel: where the master is first, on every connect
+		 * (redis_sentinel.c), which calls back here. */
+		relay__hr_sentinel_ask(b);
+		return;
+	}
+	b->sent_ready = 0;
+	if (b->uri.master)
+		ac = relay__hr_open_ctx(b, b->mhost, b->mport);
+	else
+		ac = relay__hr_open_ctx(b, b->uri.path ? NULL :
+					b->nodes[b->cur].host,
+					b->uri.path ? 0 :
+					b->nodes[b->cur].port);
 	if (!ac) {
 		/* A unix socket that is not there fails here, at once. */
 		connect_failed(b);
 		relay__hr_rotate(b);
-		schedule_reconnect(b);
+		relay__hr_schedule_reconnect(b);
 		return;
 	}
 	b->ac = ac;
@@ -505,6 +528,8 @@ void relay__hr_connect(hr_backend *b)
 		snprintf(db, sizeof(db), "%d", b->uri.db);
 		redisAsyncCommand(ac, on_setup_reply, NULL, "SELECT %s", db);
 	}
+	if (b->uri.master)  /* a master, not a replica (redis_sentinel.c) */
+		redisAsyncCommand(ac, relay__hr_on_role, NULL, "ROLE");
 	redisAsyncCommand(ac, relay__hr_on_slots, NULL, "CLUSTER SLOTS");
 }
 
@@ -515,9 +540,13 @@ int relay__hr_ensure_connection(hr_backend *b)
 		return RELAY_ECLOSED;
 	if (b->ac)
 		return 0;
-	if (ev_is_active(&b->reconnect_timer))
+	if (ev_is_active(&b->reconnect_timer) || b->sent_ac)
 		return RELAY_ECLOSED;
 	relay__hr_connect(b);
+	/* A private loop (relayctl) waits for the sentinels' answer here;
+	 * a host loop's commands fail until the connection is there. */
+	while (b->own_loop && b->sent_ac && !b->ac)
+		ev_run(b->loop, EVRUN_ONCE);
 	return b->ac ? 0 : RELAY_ECLOSED;
 }
 
@@ -613,7 +642,7 @@ static hr_cmd *cmd_new(hr_backend *b, relay_redis_reply_cb cb, void *payload)
 
 	if (!c)
 		return NULL;
-	hold(b); /* the command's reference */
+	relay__hr_hold(b); /* the command's reference */
 	c->b = b;
 	c->cb = cb;
 	c->payload = payload;
@@ -774,7 +803,8 @@ static void hr_free(relay_redis_backend *rb)
 	relay__hr_fail_waiting(b);
 	relay__hr_drop_side(b, &b->retiring);
 	relay__hr_drop_side(b, &b->ask_ac);
-	release(b);         /* the owner's reference */
+	relay__hr_sentinel_free(b);
+	relay__hr_release(b);         /* the owner's reference */
 }
 
 int relay__redis_cluster_mode(relay_redis_backend *rb)
@@ -821,11 +851,13 @@ static int copy_uri(relay__redis_uri *dst, const relay__redis_uri *src)
 	dst->path = relay__strdup(src->path);
 	dst->user = relay__strdup(src->user);
 	dst->pass = relay__strdup(src->pass);
+	dst->master = relay__strdup(src->master);
 	for (i = 0; i < dst->nseeds; i++)
 		if (!dst->seeds[i].host)
 			break;
 	if ((src->host && !dst->host) || (src->path && !dst->path) ||
 	    (src->user && !dst->user) || (src->pass && !dst->pass) ||
+	    (src->master && !dst->master) ||
 	    (src->nseeds && !dst->seeds) || i < dst->nseeds) {
 		relay__redis_uri_clear(dst);
 		return RELAY_ENOMEM;
@@ -860,7 +892,7 @@ int relay__redis_hiredis_new(relay_redis_backend **out,
 	b->refs = 1; /* the owner's */
 	b->cluster = -1;
 	if (relay__hr_init_nodes(b)) {
-		release(b);
+		relay__hr_release(b);
 		return RELAY_ENOMEM;
 	}
 	b->seed = (unsigned int)relay_clock_mono_us(b->opts.clock);
@@ -876,6 +908,7 @@ int relay__redis_hiredis_new(relay_redis_backend **out,
 	b->connect_timer.data = b;
 	ev_timer_init(&b->reconnect_timer, on_reconnect, 0., 0.);
 	b->reconnect_timer.data = b;
+	relay__hr_sentinel_init(b);
 	b->parent.version = RELAY_REDIS_BACKEND_VERSION;
 	b->parent.name = "hiredis";
 	b->parent.command = hr_command;
