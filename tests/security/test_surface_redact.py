@@ -38,6 +38,13 @@ INVALID = [
     (f"http://{SECRET}@127.0.0.1:6379", "http://***@127.0.0.1:6379"),
     (f"redis://u:{SECRET}@x@127.0.0.1:nope", "redis://u:***@127.0.0.1:nope"),
     (f"rediss://default:{SECRET}\n@evil:1", "rediss://default:***@evil:1"),
+    # Sentinel (issue 26): a bad master name, a missing one, a bad port.
+    (f"redis+sentinel://default:{SECRET}@127.0.0.1:1,127.0.0.1:2/bad name",
+     "redis+sentinel://default:***@127.0.0.1:1,127.0.0.1:2/bad name"),
+    (f"redis+sentinel://{SECRET}@127.0.0.1:26379",
+     "redis+sentinel://***@127.0.0.1:26379"),
+    (f"redis+sentinel://u:{SECRET}@x@127.0.0.1:0/m",
+     "redis+sentinel://u:***@127.0.0.1:0/m"),
 ]
 
 
@@ -74,7 +81,10 @@ def unreachable_redis_with_a_password_is_logged_redacted():
             for i, uri in enumerate((
                     f"redis://default:{SECRET}@127.0.0.1:1",
                     f"redis://:{SECRET}@127.0.0.1:1/0",
-                    f"redis://u:{SECRET}@x@127.0.0.1:1")):
+                    f"redis://u:{SECRET}@x@127.0.0.1:1",
+                    # no sentinel listens: the sentinel's address is
+                    # logged, never the master's password
+                    f"redis+sentinel://u:{SECRET}@127.0.0.1:1/m")):
                 d = env.relayd(name=f"{fmt}{i}", start=False,
                                REDIS_URI=uri, LOG_FORMAT=fmt)
                 d.start(wait_ready=False)
