@@ -10,8 +10,8 @@
 #define RELAY__REDIS_HIREDIS_INT_H
 
 #include <ev.h>
-#include <hiredis/async.h>
-#include <hiredis/hiredis.h>
+
+#include "hiredis_compat.h"
 
 #include "backend.h"
 
@@ -56,6 +56,13 @@ typedef struct hr_backend {
 	int sent_ready;                 /* named for the next connect */
 	size_t sent_tried;              /* failed in a row this round */
 	int sent_fail_logged;           /* RELAY-REDIS10 said, this streak */
+	/* TLS (redis_tls.c; uri.tls set, a build with TLS) */
+	void *tls_ctx;                  /* SSL_CTX, shared by connections */
+	char *tls_name;                 /* tls_server_name, or NULL */
+	void *ac_ssl;                   /* the main connection's SSL */
+	int tls_verify_err;             /* X509_V_ERR_* of the last
+					   failed verification, or 0 */
+	int answered;                   /* the main connection answered */
 } hr_backend;
 
 typedef struct hr_cmd {
@@ -189,5 +196,23 @@ void relay__hr_on_role(redisAsyncContext *ac, void *reply, void *priv);
  * caller fails the command with RELAY_ECLOSED), else 0. */
 int relay__hr_sentinel_reply(hr_backend *b, redisAsyncContext *ac,
 			     const redisReply *r);
+
+/* ---- redis_tls.c ---- */
+
+/* Set up TLS for a rediss:// backend from @o (version 2 fields; may be
+ * NULL): 0, or RELAY_EINVAL/RELAY_ENOMEM with @err saying which
+ * setting is wrong. A no-op (0) without uri.tls. */
+int relay__hr_tls_init(hr_backend *b, const relay_redis_options *o,
+		       relay_error *err);
+/* Start TLS on new context @ac to @host (SNI and the verified name
+ * unless tls_server_name): 0, or -1 with errstr set. Sets b->ac_ssl. */
+int relay__hr_tls_attach(hr_backend *b, redisAsyncContext *ac,
+			 const char *host);
+/* When the main connection failed during its TLS handshake, replace
+ * errstr with what the user can act on (certificate not trusted, name
+ * mismatch, expired, handshake refused, not a TLS port); else nothing. */
+void relay__hr_tls_explain(hr_backend *b);
+/* Free the TLS state (the last reference). */
+void relay__hr_tls_free(hr_backend *b);
 
 #endif /* RELAY__REDIS_HIREDIS_INT_H */

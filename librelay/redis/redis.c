@@ -428,7 +428,8 @@ static int master_ok(const char *s, size_t n)
  * form may name several "host:port" seeds separated by ',' (a cluster).
  * "redis+sentinel://[user:pass@]host:port[,host:port...]/master[/db]"
  * names sentinels and the master they watch (the user information is
- * the master's; sentinels are asked without it).
+ * the master's; sentinels are asked without it). "rediss://" is the
+ * redis form over TLS (a build with TLS only).
  */
 int relay__redis_uri_parse(relay__redis_uri *out, const char *uri,
 			   relay_error *err)
@@ -455,6 +456,20 @@ int relay__redis_uri_parse(relay__redis_uri *out, const char *uri,
 		goto done;
 	}
 	p = copy;
+	if (strncmp(p, "rediss://", 9) == 0) {
+#ifdef RELAY_HAVE_TLS
+		out->tls = 1;
+		memmove(p + 5, p + 6, strlen(p + 6) + 1); /* as redis:// */
+#else
+		relay__free(copy);
+		rc = RELAY_EINVAL;
+		relay__error_set(err, rc, NULL, 0, 0, "rediss:// (TLS) is not "
+				 "available: this build has no TLS (it uses "
+				 "hiredis without TLS; build with hiredict, "
+				 "meson -Dtls=enabled)");
+		return rc;
+#endif
+	}
 	if (strncmp(p, "redis://", 8) == 0 ||
 	    strncmp(p, "redis+sentinel://", 17) == 0) {
 		int sentinel = p[5] == '+';

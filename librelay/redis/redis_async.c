@@ -47,6 +47,7 @@
  * its own callbacks while relay_redis_sync_wait() runs its loop.
  */
 #include <errno.h>
+#include <stddef.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -54,9 +55,6 @@
 #include <strings.h>
 
 #include <ev.h>
-#include <hiredis/adapters/libev.h>
-#include <hiredis/async.h>
-#include <hiredis/hiredis.h>
 
 #include "backend.h"
 #include "common.h"
@@ -78,6 +76,7 @@ void relay__hr_release(hr_backend *b)
 	if (b->own_loop)
 		ev_loop_destroy(b->loop);
 	relay__free(b->mhost);
+	relay__hr_tls_free(b);
 	relay__redis_uri_clear(&b->uri);
 	relay__hr_nodes_free(b->nodes, b->nnodes);
 	relay__free(b->ask_host);
@@ -373,9 +372,13 @@ static void on_connect(const redisAsyncContext *ac, int status)
 		}
 		return;
 	}
-	ev_timer_stop(b->loop, &b->connect_timer);
+	/* TLS: the connect timeout covers the handshake, up to the first
+	 * answer (relay__hr_on_slots). */
+	if (status != REDIS_OK || !b->uri.tls)
+		ev_timer_stop(b->loop, &b->connect_timer);
 	if (status != REDIS_OK) {
 		relay__hr_set_err(b, ac->errstr);
+		relay__hr_tls_explain(b);
 		connect_failed(b);
 		b->ac = NULL; /* hiredis frees it after this callback */
 		b->dead_ac = ac; /* its commands' NULL replies follow */
@@ -414,6 +417,16 @@ static void on_disconnect(const redisAsyncContext *ac, int status)
 		relay__hr_set_err(b, ac->errstr);
 	else if (!b->setup_failed)
 		relay__hr_set_err(b, "connection closed");
+	if (b->uri.tls) {
+		relay__hr_tls_explain(b);
+	} else if (!b->answered && !b->setup_failed) {
+		char msg[sizeof(b->errstr)];
+
+		/* A TLS port closes a plain-text connection at once. */
+		snprintf(msg, sizeof(msg), "%.120s before any answer (a TLS "
+			 "port? use rediss://)", b->errstr);
+		relay__hr_set_err(b, msg);
+	}
 	b->setup_failed = 0;
 	if (!b->closing)
 		relay__log(&b->opts.logger, RELAY_LOG_WARN, "RELAY-REDIS02",
@@ -433,6 +446,7 @@ static void on_connect_timeout(struct ev_loop *loop, ev_timer *w,
 
 	relay__hr_hold(b);
 	relay__hr_set_err(b, "connect timed out");
+	relay__hr_tls_explain(b);  /* a TLS handshake that never ended */
 	b->dead_ac = b->ac;
 	relay__hr_drop_connection(b);
 	relay__hr_release(b);
@@ -451,6 +465,8 @@ static void on_setup_reply(redisAsyncContext *ac, void *reply, void *priv)
 	hr_backend *b = ac->data;
 	redisReply *r = reply;
 
+	if (b && r && ac == b->ac)
+		b->answered = 1;
 	if (!b || !r || r->type != REDIS_REPLY_ERROR)
 		return;
 	relay__hr_set_err(b, r->str);
@@ -473,6 +489,11 @@ redisAsyncContext *relay__hr_open_ctx(hr_backend *b, const char *host,
 		relay__hr_set_err(b, ac ? ac->errstr : "out of memory");
 		if (ac)
 			redisAsyncFree(ac);
+		return NULL;
+	}
+	if (b->uri.tls && !b->uri.path &&
+	    relay__hr_tls_attach(b, ac, host) != 0) {
+		redisAsyncFree(ac);
 		return NULL;
 	}
 	ac->data = b;
@@ -505,6 +526,7 @@ void relay__hr_connect(hr_backend *b)
 		return;
 	}
 	b->sent_ready = 0;
+	b->answered = 0;
 	if (b->uri.master)
 		ac = relay__hr_open_ctx(b, b->mhost, b->mport);
 	else
@@ -584,8 +606,9 @@ static void hr_flush(hr_backend *b)
 	size_t len;
 	ssize_t n;
 
-	/* Not before hiredis's first write event told on_connect. */
-	if (ac == NULL || b->state != HR_CONNECTED)
+	/* Not before hiredis's first write event told on_connect; never on
+	 * TLS, whose bytes only the library may write. */
+	if (ac == NULL || b->state != HR_CONNECTED || b->uri.tls)
 		return;
 	c = &ac->c;
 	if (c->err || !(c->flags & REDIS_CONNECTED) || c->fd < 0 ||
@@ -872,6 +895,7 @@ int relay__redis_hiredis_new(relay_redis_backend **out,
 {
 	relay_redis_options defaults = RELAY_REDIS_OPTIONS_INIT;
 	hr_backend *b;
+	int rc;
 
 	*out = NULL;
 	b = relay__calloc(1, sizeof(*b));
@@ -879,7 +903,14 @@ int relay__redis_hiredis_new(relay_redis_backend **out,
 		relay__free(b);
 		return RELAY_ENOMEM;
 	}
-	b->opts = opts ? *opts : defaults;
+	b->opts = defaults;
+	if (opts)  /* only the fields of the caller's version */
+		memcpy(&b->opts, opts, opts->version >= 2 ? sizeof(*opts) :
+		       offsetof(relay_redis_options, tls_ca_file));
+	/* The TLS paths are read now (relay__hr_tls_init), not kept. */
+	b->opts.tls_ca_file = b->opts.tls_ca_dir = NULL;
+	b->opts.tls_cert_file = b->opts.tls_key_file = NULL;
+	b->opts.tls_server_name = NULL;
 	if (b->opts.connect_timeout_ms <= 0)
 		b->opts.connect_timeout_ms = 2000;
 	if (b->opts.command_timeout_ms == 0)
@@ -894,6 +925,11 @@ int relay__redis_hiredis_new(relay_redis_backend **out,
 	if (relay__hr_init_nodes(b)) {
 		relay__hr_release(b);
 		return RELAY_ENOMEM;
+	}
+	rc = relay__hr_tls_init(b, opts, err);
+	if (rc) {
+		relay__hr_release(b);
+		return rc;
 	}
 	b->seed = (unsigned int)relay_clock_mono_us(b->opts.clock);
 	b->own_loop = loop == NULL;

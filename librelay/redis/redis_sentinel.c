@@ -28,7 +28,6 @@
 #include <stdlib.h>
 #include <string.h>
 
-#include <hiredis/adapters/libev.h>
 
 #include "common.h"
 #include "hiredis_int.h"

@@ -30,14 +30,16 @@ def base_env(uri, **extra):
 
 # URIs relayd rejects: the error line shows the redacted form.
 INVALID = [
-    (f"rediss://default:{SECRET}@127.0.0.1:6379",
-     "rediss://default:***@127.0.0.1:6379"),
+    (f"rediss://default:{SECRET}@127.0.0.1:0",
+     "rediss://default:***@127.0.0.1:0"),
+    (f"rediss://default:{SECRET}@127.0.0.1:1,127.0.0.1/3",
+     "rediss://default:***@127.0.0.1:1,127.0.0.1/3"),
     (f"default:{SECRET}@127.0.0.1:6379", "default:***@127.0.0.1:6379"),
     (f"redis://default:{SECRET}@127.0.0.1:notaport",
      "redis://default:***@127.0.0.1:notaport"),
     (f"http://{SECRET}@127.0.0.1:6379", "http://***@127.0.0.1:6379"),
     (f"redis://u:{SECRET}@x@127.0.0.1:nope", "redis://u:***@127.0.0.1:nope"),
-    (f"rediss://default:{SECRET}\n@evil:1", "rediss://default:***@evil:1"),
+    (f"rediss://default:{SECRET}\n@evil:0", "rediss://default:***@evil:0"),
     # Sentinel (issue 26): a bad master name, a missing one, a bad port.
     (f"redis+sentinel://default:{SECRET}@127.0.0.1:1,127.0.0.1:2/bad name",
      "redis+sentinel://default:***@127.0.0.1:1,127.0.0.1:2/bad name"),
