@@ -59,7 +59,9 @@ typedef struct hr_backend {
 	/* TLS (redis_tls.c; uri.tls set, a build with TLS) */
 	void *tls_ctx;                  /* SSL_CTX, shared by connections */
 	char *tls_name;                 /* tls_server_name, or NULL */
-	void *ac_ssl;                   /* the main connection's SSL */
+	void *ac_ssl;                   /* the main connection's SSL
+					   (owned by its context) */
+	void *new_ssl;                  /* the last context's SSL */
 	int tls_verify_err;             /* X509_V_ERR_* of the last
 					   failed verification, or 0 */
 	int answered;                   /* the main connection answered */
@@ -205,7 +207,10 @@ int relay__hr_sentinel_reply(hr_backend *b, redisAsyncContext *ac,
 int relay__hr_tls_init(hr_backend *b, const relay_redis_options *o,
 		       relay_error *err);
 /* Start TLS on new context @ac to @host (SNI and the verified name
- * unless tls_server_name): 0, or -1 with errstr set. Sets b->ac_ssl. */
+ * unless tls_server_name): 0 (b->new_ssl is @ac's SSL, which @ac owns;
+ * relay__hr_connect() keeps the main one in b->ac_ssl, cleared with
+ * b->ac), or -1 with errstr set (explained when the handshake failed at
+ * once). */
 int relay__hr_tls_attach(hr_backend *b, redisAsyncContext *ac,
 			 const char *host);
 /* When the main connection failed during its TLS handshake, replace

@@ -192,6 +192,7 @@ void relay__hr_drop_connection(hr_backend *b)
 	if (!ac)
 		return;
 	b->ac = NULL;
+	b->ac_ssl = NULL;
 	b->state = HR_DISCONNECTED;
 	memset(b->loading, 0, sizeof(b->loading));
 	ev_timer_stop(b->loop, &b->connect_timer);
@@ -218,6 +219,7 @@ void relay__hr_retire(hr_backend *b)
 		return;
 	relay__hr_drop_side(b, &b->retiring);
 	b->ac = NULL;
+	b->ac_ssl = NULL;
 	b->state = HR_DISCONNECTED;
 	memset(b->loading, 0, sizeof(b->loading));
 	ev_timer_stop(b->loop, &b->connect_timer);
@@ -381,6 +383,7 @@ static void on_connect(const redisAsyncContext *ac, int status)
 		relay__hr_tls_explain(b);
 		connect_failed(b);
 		b->ac = NULL; /* hiredis frees it after this callback */
+		b->ac_ssl = NULL;
 		b->dead_ac = ac; /* its commands' NULL replies follow */
 		b->state = HR_DISCONNECTED;
 		memset(b->loading, 0, sizeof(b->loading));
@@ -419,7 +422,7 @@ static void on_disconnect(const redisAsyncContext *ac, int status)
 		relay__hr_set_err(b, "connection closed");
 	if (b->uri.tls) {
 		relay__hr_tls_explain(b);
-	} else if (!b->answered && !b->setup_failed) {
+	} else if (!b->answered && !b->setup_failed && !b->uri.path) {
 		char msg[sizeof(b->errstr)];
 
 		/* A TLS port closes a plain-text connection at once. */
@@ -432,6 +435,7 @@ static void on_disconnect(const redisAsyncContext *ac, int status)
 		relay__log(&b->opts.logger, RELAY_LOG_WARN, "RELAY-REDIS02",
 			   "redis connection lost: %s", b->errstr);
 	b->ac = NULL;
+	b->ac_ssl = NULL;
 	b->state = HR_DISCONNECTED;
 	memset(b->loading, 0, sizeof(b->loading)); /* its SCRIPT LOADs died */
 	relay__hr_rotate(b);
@@ -542,6 +546,7 @@ void relay__hr_connect(hr_backend *b)
 		return;
 	}
 	b->ac = ac;
+	b->ac_ssl = b->new_ssl;  /* the main connection's, for errors */
 	b->state = HR_CONNECTING;
 	ev_timer_set(&b->connect_timer, b->opts.connect_timeout_ms / 1000.0,
 		     0.);

@@ -142,7 +142,7 @@ int relay__hr_tls_attach(hr_backend *b, redisAsyncContext *ac,
 	SSL *ssl;
 	int ok;
 
-	b->ac_ssl = NULL;
+	b->new_ssl = NULL;
 	b->tls_verify_err = 0;
 	ERR_clear_error();
 	ssl = SSL_new(b->tls_ctx);
@@ -167,14 +167,18 @@ int relay__hr_tls_attach(hr_backend *b, redisAsyncContext *ac,
 		 * immediate): hiredict leaves @ssl to us. */
 		relay__hr_set_err(b, ac->c.err ? ac->c.errstr :
 				  ssl_reason("TLS handshake failed"));
+		void *cur = b->ac_ssl;
+		int answered = b->answered;
+
 		b->ac_ssl = ssl;
 		b->answered = 0;
 		relay__hr_tls_explain(b);
-		b->ac_ssl = NULL;
+		b->ac_ssl = cur;
+		b->answered = answered;
 		SSL_free(ssl);
 		return -1;
 	}
-	b->ac_ssl = ssl;
+	b->new_ssl = ssl;
 	return 0;
 }
 
