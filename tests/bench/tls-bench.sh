@@ -6,7 +6,7 @@
 # build with TLS (meson -Dtls), openssl and a redis-server with TLS.
 # Certificates are made in a temp dir; ports chosen at run time.
 set -eu
-bench=$1
+bench=$(cd "$(dirname "$1")" && pwd)/$(basename "$1")
 events=${2:-50000}
 dir=$(mktemp -d /tmp/relay-tls-bench.XXXXXX)
 trap 'kill "$pid" 2>/dev/null; rm -rf "$dir"' EXIT
