@@ -124,6 +124,7 @@ int relayctl_redis_open(const struct relayctl_conf *c, const char *cmd,
 {
 	relay_redis_options o = RELAY_REDIS_OPTIONS_INIT;
 	relay_error err;
+	const char *v;
 
 	if (!c->redis)
 		return relayctl_error(RELAYCTL_USAGE, "%s: REDIS_URI is not "
@@ -133,11 +134,31 @@ int relayctl_redis_open(const struct relayctl_conf *c, const char *cmd,
 				      "not set (or pass --stream NAME)", cmd);
 	o.connect_timeout_ms = 3000;
 	o.command_timeout_ms = 10000;
-	/* err.text quotes the URI, which may hold a password: not shown. */
-	if (relay_redis_open(b, c->redis, &o, &err))
+	/* TLS settings: the same variables as relayd's. */
+	o.tls_ca_file = env_or("REDIS_TLS_CA_FILE", NULL);
+	o.tls_ca_dir = env_or("REDIS_TLS_CA_DIR", NULL);
+	o.tls_cert_file = env_or("REDIS_TLS_CERT_FILE", NULL);
+	o.tls_key_file = env_or("REDIS_TLS_KEY_FILE", NULL);
+	o.tls_server_name = env_or("REDIS_TLS_SERVER_NAME", NULL);
+	v = env_or("REDIS_TLS_VERIFY", "on");
+	if (strcmp(v, "on") && strcmp(v, "off"))
+		return relayctl_error(RELAYCTL_USAGE, "%s: REDIS_TLS_VERIFY "
+				      "must be on or off", cmd);
+	o.tls_no_verify = strcmp(v, "off") == 0;
+	memset(&err, 0, sizeof(err));
+	/* err.text quotes the URI, which may hold a password: not shown;
+	 * a TLS setting's error (it names a file) or a build without TLS
+	 * is. */
+	if (relay_redis_open(b, c->redis, &o, &err) == RELAY_EINVAL &&
+	    (strncmp(err.text, "TLS", 3) == 0 ||
+	     strncmp(err.text, "rediss://", 9) == 0))
+		return relayctl_error(RELAYCTL_USAGE, "%s: %s", cmd, err.text);
+	if (*b == NULL)
 		return relayctl_error(RELAYCTL_USAGE, "%s: REDIS_URI (or "
 				      "--redis) is not a Redis URI: expected "
 				      "host:port, redis://[user:pass@]host:"
-				      "port[/db] or unix:///path", cmd);
+				      "port[/db], redis+sentinel://[user:"
+				      "pass@]host:port[,host:port...]/"
+				      "master[/db] or unix:///path", cmd);
 	return RELAYCTL_OK;
 }

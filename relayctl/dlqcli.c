@@ -289,8 +289,12 @@ static int page_read(struct dlqcli *d, const char *key, const char *start,
 	if (rc == 0 && r->type != RELAY_REDIS_REPLY_ARRAY)
 		rc = RELAY_EPARSE;
 	if (rc) {
+		/* A lost or refused connection: the backend's reason
+		 * (e.g. what the sentinels said), never the URI. */
 		snprintf(err->text, sizeof(err->text), "XRANGE %s: %s", key,
-			 r && r->str ? r->str : relay_strerror(rc));
+			 r && r->str ? r->str
+			 : *relay_redis_errstr(d->b) ? relay_redis_errstr(d->b)
+			 : relay_strerror(rc));
 		relay_redis_reply_free(r);
 		return rc == RELAY_EPARSE ? RELAY_EBACKEND : rc;
 	}

@@ -114,6 +114,7 @@ static int check_redis(const relayd_config *c)
 
 	o.connect_timeout_ms = 2000;
 	o.command_timeout_ms = 3000;
+	relayd_config_tls(c, &o);
 	rc = relay_redis_open(&b, c->redis_uri, &o, NULL);
 	if (rc == 0)
 		rc = relay_redis_sync_command(b, &r, 1, ping, NULL);

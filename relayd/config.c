@@ -191,18 +191,25 @@ static int check_uri(relayd_config *c, const char *v, char *errbuf,
 		     size_t size)
 {
 	relay_redis_uri_kind kind;
+	relay_error err;
 	int rc;
 
 	c->redis_uri = xstrdup(v);
 	c->redis_uri_safe = redact_uri(v);
-	rc = relay_redis_uri_check(v, &kind, NULL);
+	memset(&err, 0, sizeof(err));
+	rc = relay_redis_uri_check(v, &kind, &err);
 	if (rc == 0 && kind == RELAY_REDIS_URI_MEMORY)
 		rc = -1;
+	if (rc && strncmp(err.text, "rediss://", 9) == 0)  /* no TLS here */
+		return fail(errbuf, size, "REDIS_URI: invalid value \"%s\": "
+			    "%s", c->redis_uri_safe, err.text);
 	if (rc)
 		return fail(errbuf, size,
 			    "REDIS_URI: invalid value \"%s\": expected "
-			    "host:port, redis://[user:pass@]host:port[/db] "
-			    "or unix:///path", c->redis_uri_safe);
+			    "host:port, redis://[user:pass@]host:port[/db], "
+			    "redis+sentinel://[user:pass@]host:port"
+			    "[,host:port...]/master[/db] or unix:///path",
+			    c->redis_uri_safe);
 	return 0;
 }
 
@@ -517,6 +524,30 @@ static void set_str(char **dst, const char *v)
 	*dst = xstrdup(v);
 }
 
+/* REDIS_TLS_*: paths are checked when the connection is opened (the
+ * error names the file); REDIS_TLS_VERIFY is on or off. */
+static int load_tls(relayd_config *c, char *errbuf, size_t size)
+{
+	const char *v;
+
+	if ((v = env("REDIS_TLS_CA_FILE")))
+		set_str(&c->tls_ca_file, v);
+	if ((v = env("REDIS_TLS_CA_DIR")))
+		set_str(&c->tls_ca_dir, v);
+	if ((v = env("REDIS_TLS_CERT_FILE")))
+		set_str(&c->tls_cert_file, v);
+	if ((v = env("REDIS_TLS_KEY_FILE")))
+		set_str(&c->tls_key_file, v);
+	if ((v = env("REDIS_TLS_SERVER_NAME")))
+		set_str(&c->tls_server_name, v);
+	v = env("REDIS_TLS_VERIFY");
+	if (v && strcmp(v, "on") && strcmp(v, "off"))
+		return fail(errbuf, size, "REDIS_TLS_VERIFY: invalid value "
+			    "\"%s\": expected on or off", v);
+	c->tls_no_verify = v && strcmp(v, "off") == 0;
+	return 0;
+}
+
 int relayd_config_load(relayd_config *c, char *errbuf, size_t size)
 {
 	static const char *const required[] = {
@@ -571,14 +602,24 @@ int relayd_config_load(relayd_config *c, char *errbuf, size_t size)
 	 * errors name the variable, never a header value. */
 	if (relay_otlp_config_load(&c->otlp, getenv, errbuf, size))
 		return -1;
-	return 0;
+	return load_tls(c, errbuf, size);
+}
+
+void relayd_config_tls(const relayd_config *c, relay_redis_options *o)
+{
+	o->tls_ca_file = c->tls_ca_file;
+	o->tls_ca_dir = c->tls_ca_dir;
+	o->tls_cert_file = c->tls_cert_file;
+	o->tls_key_file = c->tls_key_file;
+	o->tls_server_name = c->tls_server_name;
+	o->tls_no_verify = c->tls_no_verify;
 }
 
 void relayd_config_clear(relayd_config *c)
 {
-	relay_otlp_config_clear(&c->otlp);
 	if (!c)
 		return;
+	relay_otlp_config_clear(&c->otlp);
 	free(c->redis_uri);
 	free(c->redis_uri_safe);
 	free(c->stream);
@@ -591,5 +632,10 @@ void relayd_config_clear(relayd_config *c)
 	free(c->metrics_host);
 	free(c->sandbox);
 	free(c->sandbox_user);
+	free(c->tls_ca_file);
+	free(c->tls_ca_dir);
+	free(c->tls_cert_file);
+	free(c->tls_key_file);
+	free(c->tls_server_name);
 	memset(c, 0, sizeof(*c));
 }

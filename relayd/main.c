@@ -561,6 +561,7 @@ static int open_backends(relayd *d, char *errbuf, size_t size)
 	}
 	relay_runtime_libev_attach(d->rt, d->loop);
 	rd.logger = relayd_logger();
+	relayd_config_tls(&d->cfg, &rd);
 	/* The first stream's connection; the others are opened with their
 	 * consumers. */
 	d->sredis = calloc(d->cfg.nstreams, sizeof(*d->sredis));
@@ -568,11 +569,15 @@ static int open_backends(relayd *d, char *errbuf, size_t size)
 		snprintf(errbuf, size, "out of memory");
 		return -1;
 	}
+	memset(&err, 0, sizeof(err));
 	rc = relay_redis_open_libev(&d->sredis[0], d->loop, d->cfg.redis_uri,
-				    &rd, NULL);
+				    &rd, &err);
 	if (rc) {
+		/* err.text: a TLS setting (a file it names), never the
+		 * URI's password. */
 		snprintf(errbuf, size, "REDIS_URI: cannot open \"%s\": %s",
-			 d->cfg.redis_uri_safe, relay_strerror(rc));
+			 d->cfg.redis_uri_safe,
+			 err.text[0] ? err.text : relay_strerror(rc));
 		return -1;
 	}
 	/* On Redis Cluster every stream needs a hash tag (redis-layout
@@ -634,6 +639,7 @@ static int open_consumer(relayd *d, char *errbuf, size_t size)
 		 */
 		if (i > 0) {
 			rd.logger = relayd_logger();
+			relayd_config_tls(&d->cfg, &rd);
 			rc = relay_redis_open_libev(&d->sredis[i], d->loop,
 						    d->cfg.redis_uri, &rd,
 						    NULL);

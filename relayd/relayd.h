@@ -22,6 +22,12 @@
 typedef struct relayd_config {
 	char *redis_uri;          /* REDIS_URI, as given (holds secrets) */
 	char *redis_uri_safe;     /* the same with the password replaced */
+	char *tls_ca_file;        /* REDIS_TLS_CA_FILE, or NULL */
+	char *tls_ca_dir;         /* REDIS_TLS_CA_DIR, or NULL */
+	char *tls_cert_file;      /* REDIS_TLS_CERT_FILE, or NULL */
+	char *tls_key_file;       /* REDIS_TLS_KEY_FILE, or NULL */
+	char *tls_server_name;    /* REDIS_TLS_SERVER_NAME, or NULL */
+	int tls_no_verify;        /* REDIS_TLS_VERIFY=off */
 	char *stream;             /* REDIS_STREAM, as given */
 	char **streams;           /* ... the streams it names
 				     (relay_stream_list_parse()) */
@@ -68,6 +74,10 @@ typedef struct relayd_config {
  * return value is -1.
  */
 int relayd_config_load(relayd_config *c, char *errbuf, size_t size);
+/* Set @o's TLS fields (borrowed from @c) from REDIS_TLS_*. */
+struct relay_redis_options;
+void relayd_config_tls(const relayd_config *c,
+		       struct relay_redis_options *o);
 
 /* ---- the list of variables (vars.c) ---- */
 

@@ -21,7 +21,17 @@ extern char **environ;
 
 const relayd_var relayd_vars[] = {
 	{ "REDIS_URI", "required: host:port, redis://[user:pass@]host:port"
-	  "[/db], unix:///path" },
+	  "[/db], rediss://... (TLS), redis+sentinel://[user:pass@]host:port"
+	  "[,...]/master[/db], unix:///path" },
+	{ "REDIS_TLS_CA_FILE", "rediss://: CA bundle (default: the system "
+	  "trust store)" },
+	{ "REDIS_TLS_CA_DIR", "rediss://: hashed CA directory" },
+	{ "REDIS_TLS_CERT_FILE", "rediss://: client certificate (mutual "
+	  "TLS), with REDIS_TLS_KEY_FILE" },
+	{ "REDIS_TLS_KEY_FILE", "rediss://: the client certificate's key" },
+	{ "REDIS_TLS_SERVER_NAME", "rediss://: SNI and verified name "
+	  "(default: the host)" },
+	{ "REDIS_TLS_VERIFY", "rediss://: on (default) or off (warns)" },
 	{ "REDIS_STREAM", "required: the stream, a comma-separated list or "
 	  "PREFIX{A..B}" },
 	{ "REDIS_GROUP", "required: the consumer group" },

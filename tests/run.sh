@@ -35,8 +35,8 @@ fuzz_seed=${RELAY_FUZZ_SEED:-1}
 packages=(gcc g++ clang libclang-rt-14-dev meson ninja-build pkg-config
 	libhiredis-dev libjansson-dev libfyaml-dev libev-dev libmicrohttpd-dev
 	libcurl4-openssl-dev
-	redis-server redis-tools bubblewrap python3 nodejs scdoc procps tzdata
-	user-mode-linux)
+	redis-server redis-tools redis-sentinel openssl libssl-dev bubblewrap
+	python3 nodejs scdoc procps tzdata user-mode-linux)
 
 install_packages() {
 	local missing=()
@@ -56,7 +56,15 @@ install_packages() {
 	apt-get install -y -qq --no-install-recommends "${missing[@]}" >/dev/null
 }
 
-[ "${RELAY_SKIP_INSTALL:-0}" = 1 ] || install_packages
+# hiredict (TLS to Redis, meson -Dtls) from bookworm-backports, enabled
+# from this machine's own Debian source; without it the build has no TLS
+# and the tls suite skips.
+install_backports() {
+	[ "$(id -u)" = 0 ] && "$here/tests/backports.sh"
+	return 0
+}
+
+[ "${RELAY_SKIP_INSTALL:-0}" = 1 ] || { install_packages; install_backports; }
 
 # Under root the sandboxes run as "nobody" (uid 65534), which must read
 # the test fixtures (app directories, bootstraps, the warm helpers in the

@@ -30,10 +30,21 @@ static void test_api__uri_check_kinds(void)
 		{ "[::1]:6379", RELAY_REDIS_URI_TCP },
 		{ "unix:///run/redis.sock", RELAY_REDIS_URI_UNIX },
 		{ "memory://", RELAY_REDIS_URI_MEMORY },
+		{ "redis+sentinel://h:26379/mymaster", RELAY_REDIS_URI_SENTINEL },
+		{ "redis+sentinel://u:p@h:1,[::1]:2,g:3/my_master-1.a/15",
+		  RELAY_REDIS_URI_SENTINEL },
+		{ "redis+sentinel://p@h:1/m/", RELAY_REDIS_URI_SENTINEL },
 	};
 	static const char *const bad[] = {
 		"", "h", "h:0", "h:65536", "redis://h:1/256", "unix://rel",
 		"http://h:1", "u:p@h:1", "h h:1",
+		/* a sentinel URI needs a master name of letters, digits and
+		 * "._-", at most 64 bytes, and a valid db */
+		"redis+sentinel://h:1", "redis+sentinel://h:1/",
+		"redis+sentinel://h:1//3", "redis+sentinel://h:1/m x",
+		"redis+sentinel://h:1/m/256", "redis+sentinel://h/m",
+		"redis+sentinel://h:1/"
+		"m1234567890123456789012345678901234567890123456789012345678901234",
 	};
 	relay_redis_uri_kind kind;
 	relay_error err;
@@ -53,6 +64,11 @@ static void test_api__uri_check_kinds(void)
 					&err), RELAY_EINVAL);
 	RT_CHECK(strstr(err.text, "u:***@h:99999") != NULL);
 	RT_CHECK(strstr(err.text, "hunter2") == NULL);
+	RT_EQ_INT(relay_redis_uri_check("redis+sentinel://u:hunter2@h:1,"
+					"g:2/bad name", NULL, &err),
+		  RELAY_EINVAL);
+	RT_CHECK(strstr(err.text, "u:***@h:1,g:2/bad name") != NULL);
+	RT_CHECK(strstr(err.text, "hunter2") == NULL);
 }
 
 static void test_api__uri_redact(void)
@@ -65,6 +81,12 @@ static void test_api__uri_redact(void)
 		  "redis://***@h:1");
 	RT_EQ_STR(relay_redis_uri_redact("u:p@w@h:1", buf, sizeof(buf)),
 		  "u:***@h:1");
+	RT_EQ_STR(relay_redis_uri_redact("redis+sentinel://u:pw@h:1,g:2/m/1",
+					 buf, sizeof(buf)),
+		  "redis+sentinel://u:***@h:1,g:2/m/1");
+	RT_EQ_STR(relay_redis_uri_redact("redis+sentinel://pw@h:1/m", buf,
+					 sizeof(buf)),
+		  "redis+sentinel://***@h:1/m");
 	RT_EQ_STR(relay_redis_uri_redact("h:1\n", buf, sizeof(buf)), "h:1?");
 	RT_EQ_STR(relay_redis_uri_redact(NULL, buf, sizeof(buf)), "");
 	/* strlen + 4 always fits: "x@h" grows by two bytes. */

@@ -99,11 +99,31 @@ typedef struct relay_redis_options {
 	int reconnect_min_ms;          /* 0 = default 1000 */
 	int reconnect_max_ms;          /* 0 = default 30000 */
 	/* version 1 ends here; later versions append only */
+	/*
+	 * version 2: TLS, for rediss:// URIs (read by a build with TLS
+	 * only, relay_redis_tls_available(); ignored for other URIs).
+	 * Paths are read while the backend is opened (borrowed for the
+	 * call); an unreadable file fails the open with RELAY_EINVAL.
+	 */
+	const char *tls_ca_file;       /* PEM CA bundle; NULL and no
+					  tls_ca_dir: the system trust
+					  store (OpenSSL's default paths,
+					  SSL_CERT_FILE/SSL_CERT_DIR) */
+	const char *tls_ca_dir;        /* hashed CA directory, or NULL */
+	const char *tls_cert_file;     /* client certificate chain (PEM)
+					  for mutual TLS, with... */
+	const char *tls_key_file;      /* ...its private key; both or
+					  neither */
+	const char *tls_server_name;   /* SNI and the name verified;
+					  NULL: each node's host */
+	int tls_no_verify;             /* 1: accept any certificate (a
+					  warning is logged at open) */
 } relay_redis_options;
 
-#define RELAY_REDIS_OPTIONS_VERSION 1
+#define RELAY_REDIS_OPTIONS_VERSION 2
 #define RELAY_REDIS_OPTIONS_INIT { RELAY_REDIS_OPTIONS_VERSION, NULL, \
-		{ NULL, NULL, RELAY_LOG_INFO }, 0, 0, 0, 0 }
+		{ NULL, NULL, RELAY_LOG_INFO }, 0, 0, 0, 0, NULL, NULL, NULL, \
+		NULL, NULL, 0 }
 
 /**
  * relay_redis_open() - open a backend by URI, for synchronous use.
@@ -112,6 +132,16 @@ typedef struct relay_redis_options {
  *   "unix:///path/to/sock" (hiredis backend) or "memory://" (a fresh,
  *   empty memory backend). The TCP forms may list several "host:port"
  *   seeds separated by ',' (Redis Cluster).
+ *   "rediss://[user:pass@]host:port[,host:port...][/db]" is the redis
+ *   form over TLS (to every node of a cluster; a build with TLS only,
+ *   relay_redis_tls_available(); settings in @opts version 2): the
+ *   server's certificate is verified unless opts->tls_no_verify.
+ *   "redis+sentinel://[user:pass@]host:port[,host:port...]/master[/db]"
+ *   names Redis Sentinels and the master they watch: every connection
+ *   first asks a sentinel where the master is (the next sentinel when
+ *   one does not answer), checks with ROLE that the node is a master
+ *   (a replica is refused), and asks again after a lost connection or a
+ *   READONLY reply (doc/operations.md, "Redis Sentinel").
  * @opts: options, or NULL for defaults.
  * @err: optional error detail.
  *
@@ -131,6 +161,15 @@ typedef struct relay_redis_options {
 RELAY_EXTERN int relay_redis_open(relay_redis_backend **out, const char *uri,
 				  const relay_redis_options *opts,
 				  relay_error *err);
+
+/**
+ * relay_redis_tls_available() - whether this build speaks TLS to Redis.
+ *
+ * A build with TLS (meson -Dtls, on hiredict) accepts "rediss://" URIs;
+ * one without (hiredis 0.14) refuses them with an error naming the build.
+ * Returns: 1 or 0. Thread-safety: reentrant.
+ */
+RELAY_EXTERN int relay_redis_tls_available(void);
 
 /**
  * relay_redis_cluster_check() - the start-up check for Redis Cluster.
@@ -165,9 +204,12 @@ RELAY_EXTERN int relay_redis_cluster_check(const char *uri,
  * enum relay_redis_uri_kind - what a REDIS_URI names (relay_redis_uri_check()).
  */
 typedef enum relay_redis_uri_kind {
-	RELAY_REDIS_URI_TCP = 1,     /* host:port, or the redis scheme */
+	RELAY_REDIS_URI_TCP = 1,     /* host:port, the redis or rediss
+					scheme */
 	RELAY_REDIS_URI_UNIX = 2,    /* the unix scheme: a socket path */
 	RELAY_REDIS_URI_MEMORY = 3,  /* the memory scheme (tests) */
+	RELAY_REDIS_URI_SENTINEL = 4, /* redis+sentinel: sentinels and a
+					 master name */
 } relay_redis_uri_kind;
 
 /**

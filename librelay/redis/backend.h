@@ -48,6 +48,9 @@ typedef struct relay__redis_uri {
 	char *pass;  /* NULL when absent */
 	int db;      /* 0 unless /db given */
 	int memory;  /* "memory://" */
+	int tls;     /* "rediss://" */
+	char *master; /* redis+sentinel://: the master's name; host, port
+			 and seeds are then the sentinels */
 } relay__redis_uri;
 
 int relay__redis_uri_parse(relay__redis_uri *out, const char *uri,

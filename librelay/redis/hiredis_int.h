@@ -1,16 +1,17 @@
 /*
  * librelay/redis/hiredis_int.h - private: the hiredis backend's state,
- * shared by its two files: redis_async.c (connections, commands, scripts,
+ * shared by its files: redis_async.c (connections, commands, scripts,
  * lifetime), redis_cluster.c (Redis Cluster: known nodes, MOVED/ASK,
- * TRYAGAIN/CLUSTERDOWN resends) and cluster_topology.c (reading a
- * CLUSTER SLOTS reply). Never installed.
+ * TRYAGAIN/CLUSTERDOWN resends), cluster_topology.c (reading a
+ * CLUSTER SLOTS reply) and redis_sentinel.c (Redis Sentinel: asking
+ * where the master is, refusing a replica). Never installed.
  */
 #ifndef RELAY__REDIS_HIREDIS_INT_H
 #define RELAY__REDIS_HIREDIS_INT_H
 
 #include <ev.h>
-#include <hiredis/async.h>
-#include <hiredis/hiredis.h>
+
+#include "hiredis_compat.h"
 
 #include "backend.h"
 
@@ -45,7 +46,25 @@ typedef struct hr_backend {
 	unsigned int seed;              /* jitter */
 	char sha[RELAY_REDIS_SCRIPT_COUNT_][41];
 	int loading[RELAY_REDIS_SCRIPT_COUNT_];
-	char errstr[160];
+	char errstr[256];
+	/* Sentinel (redis_sentinel.c; uri.master set): nodes are the
+	 * sentinels. */
+	redisAsyncContext *sent_ac;     /* the sentinel being asked */
+	ev_timer sent_timer;            /* its connect + answer time */
+	char *mhost;                    /* the master last named */
+	int mport;
+	int sent_ready;                 /* named for the next connect */
+	size_t sent_tried;              /* failed in a row this round */
+	int sent_fail_logged;           /* RELAY-REDIS10 said, this streak */
+	/* TLS (redis_tls.c; uri.tls set, a build with TLS) */
+	void *tls_ctx;                  /* SSL_CTX, shared by connections */
+	char *tls_name;                 /* tls_server_name, or NULL */
+	void *ac_ssl;                   /* the main connection's SSL
+					   (owned by its context) */
+	void *new_ssl;                  /* the last context's SSL */
+	int tls_verify_err;             /* X509_V_ERR_* of the last
+					   failed verification, or 0 */
+	int answered;                   /* the main connection answered */
 } hr_backend;
 
 typedef struct hr_cmd {
@@ -108,6 +127,14 @@ void relay__hr_complete(hr_cmd *c, int status, relay_redis_reply *r);
 /* Free @c and drop its reference on the backend. */
 void relay__hr_cmd_free(hr_cmd *c);
 
+/* Take / drop a reference on @b (the last one frees it). */
+void relay__hr_hold(hr_backend *b);
+void relay__hr_release(hr_backend *b);
+/* After a failed connect: reconnect after the jittered backoff (a
+ * host-loop backend; a private-loop one reconnects on the next
+ * command). */
+void relay__hr_schedule_reconnect(hr_backend *b);
+
 /* ---- redis_cluster.c ---- */
 
 /* The known nodes start as the URI's seeds. 0 or RELAY_ENOMEM. */
@@ -153,5 +180,44 @@ int relay__hr_parse_slots(const redisReply *r, const char *self,
 			  char *err, size_t errsize);
 /* Free @n nodes and the array; NULL is a no-op. */
 void relay__hr_nodes_free(relay__redis_node *nodes, size_t n);
+
+/* ---- redis_sentinel.c ---- */
+
+/* Set up the sentinel timer (every backend). */
+void relay__hr_sentinel_init(hr_backend *b);
+/* Ask sentinel nodes[cur] where the master is (a no-op while one is
+ * asked): on an answer relay__hr_connect() runs with sent_ready set;
+ * after every sentinel failed, the reconnect backoff runs. */
+void relay__hr_sentinel_ask(hr_backend *b);
+/* Let go of the sentinel being asked (backend freed). */
+void relay__hr_sentinel_free(hr_backend *b);
+/* The ROLE reply callback of a main connection in sentinel mode. */
+void relay__hr_on_role(redisAsyncContext *ac, void *reply, void *priv);
+/* Reply @r to a command on @ac: 1 when it is READONLY/LOADING from the
+ * main connection in sentinel mode (the connection was dropped: the
+ * caller fails the command with RELAY_ECLOSED), else 0. */
+int relay__hr_sentinel_reply(hr_backend *b, redisAsyncContext *ac,
+			     const redisReply *r);
+
+/* ---- redis_tls.c ---- */
+
+/* Set up TLS for a rediss:// backend from @o (version 2 fields; may be
+ * NULL): 0, or RELAY_EINVAL/RELAY_ENOMEM with @err saying which
+ * setting is wrong. A no-op (0) without uri.tls. */
+int relay__hr_tls_init(hr_backend *b, const relay_redis_options *o,
+		       relay_error *err);
+/* Start TLS on new context @ac to @host (SNI and the verified name
+ * unless tls_server_name): 0 (b->new_ssl is @ac's SSL, which @ac owns;
+ * relay__hr_connect() keeps the main one in b->ac_ssl, cleared with
+ * b->ac), or -1 with errstr set (explained when the handshake failed at
+ * once). */
+int relay__hr_tls_attach(hr_backend *b, redisAsyncContext *ac,
+			 const char *host);
+/* When the main connection failed during its TLS handshake, replace
+ * errstr with what the user can act on (certificate not trusted, name
+ * mismatch, expired, handshake refused, not a TLS port); else nothing. */
+void relay__hr_tls_explain(hr_backend *b);
+/* Free the TLS state (the last reference). */
+void relay__hr_tls_free(hr_backend *b);
 
 #endif /* RELAY__REDIS_HIREDIS_INT_H */

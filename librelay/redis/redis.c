@@ -290,6 +290,7 @@ void relay__redis_uri_clear(relay__redis_uri *u)
 	relay__free(u->path);
 	relay__free(u->user);
 	relay__free(u->pass);
+	relay__free(u->master);
 	memset(u, 0, sizeof(*u));
 }
 
@@ -401,10 +402,34 @@ static int parse_seeds(relay__redis_uri *u, char *hp)
 }
 
 /*
+ * A Sentinel master name (@n bytes of @s): 1..RELAY__MAX_MASTER bytes of
+ * letters, digits and "._-" (how names are spelled in sentinel.conf in
+ * practice; it is sent as one argument and shown in messages).
+ */
+#define RELAY__MAX_MASTER 64
+static int master_ok(const char *s, size_t n)
+{
+	size_t i;
+
+	if (n == 0 || n > RELAY__MAX_MASTER)
+		return 0;
+	for (i = 0; i < n; i++)
+		if (!((s[i] >= 'a' && s[i] <= 'z') ||
+		      (s[i] >= 'A' && s[i] <= 'Z') ||
+		      (s[i] >= '0' && s[i] <= '9') || strchr("._-", s[i])))
+			return 0;
+	return 1;
+}
+
+/*
  * REDIS_URI forms (doc/configuration.md C-2): "host:port",
  * "redis://[user:pass@]host:port[/db]" (a bare "pass@" means password
  * only), "unix:///absolute/path", and "memory://" for tests. Either TCP
  * form may name several "host:port" seeds separated by ',' (a cluster).
+ * "redis+sentinel://[user:pass@]host:port[,host:port...]/master[/db]"
+ * names sentinels and the master they watch (the user information is
+ * the master's; sentinels are asked without it). "rediss://" is the
+ * redis form over TLS (a build with TLS only).
  */
 int relay__redis_uri_parse(relay__redis_uri *out, const char *uri,
 			   relay_error *err)
@@ -431,8 +456,25 @@ int relay__redis_uri_parse(relay__redis_uri *out, const char *uri,
 		goto done;
 	}
 	p = copy;
-	if (strncmp(p, "redis://", 8) == 0) {
-		p += 8;
+	if (strncmp(p, "rediss://", 9) == 0) {
+#ifdef RELAY_HAVE_TLS
+		out->tls = 1;
+		memmove(p + 5, p + 6, strlen(p + 6) + 1); /* as redis:// */
+#else
+		relay__free(copy);
+		rc = RELAY_EINVAL;
+		relay__error_set(err, rc, NULL, 0, 0, "rediss:// (TLS) is not "
+				 "available: this build has no TLS (it uses "
+				 "hiredis without TLS; build with hiredict, "
+				 "meson -Dtls=enabled)");
+		return rc;
+#endif
+	}
+	if (strncmp(p, "redis://", 8) == 0 ||
+	    strncmp(p, "redis+sentinel://", 17) == 0) {
+		int sentinel = p[5] == '+';
+
+		p += sentinel ? 17 : 8;
 		at = strrchr(p, '@');
 		if (at) {
 			*at = '\0';
@@ -448,11 +490,26 @@ int relay__redis_uri_parse(relay__redis_uri *out, const char *uri,
 			p = at + 1;
 		}
 		slash = strchr(p, '/');
-		if (slash) {
+		if (slash)
 			*slash = '\0';
-			if (slash[1] && parse_int(slash + 1, 0, 255, &out->db))
+		if (sentinel) {
+			/* "/master[/db]": the name is required. */
+			char *name = slash ? slash + 1 : NULL;
+
+			slash = name ? strchr(name, '/') : NULL;
+			if (!name || !master_ok(name, slash ? (size_t)(slash -
+						name) : strlen(name)))
 				goto done;
+			out->master = relay__strndup(name, slash ?
+				(size_t)(slash - name) : strlen(name));
+			if (!out->master) {
+				rc = RELAY_ENOMEM;
+				goto done;
+			}
 		}
+		if (slash && slash[1] &&
+		    parse_int(slash + 1, 0, 255, &out->db))
+			goto done;
 	} else if (strstr(p, "://")) {
 		goto done;
 	}

@@ -47,6 +47,7 @@
  * its own callbacks while relay_redis_sync_wait() runs its loop.
  */
 #include <errno.h>
+#include <stddef.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -54,9 +55,6 @@
 #include <strings.h>
 
 #include <ev.h>
-#include <hiredis/adapters/libev.h>
-#include <hiredis/async.h>
-#include <hiredis/hiredis.h>
 
 #include "backend.h"
 #include "common.h"
@@ -65,18 +63,20 @@
 
 
 
-static void hold(hr_backend *b)
+void relay__hr_hold(hr_backend *b)
 {
 	b->refs++;
 }
 
 /* Drop a reference; the last one frees what the connection left. */
-static void release(hr_backend *b)
+void relay__hr_release(hr_backend *b)
 {
 	if (--b->refs > 0)
 		return;
 	if (b->own_loop)
 		ev_loop_destroy(b->loop);
+	relay__free(b->mhost);
+	relay__hr_tls_free(b);
 	relay__redis_uri_clear(&b->uri);
 	relay__hr_nodes_free(b->nodes, b->nnodes);
 	relay__free(b->ask_host);
@@ -128,7 +128,7 @@ void relay__hr_cmd_free(hr_cmd *c)
 		redisFreeCommand(c->fmt);
 	relay__free(c->rhost);
 	relay__free(c);
-	release(b);
+	relay__hr_release(b);
 }
 
 /* Run the caller's callback once; the hr_cmd lives on until hiredis is
@@ -148,7 +148,7 @@ void relay__hr_complete(hr_cmd *c, int status, relay_redis_reply *r)
 		relay_redis_reply_free(r);
 }
 
-static void schedule_reconnect(hr_backend *b)
+void relay__hr_schedule_reconnect(hr_backend *b)
 {
 	double d;
 
@@ -176,7 +176,7 @@ void relay__hr_drop_side(hr_backend *b, redisAsyncContext **slot)
 	*slot = NULL;
 	ac->data = NULL;
 	redisAsyncFree(ac);
-	release(b);
+	relay__hr_release(b);
 }
 
 /*
@@ -192,6 +192,7 @@ void relay__hr_drop_connection(hr_backend *b)
 	if (!ac)
 		return;
 	b->ac = NULL;
+	b->ac_ssl = NULL;
 	b->state = HR_DISCONNECTED;
 	memset(b->loading, 0, sizeof(b->loading));
 	ev_timer_stop(b->loop, &b->connect_timer);
@@ -201,8 +202,8 @@ void relay__hr_drop_connection(hr_backend *b)
 	 * to the connection that makes. */
 	relay__hr_rotate(b);
 	redisAsyncFree(ac);
-	schedule_reconnect(b);
-	release(b);
+	relay__hr_schedule_reconnect(b);
+	relay__hr_release(b);
 }
 
 /*
@@ -218,6 +219,7 @@ void relay__hr_retire(hr_backend *b)
 		return;
 	relay__hr_drop_side(b, &b->retiring);
 	b->ac = NULL;
+	b->ac_ssl = NULL;
 	b->state = HR_DISCONNECTED;
 	memset(b->loading, 0, sizeof(b->loading));
 	ev_timer_stop(b->loop, &b->connect_timer);
@@ -244,11 +246,18 @@ void relay__hr_on_reply(redisAsyncContext *ac, void *reply, void *privdata)
 		 * at once when a connect may start now (a private loop);
 		 * otherwise fail as after any lost connection. */
 		if (ac == b->dead_ac && c->fmt && !c->done && !b->closing &&
-		    b->nnodes > 1 && ++c->redirects <= HR_MAX_REDIRECTS &&
+		    b->nnodes > 1 && !b->uri.master && ++c->redirects <= HR_MAX_REDIRECTS &&
 		    relay__hr_ensure_connection(b) == 0 &&
 		    redisAsyncFormattedCommand(b->ac, relay__hr_on_reply, c, c->fmt,
 					       c->fmtlen) == REDIS_OK)
 			return;
+		relay__hr_complete(c, RELAY_ECLOSED, NULL);
+		relay__hr_cmd_free(c);
+		return;
+	}
+	if (!c->done && relay__hr_sentinel_reply(b, ac, r)) {
+		/* Not run (a replica now, or loading): as a lost
+		 * connection. */
 		relay__hr_complete(c, RELAY_ECLOSED, NULL);
 		relay__hr_cmd_free(c);
 		return;
@@ -304,7 +313,7 @@ static void on_timeout(struct ev_loop *loop, ev_timer *w, int revents)
 	hr_backend *b = c->b;
 	int waiting;
 
-	hold(b);
+	relay__hr_hold(b);
 	relay__hr_set_err(b, "command timed out");
 	relay__log(&b->opts.logger, RELAY_LOG_WARN, "RELAY-REDIS05",
 		   "redis command timed out after %d ms; reconnecting",
@@ -316,7 +325,7 @@ static void on_timeout(struct ev_loop *loop, ev_timer *w, int revents)
 	relay__hr_complete(c, RELAY_ETIMEOUT, NULL);
 	if (!b->closing && !waiting)
 		relay__hr_drop_connection(b);
-	release(b);
+	relay__hr_release(b);
 }
 
 /*
@@ -335,6 +344,9 @@ static void connect_failed(hr_backend *b)
 	b->connect_fail_logged = 1;
 	if (b->uri.path)
 		snprintf(where, sizeof(where), "unix socket %s", b->uri.path);
+	else if (b->uri.master && b->mhost)
+		snprintf(where, sizeof(where), "master '%s' at %s:%d (named "
+			 "by a sentinel)", b->uri.master, b->mhost, b->mport);
 	else if (n && strchr(n->host, ':'))
 		snprintf(where, sizeof(where), "[%s]:%d", n->host, n->port);
 	else if (n)
@@ -358,21 +370,26 @@ static void on_connect(const redisAsyncContext *ac, int status)
 	if (ac != b->ac) {  /* the ASK side connection */
 		if (status != REDIS_OK && ac == b->ask_ac) {
 			b->ask_ac = NULL;  /* hiredis frees it */
-			release(b);
+			relay__hr_release(b);
 		}
 		return;
 	}
-	ev_timer_stop(b->loop, &b->connect_timer);
+	/* TLS: the connect timeout covers the handshake, up to the first
+	 * answer (relay__hr_on_slots). */
+	if (status != REDIS_OK || !b->uri.tls)
+		ev_timer_stop(b->loop, &b->connect_timer);
 	if (status != REDIS_OK) {
 		relay__hr_set_err(b, ac->errstr);
+		relay__hr_tls_explain(b);
 		connect_failed(b);
 		b->ac = NULL; /* hiredis frees it after this callback */
+		b->ac_ssl = NULL;
 		b->dead_ac = ac; /* its commands' NULL replies follow */
 		b->state = HR_DISCONNECTED;
 		memset(b->loading, 0, sizeof(b->loading));
 		relay__hr_rotate(b);
-		schedule_reconnect(b);
-		release(b); /* the context's reference */
+		relay__hr_schedule_reconnect(b);
+		relay__hr_release(b); /* the context's reference */
 		return;
 	}
 	if (b->reconnect_ms != b->opts.reconnect_min_ms)
@@ -396,23 +413,34 @@ static void on_disconnect(const redisAsyncContext *ac, int status)
 			b->ask_ac = NULL;
 		else
 			return;
-		release(b);
+		relay__hr_release(b);
 		return;
 	}
 	if (status != REDIS_OK)
 		relay__hr_set_err(b, ac->errstr);
 	else if (!b->setup_failed)
 		relay__hr_set_err(b, "connection closed");
+	if (b->uri.tls) {
+		relay__hr_tls_explain(b);
+	} else if (!b->answered && !b->setup_failed && !b->uri.path) {
+		char msg[sizeof(b->errstr)];
+
+		/* A TLS port closes a plain-text connection at once. */
+		snprintf(msg, sizeof(msg), "%.120s before any answer (a TLS "
+			 "port? use rediss://)", b->errstr);
+		relay__hr_set_err(b, msg);
+	}
 	b->setup_failed = 0;
 	if (!b->closing)
 		relay__log(&b->opts.logger, RELAY_LOG_WARN, "RELAY-REDIS02",
 			   "redis connection lost: %s", b->errstr);
 	b->ac = NULL;
+	b->ac_ssl = NULL;
 	b->state = HR_DISCONNECTED;
 	memset(b->loading, 0, sizeof(b->loading)); /* its SCRIPT LOADs died */
 	relay__hr_rotate(b);
-	schedule_reconnect(b);
-	release(b); /* the context's reference */
+	relay__hr_schedule_reconnect(b);
+	relay__hr_release(b); /* the context's reference */
 }
 
 static void on_connect_timeout(struct ev_loop *loop, ev_timer *w,
@@ -420,11 +448,12 @@ static void on_connect_timeout(struct ev_loop *loop, ev_timer *w,
 {
 	hr_backend *b = w->data;
 
-	hold(b);
+	relay__hr_hold(b);
 	relay__hr_set_err(b, "connect timed out");
+	relay__hr_tls_explain(b);  /* a TLS handshake that never ended */
 	b->dead_ac = b->ac;
 	relay__hr_drop_connection(b);
-	release(b);
+	relay__hr_release(b);
 }
 
 static void on_reconnect(struct ev_loop *loop, ev_timer *w, int revents)
@@ -440,6 +469,8 @@ static void on_setup_reply(redisAsyncContext *ac, void *reply, void *priv)
 	hr_backend *b = ac->data;
 	redisReply *r = reply;
 
+	if (b && r && ac == b->ac)
+		b->answered = 1;
 	if (!b || !r || r->type != REDIS_REPLY_ERROR)
 		return;
 	relay__hr_set_err(b, r->str);
@@ -464,6 +495,11 @@ redisAsyncContext *relay__hr_open_ctx(hr_backend *b, const char *host,
 			redisAsyncFree(ac);
 		return NULL;
 	}
+	if (b->uri.tls && !b->uri.path &&
+	    relay__hr_tls_attach(b, ac, host) != 0) {
+		redisAsyncFree(ac);
+		return NULL;
+	}
 	ac->data = b;
 	if (redisLibevAttach(b->loop, ac) != REDIS_OK) {
 		relay__hr_set_err(b, "cannot attach to the loop");
@@ -472,7 +508,7 @@ redisAsyncContext *relay__hr_open_ctx(hr_backend *b, const char *host,
 	}
 	redisAsyncSetConnectCallback(ac, on_connect);
 	redisAsyncSetDisconnectCallback(ac, on_disconnect);
-	hold(b); /* the context's reference */
+	relay__hr_hold(b); /* the context's reference */
 	if (b->uri.pass && b->uri.user)
 		redisAsyncCommand(ac, on_setup_reply, NULL, "AUTH %s %s",
 				  b->uri.user, b->uri.pass);
@@ -487,16 +523,30 @@ void relay__hr_connect(hr_backend *b)
 	redisAsyncContext *ac;
 	char db[8];
 
-	ac = relay__hr_open_ctx(b, b->uri.path ? NULL : b->nodes[b->cur].host,
-		      b->uri.path ? 0 : b->nodes[b->cur].port);
+	if (b->uri.master && !b->sent_ready) {
+		/* Sentinel: where the master is first, on every connect
+		 * (redis_sentinel.c), which calls back here. */
+		relay__hr_sentinel_ask(b);
+		return;
+	}
+	b->sent_ready = 0;
+	b->answered = 0;
+	if (b->uri.master)
+		ac = relay__hr_open_ctx(b, b->mhost, b->mport);
+	else
+		ac = relay__hr_open_ctx(b, b->uri.path ? NULL :
+					b->nodes[b->cur].host,
+					b->uri.path ? 0 :
+					b->nodes[b->cur].port);
 	if (!ac) {
 		/* A unix socket that is not there fails here, at once. */
 		connect_failed(b);
 		relay__hr_rotate(b);
-		schedule_reconnect(b);
+		relay__hr_schedule_reconnect(b);
 		return;
 	}
 	b->ac = ac;
+	b->ac_ssl = b->new_ssl;  /* the main connection's, for errors */
 	b->state = HR_CONNECTING;
 	ev_timer_set(&b->connect_timer, b->opts.connect_timeout_ms / 1000.0,
 		     0.);
@@ -505,6 +555,8 @@ void relay__hr_connect(hr_backend *b)
 		snprintf(db, sizeof(db), "%d", b->uri.db);
 		redisAsyncCommand(ac, on_setup_reply, NULL, "SELECT %s", db);
 	}
+	if (b->uri.master)  /* a master, not a replica (redis_sentinel.c) */
+		redisAsyncCommand(ac, relay__hr_on_role, NULL, "ROLE");
 	redisAsyncCommand(ac, relay__hr_on_slots, NULL, "CLUSTER SLOTS");
 }
 
@@ -515,9 +567,13 @@ int relay__hr_ensure_connection(hr_backend *b)
 		return RELAY_ECLOSED;
 	if (b->ac)
 		return 0;
-	if (ev_is_active(&b->reconnect_timer))
+	if (ev_is_active(&b->reconnect_timer) || b->sent_ac)
 		return RELAY_ECLOSED;
 	relay__hr_connect(b);
+	/* A private loop (relayctl) waits for the sentinels' answer here;
+	 * a host loop's commands fail until the connection is there. */
+	while (b->own_loop && b->sent_ac && !b->ac)
+		ev_run(b->loop, EVRUN_ONCE);
 	return b->ac ? 0 : RELAY_ECLOSED;
 }
 
@@ -555,8 +611,9 @@ static void hr_flush(hr_backend *b)
 	size_t len;
 	ssize_t n;
 
-	/* Not before hiredis's first write event told on_connect. */
-	if (ac == NULL || b->state != HR_CONNECTED)
+	/* Not before hiredis's first write event told on_connect; never on
+	 * TLS, whose bytes only the library may write. */
+	if (ac == NULL || b->state != HR_CONNECTED || b->uri.tls)
 		return;
 	c = &ac->c;
 	if (c->err || !(c->flags & REDIS_CONNECTED) || c->fd < 0 ||
@@ -613,7 +670,7 @@ static hr_cmd *cmd_new(hr_backend *b, relay_redis_reply_cb cb, void *payload)
 
 	if (!c)
 		return NULL;
-	hold(b); /* the command's reference */
+	relay__hr_hold(b); /* the command's reference */
 	c->b = b;
 	c->cb = cb;
 	c->payload = payload;
@@ -774,7 +831,8 @@ static void hr_free(relay_redis_backend *rb)
 	relay__hr_fail_waiting(b);
 	relay__hr_drop_side(b, &b->retiring);
 	relay__hr_drop_side(b, &b->ask_ac);
-	release(b);         /* the owner's reference */
+	relay__hr_sentinel_free(b);
+	relay__hr_release(b);         /* the owner's reference */
 }
 
 int relay__redis_cluster_mode(relay_redis_backend *rb)
@@ -821,11 +879,13 @@ static int copy_uri(relay__redis_uri *dst, const relay__redis_uri *src)
 	dst->path = relay__strdup(src->path);
 	dst->user = relay__strdup(src->user);
 	dst->pass = relay__strdup(src->pass);
+	dst->master = relay__strdup(src->master);
 	for (i = 0; i < dst->nseeds; i++)
 		if (!dst->seeds[i].host)
 			break;
 	if ((src->host && !dst->host) || (src->path && !dst->path) ||
 	    (src->user && !dst->user) || (src->pass && !dst->pass) ||
+	    (src->master && !dst->master) ||
 	    (src->nseeds && !dst->seeds) || i < dst->nseeds) {
 		relay__redis_uri_clear(dst);
 		return RELAY_ENOMEM;
@@ -840,6 +900,7 @@ int relay__redis_hiredis_new(relay_redis_backend **out,
 {
 	relay_redis_options defaults = RELAY_REDIS_OPTIONS_INIT;
 	hr_backend *b;
+	int rc;
 
 	*out = NULL;
 	b = relay__calloc(1, sizeof(*b));
@@ -847,7 +908,14 @@ int relay__redis_hiredis_new(relay_redis_backend **out,
 		relay__free(b);
 		return RELAY_ENOMEM;
 	}
-	b->opts = opts ? *opts : defaults;
+	b->opts = defaults;
+	if (opts)  /* only the fields of the caller's version */
+		memcpy(&b->opts, opts, opts->version >= 2 ? sizeof(*opts) :
+		       offsetof(relay_redis_options, tls_ca_file));
+	/* The TLS paths are read now (relay__hr_tls_init), not kept. */
+	b->opts.tls_ca_file = b->opts.tls_ca_dir = NULL;
+	b->opts.tls_cert_file = b->opts.tls_key_file = NULL;
+	b->opts.tls_server_name = NULL;
 	if (b->opts.connect_timeout_ms <= 0)
 		b->opts.connect_timeout_ms = 2000;
 	if (b->opts.command_timeout_ms == 0)
@@ -860,8 +928,13 @@ int relay__redis_hiredis_new(relay_redis_backend **out,
 	b->refs = 1; /* the owner's */
 	b->cluster = -1;
 	if (relay__hr_init_nodes(b)) {
-		release(b);
+		relay__hr_release(b);
 		return RELAY_ENOMEM;
+	}
+	rc = relay__hr_tls_init(b, opts, err);
+	if (rc) {
+		relay__hr_release(b);
+		return rc;
 	}
 	b->seed = (unsigned int)relay_clock_mono_us(b->opts.clock);
 	b->own_loop = loop == NULL;
@@ -876,6 +949,7 @@ int relay__redis_hiredis_new(relay_redis_backend **out,
 	b->connect_timer.data = b;
 	ev_timer_init(&b->reconnect_timer, on_reconnect, 0., 0.);
 	b->reconnect_timer.data = b;
+	relay__hr_sentinel_init(b);
 	b->parent.version = RELAY_REDIS_BACKEND_VERSION;
 	b->parent.name = "hiredis";
 	b->parent.command = hr_command;

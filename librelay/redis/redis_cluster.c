@@ -171,6 +171,8 @@ void relay__hr_on_slots(redisAsyncContext *ac, void *reply, void *priv)
 	(void)priv;
 	if (!b || !r || ac != b->ac)
 		return;
+	b->answered = 1;  /* every main connection asks this first */
+	ev_timer_stop(b->loop, &b->connect_timer);  /* TLS: see on_connect */
 	if (r->type != REDIS_REPLY_ARRAY) {
 		b->cluster = 0;
 		return;

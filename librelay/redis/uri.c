@@ -16,7 +16,9 @@ int relay_redis_uri_check(const char *uri, relay_redis_uri_kind *kind,
 		return rc;
 	if (kind)
 		*kind = u.memory ? RELAY_REDIS_URI_MEMORY
-			: u.path ? RELAY_REDIS_URI_UNIX : RELAY_REDIS_URI_TCP;
+			: u.path ? RELAY_REDIS_URI_UNIX
+			: u.master ? RELAY_REDIS_URI_SENTINEL
+			: RELAY_REDIS_URI_TCP;
 	relay__redis_uri_clear(&u);
 	return 0;
 }

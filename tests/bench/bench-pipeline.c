@@ -8,6 +8,11 @@
  *
  *	bench-pipeline [EVENTS [MAX_BUFFERED [MAX_CONCURRENCY]]]
  *
+ * RELAY_BENCH_URI (with RELAY_BENCH_SOCK, the same server's socket, for
+ * the baselines) makes the engine use another REDIS_URI, e.g. rediss://
+ * with REDIS_TLS_CA_FILE (tests/bench/tls-bench.sh compares TLS, TCP and
+ * the unix socket in one run).
+ *
  * Starts a throwaway redis-server on a unix socket (tests/redis_server.c,
  * compiled in) unless RELAY_BENCH_SOCK names the socket of a running
  * server. The events are published first (pipelined XADD), then the
@@ -184,6 +189,7 @@ int main(int argc, char **argv)
 	rt_redis_server srv;
 	struct ev_loop *loop = ev_loop_new(EVFLAG_AUTO);
 	relay_redis_backend *b = NULL;
+	relay_redis_options ro = RELAY_REDIS_OPTIONS_INIT;
 	relay_appset *apps = NULL;
 	relay_consumer *c = NULL;
 	relay_consumer_options o = RELAY_CONSUMER_OPTIONS_INIT;
@@ -206,10 +212,14 @@ int main(int argc, char **argv)
 		sock = srv.sock;
 	}
 	snprintf(uri, sizeof(uri), "unix://%s", sock);
+	if (getenv("RELAY_BENCH_URI"))
+		snprintf(uri, sizeof(uri), "%s", getenv("RELAY_BENCH_URI"));
+	ro.tls_ca_file = getenv("REDIS_TLS_CA_FILE");
+	memset(&err, 0, sizeof(err));
 	if (!mkdtemp(dir) || write_apps(dir) ||
 	    relay_appset_load(&apps, dir, NULL, NULL) ||
-	    relay_redis_open_libev(&b, loop, uri, NULL, &err)) {
-		fprintf(stderr, "bench-pipeline: setup failed\n");
+	    relay_redis_open_libev(&b, loop, uri, &ro, &err)) {
+		fprintf(stderr, "bench-pipeline: setup failed %s\n", err.text);
 		goto done;
 	}
 

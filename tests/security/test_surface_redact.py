@@ -30,14 +30,23 @@ def base_env(uri, **extra):
 
 # URIs relayd rejects: the error line shows the redacted form.
 INVALID = [
-    (f"rediss://default:{SECRET}@127.0.0.1:6379",
-     "rediss://default:***@127.0.0.1:6379"),
+    (f"rediss://default:{SECRET}@127.0.0.1:0",
+     "rediss://default:***@127.0.0.1:0"),
+    (f"rediss://default:{SECRET}@127.0.0.1:1,127.0.0.1/3",
+     "rediss://default:***@127.0.0.1:1,127.0.0.1/3"),
     (f"default:{SECRET}@127.0.0.1:6379", "default:***@127.0.0.1:6379"),
     (f"redis://default:{SECRET}@127.0.0.1:notaport",
      "redis://default:***@127.0.0.1:notaport"),
     (f"http://{SECRET}@127.0.0.1:6379", "http://***@127.0.0.1:6379"),
     (f"redis://u:{SECRET}@x@127.0.0.1:nope", "redis://u:***@127.0.0.1:nope"),
-    (f"rediss://default:{SECRET}\n@evil:1", "rediss://default:***@evil:1"),
+    (f"rediss://default:{SECRET}\n@evil:0", "rediss://default:***@evil:0"),
+    # Sentinel (issue 26): a bad master name, a missing one, a bad port.
+    (f"redis+sentinel://default:{SECRET}@127.0.0.1:1,127.0.0.1:2/bad name",
+     "redis+sentinel://default:***@127.0.0.1:1,127.0.0.1:2/bad name"),
+    (f"redis+sentinel://{SECRET}@127.0.0.1:26379",
+     "redis+sentinel://***@127.0.0.1:26379"),
+    (f"redis+sentinel://u:{SECRET}@x@127.0.0.1:0/m",
+     "redis+sentinel://u:***@127.0.0.1:0/m"),
 ]
 
 
@@ -74,7 +83,10 @@ def unreachable_redis_with_a_password_is_logged_redacted():
             for i, uri in enumerate((
                     f"redis://default:{SECRET}@127.0.0.1:1",
                     f"redis://:{SECRET}@127.0.0.1:1/0",
-                    f"redis://u:{SECRET}@x@127.0.0.1:1")):
+                    f"redis://u:{SECRET}@x@127.0.0.1:1",
+                    # no sentinel listens: the sentinel's address is
+                    # logged, never the master's password
+                    f"redis+sentinel://u:{SECRET}@127.0.0.1:1/m")):
                 d = env.relayd(name=f"{fmt}{i}", start=False,
                                REDIS_URI=uri, LOG_FORMAT=fmt)
                 d.start(wait_ready=False)
