@@ -140,9 +140,13 @@ static int read_page(relay_dlq_iter *it, relay_error *err)
 	if (rc == 0 && r->type != RELAY_REDIS_REPLY_ARRAY)
 		rc = RELAY_EBACKEND;
 	if (rc) {
+		/* A lost or refused connection: the backend's reason (what
+		 * the sentinels said, a TLS verdict), never the URI. */
+		const char *why = relay_redis_errstr(it->b);
+
 		relay__error_set(err, rc, NULL, 0, 0, "%s %s: %s", argv[0],
 				 key, r && r->str ? r->str
-						  : relay_strerror(rc));
+				 : why && *why ? why : relay_strerror(rc));
 		relay_redis_reply_free(r);
 		return rc == RELAY_EPARSE ? RELAY_EBACKEND : rc;
 	}
