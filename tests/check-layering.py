@@ -26,6 +26,16 @@ prefixes in backticks) and the modules it may include. This script
      "may include" cell names a header path instead of modules: the
      binaries use the public headers only, like any embedder.
 
+  6. checks calls the same way: a function belongs to the module of the
+     file that defines it (a non-static definition in a .c file, or a
+     static inline one in a header), else to the module of the header
+     that declares it; a file may call (or take the address of) only
+     functions of its own module and of the modules its row may include
+     (a header path in the cell allows what that header defines), and
+     of the modules those may include, down the stairs. Only
+     `relay_`/`relay__` names are followed; a call is a name followed by
+     `(` inside a function body (a declaration at file scope is not).
+
 Output is TAP: one line per module. Tests, fuzz targets and examples are
 not checked: they may reach any internal header.
 """
@@ -113,6 +123,70 @@ def resolve(src, files, including, inc):
 	return base[0] if len(base) == 1 else None
 
 
+FUNC_RE = re.compile(r"\b(relay_\w+)\s*\(")
+DEF_RE = re.compile(r"^(static\s+inline\s+)?(?!static\b)[A-Za-z_][\w \t\*]*?"
+		    r"\b(relay_\w+)\s*\([^;{]*?\)\s*\{", re.M)
+
+
+def strip_code(text):
+	"""Comments, string and character literals, preprocessor lines and
+	the C++ guards of public headers removed (lengths kept roughly)."""
+	text = re.sub(r"/\*.*?\*/", lambda m: re.sub(r"[^\n]", " ", m.group(0)),
+		      text, flags=re.S)
+	text = re.sub(r"//[^\n]*", "", text)
+	text = re.sub(r'"(?:\\.|[^"\\\n])*"', '""', text)
+	text = re.sub(r"'(?:\\.|[^'\\\n])*'", "''", text)
+	text = re.sub(r"#ifdef __cplusplus.*?#endif", "", text, flags=re.S)
+	text = re.sub(r"^[ \t]*#(?:[^\n]*\\\n)*[^\n]*", "", text, flags=re.M)
+	return text
+
+
+def calls_of(code):
+	"""(name, offset) of every relay_ name followed by '(' at brace
+	depth >= 1: calls and references inside function bodies."""
+	depth, out = 0, []
+	marks = [(m.start(), m.group(1)) for m in FUNC_RE.finditer(code)]
+	k = 0
+	for i, ch in enumerate(code):
+		while k < len(marks) and marks[k][0] == i:
+			if depth > 0:
+				out.append((marks[k][1], i))
+			k += 1
+		if ch == "{":
+			depth += 1
+		elif ch == "}":
+			depth = max(0, depth - 1)
+	return out
+
+
+def function_owners(src, files, modules):
+	defined, declared = {}, {}
+	codes = {}
+	for f in files:
+		with open(os.path.join(src, f), encoding="utf-8", errors="replace") as fp:
+			code = strip_code(fp.read())
+		codes[f] = code
+		mod = owner(modules, f)
+		if mod is None:
+			continue
+		for m in DEF_RE.finditer(code):
+			inline, name = m.group(1), m.group(2)
+			if f.endswith(".h") and not inline:
+				continue
+			defined.setdefault(name, set()).add((mod, f))
+		if f.endswith(".h"):
+			for name, off in [(mm.group(1), mm.start())
+					  for mm in FUNC_RE.finditer(code)]:
+				if code[:off].count("{") - code[:off].count("}") <= 0:
+					declared.setdefault(name, set()).add((mod, f))
+	owners = {}
+	for name in set(defined) | set(declared):
+		cands = defined.get(name) or declared.get(name)
+		if len({m for m, _ in cands}) == 1:
+			owners[name] = next(iter(cands))
+	return owners, codes
+
+
 def main():
 	src = sys.argv[1] if len(sys.argv) > 1 else "."
 	modules = parse_map(os.path.join(src, "doc", "architecture.md"))
@@ -164,6 +238,33 @@ def main():
 							     'a program (%s) includes only the public '
 							     'headers under include/relay/, like any '
 							     'embedder' % (f, ln, target, mod))
+	owners, codes = function_owners(src, files, modules)
+	below = {}
+	for name in modules:
+		seen, todo = set(), [name]
+		while todo:
+			for o in modules[todo.pop()]["may"]:
+				if o in modules and o not in seen:
+					seen.add(o)
+					todo.append(o)
+		below[name] = seen
+	for f in files:
+		mod = owner(modules, f)
+		if mod is None:
+			continue
+		seen = set()
+		for name, off in calls_of(codes[f]):
+			if name not in owners or name in seen:
+				continue
+			tmod, tfile = owners[name]
+			if (tmod == mod or tmod in below[mod]
+			    or tfile in modules[mod]["paths"]):
+				continue
+			seen.add(name)
+			ln = codes[f].count("\n", 0, off) + 1
+			problems[mod].append("%s:%d: calls %s() of %s (%s), an arrow "
+					     "%s -> %s the map does not allow"
+					     % (f, ln, name, tfile, tmod, mod, tmod))
 	print("TAP version 13")
 	print("1..%d" % (len(modules) + 1))
 	n, bad = 0, False

@@ -1,6 +1,7 @@
 /*
- * run_libev.c - one invocation's life on a libev loop (the only runtime
- * file that includes <ev.h>).
+ * run_libev.c - one invocation's life on a libev loop: the runtime's
+ * per-run layer (run.h), above the core and below the warm layer, which
+ * it reaches only through rt->starter.
  *
  *   spawn ─┬─ stdin writable → write the event in pieces, then close
  *          ├─ stdout/stderr readable → split into lines → output
@@ -32,7 +33,7 @@
 
 #include "relay/clock.h"
 #include "relay/relay_libev.h"
-#include "runtime.h"
+#include "run.h"
 
 #define DRAIN_MS 500u
 #define READ_CHUNK 65536u
@@ -142,6 +143,46 @@ static void fill_outcome(relay_run *r, relay_run_outcome *o)
 	}
 }
 
+/* ---- the starter (run.h) and the start counters ------------------ */
+
+static void start_event(relay__start_event ev, int value, const char *detail,
+			void *payload);
+
+static void starter_forget(relay_runtime *rt, relay_run *r)
+{
+	if (rt->starter)
+		rt->starter->ops->forget(rt->starter, r);
+}
+
+/* Count one start on the cold (0) or warm (1) path with its latency;
+ * only while a starter is installed, as relay_runtime_warm_stats_get()
+ * reports nothing otherwise. */
+static void count_start(relay_runtime *rt, int warm, uint64_t latency_us)
+{
+	static const uint64_t bounds[] = RELAY_WARM_LATENCY_BOUNDS_US;
+	relay_runtime_warm_stats *st = &rt->warm_st;
+	size_t i;
+
+	if (!rt->starter)
+		return;
+	if (warm)
+		st->warm_starts++;
+	else
+		st->cold_starts++;
+	for (i = 0; i < RELAY__ARRAY_SIZE(bounds); i++)
+		if (latency_us <= bounds[i])
+			break;
+	st->latency_us[warm ? 1 : 0][i]++;
+	st->latency_sum_us[warm ? 1 : 0] += latency_us;
+}
+
+static void count_fail(relay_runtime *rt, int why)
+{
+	if (rt->starter && why >= 0 && why < RELAY_WARM_FAIL_COUNT &&
+	    why != RELAY_WARM_FAIL_UNSUPPORTED)
+		rt->warm_st.failures[why]++;
+}
+
 static void run_free(relay_run *r)
 {
 	relay__out_free(&r->out[0]);
@@ -167,7 +208,7 @@ static void finish(relay_run *r)
 	relay__out_finish(&r->out[0]);
 	relay__out_finish(&r->out[1]);
 	if (r->warm)
-		relay__warm_forget(rt, r);
+		starter_forget(rt, r);
 	fill_outcome(r, &o);
 	if (r->prev)
 		r->prev->next = r->next;
@@ -408,7 +449,7 @@ static int launch_cold(relay_run *r, const relay_exec_spec *spec,
 		r->proc = NULL;
 		return rc;
 	}
-	relay__warm_count(rt, 0, r->start_lat_us);
+	count_start(rt, 0, r->start_lat_us);
 	return 0;
 }
 
@@ -461,8 +502,9 @@ static int run_start(relay_runtime *rt, struct ev_loop *loop,
 	ev_init(&r->w_drain, drain_cb);
 	r->w_timeout.data = r->w_kill.data = r->w_drain.data = r;
 	r->start_us = relay_clock_mono_us(NULL);
-	w = r->warm_mode == RELAY_WARM_OFF ? -1
-	  : relay__warm_start(rt, loop, r, spec, &r->proc, &pooled, &prefix);
+	w = r->warm_mode == RELAY_WARM_OFF || !rt->starter ? -1
+	  : rt->starter->ops->start(rt->starter, loop, spec, start_event, r,
+				    &r->proc, &pooled, &prefix);
 	if (w == 0 && pooled) {
 		/* A pre-started process: ours, like a cold one, but its
 		 * handler and message id come first on stdin. */
@@ -482,12 +524,12 @@ static int run_start(relay_runtime *rt, struct ev_loop *loop,
 			goto fail;
 		}
 		r->start_lat_us = relay_clock_mono_us(NULL) - r->start_us;
-		relay__warm_count(rt, 1, r->start_lat_us);
+		count_start(rt, 1, r->start_lat_us);
 	} else if (w == 0) {
 		/* Kept to start again cold if the warm parent fails. */
 		r->spec = relay__spec_dup(spec);
 		if (!r->spec) {
-			relay__warm_forget(rt, r);
+			starter_forget(rt, r);
 			relay__runtime_release(rt, r->proc);
 			close_fd(&r->proc->stdin_fd);
 			close_fd(&r->proc->stdout_fd);
@@ -508,7 +550,7 @@ static int run_start(relay_runtime *rt, struct ev_loop *loop,
 		goto fail;
 	} else {
 		if (w >= 0)
-			relay__warm_count_fail(rt, w);
+			count_fail(rt, w);
 		rc = launch_cold(r, spec, err);
 		if (rc != 0)
 			goto fail;
@@ -530,12 +572,12 @@ fail:
 	return rc;
 }
 
-void relay__run_warm_started(relay_run *r, pid_t pid)
+static void warm_started(relay_run *r, pid_t pid)
 {
 	r->proc->pid = pid;
 	r->warm_started = true;
 	r->start_lat_us = relay_clock_mono_us(NULL) - r->start_us;
-	relay__warm_count(r->rt, 1, r->start_lat_us);
+	count_start(r->rt, 1, r->start_lat_us);
 	relay__log(&r->rt->logger, RELAY_LOG_DEBUG, "RELAY-RT02",
 		   "runtime: started %s/%s warm, pid %ld", r->spec->app,
 		   r->spec->handler, (long)pid);
@@ -546,7 +588,7 @@ void relay__run_warm_started(relay_run *r, pid_t pid)
 		relay__runtime_signal(r->rt, r->proc, SIGTERM);
 }
 
-void relay__run_warm_exited(relay_run *r, int wstatus)
+static void warm_exited(relay_run *r, int wstatus)
 {
 	/* The parent reports the exit only once nothing of the invocation is
 	 * left (its slot killed and reaped every leftover, or its pid
@@ -556,13 +598,13 @@ void relay__run_warm_exited(relay_run *r, int wstatus)
 	on_exited(r);
 }
 
-void relay__run_warm_lost(relay_run *r, int why, const char *detail)
+static void warm_lost(relay_run *r, int why, const char *detail)
 {
 	relay_runtime *rt = r->rt;
 	relay_proc *old;
 	relay_error err;
 
-	relay__warm_count_fail(rt, why);
+	count_fail(rt, why);
 	stop_io(r, &r->w_in, &r->proc->stdin_fd);
 	stop_io(r, &r->w_out, &r->proc->stdout_fd);
 	stop_io(r, &r->w_err, &r->proc->stderr_fd);
@@ -598,6 +640,25 @@ fail:
 	r->end_us = relay_clock_mono_us(NULL);
 	r->wstatus = 255 << 8;
 	finish(r);
+}
+
+/* The run's completion callback of its starter (relay__start_fn). */
+static void start_event(relay__start_event ev, int value, const char *detail,
+			void *payload)
+{
+	relay_run *r = payload;
+
+	switch (ev) {
+	case RELAY__START_FORKED:
+		warm_started(r, (pid_t)value);
+		break;
+	case RELAY__START_EXITED:
+		warm_exited(r, value);
+		break;
+	case RELAY__START_LOST:
+		warm_lost(r, value, detail);
+		break;
+	}
 }
 
 int relay_runtime_libev_attach(relay_runtime *rt, struct ev_loop *loop)
@@ -678,7 +739,8 @@ int relay_runtime_run_sync(relay_runtime *rt, const relay_exec_spec *spec,
 		       sync_done_cb, &sr, NULL, err);
 	while (rc == 0 && !sr.done)
 		ev_run(loop, EVRUN_ONCE);
-	relay__warm_drop_loop(rt, loop);
+	if (rt->starter)
+		rt->starter->ops->drop_loop(rt->starter, loop);
 	ev_loop_destroy(loop);
 	return rc;
 }

@@ -147,7 +147,7 @@ static void on_started(warm_parent *p, warm_req *q, int pidfd)
 	/* Already exited and reaped by the parent (its X is on the way):
 	 * nothing to signal. It cannot be waiting for a G. */
 	if (pid <= 0) {
-		relay__run_warm_started(q->run, 0);
+		q->fn(RELAY__START_FORKED, 0, NULL, q->payload);
 		return;
 	}
 	if (q->go_w >= 0) {
@@ -161,7 +161,7 @@ static void on_started(warm_parent *p, warm_req *q, int pidfd)
 		relay__warm_close_fd(&q->go_w);
 	}
 	q->pid = pid;
-	relay__run_warm_started(q->run, pid);
+	q->fn(RELAY__START_FORKED, (int)pid, NULL, q->payload);
 }
 
 static int ctl_read(warm_parent *p, int max);
@@ -271,23 +271,25 @@ static int ctl_read(warm_parent *p, int max)
 		if (f[0][0] == 'S') {
 			on_started(p, q, fd);
 		} else if (f[0][0] == 'X' && nf > 2) {
-			relay_run *run = q->run;
+			relay__start_fn fn = q->fn;
+			void *payload = q->payload;
 
 			relay__warm_close_fd(&fd);
 			relay__warm_unlink_req(p, q);
 			relay__warm_req_free(q);
 			relay__warm_arm_watchdog(p);
-			relay__run_warm_exited(run,
-					       (int)strtol(f[2], NULL, 10));
+			fn(RELAY__START_EXITED, (int)strtol(f[2], NULL, 10),
+			   NULL, payload);
 		} else if (f[0][0] == 'E') {
-			relay_run *run = q->run;
+			relay__start_fn fn = q->fn;
+			void *payload = q->payload;
 
 			relay__warm_close_fd(&fd);
 			relay__warm_unlink_req(p, q);
 			relay__warm_req_free(q);
 			relay__warm_arm_watchdog(p);
-			relay__run_warm_lost(run, RELAY_WARM_FAIL_FORK,
-					     nf > 2 ? f[2] : "fork failed");
+			fn(RELAY__START_LOST, RELAY_WARM_FAIL_FORK,
+			   nf > 2 ? f[2] : "fork failed", payload);
 		} else {
 			relay__warm_close_fd(&fd);
 		}
