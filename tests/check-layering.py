@@ -35,6 +35,10 @@ prefixes in backticks) and the modules it may include. This script
      of the modules those may include, down the stairs. Only
      `relay_`/`relay__` names are followed; a call is a name followed by
      `(` inside a function body (a declaration at file scope is not).
+     A function of a public header (include/) may also be called by any
+     module that may include that header, unless the module defining it
+     stands above the caller: the public API is implemented on several
+     stairs, but no stair calls up.
 
 Output is TAP: one line per module. Tests, fuzz targets and examples are
 not checked: they may reach any internal header.
@@ -183,7 +187,9 @@ def function_owners(src, files, modules):
 	for name in set(defined) | set(declared):
 		cands = defined.get(name) or declared.get(name)
 		if len({m for m, _ in cands}) == 1:
-			owners[name] = next(iter(cands))
+			public = {m for m, f in declared.get(name, ())
+				  if f.startswith("include/")}
+			owners[name] = next(iter(cands)) + (public,)
 	return owners, codes
 
 
@@ -256,9 +262,16 @@ def main():
 		for name, off in calls_of(codes[f]):
 			if name not in owners or name in seen:
 				continue
-			tmod, tfile = owners[name]
+			tmod, tfile, public = owners[name]
 			if (tmod == mod or tmod in below[mod]
 			    or tfile in modules[mod]["paths"]):
+				continue
+			# The public API, implemented on several stairs of one
+			# module family, is callable through its header by any
+			# module that may include it, except from below the
+			# implementing module (an upward call).
+			if (public & (below[mod] | {mod})
+			    and mod not in below[tmod]):
 				continue
 			seen.add(name)
 			ln = codes[f].count("\n", 0, off) + 1

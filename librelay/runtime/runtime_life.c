@@ -6,7 +6,7 @@
  */
 #include "relay/runtime.h"
 #include "run.h"
-#include "warm_api.h"
+#include "warm/warm_api.h"
 
 int relay_runtime_new(relay_runtime **out, const relay_runtime_options *opts,
 		      relay_error *err)
