@@ -2,7 +2,7 @@
 """test_layering.py SRCDIR - tests/check-layering.py catches what it must.
 
 Each case copies the checked trees (include/, librelay/, relayd/,
-relayctl/ and doc/architecture.md) into a temporary directory (not a git
+relayctl/, sandbox/ and doc/architecture.md) into a temporary directory (not a git
 work tree, so the checker walks it), breaks one rule, and asserts that the
 checker fails naming it; the untouched copy must pass.
 """
@@ -21,7 +21,7 @@ CHECKER = os.path.join(SRC, "tests", "check-layering.py")
 
 def tree():
 	d = tempfile.mkdtemp(prefix="relay-layering-")
-	for sub in ("include", "librelay", "relayd", "relayctl"):
+	for sub in ("include", "librelay", "relayd", "relayctl", "sandbox"):
 		shutil.copytree(os.path.join(SRC, sub), os.path.join(d, sub),
 				ignore=shutil.ignore_patterns("build*"))
 	os.makedirs(os.path.join(d, "doc"))

@@ -423,7 +423,7 @@ static char *find_helper(const char *var, const char *name, int mode)
 	size_t i;
 
 	snprintf(inst, sizeof(inst), "%s/%s", RELAY_LIBEXECDIR, name);
-	snprintf(tree, sizeof(tree), "%s/librelay/runtime/%s",
+	snprintf(tree, sizeof(tree), "%s/sandbox/%s",
 		 RELAY_BUILD_ROOT, name);
 	cand[0] = getenv(var);
 	cand[1] = inst;

@@ -188,9 +188,9 @@ const char *relay__runtime_bootstrap_dir(const char *opt)
 	 * tree it was built from, and only then.
 	 */
 	if (access(RELAY_LIBEXECDIR "/relay-bootstrap.py", R_OK) != 0 &&
-	    access(RELAY_SOURCE_ROOT "/librelay/runtime/bootstrap"
+	    access(RELAY_SOURCE_ROOT "/sandbox/bootstrap"
 				     "/relay-bootstrap.py", R_OK) == 0)
-		return RELAY_SOURCE_ROOT "/librelay/runtime/bootstrap";
+		return RELAY_SOURCE_ROOT "/sandbox/bootstrap";
 	return RELAY_LIBEXECDIR;
 }
 

@@ -177,7 +177,7 @@ void relay__warm_parent_free(warm_parent *p);
 void relay__warm_req_free(warm_req *q);
 void relay__warm_count_states(relay__warm *w);
 
-/* warm_ctl.c: the control protocol (see relay_warm_server.py). */
+/* warm_ctl.c: the control protocol (sandbox/warm_proto.h). */
 /* The R message of @q for @spec with the environment @env; 0 or an error. */
 int relay__warm_build_request(warm_req *q, const relay_exec_spec *spec,
 			      const relay__strv *env);

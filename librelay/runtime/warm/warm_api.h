@@ -1,5 +1,5 @@
 /*
- * librelay/runtime/warm_api.h - what the warm layer offers the top of the
+ * librelay/runtime/warm/warm_api.h - what the warm layer offers the top of the
  * runtime (runtime_life.c): creating the starter. Everything else of it
  * is reached through rt->starter (run.h) or the public API.
  */

@@ -1,7 +1,7 @@
 /*
  * warm_ctl.c - the control protocol between the runtime and a warm parent
- * (the python3 server or relay-warm-exec; relay_warm_server.py has the
- * protocol): building and sending a request, reading what the parent
+ * (the python3 server or relay-warm-exec; sandbox/warm_proto.h specifies
+ * the protocol): building and sending a request, reading what the parent
  * says (Y ready, N unsupported, S started + pidfd, X exited, E lost), and
  * the watchdog that bounds the wait for an answer. warm.c owns the
  * parents' life (start, fault, retire, cap, idle eviction).
