@@ -453,22 +453,16 @@ static int launch_cold(relay_run *r, const relay_exec_spec *spec,
 	return 0;
 }
 
-static int run_start(relay_runtime *rt, struct ev_loop *loop,
-		     const relay_exec_spec *spec, relay_output_fn output,
-		     relay_run_done_fn done, void *payload, relay_run **out,
-		     relay_error *err)
+/* A new run of @spec on @loop, not started, not linked: its event copy,
+ * output splitters and timers. 0 with *@out, or an error code (@err). */
+static int run_new(relay_runtime *rt, struct ev_loop *loop,
+		   const relay_exec_spec *spec, relay_output_fn output,
+		   relay_run_done_fn done, void *payload, relay_run **out,
+		   relay_error *err)
 {
-	relay__buf prefix = { 0 };
-	bool pooled = false;
 	relay_run *r;
-	int rc, w;
+	int rc;
 
-	rc = relay__runtime_check_spec(spec, err);
-	if (rc != 0)
-		return rc;
-	if (!done)
-		return relay__error_set(err, RELAY_EINVAL, NULL, 0, 0,
-					"a done callback is required");
 	r = relay__calloc(1, sizeof(*r));
 	if (!r)
 		return relay__error_set(err, RELAY_ENOMEM, NULL, 0, 0,
@@ -494,51 +488,92 @@ static int run_start(relay_runtime *rt, struct ev_loop *loop,
 		rc = relay__out_init(&r->out[1], spec, RELAY_OUTPUT_STDERR,
 				     rt->max_line, &r->budget, output, payload);
 	if (rc != 0) {
-		relay__error_set(err, rc, NULL, 0, 0, "out of memory");
-		goto fail;
+		run_free(r);
+		return relay__error_set(err, rc, NULL, 0, 0, "out of memory");
 	}
 	ev_init(&r->w_timeout, timeout_cb);
 	ev_init(&r->w_kill, kill_cb);
 	ev_init(&r->w_drain, drain_cb);
 	r->w_timeout.data = r->w_kill.data = r->w_drain.data = r;
+	*out = r;
+	return 0;
+}
+
+/* The starter gave a pre-started process (r->proc): ours, like a cold
+ * one, but its handler and message id (@prefix) come first on stdin. */
+static int start_pooled(relay_run *r, const relay__buf *prefix,
+			relay_error *err)
+{
+	relay_runtime *rt = r->rt;
+	int rc;
+
+	r->warm = r->warm_started = true;
+	rc = prepend(r, prefix);
+	if (rc == 0)
+		rc = watch_exit(r, err);
+	if (rc != 0) {
+		relay__runtime_signal(rt, r->proc, SIGKILL);
+		while (waitpid(r->proc->pid, NULL, 0) < 0 && errno == EINTR)
+			;
+		relay__runtime_release(rt, r->proc);
+		close_fd(&r->proc->stdin_fd);
+		close_fd(&r->proc->stdout_fd);
+		close_fd(&r->proc->stderr_fd);
+		return rc;
+	}
+	r->start_lat_us = relay_clock_mono_us(NULL) - r->start_us;
+	count_start(rt, 1, r->start_lat_us);
+	return 0;
+}
+
+/* The starter took the run (a warm parent forks it; r->proc holds our
+ * ends of its stdio): keep @spec to start again cold if that fails. */
+static int start_forked(relay_run *r, const relay_exec_spec *spec,
+			relay_error *err)
+{
+	relay_runtime *rt = r->rt;
+
+	r->spec = relay__spec_dup(spec);
+	if (!r->spec) {
+		starter_forget(rt, r);
+		relay__runtime_release(rt, r->proc);
+		close_fd(&r->proc->stdin_fd);
+		close_fd(&r->proc->stdout_fd);
+		close_fd(&r->proc->stderr_fd);
+		return relay__error_set(err, RELAY_ENOMEM, NULL, 0, 0,
+					"out of memory");
+	}
+	r->warm = true;
+	return 0;
+}
+
+static int run_start(relay_runtime *rt, struct ev_loop *loop,
+		     const relay_exec_spec *spec, relay_output_fn output,
+		     relay_run_done_fn done, void *payload, relay_run **out,
+		     relay_error *err)
+{
+	relay__buf prefix = { 0 };
+	bool pooled = false;
+	relay_run *r;
+	int rc, w;
+
+	rc = relay__runtime_check_spec(spec, err);
+	if (rc != 0)
+		return rc;
+	if (!done)
+		return relay__error_set(err, RELAY_EINVAL, NULL, 0, 0,
+					"a done callback is required");
+	rc = run_new(rt, loop, spec, output, done, payload, &r, err);
+	if (rc != 0)
+		return rc;
 	r->start_us = relay_clock_mono_us(NULL);
 	w = r->warm_mode == RELAY_WARM_OFF || !rt->starter ? -1
 	  : rt->starter->ops->start(rt->starter, loop, spec, start_event, r,
 				    &r->proc, &pooled, &prefix);
 	if (w == 0 && pooled) {
-		/* A pre-started process: ours, like a cold one, but its
-		 * handler and message id come first on stdin. */
-		r->warm = r->warm_started = true;
-		rc = prepend(r, &prefix);
-		if (rc == 0)
-			rc = watch_exit(r, err);
-		if (rc != 0) {
-			relay__runtime_signal(rt, r->proc, SIGKILL);
-			while (waitpid(r->proc->pid, NULL, 0) < 0 &&
-			       errno == EINTR)
-				;
-			relay__runtime_release(rt, r->proc);
-			close_fd(&r->proc->stdin_fd);
-			close_fd(&r->proc->stdout_fd);
-			close_fd(&r->proc->stderr_fd);
-			goto fail;
-		}
-		r->start_lat_us = relay_clock_mono_us(NULL) - r->start_us;
-		count_start(rt, 1, r->start_lat_us);
+		rc = start_pooled(r, &prefix, err);
 	} else if (w == 0) {
-		/* Kept to start again cold if the warm parent fails. */
-		r->spec = relay__spec_dup(spec);
-		if (!r->spec) {
-			starter_forget(rt, r);
-			relay__runtime_release(rt, r->proc);
-			close_fd(&r->proc->stdin_fd);
-			close_fd(&r->proc->stdout_fd);
-			close_fd(&r->proc->stderr_fd);
-			rc = relay__error_set(err, RELAY_ENOMEM, NULL, 0, 0,
-					      "out of memory");
-			goto fail;
-		}
-		r->warm = true;
+		rc = start_forked(r, spec, err);
 	} else if (r->warm_mode == RELAY_WARM_REQUIRE) {
 		rc = relay__error_set(err, RELAY_EBACKEND, NULL, 0, 0,
 				      "warm start unavailable: %s",
@@ -547,13 +582,15 @@ static int run_start(relay_runtime *rt, struct ev_loop *loop,
 					     : "the runtime keeps no warm "
 					       "parents (bwrap backend and "
 					       "warm option needed)");
-		goto fail;
 	} else {
 		if (w >= 0)
 			count_fail(rt, w);
 		rc = launch_cold(r, spec, err);
-		if (rc != 0)
-			goto fail;
+	}
+	relay__buf_free(&prefix);
+	if (rc != 0) {
+		run_free(r);
+		return rc;
 	}
 	watch_io(r);
 	arm_timeout(r);
@@ -564,12 +601,7 @@ static int run_start(relay_runtime *rt, struct ev_loop *loop,
 	rt->nactive++;
 	if (out)
 		*out = r;
-	relay__buf_free(&prefix);
 	return 0;
-fail:
-	relay__buf_free(&prefix);
-	run_free(r);
-	return rc;
 }
 
 static void warm_started(relay_run *r, pid_t pid)

@@ -265,7 +265,7 @@ int relay__runtime_process_new(relay_runtime_backend **out,
  * "--setenv K V" per entry of @env (NULL-terminated "K=V"), and
  * "--seccomp @seccomp_fdno" unless it is -1, into a new
  * memfd (close-on-exec, >= 10, offset 0) for the spawn's args_fd, with
- * "--args N" in the command line (@args_fdno of relay__bwrap_argv; -1:
+ * "--args N" in the command line (@args_fdno of build_argv(); -1:
  * none). 0 and *@out owned by the caller, or an error code with @err. */
 char *const *relay__bwrap_host_env(void);
 int relay__bwrap_env_fd(char *const *env, int seccomp_fdno, int *out,

@@ -28,10 +28,12 @@
  * invocation (cgroups joined before any of the invocation's code runs,
  * rlimits set by its process). Idle parents are retired after
  * warm_idle_ms; at most warm_max_parents live at once (the least recently
- * used idle one makes room). warm_ctl.c has the control protocol (requests and what the
- * parent answers), warm_pool.c the node pre-started processes,
- * warm_stats.c the counters; these and run_libev.c are the runtime files
- * with <ev.h>.
+ * used idle one makes room). warm_ctl.c has the control protocol
+ * (requests and what the parent answers), warm_pool.c the node
+ * pre-started processes, warm_stats.c the counters and memory. The warm
+ * layer is a starter (../run.h): the run reaches it only through its ops
+ * and hears back only through its completion callback; the sandbox it
+ * gets from the backend's warm interface (../runtime.h).
  */
 #define _GNU_SOURCE
 #include <errno.h>
@@ -357,43 +359,79 @@ static void out_cb(struct ev_loop *loop, ev_io *wio, int revents)
 		   buf);
 }
 
-static int spawn_parent(relay__warm *w, warm_parent *p,
-			const relay_exec_spec *spec, relay_error *err)
+/*
+ * What a warm parent's sandbox runs (@inner): relay-warm-exec when
+ * @exec_server, else the python3 server; for an exec app, "--" and its
+ * command. And the environment it gets (@penv): the handler's, without
+ * the per-invocation variables. 0 or RELAY_ENOMEM.
+ */
+static int parent_command(const relay_exec_spec *spec, bool exec_server,
+			  relay__strv *inner, relay__strv *penv)
 {
 	static const char *const serve[] = {
 		"python3", "-u", "-B",
 		RELAY__SANDBOX_BOOTSTRAP_DIR "/relay-bootstrap.py", "--serve",
 	};
-	relay__strv inner = { 0 }, env = { 0 }, penv = { 0 };
-	relay_proc proc;
-	int sv[2] = { -1, -1 }, keep = -1;
+	relay__strv env = { 0 };
 	int rc = 0;
 	size_t i;
+
+	if (exec_server)
+		rc = relay__strv_push(inner, RELAY__SANDBOX_WARM_EXEC);
+	else
+		for (i = 0; rc == 0 && i < RELAY__ARRAY_SIZE(serve); i++)
+			rc = relay__strv_push(inner, serve[i]);
+	if (rc == 0 && spec->runtime == RELAY_RUNTIME_EXEC)
+		rc = relay__strv_push(inner, "--");
+	for (i = 0; rc == 0 && spec->runtime == RELAY_RUNTIME_EXEC &&
+		    spec->argv[i]; i++)
+		rc = relay__strv_push(inner, spec->argv[i]);
+	if (rc != 0)
+		return RELAY_ENOMEM;
+	rc = relay__runtime_env(spec, &env);
+	for (i = 0; rc == 0 && i < env.n; i++)
+		if (!per_invocation_var(env.v[i]))
+			rc = relay__strv_push(penv, env.v[i]);
+	relay__strv_free(&env);
+	return rc != 0 ? RELAY_ENOMEM : 0;
+}
+
+/* @p's sandbox runs: watch its control socket, exit and output, and
+ * bound its start. */
+static void parent_watch(relay__warm *w, warm_parent *p)
+{
+	ev_io_init(&p->w_ctl, relay__warm_ctl_cb, p->ctl, EV_READ);
+	ev_io_init(&p->w_exit, exit_cb, p->pidfd, EV_READ);
+	ev_io_init(&p->w_out, out_cb, p->out_fd, EV_READ);
+	ev_io_init(&p->w_err, out_cb, p->err_fd, EV_READ);
+	ev_init(&p->w_watchdog, watchdog_cb);
+	p->w_ctl.data = p->w_exit.data = p->w_out.data = p->w_err.data = p;
+	p->w_watchdog.data = p;
+	ev_io_start(p->loop, &p->w_ctl);
+	ev_io_start(p->loop, &p->w_exit);
+	ev_io_start(p->loop, &p->w_out);
+	ev_io_start(p->loop, &p->w_err);
+	/* Starting counts as a request: a parent that never says Y is
+	 * wedged like one that never answers. Its Y stops this (unless
+	 * requests wait): a ready, idle parent has no deadline. */
+	p->spawned_at = relay_clock_mono_us(NULL);
+	relay__warm_arm_watchdog(p);
+	w->st->parents_started++;
+}
+
+static int spawn_parent(relay__warm *w, warm_parent *p,
+			const relay_exec_spec *spec, relay_error *err)
+{
+	relay__strv inner = { 0 }, penv = { 0 };
+	relay_proc proc;
+	int sv[2] = { -1, -1 }, keep = -1;
+	int rc;
 
 	/* An exec app's parent execs its command in every invocation: the
 	 * small C server where it is built, else the python3 one. */
 	p->exec_server = spec->runtime == RELAY_RUNTIME_EXEC &&
 			 w->wi->exec_server;
-	if (p->exec_server)
-		rc = relay__strv_push(&inner, RELAY__SANDBOX_WARM_EXEC);
-	else
-		for (i = 0; rc == 0 && i < RELAY__ARRAY_SIZE(serve); i++)
-			rc = relay__strv_push(&inner, serve[i]);
-	if (rc == 0 && spec->runtime == RELAY_RUNTIME_EXEC)
-		rc = relay__strv_push(&inner, "--");
-	for (i = 0; rc == 0 && spec->runtime == RELAY_RUNTIME_EXEC &&
-		    spec->argv[i]; i++)
-		rc = relay__strv_push(&inner, spec->argv[i]);
-	if (rc != 0) {
-		rc = relay__error_set(err, RELAY_ENOMEM, NULL, 0, 0,
-				      "out of memory");
-		goto done;
-	}
-	rc = relay__runtime_env(spec, &env);
-	for (i = 0; rc == 0 && i < env.n; i++)
-		if (!per_invocation_var(env.v[i]))
-			rc = relay__strv_push(&penv, env.v[i]);
-	if (rc != 0) {
+	if (parent_command(spec, p->exec_server, &inner, &penv) != 0) {
 		rc = relay__error_set(err, RELAY_ENOMEM, NULL, 0, 0,
 				      "out of memory");
 		goto done;
@@ -431,29 +469,12 @@ static int spawn_parent(relay__warm *w, warm_parent *p,
 				      "pidfd_open: %s", strerror(errno));
 		goto done;
 	}
-	ev_io_init(&p->w_ctl, relay__warm_ctl_cb, p->ctl, EV_READ);
-	ev_io_init(&p->w_exit, exit_cb, p->pidfd, EV_READ);
-	ev_io_init(&p->w_out, out_cb, p->out_fd, EV_READ);
-	ev_io_init(&p->w_err, out_cb, p->err_fd, EV_READ);
-	ev_init(&p->w_watchdog, watchdog_cb);
-	p->w_ctl.data = p->w_exit.data = p->w_out.data = p->w_err.data = p;
-	p->w_watchdog.data = p;
-	ev_io_start(p->loop, &p->w_ctl);
-	ev_io_start(p->loop, &p->w_exit);
-	ev_io_start(p->loop, &p->w_out);
-	ev_io_start(p->loop, &p->w_err);
-	/* Starting counts as a request: a parent that never says Y is
-	 * wedged like one that never answers. Its Y stops this (unless
-	 * requests wait): a ready, idle parent has no deadline. */
-	p->spawned_at = relay_clock_mono_us(NULL);
-	relay__warm_arm_watchdog(p);
-	w->st->parents_started++;
+	parent_watch(w, p);
 done:
 	relay__warm_close_fd(&sv[0]);
 	relay__warm_close_fd(&sv[1]);
 	relay__warm_close_fd(&keep);
 	relay__strv_free(&inner);
-	relay__strv_free(&env);
 	relay__strv_free(&penv);
 	return rc;
 }
@@ -652,75 +673,30 @@ static void warm_free(relay__starter *s)
 	rt->starter = NULL;
 }
 
-static int warm_start(relay__starter *s, void *loop,
-		      const relay_exec_spec *spec, relay__start_fn fn,
-		      void *payload, relay_proc **out, bool *pooled,
-		      relay__buf *prefix)
+/*
+ * Hand @spec to @p for the run's @fn and @payload: the invocation's proc
+ * (the parent's ends of its stdio, its limits prepared), the child's ends
+ * and, with cgroups, a go pipe, and the R message with the environment
+ * @env; linked into @p and sent at once when @p is ready. 0 with *@out,
+ * or a relay_warm_fail reason (nothing left).
+ */
+static int req_start(relay__warm *w, warm_parent *p,
+		     const relay_exec_spec *spec, const relay__strv *env,
+		     relay__start_fn fn, void *payload, relay_proc **out)
 {
-	relay__warm *w = (relay__warm *)s;
-	relay_runtime *rt = w->rt;
 	const relay_runtime_warm_iface *wi = w->wi;
-	relay_proc *pr;
-	relay__strv env = { 0 };
 	relay_exec_spec lim;
 	relay_error err;
-	warm_parent *p, *next;
-	warm_req *q = NULL;
-	char *key;
-	int why = RELAY_WARM_FAIL_SPAWN, i;
+	relay_proc *pr;
+	warm_req *q;
+	int why, i;
 
-	*pooled = false;
-	if (relay__runtime_env(spec, &env) != 0)
-		return RELAY_WARM_FAIL_SPAWN;
-	key = make_key(spec, &env);
-	if (!key)
-		goto fail;
-	start_idle_timer(w, loop);
-	if (spec->runtime == RELAY_RUNTIME_NODE) {
-		relay__strv_free(&env);
-		why = relay__warm_pool_claim(w, loop, spec, key, out, prefix);
-		*pooled = why == 0;
-		return why;
-	}
-	for (p = w->parents; p; p = next) {
-		next = p->next;
-		if (p->state == P_RETIRING || p->loop != loop)
-			continue;
-		if (relay__warm_key_eq(p->key, key))
-			break;
-		/* Another generation (or environment) of the same app. */
-		if (strcmp(p->app, spec->app) == 0)
-			parent_retire(p);
-	}
-	if (!p) {
-		if (relay__warm_backoff_active(w, spec->app)) {
-			relay__free(key);
-			why = -1;
-			goto fail;
-		}
-		p = parent_new(w, loop, spec, key, &why);
-		/* Not ready yet: this run starts cold unless it must wait. */
-		if (p && spec->version >= 2 &&
-		    spec->warm == RELAY_WARM_REQUIRE)
-			goto use;
-		if (!p)
-			goto fail;
-		relay__strv_free(&env);
-		return -1;
-	}
-	relay__free(key);
-	if (p->state != P_READY && (spec->version < 2 ||
-				    spec->warm != RELAY_WARM_REQUIRE)) {
-		relay__strv_free(&env);
-		return -1;
-	}
-use:
 	q = relay__calloc(1, sizeof(*q));
-	pr = relay__calloc(1, rt->rb->proc_size);
+	pr = relay__calloc(1, w->rt->rb->proc_size);
 	if (!q || !pr) {
 		relay__free(q);
 		relay__free(pr);
-		goto fail;
+		return RELAY_WARM_FAIL_SPAWN;
 	}
 	q->p = p;
 	q->fn = fn;
@@ -751,9 +727,8 @@ use:
 		if (relay__make_pipe(&q->go_w, &q->cfd[3], true) != 0)
 			goto fail_q;
 	}
-	if (relay__warm_build_request(q, spec, &env) != 0)
+	if (relay__warm_build_request(q, spec, env) != 0)
 		goto fail_q;
-	relay__strv_free(&env);
 	q->next = p->reqs;
 	p->reqs = q;
 	p->inflight++;
@@ -776,7 +751,86 @@ fail_q_why:
 	relay__warm_close_fd(&pr->stderr_fd);
 	relay__free(pr);
 	relay__warm_req_free(q);
-fail:
+	return why;
+}
+
+/*
+ * The parent serving @spec's @key (taken) on @loop, ready; a parent of
+ * another generation of the app is retired on the way. NULL with *@why
+ * -1 when the run starts cold for now (no parent ready yet, one just
+ * started, or the app backing off after a failure) or a relay_warm_fail
+ * reason. With RELAY_WARM_REQUIRE a parent still starting is returned:
+ * the run waits for it.
+ */
+static warm_parent *parent_for(relay__warm *w, struct ev_loop *loop,
+			       const relay_exec_spec *spec, char *key,
+			       int *why)
+{
+	bool require = spec->version >= 2 && spec->warm == RELAY_WARM_REQUIRE;
+	warm_parent *p, *next;
+
+	for (p = w->parents; p; p = next) {
+		next = p->next;
+		if (p->state == P_RETIRING || p->loop != loop)
+			continue;
+		if (relay__warm_key_eq(p->key, key))
+			break;
+		/* Another generation (or environment) of the same app. */
+		if (strcmp(p->app, spec->app) == 0)
+			parent_retire(p);
+	}
+	if (!p) {
+		if (relay__warm_backoff_active(w, spec->app)) {
+			relay__free(key);
+			*why = -1;
+			return NULL;
+		}
+		*why = RELAY_WARM_FAIL_SPAWN;
+		p = parent_new(w, loop, spec, key, why);
+		/* Not ready yet: this run starts cold unless it must wait. */
+		if (p && !require) {
+			*why = -1;
+			return NULL;
+		}
+		return p;
+	}
+	relay__free(key);
+	if (p->state != P_READY && !require) {
+		*why = -1;
+		return NULL;
+	}
+	return p;
+}
+
+static int warm_start(relay__starter *s, void *loop,
+		      const relay_exec_spec *spec, relay__start_fn fn,
+		      void *payload, relay_proc **out, bool *pooled,
+		      relay__buf *prefix)
+{
+	relay__warm *w = (relay__warm *)s;
+	relay__strv env = { 0 };
+	warm_parent *p;
+	char *key;
+	int why;
+
+	*pooled = false;
+	if (relay__runtime_env(spec, &env) != 0)
+		return RELAY_WARM_FAIL_SPAWN;
+	key = make_key(spec, &env);
+	if (!key) {
+		relay__strv_free(&env);
+		return RELAY_WARM_FAIL_SPAWN;
+	}
+	start_idle_timer(w, loop);
+	if (spec->runtime == RELAY_RUNTIME_NODE) {
+		relay__strv_free(&env);
+		why = relay__warm_pool_claim(w, loop, spec, key, out, prefix);
+		*pooled = why == 0;
+		return why;
+	}
+	p = parent_for(w, loop, spec, key, &why);
+	if (p)
+		why = req_start(w, p, spec, &env, fn, payload, out);
 	relay__strv_free(&env);
 	return why;
 }

@@ -1,8 +1,8 @@
 /*
- * librelay/runtime/warm.h - private to the warm path: warm.c (python3 warm
- * and exec parents, the runtime's side), warm_ctl.c (their control
- * protocol), warm_stats.c (counters, memory) and warm_pool.c (node
- * pre-started processes). They include <ev.h>.
+ * librelay/runtime/warm/warm.h - private to the warm layer: warm.c
+ * (python3 warm and exec parents, the runtime's side), warm_ctl.c (their
+ * control protocol), warm_stats.c (counters, memory) and warm_pool.c
+ * (node pre-started processes). They include <ev.h>.
  */
 #ifndef RELAY__WARM_H
 #define RELAY__WARM_H
