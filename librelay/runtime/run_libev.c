@@ -554,7 +554,7 @@ static int run_start(relay_runtime *rt, struct ev_loop *loop,
 {
 	relay__buf prefix = { 0 };
 	bool pooled = false;
-	relay_run *r;
+	relay_run *r = NULL;
 	int rc, w;
 
 	rc = relay__runtime_check_spec(spec, err);
