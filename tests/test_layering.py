@@ -2,7 +2,7 @@
 """test_layering.py SRCDIR - tests/check-layering.py catches what it must.
 
 Each case copies the checked trees (include/, librelay/, relayd/,
-relayctl/ and doc/architecture.md) into a temporary directory (not a git
+relayctl/, sandbox/ and doc/architecture.md) into a temporary directory (not a git
 work tree, so the checker walks it), breaks one rule, and asserts that the
 checker fails naming it; the untouched copy must pass.
 """
@@ -21,7 +21,7 @@ CHECKER = os.path.join(SRC, "tests", "check-layering.py")
 
 def tree():
 	d = tempfile.mkdtemp(prefix="relay-layering-")
-	for sub in ("include", "librelay", "relayd", "relayctl"):
+	for sub in ("include", "librelay", "relayd", "relayctl", "sandbox"):
 		shutil.copytree(os.path.join(SRC, sub), os.path.join(d, sub),
 				ignore=shutil.ignore_patterns("build*"))
 	os.makedirs(os.path.join(d, "doc"))
@@ -112,6 +112,61 @@ def the_map_cannot_grant_a_private_header():
 def public_header_of_a_module_the_row_does_not_list_fails():
 	include_fails("relayd/stats.c", '#include "relay/pattern.h"',
 		      "an arrow relayd -> pattern the map does not allow")
+
+
+def append_fails(rel, text, *expected):
+	"""@rel gets @text at its end: the checker must fail, its output
+	holding each of @expected."""
+	d = tree()
+	try:
+		with open(os.path.join(d, rel), "a", encoding="utf-8") as f:
+			f.write(text)
+		rc, out = run(d)
+		eq(rc, 1, "exit status")
+		for e in expected:
+			check(e in out, out)
+	finally:
+		shutil.rmtree(d)
+
+
+@case
+def runtime_core_including_the_run_layer_fails():
+	include_fails("librelay/runtime/spawn.c", '#include "run.h"',
+		      "an arrow runtime -> runtime-run the map does not allow")
+
+
+@case
+def runtime_run_including_the_warm_layer_fails():
+	include_fails("librelay/runtime/run_libev.c", '#include "warm/warm.h"',
+		      "an arrow runtime-run -> runtime-warm the map does not "
+		      "allow")
+
+
+@case
+def runtime_core_calling_up_fails():
+	# A call by name, with no include: the core frees a runtime (the
+	# top stair) and cancels its runs (the run's).
+	append_fails("librelay/runtime/runtime.c",
+		     "\nvoid relay__probe(relay_runtime *rt);\n"
+		     "void relay__probe(relay_runtime *rt)\n{\n"
+		     "\trelay__runtime_cancel_all(rt);\n"
+		     "\trelay_runtime_free(rt);\n}\n",
+		     "calls relay__runtime_cancel_all() of "
+		     "librelay/runtime/run_libev.c (runtime-run), an arrow "
+		     "runtime -> runtime-run",
+		     "calls relay_runtime_free() of librelay/runtime/"
+		     "runtime_life.c (runtime-life), an arrow runtime -> "
+		     "runtime-life")
+
+
+@case
+def runtime_run_calling_the_warm_layer_by_name_fails():
+	append_fails("librelay/runtime/run_libev.c",
+		     "\nvoid relay__probe(relay_runtime *rt);\n"
+		     "void relay__probe(relay_runtime *rt)\n{\n"
+		     "\t(void)relay__warm_new(rt, NULL, NULL);\n}\n",
+		     "calls relay__warm_new() of librelay/runtime/warm/warm.c "
+		     "(runtime-warm), an arrow runtime-run -> runtime-warm")
 
 
 if __name__ == "__main__":

@@ -70,8 +70,7 @@ build() {
 	# relay-warm-exec for exec apps): without them every invocation
 	# starts cold. relayd finds them in this build tree.
 	run ninja -C "$build" -j "$(nproc)" relayctl/relayctl relayd/relayd \
-		librelay/runtime/relay-warm-slot.so \
-		librelay/runtime/relay-warm-exec >/dev/null
+		sandbox/relay-warm-slot.so sandbox/relay-warm-exec >/dev/null
 	echo "built $relayctl and $relayd (and the warm sandbox helpers)"
 }
 

@@ -343,12 +343,72 @@ static int bwrap_spawn(relay_runtime_backend *rb, const relay_exec_spec *spec,
 	return spawn_inner((relay__builtin *)rb, spec, NULL, false, proc, err);
 }
 
-int relay__bwrap_spawn_pooled(relay_runtime_backend *rb,
-			      const relay_exec_spec *spec,
-			      const char *const *inner, relay_proc *proc,
-			      relay_error *err)
+/* ---- the warm capability (the backend's version 2 slot) ---------- */
+
+static int warm_spawn_pooled(relay_runtime_backend *rb,
+			     const relay_exec_spec *spec,
+			     const char *const *inner, relay_proc *proc,
+			     relay_error *err)
 {
 	return spawn_inner((relay__builtin *)rb, spec, inner, true, proc, err);
+}
+
+static int warm_spawn_parent(relay_runtime_backend *rb,
+			     const relay_exec_spec *spec,
+			     const char *const *inner, char *const *env,
+			     int keep_fd, relay_proc *proc, relay_error *err)
+{
+	relay__builtin *b = (relay__builtin *)rb;
+	relay__spawn_req req = RELAY__SPAWN_REQ_INIT;
+	relay__strv argv = { 0 };
+	int rc, args_fd = -1, seccomp_fd = -1;
+
+	rc = build_argv(b, spec, inner, true, RELAY__SPAWN_ARGS_FDNO(keep_fd),
+			&argv, err);
+	if (rc != 0)
+		goto done;
+	rc = relay__bwrap_fds(env, RELAY__SPAWN_ARGS_FDNO(keep_fd), &args_fd,
+			      &seccomp_fd, err);
+	if (rc != 0)
+		goto done;
+	req.path = argv.v[0];
+	req.argv = argv.v;
+	req.envp = host_env;
+	req.args_fd = args_fd;
+	req.seccomp_fd = seccomp_fd;
+	req.cwd = "/";
+	req.keep_fd = keep_fd;
+	/* The same host user as a cold sandbox (never root). */
+	req.cred = &b->cred;
+	req.need_dir = spec->app_dir;
+	rc = relay__spawn(&req, proc, err);
+done:
+	if (args_fd >= 0)
+		close(args_fd);
+	if (seccomp_fd >= 0)
+		close(seccomp_fd);
+	relay__strv_free(&argv);
+	return rc;
+}
+
+static relay__limits_inv *warm_proc_limits(relay_proc *proc)
+{
+	return &((relay__builtin_proc *)proc)->inv;
+}
+
+/* The warm interface lives in the backend (its pointers are per
+ * backend); bwrap_warm() fills it at creation. */
+typedef struct bwrap_backend {
+	relay__builtin b;              /* must be first */
+	relay_runtime_warm_iface warm;
+} bwrap_backend;
+
+static const relay_runtime_warm_iface *bwrap_warm(relay_runtime_backend *rb,
+						  unsigned int version)
+{
+	bwrap_backend *bb = (bwrap_backend *)rb;
+
+	return version == RELAY__WARM_IFACE_VERSION ? &bb->warm : NULL;
 }
 
 /*
@@ -363,7 +423,7 @@ static char *find_helper(const char *var, const char *name, int mode)
 	size_t i;
 
 	snprintf(inst, sizeof(inst), "%s/%s", RELAY_LIBEXECDIR, name);
-	snprintf(tree, sizeof(tree), "%s/librelay/runtime/%s",
+	snprintf(tree, sizeof(tree), "%s/sandbox/%s",
 		 RELAY_BUILD_ROOT, name);
 	cand[0] = getenv(var);
 	cand[1] = inst;
@@ -372,24 +432,6 @@ static char *find_helper(const char *var, const char *name, int mode)
 		if (cand[i] && cand[i][0] == '/' && access(cand[i], mode) == 0)
 			return relay__strdup(cand[i]);
 	return NULL;
-}
-
-const char *relay__bwrap_warm_exec(const relay_runtime_backend *rb)
-{
-	return ((const relay__builtin *)rb)->warm_exec;
-}
-
-bool relay__backend_is_bwrap(const relay_runtime_backend *rb)
-{
-	return rb->spawn == bwrap_spawn;
-}
-
-int relay__bwrap_argv(relay_runtime_backend *rb, const relay_exec_spec *spec,
-		      const char *const *inner, bool warm, int args_fdno,
-		      relay__strv *out, relay_error *err)
-{
-	return build_argv((relay__builtin *)rb, spec, inner, warm, args_fdno,
-			  out, err);
 }
 
 /*
@@ -500,7 +542,8 @@ int relay__runtime_bwrap_new(relay_runtime_backend **out,
 			     const relay_runtime_options *opts,
 			     relay_error *err)
 {
-	relay__builtin *b = relay__calloc(1, sizeof(*b));
+	bwrap_backend *bb = relay__calloc(1, sizeof(*bb));
+	relay__builtin *b = bb ? &bb->b : NULL;
 	int rc;
 
 	if (!b)
@@ -531,6 +574,14 @@ int relay__runtime_bwrap_new(relay_runtime_backend **out,
 	rc = probe(b, err);
 	if (rc != 0)
 		goto fail;
+	b->parent.warm = bwrap_warm;
+	bb->warm.version = RELAY__WARM_IFACE_VERSION;
+	bb->warm.exec_server = b->warm_exec;
+	bb->warm.cred = &b->cred;
+	bb->warm.limits = b->limits;
+	bb->warm.proc_limits = warm_proc_limits;
+	bb->warm.spawn_parent = warm_spawn_parent;
+	bb->warm.spawn_pooled = warm_spawn_pooled;
 	*out = &b->parent;
 	return 0;
 fail:

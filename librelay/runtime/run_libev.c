@@ -1,6 +1,7 @@
 /*
- * run_libev.c - one invocation's life on a libev loop (the only runtime
- * file that includes <ev.h>).
+ * run_libev.c - one invocation's life on a libev loop: the runtime's
+ * per-run layer (run.h), above the core and below the warm layer, which
+ * it reaches only through rt->starter.
  *
  *   spawn ─┬─ stdin writable → write the event in pieces, then close
  *          ├─ stdout/stderr readable → split into lines → output
@@ -32,7 +33,7 @@
 
 #include "relay/clock.h"
 #include "relay/relay_libev.h"
-#include "runtime.h"
+#include "run.h"
 
 #define DRAIN_MS 500u
 #define READ_CHUNK 65536u
@@ -142,6 +143,46 @@ static void fill_outcome(relay_run *r, relay_run_outcome *o)
 	}
 }
 
+/* ---- the starter (run.h) and the start counters ------------------ */
+
+static void start_event(relay__start_event ev, int value, const char *detail,
+			void *payload);
+
+static void starter_forget(relay_runtime *rt, relay_run *r)
+{
+	if (rt->starter)
+		rt->starter->ops->forget(rt->starter, r);
+}
+
+/* Count one start on the cold (0) or warm (1) path with its latency;
+ * only while a starter is installed, as relay_runtime_warm_stats_get()
+ * reports nothing otherwise. */
+static void count_start(relay_runtime *rt, int warm, uint64_t latency_us)
+{
+	static const uint64_t bounds[] = RELAY_WARM_LATENCY_BOUNDS_US;
+	relay_runtime_warm_stats *st = &rt->warm_st;
+	size_t i;
+
+	if (!rt->starter)
+		return;
+	if (warm)
+		st->warm_starts++;
+	else
+		st->cold_starts++;
+	for (i = 0; i < RELAY__ARRAY_SIZE(bounds); i++)
+		if (latency_us <= bounds[i])
+			break;
+	st->latency_us[warm ? 1 : 0][i]++;
+	st->latency_sum_us[warm ? 1 : 0] += latency_us;
+}
+
+static void count_fail(relay_runtime *rt, int why)
+{
+	if (rt->starter && why >= 0 && why < RELAY_WARM_FAIL_COUNT &&
+	    why != RELAY_WARM_FAIL_UNSUPPORTED)
+		rt->warm_st.failures[why]++;
+}
+
 static void run_free(relay_run *r)
 {
 	relay__out_free(&r->out[0]);
@@ -167,7 +208,7 @@ static void finish(relay_run *r)
 	relay__out_finish(&r->out[0]);
 	relay__out_finish(&r->out[1]);
 	if (r->warm)
-		relay__warm_forget(rt, r);
+		starter_forget(rt, r);
 	fill_outcome(r, &o);
 	if (r->prev)
 		r->prev->next = r->next;
@@ -408,26 +449,20 @@ static int launch_cold(relay_run *r, const relay_exec_spec *spec,
 		r->proc = NULL;
 		return rc;
 	}
-	relay__warm_count(rt, 0, r->start_lat_us);
+	count_start(rt, 0, r->start_lat_us);
 	return 0;
 }
 
-static int run_start(relay_runtime *rt, struct ev_loop *loop,
-		     const relay_exec_spec *spec, relay_output_fn output,
-		     relay_run_done_fn done, void *payload, relay_run **out,
-		     relay_error *err)
+/* A new run of @spec on @loop, not started, not linked: its event copy,
+ * output splitters and timers. 0 with *@out, or an error code (@err). */
+static int run_new(relay_runtime *rt, struct ev_loop *loop,
+		   const relay_exec_spec *spec, relay_output_fn output,
+		   relay_run_done_fn done, void *payload, relay_run **out,
+		   relay_error *err)
 {
-	relay__buf prefix = { 0 };
-	bool pooled = false;
 	relay_run *r;
-	int rc, w;
+	int rc;
 
-	rc = relay__runtime_check_spec(spec, err);
-	if (rc != 0)
-		return rc;
-	if (!done)
-		return relay__error_set(err, RELAY_EINVAL, NULL, 0, 0,
-					"a done callback is required");
 	r = relay__calloc(1, sizeof(*r));
 	if (!r)
 		return relay__error_set(err, RELAY_ENOMEM, NULL, 0, 0,
@@ -453,50 +488,92 @@ static int run_start(relay_runtime *rt, struct ev_loop *loop,
 		rc = relay__out_init(&r->out[1], spec, RELAY_OUTPUT_STDERR,
 				     rt->max_line, &r->budget, output, payload);
 	if (rc != 0) {
-		relay__error_set(err, rc, NULL, 0, 0, "out of memory");
-		goto fail;
+		run_free(r);
+		return relay__error_set(err, rc, NULL, 0, 0, "out of memory");
 	}
 	ev_init(&r->w_timeout, timeout_cb);
 	ev_init(&r->w_kill, kill_cb);
 	ev_init(&r->w_drain, drain_cb);
 	r->w_timeout.data = r->w_kill.data = r->w_drain.data = r;
+	*out = r;
+	return 0;
+}
+
+/* The starter gave a pre-started process (r->proc): ours, like a cold
+ * one, but its handler and message id (@prefix) come first on stdin. */
+static int start_pooled(relay_run *r, const relay__buf *prefix,
+			relay_error *err)
+{
+	relay_runtime *rt = r->rt;
+	int rc;
+
+	r->warm = r->warm_started = true;
+	rc = prepend(r, prefix);
+	if (rc == 0)
+		rc = watch_exit(r, err);
+	if (rc != 0) {
+		relay__runtime_signal(rt, r->proc, SIGKILL);
+		while (waitpid(r->proc->pid, NULL, 0) < 0 && errno == EINTR)
+			;
+		relay__runtime_release(rt, r->proc);
+		close_fd(&r->proc->stdin_fd);
+		close_fd(&r->proc->stdout_fd);
+		close_fd(&r->proc->stderr_fd);
+		return rc;
+	}
+	r->start_lat_us = relay_clock_mono_us(NULL) - r->start_us;
+	count_start(rt, 1, r->start_lat_us);
+	return 0;
+}
+
+/* The starter took the run (a warm parent forks it; r->proc holds our
+ * ends of its stdio): keep @spec to start again cold if that fails. */
+static int start_forked(relay_run *r, const relay_exec_spec *spec,
+			relay_error *err)
+{
+	relay_runtime *rt = r->rt;
+
+	r->spec = relay__spec_dup(spec);
+	if (!r->spec) {
+		starter_forget(rt, r);
+		relay__runtime_release(rt, r->proc);
+		close_fd(&r->proc->stdin_fd);
+		close_fd(&r->proc->stdout_fd);
+		close_fd(&r->proc->stderr_fd);
+		return relay__error_set(err, RELAY_ENOMEM, NULL, 0, 0,
+					"out of memory");
+	}
+	r->warm = true;
+	return 0;
+}
+
+static int run_start(relay_runtime *rt, struct ev_loop *loop,
+		     const relay_exec_spec *spec, relay_output_fn output,
+		     relay_run_done_fn done, void *payload, relay_run **out,
+		     relay_error *err)
+{
+	relay__buf prefix = { 0 };
+	bool pooled = false;
+	relay_run *r = NULL;
+	int rc, w;
+
+	rc = relay__runtime_check_spec(spec, err);
+	if (rc != 0)
+		return rc;
+	if (!done)
+		return relay__error_set(err, RELAY_EINVAL, NULL, 0, 0,
+					"a done callback is required");
+	rc = run_new(rt, loop, spec, output, done, payload, &r, err);
+	if (rc != 0)
+		return rc;
 	r->start_us = relay_clock_mono_us(NULL);
-	w = r->warm_mode == RELAY_WARM_OFF ? -1
-	  : relay__warm_start(rt, loop, r, spec, &r->proc, &pooled, &prefix);
+	w = r->warm_mode == RELAY_WARM_OFF || !rt->starter ? -1
+	  : rt->starter->ops->start(rt->starter, loop, spec, start_event, r,
+				    &r->proc, &pooled, &prefix);
 	if (w == 0 && pooled) {
-		/* A pre-started process: ours, like a cold one, but its
-		 * handler and message id come first on stdin. */
-		r->warm = r->warm_started = true;
-		rc = prepend(r, &prefix);
-		if (rc == 0)
-			rc = watch_exit(r, err);
-		if (rc != 0) {
-			relay__runtime_signal(rt, r->proc, SIGKILL);
-			while (waitpid(r->proc->pid, NULL, 0) < 0 &&
-			       errno == EINTR)
-				;
-			relay__runtime_release(rt, r->proc);
-			close_fd(&r->proc->stdin_fd);
-			close_fd(&r->proc->stdout_fd);
-			close_fd(&r->proc->stderr_fd);
-			goto fail;
-		}
-		r->start_lat_us = relay_clock_mono_us(NULL) - r->start_us;
-		relay__warm_count(rt, 1, r->start_lat_us);
+		rc = start_pooled(r, &prefix, err);
 	} else if (w == 0) {
-		/* Kept to start again cold if the warm parent fails. */
-		r->spec = relay__spec_dup(spec);
-		if (!r->spec) {
-			relay__warm_forget(rt, r);
-			relay__runtime_release(rt, r->proc);
-			close_fd(&r->proc->stdin_fd);
-			close_fd(&r->proc->stdout_fd);
-			close_fd(&r->proc->stderr_fd);
-			rc = relay__error_set(err, RELAY_ENOMEM, NULL, 0, 0,
-					      "out of memory");
-			goto fail;
-		}
-		r->warm = true;
+		rc = start_forked(r, spec, err);
 	} else if (r->warm_mode == RELAY_WARM_REQUIRE) {
 		rc = relay__error_set(err, RELAY_EBACKEND, NULL, 0, 0,
 				      "warm start unavailable: %s",
@@ -505,13 +582,15 @@ static int run_start(relay_runtime *rt, struct ev_loop *loop,
 					     : "the runtime keeps no warm "
 					       "parents (bwrap backend and "
 					       "warm option needed)");
-		goto fail;
 	} else {
 		if (w >= 0)
-			relay__warm_count_fail(rt, w);
+			count_fail(rt, w);
 		rc = launch_cold(r, spec, err);
-		if (rc != 0)
-			goto fail;
+	}
+	relay__buf_free(&prefix);
+	if (rc != 0) {
+		run_free(r);
+		return rc;
 	}
 	watch_io(r);
 	arm_timeout(r);
@@ -522,20 +601,15 @@ static int run_start(relay_runtime *rt, struct ev_loop *loop,
 	rt->nactive++;
 	if (out)
 		*out = r;
-	relay__buf_free(&prefix);
 	return 0;
-fail:
-	relay__buf_free(&prefix);
-	run_free(r);
-	return rc;
 }
 
-void relay__run_warm_started(relay_run *r, pid_t pid)
+static void warm_started(relay_run *r, pid_t pid)
 {
 	r->proc->pid = pid;
 	r->warm_started = true;
 	r->start_lat_us = relay_clock_mono_us(NULL) - r->start_us;
-	relay__warm_count(r->rt, 1, r->start_lat_us);
+	count_start(r->rt, 1, r->start_lat_us);
 	relay__log(&r->rt->logger, RELAY_LOG_DEBUG, "RELAY-RT02",
 		   "runtime: started %s/%s warm, pid %ld", r->spec->app,
 		   r->spec->handler, (long)pid);
@@ -546,7 +620,7 @@ void relay__run_warm_started(relay_run *r, pid_t pid)
 		relay__runtime_signal(r->rt, r->proc, SIGTERM);
 }
 
-void relay__run_warm_exited(relay_run *r, int wstatus)
+static void warm_exited(relay_run *r, int wstatus)
 {
 	/* The parent reports the exit only once nothing of the invocation is
 	 * left (its slot killed and reaped every leftover, or its pid
@@ -556,13 +630,13 @@ void relay__run_warm_exited(relay_run *r, int wstatus)
 	on_exited(r);
 }
 
-void relay__run_warm_lost(relay_run *r, int why, const char *detail)
+static void warm_lost(relay_run *r, int why, const char *detail)
 {
 	relay_runtime *rt = r->rt;
 	relay_proc *old;
 	relay_error err;
 
-	relay__warm_count_fail(rt, why);
+	count_fail(rt, why);
 	stop_io(r, &r->w_in, &r->proc->stdin_fd);
 	stop_io(r, &r->w_out, &r->proc->stdout_fd);
 	stop_io(r, &r->w_err, &r->proc->stderr_fd);
@@ -598,6 +672,25 @@ fail:
 	r->end_us = relay_clock_mono_us(NULL);
 	r->wstatus = 255 << 8;
 	finish(r);
+}
+
+/* The run's completion callback of its starter (relay__start_fn). */
+static void start_event(relay__start_event ev, int value, const char *detail,
+			void *payload)
+{
+	relay_run *r = payload;
+
+	switch (ev) {
+	case RELAY__START_FORKED:
+		warm_started(r, (pid_t)value);
+		break;
+	case RELAY__START_EXITED:
+		warm_exited(r, value);
+		break;
+	case RELAY__START_LOST:
+		warm_lost(r, value, detail);
+		break;
+	}
 }
 
 int relay_runtime_libev_attach(relay_runtime *rt, struct ev_loop *loop)
@@ -678,7 +771,8 @@ int relay_runtime_run_sync(relay_runtime *rt, const relay_exec_spec *spec,
 		       sync_done_cb, &sr, NULL, err);
 	while (rc == 0 && !sr.done)
 		ev_run(loop, EVRUN_ONCE);
-	relay__warm_drop_loop(rt, loop);
+	if (rt->starter)
+		rt->starter->ops->drop_loop(rt->starter, loop);
 	ev_loop_destroy(loop);
 	return rc;
 }

@@ -5,6 +5,7 @@
  */
 #define _GNU_SOURCE
 #include <errno.h>
+#include <stddef.h>
 #include <stdarg.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -187,9 +188,9 @@ const char *relay__runtime_bootstrap_dir(const char *opt)
 	 * tree it was built from, and only then.
 	 */
 	if (access(RELAY_LIBEXECDIR "/relay-bootstrap.py", R_OK) != 0 &&
-	    access(RELAY_SOURCE_ROOT "/librelay/runtime/bootstrap"
+	    access(RELAY_SOURCE_ROOT "/sandbox/bootstrap"
 				     "/relay-bootstrap.py", R_OK) == 0)
-		return RELAY_SOURCE_ROOT "/librelay/runtime/bootstrap";
+		return RELAY_SOURCE_ROOT "/sandbox/bootstrap";
 	return RELAY_LIBEXECDIR;
 }
 
@@ -327,6 +328,18 @@ const char *relay_runtime_kind_name(relay_runtime_kind k)
 	return "unknown";
 }
 
+/* ---- warm fallback reasons --------------------------------------- */
+
+static const char *const warm_fail_names[RELAY_WARM_FAIL_COUNT] = {
+	"unsupported", "crashed", "wedged", "spawn", "fork", "cap",
+};
+
+const char *relay_warm_fail_name(relay_warm_fail f)
+{
+	return (unsigned int)f < RELAY_WARM_FAIL_COUNT ? warm_fail_names[f]
+						       : "unknown";
+}
+
 /* ---- registry ---------------------------------------------------- */
 
 static const struct {
@@ -344,7 +357,9 @@ int relay_runtime_backend_init(relay_runtime_backend *rb,
 {
 	if (version == 0 || version > RELAY_RUNTIME_BACKEND_VERSION)
 		return RELAY_EINVAL;
-	memset(rb, 0, sizeof(*rb));
+	/* A caller built against version 1 has the version 1 table only. */
+	memset(rb, 0, version >= 2 ? sizeof(*rb)
+				   : offsetof(relay_runtime_backend, warm));
 	rb->version = version;
 	rb->proc_size = sizeof(relay_proc);
 	return 0;
@@ -371,9 +386,9 @@ static void backend_free(relay_runtime_backend *rb)
 		rb->free(rb);
 }
 
-static int runtime_new(relay_runtime **out, relay_runtime_backend *rb,
-		       bool builtin, const relay_runtime_options *opts,
-		       relay_error *err)
+int relay__runtime_create(relay_runtime **out, relay_runtime_backend *rb,
+			  bool builtin, const relay_runtime_options *opts,
+			  relay_error *err)
 {
 	relay_runtime_options def = RELAY_RUNTIME_OPTIONS_INIT;
 	relay_runtime *rt;
@@ -411,52 +426,11 @@ int relay_runtime_new_with_backend(relay_runtime **out,
 				   const relay_runtime_options *opts,
 				   relay_error *err)
 {
-	return runtime_new(out, rb, false, opts, err);
+	return relay__runtime_create(out, rb, false, opts, err);
 }
 
-int relay_runtime_new(relay_runtime **out, const relay_runtime_options *opts,
-		      relay_error *err)
+void relay__runtime_destroy(relay_runtime *rt)
 {
-	relay_runtime_backend *rb = NULL;
-	relay_runtime *rt = NULL;
-	int rc;
-
-	if (opts && (opts->version == 0 ||
-		     opts->version > RELAY_RUNTIME_OPTIONS_VERSION))
-		return relay__error_set(err, RELAY_EINVAL, NULL, 0, 0,
-					"unsupported runtime options version");
-	rc = relay_runtime_backend_new(&rb, opts ? opts->backend : NULL, opts,
-				       err);
-	if (rc != 0)
-		return rc;
-	rc = runtime_new(&rt, rb, true, opts, err);
-	if (rc != 0)
-		return rc;
-	rc = relay__warm_new(rt, opts, err);
-	if (rc != 0) {
-		relay_runtime_free(rt);
-		return rc;
-	}
-	relay__log(&rt->logger, RELAY_LOG_INFO, "RELAY-RT01",
-		   "runtime: backend %s, resource limits: %s, warm parents: %s",
-		   rb->name,
-		   relay__limits_describe(((relay__builtin *)rb)->limits),
-		   rt->warm ? "on" : "off");
-	if (relay__limits_warning(((relay__builtin *)rb)->limits))
-		relay__log(&rt->logger, RELAY_LOG_WARN, "RELAY-RT09",
-			   "runtime: resource limits: %s",
-			   relay__limits_warning(
-				   ((relay__builtin *)rb)->limits));
-	*out = rt;
-	return 0;
-}
-
-void relay_runtime_free(relay_runtime *rt)
-{
-	if (!rt)
-		return;
-	relay__runtime_cancel_all(rt);
-	relay__warm_free(rt);
 	backend_free(rt->rb);
 	relay__free(rt);
 }
@@ -514,4 +488,15 @@ void relay__runtime_release(relay_runtime *rt, relay_proc *proc)
 {
 	if (rt->rb->release)
 		rt->rb->release(rt->rb, proc);
+}
+
+const relay_runtime_warm_iface *relay__runtime_warm_iface(relay_runtime *rt)
+{
+	relay_runtime_backend *rb = rt->rb;
+	const relay_runtime_warm_iface *wi;
+
+	if (rb->version < 2 || !rb->warm)
+		return NULL;
+	wi = rb->warm(rb, RELAY__WARM_IFACE_VERSION);
+	return wi && wi->version == RELAY__WARM_IFACE_VERSION ? wi : NULL;
 }

@@ -1,12 +1,20 @@
 /*
  * librelay/runtime/runtime.h - private declarations of the runtime module.
  *
- * Files: runtime.c (options, registry, env/argv building, the relay__
- * wrappers around backend slots), spawn.c (pipes + posix_spawn/vfork),
- * limits.c (cgroups and rlimits), output.c (line splitting), process.c and
- * bwrap.c (the built-in backends), run_libev.c (the per-run state machine)
- * and warm.c, warm_ctl.c, warm_pool.c, warm_stats.c (warm parents and pre-started
- * processes): the files with <ev.h>.
+ * The runtime is built in three layers, each calling only what is below
+ * it (doc/architecture.md, "The runtime's stairs"):
+ *
+ *   warm/ (warm.h)      warm parents, pre-started processes: a starter
+ *   run   (run.h)       one invocation's life on a loop; starter interface
+ *   core  (this file)   runtime.c (options, registry, env/argv building,
+ *                       the relay__ wrappers around backend slots),
+ *                       spawn.c (pipes + posix_spawn/vfork), limits.c
+ *                       (cgroups and rlimits), output.c (line splitting),
+ *                       process.c and bwrap.c (the built-in backends),
+ *                       seccomp.c
+ *
+ * runtime_life.c, above all three, creates and frees a runtime. Only the
+ * run and warm layers include <ev.h>.
  */
 #ifndef RELAY__RUNTIME_H
 #define RELAY__RUNTIME_H
@@ -254,22 +262,13 @@ int relay__builtin_cred(relay__builtin *b, const char *user,
 int relay__runtime_process_new(relay_runtime_backend **out,
 			       const relay_runtime_options *opts,
 			       relay_error *err);
-/* bwrap.c: is @rb the built-in bwrap backend; its command line for @spec
- * running @inner (NULL: the handler), @warm as for a warm parent. */
-bool relay__backend_is_bwrap(const relay_runtime_backend *rb);
-/* bwrap.c: the relay-warm-exec to bind into exec apps' warm sandboxes,
- * or NULL (they then use the python3 server). */
-const char *relay__bwrap_warm_exec(const relay_runtime_backend *rb);
-int relay__bwrap_argv(relay_runtime_backend *rb, const relay_exec_spec *spec,
-		      const char *const *inner, bool warm, int args_fdno,
-		      relay__strv *out, relay_error *err);
 /* bwrap.c: the fixed host-side environment every bwrap is started with
  * (PATH only; static storage). The handler's environment goes in as
  * bwrap options instead: relay__bwrap_env_fd() writes "--clearenv" and a
  * "--setenv K V" per entry of @env (NULL-terminated "K=V"), and
  * "--seccomp @seccomp_fdno" unless it is -1, into a new
  * memfd (close-on-exec, >= 10, offset 0) for the spawn's args_fd, with
- * "--args N" in the command line (@args_fdno of relay__bwrap_argv; -1:
+ * "--args N" in the command line (@args_fdno of build_argv(); -1:
  * none). 0 and *@out owned by the caller, or an error code with @err. */
 char *const *relay__bwrap_host_env(void);
 int relay__bwrap_env_fd(char *const *env, int seccomp_fdno, int *out,
@@ -286,23 +285,72 @@ int relay__bwrap_fds(char *const *env, int args_fdno, int *args_fd,
  * and *@out owned by the caller; 0 and *@out = -1 when this architecture
  * has no filter; or an error code with @err. */
 int relay__sandbox_seccomp_fd(int *out, relay_error *err);
-/* bwrap.c: start a pre-started ("pooled") process: @spec's sandbox and
- * limits running @inner, without the per-invocation variables. */
-int relay__bwrap_spawn_pooled(relay_runtime_backend *rb,
-			      const relay_exec_spec *spec,
-			      const char *const *inner, relay_proc *proc,
-			      relay_error *err);
 int relay__runtime_bwrap_new(relay_runtime_backend **out,
 			     const relay_runtime_options *opts,
 			     relay_error *err);
 
+/* ---- a backend's warm capability (its version 2 slot) ------------ */
+
+#define RELAY__WARM_IFACE_VERSION 1
+
+/*
+ * What the warm layer needs of a sandboxing backend, offered through the
+ * backend's `warm` slot (relay/sys/runtime.h), never recognised by
+ * identity: bwrap.c fills one; the process backend offers none.
+ */
+struct relay_runtime_warm_iface {
+	unsigned int version;          /* RELAY__WARM_IFACE_VERSION */
+	/* relay-warm-exec on the host (exec apps' warm parent), or NULL:
+	 * they then use the python3 server. */
+	const char *exec_server;
+	/* The host user the sandbox runs as (never root), or unset. */
+	const relay__cred *cred;
+	/* The per-invocation limits, prepared for each warm invocation. */
+	relay__limits *limits;
+	/* The limit state inside a proc of this backend (rb->proc_size
+	 * zeroed bytes): released by the backend's release slot. */
+	relay__limits_inv *(*proc_limits)(relay_proc *proc);
+	/*
+	 * Start a warm parent: @spec's sandbox as for a warm parent (with
+	 * CAP_SYS_ADMIN in its user namespace) running @inner, with the
+	 * handler environment @env (NULL-terminated "K=V", without the
+	 * per-invocation variables) and @keep_fd as its fd 3; no limits.
+	 * 0 with @proc's pid and three pipe ends set, or an error code with
+	 * @err and nothing left running or open.
+	 */
+	int (*spawn_parent)(relay_runtime_backend *rb,
+			    const relay_exec_spec *spec,
+			    const char *const *inner, char *const *env,
+			    int keep_fd, relay_proc *proc, relay_error *err);
+	/*
+	 * Start a pre-started ("pooled") process: @spec's sandbox and
+	 * limits running @inner, without the per-invocation variables.
+	 * @proc: rb->proc_size zeroed bytes. As the spawn slot returns.
+	 */
+	int (*spawn_pooled)(relay_runtime_backend *rb,
+			    const relay_exec_spec *spec,
+			    const char *const *inner, relay_proc *proc,
+			    relay_error *err);
+};
+typedef struct relay_runtime_warm_iface relay_runtime_warm_iface;
+
 /* ---- the runtime ------------------------------------------------- */
 
+/* Both are defined above the core: relay__starter by the per-run layer
+ * (run.h), relay__warm by the warm layer (warm/warm.h). The core only
+ * holds the pointers. */
+typedef struct relay__starter relay__starter;
 typedef struct relay__warm relay__warm;
 
 struct relay_runtime {
 	relay_runtime_backend *rb;  /* owned */
-	relay__warm *warm;          /* warm parents (warm.c), or NULL */
+	relay__starter *starter;    /* the warm path as the run sees it
+				       (run.h), or NULL: cold only */
+	relay__warm *warm;          /* the same, as the warm layer sees it */
+	/* Start counters by path, fallbacks by reason (counted by the run
+	 * while a starter is installed), parents and pre-started processes
+	 * (by the warm layer). */
+	relay_runtime_warm_stats warm_st;
 	bool builtin;               /* rb is a relay__builtin */
 	uint32_t grace_ms;
 	size_t max_line;
@@ -313,50 +361,22 @@ struct relay_runtime {
 	unsigned int nactive;
 };
 
+/* The runtime over @rb (stolen: freed on failure too), without warm
+ * parents; relay_runtime_new() (runtime_life.c) adds them. */
+int relay__runtime_create(relay_runtime **out, relay_runtime_backend *rb,
+			  bool builtin, const relay_runtime_options *opts,
+			  relay_error *err);
+/* Free the backend and @rt (its runs and starter already gone). */
+void relay__runtime_destroy(relay_runtime *rt);
+
 /* C6 wrappers: the only callers of the backend slots. */
 int relay__runtime_spawn(relay_runtime *rt, const relay_exec_spec *spec,
 			 relay_proc **out, relay_error *err);
 int relay__runtime_signal(relay_runtime *rt, relay_proc *proc, int sig);
 void relay__runtime_release(relay_runtime *rt, relay_proc *proc);
-
-/* run_libev.c: cancel and reap every active run (from relay_runtime_free). */
-void relay__runtime_cancel_all(relay_runtime *rt);
-
-/* ---- warm parents (warm.c) -------------------------------------- */
-
-/* Create rt->warm when @opts ask for it and the backend is bwrap. */
-int relay__warm_new(relay_runtime *rt, const relay_runtime_options *opts,
-		    relay_error *err);
-/* Kill every warm parent (reaped synchronously) and free rt->warm. */
-void relay__warm_free(relay_runtime *rt);
-/* Kill the warm parents living on @loop (a private loop going away). */
-void relay__warm_drop_loop(relay_runtime *rt, void *loop);
-
-/*
- * Start @run warm on @loop. Returns 0 with *proc set, or a
- * relay_warm_fail reason (>= 0) when the run must start cold, or -1 when
- * warm does not apply to @spec (nothing counted).
- *   *pooled false: a warm parent forks it; its pid stays 0 until the
- *   parent reports the fork (relay__run_warm_started()), its status
- *   arrives through relay__run_warm_exited().
- *   *pooled true: a pre-started process, our own child: watch its exit
- *   as a cold one's, and write @prefix (filled here) before the event.
- */
-int relay__warm_start(relay_runtime *rt, void *loop, relay_run *run,
-		      const relay_exec_spec *spec, relay_proc **proc,
-		      bool *pooled, relay__buf *prefix);
-/* @run is finishing or being cancelled: forget it. */
-void relay__warm_forget(relay_runtime *rt, relay_run *run);
-/* Count one start on the cold (0) or warm (1) path with its latency. */
-void relay__warm_count(relay_runtime *rt, int warm, uint64_t latency_us);
-void relay__warm_count_fail(relay_runtime *rt, int why);
-
-/* run_libev.c, called by warm.c. */
-void relay__run_warm_started(relay_run *run, pid_t pid);
-void relay__run_warm_exited(relay_run *run, int wstatus);
-/* The warm start failed before the handler ran (@why: relay_warm_fail):
- * the run starts again on the cold path, or fails for REQUIRE. */
-void relay__run_warm_lost(relay_run *run, int why, const char *detail);
+/* The backend's warm interface (version RELAY__WARM_IFACE_VERSION), or
+ * NULL when it offers none. Borrowed. */
+const relay_runtime_warm_iface *relay__runtime_warm_iface(relay_runtime *rt);
 
 /* A copy of @spec and every string it points at, in one allocation
  * (relay__free); its event is left out. NULL when out of memory. */

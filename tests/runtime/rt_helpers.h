@@ -110,7 +110,7 @@ static const char *bootstrap_dir(void)
 {
 	static char buf[1024];
 
-	snprintf(buf, sizeof(buf), "%s/librelay/runtime/bootstrap",
+	snprintf(buf, sizeof(buf), "%s/sandbox/bootstrap",
 		 src_root());
 	return buf;
 }

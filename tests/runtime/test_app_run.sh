@@ -5,7 +5,7 @@ set -u
 relayctl=$1
 root=${RELAY_SOURCE_ROOT:?}
 apps=$root/tests/runtime/apps-cli
-export RELAY_BOOTSTRAP_DIR=$root/librelay/runtime/bootstrap
+export RELAY_BOOTSTRAP_DIR=$root/sandbox/bootstrap
 tmp=$(mktemp -d)
 trap 'rm -rf "$tmp"' EXIT
 n=0

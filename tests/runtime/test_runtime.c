@@ -929,9 +929,16 @@ static void test_runtime__backend_registry(void)
 	RT_EQ_INT(relay_runtime_new(&rt, &opt, &err), RELAY_ENOTFOUND);
 	RT_EQ_STR(err.text, "unknown runtime backend \"docker\"");
 	RT_EQ_INT(relay_runtime_backend_init(&tbl, 0), RELAY_EINVAL);
-	RT_EQ_INT(relay_runtime_backend_init(&tbl, 2), RELAY_EINVAL);
+	/* Newer than this library: refused. */
+	RT_EQ_INT(relay_runtime_backend_init(&tbl,
+					     RELAY_RUNTIME_BACKEND_VERSION + 1),
+		  RELAY_EINVAL);
 	RT_EQ_INT(relay_runtime_backend_init(&tbl, 1), 0);
 	RT_EQ_INT(tbl.proc_size, sizeof(relay_proc));
+	/* Version 2 adds the warm slot, NULL until a backend fills it. */
+	RT_EQ_INT(relay_runtime_backend_init(&tbl, 2), 0);
+	RT_EQ_INT(tbl.version, 2);
+	RT_CHECK(tbl.warm == NULL);
 	open_rt();
 	RT_EQ_STR(relay_runtime_backend_name(rt), "process");
 	RT_EQ_INT(relay_runtime_limits_mode(rt), RELAY_LIMITS_NONE);

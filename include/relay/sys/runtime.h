@@ -23,6 +23,8 @@ extern "C" {
 #endif
 
 typedef struct relay_runtime_backend relay_runtime_backend;
+/* Private to librelay: see the warm slot below. */
+struct relay_runtime_warm_iface;
 
 /**
  * struct relay_proc - one started handler process.
@@ -64,10 +66,24 @@ struct relay_runtime_backend {
 	/* Free the backend itself. Optional. */
 	void (*free)(relay_runtime_backend *rb);
 
-	/* version 1 ends here; later versions append only */
+	/* version 1 ends here */
+
+	/*
+	 * Warm capability (version 2). Optional. Returns the backend's warm
+	 * interface if it speaks interface version @version, else NULL;
+	 * NULL also when this backend keeps no warm parents. The interface
+	 * (struct relay_runtime_warm_iface) is librelay's own, private and
+	 * not a stable API: only the built-in bwrap backend offers it, and
+	 * any other backend leaves this slot NULL. Borrowed: lives as long
+	 * as @rb.
+	 */
+	const struct relay_runtime_warm_iface *(*warm)(
+		relay_runtime_backend *rb, unsigned int version);
+
+	/* version 2 ends here; later versions append only */
 };
 
-#define RELAY_RUNTIME_BACKEND_VERSION 1
+#define RELAY_RUNTIME_BACKEND_VERSION 2
 #define RELAY_RUNTIME_BACKEND_INIT \
 	{ .version = RELAY_RUNTIME_BACKEND_VERSION }
 
@@ -76,7 +92,9 @@ struct relay_runtime_backend {
  * @rb: caller-owned table (usually the first member of the backend).
  * @version: RELAY_RUNTIME_BACKEND_VERSION.
  *
- * Zeroes @rb and sets its version and proc_size = sizeof(relay_proc).
+ * Zeroes the fields of @version in @rb (a version 1 table may be the
+ * smaller one of an older header) and sets its version and proc_size =
+ * sizeof(relay_proc).
  * Returns: 0, or RELAY_EINVAL for an unsupported version.
  */
 RELAY_EXTERN int relay_runtime_backend_init(relay_runtime_backend *rb,

@@ -38,26 +38,12 @@
 # it from inside its namespace). If the server dies, the sandbox's init
 # exits and the kernel kills every slot and invocation with it.
 #
-# Control socket (fd 3, SOCK_SEQPACKET), fields NUL-separated:
-#   relayd -> slots   R id wait_go as_limit nproc_limit handler env... +
-#                       3 fds (stdin, stdout, stderr of the invocation),
-#                       + the read end of a go pipe when wait_go: relayd
-#                       writes "g" once H joined the invocation's cgroups
-#   server -> relayd  Y + pidfd      ready (the first slot's probe
-#                                    invocation worked; the server's own
-#                                    pidfd, for its RSS)
-#                     N reason       this sandbox cannot run invocations
-#                     E id reason    the slot running it died
-#   slot -> relayd    S id + pidfd   invocation process H forked
-#                     X id status    H exited and nothing of it is left
-#                                    (a wait status: exit code << 8,
-#                                    128 + signal when killed)
-#                     E id reason    could not fork
-# Every idle slot reads the control socket itself (the kernel hands each
-# request to one), so the server is not on an invocation's path: it keeps
-# one slot free, reaps the ones that die, and exits when relayd hangs up.
-# slot -> server (a socket pair): B id (took a request), I id (free
-# again; the first, with no id, once set up), F reason (cannot set up).
+# The protocol (the control socket to relayd, the messages between a slot
+# and the server, struct relay_warm_slot) is specified once, with its
+# version, in sandbox/warm_proto.h (installed programs: the header of the
+# source tree they were built from). WARM_PROTO_VERSION below is that
+# version; a slot loop of another one is refused (N), so the app's
+# invocations run cold instead of misreading each other.
 import array
 import ctypes
 import gc
@@ -109,10 +95,17 @@ def _clone3(flags):
 
 # The slot loop (warm_slot.c), bound into the sandbox by relayd.
 SLOT_LIB = "/run/relay-warm-slot.so"
+# RELAY_WARM_PROTO_VERSION of warm_proto.h, which this file follows.
+WARM_PROTO_VERSION = 1
+
+
+class ProtocolMismatch(OSError):
+    """The slot loop speaks another warm protocol than this server."""
 
 
 class _SlotArgs(ctypes.Structure):
-    """struct relay_warm_slot in warm_slot.c."""
+    """struct relay_warm_slot of warm_proto.h (its version:
+    WARM_PROTO_VERSION)."""
     _fields_ = [("ctl_fd", ctypes.c_int), ("srv_fd", ctypes.c_int),
                 ("nscratch", ctypes.c_int),
                 ("scratch", ctypes.c_char_p * 2),
@@ -128,7 +121,33 @@ def _load_slot_lib(path):
     lib.relay_warm_slot_request.argtypes = [
         ctypes.POINTER(ctypes.POINTER(ctypes.c_char))]
     lib.relay_warm_slot_request.restype = ctypes.c_long
+    check_proto(lib)
     return lib
+
+
+def check_proto(lib):
+    """Refuse (ProtocolMismatch) a slot library @lib that does not speak
+    WARM_PROTO_VERSION or whose struct relay_warm_slot is not _SlotArgs."""
+    try:
+        version = lib.relay_warm_slot_proto_version
+        size = lib.relay_warm_slot_args_size
+    except AttributeError:
+        raise ProtocolMismatch("the slot loop states no warm protocol "
+                               "version (this server speaks %d)"
+                               % WARM_PROTO_VERSION) from None
+    version.argtypes = []
+    version.restype = ctypes.c_int
+    size.argtypes = []
+    size.restype = ctypes.c_size_t
+    v = version()
+    if v != WARM_PROTO_VERSION:
+        raise ProtocolMismatch("the slot loop speaks warm protocol version "
+                               "%d, this server %d" % (v, WARM_PROTO_VERSION))
+    n = size()
+    if n != ctypes.sizeof(_SlotArgs):
+        raise ProtocolMismatch("the slot loop's argument block has %d "
+                               "bytes, this server's %d"
+                               % (n, ctypes.sizeof(_SlotArgs)))
 
 
 def _check(rc, what):

@@ -1,8 +1,8 @@
 /*
- * librelay/runtime/warm.h - private to the warm path: warm.c (python3 warm
- * and exec parents, the runtime's side), warm_ctl.c (their control
- * protocol), warm_stats.c (counters, memory) and warm_pool.c (node
- * pre-started processes). They include <ev.h>.
+ * librelay/runtime/warm/warm.h - private to the warm layer: warm.c
+ * (python3 warm and exec parents, the runtime's side), warm_ctl.c (their
+ * control protocol), warm_stats.c (counters, memory) and warm_pool.c
+ * (node pre-started processes). They include <ev.h>.
  */
 #ifndef RELAY__WARM_H
 #define RELAY__WARM_H
@@ -16,7 +16,9 @@
 #include <ev.h>
 
 #include "relay/clock.h"
+#include "run.h"
 #include "runtime.h"
+#include "warm_api.h"
 
 #define WARM_MAX_PARENTS 32u
 #define WARM_IDLE_MS 300000u
@@ -44,7 +46,8 @@ typedef struct warm_parent warm_parent;
 struct warm_req {
 	warm_req *next;
 	warm_parent *p;
-	relay_run *run;
+	relay__start_fn fn;    /* the run's completion callback (run.h) */
+	void *payload;         /* ... and its payload: the run */
 	relay_proc *proc;
 	uint32_t id;
 	int cfd[4];            /* the invocation's ends (stdin, stdout,
@@ -130,7 +133,9 @@ typedef struct warm_backoff {
 } warm_backoff;
 
 struct relay__warm {
+	relay__starter base;   /* must be first: rt->starter */
 	relay_runtime *rt;
+	const relay_runtime_warm_iface *wi;  /* the backend's warm slot */
 	warm_parent *parents;
 	warm_pool *pools;
 	warm_backoff *backoff;
@@ -138,7 +143,7 @@ struct relay__warm {
 	uint32_t next_id;
 	ev_timer w_idle;
 	struct ev_loop *idle_loop;
-	relay_runtime_warm_stats st;
+	relay_runtime_warm_stats *st;  /* &rt->warm_st */
 };
 
 
@@ -172,7 +177,7 @@ void relay__warm_parent_free(warm_parent *p);
 void relay__warm_req_free(warm_req *q);
 void relay__warm_count_states(relay__warm *w);
 
-/* warm_ctl.c: the control protocol (see relay_warm_server.py). */
+/* warm_ctl.c: the control protocol (sandbox/warm_proto.h). */
 /* The R message of @q for @spec with the environment @env; 0 or an error. */
 int relay__warm_build_request(warm_req *q, const relay_exec_spec *spec,
 			      const relay__strv *env);
@@ -204,7 +209,8 @@ int relay__warm_ctl_read(warm_parent *p, int max);
 /* warm_pool.c */
 
 /* Claim a pre-started process for @spec (node); @key is taken.
- * Returns as relay__warm_start() does; 0 with *proc and *prefix set. */
+ * Returns as the starter's start (run.h) does; 0 with *proc and *prefix
+ * set. */
 int relay__warm_pool_claim(relay__warm *w, struct ev_loop *loop,
 			   const relay_exec_spec *spec, char *key,
 			   relay_proc **proc, relay__buf *prefix);

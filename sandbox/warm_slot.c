@@ -18,7 +18,7 @@
  * Python with its request in hand (doc/perf/warm.md).
  *
  * The protocol on relayd's control socket (fd 3) and on the socket pair
- * to the server is relay_warm_server.py's; this file speaks it for N.
+ * to the server is warm_proto.h's; this file speaks it for N.
  * Per request, as the Python loop did: "B id" to the server, the request
  * (bytes and descriptors as received) to the waiting H, "S id" + H's
  * pidfd to relayd; when H exits every process left in the namespace is
@@ -56,21 +56,6 @@
 #define SLOT_MSG_MAX (1u << 20)   /* a request, as the Python loop read */
 #define SLOT_FIELDS_MIN 6         /* R id wait_go as nproc handler */
 #define SLOT_ID_MAX 32            /* relayd's ids are decimal numbers */
-#define SLOT_SCRATCH_MAX 2
-
-/*
- * What relay_warm_server.py hands over (its _SlotArgs): the control
- * socket to relayd, the socket pair to the server, and the scratch
- * directories with the mode each was mounted with (-1: not mounted, so
- * neither checked nor mounted again).
- */
-struct relay_warm_slot {
-	int ctl_fd;
-	int srv_fd;
-	int nscratch;
-	const char *scratch[SLOT_SCRATCH_MAX];
-	int scratch_mode[SLOT_SCRATCH_MAX];
-};
 
 /* What an invocation can have changed in a scratch mount: an entry made
  * or removed changes the directory's mtime, a chmod, chown or xattr its
@@ -93,6 +78,8 @@ struct spare {
 
 int relay_warm_slot_run(const struct relay_warm_slot *a);
 long relay_warm_slot_request(const char **msg);
+int relay_warm_slot_proto_version(void);
+size_t relay_warm_slot_args_size(void);
 
 static char *msgbuf;            /* the request (N's, then H's copy) */
 static int h_sock = -1;         /* in H: where its request comes from */
@@ -206,7 +193,7 @@ static void take_stamp(const struct relay_warm_slot *a, struct stamp *s)
 	struct stat st;
 	int i;
 
-	memset(s, 0, sizeof(*s) * SLOT_SCRATCH_MAX);
+	memset(s, 0, sizeof(*s) * RELAY_WARM_SLOT_SCRATCH_MAX);
 	for (i = 0; i < a->nscratch; i++) {
 		if (stat(a->scratch[i], &st) != 0)
 			continue;
@@ -235,7 +222,7 @@ static int same_stamp(const struct stamp *x, const struct stamp *y)
 static int scratch_fresh(const struct relay_warm_slot *a,
 			 const struct stamp *was)
 {
-	struct stamp now[SLOT_SCRATCH_MAX];
+	struct stamp now[RELAY_WARM_SLOT_SCRATCH_MAX];
 	int i;
 
 	take_stamp(a, now);
@@ -517,7 +504,7 @@ static int probe(struct spare *sp, int srv)
 int relay_warm_slot_run(const struct relay_warm_slot *a)
 {
 	static const char free_msg[] = "I\0";
-	struct stamp stamp[SLOT_SCRATCH_MAX];
+	struct stamp stamp[RELAY_WARM_SLOT_SCRATCH_MAX];
 	struct spare sp = { 0, -1, -1 };
 	struct attrs attrs;
 	int retire;
@@ -527,7 +514,7 @@ int relay_warm_slot_run(const struct relay_warm_slot *a)
 	ssize_t n;
 	pid_t h;
 
-	if (a->nscratch < 0 || a->nscratch > SLOT_SCRATCH_MAX)
+	if (a->nscratch < 0 || a->nscratch > RELAY_WARM_SLOT_SCRATCH_MAX)
 		_exit(255);
 	/*
 	 * N blocks every signal: it runs no Python from here on, so a
@@ -731,4 +718,18 @@ long relay_warm_slot_request(const char **msg)
 	}
 	*msg = msgbuf;
 	return (long)n;
+}
+
+/* The warm protocol this library speaks (warm_proto.h): the server
+ * refuses a library of another version. */
+int relay_warm_slot_proto_version(void)
+{
+	return RELAY_WARM_PROTO_VERSION;
+}
+
+/* sizeof(struct relay_warm_slot), which the server's _SlotArgs must
+ * match. */
+size_t relay_warm_slot_args_size(void)
+{
+	return sizeof(struct relay_warm_slot);
 }

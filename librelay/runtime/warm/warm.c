@@ -18,9 +18,9 @@
  *                                   │   cgroups)
  *                                   └─ none: start one, this run cold
  *   parent: S id + pidfd → host pid, join cgroups, "g" down the go pipe
- *           X id status  → relay__run_warm_exited()
+ *           X id status  → the run's callback: RELAY__START_EXITED
  *   parent dies / no S within the bound → every run it had starts again
- *           cold (relay__run_warm_lost()), the parent is retired and the
+ *           cold (RELAY__START_LOST), the parent is retired and the
  *           next one starts after a backoff
  *
  * A parent is keyed by everything of the spec that its sandbox fixes (app,
@@ -28,10 +28,12 @@
  * invocation (cgroups joined before any of the invocation's code runs,
  * rlimits set by its process). Idle parents are retired after
  * warm_idle_ms; at most warm_max_parents live at once (the least recently
- * used idle one makes room). warm_ctl.c has the control protocol (requests and what the
- * parent answers), warm_pool.c the node pre-started processes,
- * warm_stats.c the counters; these and run_libev.c are the runtime files
- * with <ev.h>.
+ * used idle one makes room). warm_ctl.c has the control protocol
+ * (requests and what the parent answers), warm_pool.c the node
+ * pre-started processes, warm_stats.c the counters and memory. The warm
+ * layer is a starter (../run.h): the run reaches it only through its ops
+ * and hears back only through its completion callback; the sandbox it
+ * gets from the backend's warm interface (../runtime.h).
  */
 #define _GNU_SOURCE
 #include <errno.h>
@@ -105,15 +107,15 @@ void relay__warm_count_states(relay__warm *w)
 {
 	warm_parent *p;
 
-	w->st.parents_starting = w->st.parents_ready = 0;
-	w->st.parents_retiring = 0;
+	w->st->parents_starting = w->st->parents_ready = 0;
+	w->st->parents_retiring = 0;
 	for (p = w->parents; p; p = p->next) {
 		if (p->state == P_STARTING)
-			w->st.parents_starting++;
+			w->st->parents_starting++;
 		else if (p->state == P_READY)
-			w->st.parents_ready++;
+			w->st->parents_ready++;
 		else
-			w->st.parents_retiring++;
+			w->st->parents_retiring++;
 	}
 }
 
@@ -265,14 +267,15 @@ void relay__warm_parent_fault(warm_parent *p, int why, const char *detail)
 		   detail);
 	relay__warm_backoff_note(w, p->app, true);
 	if (why == RELAY_WARM_FAIL_UNSUPPORTED)
-		w->st.failures[why]++;
+		w->st->failures[why]++;
 	while (p->reqs) {
 		warm_req *q = p->reqs;
-		relay_run *run = q->run;
+		relay__start_fn fn = q->fn;
+		void *payload = q->payload;
 
 		relay__warm_unlink_req(p, q);
 		relay__warm_req_free(q);
-		relay__run_warm_lost(run, why, detail);
+		fn(RELAY__START_LOST, why, detail, payload);
 	}
 	relay__warm_parent_free(p);
 }
@@ -356,49 +359,79 @@ static void out_cb(struct ev_loop *loop, ev_io *wio, int revents)
 		   buf);
 }
 
-static int spawn_parent(relay__warm *w, warm_parent *p,
-			const relay_exec_spec *spec, relay_error *err)
+/*
+ * What a warm parent's sandbox runs (@inner): relay-warm-exec when
+ * @exec_server, else the python3 server; for an exec app, "--" and its
+ * command. And the environment it gets (@penv): the handler's, without
+ * the per-invocation variables. 0 or RELAY_ENOMEM.
+ */
+static int parent_command(const relay_exec_spec *spec, bool exec_server,
+			  relay__strv *inner, relay__strv *penv)
 {
 	static const char *const serve[] = {
 		"python3", "-u", "-B",
 		RELAY__SANDBOX_BOOTSTRAP_DIR "/relay-bootstrap.py", "--serve",
 	};
-	relay__strv inner = { 0 }, argv = { 0 }, env = { 0 }, penv = { 0 };
-	relay__spawn_req req = RELAY__SPAWN_REQ_INIT;
-	relay_proc proc;
-	int sv[2] = { -1, -1 }, keep = -1, args_fd = -1, seccomp_fd = -1;
+	relay__strv env = { 0 };
 	int rc = 0;
 	size_t i;
+
+	if (exec_server)
+		rc = relay__strv_push(inner, RELAY__SANDBOX_WARM_EXEC);
+	else
+		for (i = 0; rc == 0 && i < RELAY__ARRAY_SIZE(serve); i++)
+			rc = relay__strv_push(inner, serve[i]);
+	if (rc == 0 && spec->runtime == RELAY_RUNTIME_EXEC)
+		rc = relay__strv_push(inner, "--");
+	for (i = 0; rc == 0 && spec->runtime == RELAY_RUNTIME_EXEC &&
+		    spec->argv[i]; i++)
+		rc = relay__strv_push(inner, spec->argv[i]);
+	if (rc != 0)
+		return RELAY_ENOMEM;
+	rc = relay__runtime_env(spec, &env);
+	for (i = 0; rc == 0 && i < env.n; i++)
+		if (!per_invocation_var(env.v[i]))
+			rc = relay__strv_push(penv, env.v[i]);
+	relay__strv_free(&env);
+	return rc != 0 ? RELAY_ENOMEM : 0;
+}
+
+/* @p's sandbox runs: watch its control socket, exit and output, and
+ * bound its start. */
+static void parent_watch(relay__warm *w, warm_parent *p)
+{
+	ev_io_init(&p->w_ctl, relay__warm_ctl_cb, p->ctl, EV_READ);
+	ev_io_init(&p->w_exit, exit_cb, p->pidfd, EV_READ);
+	ev_io_init(&p->w_out, out_cb, p->out_fd, EV_READ);
+	ev_io_init(&p->w_err, out_cb, p->err_fd, EV_READ);
+	ev_init(&p->w_watchdog, watchdog_cb);
+	p->w_ctl.data = p->w_exit.data = p->w_out.data = p->w_err.data = p;
+	p->w_watchdog.data = p;
+	ev_io_start(p->loop, &p->w_ctl);
+	ev_io_start(p->loop, &p->w_exit);
+	ev_io_start(p->loop, &p->w_out);
+	ev_io_start(p->loop, &p->w_err);
+	/* Starting counts as a request: a parent that never says Y is
+	 * wedged like one that never answers. Its Y stops this (unless
+	 * requests wait): a ready, idle parent has no deadline. */
+	p->spawned_at = relay_clock_mono_us(NULL);
+	relay__warm_arm_watchdog(p);
+	w->st->parents_started++;
+}
+
+static int spawn_parent(relay__warm *w, warm_parent *p,
+			const relay_exec_spec *spec, relay_error *err)
+{
+	relay__strv inner = { 0 }, penv = { 0 };
+	relay_proc proc;
+	int sv[2] = { -1, -1 }, keep = -1;
+	int rc;
 
 	/* An exec app's parent execs its command in every invocation: the
 	 * small C server where it is built, else the python3 one. */
 	p->exec_server = spec->runtime == RELAY_RUNTIME_EXEC &&
-			 relay__bwrap_warm_exec(w->rt->rb);
-	if (p->exec_server)
-		rc = relay__strv_push(&inner, RELAY__SANDBOX_WARM_EXEC);
-	else
-		for (i = 0; rc == 0 && i < RELAY__ARRAY_SIZE(serve); i++)
-			rc = relay__strv_push(&inner, serve[i]);
-	if (rc == 0 && spec->runtime == RELAY_RUNTIME_EXEC)
-		rc = relay__strv_push(&inner, "--");
-	for (i = 0; rc == 0 && spec->runtime == RELAY_RUNTIME_EXEC &&
-		    spec->argv[i]; i++)
-		rc = relay__strv_push(&inner, spec->argv[i]);
-	if (rc != 0) {
-		rc = relay__error_set(err, RELAY_ENOMEM, NULL, 0, 0,
-				      "out of memory");
-		goto done;
-	}
-	rc = relay__bwrap_argv(w->rt->rb, spec,
-			       (const char *const *)inner.v, true,
-			       RELAY__SPAWN_ARGS_FDNO(3), &argv, err);
-	if (rc != 0)
-		goto done;
-	rc = relay__runtime_env(spec, &env);
-	for (i = 0; rc == 0 && i < env.n; i++)
-		if (!per_invocation_var(env.v[i]))
-			rc = relay__strv_push(&penv, env.v[i]);
-	if (rc != 0) {
+			 w->wi->exec_server;
+	if (parent_command(spec, p->exec_server, &inner, &penv) != 0) {
 		rc = relay__error_set(err, RELAY_ENOMEM, NULL, 0, 0,
 				      "out of memory");
 		goto done;
@@ -417,22 +450,11 @@ static int spawn_parent(relay__warm *w, warm_parent *p,
 				      "control socket: %s", strerror(errno));
 		goto done;
 	}
-	rc = relay__bwrap_fds(penv.v, RELAY__SPAWN_ARGS_FDNO(3), &args_fd,
-			      &seccomp_fd, err);
-	if (rc != 0)
-		goto done;
-	req.path = argv.v[0];
-	req.argv = argv.v;
-	req.envp = relay__bwrap_host_env();
-	req.args_fd = args_fd;
-	req.seccomp_fd = seccomp_fd;
-	req.cwd = "/";
-	req.keep_fd = keep;
-	/* The same host user as a cold sandbox (never root). */
-	req.cred = &((relay__builtin *)w->rt->rb)->cred;
-	req.need_dir = spec->app_dir;
+	/* The sandbox itself is the backend's (its warm interface). */
 	memset(&proc, 0, sizeof(proc));
-	rc = relay__spawn(&req, &proc, err);
+	rc = w->wi->spawn_parent(w->rt->rb, spec,
+				 (const char *const *)inner.v, penv.v, keep,
+				 &proc, err);
 	if (rc != 0)
 		goto done;
 	close(proc.stdin_fd);
@@ -447,32 +469,12 @@ static int spawn_parent(relay__warm *w, warm_parent *p,
 				      "pidfd_open: %s", strerror(errno));
 		goto done;
 	}
-	ev_io_init(&p->w_ctl, relay__warm_ctl_cb, p->ctl, EV_READ);
-	ev_io_init(&p->w_exit, exit_cb, p->pidfd, EV_READ);
-	ev_io_init(&p->w_out, out_cb, p->out_fd, EV_READ);
-	ev_io_init(&p->w_err, out_cb, p->err_fd, EV_READ);
-	ev_init(&p->w_watchdog, watchdog_cb);
-	p->w_ctl.data = p->w_exit.data = p->w_out.data = p->w_err.data = p;
-	p->w_watchdog.data = p;
-	ev_io_start(p->loop, &p->w_ctl);
-	ev_io_start(p->loop, &p->w_exit);
-	ev_io_start(p->loop, &p->w_out);
-	ev_io_start(p->loop, &p->w_err);
-	/* Starting counts as a request: a parent that never says Y is
-	 * wedged like one that never answers. Its Y stops this (unless
-	 * requests wait): a ready, idle parent has no deadline. */
-	p->spawned_at = relay_clock_mono_us(NULL);
-	relay__warm_arm_watchdog(p);
-	w->st.parents_started++;
+	parent_watch(w, p);
 done:
 	relay__warm_close_fd(&sv[0]);
 	relay__warm_close_fd(&sv[1]);
 	relay__warm_close_fd(&keep);
-	relay__warm_close_fd(&args_fd);
-	relay__warm_close_fd(&seccomp_fd);
 	relay__strv_free(&inner);
-	relay__strv_free(&argv);
-	relay__strv_free(&env);
 	relay__strv_free(&penv);
 	return rc;
 }
@@ -580,38 +582,46 @@ static void start_idle_timer(relay__warm *w, struct ev_loop *loop)
 
 /* ---- the runtime's side ------------------------------------------ */
 
+static const relay__starter_ops warm_starter_ops;
+
 int relay__warm_new(relay_runtime *rt, const relay_runtime_options *opts,
 		    relay_error *err)
 {
+	const relay_runtime_warm_iface *wi;
 	relay__warm *w;
 
 	(void)err;
-	if (!opts || opts->version < 2 || !opts->warm ||
-	    !relay__backend_is_bwrap(rt->rb))
+	if (!opts || opts->version < 2 || !opts->warm)
+		return 0;
+	/* A backend offers warm parents through its warm slot. */
+	wi = relay__runtime_warm_iface(rt);
+	if (!wi)
 		return 0;
 	w = relay__calloc(1, sizeof(*w));
 	if (!w)
 		return relay__error_set(err, RELAY_ENOMEM, NULL, 0, 0,
 					"out of memory");
+	w->base.ops = &warm_starter_ops;
 	w->rt = rt;
+	w->wi = wi;
+	w->st = &rt->warm_st;
 	w->max_parents = opts->warm_max_parents ? opts->warm_max_parents
 						: WARM_MAX_PARENTS;
 	w->idle_ms = opts->warm_idle_ms ? opts->warm_idle_ms : WARM_IDLE_MS;
 	w->start_timeout_ms = opts->warm_start_timeout_ms
 				      ? opts->warm_start_timeout_ms
 				      : WARM_START_TIMEOUT_MS;
-	w->st.version = RELAY_RUNTIME_WARM_STATS_VERSION;
+	w->st->version = RELAY_RUNTIME_WARM_STATS_VERSION;
 	rt->warm = w;
+	rt->starter = &w->base;
 	return 0;
 }
 
-void relay__warm_drop_loop(relay_runtime *rt, void *loop)
+static void warm_drop_loop(relay__starter *s, void *loop)
 {
-	relay__warm *w = rt->warm;
+	relay__warm *w = (relay__warm *)s;
 	warm_parent *p, *next;
 
-	if (!w)
-		return;
 	for (p = w->parents; p; p = next) {
 		next = p->next;
 		if (p->loop == loop) {
@@ -640,18 +650,17 @@ void relay__warm_drop_loop(relay_runtime *rt, void *loop)
 	}
 }
 
-void relay__warm_free(relay_runtime *rt)
+static void warm_free(relay__starter *s)
 {
-	relay__warm *w = rt->warm;
+	relay__warm *w = (relay__warm *)s;
+	relay_runtime *rt = w->rt;
 
-	if (!w)
-		return;
 	while (w->parents)
-		relay__warm_drop_loop(rt, w->parents->loop);
+		warm_drop_loop(s, w->parents->loop);
 	while (w->pools)
-		relay__warm_drop_loop(rt, w->pools->loop);
+		warm_drop_loop(s, w->pools->loop);
 	if (w->idle_loop)
-		relay__warm_drop_loop(rt, w->idle_loop);
+		warm_drop_loop(s, w->idle_loop);
 	while (w->backoff) {
 		warm_backoff *b = w->backoff;
 
@@ -661,38 +670,105 @@ void relay__warm_free(relay_runtime *rt)
 	}
 	relay__free(w);
 	rt->warm = NULL;
+	rt->starter = NULL;
 }
 
-int relay__warm_start(relay_runtime *rt, void *loop, relay_run *run,
-		      const relay_exec_spec *spec, relay_proc **out,
-		      bool *pooled, relay__buf *prefix)
+/*
+ * Hand @spec to @p for the run's @fn and @payload: the invocation's proc
+ * (the parent's ends of its stdio, its limits prepared), the child's ends
+ * and, with cgroups, a go pipe, and the R message with the environment
+ * @env; linked into @p and sent at once when @p is ready. 0 with *@out,
+ * or a relay_warm_fail reason (nothing left).
+ */
+static int req_start(relay__warm *w, warm_parent *p,
+		     const relay_exec_spec *spec, const relay__strv *env,
+		     relay__start_fn fn, void *payload, relay_proc **out)
 {
-	relay__warm *w = rt->warm;
-	relay__builtin *b = (relay__builtin *)rt->rb;
-	relay__builtin_proc *bp;
-	relay__strv env = { 0 };
+	const relay_runtime_warm_iface *wi = w->wi;
 	relay_exec_spec lim;
 	relay_error err;
-	warm_parent *p, *next;
-	warm_req *q = NULL;
-	char *key;
-	int why = RELAY_WARM_FAIL_SPAWN, i;
+	relay_proc *pr;
+	warm_req *q;
+	int why, i;
 
-	*pooled = false;
-	if (!w)
-		return -1;
-	if (relay__runtime_env(spec, &env) != 0)
+	q = relay__calloc(1, sizeof(*q));
+	pr = relay__calloc(1, w->rt->rb->proc_size);
+	if (!q || !pr) {
+		relay__free(q);
+		relay__free(pr);
 		return RELAY_WARM_FAIL_SPAWN;
-	key = make_key(spec, &env);
-	if (!key)
-		goto fail;
-	start_idle_timer(w, loop);
-	if (spec->runtime == RELAY_RUNTIME_NODE) {
-		relay__strv_free(&env);
-		why = relay__warm_pool_claim(w, loop, spec, key, out, prefix);
-		*pooled = why == 0;
-		return why;
 	}
+	q->p = p;
+	q->fn = fn;
+	q->payload = payload;
+	q->proc = pr;
+	q->id = ++w->next_id;
+	q->cfd[0] = q->cfd[1] = q->cfd[2] = q->cfd[3] = q->go_w = -1;
+	pr->stdin_fd = pr->stdout_fd = pr->stderr_fd = -1;
+	q->inv = wi->proc_limits(pr);
+	relay__limits_inv_init(q->inv);
+	/* Only H joins the invocation's cgroups (N stays out, for the
+	 * python3 and the exec server alike): the handler's own limits. */
+	lim = *spec;
+	if (relay__limits_prepare(wi->limits, &lim, q->inv, &err) != 0)
+		goto fail_q;
+	for (i = 0; i < 3; i++) {
+		int *pfd = i == 0 ? &pr->stdin_fd
+			 : i == 1 ? &pr->stdout_fd
+				  : &pr->stderr_fd;
+
+		if (relay__make_pipe(pfd, &q->cfd[i], i == 0) != 0)
+			goto fail_q;
+	}
+	/* As a cold spawn does: the handler may reopen its stdio. */
+	if (relay__pipes_give(q->cfd, 3, wi->cred) != 0)
+		goto fail_q;
+	if (q->inv->ncg > 0) {
+		if (relay__make_pipe(&q->go_w, &q->cfd[3], true) != 0)
+			goto fail_q;
+	}
+	if (relay__warm_build_request(q, spec, env) != 0)
+		goto fail_q;
+	q->next = p->reqs;
+	p->reqs = q;
+	p->inflight++;
+	p->last_used = relay_clock_mono_us(NULL);
+	if (p->state == P_READY && relay__warm_req_send(q) != 0) {
+		relay__warm_unlink_req(p, q);
+		relay__warm_parent_fault(p, RELAY_WARM_FAIL_CRASHED,
+			     "control socket write failed");
+		why = RELAY_WARM_FAIL_CRASHED;
+		goto fail_q_why;
+	}
+	*out = pr;
+	return 0;
+fail_q:
+	why = RELAY_WARM_FAIL_SPAWN;
+fail_q_why:
+	relay__limits_release(q->inv, NULL);
+	relay__warm_close_fd(&pr->stdin_fd);
+	relay__warm_close_fd(&pr->stdout_fd);
+	relay__warm_close_fd(&pr->stderr_fd);
+	relay__free(pr);
+	relay__warm_req_free(q);
+	return why;
+}
+
+/*
+ * The parent serving @spec's @key (taken) on @loop, ready; a parent of
+ * another generation of the app is retired on the way. NULL with *@why
+ * -1 when the run starts cold for now (no parent ready yet, one just
+ * started, or the app backing off after a failure) or a relay_warm_fail
+ * reason. With RELAY_WARM_REQUIRE a parent still starting is returned:
+ * the run waits for it.
+ */
+static warm_parent *parent_for(relay__warm *w, struct ev_loop *loop,
+			       const relay_exec_spec *spec, char *key,
+			       int *why)
+{
+	bool require = spec->version >= 2 && spec->warm == RELAY_WARM_REQUIRE;
+	warm_parent *p, *next;
+
 	for (p = w->parents; p; p = next) {
 		next = p->next;
 		if (p->state == P_RETIRING || p->loop != loop)
@@ -706,102 +782,68 @@ int relay__warm_start(relay_runtime *rt, void *loop, relay_run *run,
 	if (!p) {
 		if (relay__warm_backoff_active(w, spec->app)) {
 			relay__free(key);
-			why = -1;
-			goto fail;
+			*why = -1;
+			return NULL;
 		}
-		p = parent_new(w, loop, spec, key, &why);
+		*why = RELAY_WARM_FAIL_SPAWN;
+		p = parent_new(w, loop, spec, key, why);
 		/* Not ready yet: this run starts cold unless it must wait. */
-		if (p && spec->version >= 2 &&
-		    spec->warm == RELAY_WARM_REQUIRE)
-			goto use;
-		if (!p)
-			goto fail;
-		relay__strv_free(&env);
-		return -1;
+		if (p && !require) {
+			*why = -1;
+			return NULL;
+		}
+		return p;
 	}
 	relay__free(key);
-	if (p->state != P_READY && (spec->version < 2 ||
-				    spec->warm != RELAY_WARM_REQUIRE)) {
-		relay__strv_free(&env);
-		return -1;
+	if (p->state != P_READY && !require) {
+		*why = -1;
+		return NULL;
 	}
-use:
-	q = relay__calloc(1, sizeof(*q));
-	bp = relay__calloc(1, rt->rb->proc_size);
-	if (!q || !bp) {
-		relay__free(q);
-		relay__free(bp);
-		goto fail;
-	}
-	q->p = p;
-	q->run = run;
-	q->proc = &bp->parent;
-	q->id = ++w->next_id;
-	q->cfd[0] = q->cfd[1] = q->cfd[2] = q->cfd[3] = q->go_w = -1;
-	bp->parent.stdin_fd = bp->parent.stdout_fd = bp->parent.stderr_fd = -1;
-	relay__limits_inv_init(&bp->inv);
-	q->inv = &bp->inv;
-	/* Only H joins the invocation's cgroups (N stays out, for the
-	 * python3 and the exec server alike): the handler's own limits. */
-	lim = *spec;
-	if (relay__limits_prepare(b->limits, &lim, &bp->inv, &err) != 0)
-		goto fail_q;
-	for (i = 0; i < 3; i++) {
-		int *pfd = i == 0 ? &bp->parent.stdin_fd
-			 : i == 1 ? &bp->parent.stdout_fd
-				  : &bp->parent.stderr_fd;
+	return p;
+}
 
-		if (relay__make_pipe(pfd, &q->cfd[i], i == 0) != 0)
-			goto fail_q;
+static int warm_start(relay__starter *s, void *loop,
+		      const relay_exec_spec *spec, relay__start_fn fn,
+		      void *payload, relay_proc **out, bool *pooled,
+		      relay__buf *prefix)
+{
+	relay__warm *w = (relay__warm *)s;
+	relay__strv env = { 0 };
+	warm_parent *p;
+	char *key;
+	int why;
+
+	*pooled = false;
+	if (relay__runtime_env(spec, &env) != 0)
+		return RELAY_WARM_FAIL_SPAWN;
+	key = make_key(spec, &env);
+	if (!key) {
+		relay__strv_free(&env);
+		return RELAY_WARM_FAIL_SPAWN;
 	}
-	/* As a cold spawn does: the handler may reopen its stdio. */
-	if (relay__pipes_give(q->cfd, 3, &b->cred) != 0)
-		goto fail_q;
-	if (q->inv->ncg > 0) {
-		if (relay__make_pipe(&q->go_w, &q->cfd[3], true) != 0)
-			goto fail_q;
+	start_idle_timer(w, loop);
+	if (spec->runtime == RELAY_RUNTIME_NODE) {
+		relay__strv_free(&env);
+		why = relay__warm_pool_claim(w, loop, spec, key, out, prefix);
+		*pooled = why == 0;
+		return why;
 	}
-	if (relay__warm_build_request(q, spec, &env) != 0)
-		goto fail_q;
-	relay__strv_free(&env);
-	q->next = p->reqs;
-	p->reqs = q;
-	p->inflight++;
-	p->last_used = relay_clock_mono_us(NULL);
-	if (p->state == P_READY && relay__warm_req_send(q) != 0) {
-		relay__warm_unlink_req(p, q);
-		relay__warm_parent_fault(p, RELAY_WARM_FAIL_CRASHED,
-			     "control socket write failed");
-		why = RELAY_WARM_FAIL_CRASHED;
-		goto fail_q_why;
-	}
-	*out = &bp->parent;
-	return 0;
-fail_q:
-	why = RELAY_WARM_FAIL_SPAWN;
-fail_q_why:
-	relay__limits_release(&bp->inv, NULL);
-	relay__warm_close_fd(&bp->parent.stdin_fd);
-	relay__warm_close_fd(&bp->parent.stdout_fd);
-	relay__warm_close_fd(&bp->parent.stderr_fd);
-	relay__free(bp);
-	relay__warm_req_free(q);
-fail:
+	p = parent_for(w, loop, spec, key, &why);
+	if (p)
+		why = req_start(w, p, spec, &env, fn, payload, out);
 	relay__strv_free(&env);
 	return why;
 }
 
-void relay__warm_forget(relay_runtime *rt, relay_run *run)
+static void warm_forget(relay__starter *s, void *payload)
 {
-	relay__warm *w = rt->warm;
+	relay__warm *w = (relay__warm *)s;
 	warm_parent *p;
 	warm_req *q;
 
-	if (!w)
-		return;
 	for (p = w->parents; p; p = p->next) {
 		for (q = p->reqs; q; q = q->next) {
-			if (q->run != run)
+			if (q->payload != payload)
 				continue;
 			relay__warm_unlink_req(p, q);
 			relay__warm_req_free(q);
@@ -812,6 +854,13 @@ void relay__warm_forget(relay_runtime *rt, relay_run *run)
 		}
 	}
 }
+
+static const relay__starter_ops warm_starter_ops = {
+	.start = warm_start,
+	.forget = warm_forget,
+	.drop_loop = warm_drop_loop,
+	.free = warm_free,
+};
 
 void relay_runtime_warm_retire(relay_runtime *rt, const char *app)
 {

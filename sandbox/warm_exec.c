@@ -1,8 +1,8 @@
 /*
  * warm_exec.c - relay-warm-exec, the warm parent of an exec app: a small
- * fork server run inside the app's warm bubblewrap sandbox (warm.c starts
- * it like the python3 server, with the same control protocol; see
- * relay_warm_server.py for the protocol and doc/sandbox.md, "Warm
+ * fork server run inside the app's warm bubblewrap sandbox (relayd's warm
+ * layer starts it like the python3 server, with the same control
+ * protocol; see warm_proto.h for the protocol and doc/sandbox.md, "Warm
  * sandboxes").
  *
  *	relay-warm-exec -- CMD ARGS...     (fd 3: the control socket)

@@ -1,7 +1,7 @@
 /*
  * warm_ctl.c - the control protocol between the runtime and a warm parent
- * (the python3 server or relay-warm-exec; relay_warm_server.py has the
- * protocol): building and sending a request, reading what the parent
+ * (the python3 server or relay-warm-exec; sandbox/warm_proto.h specifies
+ * the protocol): building and sending a request, reading what the parent
  * says (Y ready, N unsupported, S started + pidfd, X exited, E lost), and
  * the watchdog that bounds the wait for an answer. warm.c owns the
  * parents' life (start, fault, retire, cap, idle eviction).
@@ -147,7 +147,7 @@ static void on_started(warm_parent *p, warm_req *q, int pidfd)
 	/* Already exited and reaped by the parent (its X is on the way):
 	 * nothing to signal. It cannot be waiting for a G. */
 	if (pid <= 0) {
-		relay__run_warm_started(q->run, 0);
+		q->fn(RELAY__START_FORKED, 0, NULL, q->payload);
 		return;
 	}
 	if (q->go_w >= 0) {
@@ -161,7 +161,7 @@ static void on_started(warm_parent *p, warm_req *q, int pidfd)
 		relay__warm_close_fd(&q->go_w);
 	}
 	q->pid = pid;
-	relay__run_warm_started(q->run, pid);
+	q->fn(RELAY__START_FORKED, (int)pid, NULL, q->payload);
 }
 
 static int ctl_read(warm_parent *p, int max);
@@ -179,52 +179,107 @@ int relay__warm_ctl_read(warm_parent *p, int max)
 	return rc;
 }
 
-static int ctl_read(warm_parent *p, int max)
+/*
+ * One message from @p's control socket into @msg (NUL-terminated, @cap
+ * bytes at most with the NUL), without waiting; its first descriptor in
+ * *@fd (-1: none; any more are closed). Returns its length, 0 at EOF,
+ * -1 with errno (EAGAIN: nothing waiting).
+ */
+static ssize_t recv_msg(warm_parent *p, char *msg, size_t cap, int *fd)
 {
 	union {
 		char buf[CMSG_SPACE(4 * sizeof(int))];
 		struct cmsghdr align;
 	} u;
+	struct iovec iov = { msg, cap - 1 };
+	struct msghdr mh;
+	struct cmsghdr *c;
+	ssize_t n;
+
+	*fd = -1;
+	memset(&mh, 0, sizeof(mh));
+	mh.msg_iov = &iov;
+	mh.msg_iovlen = 1;
+	mh.msg_control = u.buf;
+	mh.msg_controllen = sizeof(u.buf);
+	n = recvmsg(p->ctl, &mh, MSG_CMSG_CLOEXEC | MSG_DONTWAIT);
+	if (n < 0)
+		return -1;
+	for (c = CMSG_FIRSTHDR(&mh); c; c = CMSG_NXTHDR(&mh, c)) {
+		size_t k, nfd;
+
+		if (c->cmsg_level != SOL_SOCKET || c->cmsg_type != SCM_RIGHTS)
+			continue;
+		nfd = (c->cmsg_len - CMSG_LEN(0)) / sizeof(int);
+		for (k = 0; k < nfd; k++) {
+			int x;
+
+			memcpy(&x, CMSG_DATA(c) + k * sizeof(int), sizeof(int));
+			if (*fd < 0)
+				*fd = x;
+			else
+				close(x);
+		}
+	}
+	if (n > 0)
+		msg[n] = '\0';
+	return n;
+}
+
+/* Y: @p is ready (@pidfd: its server's); send what waited for it. 0, or
+ * -1 when @p faulted (freed or torn down). */
+static int on_ready(warm_parent *p, int pidfd)
+{
+	warm_req *q;
+
+	p->server_pid = pidfd >= 0 ? pidfd_pid(pidfd) : 0;
+	relay__warm_close_fd(&pidfd);
+	p->state = P_READY;
+	relay__warm_count_states(p->w);
+	relay__warm_backoff_note(p->w, p->app, false);
+	relay__log(&p->w->rt->logger, RELAY_LOG_DEBUG, "RELAY-RT06",
+		   "runtime: warm parent for app %s ready", p->app);
+	for (q = p->reqs; q; q = q->next) {
+		if (!q->sent && relay__warm_req_send(q) != 0) {
+			relay__warm_parent_fault(p, RELAY_WARM_FAIL_CRASHED,
+						 "control socket write failed");
+			return -1;
+		}
+	}
+	/* Ready: from now on only unanswered requests have a deadline
+	 * (none when idle). */
+	relay__warm_arm_watchdog(p);
+	return 0;
+}
+
+/* X or E: @q is over; tell its run (which may free @p's last request). */
+static void on_over(warm_parent *p, warm_req *q, relay__start_event ev,
+		    int value, const char *detail)
+{
+	relay__start_fn fn = q->fn;
+	void *payload = q->payload;
+
+	relay__warm_unlink_req(p, q);
+	relay__warm_req_free(q);
+	relay__warm_arm_watchdog(p);
+	fn(ev, value, detail, payload);
+}
+
+static int ctl_read(warm_parent *p, int max)
+{
 	char msg[4096];
 	char *f[4];
 	int nf, i;
 
 	for (i = 0; i < max && !p->dead; i++) {
-		struct iovec iov = { msg, sizeof(msg) - 1 };
-		struct msghdr mh;
-		struct cmsghdr *c;
-		int fd = -1;
-		ssize_t n;
+		int fd;
+		ssize_t n = recv_msg(p, msg, sizeof(msg), &fd);
 		warm_req *q;
 
-		memset(&mh, 0, sizeof(mh));
-		mh.msg_iov = &iov;
-		mh.msg_iovlen = 1;
-		mh.msg_control = u.buf;
-		mh.msg_controllen = sizeof(u.buf);
-		n = recvmsg(p->ctl, &mh, MSG_CMSG_CLOEXEC | MSG_DONTWAIT);
 		if (n < 0 && errno == EINTR)
 			continue;
 		if (n < 0 && (errno == EAGAIN || errno == EWOULDBLOCK))
 			return 0;
-		for (c = CMSG_FIRSTHDR(&mh); c; c = CMSG_NXTHDR(&mh, c)) {
-			size_t k, nfd;
-
-			if (c->cmsg_level != SOL_SOCKET ||
-			    c->cmsg_type != SCM_RIGHTS)
-				continue;
-			nfd = (c->cmsg_len - CMSG_LEN(0)) / sizeof(int);
-			for (k = 0; k < nfd; k++) {
-				int x;
-
-				memcpy(&x, CMSG_DATA(c) + k * sizeof(int),
-				       sizeof(int));
-				if (fd < 0)
-					fd = x;
-				else
-					close(x);
-			}
-		}
 		if (n <= 0) {
 			relay__warm_close_fd(&fd);
 			relay__warm_parent_fault(p, RELAY_WARM_FAIL_CRASHED,
@@ -232,28 +287,10 @@ static int ctl_read(warm_parent *p, int max)
 					    : strerror(errno));
 			return -1;
 		}
-		msg[n] = '\0';
 		nf = split(msg, (size_t)n, f, 4);
 		if (f[0][0] == 'Y' && p->state == P_STARTING) {
-			p->server_pid = fd >= 0 ? pidfd_pid(fd) : 0;
-			relay__warm_close_fd(&fd);
-			p->state = P_READY;
-			relay__warm_count_states(p->w);
-			relay__warm_backoff_note(p->w, p->app, false);
-			relay__log(&p->w->rt->logger, RELAY_LOG_DEBUG,
-				   "RELAY-RT06", "runtime: warm parent for "
-				   "app %s ready", p->app);
-			for (q = p->reqs; q; q = q->next) {
-				if (!q->sent && relay__warm_req_send(q) != 0) {
-					relay__warm_parent_fault(p, RELAY_WARM_FAIL_CRASHED,
-						     "control socket write "
-						     "failed");
-					return -1;
-				}
-			}
-			/* Ready: from now on only unanswered requests
-			 * have a deadline (none when idle). */
-			relay__warm_arm_watchdog(p);
+			if (on_ready(p, fd) != 0)
+				return -1;
 			continue;
 		}
 		if (f[0][0] == 'N' && p->state == P_STARTING) {
@@ -271,23 +308,13 @@ static int ctl_read(warm_parent *p, int max)
 		if (f[0][0] == 'S') {
 			on_started(p, q, fd);
 		} else if (f[0][0] == 'X' && nf > 2) {
-			relay_run *run = q->run;
-
 			relay__warm_close_fd(&fd);
-			relay__warm_unlink_req(p, q);
-			relay__warm_req_free(q);
-			relay__warm_arm_watchdog(p);
-			relay__run_warm_exited(run,
-					       (int)strtol(f[2], NULL, 10));
+			on_over(p, q, RELAY__START_EXITED,
+				(int)strtol(f[2], NULL, 10), NULL);
 		} else if (f[0][0] == 'E') {
-			relay_run *run = q->run;
-
 			relay__warm_close_fd(&fd);
-			relay__warm_unlink_req(p, q);
-			relay__warm_req_free(q);
-			relay__warm_arm_watchdog(p);
-			relay__run_warm_lost(run, RELAY_WARM_FAIL_FORK,
-					     nf > 2 ? f[2] : "fork failed");
+			on_over(p, q, RELAY__START_LOST, RELAY_WARM_FAIL_FORK,
+				nf > 2 ? f[2] : "fork failed");
 		} else {
 			relay__warm_close_fd(&fd);
 		}

@@ -12,42 +12,6 @@
 
 #include "warm.h"
 
-static const char *const fail_names[RELAY_WARM_FAIL_COUNT] = {
-	"unsupported", "crashed", "wedged", "spawn", "fork", "cap",
-};
-
-const char *relay_warm_fail_name(relay_warm_fail f)
-{
-	return (unsigned int)f < RELAY_WARM_FAIL_COUNT ? fail_names[f]
-						       : "unknown";
-}
-
-void relay__warm_count(relay_runtime *rt, int warm, uint64_t latency_us)
-{
-	static const uint64_t bounds[] = RELAY_WARM_LATENCY_BOUNDS_US;
-	relay__warm *w = rt->warm;
-	size_t i;
-
-	if (!w)
-		return;
-	if (warm)
-		w->st.warm_starts++;
-	else
-		w->st.cold_starts++;
-	for (i = 0; i < RELAY__ARRAY_SIZE(bounds); i++)
-		if (latency_us <= bounds[i])
-			break;
-	w->st.latency_us[warm ? 1 : 0][i]++;
-	w->st.latency_sum_us[warm ? 1 : 0] += latency_us;
-}
-
-void relay__warm_count_fail(relay_runtime *rt, int why)
-{
-	if (rt->warm && why >= 0 && why < RELAY_WARM_FAIL_COUNT &&
-	    why != RELAY_WARM_FAIL_UNSUPPORTED)
-		rt->warm->st.failures[why]++;
-}
-
 uint64_t relay__warm_rss_of(pid_t pid)
 {
 	char path[64], buf[128];
@@ -163,7 +127,7 @@ int relay_runtime_warm_stats_get(const relay_runtime *rt,
 	out->version = v;
 	if (!rt->warm)
 		return 0;
-	*out = rt->warm->st;
+	*out = rt->warm_st;
 	out->version = v;
 	out->parents_rss_bytes = 0;
 	for (p = rt->warm->parents; p; p = p->next)

@@ -137,9 +137,8 @@ static int pool_start_one(warm_pool *q)
 		goto fail;
 	}
 	proc->stdin_fd = proc->stdout_fd = proc->stderr_fd = -1;
-	rc = relay__bwrap_spawn_pooled(rt->rb, q->spec,
-				       (const char *const *)inner.v, proc,
-				       &err);
+	rc = q->w->wi->spawn_pooled(rt->rb, q->spec,
+				    (const char *const *)inner.v, proc, &err);
 	relay__strv_free(&inner);
 	if (rc != 0) {
 		if (q->failures == 0)
@@ -172,7 +171,7 @@ static int pool_start_one(warm_pool *q)
 	pp->next = q->ready;
 	q->ready = pp;
 	q->nready++;
-	q->w->st.parents_started++;
+	q->w->st->parents_started++;
 	return 0;
 fail:
 	relay__strv_free(&inner);
