@@ -40,6 +40,14 @@ char *relay__sprintf(const char *fmt, ...) RELAY__PRINTF(1, 2);
  * @max bytes of @s are shown, then "...". Returns @buf.
  */
 char *relay__escape(const char *s, size_t max, char *buf, size_t size);
+/*
+ * Days since 1970-01-01 of the proleptic Gregorian date @y-@m-@d (m 1-12,
+ * d 1-31, not checked; any year). Pure arithmetic: the year is shifted
+ * to start in March, so the leap day ends it, and an era of 400 years has
+ * exactly 146097 days. The one copy for RFC 3339 in patterns, the DLQ
+ * filter's times and the schedules' calendar.
+ */
+int64_t relay__days_from_civil(int64_t y, int m, int d);
 
 /*
  * Fill a caller's optional relay_error. @path may be NULL; text is

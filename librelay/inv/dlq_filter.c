@@ -31,19 +31,6 @@ static int digits(const char *s, int n, int *v)
 	return 0;
 }
 
-/* Days since 1970-01-01 of a proleptic Gregorian date. */
-static int64_t days_from_civil(int64_t y, int m, int d)
-{
-	int64_t era, yoe, doy, doe;
-
-	y -= m <= 2;
-	era = (y >= 0 ? y : y - 399) / 400;
-	yoe = y - era * 400;
-	doy = (153 * (m + (m > 2 ? -3 : 9)) + 2) / 5 + d - 1;
-	doe = yoe * 365 + yoe / 4 - yoe / 100 + doy;
-	return era * 146097 + doe - 719468;
-}
-
 static int month_days(int y, int m)
 {
 	static const int days[12] = { 31, 28, 31, 30, 31, 30, 31, 31, 30, 31,
@@ -91,8 +78,8 @@ int relay_dlq_time_parse(const char *s, relay_wall_ms *out)
 	/* A leap second counts as the last second of its minute. */
 	if (sec == 60)
 		sec = 59;
-	*out = ((days_from_civil(y, mo, d) * 86400 + h * 3600 + mi * 60 + sec -
-		 sign * (oh * 3600 + om * 60)) * 1000) + frac;
+	*out = ((relay__days_from_civil(y, mo, d) * 86400 + h * 3600 +
+		 mi * 60 + sec - sign * (oh * 3600 + om * 60)) * 1000) + frac;
 	return 0;
 }
 

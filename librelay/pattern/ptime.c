@@ -41,23 +41,6 @@ static int days_in_month(int y, int m)
 }
 
 /*
- * Days from 1970-01-01 to y-m-d in the proleptic Gregorian calendar. The
- * year is shifted to start in March so that the leap day is the last day
- * of the shifted year; eras of 400 years have exactly 146097 days.
- */
-static int64_t days_from_civil(int y, int m, int d)
-{
-	int64_t era, yoe, doy, doe;
-
-	y -= m <= 2;
-	era = (y >= 0 ? y : y - 399) / 400;
-	yoe = y - era * 400;
-	doy = (153 * (m + (m > 2 ? -3 : 9)) + 2) / 5 + d - 1;
-	doe = yoe * 365 + yoe / 4 - yoe / 100 + doy;
-	return era * 146097 + doe - 719468;
-}
-
-/*
  * Fixed layout: YYYY-MM-DD T HH:MM:SS, then an optional fraction of one or
  * more digits, then Z or a numeric offset. Any number of fraction digits
  * is accepted; the first three give milliseconds and any nonzero digit
@@ -111,7 +94,8 @@ int relay__rfc3339_parse(const char *s, size_t len, relay__instant *out)
 	if (mo < 1 || mo > 12 || d < 1 || d > days_in_month(y, mo) ||
 	    h > 23 || mi > 59 || sec > 59 || oh > 23 || om > 59)
 		return -1;
-	t = days_from_civil(y, mo, d) * 86400 + h * 3600 + mi * 60 + sec;
+	t = relay__days_from_civil(y, mo, d) * 86400 + h * 3600 + mi * 60 +
+	    sec;
 	t -= sign * (oh * 3600 + om * 60);
 	out->ms = t * 1000 + ms;
 	out->sub = sub;

@@ -31,20 +31,6 @@ int relay__days_in_month(int64_t y, int m)
 	return dim[(m - 1) % 12];
 }
 
-int64_t relay__days_from_civil(int64_t y, int m, int d)
-{
-	int64_t era, yoe, doy, doe;
-	int mar = (m + 9) % 12; /* March = 0 .. February = 11 */
-
-	if (m <= 2)
-		y--;
-	era = relay__floordiv(y, 400);
-	yoe = y - era * 400;
-	doy = (153 * mar + 2) / 5 + d - 1;
-	doe = yoe * 365 + yoe / 4 - yoe / 100 + doy;
-	return era * 146097 + doe - 719468;
-}
-
 void relay__civil_from_days(int64_t days, int64_t *y, int *m, int *d)
 {
 	int64_t z = days + 719468;

@@ -16,8 +16,7 @@
 #define RELAY__SCHED_MIN_S (-62135596800LL)
 #define RELAY__SCHED_MAX_S (253402300799LL)
 
-/* Days since 1970-01-01 of a proleptic Gregorian date (m 1-12, d 1-31). */
-int64_t relay__days_from_civil(int64_t y, int m, int d);
+/* relay__days_from_civil() is common's (common.h). */
 /* The date of day @days since 1970-01-01. */
 void relay__civil_from_days(int64_t days, int64_t *y, int *m, int *d);
 /* 0 = Sunday .. 6 = Saturday. */
