@@ -286,25 +286,6 @@ static void run_req_free(run_req *rr)
 	free(rr);
 }
 
-/* A JSON string of @len bytes; bytes that are not UTF-8 become '?'. */
-static json_t *text_lossy(const char *text, size_t len)
-{
-	json_t *j = json_stringn(text, len);
-	char *copy;
-	size_t i;
-
-	if (j)
-		return j;
-	copy = malloc(len + 1);
-	if (!copy)
-		return NULL;
-	for (i = 0; i < len; i++)
-		copy[i] = (unsigned char)text[i] < 0x80 ? text[i] : '?';
-	j = json_stringn(copy, len);
-	free(copy);
-	return j;
-}
-
 /* dlq replay with "output": keep each line (prefix and all) for the
  * answer, up to the bound; count the rest. */
 static void on_replay_output(const relay_output_line *line, void *payload)
@@ -317,7 +298,7 @@ static void on_replay_output(const relay_output_line *line, void *payload)
 		rr->out_dropped++;
 		return;
 	}
-	t = text_lossy(line->text, line->len);
+	t = relayd_json_lossy(line->text, line->len);
 	o = t ? json_pack("{s:s, s:o}", "stream",
 			  line->stream == RELAY_OUTPUT_STDERR ? "stderr"
 							      : "stdout",

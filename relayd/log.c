@@ -155,8 +155,7 @@ static size_t emit_json(json_t *obj)
 	return n;
 }
 
-/* A JSON string of @text; bytes that are not UTF-8 become '?'. */
-static json_t *string_lossy(const char *text, size_t len)
+void *relayd_json_lossy(const char *text, size_t len)
 {
 	json_t *j = json_stringn(text, len);
 	char *copy;
@@ -232,7 +231,7 @@ static void lift_kv(const char *msg, json_t *obj)
 					q++;
 				buf[n++] = *q;
 			}
-			val = string_lossy(buf, n);
+			val = relayd_json_lossy(buf, n);
 			free(buf);
 			if (!json_object_get(obj, key))
 				json_object_set_new(obj, key, val);
@@ -251,7 +250,7 @@ static void lift_kv(const char *msg, json_t *obj)
 				e--;
 			if (!json_object_get(obj, key))
 				json_object_set_new(obj, key,
-						    string_lossy(v,
+						    relayd_json_lossy(v,
 							(size_t)(e - v)));
 		}
 	}
@@ -309,7 +308,7 @@ static size_t vlog(relay_log_level lvl, const char *msgid,
 		for (; kv && kv[0] && kv[1]; kv += 2)
 			json_object_set_new(fields, kv[0], json_string(kv[1]));
 		lift_kv(msg, fields);
-		json_object_set_new(obj, "msg", string_lossy(msg,
+		json_object_set_new(obj, "msg", relayd_json_lossy(msg,
 							      strlen(msg)));
 		json_object_update(obj, fields);
 		json_decref(fields);
@@ -406,12 +405,12 @@ static void output_names(json_t *obj, const char *text, size_t plen)
 		;
 	if (!slash || at <= slash)
 		return;
-	json_object_set_new(obj, "app", string_lossy(text + 1,
+	json_object_set_new(obj, "app", relayd_json_lossy(text + 1,
 						     (size_t)(slash - text - 1)));
 	json_object_set_new(obj, "handler",
-			    string_lossy(slash + 1, (size_t)(at - slash - 1)));
+			    relayd_json_lossy(slash + 1, (size_t)(at - slash - 1)));
 	json_object_set_new(obj, "message_id",
-			    string_lossy(at + 1, (size_t)(close - at - 1)));
+			    relayd_json_lossy(at + 1, (size_t)(close - at - 1)));
 }
 
 char *relayd_log_output_record(const char *text, size_t len,
@@ -433,11 +432,11 @@ char *relayd_log_output_record(const char *text, size_t len,
 		json_object_set_new(obj, "output",
 				    json_string(is_stderr ? "stderr"
 							  : "stdout"));
-		json_object_set_new(obj, "msg", string_lossy(text, len));
+		json_object_set_new(obj, "msg", relayd_json_lossy(text, len));
 		output_names(obj, text, prefix_len < len ? prefix_len : len);
 		if (stream)
 			json_object_set_new(obj, "stream",
-					    string_lossy(stream,
+					    relayd_json_lossy(stream,
 							 strlen(stream)));
 		return json_record(obj, n);
 	}

@@ -154,6 +154,12 @@ void relayd_log_write(const char *rec, size_t n);
  * Returns @dst.
  */
 char *relayd_escape_ctl(const char *src, char *dst, size_t size);
+/*
+ * A JSON string (a json_t *) of @len bytes of @text, bytes not UTF-8 as
+ * '?' (jansson refuses them). New reference; "" when memory ran short,
+ * NULL only when even that failed.
+ */
+void *relayd_json_lossy(const char *text, size_t len);
 
 /* ---- stats.c ---------------------------------------------------------- */
 
