@@ -270,6 +270,8 @@ typedef struct run_req {
 	char *dlq_id;       /* dlq replay: the entry to remove, or NULL */
 	const char *dlq_stream; /* dlq replay: its stream (the config's) */
 	bool keep;          /* dlq replay: keep the entry */
+	bool on_ctl;        /* dlq replay: the command in flight went on
+			       the control connection */
 	json_t *output;     /* dlq replay with "output": the lines, or NULL */
 	size_t out_bytes;   /* ... bytes of text kept so far */
 	size_t out_dropped; /* ... lines past the bound, not kept */
@@ -313,11 +315,81 @@ static void on_replay_output(const relay_output_line *line, void *payload)
 }
 
 static void on_xdel(relay_redis_backend *b, int status, long long value,
+		    void *payload);
+static void on_dlq_entry(relay_redis_backend *b, int status,
+			 relay_redis_reply *reply, void *payload);
+
+/* XRANGE of @rr's entry (callback on_dlq_entry), or its XDEL (on_xdel),
+ * on @b. */
+static int replay_send(run_req *rr, relay_redis_backend *b, bool xdel)
+{
+	char *key = relay_dlq_key(rr->dlq_stream);
+	const char *argv[6];
+	int rc;
+
+	if (!key)
+		return RELAY_ENOMEM;
+	if (xdel) {
+		const char *ids[] = { rr->dlq_id };
+
+		rc = relay_redis_xdel(b, key, ids, 1, on_xdel, rr);
+	} else {
+		argv[0] = "XRANGE";
+		argv[1] = key;
+		argv[2] = rr->dlq_id;
+		argv[3] = rr->dlq_id;
+		argv[4] = "COUNT";
+		argv[5] = "1";
+		rc = relay_redis_command(b, 6, argv, NULL, on_dlq_entry, rr);
+	}
+	relay_free(key);
+	return rc;
+}
+
+/*
+ * A replay's commands go on the stream's control connection, where no
+ * XREADGROUP BLOCK holds them up (on an idle stream the stream's own
+ * connection waits up to a second for its read: bulk replays ran at
+ * about one entry per second). That one connects on its first command;
+ * while it is not connected (RELAY_ECLOSED: connecting to a sentinel's
+ * master, waiting to reconnect, lost) the stream's own connection takes
+ * the command instead, so a replay never fails for it.
+ */
+static int replay_command(run_req *rr, bool xdel)
+{
+	relay_redis_backend *b = relayd_ctl_redis(rr->d, rr->dlq_stream);
+	int rc = b ? replay_send(rr, b, xdel) : RELAY_ECLOSED;
+
+	rr->on_ctl = rc == 0;
+	if (rc == RELAY_ECLOSED) {
+		b = relayd_stream_redis(rr->d, rr->dlq_stream);
+		rc = b ? replay_send(rr, b, xdel) : RELAY_ECLOSED;
+	}
+	return rc;
+}
+
+/* @rr's command on the control connection failed with @status: 1 when
+ * it went out again on the stream's connection (XRANGE reads, and XDEL
+ * of one id may run twice), else 0. */
+static int replay_resend(run_req *rr, int status, bool xdel)
+{
+	relay_redis_backend *b;
+
+	if (status != RELAY_ECLOSED || !rr->on_ctl)
+		return 0;
+	rr->on_ctl = false;
+	b = relayd_stream_redis(rr->d, rr->dlq_stream);
+	return b && replay_send(rr, b, xdel) == 0;
+}
+
+static void on_xdel(relay_redis_backend *b, int status, long long value,
 		    void *payload)
 {
 	run_req *rr = payload;
 
 	(void)b;
+	if (replay_resend(rr, status, true))
+		return;
 	/* The request was answered already; this only logs. */
 	if (status || value != 1)
 		relayd_log(RELAY_LOG_WARN, "RELAYD-CTL02",
@@ -330,7 +402,6 @@ static void on_run(int status, const relay_consumer_result *res, size_t n,
 		   void *payload)
 {
 	run_req *rr = payload;
-	relayd *d = rr->d;
 	json_t *r, *list;
 	bool all_ok = true;
 	size_t i;
@@ -369,17 +440,8 @@ static void on_run(int status, const relay_consumer_result *res, size_t n,
 		}
 		relayd_request_reply(rr->req, r);
 		rr->req = NULL;
-		if (remove) {
-			char *key = relay_dlq_key(rr->dlq_stream);
-			const char *ids[] = { rr->dlq_id };
-			int rc = key ? relay_redis_xdel(
-				relayd_stream_redis(d, rr->dlq_stream), key,
-				ids, 1, on_xdel, rr) : RELAY_ENOMEM;
-
-			relay_free(key);
-			if (rc == 0)
-				return;
-		}
+		if (remove && replay_command(rr, true) == 0)
+			return;
 		goto done;
 	}
 	relayd_request_reply(rr->req, r);
@@ -445,6 +507,8 @@ static void on_dlq_entry(relay_redis_backend *b, int status,
 
 	(void)b;
 	memset(&rec, 0, sizeof(rec));
+	if (!reply && replay_resend(rr, status, false))
+		return;
 	if (status || !reply || reply->type != RELAY_REDIS_REPLY_ARRAY) {
 		relayd_request_fail(rr->req, "redis", status ?
 				    relay_strerror(status) :
@@ -545,8 +609,6 @@ static void cmd_replay(relayd *d, relayd_request *req, json_t *j)
 {
 	const char *id = json_string_value(json_object_get(j, "id"));
 	const char *stream;
-	char *key;
-	const char *argv[6];
 	run_req *rr;
 	int rc;
 
@@ -564,12 +626,8 @@ static void cmd_replay(relayd *d, relayd_request *req, json_t *j)
 	if (!stream)
 		return;
 	rr = calloc(1, sizeof(*rr));
-	key = relay_dlq_key(stream);
-	if (!rr || !key || !(rr->dlq_id = strdup(id))) {
-		if (rr)
-			free(rr->dlq_id);
+	if (!rr || !(rr->dlq_id = strdup(id))) {
 		free(rr);
-		relay_free(key);
 		relayd_request_fail(req, "failed", "out of memory");
 		return;
 	}
@@ -580,19 +638,10 @@ static void cmd_replay(relayd *d, relayd_request *req, json_t *j)
 	if (json_is_true(json_object_get(j, "output")) &&
 	    !(rr->output = json_array())) {
 		run_req_free(rr);
-		relay_free(key);
 		relayd_request_fail(req, "failed", "out of memory");
 		return;
 	}
-	argv[0] = "XRANGE";
-	argv[1] = key;
-	argv[2] = id;
-	argv[3] = id;
-	argv[4] = "COUNT";
-	argv[5] = "1";
-	rc = relay_redis_command(relayd_stream_redis(d, stream), 6, argv, NULL,
-				 on_dlq_entry, rr);
-	relay_free(key);
+	rc = replay_command(rr, false);
 	if (rc) {
 		run_req_free(rr);
 		relayd_request_fail(req, "redis", relay_strerror(rc));

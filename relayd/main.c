@@ -62,6 +62,18 @@ relay_redis_backend *relayd_stream_redis(const relayd *d, const char *stream)
 	return d->sredis[0];
 }
 
+relay_redis_backend *relayd_ctl_redis(const relayd *d, const char *stream)
+{
+	size_t i;
+
+	if (!d->credis)
+		return NULL;    /* before start-up, after shutdown */
+	for (i = 0; i < d->cfg.nstreams; i++)
+		if (strcmp(d->cfg.streams[i], stream) == 0)
+			return d->credis[i];
+	return NULL;
+}
+
 double relayd_scaled(const relayd *d, double seconds)
 {
 	double s = seconds / (d->cfg.time_scale ? d->cfg.time_scale : 1);
@@ -565,7 +577,8 @@ static int open_backends(relayd *d, char *errbuf, size_t size)
 	/* The first stream's connection; the others are opened with their
 	 * consumers. */
 	d->sredis = calloc(d->cfg.nstreams, sizeof(*d->sredis));
-	if (!d->sredis) {
+	d->credis = calloc(d->cfg.nstreams, sizeof(*d->credis));
+	if (!d->sredis || !d->credis) {
 		snprintf(errbuf, size, "out of memory");
 		return -1;
 	}
@@ -633,9 +646,10 @@ static int open_consumer(relayd *d, char *errbuf, size_t size)
 		 * its connection (XREADGROUP BLOCK) while its stream is
 		 * idle, and on a shared one every other stream's commands
 		 * would queue behind it. The stream's own keys (retention,
-		 * schedule publishing, dlq replay) use it too, so they may
-		 * wait for its read (at most its block time); on a
-		 * cluster this keeps each connection on one master.
+		 * schedule publishing) use it too, so they may wait for its
+		 * read (at most its block time); on a cluster this keeps
+		 * each connection on one master. A control request must
+		 * not wait: dlq replay has a connection of its own below.
 		 */
 		if (i > 0) {
 			rd.logger = relayd_logger();
@@ -650,6 +664,25 @@ static int open_consumer(relayd *d, char *errbuf, size_t size)
 					 relay_strerror(rc));
 				return -1;
 			}
+		}
+		/*
+		 * The stream's control connection (dlq replay), opened the
+		 * same way (URI, TLS settings) and quiet: the stream's own
+		 * connection reports an unreachable Redis or a TLS failure.
+		 * Nothing connects until the first replay of the stream's
+		 * entries; until it is connected, or while it reconnects,
+		 * a replay uses the stream's connection (commands.c).
+		 */
+		rd.logger = relayd_logger();
+		relayd_config_tls(&d->cfg, &rd);
+		rd.logger.fn = NULL;
+		rc = relay_redis_open_libev(&d->credis[i], d->loop,
+					    d->cfg.redis_uri, &rd, NULL);
+		if (rc) {
+			snprintf(errbuf, size, "REDIS_URI: cannot open \"%s\": "
+				 "%s", d->cfg.redis_uri_safe,
+				 relay_strerror(rc));
+			return -1;
 		}
 		o.stream = d->cfg.streams[i];
 		d->outctx[i].d = d;
@@ -750,6 +783,16 @@ static void shutdown_all(relayd *d)
 	d->outctx = NULL;
 	relayd_outbudget_free(d->outbudget);
 	d->outbudget = NULL;
+	if (d->credis) {
+		size_t i;
+
+		/* A replay's XDEL in flight gets ECLOSED and is resent on
+		 * the stream's connection, freed next. */
+		for (i = 0; i < d->cfg.nstreams; i++)
+			relay_redis_free(d->credis[i]);
+		free(d->credis);
+		d->credis = NULL;
+	}
 	if (d->sredis) {
 		size_t i;
 

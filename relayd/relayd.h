@@ -358,10 +358,15 @@ typedef struct relayd {
 	int lock_fd;                 /* holds flock(RELAY_RUN_DIR/relay.lock) */
 	relay_redis_backend **sredis; /* on loop, one per stream: its
 					consumer's, and its keys' (retention,
-					schedules, control commands;
-					relayd_stream_redis()); a blocked
-					XREADGROUP holds up no other
+					schedules; relayd_stream_redis()); a
+					blocked XREADGROUP holds up no other
 					stream */
+	relay_redis_backend **credis; /* on loop, one per stream, opened
+					like sredis but connected only on
+					first use: dlq replay's XRANGE and
+					XDEL (relayd_ctl_redis()), never
+					queued behind the stream's blocked
+					XREADGROUP */
 	relay_runtime *rt;           /* attached to loop */
 	relay_appset *apps;          /* the set the consumer uses */
 	relay_consumer **consumers;  /* one per cfg.streams[i], NULL once
@@ -411,6 +416,15 @@ static inline relay_consumer *relayd_consumer(const relayd *d)
  * publishing, dlq replay) does not move one connection from master to
  * master. The first stream's for any other name. */
 relay_redis_backend *relayd_stream_redis(const relayd *d, const char *stream);
+
+/* The control connection for the keys of @stream (one of cfg.streams):
+ * for commands a control request waits on (dlq replay), which on the
+ * stream's own connection would wait up to the BLOCK time of an idle
+ * stream's XREADGROUP. Opened like the stream's (URI, TLS), it connects
+ * on first use and, on a cluster, follows the stream's slot to its
+ * master by itself. NULL before start-up, after shutdown or for another
+ * name. */
+relay_redis_backend *relayd_ctl_redis(const relayd *d, const char *stream);
 
 /* Scale a fixed relayd duration (seconds) by RELAY_TEST_TIME_SCALE. */
 double relayd_scaled(const relayd *d, double seconds);

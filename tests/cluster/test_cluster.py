@@ -94,6 +94,41 @@ def dlq_redrive_on_the_owner():
 
 
 @case
+def replay_not_held_up_by_an_idle_stream():
+    """dlq replay on the cluster goes through relayd's control connection
+    of the stream (the first seed dead, the second not the slot's
+    owner), not behind the idle consumer's XREADGROUP BLOCK 1000: before,
+    each replay waited up to a second."""
+    with ClusterEnv() as env:
+        env.app("a", [("h", {"kind": ["never"]})])
+        dlq = f"relay:{env.stream}:dlq"
+        n = 10
+        for i in range(n):
+            env.r("XADD", dlq, "*", "original_stream", env.stream,
+                  "original_id", "1-1", "group", "relay", "consumer", "c",
+                  "event", json.dumps({"kind": "x", "k": f"r{i}"},
+                                      separators=(",", ":")),
+                  "reason", "r", "app", "a", "handler", "h",
+                  "deliveries", "1", "handler_attempts", "1",
+                  "timestamp", "2026-01-01T00:00:00.000Z")
+        # Real time: the BLOCK of an idle read is 1 s, not scaled down.
+        d = env.relayd(RELAY_TEST_TIME_SCALE=None)
+        time.sleep(1.5)  # the consumer is blocked on the idle stream
+        t0 = time.monotonic()
+        rc, out, err = ctl(env, "dlq", "replay", "--all", "--rate", "1000",
+                           "--yes", extra={"RELAY_RUN_DIR": d.run_dir})
+        took = time.monotonic() - t0
+        eq(rc, 0, f"dlq replay --all: {out} {err}")
+        eq(sum(ends(env, f"r{i}") for i in range(n)), n, "each ran once")
+        # Held up: about n s. The control connection's first connect
+        # meets the dead seed and waits its reconnect (1 s, jittered);
+        # those replays go on the stream's connection meanwhile.
+        check(took < n / 2, f"{n} replays took {took:.2f} s")
+        env.wait(lambda: env.r("XLEN", dlq) == 0, "DLQ empty")
+        d.stop()
+
+
+@case
 def delivery_dlq_schedule_replay():
     """On the cluster, through a node that does not own the stream's
     slot: events run and are acknowledged, an exhausted handler is

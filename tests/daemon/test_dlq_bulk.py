@@ -549,6 +549,56 @@ def runs(log):
 
 
 @case
+def replay_not_held_up_by_an_idle_stream():
+    """relayd answers a dlq replay on a connection of its own: on an idle
+    stream its consumer's XREADGROUP blocks for a second at a time, and a
+    replay queued behind it waited for it (about one entry per second,
+    whatever --rate said)."""
+    with Env() as env:
+        gate = os.path.join(env.dir, "gate")
+        log, _ = replay_app(env, gate)
+        # Real time: the BLOCK of an idle read is 1 s, not scaled down.
+        d = env.relayd(RELAY_TEST_TIME_SCALE=None)
+        for i in range(6):
+            put(env, "a", "h1", "r", 60, {"k": f"e{i}"})
+        time.sleep(1.5)  # the consumer is blocked on the idle stream
+        t0 = time.monotonic()
+        rc, out, err = ctl(d, "dlq", "replay", "--all", "--rate", "1000",
+                           "--yes")
+        took = time.monotonic() - t0
+        eq(rc, 0, "replay --all\n" + out + err)
+        eq(len(runs(log)), 6, "six runs")
+        # Held up: at least 6 x ~1 s; not: well under a second each.
+        check(took < 3.0, f"6 replays took {took:.2f} s")
+        env.wait(lambda: ids(env) == [], "every entry deleted")
+
+
+@case
+def replay_not_held_up_by_idle_partitions():
+    """The same over two partitions: each partition's replays go on its
+    own control connection, not behind its idle read."""
+    with Env() as env:
+        gate = os.path.join(env.dir, "gate")
+        log, _ = replay_app(env, gate)
+        d = env.relayd(REDIS_STREAM="ev{0..1}", RELAY_TEST_TIME_SCALE=None)
+        q0, q1 = "relay:ev:{p0}:dlq", "relay:ev:{p1}:dlq"
+        for i in range(6):
+            put(env, "a", "h1", "r", 60, {"k": f"e{i}"},
+                dlq=q1 if i % 2 else q0)
+        time.sleep(1.5)  # both consumers are blocked on idle streams
+        t0 = time.monotonic()
+        rc, out, err = ctl(d, "dlq", "replay", "--all", "--rate", "1000",
+                           "--yes")
+        took = time.monotonic() - t0
+        eq(rc, 0, "replay --all\n" + out + err)
+        eq(len(runs(log)), 6, "six runs")
+        check(took < 3.0, f"6 replays took {took:.2f} s")
+        env.wait(lambda: (ids(env, q0), ids(env, q1)) == ([], []),
+                 "every entry deleted")
+        d.stop()
+
+
+@case
 def replay_bulk_filters_dry_run_and_claims():
     with Env() as env:
         gate = os.path.join(env.dir, "gate")
