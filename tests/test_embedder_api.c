@@ -43,8 +43,9 @@ static void test_api__uri_check_kinds(void)
 		"redis+sentinel://h:1", "redis+sentinel://h:1/",
 		"redis+sentinel://h:1//3", "redis+sentinel://h:1/m x",
 		"redis+sentinel://h:1/m/256", "redis+sentinel://h/m",
-		"redis+sentinel://h:1/"
-		"m1234567890123456789012345678901234567890123456789012345678901234",
+		/* 65 bytes of name */
+		("redis+sentinel://h:1/"
+		 "m1234567890123456789012345678901234567890123456789012345678901234"),
 	};
 	relay_redis_uri_kind kind;
 	relay_error err;
