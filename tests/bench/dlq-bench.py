@@ -26,6 +26,10 @@ matches a tenth), handlers h0..h2, eight reasons with varying numbers.
   live       relayd's throughput on the live stream (2,000 events run
              by exec /bin/true, concurrency 8) with an idle DLQ, then
              while `dlq replay --rate 100` runs: events/s and the ratio
+  redrive    `dlq replay --redrive --app app5 --limit 5000 --rate 500
+             --yes`: the rate achieved (target 500 +- 10 %), and the live
+             throughput while `--redrive --rate 100` puts app6's entries
+             back into the stream relayd serves
 
 RELAYD, RELAYCTL: a release build. Not a test; figures go to
 doc/perf/dlq.md.
@@ -240,6 +244,29 @@ def main():
             busy.append(live(env, 2000))
             th.join()
             idle.append(live(env, 2000))
+        # Redrive (--redrive): one script per entry, no handler in
+        # relayctl's path; relayd then runs the redriven events.
+        got, gone, wall = paced(relayctl, env, [
+            "dlq", "replay", "--redrive", "--app", "app5", "--limit",
+            "5000", "--rate", "500", "--yes"], d)
+        res["redrive 500"] = got
+        print(f"replay --redrive --rate 500: {gone} redriven, achieved "
+              f"{got:.1f}/s ({100 * (got - 500) / 500:+.1f} %), "
+              f"wall {wall:.1f} s", flush=True)
+        redriving = []
+        for _ in range(rounds):
+            th = threading.Thread(target=run, args=(relayctl, env, [
+                "dlq", "replay", "--redrive", "--app", "app6", "--limit",
+                "1500", "--rate", "100", "--yes"], d))
+            th.start()
+            time.sleep(0.5)
+            redriving.append(live(env, 2000))
+            th.join()
+        res["live redriving"] = redriving
+        print(f"live events/s during replay --redrive --rate 100: "
+              f"{', '.join(f'{x:.0f}' for x in redriving)}; ratio of "
+              f"medians to idle {statistics.median(redriving) / statistics.median(idle):.2f}",
+              flush=True)
         res["live idle"] = idle
         res["live replaying"] = busy
         print(f"live events/s, idle DLQ: "
