@@ -232,7 +232,15 @@ static relay_exec_spec probe_spec(relay_runtime_kind kind, const char *app,
 	s.runtime = kind;
 	if (kind == RELAY_RUNTIME_EXEC)
 		s.argv = argv;
+	/* A probe takes well under a second; the bound is for a machine
+	 * busy with other work, scaled as every test's (tests/run.sh). */
 	s.timeout_ms = 60000;
+	if (getenv("RELAY_TEST_TIMEOUT_MULTIPLIER")) {
+		double m = atof(getenv("RELAY_TEST_TIMEOUT_MULTIPLIER"));
+
+		if (m > 1)     /* the runtime's ceiling is 5 minutes */
+			s.timeout_ms = m < 5 ? (uint32_t)(60000 * m) : 300000;
+	}
 	if (poison)
 		snprintf(ev, sizeof(ev), "{\"tag\":\"%s\",%s", app,
 			 (poison_now ? poison_now : poison_event) + 1);
