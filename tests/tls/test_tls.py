@@ -163,6 +163,37 @@ def delivery_dlq_and_relayctl_over_tls():
 
 
 @case
+def schedules_over_tls():
+    """A cron schedule is published and run over TLS: the publisher's
+    marker and XADD and the occurrence's dispatch take the same rediss://
+    connection as events (virtual schedule clock, a minute a second)."""
+    with TlsEnv() as env:
+        need_tls_build(env)
+        d = os.path.join(env.apps_dir, "s")
+        os.makedirs(d)
+        with open(os.path.join(d, "tick.sh"), "w") as f:
+            f.write('#!/bin/sh\ncat > /dev/null\n'
+                    'echo "$RELAY_HANDLER" >> "$OUT"\n')
+        os.chmod(os.path.join(d, "tick.sh"), 0o755)
+        env.app("s", [], raw=(
+            "runtime: exec\ncommand: [./tick.sh]\n"
+            f"env:\n  OUT: \"{env.out}\"\n"
+            "schedules:\n  - name: tick\n    handler: tick\n"
+            "    cron: \"* * * * *\"\n"))
+        v0 = 1772352030  # 2026-03-01T08:00:30Z
+        clock = f"{v0}:{int(time.time())}:60"
+        rd = env.relayd(RELAY_TEST_SCHEDULE_CLOCK=clock, **env.tls_vars())
+        env.wait(lambda: os.path.exists(env.out) and
+                 open(env.out).read().count("tick") >= 3,
+                 "three occurrences ran over TLS")
+        rd.stop()
+        occ = [f for _, f in env.r("XRANGE", env.stream, "-", "+")
+               if "relay.schedule" in dict(zip(f[::2], f[1::2]))["event"]]
+        check(len(occ) >= 3, f"occurrences published: {len(occ)}")
+        eq(env.pel_count(), 0, "every occurrence acknowledged")
+
+
+@case
 def system_trust_store_and_verify_off():
     """Without REDIS_TLS_CA_FILE the system trust store decides
     (SSL_CERT_FILE names it here); REDIS_TLS_VERIFY=off connects to an
