@@ -339,7 +339,10 @@ def resharding_mid_load():
             time.sleep(0.1)
         moved = env.cluster.migrate_slot(slot, src, dst, between=more,
                                          batch=10)
-        check(moved > 20, f"keys migrated in batches ({moved})")
+        # More than one batch of 10: the stream, its DLQ and the state
+        # hashes alive then (their count depends on how fast the host
+        # ran the first 50 and on the test time scale's retention).
+        check(moved > 10, f"keys migrated in batches ({moved})")
         while nxt[0] < 300:
             more()
         eq(env.cluster.owner(slot), dst, "the slot moved")
