@@ -63,7 +63,7 @@ static void usage(FILE *f)
 		"[connection options]\n"
 		"       relayctl dlq replay [--redrive] --all | FILTERS "
 		"[--limit N] [--dry-run]\n"
-		"                           [--yes] [--rate N] [connection "
+		"                           [--yes] [--rate N] [--json] [connection "
 		"options]\n\n"
 		"Ask the running relayd to run a DLQ entry's handler once "
 		"with its\n"
@@ -377,9 +377,38 @@ struct tally {
 };
 
 
+/* The command whose bulk run is under way (for --json). */
+static const struct dlqcli *bulk_d;
+
+/* With --json, record item @it: the first word of @what is the result
+ * ("already gone" is "gone"), the rest its detail. Returns 1 if so. */
+static int report(const struct dlqbulk_item *it, const char *what)
+{
+	char result[32];
+	size_t n;
+
+	if (!dlqbulk_reporting())
+		return 0;
+	if (strncmp(what, "already gone", 12) == 0) {
+		snprintf(result, sizeof(result), "gone");
+		what += 12;
+	} else {
+		n = strcspn(what, " ");
+		snprintf(result, sizeof(result), "%.*s",
+			 (int)(n < sizeof(result) ? n : sizeof(result) - 1),
+			 what);
+		what += n;
+	}
+	while (*what == ' ')
+		what++;
+	return dlqbulk_report_entry(bulk_d, it, result, what);
+}
+
 /* Print the line of item @it: @what after "<id> <app>/<handler>". */
 static void line(const struct dlqbulk_item *it, const char *what)
 {
+	if (report(it, what))
+		return;
 	dlqbulk_progress_end();
 	printf("%s %s/%s %s\n", relayctl_c(it->id), relayctl_c(it->app),
 	       relayctl_c(it->handler), what);
@@ -449,13 +478,24 @@ static int bulk_item(struct dlqcli *d, int fd, const struct dlqbulk_item *it,
 	if (it->bad) {
 		/* Its app is unknown: reported even with filters on
 		 * fields, never sent to relayd. */
+		char text[1100];
+
+		t->bad++;
+		snprintf(text, sizeof(text), "skipped (malformed: %.1000s)",
+			 it->bad);
+		if (report(it, text))
+			return 0;
 		dlqbulk_progress_end();
 		printf("%s: skipped (malformed: %s)\n", relayctl_c(it->id),
 		       relayctl_c(it->bad));
-		t->bad++;
 		return 0;
 	}
 	if (strcmp(it->app, "-") == 0) {
+		if (report(it, "skipped (placeholder of a malformed message, "
+			   "not replayable)")) {
+			t->skipped++;
+			return 0;
+		}
 		dlqbulk_progress_end();
 		printf("%s -/-: skipped (placeholder of a malformed message, "
 		       "not replayable)\n", relayctl_c(it->id));
@@ -478,9 +518,13 @@ static int bulk_item(struct dlqcli *d, int fd, const struct dlqbulk_item *it,
 		t->busy++;
 		return 0;
 	case FAILED:
+		t->failed++;
+		if (dlqbulk_reporting()) {
+			dlqbulk_report_entry(d, it, "failed", why);
+			return 0;
+		}
 		dlqbulk_progress_end();
 		printf("%s %s\n", relayctl_c(it->id), relayctl_c(why));
-		t->failed++;
 		return 0;
 	case UNKNOWN:
 		dlqbulk_progress_end();
@@ -537,6 +581,9 @@ static int bulk(struct dlqcli *d)
 	rc = dlqbulk_collect(d, &b);
 	if (rc)
 		return rc;
+	bulk_d = d;
+	dlqbulk_report_open(d, d->redrive ? "dlq replay --redrive"
+					  : "dlq replay");
 	if (d->dry_run) {
 		rc = dlqbulk_dry_run(d, &b, d->redrive ? "redriven"
 						       : "replayed");
@@ -548,6 +595,22 @@ static int bulk(struct dlqcli *d)
 	rc = bulk_run(d, &b, &t, &next);
 	if (rc && next == 0 && !t.done)
 		goto done;
+	if (dlqbulk_reporting()) {
+		int stopped = dlqbulk_stopping() && next < b.n;
+
+		dlqbulk_report_count(d->redrive ? "redriven" : "replayed",
+				     t.done);
+		dlqbulk_report_count("failed", t.failed);
+		dlqbulk_report_count("skipped", t.skipped);
+		dlqbulk_report_count("malformed", t.bad);
+		dlqbulk_report_count("busy", t.busy);
+		dlqbulk_report_count("gone", t.gone);
+		if (dlqbulk_report_close(b.n, 0, stopped) && !rc)
+			rc = RELAYCTL_FAIL;
+		if (!rc && (stopped || t.failed || t.bad || t.busy))
+			rc = RELAYCTL_FAIL;
+		goto done;
+	}
 	printf("%s %zu of %zu entries (%zu failed, %zu skipped",
 	       d->redrive ? "Redriven" : "Replayed", t.done, b.n, t.failed,
 	       t.skipped + t.bad + t.busy);
@@ -571,6 +634,12 @@ static int bulk(struct dlqcli *d)
 	if (!rc && (t.failed || t.bad || t.busy))
 		rc = RELAYCTL_FAIL;
 done:
+	if (dlqbulk_reporting()) {
+		int r2 = dlqbulk_report_close(b.n, d->dry_run, 0);
+
+		if (!rc)
+			rc = r2;
+	}
 	dlqbulk_free(&b);
 	return rc;
 }
@@ -582,9 +651,14 @@ int relayctl_cmd_dlq_replay(int argc, char **argv)
 
 	rc = dlqcli_parse(&d, "dlq replay", argc, argv,
 			  DLQCLI_ID | DLQCLI_ALL | DLQCLI_FILTER | DLQCLI_BULK |
-			  DLQCLI_LIMIT | DLQCLI_REDRIVE, usage);
+			  DLQCLI_LIMIT | DLQCLI_REDRIVE | DLQCLI_JSON, usage);
 	if (rc)
 		return rc < 0 ? RELAYCTL_OK : rc;
+	if (!d.bulk && d.conf.json) {
+		dlqcli_close(&d);
+		return relayctl_error(RELAYCTL_USAGE, "dlq replay: --json goes "
+				      "with --all or filters (a bulk run)");
+	}
 	if (!d.bulk)
 		rc = dlqcli_open(&d);
 	if (!rc)

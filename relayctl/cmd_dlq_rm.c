@@ -29,7 +29,7 @@ static void usage(FILE *f)
 	fprintf(f, "usage: relayctl dlq rm ID [connection options]\n"
 		"       relayctl dlq rm --all | FILTERS [--limit N] "
 		"[--dry-run] [--yes]\n"
-		"                       [--rate N] [connection options]\n\n"
+		"                       [--rate N] [--json] [connection options]\n\n"
 		"Delete DLQ entries without running anything.\n\n"
 		"  --all              every entry\n"
 		"  --app NAME         entries of app NAME\n"
@@ -85,6 +85,7 @@ static int bulk(struct dlqcli *d)
 	rc = dlqbulk_collect(d, &b);
 	if (rc)
 		return rc;
+	dlqbulk_report_open(d, "dlq rm");
 	if (d->dry_run) {
 		rc = dlqbulk_dry_run(d, &b, "removed");
 		goto done;
@@ -105,17 +106,30 @@ static int bulk(struct dlqcli *d)
 					   b.items[i].id, &err);
 		if (rc == RELAY_ENOTFOUND) {
 			gone++;   /* trimmed or removed meanwhile */
+			dlqbulk_report_entry(d, &b.items[i], "gone", NULL);
 		} else if (rc) {
 			dlqbulk_progress_end();
 			rc = dlqcli_store_error(d, rc, &err);
 			break;
 		} else {
 			removed++;
+			dlqbulk_report_entry(d, &b.items[i], "removed", NULL);
 		}
 		rc = RELAYCTL_OK;
 		dlqbulk_progress(i + 1, b.n, "removing");
 	}
 	dlqbulk_progress_end();
+	if (dlqbulk_reporting()) {
+		int stopped = dlqbulk_stopping() && i < b.n;
+
+		dlqbulk_report_count("removed", removed);
+		dlqbulk_report_count("gone", gone);
+		if (dlqbulk_report_close(b.n, 0, stopped) && !rc)
+			rc = RELAYCTL_FAIL;
+		if (stopped && !rc)
+			rc = RELAYCTL_FAIL;
+		goto done;
+	}
 	printf("Removed %zu of %zu DLQ entr%s (%zu already gone)\n", removed,
 	       b.n, b.n == 1 ? "y" : "ies", gone);
 	if (dlqbulk_stopping() && i < b.n) {
@@ -127,6 +141,12 @@ static int bulk(struct dlqcli *d)
 	if (fflush(stdout))
 		rc = RELAYCTL_FAIL;
 done:
+	if (dlqbulk_reporting()) {
+		int r2 = dlqbulk_report_close(b.n, d->dry_run, 0);
+
+		if (!rc)
+			rc = r2;
+	}
 	dlqbulk_free(&b);
 	return rc;
 }
@@ -138,9 +158,14 @@ int relayctl_cmd_dlq_rm(int argc, char **argv)
 
 	rc = dlqcli_parse(&d, "dlq rm", argc, argv,
 			  DLQCLI_ID | DLQCLI_ALL | DLQCLI_FILTER | DLQCLI_BULK |
-			  DLQCLI_LIMIT, usage);
+			  DLQCLI_LIMIT | DLQCLI_JSON, usage);
 	if (rc)
 		return rc < 0 ? RELAYCTL_OK : rc;
+	if (!d.bulk && d.conf.json) {
+		dlqcli_close(&d);
+		return relayctl_error(RELAYCTL_USAGE, "dlq rm: --json goes "
+				      "with --all or filters (a bulk run)");
+	}
 	rc = d.bulk ? bulk(&d) : one(&d);
 	dlqcli_close(&d);
 	return rc;

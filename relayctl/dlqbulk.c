@@ -9,6 +9,8 @@
 #include <time.h>
 #include <unistd.h>
 
+#include <jansson.h>
+
 #include "dlqbulk.h"
 #include "fmt.h"
 #include "relayctl.h"
@@ -121,6 +123,13 @@ int dlqbulk_dry_run(const struct dlqcli *d, const struct dlqbulk *b,
 	size_t i;
 	int rc = 0;
 
+	if (dlqbulk_reporting()) {
+		/* --json: every selected entry, nothing done. */
+		for (i = 0; i < b->n; i++)
+			dlqbulk_report_entry(d, &b->items[i], "selected",
+					     b->items[i].bad);
+		return RELAYCTL_OK;
+	}
 	printf("%zu matching DLQ entr%s (dry run: nothing %s)\n", b->n,
 	       b->n == 1 ? "y" : "ies", verb);
 	if (b->n == 0)
@@ -238,21 +247,35 @@ int dlqbulk_stopping(void)
 	return stopping != 0;
 }
 
-static int64_t progress_at;
+static int64_t progress_at, progress_start;
 static int progress_shown;
 
 void dlqbulk_progress(size_t done, size_t total, const char *verb)
 {
+	char left[32] = "";
 	int64_t now;
+	double rate;
 
 	if (!isatty(STDERR_FILENO))
 		return;
 	now = mono_ms();
+	if (!progress_start)
+		progress_start = now;
 	if (progress_shown && now - progress_at < 200 && done < total)
 		return;
 	progress_at = now;
 	progress_shown = 1;
-	fprintf(stderr, "\r%s %zu/%zu\033[K", verb, done, total);
+	rate = now > progress_start ? done * 1000.0 / (double)(now -
+						 progress_start) : 0;
+	if (rate > 0 && done < total)
+		relayctl_fmt_age((int64_t)((double)(total - done) / rate + 0.5),
+				 left, sizeof(left));
+	if (rate > 0)
+		fprintf(stderr, "\r%s %zu/%zu  %.1f/s%s%s%s\033[K", verb,
+			done, total, rate, *left ? "  " : "", left,
+			*left ? " left" : "");
+	else
+		fprintf(stderr, "\r%s %zu/%zu\033[K", verb, done, total);
 	fflush(stderr);
 }
 
@@ -263,4 +286,82 @@ void dlqbulk_progress_end(void)
 	fputs("\r\033[K", stderr);
 	fflush(stderr);
 	progress_shown = 0;
+}
+
+static json_t *report, *report_entries, *report_counts;
+static const char *report_command;
+
+void dlqbulk_report_open(const struct dlqcli *d, const char *command)
+{
+	if (!d->conf.json || report)
+		return;
+	report = json_object();
+	report_entries = json_array();
+	report_counts = json_object();
+	report_command = command;
+	if (!report || !report_entries || !report_counts) {
+		json_decref(report);
+		json_decref(report_entries);
+		json_decref(report_counts);
+		report = report_entries = report_counts = NULL;
+	}
+}
+
+int dlqbulk_reporting(void)
+{
+	return report != NULL;
+}
+
+int dlqbulk_report_entry(const struct dlqcli *d,
+			 const struct dlqbulk_item *it, const char *result,
+			 const char *detail)
+{
+	json_t *o;
+
+	if (!report)
+		return 0;
+	o = json_object();
+	if (o) {
+		json_object_set_new(o, "id", dlqcli_json_str(it->id));
+		json_object_set_new(o, "stream",
+				    dlqcli_json_str(d->streams[it->k]));
+		json_object_set_new(o, "app", it->app ?
+				    dlqcli_json_str(it->app) : json_null());
+		json_object_set_new(o, "handler", it->handler ?
+				    dlqcli_json_str(it->handler)
+				    : json_null());
+		json_object_set_new(o, "result", json_string(result));
+		json_object_set_new(o, "detail", detail && *detail ?
+				    dlqcli_json_str(detail) : json_null());
+		json_array_append_new(report_entries, o);
+	}
+	return 1;
+}
+
+void dlqbulk_report_count(const char *name, size_t n)
+{
+	if (report)
+		json_object_set_new(report_counts, name,
+				    json_integer((json_int_t)n));
+}
+
+int dlqbulk_report_close(size_t matched, int dry_run, int interrupted)
+{
+	int rc = RELAYCTL_OK;
+
+	if (!report)
+		return RELAYCTL_OK;
+	json_object_set_new(report, "command", json_string(report_command));
+	json_object_set_new(report, "matched",
+			    json_integer((json_int_t)matched));
+	json_object_set_new(report, "dry_run", json_boolean(dry_run));
+	json_object_set_new(report, "interrupted", json_boolean(interrupted));
+	json_object_set_new(report, "counts", report_counts);
+	json_object_set_new(report, "entries", report_entries);
+	if (json_dumpf(report, stdout, JSON_INDENT(2)) || puts("") == EOF ||
+	    fflush(stdout))
+		rc = RELAYCTL_FAIL;
+	json_decref(report);
+	report = report_entries = report_counts = NULL;
+	return rc;
 }

@@ -77,9 +77,33 @@ void dlqbulk_pace(struct dlqbulk_pace *p);
 void dlqbulk_catch_signals(void);
 int dlqbulk_stopping(void);
 
-/* "\r<verb> 120/5000" on stderr when it is a terminal, at most ~5 times a
- * second; dlqbulk_progress_end() clears the line. */
+/* "\r<verb> 120/5000  9.8/s  8m18s left" on stderr when it is a
+ * terminal, at most ~5 times a second (the rate since the first entry);
+ * dlqbulk_progress_end() clears the line. */
 void dlqbulk_progress(size_t done, size_t total, const char *verb);
 void dlqbulk_progress_end(void);
+
+/*
+ * --json of a bulk run: what was done, as one JSON object on stdout at
+ * the end instead of the text lines (doc/cli.md L-9):
+ *   {"command": C, "matched": N, "dry_run": bool, "interrupted": bool,
+ *    "counts": {...}, "entries": [{"id", "stream", "app", "handler",
+ *    "result", "detail"}, ...]}
+ * dlqbulk_report_open() starts it when @d asked for --json (else every
+ * call below is a no-op returning 0); dlqbulk_report_entry() records one
+ * entry, @result one word ("replayed", "failed", "skipped", "removed",
+ * "gone", "selected"), @detail the rest of the text line or NULL, and
+ * returns 1 when it was recorded (the caller prints nothing);
+ * dlqbulk_report_count() sets one of "counts"; dlqbulk_report_close()
+ * prints and frees it and returns an exit code. One report at a time
+ * (relayctl runs one command); not thread-safe.
+ */
+void dlqbulk_report_open(const struct dlqcli *d, const char *command);
+int dlqbulk_report_entry(const struct dlqcli *d,
+			 const struct dlqbulk_item *it, const char *result,
+			 const char *detail);
+void dlqbulk_report_count(const char *name, size_t n);
+int dlqbulk_report_close(size_t matched, int dry_run, int interrupted);
+int dlqbulk_reporting(void);
 
 #endif /* RELAYCTL_DLQBULK_H */

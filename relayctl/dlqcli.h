@@ -177,6 +177,9 @@ int dlqcli_store_error(const struct dlqcli *d, int rc,
 	"not a\n"                                                          \
 	"                     terminal)\n"                                 \
 	"  --rate N           at most N entries per second (default %d, "   \
-	"at most %d)\n%s"
+	"at most %d)\n"                                                     \
+	"  --json             print what was done (or would be, with "     \
+	"--dry-run)\n"                                                      \
+	"                     as one JSON object: counts and every entry\n%s"
 
 #endif /* RELAYCTL_DLQCLI_H */

@@ -492,6 +492,55 @@ def rm_bulk_dry_run_yes_rate():
 
 
 @case
+def bulk_json_says_what_was_done():
+    """--json of bulk rm and replay --redrive: one JSON object with the
+    counts and every entry's result; with --dry-run every selected entry
+    and nothing changed; refused for a single ID (a usage error)."""
+    with Env() as env:
+        d = env.relayd(start=False)
+        e1, e2, e3, e4, e5, bad = sample(env)
+        rc, out, err = ctl(d, "dlq", "rm", "--all", "--dry-run", "--json")
+        eq(rc, 0, "dry run --json\n" + err)
+        j = json.loads(out)
+        eq((j["command"], j["matched"], j["dry_run"], j["counts"]),
+           ("dlq rm", 6, True, {}), "dry run header")
+        eq([(x["id"], x["result"]) for x in j["entries"]],
+           [(e, "selected") for e in (e1, e2, e3, e4, e5, bad)],
+           "every selected entry")
+        check(j["entries"][5]["app"] is None and
+              "missing field" in j["entries"][5]["detail"],
+              f"the malformed one says why: {j['entries'][5]}")
+        eq(len(ids(env)), 6, "dry run changes nothing")
+
+        rc, out, err = ctl(d, "dlq", "replay", "--redrive", "--app", "a",
+                           "--yes", "--json")
+        eq(rc, 0, "redrive --json\n" + err)
+        j = json.loads(out)
+        eq((j["command"], j["matched"], j["interrupted"]),
+           ("dlq replay --redrive", 3, False), "redrive header")
+        eq(j["counts"]["redriven"], 3, f"counts {j['counts']}")
+        eq([(x["id"], x["stream"], x["app"], x["result"])
+            for x in j["entries"]],
+           [(e, "events", "a", "redriven") for e in (e1, e2, e3)],
+           "each entry redriven")
+        for x in j["entries"]:
+            check(x["detail"].startswith("as "), x["detail"])
+
+        rc, out, err = ctl(d, "dlq", "rm", "--all", "--yes", "--json")
+        eq(rc, 0, "rm --json\n" + err)
+        j = json.loads(out)
+        eq(j["counts"], {"removed": 3, "gone": 0}, "rm counts")
+        eq(sorted(x["id"] for x in j["entries"]), sorted([e4, e5, bad]),
+           "the rest removed")
+        eq(ids(env), [], "DLQ empty")
+
+        for cmd in (["rm", e1], ["replay", e1]):
+            rc, out, err = ctl(d, "dlq", *cmd, "--json")
+            eq((rc, out), (2, ""), f"dlq {cmd[0]} ID --json: usage\n{err}")
+            check("--json goes with --all or filters" in err, err)
+
+
+@case
 def bulk_confirmation_on_a_terminal():
     with Env() as env:
         d = env.relayd(start=False)
