@@ -28,6 +28,7 @@
 #include "dlqredrive.h"
 #include "fmt.h"
 #include "relay/occurrence.h"
+#include "relay/trace.h"
 #include "relayctl.h"
 
 static const char script[] =
@@ -53,42 +54,24 @@ static const char script[] =
 	"redis.call('XDEL', KEYS[1], ARGV[1])\n"
 	"return {'redriven', id}\n";
 
-static int hexrun(const char *s, size_t n)
-{
-	size_t i;
-
-	for (i = 0; i < n; i++)
-		if (!((s[i] >= '0' && s[i] <= '9') ||
-		      (s[i] >= 'a' && s[i] <= 'f')))
-			return 0;
-	return 1;
-}
-
-static int zeros(const char *s, size_t n)
-{
-	while (n--)
-		if (*s++ != '0')
-			return 0;
-	return 1;
-}
-
-/* "vv-<32 hex>-<16 hex>-ff" at @s, a valid traceparent value. */
-static int is_traceparent(const char *s)
-{
-	return strlen(s) >= 55 && hexrun(s, 2) && s[2] == '-' &&
-	       hexrun(s + 3, 32) && s[35] == '-' && hexrun(s + 36, 16) &&
-	       s[52] == '-' && hexrun(s + 53, 2) && strncmp(s, "ff", 2) &&
-	       !zeros(s + 3, 32) && !zeros(s + 36, 16);
-}
-
 static int word(char c)
 {
 	return (c >= '0' && c <= '9') || (c >= 'a' && c <= 'z') ||
 	       (c >= 'A' && c <= 'Z');
 }
 
+/* @s (@n bytes) parsed as a traceparent into @c (the library's strict
+ * W3C parser, relay/trace.h); @tp gets its version-00 text. */
+static int take_parent(const char *s, size_t n, relay_trace_context *c,
+		       char tp[56])
+{
+	return relay_trace_parent_parse(c, s, n) == 0 &&
+	       relay_trace_parent_format(c, tp) == 0;
+}
+
 int dlqredrive_trace(const char *trace, char tp[56], char *ts, size_t tsize)
 {
+	relay_trace_context c;
 	json_t *j;
 	const char *p, *v;
 	int found = 0;
@@ -100,22 +83,19 @@ int dlqredrive_trace(const char *trace, char tp[56], char *ts, size_t tsize)
 		return 0;
 	j = json_loads(trace, 0, NULL);
 	v = json_string_value(json_object_get(j, "traceparent"));
-	if (v && strlen(v) == 55 && is_traceparent(v)) {
-		memcpy(tp, v, 56);
+	if (v && take_parent(v, strlen(v), &c, tp)) {
 		v = json_string_value(json_object_get(j, "tracestate"));
-		if (v && strlen(v) < tsize && !strpbrk(v, "\r\n"))
-			memcpy(ts, v, strlen(v) + 1);
+		if (v && relay_trace_state_parse(&c, v, strlen(v)) == 0 &&
+		    strlen(c.tracestate) < tsize)
+			memcpy(ts, c.tracestate, strlen(c.tracestate) + 1);
 		found = 1;
 	}
 	json_decref(j);
-	for (p = trace; !found && *p; p++) {
-		if ((p > trace && word(p[-1])) || !is_traceparent(p) ||
-		    word(p[55]))
-			continue;
-		memcpy(tp, p, 55);
-		tp[55] = '\0';
-		found = 1;
-	}
+	/* Else the first version-00 value standing alone in the text. */
+	for (p = trace; !found && *p; p++)
+		if ((p == trace || !word(p[-1])) && strnlen(p, 56) >= 55 &&
+		    !word(p[55]) && take_parent(p, 55, &c, tp))
+			found = 1;
 	return found;
 }
 
