@@ -117,9 +117,7 @@ static void print_line(const relay_output_line *l, void *payload)
 	FILE *f = l->stream == RELAY_OUTPUT_STDERR ? stderr : stdout;
 
 	(void)payload;
-	fwrite(l->text, 1, l->len, f);
-	fputc('\n', f);
-	fflush(f);
+	relayctl_put_output(f, l->text, l->len);
 }
 
 static relay_runtime_kind kind_of(relay_app_runtime_kind k)

@@ -208,9 +208,8 @@ static void print_output(json_t *resp)
 
 		if (!json_is_string(t))
 			continue;
-		fwrite(json_string_value(t), 1, json_string_length(t), f);
-		fputc('\n', f);
-		fflush(f);
+		relayctl_put_output(f, json_string_value(t),
+				    json_string_length(t));
 	}
 	if (dropped > 0)
 		fprintf(stderr, "relayctl: dlq replay: %lld more output "

@@ -4,6 +4,7 @@
 #include <stdlib.h>
 #include <string.h>
 #include <time.h>
+#include <unistd.h>
 
 #include "relay/dlq.h"
 
@@ -245,4 +246,29 @@ void relayctl_kv(FILE *f, int width, const char *key, const char *value)
 	else	/* a continuation line of the previous key */
 		fprintf(f, "%*s%s\n", width + 2, "", v ? v : "");
 	free(v);
+}
+
+void relayctl_put_output(FILE *f, const char *text, size_t len)
+{
+	const unsigned char *s = (const unsigned char *)text;
+	size_t i;
+
+	if (!isatty(fileno(f))) {
+		fwrite(text, 1, len, f);
+	} else {
+		for (i = 0; i < len; i++) {
+			if (s[i] == 0xc2 && i + 1 < len && s[i + 1] >= 0x80 &&
+			    s[i + 1] <= 0x9f) {
+				fputc('?', f);
+				i++;
+			} else if ((s[i] < 0x20 && s[i] != '\t') ||
+				   s[i] == 0x7f) {
+				fputc('?', f);
+			} else {
+				fputc(s[i], f);
+			}
+		}
+	}
+	fputc('\n', f);
+	fflush(f);
 }

@@ -36,6 +36,14 @@ char *relayctl_clean_text(const char *s);
 /* A clean copy of @s for one printf(): owned by relayctl, valid until
  * 16 more calls. Never NULL. */
 const char *relayctl_c(const char *s);
+/*
+ * One line of a handler's output (@len bytes, no newline) and a newline
+ * on @f. When @f is a terminal, the bytes a terminal would act on (C0
+ * controls but tab, DEL, UTF-8 C1 controls) are written as '?': a
+ * handler that processed a hostile event cannot drive the operator's
+ * terminal. Into a pipe or file the bytes go exactly.
+ */
+void relayctl_put_output(FILE *f, const char *text, size_t len);
 
 /*
  * A table printed with columns padded to their widest cell, separated by

@@ -535,5 +535,51 @@ def env_file_errors():
         check(rc == 0 and out.startswith("relayctl "), out)
 
 
+@case
+def app_run_output_on_a_terminal_is_cleaned():
+    """A handler's output lines reach a terminal with control bytes as
+    '?' (it cannot drive the operator's terminal), and a pipe exactly."""
+    import pty
+    top = tempfile.mkdtemp(prefix="relay-cli-")
+    app = os.path.join(top, "apps", "noisy")
+    os.makedirs(app)
+    with open(os.path.join(app, "say.sh"), "w") as f:
+        f.write("#!/bin/sh\ncat >/dev/null\n"
+                "printf 'a\\033]0;pwn\\007b\\302\\233c\\td\\n'\n")
+    os.chmod(os.path.join(app, "say.sh"), 0o755)
+    with open(os.path.join(app, "template.yaml"), "w") as f:
+        f.write("runtime: exec\ncommand: [./say.sh]\nevents:\n"
+                "  - handler: h\n    pattern: {kind: [x]}\n")
+    args = [RELAYCTL, "app", "run", "noisy", "--apps",
+            os.path.join(top, "apps"), "--sandbox", "none", "--event",
+            '{"kind":"x"}']
+    try:
+        rc, out, err = run(*args[1:])
+        eq(rc, 0, f"app run into a pipe: {err}")
+        check("a\x1b]0;pwn\x07b\u009bc\td" in out,
+              f"a pipe gets the bytes exactly: {out!r}")
+        master, slave = pty.openpty()
+        p = subprocess.Popen(args, stdout=slave, stderr=subprocess.PIPE,
+                             stdin=subprocess.DEVNULL)
+        os.close(slave)
+        p.wait(timeout=60)
+        got = b""
+        while True:
+            try:
+                chunk = os.read(master, 4096)
+            except OSError:
+                break
+            if not chunk:
+                break
+            got += chunk
+        os.close(master)
+        eq(p.returncode, 0, "app run onto a terminal")
+        check(b"a?]0;pwn?b?c\td" in got, f"cleaned on a terminal: {got!r}")
+        check(b"\x1b" not in got and b"\x07" not in got and
+              b"\xc2\x9b" not in got, f"no control bytes: {got!r}")
+    finally:
+        shutil.rmtree(top)
+
+
 if __name__ == "__main__":
     sys.exit(run_cases())
