@@ -105,9 +105,16 @@ typedef struct relay_exec_spec {
 					new value starts new warm parents and
 					retires the app's older ones once
 					their invocations finish */
+	/* version 2 ends here */
+	const char *traceparent;     /* v3: W3C traceparent of this attempt's
+					span, or NULL; given to the handler
+					as TRACEPARENT (doc/operations.md,
+					"Tracing") */
+	const char *tracestate;      /* v3: W3C tracestate, or NULL */
+	const char *baggage;         /* v3: W3C baggage, or NULL */
 } relay_exec_spec;
 
-#define RELAY_EXEC_SPEC_VERSION 2
+#define RELAY_EXEC_SPEC_VERSION 3
 #define RELAY_EXEC_SPEC_INIT { .version = RELAY_EXEC_SPEC_VERSION }
 
 /** enum relay_output_stream - which pipe a line came from. */

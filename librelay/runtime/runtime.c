@@ -247,14 +247,17 @@ int relay__runtime_check_spec(const relay_exec_spec *spec, relay_error *err)
 relay_exec_spec *relay__spec_dup(const relay_exec_spec *spec)
 {
 	const char *const *lists[2] = { spec->argv, spec->env };
-	const char *strs[4] = { spec->app, spec->handler, spec->message_id,
-				spec->app_dir };
+	const char *strs[7] = { spec->app, spec->handler, spec->message_id,
+				spec->app_dir,
+				spec->version >= 3 ? spec->traceparent : NULL,
+				spec->version >= 3 ? spec->tracestate : NULL,
+				spec->version >= 3 ? spec->baggage : NULL };
 	size_t size = sizeof(*spec), n[2] = { 0, 0 }, i, k;
 	relay_exec_spec *c;
 	char **vec;
 	char *p;
 
-	for (i = 0; i < 4; i++)
+	for (i = 0; i < RELAY__ARRAY_SIZE(strs); i++)
 		size += strs[i] ? strlen(strs[i]) + 1 : 0;
 	for (k = 0; k < 2; k++) {
 		for (i = 0; lists[k] && lists[k][i]; i++)
@@ -265,12 +268,16 @@ relay_exec_spec *relay__spec_dup(const relay_exec_spec *spec)
 	c = relay__malloc(size);
 	if (!c)
 		return NULL;
-	*c = *spec;
+	/* A caller built against an older header has a shorter struct:
+	 * copy only what its version has, and default the rest. */
+	memset(c, 0, sizeof(*c));
+	memcpy(c, spec, spec->version >= 3 ? sizeof(*spec)
+			: spec->version == 2
+			? offsetof(relay_exec_spec, traceparent)
+			: offsetof(relay_exec_spec, warm));
 	c->version = RELAY_EXEC_SPEC_VERSION;
-	if (spec->version < 2) {
+	if (spec->version < 2)
 		c->warm = RELAY_WARM_AUTO;
-		c->generation = 0;
-	}
 	c->event = NULL;
 	c->event_len = 0;
 	vec = (char **)(c + 1);
@@ -292,10 +299,13 @@ relay_exec_spec *relay__spec_dup(const relay_exec_spec *spec)
 			c->env = (const char *const *)v;
 		vec += n[k] + 1;
 	}
-	for (i = 0; i < 4; i++) {
-		const char **dst = i == 0 ? &c->app : i == 1 ? &c->handler
-				 : i == 2 ? &c->message_id : &c->app_dir;
+	for (i = 0; i < RELAY__ARRAY_SIZE(strs); i++) {
+		const char **dsts[7] = { &c->app, &c->handler, &c->message_id,
+					 &c->app_dir, &c->traceparent,
+					 &c->tracestate, &c->baggage };
+		const char **dst = dsts[i];
 
+		*dst = NULL;
 		if (!strs[i])
 			continue;
 		*dst = p;
