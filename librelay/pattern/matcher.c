@@ -205,7 +205,7 @@ void relay__eval_string(relay_matcher *m, const relay__tnode *n,
 			const char *s, size_t len)
 {
 	relay__instant t;
-	uint32_t i, l;
+	uint32_t l;
 
 	if (n->eq_str.n) {
 		l = relay__smap_get(&n->eq_str, s, len);
@@ -226,23 +226,17 @@ void relay__eval_string(relay_matcher *m, const relay__tnode *n,
 	if (n->nxstr)
 		eval_xstr(m, n, s, len);
 	if (n->ncmp_time && relay__rfc3339_parse(s, len, &t) == 0)
-		for (i = 0; i < n->ncmp_time; i++)
-			if (relay__instant_cmp(&t, m->now +
-					       n->cmp_time[i].offset_ms,
-					       n->cmp_time[i].op))
-				relay__fire(m, n->cmp_time[i].leaf);
+		relay__eval_thr_time(m, n, &t);
 }
 
 void relay__eval_number(relay_matcher *m, const relay__tnode *n, double v)
 {
 	uint32_t i;
 
-	for (i = 0; i < n->neq_num; i++)
-		if (v == n->eq_num[i].num)
-			relay__fire(m, n->eq_num[i].leaf);
-	for (i = 0; i < n->ncmp_num; i++)
-		if (relay__num_cmp(v, n->cmp_num[i].num, n->cmp_num[i].op))
-			relay__fire(m, n->cmp_num[i].leaf);
+	if (n->neq_num)
+		relay__eval_eq_num(m, n, v);
+	if (n->ncmp_num)
+		relay__eval_thr_num(m, n, v);
 	for (i = 0; i < n->nxnum; i++)
 		if (relay__range_has(n->xnum[i].a, v))
 			relay__fire(m, n->xnum[i].leaf);
@@ -282,10 +276,17 @@ void relay__node_forget(relay_matcher *m, uint32_t node)
 	}
 	for (k = m->node_from[node]; k < m->node_to[node]; k++) {
 		v = m->log[k];
-		if (v & RELAY__LOG_NODE)
+		if (v & RELAY__LOG_NODE) {
 			m->node_seen[v & ~RELAY__LOG_NODE] = 0;
-		else
+		} else if (v & RELAY__LOG_BULK) {
+			const uint32_t *leaf = m->rs->thr_leaf;
+			uint32_t i = v & ~RELAY__LOG_BULK, e = i + m->log[++k];
+
+			for (; i < e; i++)
+				m->leaf_stamp[leaf[i]] = 0;
+		} else {
 			m->leaf_stamp[v] = 0;
+		}
 	}
 }
 

@@ -57,6 +57,21 @@ typedef struct relay__timeleaf {
 	uint32_t leaf;
 } relay__timeleaf;
 
+/*
+ * One group of distinct thresholds of one comparison at a node, ascending,
+ * at [off, off + n) of the ruleset's thr_* arrays. A value satisfies a
+ * prefix of a GT or GTE group and a suffix of an LT or LTE group, found
+ * by binary search. A group is "bulk" when none of its leaves anchors a
+ * rule or feeds an anything-but: holding leaves are then only stamped
+ * (and logged as one range), not fired one by one.
+ */
+typedef struct relay__thr {
+	uint32_t off, n;
+} relay__thr;
+
+/* Index of a group in relay__tnode.num_thr / time_thr: op * 2 + bulk. */
+#define RELAY__THR_GROUPS 8
+
 /* An operator leaf tested one by one (compile_ops.c operators whose value
  * test is not a lookup): the alternative is borrowed from the ruleset's
  * pattern copies. */
@@ -76,7 +91,10 @@ typedef struct relay__tnode {
 	relay__numleaf *eq_num;
 	relay__numleaf *cmp_num;
 	relay__timeleaf *cmp_time;
-	uint32_t neq_num, ncmp_num, ncmp_time;
+	uint32_t neq_num, ncmp_num, ncmp_time;  /* eq_num: ascending
+						   * after build */
+	relay__thr num_thr[RELAY__THR_GROUPS];  /* cmp_num, indexed */
+	relay__thr time_thr[RELAY__THR_GROUPS]; /* cmp_time, indexed */
 	relay__smap eic;          /* lowercased literal -> leaf; hashed and
 				   * compared ignoring ASCII case */
 	relay__xleaf *xstr;       /* IPREFIX ISUFFIX WILDCARD CIDR leaves */
@@ -130,6 +148,11 @@ struct relay_ruleset {
 	uint32_t *also_off;       /* NULL when there is no anything-but */
 	uint32_t *also;
 	uint32_t *pairs;          /* build only: (inner, hit) pairs */
+	/* threshold groups (relay__thr): keys and leaf ids; thr_num holds
+	 * the numbers of CMP_NUM groups, thr_ms the offsets of CMP_TIME */
+	double *thr_num;
+	int64_t *thr_ms;
+	uint32_t *thr_leaf;
 	uint32_t npairs, cap_pairs;
 };
 
@@ -199,7 +222,11 @@ static inline bool relay__bytes_eq(const char *a, const char *b, size_t len)
 	}
 }
 
+/* Log words: a leaf id; a node id | LOG_NODE; or (LOG_BULK | i, n): the
+ * n leaves thr_leaf[i .. i + n) stamped at once (threshold groups). Leaf
+ * ids and thr_leaf indices are below LOG_BULK (checked at build). */
 #define RELAY__LOG_NODE 0x80000000u
+#define RELAY__LOG_BULK 0x40000000u
 
 /*
  * Prefix and suffix keys are hashed one byte at a time so that the
@@ -287,6 +314,14 @@ void relay__node_reset(relay_matcher *m, uint32_t node);
 void relay__mlog(relay_matcher *m, uint32_t v);
 void relay__node_forget(relay_matcher *m, uint32_t node);
 void relay__match_begin(relay_matcher *m, relay_wall_ms now);
+
+/* thresh.c: the threshold index (built after the anchors and the also
+ * lists, which decide which leaves are stamped in bulk). */
+int relay__build_thresholds(relay_ruleset *rs);
+void relay__eval_eq_num(relay_matcher *m, const relay__tnode *n, double v);
+void relay__eval_thr_num(relay_matcher *m, const relay__tnode *n, double v);
+void relay__eval_thr_time(relay_matcher *m, const relay__tnode *n,
+			  const relay__instant *t);
 size_t relay__match_end(relay_matcher *m);
 
 /* scan.c */
