@@ -34,6 +34,10 @@ int relay_matcher_new(relay_matcher **out, const relay_ruleset *rs)
 	m->node_seen = relay__calloc(nn, sizeof(uint32_t));
 	m->node_from = relay__calloc(nn, sizeof(uint32_t));
 	m->node_to = relay__calloc(nn, sizeof(uint32_t));
+	m->num_stamp = relay__calloc(nn, sizeof(uint32_t));
+	m->time_stamp = relay__calloc(nn, sizeof(uint32_t));
+	m->val_num = relay__calloc(nn, sizeof(double));
+	m->val_t = relay__calloc(nn, sizeof(relay__instant));
 	m->cand = relay__calloc(nr, sizeof(uint32_t));
 	m->ids = relay__calloc(nr, sizeof(uint32_t));
 	/* Room for every leaf and node once: a repeated key needs more. */
@@ -41,6 +45,7 @@ int relay_matcher_new(relay_matcher **out, const relay_ruleset *rs)
 	m->log = relay__malloc(m->cap_log * sizeof(uint32_t));
 	if (!m->leaf_stamp || !m->rule_stamp || !m->node_seen || !m->cand ||
 	    !m->ids || !m->node_from || !m->node_to || !m->log ||
+	    !m->num_stamp || !m->time_stamp || !m->val_num || !m->val_t ||
 	    relay__buf_reserve(&m->scratch, 1024)) {
 		relay_matcher_free(m);
 		return RELAY_ENOMEM;
@@ -59,6 +64,10 @@ void relay_matcher_free(relay_matcher *m)
 	relay__free(m->node_from);
 	relay__free(m->node_to);
 	relay__free(m->log);
+	relay__free(m->num_stamp);
+	relay__free(m->time_stamp);
+	relay__free(m->val_num);
+	relay__free(m->val_t);
 	relay__free(m->cand);
 	relay__free(m->ids);
 	relay__buf_free(&m->scratch);
@@ -79,6 +88,8 @@ void relay__match_begin(relay_matcher *m, relay_wall_ms now)
 		memset(m->leaf_stamp, 0, rs->nleaves * sizeof(uint32_t));
 		memset(m->rule_stamp, 0, rs->npats * sizeof(uint32_t));
 		memset(m->node_seen, 0, rs->nnodes * sizeof(uint32_t));
+		memset(m->num_stamp, 0, rs->nnodes * sizeof(uint32_t));
+		memset(m->time_stamp, 0, rs->nnodes * sizeof(uint32_t));
 		m->epoch = 1;
 	}
 	m->ncand = 0;
@@ -253,6 +264,7 @@ void relay__node_reset(relay_matcher *m, uint32_t node)
 	const relay__tnode *n = &m->rs->nodes[node];
 	uint32_t i;
 
+	m->num_stamp[node] = m->time_stamp[node] = 0;
 	for (i = 0; i < n->nleaves; i++)
 		m->leaf_stamp[n->leaves[i]] = 0;
 	for (i = 0; i < n->kids.n; i++) {
@@ -270,6 +282,7 @@ void relay__node_forget(relay_matcher *m, uint32_t node)
 {
 	uint32_t k, v;
 
+	m->num_stamp[node] = m->time_stamp[node] = 0;
 	if (m->log_lost) {
 		relay__node_reset(m, node);
 		return;
@@ -277,13 +290,9 @@ void relay__node_forget(relay_matcher *m, uint32_t node)
 	for (k = m->node_from[node]; k < m->node_to[node]; k++) {
 		v = m->log[k];
 		if (v & RELAY__LOG_NODE) {
-			m->node_seen[v & ~RELAY__LOG_NODE] = 0;
-		} else if (v & RELAY__LOG_BULK) {
-			const uint32_t *leaf = m->rs->thr_leaf;
-			uint32_t i = v & ~RELAY__LOG_BULK, e = i + m->log[++k];
-
-			for (; i < e; i++)
-				m->leaf_stamp[leaf[i]] = 0;
+			v &= ~RELAY__LOG_NODE;
+			m->node_seen[v] = 0;
+			m->num_stamp[v] = m->time_stamp[v] = 0;
 		} else {
 			m->leaf_stamp[v] = 0;
 		}
@@ -360,6 +369,8 @@ size_t relay__match_end(relay_matcher *m)
 		bool ok;
 
 		r = m->cand[i];
+		if (rs->lazy_off)
+			relay__settle_lazy(m, r);
 		off = rs->cnf_start[r];
 		if (off != RELAY__NONE)
 			ok = relay__eval_cnf(rs->cnf + off, m->leaf_stamp,

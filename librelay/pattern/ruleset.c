@@ -888,5 +888,7 @@ void relay_ruleset_free(relay_ruleset *rs)
 	relay__free(rs->thr_num);
 	relay__free(rs->thr_ms);
 	relay__free(rs->thr_leaf);
+	relay__free(rs->lazy_off);
+	relay__free(rs->lazy);
 	relay__free(rs);
 }

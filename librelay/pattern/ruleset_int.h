@@ -58,19 +58,26 @@ typedef struct relay__timeleaf {
 } relay__timeleaf;
 
 /*
- * One group of distinct thresholds of one comparison at a node, ascending,
- * at [off, off + n) of the ruleset's thr_* arrays. A value satisfies a
- * prefix of a GT or GTE group and a suffix of an LT or LTE group, found
- * by binary search. A group is "bulk" when none of its leaves anchors a
- * rule or feeds an anything-but: holding leaves are then only stamped
- * (and logged as one range), not fired one by one.
+ * Threshold leaves come in two kinds (thresh.c). A leaf that anchors a
+ * rule or feeds an anything-but must fire while the event is scanned: at
+ * a node, those of one comparison form a group of distinct thresholds,
+ * ascending, at [off, off + n) of the ruleset's thr_* arrays; a value
+ * satisfies a prefix of a GT or GTE group and a suffix of an LT or LTE
+ * group, found by binary search. Every other threshold leaf is "lazy":
+ * scanning only keeps the value at its node, and the leaf is settled when
+ * a rule that reads it is evaluated (relay__lazy, per rule).
  */
 typedef struct relay__thr {
 	uint32_t off, n;
 } relay__thr;
 
-/* Index of a group in relay__tnode.num_thr / time_thr: op * 2 + bulk. */
-#define RELAY__THR_GROUPS 8
+typedef struct relay__lazy {
+	double num;             /* CMP_NUM: the threshold */
+	int64_t offset_ms;      /* CMP_TIME: cutoff = now + offset_ms */
+	uint32_t leaf, node;
+	uint8_t op;             /* enum relay__pat_op */
+	uint8_t time;           /* CMP_TIME, else CMP_NUM */
+} relay__lazy;
 
 /* An operator leaf tested one by one (compile_ops.c operators whose value
  * test is not a lookup): the alternative is borrowed from the ruleset's
@@ -93,8 +100,10 @@ typedef struct relay__tnode {
 	relay__timeleaf *cmp_time;
 	uint32_t neq_num, ncmp_num, ncmp_time;  /* eq_num: ascending
 						   * after build */
-	relay__thr num_thr[RELAY__THR_GROUPS];  /* cmp_num, indexed */
-	relay__thr time_thr[RELAY__THR_GROUPS]; /* cmp_time, indexed */
+	relay__thr num_thr[4];    /* firing cmp_num leaves, by op */
+	relay__thr time_thr[4];   /* firing cmp_time leaves, by op */
+	uint8_t keep_num;         /* lazy cmp_num leaves here */
+	uint8_t keep_time;        /* lazy cmp_time leaves here */
 	relay__smap eic;          /* lowercased literal -> leaf; hashed and
 				   * compared ignoring ASCII case */
 	relay__xleaf *xstr;       /* IPREFIX ISUFFIX WILDCARD CIDR leaves */
@@ -148,12 +157,16 @@ struct relay_ruleset {
 	uint32_t *also_off;       /* NULL when there is no anything-but */
 	uint32_t *also;
 	uint32_t *pairs;          /* build only: (inner, hit) pairs */
-	/* threshold groups (relay__thr): keys and leaf ids; thr_num holds
-	 * the numbers of CMP_NUM groups, thr_ms the offsets of CMP_TIME */
+	uint32_t npairs, cap_pairs;
+	/* firing threshold groups (relay__thr): keys and leaf ids; thr_num
+	 * holds the numbers of CMP_NUM groups, thr_ms the offsets of
+	 * CMP_TIME ones */
 	double *thr_num;
 	int64_t *thr_ms;
 	uint32_t *thr_leaf;
-	uint32_t npairs, cap_pairs;
+	/* lazy threshold leaves read by each rule: rule -> [off, off') */
+	uint32_t *lazy_off;       /* NULL when there are none */
+	relay__lazy *lazy;
 };
 
 struct relay_matcher {
@@ -169,6 +182,11 @@ struct relay_matcher {
 	uint32_t nlog, cap_log;
 	bool log_lost;            /* could not grow: full resets instead */
 	uint32_t *node_from, *node_to;
+	/* the value at a node with lazy thresholds: a number iff num_stamp
+	 * == epoch, an RFC 3339 instant iff time_stamp == epoch */
+	uint32_t *num_stamp, *time_stamp;
+	double *val_num;
+	relay__instant *val_t;
 	uint32_t *cand;
 	uint32_t ncand;
 	uint32_t *ids;            /* results */
@@ -222,11 +240,7 @@ static inline bool relay__bytes_eq(const char *a, const char *b, size_t len)
 	}
 }
 
-/* Log words: a leaf id; a node id | LOG_NODE; or (LOG_BULK | i, n): the
- * n leaves thr_leaf[i .. i + n) stamped at once (threshold groups). Leaf
- * ids and thr_leaf indices are below LOG_BULK (checked at build). */
 #define RELAY__LOG_NODE 0x80000000u
-#define RELAY__LOG_BULK 0x40000000u
 
 /*
  * Prefix and suffix keys are hashed one byte at a time so that the
@@ -316,12 +330,15 @@ void relay__node_forget(relay_matcher *m, uint32_t node);
 void relay__match_begin(relay_matcher *m, relay_wall_ms now);
 
 /* thresh.c: the threshold index (built after the anchors and the also
- * lists, which decide which leaves are stamped in bulk). */
+ * lists, which decide which leaves are lazy). */
 int relay__build_thresholds(relay_ruleset *rs);
 void relay__eval_eq_num(relay_matcher *m, const relay__tnode *n, double v);
 void relay__eval_thr_num(relay_matcher *m, const relay__tnode *n, double v);
 void relay__eval_thr_time(relay_matcher *m, const relay__tnode *n,
 			  const relay__instant *t);
+/* Settle the lazy threshold leaves rule @r reads, from the values kept at
+ * their nodes. */
+void relay__settle_lazy(relay_matcher *m, uint32_t r);
 size_t relay__match_end(relay_matcher *m);
 
 /* scan.c */

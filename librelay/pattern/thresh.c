@@ -1,20 +1,21 @@
 /*
  * thresh.c - the threshold index: numeric and now()-relative cutoffs.
  *
- * At build time the distinct thresholds of each node are grouped by
- * comparison (GT, GTE, LT, LTE) and sorted ascending, and each group is
- * split in two: leaves that anchor a rule or feed an anything-but (they
- * must be fired: they make rules candidates or fire other leaves), and
- * "bulk" leaves that only a rule's own evaluation reads.
+ * Most threshold leaves anchor no rule: a rule is found through a
+ * rarer leaf (a literal) and only then reads its thresholds. Such a leaf
+ * is "lazy": while an event is scanned, a node with lazy thresholds only
+ * keeps its value (a number, or a parsed RFC 3339 instant), and when a
+ * rule is evaluated its lazy leaves are settled from those values, with
+ * the very comparison the one-by-one loop used (relay__num_cmp,
+ * relay__instant_cmp). What thresholds cost is then proportional to the
+ * rules actually evaluated, not to the thresholds present or holding.
  *
- * At match time a value satisfies a prefix of a GT/GTE group and a suffix
- * of an LT/LTE group, found by binary search with the very comparison the
- * one-by-one loop used (relay__num_cmp, relay__instant_cmp), so the set
- * of holding leaves is exactly what it was. Bulk leaves are stamped in a
- * tight loop and logged as one range (for a repeated key to forget);
- * the others are fired one by one. A value thus costs a few comparisons
- * per group, one store per holding bulk leaf, and a fire per holding leaf
- * that can change which rules are evaluated.
+ * The other threshold leaves (they anchor a rule, or an anything-but
+ * reads them) must fire while scanning: at each node they are grouped by
+ * comparison and sorted, and a value fires a prefix (GT, GTE) or a suffix
+ * (LT, LTE) of each group, found by binary search with the same
+ * comparison, so the set of holding leaves is exactly what it was.
+ * Numeric equalities are sorted and searched too.
  */
 #include <stdlib.h>
 #include <string.h>
@@ -51,7 +52,7 @@ static int cmp_numleaf(const void *a, const void *b)
 	return (x > y) - (x < y);
 }
 
-/* Whether firing @leaf can do more than stamp it. */
+/* Whether @leaf must fire while scanning (else it is lazy). */
 static bool leaf_fires(const relay_ruleset *rs, uint32_t leaf)
 {
 	if (rs->anchor_off[leaf] != rs->anchor_off[leaf + 1])
@@ -60,12 +61,12 @@ static bool leaf_fires(const relay_ruleset *rs, uint32_t leaf)
 }
 
 /*
- * Append the group (op, bulk) of a node's thresholds to the thr_* arrays
- * at *at. @tmp has room for every threshold of the node.
+ * Append a node's firing thresholds of comparison @op to the thr_* arrays
+ * at *at, ascending, as group @g. @tmp has room for all of the node's.
  */
 static void add_group(relay_ruleset *rs, relay__thr *g, thr_ent *tmp,
 		      const relay__numleaf *num, const relay__timeleaf *tim,
-		      uint32_t cnt, unsigned op, bool bulk, uint32_t *at)
+		      uint32_t cnt, unsigned op, uint32_t *at)
 {
 	uint32_t i, n = 0;
 
@@ -73,7 +74,7 @@ static void add_group(relay_ruleset *rs, relay__thr *g, thr_ent *tmp,
 		uint32_t leaf = num ? num[i].leaf : tim[i].leaf;
 		unsigned o = num ? (unsigned)num[i].op : (unsigned)tim[i].op;
 
-		if (o != op || leaf_fires(rs, leaf) == bulk)
+		if (o != op || !leaf_fires(rs, leaf))
 			continue;
 		tmp[n].num = num ? num[i].num : 0;
 		tmp[n].ms = num ? 0 : tim[i].offset_ms;
@@ -93,14 +94,105 @@ static void add_group(relay_ruleset *rs, relay__thr *g, thr_ent *tmp,
 	}
 }
 
+/* leaf -> its lazy description, for the leaves that are lazy */
+static int lazy_index(relay_ruleset *rs, relay__lazy **out, uint32_t *nlazy)
+{
+	relay__lazy *by = relay__calloc(rs->nleaves ? rs->nleaves : 1,
+					sizeof(*by));
+	uint32_t i, k;
+
+	if (!by)
+		return RELAY_ENOMEM;
+	for (i = 0; i < rs->nleaves; i++)
+		by[i].node = RELAY__NONE;
+	for (i = 0; i < rs->nnodes; i++) {
+		relay__tnode *n = &rs->nodes[i];
+
+		for (k = 0; k < n->ncmp_num; k++) {
+			relay__lazy *z = &by[n->cmp_num[k].leaf];
+
+			if (leaf_fires(rs, n->cmp_num[k].leaf))
+				continue;
+			z->num = n->cmp_num[k].num;
+			z->op = (uint8_t)n->cmp_num[k].op;
+			z->leaf = n->cmp_num[k].leaf;
+			z->node = i;
+			n->keep_num = 1;
+			(*nlazy)++;
+		}
+		for (k = 0; k < n->ncmp_time; k++) {
+			relay__lazy *z = &by[n->cmp_time[k].leaf];
+
+			if (leaf_fires(rs, n->cmp_time[k].leaf))
+				continue;
+			z->offset_ms = n->cmp_time[k].offset_ms;
+			z->op = (uint8_t)n->cmp_time[k].op;
+			z->time = 1;
+			z->leaf = n->cmp_time[k].leaf;
+			z->node = i;
+			n->keep_time = 1;
+			(*nlazy)++;
+		}
+	}
+	*out = by;
+	return 0;
+}
+
+/* The lazy leaves of each rule's program, in CSR form (a leaf a rule
+ * names twice is settled twice: harmless). */
+static int build_lazy(relay_ruleset *rs)
+{
+	relay__lazy *by = NULL;
+	uint32_t r, j, nlazy = 0, total = 0, pass;
+	int rc = lazy_index(rs, &by, &nlazy);
+
+	if (rc || !nlazy) {
+		relay__free(by);
+		return rc;
+	}
+	rs->lazy_off = relay__calloc((size_t)rs->npats + 1, sizeof(uint32_t));
+	if (!rs->lazy_off) {
+		relay__free(by);
+		return RELAY_ENOMEM;
+	}
+	for (pass = 0; pass < 2; pass++) {
+		if (pass) {
+			rs->lazy = relay__calloc(total ? total : 1,
+						 sizeof(*rs->lazy));
+			if (!rs->lazy) {
+				relay__free(by);
+				return RELAY_ENOMEM;
+			}
+			total = 0;
+		}
+		for (r = 0; r < rs->npats; r++) {
+			uint32_t i = rs->prog_start[r];
+
+			rs->lazy_off[r] = total;
+			for (j = i; j < rs->prog[i].end; j++) {
+				const relay__expr *e = &rs->prog[j];
+
+				if ((e->op != RELAY__X_LEAF &&
+				     e->op != RELAY__X_NLEAF) ||
+				    by[e->arg].node == RELAY__NONE)
+					continue;
+				if (pass)
+					rs->lazy[total] = by[e->arg];
+				total++;
+			}
+		}
+		rs->lazy_off[rs->npats] = total;
+	}
+	relay__free(by);
+	return 0;
+}
+
 int relay__build_thresholds(relay_ruleset *rs)
 {
 	uint32_t i, total = 0, at = 0, most = 0;
-	unsigned g;
+	unsigned op;
 	thr_ent *tmp;
 
-	if (rs->nleaves >= RELAY__LOG_BULK)
-		return RELAY_ENOMEM;
 	for (i = 0; i < rs->nnodes; i++) {
 		const relay__tnode *n = &rs->nodes[i];
 
@@ -110,8 +202,6 @@ int relay__build_thresholds(relay_ruleset *rs)
 		if (n->ncmp_time > most)
 			most = n->ncmp_time;
 	}
-	if (total >= RELAY__LOG_BULK)
-		return RELAY_ENOMEM;
 	rs->thr_num = relay__calloc(total ? total : 1, sizeof(double));
 	rs->thr_ms = relay__calloc(total ? total : 1, sizeof(int64_t));
 	rs->thr_leaf = relay__calloc(total ? total : 1, sizeof(uint32_t));
@@ -123,11 +213,11 @@ int relay__build_thresholds(relay_ruleset *rs)
 	for (i = 0; i < rs->nnodes; i++) {
 		relay__tnode *n = &rs->nodes[i];
 
-		for (g = 0; g < RELAY__THR_GROUPS; g++) {
-			add_group(rs, &n->num_thr[g], tmp, n->cmp_num, NULL,
-				  n->ncmp_num, g / 2, g & 1, &at);
-			add_group(rs, &n->time_thr[g], tmp, NULL, n->cmp_time,
-				  n->ncmp_time, g / 2, g & 1, &at);
+		for (op = 0; op < 4; op++) {
+			add_group(rs, &n->num_thr[op], tmp, n->cmp_num, NULL,
+				  n->ncmp_num, op, &at);
+			add_group(rs, &n->time_thr[op], tmp, NULL, n->cmp_time,
+				  n->ncmp_time, op, &at);
 		}
 		/* equality: ascending, searched (values are distinct) */
 		if (n->neq_num > 1)
@@ -135,91 +225,72 @@ int relay__build_thresholds(relay_ruleset *rs)
 			      cmp_numleaf);
 	}
 	relay__free(tmp);
-	return 0;
+	return build_lazy(rs);
 }
 
 /* ---------------------------------------------------------------- match */
 
-/* Stamp the holding leaves thr_leaf[from, to) of a bulk group, and log
- * them as one range (or as the one leaf). */
-static void stamp_bulk(relay_matcher *m, uint32_t from, uint32_t to)
+static void fire_range(relay_matcher *m, const relay__thr *g, unsigned op,
+		       uint32_t split)
 {
 	const uint32_t *leaf = m->rs->thr_leaf;
-	uint32_t *stamp = m->leaf_stamp, epoch = m->epoch, k;
+	uint32_t k = g->off, to = g->off + g->n;
 
-	if (from == to)
-		return;
-	for (k = from; k < to; k++)
-		stamp[leaf[k]] = epoch;
-	if (to - from == 1) {
-		relay__mlog(m, leaf[from]);
-	} else {
-		relay__mlog(m, RELAY__LOG_BULK | from);
-		relay__mlog(m, to - from);
-	}
-}
-
-static void fire_range(relay_matcher *m, uint32_t from, uint32_t to)
-{
-	const uint32_t *leaf = m->rs->thr_leaf;
-	uint32_t k;
-
-	for (k = from; k < to; k++)
-		relay__fire(m, leaf[k]);
-}
-
-/* Fire or stamp the holding part [at, n) of group @g (in thr_* indices),
- * given the split point @split: prefix for GT/GTE, suffix for LT/LTE. */
-static void hold(relay_matcher *m, const relay__thr *g, unsigned gi,
-		 uint32_t split)
-{
-	uint32_t from = g->off, to = g->off + g->n;
-
-	if (gi / 2 <= RELAY__OP_GTE)
+	if (op <= RELAY__OP_GTE)
 		to = g->off + split;
 	else
-		from = g->off + split;
-	if (gi & 1)
-		stamp_bulk(m, from, to);
-	else
-		fire_range(m, from, to);
+		k = g->off + split;
+	for (; k < to; k++)
+		relay__fire(m, leaf[k]);
 }
 
 void relay__eval_thr_num(relay_matcher *m, const relay__tnode *n, double v)
 {
-	const double *key = m->rs->thr_num;
-	unsigned gi;
+	const relay_ruleset *rs = m->rs;
+	const double *key = rs->thr_num;
+	unsigned op;
 
-	for (gi = 0; gi < RELAY__THR_GROUPS; gi++) {
-		const relay__thr *g = &n->num_thr[gi];
-		enum relay__pat_op op = (enum relay__pat_op)(gi / 2);
+	if (n->keep_num) {
+		uint32_t node = (uint32_t)(n - rs->nodes);
+
+		m->num_stamp[node] = m->epoch;
+		m->val_num[node] = v;
+	}
+	for (op = 0; op < 4; op++) {
+		const relay__thr *g = &n->num_thr[op];
 		bool pre = op <= RELAY__OP_GTE;
 		uint32_t lo = 0, hi = g->n, mid;
 
 		if (!g->n)
 			continue;
-		/* the comparison holds on a prefix (pre) or suffix: find
-		 * where it changes */
+		/* the comparison holds on a prefix (pre) or a suffix */
 		while (lo < hi) {
 			mid = lo + (hi - lo) / 2;
-			if (relay__num_cmp(v, key[g->off + mid], op) == pre)
+			if (relay__num_cmp(v, key[g->off + mid],
+					   (enum relay__pat_op)op) == pre)
 				lo = mid + 1;
 			else
 				hi = mid;
 		}
-		hold(m, g, gi, lo);
+		fire_range(m, g, op, lo);
 	}
 }
 
 void relay__eval_thr_time(relay_matcher *m, const relay__tnode *n,
 			  const relay__instant *t)
 {
-	const int64_t *key = m->rs->thr_ms;
-	unsigned gi;
+	const relay_ruleset *rs = m->rs;
+	const int64_t *key = rs->thr_ms;
+	unsigned op;
 
-	for (gi = 0; gi < RELAY__THR_GROUPS; gi++) {
-		const relay__thr *g = &n->time_thr[gi];
-		enum relay__pat_op op = (enum relay__pat_op)(gi / 2);
+	if (n->keep_time) {
+		uint32_t node = (uint32_t)(n - rs->nodes);
+
+		m->time_stamp[node] = m->epoch;
+		m->val_t[node] = *t;
+	}
+	for (op = 0; op < 4; op++) {
+		const relay__thr *g = &n->time_thr[op];
 		bool pre = op <= RELAY__OP_GTE;
 		uint32_t lo = 0, hi = g->n, mid;
 
@@ -230,12 +301,12 @@ void relay__eval_thr_time(relay_matcher *m, const relay__tnode *n,
 		while (lo < hi) {
 			mid = lo + (hi - lo) / 2;
 			if (relay__instant_cmp(t, m->now + key[g->off + mid],
-					       op) == pre)
+					       (enum relay__pat_op)op) == pre)
 				lo = mid + 1;
 			else
 				hi = mid;
 		}
-		hold(m, g, gi, lo);
+		fire_range(m, g, op, lo);
 	}
 }
 
@@ -252,4 +323,33 @@ void relay__eval_eq_num(relay_matcher *m, const relay__tnode *n, double v)
 	}
 	if (lo < n->neq_num && n->eq_num[lo].num == v)
 		relay__fire(m, n->eq_num[lo].leaf);
+}
+
+/*
+ * A lazy leaf is stamped when its node's kept value satisfies it; it is
+ * never stamped otherwise (nothing else fires it), so a leaf left
+ * unstamped reads as "did not fire", as when the one-by-one loop skipped
+ * it.
+ */
+void relay__settle_lazy(relay_matcher *m, uint32_t r)
+{
+	const relay_ruleset *rs = m->rs;
+	uint32_t k, epoch = m->epoch;
+
+	for (k = rs->lazy_off[r]; k < rs->lazy_off[r + 1]; k++) {
+		const relay__lazy *z = &rs->lazy[k];
+		bool held;
+
+		if (z->time)
+			held = m->time_stamp[z->node] == epoch &&
+			       relay__instant_cmp(&m->val_t[z->node],
+						  m->now + z->offset_ms,
+						  (enum relay__pat_op)z->op);
+		else
+			held = m->num_stamp[z->node] == epoch &&
+			       relay__num_cmp(m->val_num[z->node], z->num,
+					      (enum relay__pat_op)z->op);
+		if (held)
+			m->leaf_stamp[z->leaf] = epoch;
+	}
 }

@@ -294,14 +294,15 @@ static void iso_at(char *out, size_t len, int64_t ms, const char *sub)
 #define THR_TIME 13  /* now()-120m ... now()+120m, every 20m */
 
 /*
- * Many thresholds at one path, every comparison, each distinct (the
- * threshold index sorts and searches them): rules anchored elsewhere
- * (their threshold leaves are only stamped, in bulk) and rules anchored
- * on their threshold (fired one by one), an anything-but over numbers
- * (its inner tests fire its hit leaf), values on, between and beyond
- * every threshold, instants on, just after and just before every
- * cutoff, and repeated keys (a bulk range must be forgotten exactly).
- * Raw, json_t and reference matchers must agree on every rule.
+ * Many thresholds at one path, every comparison, each distinct (thresh.c):
+ * rules anchored elsewhere (their threshold leaves are lazy: settled from
+ * the kept value when the rule is evaluated) and rules anchored on their
+ * threshold (sorted, searched, fired while scanning), an anything-but
+ * over numbers (its inner tests fire its hit leaf), values on, between
+ * and beyond every threshold and of other types, instants on, just after
+ * and just before every cutoff, and repeated keys (the last value wins:
+ * a kept value of an earlier one must be forgotten). Raw, json_t and
+ * reference matchers must agree on every rule.
  */
 static void test_pattern__thresholds(void)
 {
