@@ -100,9 +100,10 @@ void relay__match_begin(relay_matcher *m, relay_wall_ms now)
 	m->errstr[0] = '\0';
 }
 
-/* Append @v to the event's log; on failure to grow, stop logging for this
- * event (repeated keys then fall back to relay__node_reset()). */
-void relay__mlog(relay_matcher *m, uint32_t v)
+/* relay__mlog() when the log is full or lost: grow it; on failure to
+ * grow, stop logging for this event (repeated keys then fall back to
+ * relay__node_reset()). */
+void relay__mlog_slow(relay_matcher *m, uint32_t v)
 {
 	if (m->log_lost)
 		return;

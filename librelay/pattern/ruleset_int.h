@@ -325,7 +325,16 @@ void relay__eval_string(relay_matcher *m, const relay__tnode *n,
 			const char *s, size_t len);
 void relay__eval_number(relay_matcher *m, const relay__tnode *n, double v);
 void relay__node_reset(relay_matcher *m, uint32_t node);
-void relay__mlog(relay_matcher *m, uint32_t v);
+void relay__mlog_slow(relay_matcher *m, uint32_t v);
+
+/* Append @v to the event's log (inline: once per fired leaf). */
+static inline void relay__mlog(relay_matcher *m, uint32_t v)
+{
+	if (m->nlog < m->cap_log && !m->log_lost)
+		m->log[m->nlog++] = v;
+	else
+		relay__mlog_slow(m, v);
+}
 void relay__node_forget(relay_matcher *m, uint32_t node);
 void relay__match_begin(relay_matcher *m, relay_wall_ms now);
 
