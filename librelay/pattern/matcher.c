@@ -247,7 +247,7 @@ void relay__eval_number(relay_matcher *m, const relay__tnode *n, double v)
 
 	if (n->neq_num)
 		relay__eval_eq_num(m, n, v);
-	if (n->ncmp_num)
+	if (n->ncmp_num || n->keep_num)
 		relay__eval_thr_num(m, n, v);
 	for (i = 0; i < n->nxnum; i++)
 		if (relay__range_has(n->xnum[i].a, v))

@@ -74,9 +74,10 @@ typedef struct relay__thr {
 typedef struct relay__lazy {
 	double num;             /* CMP_NUM: the threshold */
 	int64_t offset_ms;      /* CMP_TIME: cutoff = now + offset_ms */
+	const struct relay__pat_alt *range; /* RANGE (borrowed), or NULL */
 	uint32_t leaf, node;
 	uint8_t op;             /* enum relay__pat_op */
-	uint8_t time;           /* CMP_TIME, else CMP_NUM */
+	uint8_t time;           /* CMP_TIME, else CMP_NUM or RANGE */
 } relay__lazy;
 
 /* An operator leaf tested one by one (compile_ops.c operators whose value
@@ -107,7 +108,8 @@ typedef struct relay__tnode {
 	relay__smap eic;          /* lowercased literal -> leaf; hashed and
 				   * compared ignoring ASCII case */
 	relay__xleaf *xstr;       /* IPREFIX ISUFFIX WILDCARD CIDR leaves */
-	relay__xleaf *xnum;       /* RANGE leaves */
+	relay__xleaf *xnum;       /* RANGE leaves (after build: the firing
+				   * ones; the others are lazy) */
 	uint32_t nxstr, nxnum;
 	uint8_t want_ip;          /* some CIDR leaf here */
 	uint32_t scalar;          /* leaf fired by a non-container, or NONE */

@@ -15,7 +15,9 @@
  * comparison and sorted, and a value fires a prefix (GT, GTE) or a suffix
  * (LT, LTE) of each group, found by binary search with the same
  * comparison, so the set of holding leaves is exactly what it was.
- * Numeric equalities are sorted and searched too.
+ * Numeric equalities are sorted and searched too. Two-sided ranges
+ * (numeric: [">", a, "<=", b]) that fire nothing are lazy as well; the
+ * others are tested one by one (relay__eval_number).
  */
 #include <stdlib.h>
 #include <string.h>
@@ -99,7 +101,7 @@ static int lazy_index(relay_ruleset *rs, relay__lazy **out, uint32_t *nlazy)
 {
 	relay__lazy *by = relay__calloc(rs->nleaves ? rs->nleaves : 1,
 					sizeof(*by));
-	uint32_t i, k;
+	uint32_t i, j, k;
 
 	if (!by)
 		return RELAY_ENOMEM;
@@ -120,6 +122,20 @@ static int lazy_index(relay_ruleset *rs, relay__lazy **out, uint32_t *nlazy)
 			n->keep_num = 1;
 			(*nlazy)++;
 		}
+		for (k = 0, j = 0; k < n->nxnum; k++) {
+			relay__lazy *z = &by[n->xnum[k].leaf];
+
+			if (leaf_fires(rs, n->xnum[k].leaf)) {
+				n->xnum[j++] = n->xnum[k];
+				continue;
+			}
+			z->range = n->xnum[k].a;
+			z->leaf = n->xnum[k].leaf;
+			z->node = i;
+			n->keep_num = 1;
+			(*nlazy)++;
+		}
+		n->nxnum = j;  /* the lazy ranges are settled, not tested */
 		for (k = 0; k < n->ncmp_time; k++) {
 			relay__lazy *z = &by[n->cmp_time[k].leaf];
 
@@ -345,6 +361,9 @@ void relay__settle_lazy(relay_matcher *m, uint32_t r)
 			       relay__instant_cmp(&m->val_t[z->node],
 						  m->now + z->offset_ms,
 						  (enum relay__pat_op)z->op);
+		else if (z->range)
+			held = m->num_stamp[z->node] == epoch &&
+			       relay__range_has(z->range, m->val_num[z->node]);
 		else
 			held = m->num_stamp[z->node] == epoch &&
 			       relay__num_cmp(m->val_num[z->node], z->num,
