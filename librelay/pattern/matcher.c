@@ -34,6 +34,10 @@ int relay_matcher_new(relay_matcher **out, const relay_ruleset *rs)
 	m->node_seen = relay__calloc(nn, sizeof(uint32_t));
 	m->node_from = relay__calloc(nn, sizeof(uint32_t));
 	m->node_to = relay__calloc(nn, sizeof(uint32_t));
+	m->num_stamp = relay__calloc(nn, sizeof(uint32_t));
+	m->time_stamp = relay__calloc(nn, sizeof(uint32_t));
+	m->val_num = relay__calloc(nn, sizeof(double));
+	m->val_t = relay__calloc(nn, sizeof(relay__instant));
 	m->cand = relay__calloc(nr, sizeof(uint32_t));
 	m->ids = relay__calloc(nr, sizeof(uint32_t));
 	/* Room for every leaf and node once: a repeated key needs more. */
@@ -41,6 +45,7 @@ int relay_matcher_new(relay_matcher **out, const relay_ruleset *rs)
 	m->log = relay__malloc(m->cap_log * sizeof(uint32_t));
 	if (!m->leaf_stamp || !m->rule_stamp || !m->node_seen || !m->cand ||
 	    !m->ids || !m->node_from || !m->node_to || !m->log ||
+	    !m->num_stamp || !m->time_stamp || !m->val_num || !m->val_t ||
 	    relay__buf_reserve(&m->scratch, 1024)) {
 		relay_matcher_free(m);
 		return RELAY_ENOMEM;
@@ -59,6 +64,10 @@ void relay_matcher_free(relay_matcher *m)
 	relay__free(m->node_from);
 	relay__free(m->node_to);
 	relay__free(m->log);
+	relay__free(m->num_stamp);
+	relay__free(m->time_stamp);
+	relay__free(m->val_num);
+	relay__free(m->val_t);
 	relay__free(m->cand);
 	relay__free(m->ids);
 	relay__buf_free(&m->scratch);
@@ -79,6 +88,8 @@ void relay__match_begin(relay_matcher *m, relay_wall_ms now)
 		memset(m->leaf_stamp, 0, rs->nleaves * sizeof(uint32_t));
 		memset(m->rule_stamp, 0, rs->npats * sizeof(uint32_t));
 		memset(m->node_seen, 0, rs->nnodes * sizeof(uint32_t));
+		memset(m->num_stamp, 0, rs->nnodes * sizeof(uint32_t));
+		memset(m->time_stamp, 0, rs->nnodes * sizeof(uint32_t));
 		m->epoch = 1;
 	}
 	m->ncand = 0;
@@ -89,9 +100,10 @@ void relay__match_begin(relay_matcher *m, relay_wall_ms now)
 	m->errstr[0] = '\0';
 }
 
-/* Append @v to the event's log; on failure to grow, stop logging for this
- * event (repeated keys then fall back to relay__node_reset()). */
-void relay__mlog(relay_matcher *m, uint32_t v)
+/* relay__mlog() when the log is full or lost: grow it; on failure to
+ * grow, stop logging for this event (repeated keys then fall back to
+ * relay__node_reset()). */
+void relay__mlog_slow(relay_matcher *m, uint32_t v)
 {
 	if (m->log_lost)
 		return;
@@ -205,7 +217,7 @@ void relay__eval_string(relay_matcher *m, const relay__tnode *n,
 			const char *s, size_t len)
 {
 	relay__instant t;
-	uint32_t i, l;
+	uint32_t l;
 
 	if (n->eq_str.n) {
 		l = relay__smap_get(&n->eq_str, s, len);
@@ -226,23 +238,17 @@ void relay__eval_string(relay_matcher *m, const relay__tnode *n,
 	if (n->nxstr)
 		eval_xstr(m, n, s, len);
 	if (n->ncmp_time && relay__rfc3339_parse(s, len, &t) == 0)
-		for (i = 0; i < n->ncmp_time; i++)
-			if (relay__instant_cmp(&t, m->now +
-					       n->cmp_time[i].offset_ms,
-					       n->cmp_time[i].op))
-				relay__fire(m, n->cmp_time[i].leaf);
+		relay__eval_thr_time(m, n, &t);
 }
 
 void relay__eval_number(relay_matcher *m, const relay__tnode *n, double v)
 {
 	uint32_t i;
 
-	for (i = 0; i < n->neq_num; i++)
-		if (v == n->eq_num[i].num)
-			relay__fire(m, n->eq_num[i].leaf);
-	for (i = 0; i < n->ncmp_num; i++)
-		if (relay__num_cmp(v, n->cmp_num[i].num, n->cmp_num[i].op))
-			relay__fire(m, n->cmp_num[i].leaf);
+	if (n->neq_num)
+		relay__eval_eq_num(m, n, v);
+	if (n->ncmp_num || n->keep_num)
+		relay__eval_thr_num(m, n, v);
 	for (i = 0; i < n->nxnum; i++)
 		if (relay__range_has(n->xnum[i].a, v))
 			relay__fire(m, n->xnum[i].leaf);
@@ -259,6 +265,7 @@ void relay__node_reset(relay_matcher *m, uint32_t node)
 	const relay__tnode *n = &m->rs->nodes[node];
 	uint32_t i;
 
+	m->num_stamp[node] = m->time_stamp[node] = 0;
 	for (i = 0; i < n->nleaves; i++)
 		m->leaf_stamp[n->leaves[i]] = 0;
 	for (i = 0; i < n->kids.n; i++) {
@@ -276,16 +283,20 @@ void relay__node_forget(relay_matcher *m, uint32_t node)
 {
 	uint32_t k, v;
 
+	m->num_stamp[node] = m->time_stamp[node] = 0;
 	if (m->log_lost) {
 		relay__node_reset(m, node);
 		return;
 	}
 	for (k = m->node_from[node]; k < m->node_to[node]; k++) {
 		v = m->log[k];
-		if (v & RELAY__LOG_NODE)
-			m->node_seen[v & ~RELAY__LOG_NODE] = 0;
-		else
+		if (v & RELAY__LOG_NODE) {
+			v &= ~RELAY__LOG_NODE;
+			m->node_seen[v] = 0;
+			m->num_stamp[v] = m->time_stamp[v] = 0;
+		} else {
 			m->leaf_stamp[v] = 0;
+		}
 	}
 }
 
@@ -359,6 +370,8 @@ size_t relay__match_end(relay_matcher *m)
 		bool ok;
 
 		r = m->cand[i];
+		if (rs->lazy_off)
+			relay__settle_lazy(m, r);
 		off = rs->cnf_start[r];
 		if (off != RELAY__NONE)
 			ok = relay__eval_cnf(rs->cnf + off, m->leaf_stamp,

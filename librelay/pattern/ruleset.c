@@ -833,6 +833,8 @@ int relay_ruleset_build(relay_ruleset *rs)
 		rc = build_anchors(rs);
 	if (!rc)
 		rc = build_cnf(rs);
+	if (!rc)
+		rc = relay__build_thresholds(rs);
 	if (rc)
 		return rc;
 	rs->built = true;
@@ -883,5 +885,10 @@ void relay_ruleset_free(relay_ruleset *rs)
 	relay__free(rs->also_off);
 	relay__free(rs->also);
 	relay__free(rs->pairs);
+	relay__free(rs->thr_num);
+	relay__free(rs->thr_ms);
+	relay__free(rs->thr_leaf);
+	relay__free(rs->lazy_off);
+	relay__free(rs->lazy);
 	relay__free(rs);
 }

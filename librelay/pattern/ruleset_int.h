@@ -57,6 +57,29 @@ typedef struct relay__timeleaf {
 	uint32_t leaf;
 } relay__timeleaf;
 
+/*
+ * Threshold leaves come in two kinds (thresh.c). A leaf that anchors a
+ * rule or feeds an anything-but must fire while the event is scanned: at
+ * a node, those of one comparison form a group of distinct thresholds,
+ * ascending, at [off, off + n) of the ruleset's thr_* arrays; a value
+ * satisfies a prefix of a GT or GTE group and a suffix of an LT or LTE
+ * group, found by binary search. Every other threshold leaf is "lazy":
+ * scanning only keeps the value at its node, and the leaf is settled when
+ * a rule that reads it is evaluated (relay__lazy, per rule).
+ */
+typedef struct relay__thr {
+	uint32_t off, n;
+} relay__thr;
+
+typedef struct relay__lazy {
+	double num;             /* CMP_NUM: the threshold */
+	int64_t offset_ms;      /* CMP_TIME: cutoff = now + offset_ms */
+	const struct relay__pat_alt *range; /* RANGE (borrowed), or NULL */
+	uint32_t leaf, node;
+	uint8_t op;             /* enum relay__pat_op */
+	uint8_t time;           /* CMP_TIME, else CMP_NUM or RANGE */
+} relay__lazy;
+
 /* An operator leaf tested one by one (compile_ops.c operators whose value
  * test is not a lookup): the alternative is borrowed from the ruleset's
  * pattern copies. */
@@ -76,11 +99,17 @@ typedef struct relay__tnode {
 	relay__numleaf *eq_num;
 	relay__numleaf *cmp_num;
 	relay__timeleaf *cmp_time;
-	uint32_t neq_num, ncmp_num, ncmp_time;
+	uint32_t neq_num, ncmp_num, ncmp_time;  /* eq_num: ascending
+						   * after build */
+	relay__thr num_thr[4];    /* firing cmp_num leaves, by op */
+	relay__thr time_thr[4];   /* firing cmp_time leaves, by op */
+	uint8_t keep_num;         /* lazy cmp_num leaves here */
+	uint8_t keep_time;        /* lazy cmp_time leaves here */
 	relay__smap eic;          /* lowercased literal -> leaf; hashed and
 				   * compared ignoring ASCII case */
 	relay__xleaf *xstr;       /* IPREFIX ISUFFIX WILDCARD CIDR leaves */
-	relay__xleaf *xnum;       /* RANGE leaves */
+	relay__xleaf *xnum;       /* RANGE leaves (after build: the firing
+				   * ones; the others are lazy) */
 	uint32_t nxstr, nxnum;
 	uint8_t want_ip;          /* some CIDR leaf here */
 	uint32_t scalar;          /* leaf fired by a non-container, or NONE */
@@ -131,6 +160,15 @@ struct relay_ruleset {
 	uint32_t *also;
 	uint32_t *pairs;          /* build only: (inner, hit) pairs */
 	uint32_t npairs, cap_pairs;
+	/* firing threshold groups (relay__thr): keys and leaf ids; thr_num
+	 * holds the numbers of CMP_NUM groups, thr_ms the offsets of
+	 * CMP_TIME ones */
+	double *thr_num;
+	int64_t *thr_ms;
+	uint32_t *thr_leaf;
+	/* lazy threshold leaves read by each rule: rule -> [off, off') */
+	uint32_t *lazy_off;       /* NULL when there are none */
+	relay__lazy *lazy;
 };
 
 struct relay_matcher {
@@ -146,6 +184,11 @@ struct relay_matcher {
 	uint32_t nlog, cap_log;
 	bool log_lost;            /* could not grow: full resets instead */
 	uint32_t *node_from, *node_to;
+	/* the value at a node with lazy thresholds: a number iff num_stamp
+	 * == epoch, an RFC 3339 instant iff time_stamp == epoch */
+	uint32_t *num_stamp, *time_stamp;
+	double *val_num;
+	relay__instant *val_t;
 	uint32_t *cand;
 	uint32_t ncand;
 	uint32_t *ids;            /* results */
@@ -284,9 +327,29 @@ void relay__eval_string(relay_matcher *m, const relay__tnode *n,
 			const char *s, size_t len);
 void relay__eval_number(relay_matcher *m, const relay__tnode *n, double v);
 void relay__node_reset(relay_matcher *m, uint32_t node);
-void relay__mlog(relay_matcher *m, uint32_t v);
+void relay__mlog_slow(relay_matcher *m, uint32_t v);
+
+/* Append @v to the event's log (inline: once per fired leaf). */
+static inline void relay__mlog(relay_matcher *m, uint32_t v)
+{
+	if (m->nlog < m->cap_log && !m->log_lost)
+		m->log[m->nlog++] = v;
+	else
+		relay__mlog_slow(m, v);
+}
 void relay__node_forget(relay_matcher *m, uint32_t node);
 void relay__match_begin(relay_matcher *m, relay_wall_ms now);
+
+/* thresh.c: the threshold index (built after the anchors and the also
+ * lists, which decide which leaves are lazy). */
+int relay__build_thresholds(relay_ruleset *rs);
+void relay__eval_eq_num(relay_matcher *m, const relay__tnode *n, double v);
+void relay__eval_thr_num(relay_matcher *m, const relay__tnode *n, double v);
+void relay__eval_thr_time(relay_matcher *m, const relay__tnode *n,
+			  const relay__instant *t);
+/* Settle the lazy threshold leaves rule @r reads, from the values kept at
+ * their nodes. */
+void relay__settle_lazy(relay_matcher *m, uint32_t r);
 size_t relay__match_end(relay_matcher *m);
 
 /* scan.c */

@@ -13,7 +13,7 @@
  *	the baseline: json_loads() (+ json_decref) alone on the same events
  *	  baseline=jansson events_per_s=… ns_per_event=…
  *   bench-match CORPUS_DIR --all [SECONDS [ROUNDS]]
- *	the baseline, then every profile (common numeric full) x N (1 10
+ *	the baseline, then every profile (common numeric full mixed) x N (1 10
  *	100 1000), one line each; with ROUNDS > 1 the whole sequence runs
  *	ROUNDS times (interleaved, so that drift on a shared machine hits
  *	every set alike) and a final table gives per-set medians and the
@@ -276,10 +276,11 @@ static int run_set(const char *dir, const char *profile, int nrules,
 
 int main(int argc, char **argv)
 {
-	static const char *profiles[] = { "common", "numeric", "full" };
+	static const char *profiles[] = { "common", "numeric", "full",
+					  "mixed" };
 	static const int sizes[] = { 1, 10, 100, 1000 };
-	static double eps[3][4][MAX_ROUNDS], add[3][4][MAX_ROUNDS];
-	static size_t bad[3][4];
+	static double eps[4][4][MAX_ROUNDS], add[4][4][MAX_ROUNDS];
+	static size_t bad[4][4];
 	double base[MAX_ROUNDS], secs, bm;
 	char *ebuf;
 	span *ev;
@@ -309,7 +310,7 @@ int main(int argc, char **argv)
 		for (r = 0; r < rounds; r++) {
 			printf("round=%d\n", r + 1);
 			base[r] = baseline(ev, nev, secs);
-			for (i = 0; i < 3; i++) {
+			for (i = 0; i < 4; i++) {
 				printf("profile=%s\n", profiles[i]);
 				for (j = 0; j < 4; j++) {
 					rc |= run_set(argv[1], profiles[i],
@@ -328,7 +329,7 @@ int main(int argc, char **argv)
 		       "| mismatches |\n|---|---|---|---|---|---|\n"
 		       "| jansson json_loads | %.0f | %.0f | 1 | - | - |\n",
 		       rounds, secs, bm, 1e9 / bm);
-		for (i = 0; i < 3; i++)
+		for (i = 0; i < 4; i++)
 			for (j = 0; j < 4; j++) {
 				double e = median(eps[i][j], rounds);
 

@@ -19,7 +19,14 @@ into --out (default ./corpus):
 
 Profiles: `common` (literal alternatives, prefix, suffix, exists, nested
 maps), `numeric` (common + number thresholds), `full` (numeric + now()
-cutoffs on RFC 3339 timestamps). Sizes: --rules (default 1,10,100,1000).
+cutoffs on RFC 3339 timestamps), `mixed` (full + the EventBridge
+operators of doc/patterns.md section 3b: anything-but, equals-ignore-case,
+prefix/suffix ignoring case, wildcard, cidr, numeric ranges, $or). Sizes:
+--rules (default 1,10,100,1000). The fields only `mixed` rules test
+(client_ip, and path and kind in the row images) are drawn from a
+generator of their own after the events, so the events and rules of the
+older profiles are those of the generator before `mixed` existed, plus
+those fields.
 
 The reference matcher is a small, independent Python statement of the
 pattern language of doc/patterns.md (doc/behaviour.md B-20 ... B-35); the C
@@ -140,6 +147,96 @@ def equal(value, lit):
 	return False
 
 
+ASCII_LOWER = {c: c + 32 for c in range(65, 91)}
+IPV4_RE = re.compile(r"^(0|[1-9][0-9]{0,2})(\.(0|[1-9][0-9]{0,2})){3}$")
+
+
+def alower(s):
+	"""ASCII-only lower case (doc/patterns.md: case folding)."""
+	return s.translate(ASCII_LOWER)
+
+
+def wildcard_matches(w, value):
+	"""`*` is any run (none too); the corpus writes no backslashes."""
+	rx = ".*".join(re.escape(part) for part in w.split("*"))
+	return re.fullmatch(rx, value, re.DOTALL) is not None
+
+
+def ipv4(s):
+	if not IPV4_RE.match(s):
+		return None
+	parts = [int(x) for x in s.split(".")]
+	if any(x > 255 for x in parts):
+		return None
+	return (parts[0] << 24) | (parts[1] << 16) | (parts[2] << 8) | parts[3]
+
+
+def cidr_matches(net, value):
+	"""IPv4 networks only in the corpus; families never cross."""
+	if not isinstance(value, str):
+		return False
+	addr, bits = net.split("/")
+	a, v = ipv4(addr), ipv4(value)
+	if v is None:
+		return False
+	mask = (0xffffffff << (32 - int(bits))) & 0xffffffff
+	return (v & mask) == a
+
+
+def numeric_matches(spec, value):
+	if not is_number(value):
+		return False
+	ok = True
+	for i in range(0, len(spec), 2):
+		op, n = spec[i], spec[i + 1]
+		ok = ok and {">": value > n, ">=": value >= n, "<": value < n,
+			     "<=": value <= n, "=": value == n}[op]
+	return ok
+
+
+def inner_matches(arg, value):
+	"""One test inside anything-but."""
+	if isinstance(arg, list):
+		return any(equal(value, x) for x in arg)
+	if isinstance(arg, dict):
+		(k, v), = arg.items()
+		if not isinstance(value, str):
+			return False
+		vs = v if isinstance(v, list) else [v]
+		if k == "prefix":
+			return any(value.startswith(x) for x in vs)
+		if k == "suffix":
+			return any(value.endswith(x) for x in vs)
+		if k == "wildcard":
+			return any(wildcard_matches(x, value) for x in vs)
+		return any(alower(value) == alower(x) for x in vs)
+	return equal(value, arg)
+
+
+def new_op_matches(op, arg, value):
+	"""The EventBridge operators (doc/patterns.md section 3b)."""
+	if op == "anything-but":
+		if value is MISSING or isinstance(value, (list, dict)):
+			return False
+		return not inner_matches(arg, value)
+	if op == "numeric":
+		return numeric_matches(arg, value)
+	if not isinstance(value, str):
+		return False
+	if op == "equals-ignore-case":
+		return alower(value) == alower(arg)
+	if op in ("prefix", "suffix"):       # {equals-ignore-case: s}
+		a, v = alower(arg["equals-ignore-case"]), alower(value)
+		return v.startswith(a) if op == "prefix" else v.endswith(a)
+	if op == "wildcard":
+		return wildcard_matches(arg, value)
+	return cidr_matches(arg, value)
+
+
+NEW_OPS = ("anything-but", "numeric", "equals-ignore-case", "wildcard",
+	   "cidr")
+
+
 def op_matches(op, arg, value, now_ns):
 	if op == "exists":
 		return (value is not MISSING) == arg
@@ -164,6 +261,9 @@ def alternative_matches(alt, value, now_ns):
 		return value is not MISSING and equal(value, alt)
 	if len(alt) == 1:
 		(k, v), = alt.items()
+		if k in NEW_OPS or (k in ("prefix", "suffix") and
+				    isinstance(v, dict)):
+			return new_op_matches(k, v, value)
 		if k in ("exists", "prefix", "suffix", "gt", "gte", "lt", "lte"):
 			return op_matches(k, v, value, now_ns)
 	# a nested pattern: a value that is not a map is seen as absent
@@ -174,6 +274,10 @@ def alternative_matches(alt, value, now_ns):
 def pattern_matches(pattern, obj, now_ns):
 	"""Does the map pattern match obj (a dict, or None when absent)?"""
 	for field, cond in pattern.items():
+		if field == "$or":
+			if not any(pattern_matches(b, obj, now_ns) for b in cond):
+				return False
+			continue
 		alts = cond if isinstance(cond, list) else [cond]
 		value = obj.get(field, MISSING) if isinstance(obj, dict) else MISSING
 		if not any(alternative_matches(a, value, now_ns) for a in alts):
@@ -225,14 +329,37 @@ def make_event(rng, now, i):
 	return ev
 
 
+def add_mixed_fields(rng, ev):
+	"""The fields only `mixed` rules test, from their own generator."""
+	r = rng.random()
+	if r < 0.7:
+		ev["client_ip"] = "10.%d.%d.%d" % (rng.randrange(8),
+						   rng.randrange(256),
+						   rng.randrange(1, 255))
+	elif r < 0.8:
+		ev["client_ip"] = "192.168.%d.%d" % (rng.randrange(4),
+						     rng.randrange(1, 255))
+	elif r < 0.9:
+		ev["client_ip"] = "2001:db8::%x" % rng.randrange(1, 65535)
+	for image in ("new_image", "old_image"):
+		row = ev.get(image)
+		if row is None:
+			continue
+		row["path"] = "/srv/%s/%s/%d.%s" % (
+			rng.choice(NAMES), rng.choice(["logs", "data", "tmp"]),
+			rng.randrange(100), rng.choice(["log", "json", "gz"]))
+		kind = rng.choice(STATES)
+		row["kind"] = rng.choice([kind, kind.lower(), kind.title()])
+
+
 # --------------------------------------------------------------- rules
 
 def leaf_alternatives(rng, profile):
 	"""One field condition on a row field: (field, list of alternatives)."""
 	kinds = ["status", "id", "email", "exists", "owner"]
-	if profile in ("numeric", "full"):
+	if profile in ("numeric", "full", "mixed"):
 		kinds += ["amount", "score"]
-	if profile == "full":
+	if profile in ("full", "mixed"):
 		kinds += ["created_at", "updated_at"]
 	kind = rng.choice(kinds)
 	if kind == "status":
@@ -259,14 +386,53 @@ def leaf_alternatives(rng, profile):
 	return kind, [{op: "now()-" + span}]
 
 
+def new_operator(rng):
+	"""One field condition with an EventBridge operator."""
+	kind = rng.choice(["ab", "ab_prefix", "eic", "iprefix", "isuffix",
+			   "wildcard", "range", "numeric", "numeric_eq"])
+	if kind == "ab":
+		return "status", [{"anything-but": rng.sample(STATES, rng.randrange(1, 4))}]
+	if kind == "ab_prefix":
+		return "id", [{"anything-but": {"prefix": rng.choice(ID_HEADS)}}]
+	if kind == "eic":
+		return "kind", [{"equals-ignore-case": s.lower()}
+				for s in rng.sample(STATES, rng.randrange(1, 3))]
+	if kind == "iprefix":
+		return "id", [{"prefix": {"equals-ignore-case": rng.choice(ID_HEADS).upper()}}]
+	if kind == "isuffix":
+		return "email", [{"suffix": {"equals-ignore-case": rng.choice(MAIL_TAILS).upper()}}]
+	if kind == "wildcard":
+		w = rng.choice(["/srv/*/logs/*", "/srv/%s/*" % rng.choice(NAMES),
+				"*.json", "/srv/*/data/*.gz", "*/tmp/*"])
+		return "path", [{"wildcard": w}]
+	if kind == "range":
+		lo = rng.randrange(0, 4000)
+		return "amount", [{"numeric": [rng.choice([">", ">="]), lo,
+					       rng.choice(["<", "<="]),
+					       lo + rng.randrange(1, 2000)]}]
+	if kind == "numeric":
+		return "score", [{"numeric": [rng.choice([">", ">=", "<", "<="]),
+					      rng.randrange(0, 101)]}]
+	return "score", [{"numeric": ["=", rng.randrange(0, 101)]}]
+
+
 def make_rule(rng, profile):
 	p = {"table_name": [rng.choice(RULE_TABLES)]}
 	if rng.random() < 0.7:
 		p["event_name"] = rng.sample(OPS_NAMES, rng.randrange(1, 3))
 	image = {}
 	for _ in range(rng.randrange(1, 4)):
-		f, alts = leaf_alternatives(rng, profile)
+		if profile == "mixed" and rng.random() < 0.5:
+			f, alts = new_operator(rng)
+		else:
+			f, alts = leaf_alternatives(rng, profile)
 		image[f] = alts
+	if profile == "mixed" and rng.random() < 0.3:
+		image["$or"] = [dict([new_operator(rng)]),
+				dict([leaf_alternatives(rng, "full")])]
+	if profile == "mixed" and rng.random() < 0.2:
+		p["client_ip"] = [{"cidr": "10.%d.0.0/16" % rng.randrange(8)},
+				  {"cidr": "192.168.%d.0/24" % rng.randrange(4)}]
 	which = rng.choice(["new_image", "new_image", "old_image"])
 	p[which] = image
 	if rng.random() < 0.2:
@@ -296,6 +462,30 @@ def selftest():
 		({"t": [{"gt": "now()-5m"}]}, {"t": "yesterday"}, False),
 		({"r": [{"s": ["OK"]}, {"s": ["DEGRADED"]}]}, {"r": {"s": "DEGRADED"}}, True),
 		({"a": [{"prefix": "x"}]}, {"a": ["x"]}, False),
+		({"s": [{"anything-but": ["A", "B"]}]}, {"s": "C"}, True),
+		({"s": [{"anything-but": ["A", "B"]}]}, {"s": "A"}, False),
+		({"s": [{"anything-but": ["A"]}]}, {"s": None}, True),
+		({"s": [{"anything-but": ["A"]}]}, {"s": ["C"]}, False),
+		({"s": [{"anything-but": ["A"]}]}, {}, False),
+		({"s": [{"anything-but": {"prefix": "us"}}]}, {"s": "user"}, False),
+		({"s": [{"anything-but": {"prefix": "us"}}]}, {"s": 5}, True),
+		({"s": [{"equals-ignore-case": "failed"}]}, {"s": "FaILed"}, True),
+		({"s": [{"equals-ignore-case": "\u00e9t\u00e9"}]}, {"s": "\u00c9T\u00c9"}, False),
+		({"s": [{"prefix": {"equals-ignore-case": "USER_"}}]}, {"s": "user_1"}, True),
+		({"s": [{"suffix": {"equals-ignore-case": "@X.COM"}}]}, {"s": "a@x.com"}, True),
+		({"p": [{"wildcard": "/srv/*/logs/*"}]}, {"p": "/srv/a/logs/"}, True),
+		({"p": [{"wildcard": "/srv/*/logs/*"}]}, {"p": "/srv/a/data/x"}, False),
+		({"p": [{"wildcard": "*.json"}]}, {"p": "a.json.gz"}, False),
+		({"ip": [{"cidr": "10.1.0.0/16"}]}, {"ip": "10.1.200.3"}, True),
+		({"ip": [{"cidr": "10.1.0.0/16"}]}, {"ip": "10.2.0.1"}, False),
+		({"ip": [{"cidr": "10.1.0.0/16"}]}, {"ip": "010.1.0.1"}, False),
+		({"ip": [{"cidr": "10.1.0.0/16"}]}, {"ip": "2001:db8::1"}, False),
+		({"n": [{"numeric": [">", 10, "<=", 100]}]}, {"n": 100}, True),
+		({"n": [{"numeric": [">", 10, "<=", 100]}]}, {"n": 10}, False),
+		({"n": [{"numeric": ["=", 5]}]}, {"n": 5.0}, True),
+		({"k": ["a"], "$or": [{"x": [1]}, {"y": [2]}]}, {"k": "a", "y": 2}, True),
+		({"k": ["a"], "$or": [{"x": [1]}, {"y": [2]}]}, {"k": "a", "y": 3}, False),
+		({"k": ["a"], "$or": [{"x": [1]}, {"y": [2]}]}, {"k": "b", "x": 1}, False),
 	]
 	for i, (p, ev, want) in enumerate(cases):
 		if pattern_matches(p, ev, now) != want:
@@ -326,6 +516,9 @@ def main():
 	os.makedirs(a.out, exist_ok=True)
 	rng = random.Random(a.seed)
 	events = [make_event(rng, now, i) for i in range(a.events)]
+	xrng = random.Random("%d/mixed-fields" % a.seed)
+	for ev in events:
+		add_mixed_fields(xrng, ev)
 	with open(os.path.join(a.out, "events.jsonl"), "w", encoding="utf-8") as fh:
 		for ev in events:
 			fh.write(json.dumps(ev, ensure_ascii=False,
@@ -333,7 +526,7 @@ def main():
 	manifest = {"seed": a.seed, "now": a.now, "events": a.events,
 		    "expect": min(a.expect, a.events), "sets": []}
 	sizes = [int(x) for x in a.rules.split(",") if x]
-	for profile in ("common", "numeric", "full"):
+	for profile in ("common", "numeric", "full", "mixed"):
 		for n in sizes:
 			rrng = random.Random("%d/%s/%d" % (a.seed, profile, n))
 			rules = [("app%03d/h%d" % (i // 4, i % 4), make_rule(rrng, profile))

@@ -1,0 +1,374 @@
+/*
+ * thresh.c - the threshold index: numeric and now()-relative cutoffs.
+ *
+ * Most threshold leaves anchor no rule: a rule is found through a
+ * rarer leaf (a literal) and only then reads its thresholds. Such a leaf
+ * is "lazy": while an event is scanned, a node with lazy thresholds only
+ * keeps its value (a number, or a parsed RFC 3339 instant), and when a
+ * rule is evaluated its lazy leaves are settled from those values, with
+ * the very comparison the one-by-one loop used (relay__num_cmp,
+ * relay__instant_cmp). What thresholds cost is then proportional to the
+ * rules actually evaluated, not to the thresholds present or holding.
+ *
+ * The other threshold leaves (they anchor a rule, or an anything-but
+ * reads them) must fire while scanning: at each node they are grouped by
+ * comparison and sorted, and a value fires a prefix (GT, GTE) or a suffix
+ * (LT, LTE) of each group, found by binary search with the same
+ * comparison, so the set of holding leaves is exactly what it was.
+ * Numeric equalities are sorted and searched too. Two-sided ranges
+ * (numeric: [">", a, "<=", b]) that fire nothing are lazy as well; the
+ * others are tested one by one (relay__eval_number).
+ */
+#include <stdlib.h>
+#include <string.h>
+
+#include "ruleset_int.h"
+
+/* ---------------------------------------------------------------- build */
+
+typedef struct thr_ent {
+	double num;
+	int64_t ms;
+	uint32_t leaf;
+} thr_ent;
+
+static int cmp_ent_num(const void *a, const void *b)
+{
+	double x = ((const thr_ent *)a)->num, y = ((const thr_ent *)b)->num;
+
+	return (x > y) - (x < y);
+}
+
+static int cmp_ent_ms(const void *a, const void *b)
+{
+	int64_t x = ((const thr_ent *)a)->ms, y = ((const thr_ent *)b)->ms;
+
+	return (x > y) - (x < y);
+}
+
+static int cmp_numleaf(const void *a, const void *b)
+{
+	double x = ((const relay__numleaf *)a)->num;
+	double y = ((const relay__numleaf *)b)->num;
+
+	return (x > y) - (x < y);
+}
+
+/* Whether @leaf must fire while scanning (else it is lazy). */
+static bool leaf_fires(const relay_ruleset *rs, uint32_t leaf)
+{
+	if (rs->anchor_off[leaf] != rs->anchor_off[leaf + 1])
+		return true;
+	return rs->also_off && rs->also_off[leaf] != rs->also_off[leaf + 1];
+}
+
+/*
+ * Append a node's firing thresholds of comparison @op to the thr_* arrays
+ * at *at, ascending, as group @g. @tmp has room for all of the node's.
+ */
+static void add_group(relay_ruleset *rs, relay__thr *g, thr_ent *tmp,
+		      const relay__numleaf *num, const relay__timeleaf *tim,
+		      uint32_t cnt, unsigned op, uint32_t *at)
+{
+	uint32_t i, n = 0;
+
+	for (i = 0; i < cnt; i++) {
+		uint32_t leaf = num ? num[i].leaf : tim[i].leaf;
+		unsigned o = num ? (unsigned)num[i].op : (unsigned)tim[i].op;
+
+		if (o != op || !leaf_fires(rs, leaf))
+			continue;
+		tmp[n].num = num ? num[i].num : 0;
+		tmp[n].ms = num ? 0 : tim[i].offset_ms;
+		tmp[n].leaf = leaf;
+		n++;
+	}
+	/* distinct keys (leaves are deduplicated by key and op) */
+	if (n > 1)
+		qsort(tmp, n, sizeof(*tmp), num ? cmp_ent_num : cmp_ent_ms);
+	g->off = *at;
+	g->n = n;
+	for (i = 0; i < n; i++) {
+		rs->thr_num[*at] = tmp[i].num;
+		rs->thr_ms[*at] = tmp[i].ms;
+		rs->thr_leaf[*at] = tmp[i].leaf;
+		(*at)++;
+	}
+}
+
+/* leaf -> its lazy description, for the leaves that are lazy */
+static int lazy_index(relay_ruleset *rs, relay__lazy **out, uint32_t *nlazy)
+{
+	relay__lazy *by = relay__calloc(rs->nleaves ? rs->nleaves : 1,
+					sizeof(*by));
+	uint32_t i, j, k;
+
+	if (!by)
+		return RELAY_ENOMEM;
+	for (i = 0; i < rs->nleaves; i++)
+		by[i].node = RELAY__NONE;
+	for (i = 0; i < rs->nnodes; i++) {
+		relay__tnode *n = &rs->nodes[i];
+
+		for (k = 0; k < n->ncmp_num; k++) {
+			relay__lazy *z = &by[n->cmp_num[k].leaf];
+
+			if (leaf_fires(rs, n->cmp_num[k].leaf))
+				continue;
+			z->num = n->cmp_num[k].num;
+			z->op = (uint8_t)n->cmp_num[k].op;
+			z->leaf = n->cmp_num[k].leaf;
+			z->node = i;
+			n->keep_num = 1;
+			(*nlazy)++;
+		}
+		for (k = 0, j = 0; k < n->nxnum; k++) {
+			relay__lazy *z = &by[n->xnum[k].leaf];
+
+			if (leaf_fires(rs, n->xnum[k].leaf)) {
+				n->xnum[j++] = n->xnum[k];
+				continue;
+			}
+			z->range = n->xnum[k].a;
+			z->leaf = n->xnum[k].leaf;
+			z->node = i;
+			n->keep_num = 1;
+			(*nlazy)++;
+		}
+		n->nxnum = j;  /* the lazy ranges are settled, not tested */
+		for (k = 0; k < n->ncmp_time; k++) {
+			relay__lazy *z = &by[n->cmp_time[k].leaf];
+
+			if (leaf_fires(rs, n->cmp_time[k].leaf))
+				continue;
+			z->offset_ms = n->cmp_time[k].offset_ms;
+			z->op = (uint8_t)n->cmp_time[k].op;
+			z->time = 1;
+			z->leaf = n->cmp_time[k].leaf;
+			z->node = i;
+			n->keep_time = 1;
+			(*nlazy)++;
+		}
+	}
+	*out = by;
+	return 0;
+}
+
+/* The lazy leaves of each rule's program, in CSR form (a leaf a rule
+ * names twice is settled twice: harmless). */
+static int build_lazy(relay_ruleset *rs)
+{
+	relay__lazy *by = NULL;
+	uint32_t r, j, nlazy = 0, total = 0, pass;
+	int rc = lazy_index(rs, &by, &nlazy);
+
+	if (rc || !nlazy) {
+		relay__free(by);
+		return rc;
+	}
+	rs->lazy_off = relay__calloc((size_t)rs->npats + 1, sizeof(uint32_t));
+	if (!rs->lazy_off) {
+		relay__free(by);
+		return RELAY_ENOMEM;
+	}
+	for (pass = 0; pass < 2; pass++) {
+		if (pass) {
+			rs->lazy = relay__calloc(total ? total : 1,
+						 sizeof(*rs->lazy));
+			if (!rs->lazy) {
+				relay__free(by);
+				return RELAY_ENOMEM;
+			}
+			total = 0;
+		}
+		for (r = 0; r < rs->npats; r++) {
+			uint32_t i = rs->prog_start[r];
+
+			rs->lazy_off[r] = total;
+			for (j = i; j < rs->prog[i].end; j++) {
+				const relay__expr *e = &rs->prog[j];
+
+				if ((e->op != RELAY__X_LEAF &&
+				     e->op != RELAY__X_NLEAF) ||
+				    by[e->arg].node == RELAY__NONE)
+					continue;
+				if (pass)
+					rs->lazy[total] = by[e->arg];
+				total++;
+			}
+		}
+		rs->lazy_off[rs->npats] = total;
+	}
+	relay__free(by);
+	return 0;
+}
+
+int relay__build_thresholds(relay_ruleset *rs)
+{
+	uint32_t i, total = 0, at = 0, most = 0;
+	unsigned op;
+	thr_ent *tmp;
+
+	for (i = 0; i < rs->nnodes; i++) {
+		const relay__tnode *n = &rs->nodes[i];
+
+		total += n->ncmp_num + n->ncmp_time;
+		if (n->ncmp_num > most)
+			most = n->ncmp_num;
+		if (n->ncmp_time > most)
+			most = n->ncmp_time;
+	}
+	rs->thr_num = relay__calloc(total ? total : 1, sizeof(double));
+	rs->thr_ms = relay__calloc(total ? total : 1, sizeof(int64_t));
+	rs->thr_leaf = relay__calloc(total ? total : 1, sizeof(uint32_t));
+	tmp = relay__calloc(most ? most : 1, sizeof(*tmp));
+	if (!rs->thr_num || !rs->thr_ms || !rs->thr_leaf || !tmp) {
+		relay__free(tmp);
+		return RELAY_ENOMEM;
+	}
+	for (i = 0; i < rs->nnodes; i++) {
+		relay__tnode *n = &rs->nodes[i];
+
+		for (op = 0; op < 4; op++) {
+			add_group(rs, &n->num_thr[op], tmp, n->cmp_num, NULL,
+				  n->ncmp_num, op, &at);
+			add_group(rs, &n->time_thr[op], tmp, NULL, n->cmp_time,
+				  n->ncmp_time, op, &at);
+		}
+		/* equality: ascending, searched (values are distinct) */
+		if (n->neq_num > 1)
+			qsort(n->eq_num, n->neq_num, sizeof(*n->eq_num),
+			      cmp_numleaf);
+	}
+	relay__free(tmp);
+	return build_lazy(rs);
+}
+
+/* ---------------------------------------------------------------- match */
+
+static void fire_range(relay_matcher *m, const relay__thr *g, unsigned op,
+		       uint32_t split)
+{
+	const uint32_t *leaf = m->rs->thr_leaf;
+	uint32_t k = g->off, to = g->off + g->n;
+
+	if (op <= RELAY__OP_GTE)
+		to = g->off + split;
+	else
+		k = g->off + split;
+	for (; k < to; k++)
+		relay__fire(m, leaf[k]);
+}
+
+void relay__eval_thr_num(relay_matcher *m, const relay__tnode *n, double v)
+{
+	const relay_ruleset *rs = m->rs;
+	const double *key = rs->thr_num;
+	unsigned op;
+
+	if (n->keep_num) {
+		uint32_t node = (uint32_t)(n - rs->nodes);
+
+		m->num_stamp[node] = m->epoch;
+		m->val_num[node] = v;
+	}
+	for (op = 0; op < 4; op++) {
+		const relay__thr *g = &n->num_thr[op];
+		bool pre = op <= RELAY__OP_GTE;
+		uint32_t lo = 0, hi = g->n, mid;
+
+		if (!g->n)
+			continue;
+		/* the comparison holds on a prefix (pre) or a suffix */
+		while (lo < hi) {
+			mid = lo + (hi - lo) / 2;
+			if (relay__num_cmp(v, key[g->off + mid],
+					   (enum relay__pat_op)op) == pre)
+				lo = mid + 1;
+			else
+				hi = mid;
+		}
+		fire_range(m, g, op, lo);
+	}
+}
+
+void relay__eval_thr_time(relay_matcher *m, const relay__tnode *n,
+			  const relay__instant *t)
+{
+	const relay_ruleset *rs = m->rs;
+	const int64_t *key = rs->thr_ms;
+	unsigned op;
+
+	if (n->keep_time) {
+		uint32_t node = (uint32_t)(n - rs->nodes);
+
+		m->time_stamp[node] = m->epoch;
+		m->val_t[node] = *t;
+	}
+	for (op = 0; op < 4; op++) {
+		const relay__thr *g = &n->time_thr[op];
+		bool pre = op <= RELAY__OP_GTE;
+		uint32_t lo = 0, hi = g->n, mid;
+
+		if (!g->n)
+			continue;
+		/* a later cutoff is harder to exceed: GT/GTE hold on a
+		 * prefix of the ascending offsets, LT/LTE on a suffix */
+		while (lo < hi) {
+			mid = lo + (hi - lo) / 2;
+			if (relay__instant_cmp(t, m->now + key[g->off + mid],
+					       (enum relay__pat_op)op) == pre)
+				lo = mid + 1;
+			else
+				hi = mid;
+		}
+		fire_range(m, g, op, lo);
+	}
+}
+
+void relay__eval_eq_num(relay_matcher *m, const relay__tnode *n, double v)
+{
+	uint32_t lo = 0, hi = n->neq_num, mid;
+
+	while (lo < hi) {
+		mid = lo + (hi - lo) / 2;
+		if (n->eq_num[mid].num < v)
+			lo = mid + 1;
+		else
+			hi = mid;
+	}
+	if (lo < n->neq_num && n->eq_num[lo].num == v)
+		relay__fire(m, n->eq_num[lo].leaf);
+}
+
+/*
+ * A lazy leaf is stamped when its node's kept value satisfies it; it is
+ * never stamped otherwise (nothing else fires it), so a leaf left
+ * unstamped reads as "did not fire", as when the one-by-one loop skipped
+ * it.
+ */
+void relay__settle_lazy(relay_matcher *m, uint32_t r)
+{
+	const relay_ruleset *rs = m->rs;
+	uint32_t k, epoch = m->epoch;
+
+	for (k = rs->lazy_off[r]; k < rs->lazy_off[r + 1]; k++) {
+		const relay__lazy *z = &rs->lazy[k];
+		bool held;
+
+		if (z->time)
+			held = m->time_stamp[z->node] == epoch &&
+			       relay__instant_cmp(&m->val_t[z->node],
+						  m->now + z->offset_ms,
+						  (enum relay__pat_op)z->op);
+		else if (z->range)
+			held = m->num_stamp[z->node] == epoch &&
+			       relay__range_has(z->range, m->val_num[z->node]);
+		else
+			held = m->num_stamp[z->node] == epoch &&
+			       relay__num_cmp(m->val_num[z->node], z->num,
+					      (enum relay__pat_op)z->op);
+		if (held)
+			m->leaf_stamp[z->leaf] = epoch;
+	}
+}
