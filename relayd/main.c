@@ -209,11 +209,12 @@ static char *tracing_prometheus(const relayd *d, size_t *len)
 		return NULL;
 	relay_otlp_counts_get(d->otlp, &k);
 	for (i = 0; i < sizeof(rows) / sizeof(rows[0]); i++) {
+		const void *v = (const char *)&k + rows[i].offset;
+
 		w = snprintf(t + n, size - n, "# HELP %s %s\n# TYPE %s %s\n"
 			     "%s %llu\n", rows[i].prom, rows[i].help,
 			     rows[i].prom, rows[i].type, rows[i].prom,
-			     (unsigned long long)*(const uint64_t *)(const void *)
-			     ((const char *)&k + rows[i].offset));
+			     (unsigned long long)*(const uint64_t *)v);
 		if (w < 0 || (size_t)w >= size - n) {
 			free(t);
 			return NULL;
