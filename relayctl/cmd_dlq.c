@@ -35,6 +35,17 @@
 #include "dlqcli.h"
 #include "fmt.h"
 #include "relayctl.h"
+#include "relay/daemon_metrics.h"
+
+/* The stats file keys of the retention figures, by id
+ * (relay/daemon_metrics.h). */
+#define RET_KEY_MEMBER(id, kind, key, ...) const char *id;
+#define RET_KEY(id, kind, key, ...) key,
+static const struct {
+	RELAY_RETENTION_FIGURES(RET_KEY_MEMBER)
+} ret_key = { RELAY_RETENTION_FIGURES(RET_KEY) };
+#undef RET_KEY_MEMBER
+#undef RET_KEY
 
 static void usage(FILE *f)
 {
@@ -126,7 +137,7 @@ static int retention_get(const struct relayctl_conf *c, struct retention *r)
 	snprintf(path, sizeof(path), "%s/stats.json", c->state_dir);
 	snap = json_load_file(path, 0, NULL);
 	n = json_object_get(json_object_get(snap, "retention"),
-			    "dlq_retention_seconds");
+			    ret_key.dlq_retention_ms);
 	if (json_is_integer(n) && json_integer_value(n) >= 0) {
 		r->ms = json_integer_value(n) * 1000;
 		r->from = 1;

@@ -23,6 +23,7 @@
 #include "ctlsock.h"
 #include "fmt.h"
 #include "relayctl.h"
+#include "relay/daemon_metrics.h"
 #include "relay/metrics.h"
 
 static void usage(FILE *f)
@@ -56,12 +57,35 @@ static const relay_metric_info *at(int pos, int line)
 	return NULL;
 }
 
-/* Retention figures (the stats file's "retention" object), --json key
- * = file key. */
-static const char *const ret_keys[] = {
-	"stream_length", "dlq_length", "stream_trimmed", "dlq_trimmed",
-	"stream_retention_seconds", "dlq_retention_seconds", "failures",
-};
+/* Retention figures (the stats file's "retention" object,
+ * relay/daemon_metrics.h): those with a position among the retention
+ * lines of `relayctl stats` (ctl) or in its --json (ctl_json). */
+typedef struct ret_row {
+	relay_figure_kind kind;
+	const char *key;
+	int ctl;
+	const char *ctl_label;
+	int ctl_json;
+	const char *ctl_key;   /* 0: key */
+} ret_row;
+
+#define RET_ROW(id, kind, key, prom, help, file, ctl, ctl_label, ctl_json, \
+		ctl_key) { kind, key, ctl, ctl_label, ctl_json, ctl_key },
+static const ret_row ret_rows[] = { RELAY_RETENTION_FIGURES(RET_ROW) };
+#undef RET_ROW
+#define NRET (sizeof(ret_rows) / sizeof(ret_rows[0]))
+
+/* The retention row at position @pos of --json (@json) or of the
+ * lines, or NULL. */
+static const ret_row *ret_at(int pos, int json)
+{
+	size_t i;
+
+	for (i = 0; pos > 0 && i < NRET; i++)
+		if ((json ? ret_rows[i].ctl_json : ret_rows[i].ctl) == pos)
+			return &ret_rows[i];
+	return NULL;
+}
 
 static const char *retention_text(json_t *v, char *buf, size_t size)
 {
@@ -72,54 +96,56 @@ static const char *retention_text(json_t *v, char *buf, size_t size)
 	return relayctl_fmt_age(json_integer_value(v), buf, size);
 }
 
+/* A retention line's value (@v from the "retention" object), by kind. */
+static const char *retention_value(const ret_row *r, json_t *v, char *buf,
+				   size_t size)
+{
+	switch (r->kind) {
+	case RELAY_FIGURE_LENGTH:
+		if (!json_is_integer(v))
+			return "unknown";
+		break;
+	case RELAY_FIGURE_AGE:
+		return relayctl_fmt_age((int64_t)json_number_value(v), buf,
+					size);
+	case RELAY_FIGURE_PERIOD:
+		return retention_text(v, buf, size);
+	case RELAY_FIGURE_FLAG:
+		return json_is_true(v) ? "FAILING (see relayd's log, "
+					 "RELAYD-RET02)" : "ok";
+	case RELAY_FIGURE_COUNTER:
+	case RELAY_FIGURE_GAUGE:
+		break;
+	}
+	snprintf(buf, size, "%lld", (long long)json_integer_value(v));
+	return buf;
+}
+
 /* The retention lines: lengths, what was trimmed, how long entries are
  * kept, and whether the last retention tick worked. */
 static void print_retention(json_t *snap)
 {
-	static const char *const labels[] = {
-		"Stream length", "DLQ length", "Oldest entry age",
-		"Stream trimmed", "DLQ trimmed", "Stream retention",
-		"DLQ retention", "Retention",
-	};
 	json_t *r = json_object_get(snap, "retention");
-	json_t *slen = json_object_get(r, "stream_length");
-	json_t *dlen = json_object_get(r, "dlq_length");
+	const ret_row *row;
 	char buf[64];
-	size_t i;
+	int pos;
 
-	if (!json_is_object(r)) {
-		/* No stats file yet, or one from a relayd without
-		 * retention. */
-		for (i = 0; i < sizeof(labels) / sizeof(labels[0]); i++)
-			relayctl_kv(stdout, 18, labels[i], "unknown");
-		return;
-	}
-	relayctl_kv(stdout, 18, labels[0], json_is_integer(slen) ?
-		    (snprintf(buf, sizeof(buf), "%lld", (long long)
-			      json_integer_value(slen)), buf) : "unknown");
-	relayctl_kv(stdout, 18, labels[1], json_is_integer(dlen) ?
-		    (snprintf(buf, sizeof(buf), "%lld", (long long)
-			      json_integer_value(dlen)), buf) : "unknown");
-	relayctl_kv(stdout, 18, labels[2], relayctl_fmt_age(
-		(int64_t)json_number_value(json_object_get(
-			r, "oldest_entry_age_seconds")), buf, sizeof(buf)));
-	snprintf(buf, sizeof(buf), "%lld", (long long)json_integer_value(
-		json_object_get(r, "stream_trimmed")));
-	relayctl_kv(stdout, 18, labels[3], buf);
-	snprintf(buf, sizeof(buf), "%lld", (long long)json_integer_value(
-		json_object_get(r, "dlq_trimmed")));
-	relayctl_kv(stdout, 18, labels[4], buf);
-	relayctl_kv(stdout, 18, labels[5], retention_text(
-		json_object_get(r, "stream_retention_seconds"), buf,
-		sizeof(buf)));
-	relayctl_kv(stdout, 18, labels[6], retention_text(
-		json_object_get(r, "dlq_retention_seconds"), buf,
-		sizeof(buf)));
-	if (json_is_true(json_object_get(r, "failing")))
-		relayctl_kv(stdout, 18, labels[7], "FAILING (see relayd's "
-			    "log, RELAYD-RET02)");
-	else
-		relayctl_kv(stdout, 18, labels[7], "ok");
+	for (pos = 1; (row = ret_at(pos, 0)); pos++)
+		/* No "retention" object: no stats file yet, or one from a
+		 * relayd without retention. */
+		relayctl_kv(stdout, 18, row->ctl_label, json_is_object(r) ?
+			    retention_value(row, json_object_get(r, row->key),
+					    buf, sizeof(buf)) : "unknown");
+}
+
+/* A retention figure of --json (@v from the "retention" object). */
+static json_t *retention_json(const ret_row *r, json_t *v)
+{
+	if (r->kind == RELAY_FIGURE_AGE)
+		return json_real(json_number_value(v));
+	if (r->kind == RELAY_FIGURE_FLAG)
+		return json_boolean(json_is_true(v));
+	return json_is_integer(v) ? json_copy(v) : json_null();
 }
 
 /* @r's value in the stats file: its object is "counters" or "gauges". */
@@ -158,10 +184,10 @@ static void print_streams(json_t *snap)
 static int print(json_t *snap, int json)
 {
 	const relay_metric_info *r;
+	const ret_row *rr;
 	const char *upd = json_string_value(json_object_get(snap,
 							    "written_at"));
 	char buf[128];
-	size_t i;
 	int pos;
 
 	if (json) {
@@ -174,18 +200,10 @@ static int print(json_t *snap, int json)
 				? json_real(json_number_value(file_value(snap,
 				r))) : json_integer(json_integer_value(
 				file_value(snap, r))));
-		for (i = 0; o && i < sizeof(ret_keys) / sizeof(ret_keys[0]);
-		     i++) {
-			json_t *v = json_object_get(ret, ret_keys[i]);
-
-			json_object_set_new(o, ret_keys[i], json_is_integer(v)
-					    ? json_copy(v) : json_null());
-		}
-		json_object_set_new(o, "oldest_entry_age_seconds",
-				    json_real(json_number_value(json_object_get(
-					    ret, "oldest_entry_age_seconds"))));
-		json_object_set_new(o, "retention_failing", json_boolean(
-			json_is_true(json_object_get(ret, "failing"))));
+		for (pos = 1; o && (rr = ret_at(pos, 1)); pos++)
+			json_object_set_new(o, rr->ctl_key ? rr->ctl_key :
+				rr->key, retention_json(rr, json_object_get(
+				ret, rr->key)));
 		json_object_set_new(o, "updated", upd ? json_string(upd)
 						      : json_null());
 		/* Several streams: each one's own figures, as relayd

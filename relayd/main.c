@@ -27,6 +27,7 @@
 
 #include <jansson.h>
 
+#include "relay/daemon_metrics.h"
 #include "relay/relay.h"
 #include "relay/relay_libev.h"
 #include "relay_config.h"
@@ -188,41 +189,39 @@ static void start_tracing(relayd *d)
  * export is off. */
 static char *tracing_prometheus(const relayd *d, size_t *len)
 {
+#define TRACE_ROW(id, kind, prom, help) \
+	{ prom, help, kind == RELAY_FIGURE_COUNTER ? "counter" : "gauge", \
+	  offsetof(relay_otlp_counts, id) },
+	static const struct {
+		const char *prom, *help, *type;
+		size_t offset;
+	} rows[] = { RELAY_TRACE_EXPORT_FIGURES(TRACE_ROW) };
+#undef TRACE_ROW
 	relay_otlp_counts k;
+	size_t i, n = 0, size = 2048;
 	char *t;
-	int n;
+	int w;
 
 	if (!d->otlp)
 		return NULL;
-	t = malloc(2048);
+	t = malloc(size);
 	if (!t)
 		return NULL;
 	relay_otlp_counts_get(d->otlp, &k);
-	n = snprintf(t, 2048,
-		"# HELP relay_trace_spans_exported_total Spans the OTLP "
-		"collector accepted.\n"
-		"# TYPE relay_trace_spans_exported_total counter\n"
-		"relay_trace_spans_exported_total %llu\n"
-		"# HELP relay_trace_spans_dropped_total Spans dropped: queue "
-		"full, too large, or export given up.\n"
-		"# TYPE relay_trace_spans_dropped_total counter\n"
-		"relay_trace_spans_dropped_total %llu\n"
-		"# HELP relay_trace_exports_failed_total OTLP export requests "
-		"that failed (each retry counts).\n"
-		"# TYPE relay_trace_exports_failed_total counter\n"
-		"relay_trace_exports_failed_total %llu\n"
-		"# HELP relay_trace_spans_queued Spans waiting for export.\n"
-		"# TYPE relay_trace_spans_queued gauge\n"
-		"relay_trace_spans_queued %llu\n",
-		(unsigned long long)k.spans_exported,
-		(unsigned long long)k.spans_dropped,
-		(unsigned long long)k.exports_failed,
-		(unsigned long long)k.queued);
-	if (n < 0 || n >= 2048) {
-		free(t);
-		return NULL;
+	for (i = 0; i < sizeof(rows) / sizeof(rows[0]); i++) {
+		const void *v = (const char *)&k + rows[i].offset;
+
+		w = snprintf(t + n, size - n, "# HELP %s %s\n# TYPE %s %s\n"
+			     "%s %llu\n", rows[i].prom, rows[i].help,
+			     rows[i].prom, rows[i].type, rows[i].prom,
+			     (unsigned long long)*(const uint64_t *)v);
+		if (w < 0 || (size_t)w >= size - n) {
+			free(t);
+			return NULL;
+		}
+		n += (size_t)w;
 	}
-	*len = (size_t)n;
+	*len = n;
 	return t;
 }
 

@@ -23,6 +23,7 @@
 #include <jansson.h>
 
 #include "relayd.h"
+#include "relay/daemon_metrics.h"
 #include "relay/metrics.h"
 
 static const double bounds[RELAY_CONSUMER_DURATION_NBUCKETS] =
@@ -60,10 +61,9 @@ static int take_hist(const relay_consumer_histogram *h, void *payload)
 			n->buckets[b] += h->buckets[b];
 		n->count += h->count;
 		n->sum_s += h->sum_seconds;
-		n->succeeded += h->succeeded;
-		n->failed += h->failed;
-		n->timed_out += h->timed_out;
-		n->exhausted += h->exhausted;
+#define ADD_OUTCOME(id, name) n->id += h->id;
+		RELAY_HANDLER_OUTCOMES(ADD_OUTCOME)
+#undef ADD_OUTCOME
 		return 0;
 	}
 	n = realloc(s->hists, (s->nhists + 1) * sizeof(*n));
@@ -82,10 +82,9 @@ static int take_hist(const relay_consumer_histogram *h, void *payload)
 	memcpy(n->buckets, h->buckets, sizeof(n->buckets));
 	n->count = h->count;
 	n->sum_s = h->sum_seconds;
-	n->succeeded = h->succeeded;
-	n->failed = h->failed;
-	n->timed_out = h->timed_out;
-	n->exhausted = h->exhausted;
+#define SET_OUTCOME(id, name) n->id = h->id;
+	RELAY_HANDLER_OUTCOMES(SET_OUTCOME)
+#undef SET_OUTCOME
 	s->nhists++;
 	return 0;
 }
@@ -330,9 +329,12 @@ static void histogram(FILE *f, const relayd_stats *s)
  */
 static void outcomes(FILE *f, const relayd_stats *s)
 {
+#define OUTCOME_NAME(id, name) name,
+	static const char *const what[] = {
+		RELAY_HANDLER_OUTCOMES(OUTCOME_NAME)
+	};
+#undef OUTCOME_NAME
 	static const char name[] = "relay_handler_outcomes_total";
-	static const char *const what[4] = { "succeeded", "failed",
-					     "timed_out", "exhausted" };
 	size_t i, k;
 
 	fprintf(f, "# HELP %s Handler attempts by outcome (succeeded, "
@@ -340,10 +342,11 @@ static void outcomes(FILE *f, const relayd_stats *s)
 		   "(exhausted).\n# TYPE %s counter\n", name, name);
 	for (i = 0; i < s->nhists; i++) {
 		const relayd_hist *h = &s->hists[i];
-		const uint64_t v[4] = { h->succeeded, h->failed,
-					h->timed_out, h->exhausted };
+#define OUTCOME_VALUE(id, name) h->id,
+		const uint64_t v[] = { RELAY_HANDLER_OUTCOMES(OUTCOME_VALUE) };
+#undef OUTCOME_VALUE
 
-		for (k = 0; k < 4; k++) {
+		for (k = 0; k < sizeof(what) / sizeof(what[0]); k++) {
 			fprintf(f, "%s{", name);
 			hist_labels(f, h);
 			fprintf(f, ",outcome=\"%s\"} %llu\n", what[k],
@@ -364,58 +367,126 @@ static void build_info(FILE *f)
 
 #define JU(v) json_integer((json_int_t)(v))
 
-static void retention_metrics(FILE *f, const relayd_retention_counts *r)
+/* relayd's own figures (relay/daemon_metrics.h): one row each, read
+ * from the struct that holds them. */
+typedef struct figure {
+	const char *key;
+	const char *prom;
+	const char *help;
+	relay_figure_kind kind;
+	size_t offset;
+	int file;   /* position in its stats file object; 0: table order */
+} figure;
+
+#define SCHEDPUB_ROW(id, kind, key, prom, help) \
+	{ key, prom, help, kind, offsetof(relayd_schedpub_counts, id), 0 },
+static const figure schedpub_rows[] = {
+	RELAY_SCHEDPUB_FIGURES(SCHEDPUB_ROW)
+};
+#undef SCHEDPUB_ROW
+
+#define RETENTION_ROW(id, kind, key, prom, help, file, ctl, ctl_label, \
+		      ctl_json, ctl_key) \
+	{ key, prom, help, kind, offsetof(relayd_retention_counts, id), \
+	  file },
+static const figure retention_rows[] = {
+	RELAY_RETENTION_FIGURES(RETENTION_ROW)
+};
+#undef RETENTION_ROW
+
+#define NFIG(a) (sizeof(a) / sizeof((a)[0]))
+
+static uint64_t fig_u64(const void *base, const figure *r)
 {
-	counter(f, "relay_stream_trimmed_total",
-		"Entries retention trimmed from the source stream.",
-		r->stream_trimmed);
-	counter(f, "relay_dlq_trimmed_total",
-		"Entries retention trimmed from the DLQ.", r->dlq_trimmed);
-	counter(f, "relay_retention_failures_total",
-		"Failed retention steps.", r->failures);
-	gauge(f, "relay_retention_failing",
-	      "1 when the last retention tick failed.", (double)r->failing);
-	gauge(f, "relay_stream_retention_seconds",
-	      "REDIS_STREAM_RETENTION (0: disabled).",
-	      (double)r->stream_retention_ms / 1000.0);
-	gauge(f, "relay_dlq_retention_seconds",
-	      "REDIS_DLQ_RETENTION (0: disabled).",
-	      (double)r->dlq_retention_ms / 1000.0);
-	if (r->stream_length >= 0)
-		gauge(f, "relay_stream_length",
-		      "Entries in the source stream (as of the last "
-		      "retention step).", (double)r->stream_length);
-	if (r->dlq_length >= 0)
-		gauge(f, "relay_dlq_length",
-		      "Entries in the DLQ (as of the last retention step).",
-		      (double)r->dlq_length);
-	gauge(f, "relay_stream_oldest_entry_age_seconds",
-	      "Age of the oldest entry in the source stream.",
-	      (double)r->oldest_entry_age_ms / 1000.0);
-	gauge(f, "relay_stream_oldest_pending_entry_age_seconds",
-	      "Age (since XADD) of the oldest entry pending in any group.",
-	      (double)r->oldest_pending_age_ms / 1000.0);
+	return CFIELD(base, r, uint64_t);
+}
+
+static int64_t fig_i64(const void *base, const figure *r)
+{
+	return CFIELD(base, r, int64_t);
+}
+
+/* One family of @r's value in @base (a length not known yet: none). */
+static void figure_prom(FILE *f, const void *base, const figure *r)
+{
+	switch (r->kind) {
+	case RELAY_FIGURE_COUNTER:
+		counter(f, r->prom, r->help, fig_u64(base, r));
+		break;
+	case RELAY_FIGURE_GAUGE:
+		gauge(f, r->prom, r->help, (double)fig_u64(base, r));
+		break;
+	case RELAY_FIGURE_PERIOD:
+	case RELAY_FIGURE_AGE:
+		gauge(f, r->prom, r->help, (double)fig_i64(base, r) / 1000.0);
+		break;
+	case RELAY_FIGURE_LENGTH:
+		if (fig_i64(base, r) >= 0)
+			gauge(f, r->prom, r->help, (double)fig_i64(base, r));
+		break;
+	case RELAY_FIGURE_FLAG:
+		gauge(f, r->prom, r->help, (double)CFIELD(base, r, bool));
+		break;
+	}
+}
+
+/* The families of @rows whose kind is @kind (-1: all), in table order. */
+static void figures_prom(FILE *f, const void *base, const figure *rows_,
+			 size_t n, int kind)
+{
+	size_t i;
+
+	for (i = 0; i < n; i++)
+		if (kind < 0 || (int)rows_[i].kind == kind)
+			figure_prom(f, base, &rows_[i]);
+}
+
+/* @r's value as a stats file value. */
+static json_t *figure_json(const void *base, const figure *r)
+{
+	switch (r->kind) {
+	case RELAY_FIGURE_PERIOD:
+		return JU(fig_i64(base, r) / 1000);
+	case RELAY_FIGURE_AGE:
+		return json_real((double)fig_i64(base, r) / 1000.0);
+	case RELAY_FIGURE_LENGTH:
+		return fig_i64(base, r) >= 0 ? JU(fig_i64(base, r)) :
+					       json_null();
+	case RELAY_FIGURE_FLAG:
+		return json_boolean(CFIELD(base, r, bool));
+	case RELAY_FIGURE_COUNTER:
+	case RELAY_FIGURE_GAUGE:
+		break;
+	}
+	return JU(fig_u64(base, r));
+}
+
+/* The figures of @rows whose kind is @kind (-1: all) into @o, in the
+ * order of their file positions (table order when they have none). */
+static void figures_json(json_t *o, const void *base, const figure *rows_,
+			 size_t n, int kind)
+{
+	size_t k;
+	int pos;
+
+	for (pos = 1; o && pos <= (int)n; pos++)
+		for (k = 0; k < n; k++) {
+			const figure *r = &rows_[k];
+
+			if ((r->file ? r->file : (int)k + 1) != pos ||
+			    (kind >= 0 && (int)r->kind != kind))
+				continue;
+			json_object_set_new(o, r->key, figure_json(base, r));
+		}
 }
 
 /* The "retention" object of the stats file (doc/protocol.md). */
 static json_t *retention_json(const relayd_retention_counts *r)
 {
-	return json_pack("{s:o, s:o, s:o, s:o, s:o, s:o, s:o, s:f, s:f, s:b}",
-		"stream_retention_seconds",
-		JU(r->stream_retention_ms / 1000),
-		"dlq_retention_seconds", JU(r->dlq_retention_ms / 1000),
-		"stream_trimmed", JU(r->stream_trimmed),
-		"dlq_trimmed", JU(r->dlq_trimmed),
-		"failures", JU(r->failures),
-		"stream_length", r->stream_length >= 0 ?
-			JU(r->stream_length) : json_null(),
-		"dlq_length", r->dlq_length >= 0 ?
-			JU(r->dlq_length) : json_null(),
-		"oldest_entry_age_seconds",
-		(double)r->oldest_entry_age_ms / 1000.0,
-		"oldest_pending_entry_age_seconds",
-		(double)r->oldest_pending_age_ms / 1000.0,
-		"failing", r->failing);
+	json_t *o = json_object();
+
+	figures_json(o, r, retention_rows, NFIG(retention_rows), -1);
+	return o;
 }
 
 /*
@@ -433,28 +504,17 @@ char *relayd_stats_prometheus(const relayd_stats *s, size_t *len)
 	if (!f)
 		return NULL;
 	section_prometheus(f, s, RELAY_METRIC_DELIVERY);
-	counter(f, "relay_schedule_occurrences_published_total",
-		"Schedule occurrences this relayd appended to the stream.",
-		s->sp.published);
-	counter(f, "relay_schedule_occurrences_duplicate_total",
-		"Schedule occurrences found already published (by any "
-		"relayd).", s->sp.duplicate);
-	counter(f, "relay_schedule_publish_failures_total",
-		"Failed schedule publication attempts (retried from the "
-		"outbox).", s->sp.failures);
-	counter(f, "relay_schedule_catchup_total",
-		"Occurrences published by the start-up catch-up.",
-		s->sp.catchup);
+	figures_prom(f, &s->sp, schedpub_rows, NFIG(schedpub_rows),
+		     RELAY_FIGURE_COUNTER);
 	section_prometheus(f, s, RELAY_METRIC_SCHEDULE);
 	section_prometheus(f, s, RELAY_METRIC_ATTEMPTS);
 	histogram(f, s);
 	outcomes(f, s);
-	gauge(f, "relay_schedule_outbox_pending",
-	      "Schedule occurrences waiting to be published.",
-	      (double)s->sp.pending);
+	figures_prom(f, &s->sp, schedpub_rows, NFIG(schedpub_rows),
+		     RELAY_FIGURE_GAUGE);
 	section_prometheus(f, s, RELAY_METRIC_GAUGES);
 	relayd_warm_prometheus(f, &s->warm);
-	retention_metrics(f, &s->ret);
+	figures_prom(f, &s->ret, retention_rows, NFIG(retention_rows), -1);
 	build_info(f);
 	relayd_process_prometheus(f);
 	if (fclose(f) != 0) {
@@ -542,14 +602,17 @@ void *relayd_stats_json(const relayd_stats *s, const relayd_config *c)
 	handlers = json_array();
 	for (i = 0; i < s->nhists; i++) {
 		const relayd_hist *h = &s->hists[i];
+		json_t *outc = json_object();
 
+#define OUTCOME_JSON(id, name) json_object_set_new(outc, name, JU(h->id));
+		if (outc) {
+			RELAY_HANDLER_OUTCOMES(OUTCOME_JSON)
+		}
+#undef OUTCOME_JSON
 		json_array_append_new(handlers, json_pack(
-			"{s:s, s:s, s:o, s:f, s:{s:o, s:o, s:o, s:o}}", "app",
-			h->app, "handler", h->handler, "attempts",
-			JU(h->count), "duration_seconds_sum", h->sum_s,
-			"outcomes", "succeeded", JU(h->succeeded), "failed",
-			JU(h->failed), "timed_out", JU(h->timed_out),
-			"exhausted", JU(h->exhausted)));
+			"{s:s, s:s, s:o, s:f, s:o}", "app", h->app, "handler",
+			h->handler, "attempts", JU(h->count),
+			"duration_seconds_sum", h->sum_s, "outcomes", outc));
 	}
 	root = json_pack("{s:i, s:o, s:s, s:s, s:s}", "version", 1,
 			 "pid", JU(getpid()), "stream", c->stream,
@@ -569,16 +632,11 @@ void *relayd_stats_json(const relayd_stats *s, const relayd_config *c)
 	json_object_set_new(root, "reset_at", s->reset_at_ms ?
 		json_string(iso8601(s->reset_at_ms, tbuf, sizeof(tbuf))) :
 		json_null());
-	json_object_set_new(counters, "schedule_published",
-			    JU(s->sp.published));
-	json_object_set_new(counters, "schedule_duplicate",
-			    JU(s->sp.duplicate));
-	json_object_set_new(counters, "schedule_publish_failures",
-			    JU(s->sp.failures));
-	json_object_set_new(counters, "schedule_catchup", JU(s->sp.catchup));
+	figures_json(counters, &s->sp, schedpub_rows, NFIG(schedpub_rows),
+		     RELAY_FIGURE_COUNTER);
 	section_json(counters, m, RELAY_METRIC_SCHEDULE);
-	json_object_set_new(gauges, "schedule_outbox_pending",
-			    JU(s->sp.pending));
+	figures_json(gauges, &s->sp, schedpub_rows, NFIG(schedpub_rows),
+		     RELAY_FIGURE_GAUGE);
 	json_object_set_new(root, "counters", counters);
 	json_object_set_new(root, "gauges", gauges);
 	json_object_set_new(root, "handlers", handlers);

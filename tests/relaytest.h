@@ -32,10 +32,20 @@ typedef struct rt_case {
 #define RT_CASE(fn) { #fn, fn }
 #define RT_NCASES(a) (sizeof(a) / sizeof((a)[0]))
 
-static int rt_failed_checks;
-static int rt_skipped;
-static char rt_skip_reason[256];
-static jmp_buf rt_skip_jmp;
+/*
+ * The running case's state: one copy per program. The definitions are
+ * weak, so every file including this header may define them and a test
+ * library compiled once (tests/lib/) shares them with the program's
+ * rt_main().
+ */
+extern int rt_failed_checks;
+extern int rt_skipped;
+extern char rt_skip_reason[256];
+extern jmp_buf rt_skip_jmp;
+__attribute__((weak)) int rt_failed_checks;
+__attribute__((weak)) int rt_skipped;
+__attribute__((weak)) char rt_skip_reason[256];
+__attribute__((weak)) jmp_buf rt_skip_jmp;
 
 #define RT_FAILF(...)                                                   \
 	do {                                                            \

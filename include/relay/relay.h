@@ -19,6 +19,7 @@
 #include "runtime.h"
 #include "engine.h"
 #include "metrics.h"
+#include "daemon_metrics.h"
 #include "occurrence.h"
 #include "trace.h"
 

@@ -4,7 +4,7 @@
  * asserts on what Redis holds afterwards (PEL, state hash fields, TTLs,
  * DLQ entries) and on handler run counts.
  */
-#include "harness.h"
+#include "lib/engine_fixture.h"
 
 #define APP_A \
 	"runtime: exec\n" \
@@ -625,7 +625,7 @@ static void test_consumer__renewal_blocks_replica_reclaim(void)
 	h_xadd(&h, "{\"kind\":\"x\"}");
 	H_UNTIL(&h, h.exec.total_runs == 1, 5000);
 	h_advance(&h, MIN_IDLE + 1);
-	relay__consumer_renew_now(h.c);
+	h_renew_now(h.c);
 	h_settle(&h, 20);
 	snprintf(idle, sizeof(idle), "%d", MIN_IDLE);
 	r = H_CMD(&h, "XAUTOCLAIM", "events", "relay", "c2", idle, "0-0");
@@ -849,7 +849,7 @@ static void test_consumer__redis_outage(void)
 	h.o.time_scale = 100;
 	h_write_app(&h, "a", APP_A);
 	h_start(&h);
-	H_UNTIL(&h, h.c->group_ok, 5000);
+	H_UNTIL(&h, h_group_ok(h.c), 5000);
 	relay_consumer_health_get(h.c, &hl);
 	RT_EQ_INT(hl.ready, 1);
 	RT_EQ_INT(relay_redis_memory_set_down(h.fault->inner, 1), 0);

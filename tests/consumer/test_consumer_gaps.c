@@ -4,7 +4,7 @@
  * that could fail: the engine on the memory backend with a fixed clock
  * and the scripted executor of harness.h (suite unit).
  */
-#include "harness.h"
+#include "lib/engine_fixture.h"
 
 #define APP_FAIL1 \
 	"runtime: exec\n" \
@@ -44,7 +44,7 @@ static void test_gaps__missing_payload_retains_state(void)
 	RT_EQ_INT((int)h_pttl(&h, id), -1);   /* pending: no TTL */
 	relay_redis_reply_free(H_CMD(&h, "XDEL", "events", id));
 	h_advance(&h, MIN_IDLE + BACKOFF1 + 1);
-	relay__consumer_reclaim_now(h.c);
+	h_reclaim_now(h.c);
 	H_UNTIL(&h, h_metrics(&h).missing_payload == 1 && h_pel(&h) == 0 &&
 		strcmp(h_state(&h, id, "__terminal"), "1") == 0, 5000);
 	RT_EQ_INT((int)h_metrics(&h).missing_payload, 1);
@@ -77,11 +77,11 @@ static void test_gaps__reclaim_only_beyond_min_pending_idle(void)
 		h_metrics(&h).buffered_events == 0, 5000);
 	RT_EQ_INT((int)h_pel(&h), 1);
 	h_advance(&h, MIN_IDLE - 1000);
-	relay__consumer_reclaim_now(h.c);
+	h_reclaim_now(h.c);
 	h_settle(&h, 50);
 	RT_EQ_INT((int)h_metrics(&h).reclaims, 0);  /* 59 s idle: left */
 	h_advance(&h, 2000);
-	relay__consumer_reclaim_now(h.c);
+	h_reclaim_now(h.c);
 	H_UNTIL(&h, h_metrics(&h).reclaims == 1, 5000);
 	RT_EQ_INT((int)h_metrics(&h).reclaims, 1);  /* 61 s idle: taken */
 	RT_EQ_INT((int)h_pel(&h), 1);
@@ -112,7 +112,7 @@ static void test_gaps__retry_waits_for_a_reclaim(void)
 	h_settle(&h, 100);
 	RT_EQ_INT(s->runs, 1);                    /* no own retry timer */
 	RT_EQ_INT((int)h_pel(&h), 1);
-	relay__consumer_reclaim_now(h.c);
+	h_reclaim_now(h.c);
 	H_UNTIL(&h, s->runs == 2, 5000);
 	RT_EQ_INT(s->runs, 2);
 	RT_EQ_INT((int)h_metrics(&h).reclaims, 1);
@@ -164,7 +164,7 @@ static void test_gaps__per_app_effective_concurrency(void)
 	h_release(&h.exec, NULL);
 	for (i = 0; i < 20 && h_pel(&h) > 0; i++) {
 		h_advance(&h, MIN_IDLE + 1);
-		relay__consumer_reclaim_now(h.c);
+		h_reclaim_now(h.c);
 		h_settle(&h, 30);
 	}
 	RT_EQ_INT((int)h_pel(&h), 0);

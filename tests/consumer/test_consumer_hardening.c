@@ -5,12 +5,12 @@
  * availability cache, the health snapshot's version. Memory backend,
  * fixed clock, the scripted executor of harness.h (suite unit).
  */
-#include "harness.h"
+#include "lib/engine_fixture.h"
 /* Both private sched.h headers in one translation unit: they used to
  * share an include guard, so the second was silently empty. */
-#include "../../librelay/consumer/sched.h"
-#include "../../librelay/schedule/sched.h"
-#include "../../librelay/runtime/runtime.h"  /* relay__limits_desc_fmt */
+#include "consumer/sched.h"
+#include "schedule/sched.h"
+#include "runtime/runtime.h"  /* relay__limits_desc_fmt */
 
 #define APP_ONE \
 	"runtime: exec\n" \
@@ -46,7 +46,7 @@ static void test_hardening__deleted_while_running(void)
 	H_UNTIL(&h, s->runs == 1, 5000);
 	relay_redis_reply_free(H_CMD(&h, "XDEL", "events", id));
 	for (i = 0; i < 5; i++) {
-		relay__consumer_renew_now(h.c);
+		h_renew_now(h.c);
 		h_settle(&h, 20);
 	}
 	RT_EQ_INT((int)h_metrics(&h).missing_payload, 1);
@@ -62,7 +62,7 @@ static void test_hardening__deleted_while_running(void)
 	RT_EQ_INT(h.eng_warn[9], 0);          /* no "kept pending" */
 	/* Later passes find nothing to do. */
 	h_advance(&h, MIN_IDLE * 20);
-	relay__consumer_reclaim_now(h.c);
+	h_reclaim_now(h.c);
 	h_settle(&h, 30);
 	RT_EQ_INT(s->runs, 1);
 	RT_EQ_INT((int)h_metrics(&h).missing_payload, 1);
@@ -88,7 +88,7 @@ static void test_hardening__ownership_lost_once(void)
 	H_UNTIL(&h, s->runs == 1, 5000);
 	relay_redis_reply_free(H_CMD(&h, "XACK", "events", "relay", id));
 	for (i = 0; i < 5; i++) {
-		relay__consumer_renew_now(h.c);
+		h_renew_now(h.c);
 		h_settle(&h, 20);
 	}
 	RT_EQ_INT(h.eng_warn[12], 1);
@@ -136,7 +136,7 @@ static void test_hardening__trimmed_after_ack_not_missing(void)
 	H_UNTIL(&h, s->runs == 1, 5000);
 	acked_and_trimmed(&h, id);
 	for (i = 0; i < 5; i++) {
-		relay__consumer_renew_now(h.c);
+		h_renew_now(h.c);
 		h_settle(&h, 20);
 	}
 	RT_EQ_INT((int)h_metrics(&h).missing_payload, 0);
@@ -638,7 +638,7 @@ static void test_hardening__health_keeps_caller_version(void)
 	h_init(&h, NULL);
 	h_write_app(&h, "a", APP_ONE);
 	h_start(&h);
-	H_UNTIL(&h, h.c->group_ok, 5000);
+	H_UNTIL(&h, h_group_ok(h.c), 5000);
 	memset(&hl, 0x5a, sizeof(hl));
 	hl.version = 0;
 	relay_consumer_health_get(h.c, &hl);

@@ -9,7 +9,8 @@
  * error reply from Redis is not resent; the resends are bounded. Memory
  * backend, fixed clock, the scripted executor of harness.h (suite unit).
  */
-#include "harness.h"
+#include "lib/engine_fixture.h"
+#include "consumer/consumer.h"  /* RELAY__REC_RETRY_TRIES */
 
 #define APP_ONE \
 	"runtime: exec\n" \

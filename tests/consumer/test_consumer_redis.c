@@ -6,7 +6,7 @@
  * Handlers append "<handler> <message id>" to a file, which the tests
  * count. Suite redis; SKIP without redis-server.
  */
-#include "harness.h"
+#include "lib/engine_fixture.h"
 #include "redis_server.h"
 
 #include <sys/wait.h>
@@ -332,7 +332,7 @@ static void test_consumer_redis__restart_recovery(void)
 
 	r_init(&h, NULL);
 	h_start(&h);
-	H_UNTIL(&h, h.c->group_ok, 5000);
+	H_UNTIL(&h, h_group_ok(h.c), 5000);
 	RT_EQ_INT(rt_redis_server_stop(&srv), 0);
 	H_UNTIL(&h, h.logs_down >= 1, 10000);
 	relay_consumer_health_get(h.c, &hl);

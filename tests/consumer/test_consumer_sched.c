@@ -8,8 +8,8 @@
  * dead-lettered with app/handler set; handler, timeout and retries are
  * pinned at first admission.
  */
-#include "harness.h"
-#include "../../librelay/consumer/sched.h"
+#include "lib/engine_fixture.h"
+#include "consumer/sched.h"
 
 #define MIN_IDLE 60000
 #define T0 1700000000LL /* the fixed clock: 2023-11-14T22:13:20Z */

@@ -6,7 +6,7 @@
  * that contradicts the shared limiter is refused. Memory backend, fixed
  * clock, the scripted in-process executor (unit).
  */
-#include "harness.h"
+#include "lib/engine_fixture.h"
 
 #define MIN_IDLE 60000   /* MinPendingIdle default: 1m */
 
@@ -92,8 +92,8 @@ static void drain(h_ctx *h, relay_consumer *c2)
 	for (i = 0; i < 40 && (h_pel(h) > 0 || pel2(h) > 0); i++) {
 		h_release(&h->exec, NULL);
 		h_advance(h, MIN_IDLE + 1);
-		relay__consumer_reclaim_now(h->c);
-		relay__consumer_reclaim_now(c2);
+		h_reclaim_now(h->c);
+		h_reclaim_now(c2);
 		h_settle(h, 30);
 	}
 	RT_EQ_INT((int)h_pel(h), 0);

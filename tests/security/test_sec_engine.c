@@ -5,7 +5,7 @@
  * throwaway redis-server (the Lua scripts); the redis cases skip without
  * redis-server.
  */
-#include "../consumer/harness.h"
+#include "lib/engine_fixture.h"
 #include "redis_server.h"
 
 static rt_redis_server srv;
