@@ -36,6 +36,9 @@ typedef struct h_script {
 	char last_id[64];   /* RELAY_MESSAGE_ID of the last run */
 	char last_event[512];
 	size_t last_len;
+	char last_tp[64];   /* the last run's spec traceparent ("" none) */
+	char last_ts[600];  /* ... tracestate */
+	char last_bg[256];  /* ... baggage */
 } h_script;
 
 typedef struct h_job {
@@ -132,6 +135,12 @@ static inline int h_run(relay_consumer_executor *xe,
 		spec->event_len : sizeof(s->last_event) - 1;
 	memcpy(s->last_event, spec->event, s->last_len);
 	s->last_event[s->last_len] = '\0';
+	snprintf(s->last_tp, sizeof(s->last_tp), "%s",
+		 spec->traceparent ? spec->traceparent : "");
+	snprintf(s->last_ts, sizeof(s->last_ts), "%s",
+		 spec->tracestate ? spec->tracestate : "");
+	snprintf(s->last_bg, sizeof(s->last_bg), "%s",
+		 spec->baggage ? spec->baggage : "");
 	j->x = x;
 	j->s = s;
 	j->done = done;
