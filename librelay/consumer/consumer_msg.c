@@ -758,6 +758,8 @@ void relay__msg_classified(relay__msg *m, int status,
 	}
 	relay__consumer_redis_ok(c);
 	first = o->result == RELAY_INV_R_CLAIMED;
+	if (first)
+		relay__ctrace_classified(m);
 	if (pipelined)  /* stale: never acknowledge from here */
 		relay__msg_to(m, o->result == RELAY_INV_R_RETAINED ?
 			      RELAY__MSG_RUN_UNCOUNTED : RELAY__MSG_RUN);

@@ -64,10 +64,10 @@ static relay__mtrace *mtrace(relay__msg *m)
 
 void relay__ctrace_entry(relay__msg *m, const relay_stream_entry *e)
 {
-	relay_consumer *c = m->c;
 	relay_trace_context ctx;
 	const char *tp, *ts, *bg, *lk;
 	size_t tplen = 0, tslen = 0, bglen = 0, lklen = 0;
+	unsigned int invalid = 0;
 	relay__mtrace *t;
 
 	tp = field(e, "traceparent", &tplen);
@@ -78,29 +78,29 @@ void relay__ctrace_entry(relay__msg *m, const relay_stream_entry *e)
 		return;  /* the common case: nothing to do */
 	if (tp && (tplen > TRACE_FIELD_MAX ||
 		   relay_trace_parent_parse(&ctx, tp, tplen))) {
-		c->m.trace_context_invalid++;
+		invalid++;
 		tp = NULL;
 	}
 	if (tp) {
 		t = mtrace(m);
 		if (!t)
-			return;
+			return;  /* out of memory: as if it carried nothing */
 		t->parent = ctx;
 		t->traceparent = relay__strndup(tp, tplen);
 		t->has_parent = t->traceparent != NULL;
 		/* tracestate means something only with a traceparent. */
 		if (ts && (tslen > TRACE_FIELD_MAX ||
 			   relay_trace_state_parse(&t->parent, ts, tslen))) {
-			c->m.trace_context_invalid++;
+			invalid++;
 			t->parent.tracestate[0] = '\0';
 		}
 	} else if (ts) {
-		c->m.trace_context_invalid++;  /* orphan tracestate */
+		invalid++;  /* orphan tracestate */
 	}
 	if (bg) {
 		if (bglen > TRACE_FIELD_MAX ||
 		    relay_trace_baggage_check(bg, bglen, NULL)) {
-			c->m.trace_context_invalid++;
+			invalid++;
 		} else if (bglen && mtrace(m)) {
 			m->trace->baggage = relay__strndup(bg, bglen);
 		}
@@ -109,12 +109,20 @@ void relay__ctrace_entry(relay__msg *m, const relay_stream_entry *e)
 		/* Ours: version 00 only (relayctl writes it). */
 		if (lklen != RELAY_TRACEPARENT_LEN ||
 		    relay_trace_parent_parse(&ctx, lk, lklen)) {
-			c->m.trace_context_invalid++;
+			invalid++;
 		} else if (mtrace(m)) {
 			m->trace->link = ctx;
 			m->trace->has_link = true;
 		}
 	}
+	if (invalid && mtrace(m))
+		m->trace->invalid = invalid;
+}
+
+void relay__ctrace_classified(relay__msg *m)
+{
+	if (m->trace)
+		m->c->m.trace_context_invalid += m->trace->invalid;
 }
 
 void relay__ctrace_msg_free(relay__msg *m)

@@ -38,6 +38,7 @@ typedef struct relay__mtrace {
 	char *baggage;                 /* valid baggage, or NULL */
 	bool has_link;                 /* a valid relay_trace_link */
 	relay_trace_context link;
+	unsigned int invalid;          /* values ignored (counted once) */
 } relay__mtrace;
 
 /* One attempt's span while it runs (embedded in a relay__cinv and a
@@ -64,9 +65,12 @@ void relay__ctrace_init(relay__ctrace *t, const relay_consumer_options *o);
 /* Read the entry's traceparent, tracestate, baggage and relay_trace_link
  * into m->trace (left NULL when it carried none, or out of memory: the
  * message never fails for its trace context). Invalid or oversized
- * values are ignored and counted (trace_context_invalid). */
+ * values are ignored and noted for relay__ctrace_classified(). */
 void relay__ctrace_entry(relay__msg *m, const relay_stream_entry *e);
 void relay__ctrace_msg_free(relay__msg *m);
+/* This replica classified @m first: count its ignored values (once per
+ * message, as events_received). */
+void relay__ctrace_classified(relay__msg *m);
 
 /* An attempt of @inv (inv->attempt claimed) starts: set its context in
  * inv->tr and the spec's traceparent/tracestate/baggage (pointing into
