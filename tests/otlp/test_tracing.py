@@ -365,6 +365,38 @@ def clean_stop_exports_finished_spans():
         eq(len(rc.spans("a/h")), 3, "exported at the clean stop")
 
 
+@case
+def schedule_occurrences_are_roots():
+    """Each schedule occurrence's attempt is the root of a trace of its
+    own (relayd publishes occurrences without a context)."""
+    with Env() as env:
+        rc = Receiver(env)
+        d = os.path.join(env.apps_dir, "s")
+        os.makedirs(d)
+        with open(os.path.join(d, "handler.sh"), "w") as f:
+            f.write(harness.HANDLER_SH)
+        os.chmod(os.path.join(d, "handler.sh"), 0o755)
+        with open(os.path.join(d, "template.yaml"), "w") as f:
+            f.write("runtime: exec\ncommand: [./handler.sh]\nenv:\n"
+                    f"  OUT: {harness.yaml_value(env.out)}\n"
+                    "  APP: s\nschedules:\n  - name: tick\n"
+                    "    handler: tick\n    cron: \"* * * * *\"\n")
+        v0 = 1772352030  # 2026-03-01T08:00:30Z; a minute per second
+        env.relayd(**otel_vars(rc.endpoint, RELAY_TEST_SCHEDULE_CLOCK=
+                               f"{v0}:{int(time.time())}:60"))
+        env.wait(lambda: len(rc.spans("s/tick")) >= 2, "two occurrences",
+                 timeout=60)
+        ss = rc.spans("s/tick")[:2]
+        for s in ss:
+            eq(parent(s), "", "a root")
+            eq(len(s.get("links", [])), 0, "no link")
+            eq(attrs(s).get("relay.outcome"), "succeeded", "outcome")
+        check(ss[0]["traceId"] != ss[1]["traceId"],
+              "a trace per occurrence")
+        check(attrs(ss[0])["messaging.message.id"] !=
+              attrs(ss[1])["messaging.message.id"], "distinct entries")
+
+
 JOIN_SH = r"""#!/bin/sh
 cat >/dev/null
 printf '%s\n' "${TRACEPARENT:-none}" >> "$TPOUT"
