@@ -175,9 +175,8 @@ static bool all_zero(const uint8_t *p, size_t n)
 	return true;
 }
 
-/* Word @k of purpose @what (0: span id, 1-2: trace id) of @attempt. */
-static uint64_t derive(const relay__cinv *inv, unsigned int attempt,
-		       unsigned int what)
+/* The hash of what names @inv's invocation: stream, group, id, field. */
+static uint64_t inv_hash(const relay__cinv *inv)
 {
 	const relay_consumer *c = inv->m->c;
 	uint64_t h = 0xcbf29ce484222325ull;
@@ -185,7 +184,12 @@ static uint64_t derive(const relay__cinv *inv, unsigned int attempt,
 	h = fnv(h, c->stream);
 	h = fnv(h, c->group);
 	h = fnv(h, inv->m->id);
-	h = fnv(h, inv->field);
+	return fnv(h, inv->field);
+}
+
+/* Word @what (0: span id, 1-2: trace id) of @attempt, from inv_hash(). */
+static uint64_t derive(uint64_t h, unsigned int attempt, unsigned int what)
+{
 	return mix64(h ^ mix64(((uint64_t)attempt << 2) | what));
 }
 
@@ -204,6 +208,7 @@ static void attempt_ctx(const relay__cinv *inv, unsigned int attempt,
 {
 	const relay_consumer *c = inv->m->c;
 	const relay__mtrace *t = inv->m->trace;
+	uint64_t h = inv_hash(inv);
 	bool sampled;
 
 	memset(out->parent_id, 0, sizeof(out->parent_id));
@@ -217,15 +222,15 @@ static void attempt_ctx(const relay__cinv *inv, unsigned int attempt,
 					~RELAY_TRACE_FLAG_SAMPLED) |
 				       (sampled ? RELAY_TRACE_FLAG_SAMPLED : 0));
 	} else {
-		put64(out->trace_id, derive(inv, attempt, 1));
-		put64(out->trace_id + 8, derive(inv, attempt, 2));
+		put64(out->trace_id, derive(h, attempt, 1));
+		put64(out->trace_id + 8, derive(h, attempt, 2));
 		if (all_zero(out->trace_id, RELAY_TRACE_ID_SIZE))
 			out->trace_id[15] = 1;
 		sampled = relay_trace_sample(&c->trace.sampler, NULL,
 					     out->trace_id);
 		out->flags = sampled ? RELAY_TRACE_FLAG_SAMPLED : 0;
 	}
-	put64(out->span_id, derive(inv, attempt, 0));
+	put64(out->span_id, derive(h, attempt, 0));
 	if (all_zero(out->span_id, RELAY_SPAN_ID_SIZE))
 		out->span_id[7] = 1;
 	out->set = true;
