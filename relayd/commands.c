@@ -503,6 +503,7 @@ static void on_dlq_entry(relay_redis_backend *b, int status,
 	relayd *d = rr->d;
 	relay_dlq_record rec;
 	relay_error err;
+	json_t *link;
 	int rc;
 
 	(void)b;
@@ -534,11 +535,17 @@ static void on_dlq_entry(relay_redis_backend *b, int status,
 		relayd_request_fail(rr->req, "stopping", "relayd is stopping");
 		goto fail;
 	}
-	rc = relay_consumer_replay_output(relayd_consumer(d), rec.e.app,
+	/* The replay's span links to the failed attempt the entry's
+	 * lineage names (doc/redis-layout.md, `trace`). */
+	link = rec.e.trace ? json_loads(rec.e.trace, 0, NULL) : NULL;
+	rc = relay_consumer_replay_linked(relayd_consumer(d), rec.e.app,
 					  rec.e.handler, rec.e.event,
 					  strlen(rec.e.event),
+					  json_string_value(json_object_get(
+						  link, "attempt")),
 					  rr->output ? on_replay_output : NULL,
 					  rr, on_run, rr);
+	json_decref(link);
 	if (rc) {
 		relayd_request_fail(rr->req, run_error_code(rc),
 				    relay_strerror(rc));

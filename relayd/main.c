@@ -148,10 +148,9 @@ int relayd_flush_stats(relayd *d)
 }
 
 /*
- * Trace export (issue #25, phase 1): the exporter runs on the loop when
- * an endpoint is set. Spans come in phase 2 (one per attempt, from the
- * engine); until then it only reports that it is there and its counters.
- * Header values are never logged: only the redacted endpoint is.
+ * Trace export: the exporter runs on the loop when an endpoint is set;
+ * every consumer hands it the span of each sampled handler attempt
+ * (on_span, options.span). Header values are never logged.
  */
 static void start_tracing(relayd *d)
 {
@@ -164,8 +163,9 @@ static void start_tracing(relayd *d)
 	if (!c->enabled) {
 		relayd_log(RELAY_LOG_INFO, "RELAYD-OTLP00", "tracing: export "
 			   "off (%s)", c->sdk_disabled ? "OTEL_SDK_DISABLED="
-			   "true" : "set OTEL_EXPORTER_OTLP_ENDPOINT to "
-			   "export spans");
+			   "true" : c->protocol_unsupported ? "unsupported "
+			   "OTEL_EXPORTER_OTLP_PROTOCOL" : "set "
+			   "OTEL_EXPORTER_OTLP_ENDPOINT to export spans");
 		return;
 	}
 	if (!relay_otlp_available()) {
@@ -320,6 +320,54 @@ static void on_notify_timer(struct ev_loop *loop, ev_timer *w, int revents)
 		 status);
 }
 
+/*
+ * A clean stop: the spans of the attempts that finished are exported
+ * before the loop ends, within a bound (the smaller of 5 s and
+ * OTEL_EXPORTER_OTLP_TIMEOUT), so an unreachable or hanging collector
+ * never holds relayd up for long. What is left then is counted dropped.
+ */
+#define OTLP_DRAIN_MAX_S 5.0
+#define OTLP_DRAIN_POLL_S 0.02
+
+static void on_otlp_drain(struct ev_loop *loop, ev_timer *w, int revents)
+{
+	relayd *d = w->data;
+	relay_otlp_counts k;
+
+	(void)revents;
+	if (!relay_otlp_idle(d->otlp) && ev_now(loop) < d->otlp_drain_until) {
+		relay_otlp_flush(d->otlp);
+		return;
+	}
+	ev_timer_stop(loop, w);
+	relay_otlp_counts_get(d->otlp, &k);
+	if (k.queued)
+		relayd_log(RELAY_LOG_WARN, "RELAYD-OTLP05", "tracing: %llu "
+			   "span%s not exported at exit (collector slow or "
+			   "unreachable)", (unsigned long long)k.queued,
+			   k.queued == 1 ? "" : "s");
+	ev_break(loop, EVBREAK_ALL);
+}
+
+static void tracing_drain(relayd *d)
+{
+	double bound = OTLP_DRAIN_MAX_S;
+
+	if (!d->otlp || relay_otlp_idle(d->otlp)) {
+		ev_break(d->loop, EVBREAK_ALL);
+		return;
+	}
+	if ((double)d->cfg.otlp.timeout_ms / 1000. < bound)
+		bound = (double)d->cfg.otlp.timeout_ms / 1000.;
+	ev_now_update(d->loop);
+	d->otlp_drain_until = ev_now(d->loop) + bound;
+	relay_otlp_flush(d->otlp);
+	ev_timer_init(&d->otlp_drain, on_otlp_drain, OTLP_DRAIN_POLL_S,
+		      OTLP_DRAIN_POLL_S);
+	d->otlp_drain.data = d;
+	ev_timer_start(d->loop, &d->otlp_drain);
+}
+
 /* relay_consumer_close()'s callback has no payload: the one daemon. */
 static relayd *the_daemon;
 
@@ -334,7 +382,7 @@ static void on_closed(relay_consumer *c)
 			d->consumers[i] = NULL;
 	if (--d->nopen > 0)
 		return;
-	ev_break(d->loop, EVBREAK_ALL);
+	tracing_drain(d);
 }
 
 static void close_consumers(relayd *d)
@@ -611,6 +659,16 @@ static int open_backends(relayd *d, char *errbuf, size_t size)
  * app's concurrency hold across the streams; MAX_BUFFERED_EVENTS bounds
  * each stream's messages in memory.
  */
+/* A finished attempt's span (borrowed): queued for export, or dropped
+ * and counted by the exporter; never blocks. */
+static void on_span(const relay_span *s, void *payload)
+{
+	relayd *d = payload;
+
+	if (d->otlp)
+		relay_otlp_submit(d->otlp, s);
+}
+
 static int open_consumer(relayd *d, char *errbuf, size_t size)
 {
 	relay_consumer_options o = RELAY_CONSUMER_OPTIONS_INIT;
@@ -637,6 +695,13 @@ static int open_consumer(relayd *d, char *errbuf, size_t size)
 	}
 	o.slots = d->slots;
 	o.output = on_output;
+	/* Spans only when they can go somewhere (tracing off costs
+	 * nothing); the sampler is OTEL_TRACES_SAMPLER's. */
+	if (d->cfg.otlp.enabled && relay_otlp_available()) {
+		o.span = on_span;
+		o.span_payload = d;
+	}
+	o.sampler = &d->cfg.otlp.sampler;
 	for (i = 0; i < d->cfg.nstreams; i++) {
 		relay_redis_options rd = RELAY_REDIS_OPTIONS_INIT;
 

@@ -379,6 +379,8 @@ typedef struct relayd {
 	relayd_http *http;
 	relayd_outbudget *outbudget; /* per-app handler output budget */
 	relay_otlp *otlp;            /* trace exporter, NULL = off */
+	ev_timer otlp_drain;         /* the last spans' export at exit */
+	double otlp_drain_until;     /* ... given up then (ev_now) */
 	struct relayd_outctx *outctx; /* output payloads, one per stream */
 	struct relayd_schedpub *schedpub; /* schedule publisher */
 	struct relayd_retention *retention; /* stream/DLQ retention */

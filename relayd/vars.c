@@ -69,6 +69,10 @@ const relayd_var relayd_vars[] = {
 	  "over OTEL_EXPORTER_OTLP_HEADERS" },
 	{ "OTEL_EXPORTER_OTLP_TIMEOUT", "ms per export request (default: "
 	  "10000)" },
+	{ "OTEL_EXPORTER_OTLP_PROTOCOL", "http/protobuf (the only one; "
+	  "another value turns export off)" },
+	{ "OTEL_EXPORTER_OTLP_TRACES_PROTOCOL", "the same, for traces; wins "
+	  "over OTEL_EXPORTER_OTLP_PROTOCOL" },
 	{ "OTEL_SDK_DISABLED", "true: no trace export" },
 	{ "OTEL_SERVICE_NAME", "service.name (default: unknown_service:"
 	  "relayd)" },

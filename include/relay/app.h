@@ -46,6 +46,18 @@ typedef enum relay_app_runtime_kind {
 	RELAY_APP_RUNTIME_EXEC = 3,    /* runs the template's command argv */
 } relay_app_runtime_kind;
 
+/**
+ * enum relay_app_tracing - the template's `tracing:` (doc/templates.md):
+ * how a handler attempt's span relates to the producer's trace context
+ * of the stream entry.
+ */
+typedef enum relay_app_tracing {
+	RELAY_APP_TRACING_LINK = 0,  /* default: each attempt starts its own
+					trace and links to the producer */
+	RELAY_APP_TRACING_CHILD = 1, /* each attempt is a child of the
+					producer's span */
+} relay_app_tracing;
+
 /* Limits and defaults of template values (doc/templates.md). */
 #define RELAY_APP_NAME_MAX 63                /* bytes of an app name */
 #define RELAY_APP_DEFAULT_CONCURRENCY 2
@@ -195,6 +207,9 @@ RELAY_EXTERN bool relay_app_network(const relay_app *app);
 /** relay_app_warm() - whether invocations may start from a warm parent
  * (`warm:`, default true; see relay_exec_spec.warm). */
 RELAY_EXTERN bool relay_app_warm(const relay_app *app);
+
+/** relay_app_tracing_mode() - `tracing:` (link or child; default link). */
+RELAY_EXTERN relay_app_tracing relay_app_tracing_mode(const relay_app *app);
 
 /**
  * relay_app_generation() - a number distinct for every loaded template

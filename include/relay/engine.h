@@ -78,6 +78,7 @@
 #include "redis.h"
 #include "runtime.h"
 #include "app.h"
+#include "trace.h"
 
 #ifdef __cplusplus
 extern "C" {
@@ -256,6 +257,22 @@ struct relay_consumer_executor {
 #define RELAY_CONSUMER_EXECUTOR_VERSION 1
 
 /**
+ * relay_consumer_span_fn - one finished span (options.span, version 3).
+ * @span: the record: kind CONSUMER, name "<app>/<handler>", the
+ *   attributes, links and status of one handler attempt
+ *   (doc/operations.md, "Tracing"); every pointer in it is BORROWED for
+ *   the call only: copy what you keep (relay_span_dup()).
+ * @payload: options.span_payload.
+ *
+ * Called from the consumer's loop when an attempt ends (after the
+ * handler exited, timed out or could not start; a cancelled attempt is
+ * reported too), only for sampled attempts. It must not block and must
+ * not call back into the consumer.
+ */
+typedef void (*relay_consumer_span_fn)(const relay_span *span,
+				       void *payload);
+
+/**
  * struct relay_consumer_options - how to run a consumer (versioned).
  *
  * Initialise with RELAY_CONSUMER_OPTIONS_INIT; zero fields take defaults.
@@ -296,9 +313,19 @@ typedef struct relay_consumer_options {
 					   max_concurrency must be 0 or
 					   equal relay_slots_max() */
 	/* version 2 ends here */
+	relay_consumer_span_fn span;    /* v3: tracing on: called with each
+					   sampled handler attempt's span
+					   when the attempt ends (NULL =
+					   no spans; doc/operations.md,
+					   "Tracing") */
+	void *span_payload;             /* v3: passed to span */
+	const relay_trace_sampler *sampler; /* v3: copied; NULL = the
+					   OpenTelemetry default,
+					   parentbased_always_on */
+	/* version 3 ends here */
 } relay_consumer_options;
 
-#define RELAY_CONSUMER_OPTIONS_VERSION 2
+#define RELAY_CONSUMER_OPTIONS_VERSION 3
 #define RELAY_CONSUMER_OPTIONS_INIT \
 	{ .version = RELAY_CONSUMER_OPTIONS_VERSION }
 
@@ -466,6 +493,12 @@ typedef struct relay_consumer_metrics {
 	uint64_t invocations_exhausted; /* v4: invocations whose last
 					  allowed attempt failed (retries
 					  used up; dead-lettered) */
+	/* version 4 ends here */
+	uint64_t trace_context_invalid; /* v5: traceparent, tracestate,
+					  baggage or relay_trace_link
+					  values of stream entries that
+					  were invalid or oversized and
+					  ignored (one per field) */
 } relay_consumer_metrics;
 
 /*
@@ -474,7 +507,7 @@ typedef struct relay_consumer_metrics {
  * relay_consumer_metrics_get() for version 4 first; a library older than
  * that answers RELAY_EINVAL and passes the shorter histogram.
  */
-#define RELAY_CONSUMER_METRICS_VERSION 4
+#define RELAY_CONSUMER_METRICS_VERSION 5
 
 /**
  * relay_consumer_metrics_get() - copy the current figures into @out.
@@ -625,6 +658,26 @@ RELAY_EXTERN int relay_consumer_replay_output(relay_consumer *c,
 					      const char *app,
 					      const char *handler,
 					      const char *event, size_t len,
+					      relay_output_fn output,
+					      void *output_payload,
+					      relay_consumer_run_cb cb,
+					      void *payload);
+
+/**
+ * relay_consumer_replay_linked() - relay_consumer_replay_output() whose
+ * run's span (tracing on: options.span) links to @link, the W3C
+ * version-00 traceparent of the failed attempt being replayed (a DLQ
+ * entry's `trace` "attempt", doc/redis-layout.md); NULL or an invalid
+ * value: no link. The run is the root of a new trace either way, as a
+ * relay_consumer_invoke() run is.
+ * Returns: as relay_consumer_replay(). @link is copied.
+ * Thread-safety: the loop's thread only.
+ */
+RELAY_EXTERN int relay_consumer_replay_linked(relay_consumer *c,
+					      const char *app,
+					      const char *handler,
+					      const char *event, size_t len,
+					      const char *link,
 					      relay_output_fn output,
 					      void *output_payload,
 					      relay_consumer_run_cb cb,

@@ -164,6 +164,11 @@ static inline const char *relay_metric_key(const relay_metric_info *r)
 	X(invocations_exhausted, RELAY_METRIC_COUNTER, RELAY_METRIC_ATTEMPTS, \
 	  0, 0, "Invocations whose last allowed attempt failed.", \
 	  0, 0, 0, 0, 0, 0) \
+	X(trace_context_invalid, RELAY_METRIC_COUNTER, RELAY_METRIC_ATTEMPTS, \
+	  0, 0, "Trace context values (traceparent, tracestate, baggage, " \
+	  "relay_trace_link) of stream entries ignored as invalid or " \
+	  "oversized.", \
+	  0, 0, 0, 0, 0, 0) \
 	X(pending_entries, RELAY_METRIC_GAUGE, RELAY_METRIC_GAUGES, 0, 0, \
 	  "Entries in the consumer group's PEL (refreshed periodically).", \
 	  10, 8, "Pending entries", 0, 4, "pending") \

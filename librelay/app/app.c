@@ -351,6 +351,11 @@ bool relay_app_network(const relay_app *app) { return app->network; }
 
 bool relay_app_warm(const relay_app *app) { return !app->no_warm; }
 
+relay_app_tracing relay_app_tracing_mode(const relay_app *app)
+{
+	return app->tracing;
+}
+
 uint64_t relay_app_generation(const relay_app *app)
 {
 	return app->generation;

@@ -66,6 +66,7 @@ struct relay_app {
 	int command_line;         /* of command[0] in the template */
 	bool network;
 	bool no_warm;            /* warm: false */
+	relay_app_tracing tracing; /* tracing: (0 = link) */
 	uint64_t generation;     /* distinct for every loaded template */
 	int concurrency;
 	uint64_t memory;

@@ -31,8 +31,8 @@ typedef struct walker {
 } walker;
 
 static const char *const top_keys[] = { "runtime", "command", "network",
-	"concurrency", "resources", "env", "warm", "events", "schedules",
-	NULL };
+	"concurrency", "resources", "env", "warm", "tracing", "events",
+	"schedules", NULL };
 static const char *const resource_keys[] = { "memory", "cpus", "pids",
 					       NULL };
 static const char *const rule_keys[] = { "handler", "pattern", "timeout",
@@ -718,6 +718,34 @@ static void do_runtime(walker *w, const relay__pnode *n)
 		bad(w, n, "runtime", "must be one of python3, node, exec");
 }
 
+/* `tracing: link | child` (doc/templates.md). */
+static void do_tracing(walker *w, const relay__pnode *n)
+{
+	static const char *const names[] = { "link", "child", NULL };
+	const char *hint;
+
+	if (n->kind == RELAY__PNODE_STRING) {
+		if (strcmp(n->text, "link") == 0) {
+			w->app->tracing = RELAY_APP_TRACING_LINK;
+			return;
+		}
+		if (strcmp(n->text, "child") == 0) {
+			w->app->tracing = RELAY_APP_TRACING_CHILD;
+			return;
+		}
+	}
+	hint = n->kind == RELAY__PNODE_STRING
+		       ? relay__app_suggest(n->text, names) : NULL;
+	if (hint)
+		bad(w, n, "tracing", "must be link or child (did you mean "
+		    "\"%s\"?)", hint);
+	else if (n->kind == RELAY__PNODE_STRING)
+		bad(w, n, "tracing", "must be link or child");
+	else
+		bad(w, n, "tracing", "must be link or child, not %s",
+		    kind_name(n->kind));
+}
+
 static void do_top(walker *w, const relay__pnode *c)
 {
 	long long v;
@@ -745,6 +773,8 @@ static void do_top(walker *w, const relay__pnode *c)
 			    kind_name(c->kind));
 		else
 			w->app->no_warm = !c->boolean;
+	} else if (key_is(c, "tracing")) {
+		do_tracing(w, c);
 	} else if (key_is(c, "concurrency")) {
 		if (!want_int(w, c, "concurrency", 1,
 			      RELAY_APP_MAX_CONCURRENCY, &v))

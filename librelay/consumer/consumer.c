@@ -139,6 +139,8 @@ int relay_consumer_metrics_get(const relay_consumer *c,
 						   step_failures)
 			       : v == 3 ? offsetof(relay_consumer_metrics,
 						   handler_timeouts)
+			       : v == 4 ? offsetof(relay_consumer_metrics,
+						   trace_context_invalid)
 				       : sizeof(m));
 	}
 	return 0;
@@ -982,6 +984,7 @@ int relay_consumer_new(relay_consumer **out, struct ev_loop *loop,
 		relay__rt_executor_init(&c->rt_exec, rt);
 		c->exec = &c->rt_exec.parent;
 	}
+	relay__ctrace_init(&c->trace, o);
 	c->rng = relay_clock_mono_us(c->clock) | 1;
 	ev_timer_init(&c->read_timer, read_timer_cb, 0., 0.);
 	c->read_timer.data = c;

@@ -17,6 +17,7 @@
 #include "relay/invocation.h"
 #include "relay/dlq.h"
 #include "inv/inv.h"
+#include "consumer_trace.h"
 
 typedef struct relay__msg relay__msg;
 typedef struct relay__cinv relay__cinv;
@@ -75,6 +76,8 @@ struct relay__cinv {
 	int rec_op;                          /* RECORD: which transition
 						(RELAY__REC_*) */
 	relay__resend rec;                   /* ... its resends so far */
+	relay__rtrace tr;                    /* current attempt's span
+						(consumer_trace.c) */
 };
 
 /* The outcome transition an invocation in RECORD sends. */
@@ -179,6 +182,8 @@ struct relay__msg {
 					carries it (CLAIM_START) */
 	ev_timer slot_timer;         /* bounded slot wait */
 	ev_timer rec_timer;          /* resend of a lost completion */
+	relay__mtrace *trace;        /* the entry's trace context, or NULL
+					(consumer_trace.c) */
 };
 
 /* A message whose Redis step keeps failing (consumer_stuck.c). */
@@ -239,6 +244,7 @@ struct relay_consumer {
 	void *available_payload;
 	relay_consumer_executor *exec;
 	relay__rt_executor rt_exec;
+	relay__ctrace trace;          /* spans (consumer_trace.c) */
 
 	/* lifecycle */
 	int started, group_ok, stopping, graceful, closing, stopped_called;

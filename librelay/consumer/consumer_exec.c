@@ -151,6 +151,10 @@ typedef struct manual {
 	void *out_payload;
 	int status;
 	ev_idle idle;                   /* report from the loop */
+	char *link;                     /* dlq replay: the failed attempt's
+					   traceparent, or NULL */
+	const char *kind;               /* "invoke" or "dlq_replay" */
+	relay__rtrace tr;               /* the current run's span */
 } manual;
 
 static void manual_next(manual *mr);
@@ -180,6 +184,7 @@ static void manual_report(struct ev_loop *loop, ev_idle *w, int revents)
 	relay__free(mr->res);
 	relay__free(mr->event);
 	relay__free(mr->sched_handler);
+	relay__free(mr->link);
 	relay__free(mr);
 	c->manual--;
 	relay__consumer_check_stopped(c);
@@ -208,6 +213,10 @@ static void manual_done(const relay_run_outcome *o, void *payload)
 	manual *mr = payload;
 
 	mr->run = NULL;
+	relay__ctrace_manual_end(mr->c, &mr->tr, relay_app_name(mr->app),
+				 mr->sched_handler ? mr->sched_handler :
+				 relay_app_rule_handler(mr->rules[mr->cur]),
+				 mr->kind, o);
 	mr->res[mr->cur].outcome = *o;
 	mr->cur++;
 	if (o->status == RELAY_RUN_CANCELLED || mr->c->stopping) {
@@ -222,6 +231,7 @@ static void manual_next(manual *mr)
 {
 	relay_consumer *c = mr->c;
 	relay_exec_spec s = RELAY_EXEC_SPEC_INIT;
+	relay__tspec ts;
 	int rc;
 
 	if (mr->cur >= mr->nrules) {
@@ -235,6 +245,7 @@ static void manual_next(manual *mr)
 	else
 		relay__consumer_exec_spec(&s, mr->app, mr->rules[mr->cur],
 					  "manual", mr->event, mr->len);
+	relay__ctrace_manual_start(c, &mr->tr, mr->link, &s, &ts);
 	rc = c->exec->run(c->exec, &s, manual_output, manual_done, mr,
 			  &mr->run);
 	if (rc)
@@ -288,8 +299,9 @@ out:
 
 static int manual_start(relay_consumer *c, const char *app_name,
 			const char *handler, const char *event, size_t len,
-			relay_output_fn out, void *out_payload,
-			relay_consumer_run_cb cb, void *payload)
+			const char *link, relay_output_fn out,
+			void *out_payload, relay_consumer_run_cb cb,
+			void *payload)
 {
 	const relay_app *app;
 	manual *mr;
@@ -309,7 +321,9 @@ static int manual_start(relay_consumer *c, const char *app_name,
 	mr->out_payload = out_payload;
 	mr->event = relay__strndup(event, len);
 	mr->len = len;
-	if (!mr->event)
+	mr->kind = handler ? "dlq_replay" : "invoke";
+	mr->link = link ? relay__strdup(link) : NULL;
+	if (!mr->event || (link && !mr->link))
 		goto fail;
 	c->manual++;
 	mr->next = c->manual_runs;
@@ -357,6 +371,7 @@ static int manual_start(relay_consumer *c, const char *app_name,
 	return 0;
 fail:
 	relay__free(mr->event);
+	relay__free(mr->link);
 	relay__free(mr);
 	return rc;
 }
@@ -365,7 +380,7 @@ int relay_consumer_invoke(relay_consumer *c, const char *app,
 			  const char *event, size_t len,
 			  relay_consumer_run_cb cb, void *payload)
 {
-	return manual_start(c, app, NULL, event, len, NULL, NULL, cb,
+	return manual_start(c, app, NULL, event, len, NULL, NULL, NULL, cb,
 			    payload);
 }
 
@@ -375,8 +390,8 @@ int relay_consumer_replay(relay_consumer *c, const char *app,
 {
 	if (!handler)
 		return RELAY_EINVAL;
-	return manual_start(c, app, handler, event, len, NULL, NULL, cb,
-			    payload);
+	return manual_start(c, app, handler, event, len, NULL, NULL, NULL,
+			    cb, payload);
 }
 
 int relay_consumer_replay_output(relay_consumer *c, const char *app,
@@ -387,7 +402,19 @@ int relay_consumer_replay_output(relay_consumer *c, const char *app,
 {
 	if (!handler)
 		return RELAY_EINVAL;
-	return manual_start(c, app, handler, event, len, output,
+	return manual_start(c, app, handler, event, len, NULL, output,
+			    output_payload, cb, payload);
+}
+
+int relay_consumer_replay_linked(relay_consumer *c, const char *app,
+				 const char *handler, const char *event,
+				 size_t len, const char *link,
+				 relay_output_fn output, void *output_payload,
+				 relay_consumer_run_cb cb, void *payload)
+{
+	if (!handler)
+		return RELAY_EINVAL;
+	return manual_start(c, app, handler, event, len, link, output,
 			    output_payload, cb, payload);
 }
 

@@ -546,6 +546,7 @@ static void run_done(const relay_run_outcome *o, void *payload)
 
 	inv->run = NULL;
 	c->m.in_flight_invocations--;
+	relay__ctrace_end(inv, o, NULL);
 	if (o->status == RELAY_RUN_CANCELLED) {
 		LOG(c, RELAY_LOG_INFO, "RELAY-ENG04",
 		    "handler cancelled app=%s handler=%s message_id=%s "
@@ -590,6 +591,7 @@ static void inv_run(relay__cinv *inv)
 	relay__msg *m = inv->m;
 	relay_consumer *c = m->c;
 	relay_exec_spec s = RELAY_EXEC_SPEC_INIT;
+	relay__tspec ts;
 	int rc;
 
 	relay__cinv_to(inv, RELAY__CINV_RUN);
@@ -602,6 +604,7 @@ static void inv_run(relay__cinv *inv)
 		relay__consumer_exec_spec_h(&s, inv->app, inv->handler,
 					    inv->timeout_ms, m->id, m->event,
 					    m->event_len);
+	relay__ctrace_start(inv, &s, &ts);
 	if (inv->attempt > 1)
 		c->m.retries++;
 	c->m.in_flight_invocations++;
@@ -616,6 +619,7 @@ static void inv_run(relay__cinv *inv)
 					inv->handler, RELAY__OUT_FAILED);
 		relay__slots_release(c, inv);
 		start_failure(c, rc, why, sizeof(why));
+		relay__ctrace_end(inv, NULL, why);
 		LOG(c, RELAY_LOG_WARN, "RELAY-ENG04",
 		    "handler failed app=%s handler=%s message_id=%s "
 		    "attempt=%u reason=\"%s\"", relay_app_name(inv->app),

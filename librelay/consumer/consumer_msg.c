@@ -198,6 +198,7 @@ static void msg_free(relay__msg *m)
 		relay__tail_reset(&m->invs[i].tail);
 	}
 	relay__free(m->invs);
+	relay__ctrace_msg_free(m);
 	relay__free(m->id);
 	relay__free(m->key);
 	relay__free(m->event);
@@ -619,7 +620,7 @@ static void persist_cb(int status, relay_dlq_persist_result result,
 static void persist_placeholder(relay__msg *m)
 {
 	relay_dlq_entry e;
-	char ts[40];
+	char ts[40], *trace;
 	int rc;
 
 	fill_entry(m, &e, ts, sizeof(ts));
@@ -628,9 +629,11 @@ static void persist_placeholder(relay__msg *m)
 	e.app = "-";
 	e.handler = "-";
 	e.handler_attempts = 0;
+	e.trace = trace = relay__ctrace_dlq(m, NULL);
 	rc = relay__dlq_persist_raw(m->c->redis, m->key, m->c->dlq_key, NULL,
 				    0, NULL, &e, m->pl_event_len, persist_cb,
 				    m);
+	relay__free(trace);
 	if (rc) {
 		relay__msg_step_failed(m->c, rc, "DLQ write", m);
 		msg_free(m);
@@ -642,7 +645,7 @@ static void persist_exhausted(relay__msg *m, relay__cinv *inv)
 	relay_consumer *c = m->c;
 	const char *handler = inv->handler;
 	relay_dlq_entry e;
-	char ts[40], *reason, *tail;
+	char ts[40], *reason, *tail, *trace;
 	int rc;
 
 	reason = relay_dlq_reason_exhausted(relay_app_name(inv->app), handler,
@@ -661,6 +664,7 @@ static void persist_exhausted(relay__msg *m, relay__cinv *inv)
 	 * delivery did not run the last attempt. */
 	tail = relay__tail_text(&inv->tail);
 	e.stderr_tail = tail;
+	e.trace = trace = relay__ctrace_dlq(m, inv);
 	LOG(c, RELAY_LOG_WARN, "RELAY-ENG05",
 	    "invocation exhausted, dead-lettering app=%s handler=%s "
 	    "message_id=%s attempt=%u", e.app, handler, m->id, inv->attempt);
@@ -668,6 +672,7 @@ static void persist_exhausted(relay__msg *m, relay__cinv *inv)
 			       inv->attempt, inv->token, &e, persist_cb, m);
 	relay__free(reason);
 	relay__free(tail);
+	relay__free(trace);
 	if (rc) {
 		relay__msg_step_failed(c, rc, "DLQ write", m);
 		msg_free(m);
@@ -753,6 +758,8 @@ void relay__msg_classified(relay__msg *m, int status,
 	}
 	relay__consumer_redis_ok(c);
 	first = o->result == RELAY_INV_R_CLAIMED;
+	if (first)
+		relay__ctrace_classified(m);
 	if (pipelined)  /* stale: never acknowledge from here */
 		relay__msg_to(m, o->result == RELAY_INV_R_RETAINED ?
 			      RELAY__MSG_RUN_UNCOUNTED : RELAY__MSG_RUN);
@@ -896,6 +903,7 @@ static int classify(relay__msg *m, const relay_stream_entry *e)
 	const char *ev;
 	size_t len = 0;
 
+	relay__ctrace_entry(m, e);
 	ev = relay_stream_entry_get(e, "event", &len);
 	if (!ev)
 		return set_placeholder(m, RELAY_DLQ_MISSING_EVENT, NULL, NULL,

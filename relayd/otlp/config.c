@@ -165,7 +165,22 @@ int relay_otlp_config_load(relay_otlp_config *c,
 		snprintf(errbuf, size, "OTEL_*: out of memory");
 		goto fail;
 	}
-	c->enabled = c->endpoint && !c->sdk_disabled;
+	/* Only OTLP/HTTP with protobuf bodies is spoken: another protocol
+	 * (grpc, http/json) turns export off with a warning, rather than
+	 * posting protobuf to a port that expects something else, and
+	 * rather than refusing to start over an optional feature that a
+	 * site may set for all of its services at once. */
+	v = get("OTEL_EXPORTER_OTLP_TRACES_PROTOCOL");
+	if (!set(v))
+		v = get("OTEL_EXPORTER_OTLP_PROTOCOL");
+	if (set(v) && strcmp(v, "http/protobuf") != 0) {
+		c->protocol_unsupported = true;
+		warn(c, "OTEL_EXPORTER_OTLP_PROTOCOL (or _TRACES_PROTOCOL) "
+		     "is not http/protobuf, the one protocol relayd "
+		     "exports with; trace export is off");
+	}
+	c->enabled = c->endpoint && !c->sdk_disabled &&
+		     !c->protocol_unsupported;
 	return 0;
 fail:
 	relay_otlp_config_clear(c);

@@ -225,7 +225,9 @@ bool relay_otlp_submit(relay_otlp *x, const relay_span *s)
 	}
 	x->ring[(x->head + x->count) % x->max_queue] = copy;
 	x->count++;
-	if (x->count >= x->max_batch && !x->easy)
+	/* Not while a batch waits for its retry (x->body): start_export()
+	 * would do nothing, once per span. */
+	if (x->count >= x->max_batch && !x->easy && !x->body)
 		arm_kick(x);
 	return true;
 }

@@ -72,6 +72,9 @@ int relay_otlp_encode(const relay_trace_attr *resource, size_t nresource,
 typedef struct relay_otlp_config {
 	bool enabled;             /* an endpoint is set, SDK not disabled */
 	bool sdk_disabled;        /* OTEL_SDK_DISABLED=true */
+	bool protocol_unsupported;/* OTEL_EXPORTER_OTLP_(TRACES_)PROTOCOL
+				     set to other than http/protobuf:
+				     export off (with a warning) */
 	char *endpoint;           /* the full URL of /v1/traces */
 	char *service_name;       /* service.name */
 	relay_otlp_kv *resource;  /* OTEL_RESOURCE_ATTRIBUTES */

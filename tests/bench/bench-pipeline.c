@@ -17,6 +17,14 @@
  * compiled in) unless RELAY_BENCH_SOCK names the socket of a running
  * server. The events are published first (pipelined XADD), then the
  * consumer drains them; the figure is events / drain time.
+ *
+ * Tracing (doc/perf/trace.md): RELAY_BENCH_TRACEPARENT=1 publishes every
+ * event with a producer traceparent; RELAY_BENCH_OTLP=URL turns tracing
+ * on as relayd does: the span of every attempt goes through the consumer's
+ * span callback to relayd's OTLP exporter (relayd/otlp/), posting to URL
+ * + /v1/traces on the same loop (OTEL_* variables apply; sample with
+ * OTEL_TRACES_SAMPLER). The exporter's counters are printed after the
+ * drain.
  */
 #include "redis_server.c" /* the helper; built as part of this program */
 
@@ -29,6 +37,7 @@
 
 #include "relay/engine.h"
 #include "relay/relay_libev.h"
+#include "otlp.h"
 
 /* ---- an in-process no-op executor ---------------------------------------- */
 
@@ -179,6 +188,21 @@ static long rss_kb(void)
 	return ru.ru_maxrss;
 }
 
+static void bench_span(const relay_span *s, void *payload)
+{
+	relay_otlp_submit(payload, s);
+}
+
+static char *bench_getenv(const char *name)
+{
+	/* RELAY_BENCH_OTLP is the endpoint; the other OTEL_* as set. */
+	if (strcmp(name, "OTEL_EXPORTER_OTLP_ENDPOINT") == 0)
+		return getenv("RELAY_BENCH_OTLP");
+	if (strcmp(name, "OTEL_EXPORTER_OTLP_TRACES_ENDPOINT") == 0)
+		return NULL;
+	return getenv(name);
+}
+
 int main(int argc, char **argv)
 {
 	long events = argc > 1 ? atol(argv[1]) : 100000;
@@ -201,8 +225,14 @@ int main(int argc, char **argv)
 	unsigned int it0, it1;
 	long i;
 	int rc = 1, started = 0;
+	int with_tp = getenv("RELAY_BENCH_TRACEPARENT") != NULL;
+	relay_otlp_config oc;
+	relay_otlp *ox = NULL;
+	relay_otlp_counts ok;
+	char oerr[200];
 
 	memset(&srv, 0, sizeof(srv));
+	memset(&oc, 0, sizeof(oc));
 	if (!sock) {
 		if (rt_redis_server_start(&srv) != 0) {
 			fprintf(stderr, "bench-pipeline: no redis-server\n");
@@ -225,16 +255,17 @@ int main(int argc, char **argv)
 
 	/* Publish: pipelined XADD, 10 rule shapes round robin. */
 	for (i = 0; i < events; i++) {
-		static const char *const names[] = { "event" };
+		static const char *const names[] = { "event", "traceparent" };
 		char ev[160];
-		const char *vals[1] = { ev };
+		const char *vals[2] = { ev, "00-4bf92f3577b34da6a3ce929d0e0e4736-"
+					"00f067aa0ba902b7-01" };
 
 		snprintf(ev, sizeof(ev),
 			 "{\"event_name\":\"INSERT\",\"table_name\":\"t%ld\","
 			 "\"id\":%ld,\"new_image\":{\"status\":\"OK\"}}",
 			 i % 10, i);
-		if (relay_redis_xadd(b, "events", 1, names, vals, NULL, pub_cb,
-				     &p) == 0)
+		if (relay_redis_xadd(b, "events", with_tp ? 2 : 1, names, vals,
+				     NULL, pub_cb, &p) == 0)
 			p.sent++;
 		if (p.sent - p.done > 1000)
 			while (p.sent - p.done > 100)
@@ -255,6 +286,20 @@ int main(int argc, char **argv)
 	o.max_buffered = buffered;
 	o.max_concurrency = conc;
 	o.executor = &x.parent;
+	if (getenv("RELAY_BENCH_OTLP")) {
+		relay_logger lg = { NULL, NULL, RELAY_LOG_ERROR };
+
+		if (relay_otlp_config_load(&oc, bench_getenv, oerr,
+					   sizeof(oerr)) || !oc.enabled ||
+		    relay_otlp_new(&ox, loop, &oc, lg)) {
+			fprintf(stderr, "bench-pipeline: no exporter %s\n",
+				oerr);
+			goto done;
+		}
+		o.span = bench_span;
+		o.span_payload = ox;
+		o.sampler = &oc.sampler;
+	}
 	if (relay_consumer_new(&c, loop, b, NULL, apps, &o, &err) ||
 	    relay_consumer_start(c))
 		goto done;
@@ -276,6 +321,23 @@ int main(int argc, char **argv)
 		ev_run(loop, EVRUN_NOWAIT);
 	c = NULL;
 
+	if (ox) {
+		/* The spans of the drain: let the exporter finish (bounded). */
+		double tq = ev_time();
+
+		relay_otlp_flush(ox);
+		while (!relay_otlp_idle(ox) && ev_time() - tq < 5) {
+			ev_run(loop, EVRUN_ONCE);
+			relay_otlp_flush(ox);
+		}
+		relay_otlp_counts_get(ox, &ok);
+		printf("bench-pipeline: tracing: spans exported %llu, dropped "
+		       "%llu, failed exports %llu, queued %llu, max RSS %ld "
+		       "KiB\n", (unsigned long long)ok.spans_exported,
+		       (unsigned long long)ok.spans_dropped,
+		       (unsigned long long)ok.exports_failed,
+		       (unsigned long long)ok.queued, rss_kb());
+	}
 	if (getenv("RELAY_BENCH_QUICK")) {
 		/* No redis-benchmark baselines: interleaved runs only. */
 		printf("bench-pipeline: %ld events, max_buffered %u, "
@@ -328,6 +390,8 @@ int main(int argc, char **argv)
 done:
 	if (c)
 		relay_consumer_close(c, NULL);
+	relay_otlp_free(ox);
+	relay_otlp_config_clear(&oc);
 	for (i = 0; i < 100; i++)
 		ev_run(loop, EVRUN_NOWAIT);
 	relay_redis_free(b);

@@ -826,7 +826,7 @@ static void test_consumer__metrics_outcomes(void)
 	RT_EQ_INT((int)m.handler_success, 1);
 	RT_CHECK(m.handler_timeouts == 0xababababababababULL);
 	RT_CHECK(m.invocations_exhausted == 0xababababababababULL);
-	m.version = 5;
+	m.version = RELAY_CONSUMER_METRICS_VERSION + 1;
 	RT_EQ_INT(relay_consumer_metrics_get(h.c, &m), RELAY_EINVAL);
 	relay_consumer_metrics_reset(h.c);
 	out[0] = '\0';

@@ -82,6 +82,12 @@ int h_run(relay_consumer_executor *xe,
 		spec->event_len : sizeof(s->last_event) - 1;
 	memcpy(s->last_event, spec->event, s->last_len);
 	s->last_event[s->last_len] = '\0';
+	snprintf(s->last_tp, sizeof(s->last_tp), "%s",
+		 spec->traceparent ? spec->traceparent : "");
+	snprintf(s->last_ts, sizeof(s->last_ts), "%s",
+		 spec->tracestate ? spec->tracestate : "");
+	snprintf(s->last_bg, sizeof(s->last_bg), "%s",
+		 spec->baggage ? spec->baggage : "");
 	j->x = x;
 	j->s = s;
 	j->done = done;

@@ -42,6 +42,9 @@ typedef struct h_script {
 	char last_id[64];   /* RELAY_MESSAGE_ID of the last run */
 	char last_event[512];
 	size_t last_len;
+	char last_tp[64];   /* the last run's spec traceparent ("" none) */
+	char last_ts[600];  /* ... tracestate */
+	char last_bg[256];  /* ... baggage */
 } h_script;
 
 typedef struct h_job {
