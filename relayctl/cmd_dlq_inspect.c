@@ -2,7 +2,8 @@
  * cmd_dlq_inspect.c - relayctl dlq inspect ID [--json]
  *
  * Every field of one DLQ entry as aligned "Key: value" lines (the
- * timestamp with its age, the trace only when the entry has one), then
+ * timestamp with its age, the trace lineage only when the entry has one,
+ * one indented line per member), then
  * "Event:" and the event pretty-printed as JSON, or verbatim when it is
  * not JSON (a malformed message's placeholder). --json prints the entry
  * as one object instead. Unknown ID: exit 1, `unknown DLQ entry "<id>"`.
@@ -14,6 +15,7 @@
 #include "cmdutil.h"
 #include "dlqcli.h"
 #include "fmt.h"
+#include "relay/trace.h"
 #include "relayctl.h"
 
 static void usage(FILE *f)
@@ -72,6 +74,71 @@ static void print_tail(const char *tail)
 	}
 }
 
+/* One member of the lineage: a string as is, anything else as compact
+ * JSON; cleaned. */
+static void print_member(const char *label, const json_t *v)
+{
+	char *d = json_is_string(v) ? NULL
+				    : json_dumps(v, JSON_COMPACT |
+						 JSON_ENCODE_ANY);
+
+	printf("  %-12s %s\n", relayctl_c(label),
+	       relayctl_c(d ? d : json_is_string(v) ? json_string_value(v)
+						     : "?"));
+	free(d);
+}
+
+/*
+ * The trace lineage (doc/redis-layout.md R-5): "Trace:", then one
+ * indented line per member in a fixed order (the failed attempt's trace
+ * id first, what a tracing UI searches by), then any member this
+ * relayctl does not know, compact JSON. Every value is cleaned like the
+ * other fields (control bytes as '?'), so a producer's hostile header
+ * cannot drive the terminal. A trace field that is not a JSON object (an
+ * older or foreign format) is one "Trace:" line as stored.
+ */
+static void print_trace(const char *trace, int w)
+{
+	static const char *const known[][2] = {
+		{ "traceparent", "producer" }, { "tracestate", "tracestate" },
+		{ "baggage", "baggage" }, { "attempt", "attempt" },
+		{ "link", "link" },
+	};
+	json_t *j = json_loads(trace, 0, NULL), *v;
+	relay_trace_context c;
+	const char *key, *a;
+	char id[2 * RELAY_TRACE_ID_SIZE + 1], label[80];
+	size_t i;
+
+	if (!json_is_object(j)) {
+		relayctl_kv(stdout, w, "Trace", trace);
+		json_decref(j);
+		return;
+	}
+	puts("Trace:");
+	a = json_string_value(json_object_get(j, "attempt"));
+	if (a && relay_trace_parent_parse(&c, a, strlen(a)) == 0)
+		printf("  %-12s %s\n", "trace id:",
+		       relay_trace_hex(c.trace_id, RELAY_TRACE_ID_SIZE, id));
+	for (i = 0; i < sizeof(known) / sizeof(known[0]); i++) {
+		v = json_object_get(j, known[i][0]);
+		if (!v)
+			continue;
+		snprintf(label, sizeof(label), "%s:", known[i][1]);
+		print_member(label, v);
+	}
+	json_object_foreach(j, key, v) {
+		for (i = 0; i < sizeof(known) / sizeof(known[0]); i++)
+			if (strcmp(key, known[i][0]) == 0)
+				break;
+		if (i < sizeof(known) / sizeof(known[0]))
+			continue;
+		snprintf(label, sizeof(label), "%.70s:", key);
+		print_member(label, v);
+	}
+	json_decref(j);
+}
+
 static void print_entry(const relay_dlq_record *r)
 {
 	const relay_dlq_entry *e = &r->e;
@@ -93,7 +160,7 @@ static void print_entry(const relay_dlq_record *r)
 	relayctl_kv(stdout, w, "Timestamp",
 		    relayctl_fmt_time_age(e->timestamp, ts, sizeof(ts)));
 	if (e->trace && *e->trace)
-		relayctl_kv(stdout, w, "Trace", e->trace);
+		print_trace(e->trace, w);
 	if (e->stderr_tail)
 		print_tail(e->stderr_tail);
 	print_event(e->event);

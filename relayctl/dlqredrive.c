@@ -8,7 +8,9 @@
  * all or nothing: it checks that the entry still exists, that no replay
  * claim holds it and that it is not a placeholder, XADDs to S the stored
  * event with the field relay_redrive_of = <DLQ entry id> (and the W3C
- * traceparent/tracestate of the entry's trace, when it has one), then
+ * traceparent/tracestate of the entry's trace, when it has one, and
+ * relay_trace_link = its failed attempt's traceparent, so the new
+ * attempts link to the one that failed), then
  * XDELs the entry. So a relayctl killed at any point has either redriven
  * an entry or not touched it: running it again never adds an entry twice
  * and never loses one, and no claim key is needed. A wrong-type key fails
@@ -50,6 +52,9 @@ static const char script[] =
 	"    a[#a + 1] = 'tracestate'; a[#a + 1] = ARGV[4]\n"
 	"  end\n"
 	"end\n"
+	"if ARGV[5] ~= '' then\n"
+	"  a[#a + 1] = '" DLQREDRIVE_LINK_FIELD "'; a[#a + 1] = ARGV[5]\n"
+	"end\n"
 	"local id = redis.call('XADD', KEYS[2], '*', unpack(a))\n"
 	"redis.call('XDEL', KEYS[1], ARGV[1])\n"
 	"return {'redriven', id}\n";
@@ -69,7 +74,20 @@ static int take_parent(const char *s, size_t n, relay_trace_context *c,
 	       relay_trace_parent_format(c, tp) == 0;
 }
 
-int dlqredrive_trace(const char *trace, char tp[56], char *ts, size_t tsize)
+/* @v, when it is a valid version-00 traceparent exactly as the library
+ * writes one (an attempt's context, doc/redis-layout.md R-5), into
+ * @link; else @link is "". */
+static void take_link(const char *v, char link[56])
+{
+	relay_trace_context c;
+
+	if (!v || strlen(v) != 55 || strncmp(v, "00-", 3) != 0 ||
+	    !take_parent(v, 55, &c, link) || strcmp(link, v) != 0)
+		link[0] = '\0';
+}
+
+int dlqredrive_trace(const char *trace, char tp[56], char *ts, size_t tsize,
+		     char link[56])
 {
 	relay_trace_context c;
 	json_t *j;
@@ -77,6 +95,7 @@ int dlqredrive_trace(const char *trace, char tp[56], char *ts, size_t tsize)
 	int found = 0;
 
 	tp[0] = '\0';
+	link[0] = '\0';
 	if (tsize)
 		ts[0] = '\0';
 	if (!trace)
@@ -89,6 +108,15 @@ int dlqredrive_trace(const char *trace, char tp[56], char *ts, size_t tsize)
 		    strlen(c.tracestate) < tsize)
 			memcpy(ts, c.tracestate, strlen(c.tracestate) + 1);
 		found = 1;
+	}
+	if (json_is_object(j)) {
+		/* The lineage (R-5): its "attempt" is what the new attempts
+		 * link to; an object without "traceparent" has no producer
+		 * context, whatever else its text holds. */
+		take_link(json_string_value(json_object_get(j, "attempt")),
+			  link);
+		json_decref(j);
+		return found;
 	}
 	json_decref(j);
 	/* Else the first version-00 value standing alone in the text. */
@@ -104,8 +132,8 @@ enum dlqredrive_result dlqredrive_one(struct dlqcli *d, size_t k,
 				      char *newid, size_t nsize, char *why,
 				      size_t wsize)
 {
-	char tp[56], ts[512], *claim;
-	const char *argv[10];
+	char tp[56], ts[512], link[56], *claim;
+	const char *argv[11];
 	relay_redis_reply *r = NULL;
 	enum dlqredrive_result res = DLQREDRIVE_ERROR;
 	const char *what;
@@ -125,7 +153,7 @@ enum dlqredrive_result dlqredrive_one(struct dlqcli *d, size_t k,
 			 "without --redrive");
 		return DLQREDRIVE_REFUSED;
 	}
-	dlqredrive_trace(rec->e.trace, tp, ts, sizeof(ts));
+	dlqredrive_trace(rec->e.trace, tp, ts, sizeof(ts), link);
 	n = strlen(d->keys[k]) + strlen(rec->id) + 16;
 	claim = malloc(n);
 	if (!claim) {
@@ -143,7 +171,8 @@ enum dlqredrive_result dlqredrive_one(struct dlqcli *d, size_t k,
 	argv[7] = DLQREDRIVE_FIELD;
 	argv[8] = tp;
 	argv[9] = ts;
-	rc = relay_redis_sync_command(d->b, &r, 10, argv, NULL);
+	argv[10] = link;
+	rc = relay_redis_sync_command(d->b, &r, 11, argv, NULL);
 	if (rc == 0)
 		rc = relay_redis_reply_error(r);
 	if (rc || r->type != RELAY_REDIS_REPLY_ARRAY || r->elements != 2 ||

@@ -31,12 +31,20 @@ enum dlqredrive_result dlqredrive_one(struct dlqcli *d, size_t k,
 				      char *newid, size_t nsize, char *why,
 				      size_t wsize);
 
+/* The field a redriven stream entry carries when the DLQ entry's trace
+ * lineage names its failed attempt: that attempt's traceparent. */
+#define DLQREDRIVE_LINK_FIELD "relay_trace_link"
+
 /*
  * The W3C trace context carried by a DLQ entry's trace field: a JSON
- * object's "traceparent" (and "tracestate"), else the first traceparent
- * value found in the text. @tp gets 55 bytes and a NUL, @ts (tracestate,
- * may stay empty) up to @tsize - 1 bytes. Returns 1 when found, else 0.
+ * object's (the lineage, doc/redis-layout.md R-5) "traceparent" (and
+ * "tracestate"), else, when the field is not a JSON object, the first
+ * traceparent value found in the text. @tp gets 55 bytes and a NUL, @ts
+ * (tracestate, may stay empty) up to @tsize - 1 bytes. @link gets the
+ * lineage's "attempt" when it is a valid version-00 traceparent, else
+ * "". Returns 1 when a traceparent was found, else 0.
  */
-int dlqredrive_trace(const char *trace, char tp[56], char *ts, size_t tsize);
+int dlqredrive_trace(const char *trace, char tp[56], char *ts, size_t tsize,
+		     char link[56]);
 
 #endif /* RELAYCTL_DLQREDRIVE_H */

@@ -36,6 +36,18 @@
  *                                    128 + signal when killed)
  *                     E id reason    could not fork
  *
+ * A request's env... is the invocation's whole environment, its
+ * per-invocation variables included: RELAY_HANDLER, RELAY_MESSAGE_ID and
+ * (version 2) the attempt's trace context TRACEPARENT, TRACESTATE,
+ * BAGGAGE when it has one. A parent's own environment, and its key, never
+ * hold any of these; H's environment is exactly the request's.
+ *
+ * A node pre-started process (no control socket; relay-bootstrap.js
+ * --pool) reads its invocation from the start of its stdin: five lines,
+ * handler, message id, TRACEPARENT, TRACESTATE, BAGGAGE (each but the
+ * first possibly empty; version 1 had the first two only), then the
+ * event.
+ *
  * Every idle slot reads the control socket itself (the kernel hands each
  * request to one), so the server is not on an invocation's path. Between
  * a python3 slot and its server (a socket pair): B id (took a request),
@@ -47,7 +59,7 @@
 #define RELAY_WARM_PROTO_H
 
 /* The version of everything this header specifies. */
-#define RELAY_WARM_PROTO_VERSION 1
+#define RELAY_WARM_PROTO_VERSION 2
 
 #include <errno.h>
 #include <string.h>

@@ -109,7 +109,12 @@ typedef struct relay_exec_spec {
 	const char *traceparent;     /* v3: W3C traceparent of this attempt's
 					span, or NULL; given to the handler
 					as TRACEPARENT (doc/operations.md,
-					"Tracing") */
+					"Tracing"). Each of the three is
+					passed only when valid by
+					relay/trace.h's parsers and printable
+					ASCII, else left out (the run goes
+					on); TRACESTATE and BAGGAGE only with
+					a TRACEPARENT (doc/sandbox.md) */
 	const char *tracestate;      /* v3: W3C tracestate, or NULL */
 	const char *baggage;         /* v3: W3C baggage, or NULL */
 } relay_exec_spec;

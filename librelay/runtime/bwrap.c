@@ -268,8 +268,9 @@ int relay__bwrap_fds(char *const *env, int args_fdno, int *args_fd,
 
 /*
  * Spawn @spec's sandbox running @inner (NULL: the handler). With @pooled
- * the per-invocation variables (RELAY_HANDLER, RELAY_MESSAGE_ID) are left
- * out of the environment: a pre-started process gets them on stdin.
+ * the per-invocation variables (RELAY_HANDLER, RELAY_MESSAGE_ID and the
+ * trace context) are left out of the environment: a pre-started process
+ * gets them on stdin.
  */
 static int spawn_inner(relay__builtin *b, const relay_exec_spec *spec,
 		       const char *const *inner, bool pooled, relay_proc *proc,
@@ -295,8 +296,7 @@ static int spawn_inner(relay__builtin *b, const relay_exec_spec *spec,
 		size_t i, k = 0;
 
 		for (i = 0; i < env.n; i++) {
-			if (strncmp(env.v[i], "RELAY_HANDLER=", 14) == 0 ||
-			    strncmp(env.v[i], "RELAY_MESSAGE_ID=", 17) == 0)
+			if (relay__runtime_per_invocation_var(env.v[i]))
 				relay__free(env.v[i]);
 			else
 				env.v[k++] = env.v[i];

@@ -13,6 +13,7 @@
 #include <sys/stat.h>
 #include <unistd.h>
 
+#include "relay/trace.h"
 #include "relay_config.h"
 #include "runtime.h"
 
@@ -82,11 +83,81 @@ static bool env_has_key(const relay__strv *sv, const char *kv)
 	return false;
 }
 
+/* Does "KEY=VALUE" @kv (or a bare "KEY") name @key? */
+static bool kv_is(const char *kv, const char *key)
+{
+	size_t n = strlen(key);
+
+	return strncmp(kv, key, n) == 0 && (kv[n] == '=' || kv[n] == '\0');
+}
+
+bool relay__runtime_trace_var(const char *kv)
+{
+	return kv_is(kv, "TRACEPARENT") || kv_is(kv, "TRACESTATE") ||
+	       kv_is(kv, "BAGGAGE");
+}
+
+bool relay__runtime_per_invocation_var(const char *kv)
+{
+	return kv_is(kv, "RELAY_HANDLER") || kv_is(kv, "RELAY_MESSAGE_ID") ||
+	       relay__runtime_trace_var(kv);
+}
+
+/* Printable ASCII only: no control byte (tab included) reaches an
+ * environment variable, whatever the W3C grammar allows around it. */
+static bool printable(const char *s)
+{
+	for (; *s; s++)
+		if ((unsigned char)*s < 0x20 || (unsigned char)*s > 0x7e)
+			return false;
+	return true;
+}
+
+/*
+ * The attempt's W3C context as TRACEPARENT, TRACESTATE and BAGGAGE,
+ * each only when set and valid. The caller (relayd's consumer, or an
+ * embedder) already parsed them; this is defence in depth, so a value
+ * that is not what the handler's tracing SDK could parse, or that could
+ * smuggle a control byte into its environment, never gets there: the
+ * strict parsers of relay/trace.h decide, plus printable ASCII only. An
+ * invalid value is left out and the run goes on without it. tracestate
+ * is passed normalised (its parser drops empty members and truncates
+ * past RELAY_TRACESTATE_MAX the spec's way), the others verbatim. No
+ * TRACESTATE or BAGGAGE without a valid TRACEPARENT: an SDK ignores
+ * them then anyway.
+ */
+static int push_trace_env(const relay_exec_spec *spec, relay__strv *out)
+{
+	relay_trace_context c;
+	const char *tp, *ts, *bg;
+	int rc = 0;
+
+	if (spec->version < 3)
+		return 0;
+	tp = spec->traceparent;
+	ts = spec->tracestate;
+	bg = spec->baggage;
+	if (!tp || !*tp || !printable(tp) ||
+	    relay_trace_parent_parse(&c, tp, strlen(tp)) != 0)
+		return 0;
+	rc = relay__strv_pushf(out, "TRACEPARENT=%s", tp);
+	if (rc == 0 && ts && *ts && printable(ts) &&
+	    relay_trace_state_parse(&c, ts, strlen(ts)) == 0 &&
+	    c.tracestate[0])
+		rc = relay__strv_pushf(out, "TRACESTATE=%s", c.tracestate);
+	if (rc == 0 && bg && *bg && printable(bg) &&
+	    relay_trace_baggage_check(bg, strlen(bg), NULL) == 0)
+		rc = relay__strv_pushf(out, "BAGGAGE=%s", bg);
+	return rc;
+}
+
 /*
  * Order matters only for duplicates: the RELAY_* variables come first and
- * win, then the app's env (which may override PATH, HOME or LANG), then
- * the defaults for whatever the app left unset. Nothing is taken from the
- * host's own environment.
+ * win, then the attempt's trace context, then the app's env (which may
+ * override PATH, HOME or LANG, but never set TRACEPARENT, TRACESTATE or
+ * BAGGAGE: those are the attempt's or absent), then the defaults for
+ * whatever the app left unset. Nothing is taken from the host's own
+ * environment.
  */
 int relay__runtime_env(const relay_exec_spec *spec, relay__strv *out)
 {
@@ -103,8 +174,12 @@ int relay__runtime_env(const relay_exec_spec *spec, relay__strv *out)
 	if (rc == 0 && spec->message_id && *spec->message_id)
 		rc = relay__strv_pushf(out, "RELAY_MESSAGE_ID=%s",
 				       spec->message_id);
+	if (rc == 0)
+		rc = push_trace_env(spec, out);
 	for (i = 0; rc == 0 && spec->env && spec->env[i]; i++)
-		if (strchr(spec->env[i], '=') && !env_has_key(out, spec->env[i]))
+		if (strchr(spec->env[i], '=') &&
+		    !relay__runtime_trace_var(spec->env[i]) &&
+		    !env_has_key(out, spec->env[i]))
 			rc = relay__strv_push(out, spec->env[i]);
 	for (i = 0; rc == 0 && i < RELAY__ARRAY_SIZE(defaults); i++)
 		if (!env_has_key(out, defaults[i]))

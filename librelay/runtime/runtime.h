@@ -51,8 +51,18 @@ int relay__strv_pushf(relay__strv *sv, const char *fmt, ...)
 void relay__strv_free(relay__strv *sv);
 
 /* The clean handler environment of @spec (PATH, HOME, LANG, app env,
- * RELAY_HANDLER, RELAY_APP, RELAY_MESSAGE_ID). */
+ * RELAY_HANDLER, RELAY_APP, RELAY_MESSAGE_ID, and TRACEPARENT,
+ * TRACESTATE, BAGGAGE from a version-3 spec when valid; the app env
+ * never sets those three). */
 int relay__runtime_env(const relay_exec_spec *spec, relay__strv *out);
+
+/* Is "KEY=VALUE" @kv TRACEPARENT, TRACESTATE or BAGGAGE? */
+bool relay__runtime_trace_var(const char *kv);
+
+/* Is @kv one of the variables that differ per invocation (RELAY_HANDLER,
+ * RELAY_MESSAGE_ID and the three trace variables)? A warm parent's
+ * environment and key leave them out; each request carries them. */
+bool relay__runtime_per_invocation_var(const char *kv);
 
 /* The command line that runs @spec's handler, with the bootstrap scripts
  * in @bootstrap_dir. */

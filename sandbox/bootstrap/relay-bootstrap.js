@@ -16,9 +16,12 @@
 //
 // --pool: a pre-started process (doc/sandbox.md, "Warm sandboxes"): node
 // and this script are loaded before an invocation exists; stdin then
-// carries two lines, MODULE.FUNCTION and the message id (may be empty),
-// set as RELAY_HANDLER and RELAY_MESSAGE_ID, followed by the event. From
-// there it is exactly a cold start.
+// carries five lines, MODULE.FUNCTION, the message id, the attempt's
+// traceparent, tracestate and baggage (each but the first may be
+// empty), set as RELAY_HANDLER, RELAY_MESSAGE_ID, TRACEPARENT,
+// TRACESTATE and BAGGAGE (only when not empty), followed by the event
+// (the warm protocol, version 2: sandbox/warm_proto.h). From there it is
+// exactly a cold start.
 'use strict';
 
 const fs = require('fs');
@@ -51,21 +54,26 @@ async function load(base) {
 	throw err;
 }
 
-// The two header lines of --pool, taken off @raw.
+// The five header lines of --pool, taken off @raw.
 function poolHeader(raw) {
-	const a = raw.indexOf(10);
-	const b = a < 0 ? -1 : raw.indexOf(10, a + 1);
-	if (b < 0) {
-		process.stderr.write('relay-bootstrap: no invocation header\n');
-		process.exit(2);
+	const names = ['RELAY_HANDLER', 'RELAY_MESSAGE_ID', 'TRACEPARENT',
+		'TRACESTATE', 'BAGGAGE'];
+	let at = 0;
+	for (const name of names) {
+		const nl = raw.indexOf(10, at);
+		if (nl < 0) {
+			process.stderr.write(
+				'relay-bootstrap: no invocation header\n');
+			process.exit(2);
+		}
+		const value = raw.subarray(at, nl).toString('utf8');
+		delete process.env[name];
+		if (value !== '' || name === 'RELAY_HANDLER')
+			process.env[name] = value;
+		at = nl + 1;
 	}
-	const handler = raw.subarray(0, a).toString('utf8');
-	const id = raw.subarray(a + 1, b).toString('utf8');
-	process.env.RELAY_HANDLER = handler;
-	if (id !== '')
-		process.env.RELAY_MESSAGE_ID = id;
-	process.argv[2] = handler;
-	return raw.subarray(b + 1);
+	process.argv[2] = process.env.RELAY_HANDLER;
+	return raw.subarray(at);
 }
 
 async function main() {

@@ -96,7 +96,7 @@ def _clone3(flags):
 # The slot loop (warm_slot.c), bound into the sandbox by relayd.
 SLOT_LIB = "/run/relay-warm-slot.so"
 # RELAY_WARM_PROTO_VERSION of warm_proto.h, which this file follows.
-WARM_PROTO_VERSION = 1
+WARM_PROTO_VERSION = 2
 
 
 class ProtocolMismatch(OSError):

@@ -349,6 +349,72 @@ def redrive_trace_placeholder_claim_schedule():
 
 
 @case
+def lineage_inspected_and_redriven_with_link():
+    """dlq inspect shows the trace lineage (R-5) member by member, control
+    bytes as '?'; --json carries it as stored; dlq replay --redrive adds
+    relay_trace_link = the lineage's attempt (a valid version-00
+    traceparent only), beside the producer's traceparent/tracestate."""
+    with Env() as env:
+        d = env.relayd(start=False)
+        tp = "00-" + "ab" * 16 + "-" + "cd" * 8 + "-01"
+        at = "00-" + "12" * 16 + "-" + "34" * 8 + "-01"
+        ln = "00-" + "56" * 16 + "-" + "78" * 8 + "-00"
+        compact = (",", ":")
+        full_trace = json.dumps({"traceparent": tp, "tracestate": "k=v",
+                                 "baggage": "a=1", "attempt": at,
+                                 "link": ln}, separators=compact)
+        full = put(env, trace=full_trace)
+        only_attempt = put(env, trace=json.dumps({"attempt": at},
+                                                  separators=compact))
+        bad_attempt = put(env, trace=json.dumps(
+            {"traceparent": tp, "attempt": "01-" + at[3:]},
+            separators=compact))
+        upper_attempt = put(env, trace=json.dumps(
+            {"attempt": tp.upper()},
+            separators=compact))
+        hostile = put(env, trace=json.dumps(
+            {"traceparent": tp + "\x1b[2J", "attempt": at,
+             "link": "\x07bell", "x-extra": {"n": "\x1b"}},
+            separators=compact))
+
+        rc, out, err = ctl(d, "dlq", "inspect", full)
+        eq(rc, 0, err)
+        want = ("Trace:\n"
+                "  trace id:    " + "12" * 16 + "\n"
+                "  producer:    " + tp + "\n"
+                "  tracestate:  k=v\n"
+                "  baggage:     a=1\n"
+                "  attempt:     " + at + "\n"
+                "  link:        " + ln + "\n")
+        check(want in out, out)
+        check(out.index("Timestamp:") < out.index("Trace:") <
+              out.index("Event:"), out)
+        rc, out, err = ctl(d, "dlq", "inspect", hostile)
+        eq(rc, 0, err)
+        check("\x1b" not in out and "\x07" not in out, repr(out))
+        check("  producer:    " + tp + "?[2J\n" in out, out)
+        check("  link:        ?bell\n" in out, out)
+        check('  x-extra:     {"n":"\\u001b"}\n' in out.lower(), out)
+        rc, out, err = ctl(d, "dlq", "inspect", full, "--json")
+        eq(rc, 0, err)
+        eq(json.loads(out)["trace"], full_trace, "--json: as stored")
+
+        rc, out, err = ctl(d, "dlq", "replay", "--redrive", "--all",
+                           "--yes")
+        eq(rc, 0, out + err)
+        got = redriven(env)
+        eq(got[full][1][4:], ["traceparent", tp, "tracestate", "k=v",
+                              "relay_trace_link", at], "full lineage")
+        eq(got[only_attempt][1][4:], ["relay_trace_link", at],
+           "an attempt alone is a link, never the producer's context")
+        eq(got[bad_attempt][1][4:], ["traceparent", tp],
+           "not version 00: no link")
+        eq(got[upper_attempt][1][4:], [], "invalid: no link")
+        eq(got[hostile][1][4:], ["relay_trace_link", at],
+           "invalid producer context dropped, link kept")
+
+
+@case
 def redrive_killed_never_twice_never_lost():
     with Env() as env:
         d = env.relayd(start=False)

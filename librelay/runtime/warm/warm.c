@@ -53,13 +53,15 @@
 
 /*
  * What a warm sandbox fixes for all its invocations. The per-invocation
- * variables (RELAY_HANDLER, RELAY_MESSAGE_ID) are left out: the parent
- * gets them with each request.
+ * variables (RELAY_HANDLER, RELAY_MESSAGE_ID, and the attempt's
+ * TRACEPARENT, TRACESTATE, BAGGAGE) are left out: the parent gets them
+ * with each request, so one invocation's trace context is never in a
+ * parent's environment (where a later invocation would inherit it) nor
+ * in its key (which would start a parent per attempt).
  */
 static bool per_invocation_var(const char *kv)
 {
-	return strncmp(kv, "RELAY_HANDLER=", 14) == 0 ||
-	       strncmp(kv, "RELAY_MESSAGE_ID=", 17) == 0;
+	return relay__runtime_per_invocation_var(kv);
 }
 
 static char *make_key(const relay_exec_spec *spec, const relay__strv *env)
@@ -823,8 +825,9 @@ static int warm_start(relay__starter *s, void *loop,
 	}
 	start_idle_timer(w, loop);
 	if (spec->runtime == RELAY_RUNTIME_NODE) {
+		why = relay__warm_pool_claim(w, loop, spec, key, &env, out,
+					     prefix);
 		relay__strv_free(&env);
-		why = relay__warm_pool_claim(w, loop, spec, key, out, prefix);
 		*pooled = why == 0;
 		return why;
 	}

@@ -208,12 +208,14 @@ int relay__warm_ctl_read(warm_parent *p, int max);
 
 /* warm_pool.c */
 
-/* Claim a pre-started process for @spec (node); @key is taken.
- * Returns as the starter's start (run.h) does; 0 with *proc and *prefix
- * set. */
+/* Claim a pre-started process for @spec (node); @key is taken; @env is
+ * the invocation's environment (relay__runtime_env()), whose trace
+ * variables go into the header. Returns as the starter's start (run.h)
+ * does; 0 with *proc and *prefix set. */
 int relay__warm_pool_claim(relay__warm *w, struct ev_loop *loop,
 			   const relay_exec_spec *spec, char *key,
-			   relay_proc **proc, relay__buf *prefix);
+			   const relay__strv *env, relay_proc **proc,
+			   relay__buf *prefix);
 /* Kill the pool's processes and free it. */
 void relay__warm_pool_free(warm_pool *q);
 /* Resident memory of its processes (and of a process tree). */

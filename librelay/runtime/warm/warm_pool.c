@@ -4,8 +4,10 @@
  *
  * V8 cannot fork, so each is a full cold sandbox (the same argv building, limits and host user as a
  * cold start) started ahead of time and used for exactly one invocation:
- * it reads the handler and the message id as two lines at the start of
- * its stdin, then runs as a cold start would. A claimed process is
+ * it reads the handler, the message id and the attempt's trace context
+ * (TRACEPARENT, TRACESTATE, BAGGAGE, each possibly empty) as five lines
+ * at the start of its stdin (warm_proto.h), then runs as a cold start
+ * would. A claimed process is
  * replaced in the background; one that dies unclaimed is replaced, up to
  * WARM_POOL_MAX_FAILURES in a row.
  */
@@ -20,7 +22,7 @@
 #include "warm.h"
 
 /* What a pre-started node process runs: the bootstrap, waiting for the
- * handler and message id as two lines at the start of its stdin. */
+ * header lines at the start of its stdin. */
 static int pool_inner(const relay_exec_spec *spec, relay__strv *out)
 {
 	int rc = 0;
@@ -218,16 +220,37 @@ void relay__warm_pool_free(warm_pool *q)
 	relay__free(q);
 }
 
-/* The two header lines a pre-started process reads first. */
-static int pool_header(const relay_exec_spec *spec, relay__buf *out)
+/* The value of @name in @env ("NAME=VALUE" strings), or "". */
+static const char *env_value(const relay__strv *env, const char *name)
 {
-	return relay__buf_printf(out, "%s\n%s\n", spec->handler,
-				 spec->message_id ? spec->message_id : "");
+	size_t i, n = strlen(name);
+
+	for (i = 0; i < env->n; i++)
+		if (strncmp(env->v[i], name, n) == 0 && env->v[i][n] == '=')
+			return env->v[i] + n + 1;
+	return "";
+}
+
+/*
+ * The five header lines a pre-started process reads first (warm_proto.h,
+ * "node pre-started processes"): handler, message id, TRACEPARENT,
+ * TRACESTATE, BAGGAGE. The trace values come from @env, already checked
+ * by relay__runtime_env() (printable ASCII, so no newline).
+ */
+static int pool_header(const relay_exec_spec *spec, const relay__strv *env,
+		       relay__buf *out)
+{
+	return relay__buf_printf(out, "%s\n%s\n%s\n%s\n%s\n", spec->handler,
+				 spec->message_id ? spec->message_id : "",
+				 env_value(env, "TRACEPARENT"),
+				 env_value(env, "TRACESTATE"),
+				 env_value(env, "BAGGAGE"));
 }
 
 int relay__warm_pool_claim(relay__warm *w, struct ev_loop *loop,
 		      const relay_exec_spec *spec, char *key,
-		      relay_proc **proc, relay__buf *prefix)
+		      const relay__strv *env, relay_proc **proc,
+		      relay__buf *prefix)
 {
 	warm_pool *q, *next;
 	pooled_proc *pp;
@@ -262,6 +285,11 @@ int relay__warm_pool_claim(relay__warm *w, struct ev_loop *loop,
 			relay__free(key);
 			return RELAY_WARM_FAIL_SPAWN;
 		}
+		/* The pool's processes are started for whichever invocation
+		 * comes: the first one's trace context is not theirs. */
+		q->spec->traceparent = NULL;
+		q->spec->tracestate = NULL;
+		q->spec->baggage = NULL;
 		q->w = w;
 		q->loop = loop;
 		q->key = key;
@@ -285,7 +313,7 @@ int relay__warm_pool_claim(relay__warm *w, struct ev_loop *loop,
 		return -1;      /* none ready yet: cold, refill under way */
 	pool_unlink(q, pp);
 	pooled_unwatch(pp);
-	if (pool_header(spec, prefix) != 0) {
+	if (pool_header(spec, env, prefix) != 0) {
 		pooled_free(pp, true);
 		return RELAY_WARM_FAIL_SPAWN;
 	}
