@@ -195,8 +195,11 @@ def apps(resources=True):
         if resources and limits:
             res = "resources:\n" + "".join(
                 f"  {k}: {LIMITS[k]}\n" for k in limits)
+        # A memory hog in the guest takes 30 s or more to be OOM-killed
+        # on a loaded host (the kernel reclaims and refaults its file
+        # pages first): a long timeout, the suite's bound is the limit.
         ev = "".join("  - handler: mod.%s\n    pattern: {to: [%s], kind: "
-                     "[%s]}\n    retries: 0\n    timeout: 60s\n" %
+                     "[%s]}\n    retries: 0\n    timeout: 300s\n" %
                      (h, name, h) for h in ("ok", "mem", "bomb", "busy"))
         wfile(d + "/template.yaml", "runtime: python3\n" + extra + res +
               "events:\n" + ev)
@@ -384,11 +387,11 @@ def limits_case(sandbox, modes, together=False):
     xadd("cold-cpu", "busy", "c1")
     if not together:
         seen.update(settle_watching(pid, "memory hogs and fork bombs",
-                                    240))
+                                    360))
     if "warm" in modes:  # the parent survived its children's kills
         xadd("warm", "ok", "warm-after-oom")
         xadd("warm-cpu", "busy", "c1")
-    seen.update(settle_watching(pid, "ok after the hog, busy loops", 240))
+    seen.update(settle_watching(pid, "ok after the hog, busy loops", 360))
     for app in modes:
         why = dlq_reason(app, "mem")
         check(why and "memory limit exceeded" in why,
@@ -515,7 +518,7 @@ def nothing_left_after_reload_kill9_restart():
     wait_for(settled, "first ok", timeout=180)
     # A template edit: relayd reloads the app (a new warm generation).
     t = APPS + "/warm/template.yaml"
-    wfile(t, rfile(t).replace("timeout: 60s", "timeout: 50s"))
+    wfile(t, rfile(t).replace("timeout: 300s", "timeout: 290s"))
     d.proc.send_signal(signal.SIGHUP)
     xadd("warm", "ok", "r2")
     wait_for(lambda: "r2" in d.out("warm", "ok", "ok"), "ok after reload",
