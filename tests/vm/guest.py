@@ -375,9 +375,12 @@ def limits_case(sandbox, modes, together=False):
         # parents' own RELAY-RT06 only.
         xadd("warm", "ok", "w0")
         xadd("warm-cpu", "ok", "w0")
-        wait_for(lambda: all(f"warm parent for app {a} ready" in d.log()
-                             for a in ("warm", "warm-cpu")),
-                 "the warm parents ready", timeout=180)
+        def ready():
+            fault = [l for l in d.log().splitlines() if "RELAY-RT07" in l]
+            check(not fault, f"a warm parent cannot start: {fault}")
+            return all(f"warm parent for app {a} ready" in d.log()
+                       for a in ("warm", "warm-cpu"))
+        wait_for(ready, "the warm parents ready", timeout=180)
     seen = {}
     for app in modes:
         xadd(app, "mem", "m1")
