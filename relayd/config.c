@@ -365,7 +365,8 @@ static int load_enums(relayd_config *c, char *errbuf, size_t size)
 	return 0;
 }
 
-/* RELAY_WARM, RELAY_WARM_MAX_PARENTS, RELAY_WARM_IDLE (warm parents). */
+/* RELAY_WARM, RELAY_WARM_MAX_PARENTS, RELAY_WARM_IDLE,
+ * RELAY_WARM_START_TIMEOUT_MS (warm parents). */
 static int load_warm(relayd_config *c, char *errbuf, size_t size)
 {
 	const char *v;
@@ -397,6 +398,14 @@ static int load_warm(relayd_config *c, char *errbuf, size_t size)
 				    "RELAY_WARM_IDLE: invalid value \"%s\": "
 				    "expected a duration from 1s to 24h such "
 				    "as 5m", v);
+	}
+	if ((v = env("RELAY_WARM_START_TIMEOUT_MS"))) {
+		if (parse_int(v, 100, 600000, &n))
+			return fail(errbuf, size,
+				    "RELAY_WARM_START_TIMEOUT_MS: invalid "
+				    "value \"%s\": expected an integer from "
+				    "100 to 600000 (milliseconds)", v);
+		c->warm_start_timeout_ms = (unsigned int)n;
 	}
 	return 0;
 }
@@ -509,6 +518,7 @@ static void set_defaults(relayd_config *c)
 	c->warm = true;
 	c->warm_max_parents = 32;
 	c->warm_idle_ms = 5LL * 60 * 1000;
+	c->warm_start_timeout_ms = 2000;
 	c->apps_dir = xstrdup("/etc/relay/apps");
 	c->run_dir = xstrdup("/run/relay");
 	c->state_dir = xstrdup("/var/lib/relay");

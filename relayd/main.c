@@ -605,6 +605,7 @@ static int open_backends(relayd *d, char *errbuf, size_t size)
 	ro.warm = d->cfg.warm;
 	ro.warm_max_parents = d->cfg.warm_max_parents;
 	ro.warm_idle_ms = (uint32_t)d->cfg.warm_idle_ms;
+	ro.warm_start_timeout_ms = d->cfg.warm_start_timeout_ms;
 	rc = relay_runtime_new(&d->rt, &ro, &err);
 	if (rc) {
 		if (strcmp(d->cfg.sandbox, "bwrap") == 0)

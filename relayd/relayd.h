@@ -48,6 +48,7 @@ typedef struct relayd_config {
 	bool warm;                /* RELAY_WARM (default on) */
 	unsigned int warm_max_parents; /* RELAY_WARM_MAX_PARENTS */
 	int64_t warm_idle_ms;     /* RELAY_WARM_IDLE */
+	unsigned int warm_start_timeout_ms; /* RELAY_WARM_START_TIMEOUT_MS */
 	char *sandbox_user;       /* RELAY_SANDBOX_USER, NULL = nobody */
 	int64_t retention_ms;     /* REDIS_INVOCATION_RETENTION */
 	int64_t stream_retention_ms; /* REDIS_STREAM_RETENTION, 0 = off */

@@ -54,6 +54,8 @@ const relayd_var relayd_vars[] = {
 	{ "RELAY_WARM", "1 (default) or 0: warm sandboxes" },
 	{ "RELAY_WARM_MAX_PARENTS", "default: 32" },
 	{ "RELAY_WARM_IDLE", "default: 5m" },
+	{ "RELAY_WARM_START_TIMEOUT_MS", "default: 2000 (a starting parent "
+	  "gets 5000 more)" },
 	{ "OUTPUT_BUDGET", "log bytes of handler output per app per minute "
 	  "(default: 8MiB; off)" },
 	{ "REDIS_INVOCATION_RETENTION", "default: 168h" },

@@ -17,6 +17,7 @@
 # --suite list, default: all), RELAY_SKIP_INSTALL=1 to skip apt-get,
 # RELAY_SKIP_RELEASE_BUILD=1 to skip the -O3 release compile check,
 # RELAY_SKIP_QUICKSTART=1 to skip running doc/examples/quickstart.sh,
+# RELAY_VM=0 to skip the vm suite's user-mode Linux guest (tests/vm/),
 # RELAY_FUZZ_SEED (default 1: the CI run explores the same inputs every
 # time, so a red run is reproducible; long exploratory runs are done by
 # hand with another seed, see tests/fuzz/README.md), RELAY_MESON_ARGS

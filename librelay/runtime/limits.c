@@ -34,6 +34,7 @@
 #include <time.h>
 #include <unistd.h>
 
+#include "relay_config.h"
 #include "runtime.h"
 
 enum { CG_MEMORY, CG_PIDS, CG_CPU };
@@ -90,6 +91,26 @@ static ssize_t read_file(const char *path, char *buf, size_t size)
 	return total;
 }
 
+/*
+ * /proc/self/@name. Test builds (-Dtest_hooks=true) read it from
+ * $RELAY_TEST_PROC_SELF instead when that is set, so tests/runtime/
+ * test_limits.c can fake a host's mounts and cgroup membership (a mixed
+ * v1/v2 host, a read-only mount) that this machine does not have.
+ */
+static FILE *open_self(const char *name)
+{
+	char path[600];
+	const char *dir = "/proc/self";
+#if RELAY_TEST_HOOKS
+	const char *t = getenv("RELAY_TEST_PROC_SELF");
+
+	if (t && *t)
+		dir = t;
+#endif
+	snprintf(path, sizeof(path), "%s/%s", dir, name);
+	return fopen(path, "re");
+}
+
 /* Does comma-separated @list contain @word? */
 static bool has_word(const char *list, const char *word)
 {
@@ -113,7 +134,7 @@ static char *find_mount(const char *ctl, bool *ro)
 {
 	char line[1024], dev[256], dir[512], type[64], opts[512];
 	char *res = NULL;
-	FILE *f = fopen("/proc/self/mounts", "re");
+	FILE *f = open_self("mounts");
 
 	if (!f)
 		return NULL;
@@ -139,7 +160,7 @@ static char *own_path(const char *ctl)
 {
 	char line[1024];
 	char *res = NULL;
-	FILE *f = fopen("/proc/self/cgroup", "re");
+	FILE *f = open_self("cgroup");
 
 	if (!f)
 		return NULL;
@@ -313,24 +334,42 @@ static bool only_us(const char *cg)
 	       strspn(end, "\n") == strlen(end);
 }
 
+/* Does @cg's cgroup.procs list any process? */
+static bool has_procs(const char *cg)
+{
+	char file[600], buf[8];
+
+	snprintf(file, sizeof(file), "%s/cgroup.procs", cg);
+	return read_file(file, buf, sizeof(buf)) > 0;
+}
+
 /*
  * cgroup v2's "no internal processes" rule: a cgroup holding processes
- * cannot enable controllers for its children, and systemd starts a
- * Delegate=yes service in its delegated cgroup itself. So when the cgroup
- * holds this process alone, move it into a leaf of its own,
- * "relay-<pid>-main" (removed like the other directories of a dead pid at
- * the next start), and enable @want there.
+ * cannot enable domain controllers (memory) for its children, and
+ * systemd starts a Delegate=yes service in its delegated cgroup itself.
+ * The threaded ones (pids, cpu) it can enable, but that makes it a
+ * thread root, below which no cgroup can enable anything (EOPNOTSUPP):
+ * so a non-root cgroup with processes enables nothing. When it holds
+ * this process alone, move it into a leaf of its own, "relay-<pid>-main"
+ * (removed like the other directories of a dead pid at the next start),
+ * and enable @want there; with other processes, fail with EBUSY. The
+ * root cgroup has no such rule; @root (our path is "/") may be it, or
+ * the root of a cgroup namespace, which is not: try, then as above.
  */
-static int enable_ctls(const char *cg, const char *want)
+static int enable_ctls(const char *cg, bool root, const char *want)
 {
 	char *leaf;
 	char buf[24];
 	int rc, e;
 
-	if (write_file(cg, "cgroup.subtree_control", want) == 0)
+	if (!has_procs(cg))
+		return write_file(cg, "cgroup.subtree_control", want);
+	if (root && write_file(cg, "cgroup.subtree_control", want) == 0)
 		return 0;
-	if (errno != EBUSY || !only_us(cg))
+	if (!only_us(cg)) {
+		errno = EBUSY;
 		return -1;
+	}
 	leaf = relay__sprintf("%s/relay-%ld-main", cg, (long)getpid());
 	if (!leaf)
 		return -1;
@@ -353,10 +392,14 @@ static int enable_ctls(const char *cg, const char *want)
 
 /* Undo enable_ctls once no runtime uses the leaf: disable what it
  * enabled, move back, remove the leaf (each step may fail harmlessly,
- * e.g. while another library in this process uses the controllers). */
+ * e.g. while another library in this process uses the controllers).
+ * Children started without limits (warm parents, just killed when their
+ * runtime was freed) may still be leaving the leaf: wait for that ~2s. */
 static void leaf_put(void)
 {
+	struct timespec ms = { 0, 100000000 };
 	char buf[24];
+	int tries;
 
 	if (!leaf_dir || --leaf_users > 0)
 		return;
@@ -364,7 +407,9 @@ static void leaf_put(void)
 	(void)write_file(leaf_parent, "cgroup.subtree_control",
 			 "-memory -pids -cpu");
 	if (write_file(leaf_parent, "cgroup.procs", buf) == 0)
-		(void)rmdir(leaf_dir);
+		for (tries = 0; tries < 20 && rmdir(leaf_dir) != 0 &&
+		     errno == EBUSY; tries++)
+			nanosleep(&ms, NULL);
 	relay__free(leaf_dir);
 	relay__free(leaf_parent);
 	leaf_dir = leaf_parent = NULL;
@@ -451,7 +496,7 @@ static int probe_v2(relay__limits *l)
 	for (i = 0; i < RELAY__CG_MAX; i++)
 		if (has_ctl(avail, cg_names[i]) && !has_ctl(on, cg_names[i]))
 			break;
-	if (i < RELAY__CG_MAX && enable_ctls(cg, want) != 0) {
+	if (i < RELAY__CG_MAX && enable_ctls(cg, !*p, want) != 0) {
 		if (errno == EBUSY)
 			warn(l, "cgroup v2: %s holds other processes, so it "
 			     "cannot enable controllers for relayd's cgroups: "

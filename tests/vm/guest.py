@@ -33,7 +33,8 @@ RUN = "/run/relay-vm"
 APPS = RUN + "/apps"
 SOCK = RUN + "/redis.sock"
 RELAY_UID = 61184  # what systemd's DynamicUser= would pick first
-LIMITS = {"memory": "32Mi", "pids": 8, "cpus": 0.25}
+# pids: small, as every fork of a python3 costs the guest a second or so.
+LIMITS = {"memory": "32Mi", "pids": 4, "cpus": 0.25}
 
 HANDLERS = """import os, time
 
@@ -93,8 +94,10 @@ def mount_v2(opts="rw"):
 
 def delegate(uid=0, ctls="+memory +pids +cpu", chown=True):
     """system.slice/relayd.service, as systemd makes it for Delegate=yes
-    (chown=False: a unit without Delegate=, for a non-root relayd)."""
-    for c in ("+memory", "+pids", "+cpu"):  # what the root still has
+    (chown=False: a unit without Delegate=, for a non-root relayd).
+    The root enables only what @ctls names: a controller once enabled
+    on v2 cannot be bound to a v1 hierarchy (refused_mixed_v1_v2)."""
+    for c in ctls.split():  # what the root still has
         try:
             wfile(CG + "/cgroup.subtree_control", c)
         except OSError:
@@ -170,19 +173,33 @@ def start_redis():
     return p, r
 
 
+# The apps: cold and warm with the memory and pids limits, cold-cpu and
+# warm-cpu with the cpus limit (apart: under cpus 0.25 a memory hog or a
+# fork bomb takes four times as long in the guest), free with none.
+APPS_RES = {
+    "cold": ("warm: false\n", ("memory", "pids")),
+    "warm": ("", ("memory", "pids")),
+    "cold-cpu": ("warm: false\n", ("cpus",)),
+    "warm-cpu": ("", ("cpus",)),
+    "free": ("", ()),
+}
+
+
 def apps(resources=True):
     shutil.rmtree(APPS, ignore_errors=True)
-    for name, extra in (("cold", "warm: false\n"), ("warm", ""),
-                        ("free", "")):
+    for name, (extra, limits) in APPS_RES.items():
         d = os.path.join(APPS, name)
         os.makedirs(d)
         wfile(d + "/mod.py", HANDLERS)
         res = ""
-        if resources and name != "free":
-            res = ("resources:\n  memory: %s\n  pids: %d\n  cpus: %s\n" %
-                   (LIMITS["memory"], LIMITS["pids"], LIMITS["cpus"]))
+        if resources and limits:
+            res = "resources:\n" + "".join(
+                f"  {k}: {LIMITS[k]}\n" for k in limits)
+        # A memory hog in the guest takes 30 s or more to be OOM-killed
+        # on a loaded host (the kernel reclaims and refaults its file
+        # pages first): a long timeout, the suite's bound is the limit.
         ev = "".join("  - handler: mod.%s\n    pattern: {to: [%s], kind: "
-                     "[%s]}\n    retries: 0\n    timeout: 60s\n" %
+                     "[%s]}\n    retries: 0\n    timeout: 300s\n" %
                      (h, name, h) for h in ("ok", "mem", "bomb", "busy"))
         wfile(d + "/template.yaml", "runtime: python3\n" + extra + res +
               "events:\n" + ev)
@@ -210,6 +227,9 @@ class Relayd:
             "RELAY_STATE_DIR": d + "/state", "RELAY_SANDBOX": sandbox,
             "RELAY_BOOTSTRAP_DIR": CFG["bootstrap_dir"],
             "LOG_LEVEL": "DEBUG", "TMPDIR": "/run/tmp",
+            # A warm parent's python3 starts in seconds here, not the
+            # 2s + 5s the default allows (doc/configuration.md).
+            "RELAY_WARM_START_TIMEOUT_MS": "60000",
             "ASAN_OPTIONS": "detect_leaks=0:abort_on_error=1",
         }
         self.proc = None
@@ -225,14 +245,19 @@ class Relayd:
                 os.setgroups([])
                 os.setgid(uid)
                 os.setuid(uid)
-        before = self.log().count("RELAY-RT01")  # a restart appends
+        # Ready at RELAYD01, which relayd logs once its signal handlers
+        # are in place: RELAY-RT01 comes earlier, and a SIGTERM between
+        # the two ends relayd by the signal's default action.
+        before = self.log().count("RELAYD01")  # a restart appends
         logf = open(self.log_path, "ab")
         self.proc = subprocess.Popen([CFG["relayd"]], env=self.env,
                                      stdout=logf, stderr=logf,
                                      preexec_fn=enter)
         PROCS.append(self.proc)
-        wait_for(lambda: self.log().count("RELAY-RT01") > before or
-                 self.proc.poll() is not None, "RELAY-RT01", timeout=120)
+        wait_for(lambda: self.log().count("RELAYD01") > before or
+                 self.proc.poll() is not None, "RELAYD01", timeout=120)
+        check(self.proc.poll() is None,
+              f"relayd {self.name} runs: {self.log()[-600:]!r}")
         return self
 
     def log(self):
@@ -299,7 +324,35 @@ def own_dirs(pid):
 
 # ---- cases ------------------------------------------------------------------
 
-def limits_case(sandbox, modes):
+def settle_watching(pid, what, timeout):
+    """Wait until settled(), meanwhile reading every invocation cgroup of
+    relayd @pid: {dir: (cpu.max, highest nr_throttled seen)}."""
+    seen = {}
+    t0 = time.monotonic()
+    while not settled():
+        for x in [x for x in own_dirs(pid) if "/" in x]:
+            try:
+                mx = rfile(f"{SVC}/{x}/cpu.max").strip()
+                st = rfile(f"{SVC}/{x}/cpu.stat")
+            except OSError:  # gone meanwhile
+                continue
+            m = re.search(r"nr_throttled (\d+)", st)
+            thr = int(m.group(1)) if m else 0
+            seen[x] = (mx, max(thr, seen.get(x, ("", 0))[1]))
+        if time.monotonic() - t0 > timeout:
+            raise AssertionError(f"timed out after {timeout}s: {what}")
+        time.sleep(0.3)
+    return seen
+
+
+def limits_case(sandbox, modes, together=False):
+    """memory, pids and cpus for the apps in @modes ("cold", "warm"),
+    several invocations at a time: the guest has one CPU and every
+    python3 start costs seconds (four times as many under cpus: 0.25),
+    so the checks share the waits. Each invocation has cgroups of its
+    own, so they do not count against each other. @together: all at
+    once; else the memory hogs and fork bombs first, then (the warm
+    parent still serving) the next invocation and the busy loops."""
     reset()
     delegate()
     apps()
@@ -315,64 +368,85 @@ def limits_case(sandbox, modes):
     eq(rfile(SVC + "/cgroup.procs").split(), [],
        "relayd.service itself holds no process")
     if "warm" in modes:
-        # The warm parent starts alone first: on a slow guest its start
-        # competes with nothing else for the guest's one CPU.
+        # The warm parents start first: on a slow guest their start
+        # competes with no invocation for the guest's one CPU.
+        # A warm app's first invocation starts its parent and runs cold
+        # meanwhile (and slowly, under cpus: 0.25): wait for the
+        # parents' own RELAY-RT06 only.
         xadd("warm", "ok", "w0")
-        wait_for(settled, "warm parent's first run", timeout=180)
+        xadd("warm-cpu", "ok", "w0")
+        def ready():
+            fault = [l for l in d.log().splitlines() if "RELAY-RT07" in l]
+            check(not fault, f"a warm parent cannot start: {fault}")
+            return all(f"warm parent for app {a} ready" in d.log()
+                       for a in ("warm", "warm-cpu"))
+        wait_for(ready, "the warm parents ready", timeout=180)
+    seen = {}
     for app in modes:
         xadd(app, "mem", "m1")
-    wait_for(settled, "memory hogs done", timeout=180)
+        xadd(app, "bomb", "b1")
+    # A cold python3 under cpus: 0.25 spends most of its start throttled,
+    # the CPU idle: the hogs use that time.
+    xadd("cold-cpu", "busy", "c1")
+    if not together:
+        seen.update(settle_watching(pid, "memory hogs and fork bombs",
+                                    360))
+    if "warm" in modes:  # the parent survived its children's kills
+        xadd("warm", "ok", "warm-after-oom")
+        xadd("warm-cpu", "busy", "c1")
+    seen.update(settle_watching(pid, "ok after the hog, busy loops", 360))
     for app in modes:
         why = dlq_reason(app, "mem")
         check(why and "memory limit exceeded" in why,
               f"{app}: the memory hog fails as the limit's: {why!r}")
         eq(d.out(app, "mem", "allocated"), [], f"{app}: hog never got it")
-        xadd(app, "ok", app + "-after-oom")
-    wait_for(settled, "ok after the hog", timeout=180)
-    for app in modes:
-        eq(d.out(app, "ok", "ok")[-1:], [app + "-after-oom"],
-           f"{app}: the next invocation runs")
-        eq(dlq_reason(app, "ok"), None, f"{app}: ok succeeded")
-    check(d.proc.poll() is None, "relayd survives the OOM kills")
-    for app in modes:
-        xadd(app, "bomb", "b1")
-    wait_for(settled, "fork bombs done", timeout=180)
-    for app in modes:
         got = d.out(app, "bomb", "forks")
         check(got, f"{app}: the bomb reported")
         n = int(got[0].split()[0])
         # doc/sandbox.md: the handler and everything it starts count;
         # bwrap's own processes do not (cold adds 2 for them).
         eq(n, LIMITS["pids"] - 1, f"{app}: forks before EAGAIN ({got})")
-    check(d.proc.poll() is None, "relayd survives the fork bombs")
-    # cpus: see the tolerance note in busy_ratio().
+        eq(dlq_reason(app, "bomb"), None, f"{app}: the bomb's handler "
+           "itself succeeded")
+    if "warm" in modes:
+        eq(d.out("warm", "ok", "ok")[-1:], ["warm-after-oom"],
+           "warm: the next invocation runs")
+        eq(dlq_reason("warm", "ok"), None, "warm: ok succeeded")
+    check(d.proc.poll() is None, "relayd survives the OOM kills and bombs")
+    # cpus: each invocation's cpu.max says the quota, the kernel
+    # throttled them (a python3 start alone is more CPU than 0.25 of a
+    # CPU gives in a second), and the busy loops got at most about it.
+    quota = "%d 100000" % round(LIMITS["cpus"] * 100000)
+    log("invocation cgroups (cpu.max, nr_throttled):", seen)
+    check(seen, "the invocation cgroups were seen")
+    check({v[0] for v in seen.values()} <= {quota, "max 100000"},
+          f"each invocation's cpu.max is the quota or none: {seen}")
+    limited = [v[1] for v in seen.values() if v[0] == quota]
+    check(len(limited) >= len(modes), f"the busy loops' cgroups: {seen}")
+    check(any(limited), f"the kernel throttled them: {seen}")
     ratios = {}
-    for app in list(modes) + ["free"]:
-        xadd(app, "busy", "c1")
-        wait_for(settled, f"{app} busy loop", timeout=180)
-        got = d.out(app, "busy", "cpu")
+    for app in modes:
+        got = d.out(app + "-cpu", "busy", "cpu")
         check(got, f"{app}: the busy loop reported")
         ratios[app] = float(got[0])
     log("cpu share (cpu time / wall time):", ratios)
     for app in modes:
-        busy_ratio(app, ratios[app], ratios["free"])
-    # Nothing left: each invocation's cgroup is gone, only relayd's leaf
-    # and its (empty) base remain while it runs.
-    wedged = [l for l in d.log().splitlines() if "RELAY-RT07" in l]
-    if "warm" in modes and wedged:
-        # Not a limits failure: this guest was too slow for the warm
-        # start timeout (7s), so "warm" ran cold and proved nothing warm.
-        d.stop()
-        raise Skip("cold checks passed; the warm parent could not start "
-                   "within its start timeout on this guest: " + wedged[0])
+        busy_ratio(app, ratios[app])
     if "warm" in modes:
         # One warm parent served the hog, the next run, the bomb and the
         # busy loop: the kills took out invocations, never the parent.
-        eq(len([l for l in d.log().splitlines() if "RELAY-RT06" in l and
-                "warm parent for app warm ready" in l]), 1,
-           "the warm parent started once and kept serving")
         eq([l for l in d.log().splitlines() if "RELAY-RT07" in l], [],
            "no warm parent fault")
+        for app in ("warm", "warm-cpu"):
+            eq(len([l for l in d.log().splitlines() if "RELAY-RT06" in l
+                    and f"warm parent for app {app} ready" in l]), 1,
+               f"{app}'s warm parent started once and kept serving")
+        for h in ("warm/mod.mem", "warm/mod.bomb", "warm/mod.ok",
+                  "warm-cpu/mod.busy"):
+            check(any(f"started {h} warm, pid" in l
+                      for l in d.log().splitlines()), f"{h} ran warm")
+    # Nothing left: each invocation's cgroup is gone, only relayd's leaf
+    # and its (empty) base remain while it runs.
     wait_for(lambda: not [x for x in own_dirs(pid) if "/" in x],
              "no invocation cgroup left behind", timeout=30)
     eq(d.stop(), 0, "relayd stops cleanly")
@@ -380,19 +454,45 @@ def limits_case(sandbox, modes):
     stop_all()
 
 
-def busy_ratio(app, r, free):
+def busy_ratio(app, r):
     """cpus: 0.25 must hold a busy loop to about a quarter of a CPU.
     A loaded host can only lower a guest's share (its virtual CPU is then
     descheduled on the host), never raise it past the quota, so the upper
     bound is tight-ish: 0.25 plus 40% for CFS period granularity in a
-    4-second window. The lower bound only says it ran. When the unlimited
-    control got at least 0.6 of the CPU, the limited one must also stay
-    well below it, which shows the quota, not the host, held it back."""
+    4-second window. The lower bound only says it ran; that the quota,
+    not the host, held it is what the throttling counter shows."""
     q = LIMITS["cpus"]
     check(0.02 < r <= q * 1.4, f"{app}: cpu share {r} within the "
           f"quota {q} (+40%)")
-    if free >= 0.6:
-        check(r < free * 0.6, f"{app}: {r} well below the unlimited {free}")
+
+
+# First: the memory controller can be bound to a v1 hierarchy only while
+# no v2 cgroup has ever had it enabled (a removed memory cgroup lingers
+# while pages are charged to it), so this runs before any other case.
+@case
+def refused_mixed_v1_v2():
+    reset()
+    # The memory controller on a v1 hierarchy, the rest on v2.
+    delegate(ctls="+pids +cpu")
+    wfile(CG + "/cgroup.subtree_control", "-memory")
+    os.makedirs("/run/relay-vm-v1", exist_ok=True)
+    r = subprocess.run(["mount", "-t", "cgroup", "-o", "memory", "relayv1",
+                        "/run/relay-vm-v1"], capture_output=True, text=True)
+    if r.returncode != 0:
+        raise Skip("cannot mount a v1 memory hierarchy: " + r.stderr)
+    try:
+        # relayd as a non-root user: v1 is not writable for it either.
+        delegate(uid=RELAY_UID, ctls="+pids +cpu")
+        w = refusal("mixed", uid=RELAY_UID,
+                    expect_mode="cgroup-v2 (memory:rlimit, pids, cpu)")
+        check("the memory controller is bound to a cgroup v1 hierarchy" in w
+              and "systemd.unified_cgroup_hierarchy=1" in w, w)
+    finally:
+        subprocess.run(["umount", "-l", "/run/relay-vm-v1"], check=False)
+        # The hierarchy, empty, is destroyed and memory is back on v2
+        # for the other cases.
+        wait_for(lambda: "memory" in rfile(CG + "/cgroup.controllers"),
+                 "memory back on cgroup v2", timeout=30)
 
 
 @case
@@ -404,7 +504,9 @@ def bwrap_limits_cold_and_warm():
 
 @case
 def process_limits_cold():
-    limits_case("none", ("cold",))
+    # The plain-process path (the child joins its cgroups between fork
+    # and exec).
+    limits_case("none", ("cold",), together=True)
 
 
 @case
@@ -419,7 +521,7 @@ def nothing_left_after_reload_kill9_restart():
     wait_for(settled, "first ok", timeout=180)
     # A template edit: relayd reloads the app (a new warm generation).
     t = APPS + "/warm/template.yaml"
-    wfile(t, rfile(t).replace("timeout: 60s", "timeout: 50s"))
+    wfile(t, rfile(t).replace("timeout: 300s", "timeout: 290s"))
     d.proc.send_signal(signal.SIGHUP)
     xadd("warm", "ok", "r2")
     wait_for(lambda: "r2" in d.out("warm", "ok", "ok"), "ok after reload",
@@ -493,6 +595,24 @@ def refusal(name, uid=0, expect_mode="rlimit", sandbox="none", cg=SVC):
 
 
 @case
+def delegated_to_a_user():
+    """The shipped unit: relayd as a user of its own (DynamicUser=) with
+    Delegate=yes. It moves itself into a leaf and uses every controller."""
+    reset()
+    delegate(uid=RELAY_UID)
+    apps()
+    d = Relayd("user", "none", uid=RELAY_UID).start()
+    rt01 = d.line("RELAY-RT01")
+    log(rt01)
+    log(d.line("RELAY-RT09"))
+    check("resource limits: cgroup-v2 (memory, pids, cpu)" in rt01, rt01)
+    eq(d.line("RELAY-RT09"), "", "no warning about the limits")
+    check(f"relay-{d.proc.pid}-main" in tree(), f"its leaf: {tree()}")
+    eq(d.stop(), 0, "relayd stops cleanly")
+    eq(tree(), [], "its stop leaves nothing in relayd.service")
+
+
+@case
 def refused_without_delegation():
     reset()
     delegate(uid=RELAY_UID, chown=False)
@@ -521,31 +641,28 @@ def refused_read_only_mount():
     mount_v2()
 
 
-@case
-def refused_mixed_v1_v2():
-    reset()
-    # The memory controller on a v1 hierarchy, the rest on v2.
-    delegate(ctls="+pids +cpu")
-    wfile(CG + "/cgroup.subtree_control", "-memory")
-    os.makedirs("/run/relay-vm-v1", exist_ok=True)
-    r = subprocess.run(["mount", "-t", "cgroup", "-o", "memory", "relayv1",
-                        "/run/relay-vm-v1"], capture_output=True, text=True)
-    if r.returncode != 0:
-        raise Skip("cannot mount a v1 memory hierarchy: " + r.stderr)
+def no_cgroup2():
+    """Why this guest cannot run the cases, or None."""
     try:
-        # relayd as a non-root user: v1 is not writable for it either.
-        delegate(uid=RELAY_UID, ctls="+pids +cpu")
-        w = refusal("mixed", uid=RELAY_UID,
-                    expect_mode="cgroup-v2 (memory:rlimit, pids, cpu)")
-        check("the memory controller is bound to a cgroup v1 hierarchy" in w
-              and "systemd.unified_cgroup_hierarchy=1" in w, w)
-    finally:
-        subprocess.run(["umount", "-l", "/run/relay-vm-v1"], check=False)
+        mount_v2()
+    except (OSError, subprocess.CalledProcessError) as e:
+        return f"cannot mount cgroup2 in the guest: {e}"
+    have = rfile(CG + "/cgroup.controllers").split()
+    missing = [c for c in ("memory", "pids", "cpu") if c not in have]
+    if missing:
+        return ("the guest kernel's cgroup2 lacks " + ", ".join(missing) +
+                f" (cgroup.controllers: {' '.join(have)})")
+    return None
 
 
 if __name__ == "__main__":
+    if CFG.get("only"):
+        os.environ["RELAY_TEST_ONLY"] = CFG["only"]
     os.makedirs("/run/tmp", exist_ok=True)
-    mount_v2()
+    why = no_cgroup2()
+    if why:
+        print("1..0 # SKIP " + why)
+        sys.exit(0)
     CFG["bwrap_ok"] = subprocess.run(
         ["bwrap", "--unshare-all", "--ro-bind", "/", "/", "true"],
         capture_output=True).returncode == 0
