@@ -50,7 +50,9 @@ prefixes in backticks) and the modules it may include. This script
      is on it; a file (or its header) includes only its own header(s)
      and the headers its row lists; a call to a function of another
      row (defined in that row's .c, declared in its header) needs that
-     header in the caller's row; and a field of a struct declared under
+     header in the caller's row (a header listed "(read only)" gives its
+     structs to read, never its functions to call: the way back up is
+     a callback); and a field of a struct declared under
      an `/* owner: FILE */` comment in a private header of the module is
      written (`=`, `+=`, `++`, ...) only by FILE: the variable's type is
      read from the declarations of the writing file.
@@ -231,7 +233,9 @@ def parse_consumer_map(path):
 			sys.exit("%s: consumer map row without one `file`: %s"
 				 % (path, line))
 		rows[files[0]] = {"headers": ticks(cells[1]),
-				  "may": set(ticks(cells[3]))}
+				  "may": set(ticks(cells[3])),
+				  "ro": set(re.findall(r"`([^`]+)`\s*\(read only\)",
+						       cells[3]))}
 	return rows
 
 
@@ -360,7 +364,17 @@ def consumer_checks(src, files, codes, owners):
 			if trow is None or trow == row_of[rel]:
 				continue
 			heads = declared_in.get(name, set())
-			if any(allowed(row_of[rel], h) for h in heads):
+			ro = cmap[row_of[rel]]["ro"]
+			if any(allowed(row_of[rel], h) and h not in ro
+			       for h in heads):
+				continue
+			if heads & ro:
+				seen.add(name)
+				ln = codes[f].count("\n", 0, off) + 1
+				out.append("%s:%d: calls %s() of %s, whose header the "
+					   "consumer map lists as read only for `%s`: "
+					   "the way up is the callback it was given"
+					   % (f, ln, name, tfile, row_of[rel]))
 				continue
 			seen.add(name)
 			ln = codes[f].count("\n", 0, off) + 1

@@ -226,5 +226,26 @@ def consumer_file_off_the_map_fails():
 		shutil.rmtree(d)
 
 
+@case
+def invocation_calling_its_message_by_name_fails():
+	# The message's header is the invocation's to read; the way back up
+	# is the relay__cinv_up callbacks.
+	append_fails("librelay/consumer/consumer_inv.c",
+		     "\nvoid relay__probe(relay__msg *m);\n"
+		     "void relay__probe(relay__msg *m)\n{\n"
+		     "\trelay__msg_next(m);\n}\n",
+		     "calls relay__msg_next() of librelay/consumer/consumer_msg.c, "
+		     "whose header the consumer map lists as read only for "
+		     "`consumer_inv.c`")
+
+
+@case
+def reading_including_the_message_header_fails():
+	include_fails("librelay/consumer/consumer_read.c",
+		      '#include "consumer_msg.h"',
+		      'includes "consumer_msg.h", which the consumer map does '
+		      'not list for `consumer_read.c`')
+
+
 if __name__ == "__main__":
 	sys.exit(run_cases())

@@ -19,6 +19,7 @@
 #include "consumer_exec.h"
 #include "consumer_health.h"
 #include "consumer_inv.h"
+#include "consumer_msg.h"
 #include "consumer_read.h"
 #include "consumer_recover.h"
 #include "consumer_stuck.h"
@@ -167,7 +168,7 @@ int relay_consumer_new(relay_consumer **out, struct ev_loop *loop,
 		relay__rt_executor_init(&c->rt_exec, rt);
 		c->exec = &c->rt_exec.parent;
 	}
-	relay__read_init(c);
+	relay__read_init(c, relay__msg_deliver);
 	relay__recover_init(c);
 	ev_idle_init(&c->finish_idle, finish_cb);
 	c->finish_idle.data = c;

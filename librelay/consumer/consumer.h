@@ -21,6 +21,10 @@ typedef struct relay__cinv relay__cinv;
 typedef struct relay__stuck relay__stuck;
 typedef struct relay__hist relay__hist;
 
+/* Where reading hands each stream entry (relay__read_init()). */
+typedef void (*relay__deliver_fn)(relay_consumer *c,
+				  const relay_stream_entry *e);
+
 struct relay_consumer {
 	/* owner: consumer.c (configuration, set once by relay_consumer_new
 	 * and relay_consumer_set_apps) */
@@ -72,6 +76,7 @@ struct relay_consumer {
 	size_t nhists;
 
 	/* owner: consumer_read.c (reading) */
+	relay__deliver_fn deliver;    /* each entry read goes there */
 	int group_ok;
 	unsigned int reads;           /* XREADGROUPs outstanding */
 	size_t read_asked;            /* ... entries they may bring */

@@ -109,9 +109,10 @@ void relay__cinv_to(relay__cinv *inv, relay__cinv_state to)
 }
 
 void relay__cinv_init(relay__cinv *inv, relay__msg *m,
-		      const relay_app *app)
+		      const relay_app *app, const relay__cinv_up *up)
 {
 	inv->m = m;
+	inv->up = up;
 	inv->app = relay_app_ref(app);
 }
 
@@ -208,13 +209,25 @@ again:
 
 /* ---- one invocation ---------------------------------------------------- */
 
+/* A Redis step of @inv failed with @status: counted and logged (at
+ * most once per backoff step for the message's own trouble); the
+ * message learns of it when the invocation is done. */
+static void step_failed(relay__cinv *inv, int status, const char *what)
+{
+	relay_consumer *c = inv->m->c;
+
+	relay__consumer_redis_failed(c, status, what);
+	if (relay__stuck_step_note(c, status, what, inv->m->id))
+		inv->step_failed = 1;
+}
+
 static void inv_resolved(relay__cinv *inv, relay__cinv_state st)
 {
 	relay__msg *m = inv->m;
 
 	relay__slots_release(m->c, inv);
 	relay__cinv_to(inv, st);
-	relay__msg_inv_done(m);
+	inv->up->done(m, inv);
 }
 
 static void slot_timeout_cb(struct ev_loop *loop, ev_timer *w, int revents)
@@ -284,7 +297,7 @@ static void rec_fire(struct ev_loop *loop, ev_timer *w, int revents);
  * The completion of @inv failed with @status. A lost reply (transport
  * error) is resent after a backoff while relay__resend_due() allows it
  * (state record_wait); anything else, or the last try, leaves the
- * invocation pending with one log line (relay__msg_step_failed()).
+ * invocation pending with one log line (step_failed()).
  */
 static void record_error(relay__cinv *inv, int status)
 {
@@ -303,7 +316,7 @@ static void record_error(relay__cinv *inv, int status)
 		ev_timer_start(c->loop, &m->rec_timer);
 		return;
 	}
-	relay__msg_step_failed(c, status, what, m);
+	step_failed(inv, status, what);
 	inv_resolved(inv, RELAY__CINV_PENDING);
 }
 
@@ -329,7 +342,7 @@ static void rec_fire(struct ev_loop *loop, ev_timer *w, int revents)
 		/* Counted when it failed (record_error): logged only. */
 		if (relay__stuck_step_note(m->c, inv->rec.status,
 					 rec_what[inv->rec_op], m->id))
-			relay__msg_step_mark(m);
+			inv->step_failed = 1;
 		inv_resolved(inv, RELAY__CINV_PENDING);
 		return;
 	}
@@ -461,10 +474,29 @@ static int record_failure(relay__cinv *inv)
 		failure_cb, inv);
 }
 
+/* The success of the message's last invocation, every other one ok:
+ * COMPLETE_ACK (consumer_tail.c) and done at once, the message leaves
+ * memory (inv->fused). Returns 0 (then @inv is gone) or the send error
+ * (nothing sent). */
+static int send_tail(relay__cinv *inv)
+{
+	relay__msg *m = inv->m;
+	int rc = relay__tail_send(m->c, m->id, m->key, inv->field,
+				  inv->attempt, inv->token, inv->deadline_ms,
+				  &inv->rec);
+
+	if (rc)
+		return rc;
+	relay__cinv_to(inv, RELAY__CINV_OK);
+	inv->fused = 1;
+	inv->up->done(m, inv);
+	return 0;
+}
+
 /*
  * Send @inv's outcome (state record). The success of the message's last
- * invocation may go fused (relay__msg_tail(): the message is freed when
- * that returns 0). Returns 0 or the send error (nothing sent).
+ * invocation may go fused (send_tail(): the message is freed when that
+ * returns 0). Returns 0 or the send error (nothing sent).
  */
 static int record_send(relay__cinv *inv)
 {
@@ -474,7 +506,7 @@ static int record_send(relay__cinv *inv)
 	switch (inv->rec_op) {
 	case RELAY__REC_COMPLETE:
 		if (can_fuse(inv))
-			return relay__msg_tail(m, inv);
+			return send_tail(inv);
 		return relay_inv_mark_complete(c->redis, m->key, inv->field,
 					       inv->attempt, inv->token,
 					       complete_cb, inv);
@@ -642,7 +674,7 @@ static void claim_cb(int status, const relay_inv_outcome *o, void *payload)
 
 	if (status) {
 		/* A TryStart error fails closed: never run a duplicate. */
-		relay__msg_step_failed(c, status, "try_start", inv->m);
+		step_failed(inv, status, "try_start");
 		inv_resolved(inv, RELAY__CINV_PENDING);
 		return;
 	}
@@ -700,7 +732,7 @@ static void claim_start_cb(int status, const relay_inv_outcome *cls,
 {
 	relay__cinv *inv = payload;
 
-	relay__msg_classified(inv->m, status, cls);
+	inv->up->classified(inv->m, status, cls);
 	if (status) {
 		rest_pending(inv);
 		inv_resolved(inv, RELAY__CINV_PENDING);
@@ -719,8 +751,7 @@ static void claim_start_failed(relay__cinv *inv, int rc)
 {
 	relay__msg *m = inv->m;
 
-	relay__msg_step_failed(m->c, rc, "claim_classification", m);
-	relay__msg_to(m, RELAY__MSG_RUN_UNCOUNTED);
+	inv->up->classified(m, rc, NULL);
 	rest_pending(inv);
 	inv_resolved(inv, RELAY__CINV_PENDING);
 }
@@ -739,7 +770,6 @@ static void inv_claim(relay__cinv *inv)
 	if (m->class_with_claim) {
 		/* The message's first claim: one script records the
 		 * classification and claims (CLAIM_START). */
-		relay__msg_class_sent(m);
 		rc = relay__inv_claim_start(c->redis, m->key, inv->field,
 					    relay_clock_wall_ms(c->clock),
 					    inv->timeout_ms, claim_start_cb,
@@ -753,7 +783,7 @@ static void inv_claim(relay__cinv *inv)
 				 inv->timeout_ms,
 				 claim_cb, inv);
 	if (rc) {
-		relay__msg_step_failed(c, rc, "try_start", m);
+		step_failed(inv, rc, "try_start");
 		inv_resolved(inv, RELAY__CINV_PENDING);
 	}
 }

@@ -30,9 +30,32 @@ typedef enum relay__cinv_state {
 	RELAY__CINV_STATE_COUNT_
 } relay__cinv_state;
 
+/*
+ * The way back from an invocation to its message: the message gives
+ * these to relay__cinv_init(), and the invocation never calls the
+ * message by name.
+ *
+ * classified: the classification part of the message's first claim
+ *	(CLAIM_START), when this invocation carried it: @status (0 or
+ *	the error that failed the send or the script) and, on success,
+ *	its outcome. Called once, before the claim's own outcome is acted
+ *	on; never for an invocation that did not carry it.
+ * done: the invocation is resolved (inv->state says how; inv->fused:
+ *	the fused success tail went out, the message may leave memory at
+ *	once; inv->step_failed: a Redis step failed and was logged).
+ *	Called exactly once per relay__cinv_begin(), as the invocation's
+ *	last act: @inv may be freed by it.
+ */
+typedef struct relay__cinv_up {
+	void (*classified)(relay__msg *m, int status,
+			   const relay_inv_outcome *o);
+	void (*done)(relay__msg *m, relay__cinv *inv);
+} relay__cinv_up;
+
 struct relay__cinv {
 	/* owner: consumer_inv.c */
 	relay__msg *m;                       /* owning message */
+	const relay__cinv_up *up;            /* ... and the way back */
 	relay_app *app;                      /* reference */
 	const char *handler;                 /* the rule's handler, or the
 						pinned one (m->pin) */
@@ -58,6 +81,11 @@ struct relay__cinv {
 	int rec_op;                          /* RECORD: which transition
 						(RELAY__REC_*) */
 	relay__resend rec;                   /* ... its resends so far */
+	int step_failed;                     /* a Redis step failed (logged,
+						counted; the message's stuck
+						bookkeeping reads it) */
+	int fused;                           /* resolved by sending the
+						fused success tail */
 	/* owner: slots.c */
 	relay__slot_wait wait;               /* slot wait queue link */
 };
@@ -75,9 +103,9 @@ const char *relay__cinv_state_name(relay__cinv_state s);
 void relay__cinv_to(relay__cinv *inv, relay__cinv_state to);
 
 /* A new (zeroed) invocation of message @m for @app (a reference is
- * taken). */
+ * taken), reporting back through @up. */
 void relay__cinv_init(relay__cinv *inv, relay__msg *m,
-		      const relay_app *app);
+		      const relay_app *app, const relay__cinv_up *up);
 /* Its handler (borrowed: the rule's or the message's pin), timeout and
  * retries. Returns 0 or RELAY_ENOMEM. */
 int relay__cinv_set_handler(relay__cinv *inv, const char *handler,
@@ -85,8 +113,7 @@ int relay__cinv_set_handler(relay__cinv *inv, const char *handler,
 /* Free what the invocation holds (not @inv itself). */
 void relay__cinv_free(relay__cinv *inv);
 /* Work on @inv (TODO): slots, try_start, run, record the outcome. When
- * it is resolved (terminal or pending) it calls relay__msg_inv_done()
- * once. */
+ * it is resolved (terminal or pending) it calls inv->up->done once. */
 void relay__cinv_begin(relay__cinv *inv);
 void relay__slots_release(relay_consumer *c, relay__cinv *inv);
 /* Give up slot waits and completion resends, cancel running handlers

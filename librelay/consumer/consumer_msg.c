@@ -141,22 +141,6 @@ int relay__msg_invs_new(relay__msg *m, size_t n)
 	return 0;
 }
 
-void relay__msg_inv_done(relay__msg *m)
-{
-	m->cur++;
-	relay__msg_next(m);
-}
-
-void relay__msg_class_sent(relay__msg *m)
-{
-	m->class_with_claim = 0;
-}
-
-void relay__msg_step_mark(relay__msg *m)
-{
-	m->step_failed = 1;
-}
-
 static int is_malformed(const relay__msg *m)
 {
 	return m->route == RELAY__ROUTE_MALFORMED ||
@@ -247,19 +231,6 @@ static void msg_free(relay__msg *m)
 	relay__consumer_kick(c);
 }
 
-int relay__msg_tail(relay__msg *m, relay__cinv *inv)
-{
-	int rc = relay__tail_send(m->c, m->id, m->key, inv->field,
-				  inv->attempt, inv->token, inv->deadline_ms,
-				  &inv->rec);
-
-	if (rc)
-		return rc;
-	relay__cinv_to(inv, RELAY__CINV_OK);
-	msg_free(m);
-	return 0;
-}
-
 /* Leave the message pending; a later delivery decides again. */
 void relay__msg_release(relay__msg *m, const char *why)
 {
@@ -275,6 +246,26 @@ void relay__msg_step_failed(relay_consumer *c, int status, const char *what,
 	if (relay__stuck_step_note(c, status, what, m->id))
 		m->step_failed = 1;
 }
+
+/* The invocation being worked on is resolved: the message goes on
+ * with the next one, or, when it sent the fused tail, leaves memory
+ * (relay__cinv_up.done). */
+static void inv_done(relay__msg *m, relay__cinv *inv)
+{
+	if (inv->step_failed)
+		m->step_failed = 1;
+	if (inv->fused) {
+		msg_free(m);
+		return;
+	}
+	m->cur++;
+	relay__msg_next(m);
+}
+
+const relay__cinv_up relay__msg_up = {
+	.classified = relay__msg_classified,
+	.done = inv_done,
+};
 
 /* ---- the message ------------------------------------------------------- */
 
@@ -567,6 +558,11 @@ void relay__msg_classified(relay__msg *m, int status,
 	int deferred = m->state == RELAY__MSG_CLAIM_WAIT;
 	int first;
 
+	/* Carried by the first claim (CLAIM_START), whatever came of it:
+	 * nothing between that claim and this reply reads the flag (the
+	 * invocation that sent it is in flight). */
+	m->class_with_claim = 0;
+
 	if (status) {
 		relay__msg_step_failed(c, status, "claim_classification", m);
 		if (!pipelined) {
@@ -691,7 +687,7 @@ static int match(relay__msg *m)
 	for (i = 0; i < n; i++) {
 		relay__cinv *inv = &m->invs[i];
 
-		relay__cinv_init(inv, m, mt[i].app);
+		relay__cinv_init(inv, m, mt[i].app, &relay__msg_up);
 		if (relay__cinv_set_handler(inv,
 				relay_app_rule_handler(mt[i].rule),
 				relay_app_rule_timeout_ms(mt[i].rule),

@@ -9,6 +9,7 @@
 #define RELAY__CONSUMER_MSG_H
 
 #include "consumer.h"
+#include "consumer_inv.h"
 #include "relay/dlq.h"
 #include "relay/invocation.h"
 
@@ -133,23 +134,14 @@ void relay__msg_classified(relay__msg *m, int status,
 void relay__msg_run(relay__msg *m);
 /* The next invocation, or the end of the message when none is left. */
 void relay__msg_next(relay__msg *m);
-/* The invocation being worked on is resolved (its state says how): the
- * message goes on with the next one. The one way back from an
- * invocation to its message; called once per invocation. */
-void relay__msg_inv_done(relay__msg *m);
-/* The classification went out with the first try_start (CLAIM_START). */
-void relay__msg_class_sent(relay__msg *m);
+/* The way back from an invocation (consumer_inv.h): the classification
+ * of the first claim, and done. Given to every relay__cinv_init(). */
+extern const relay__cinv_up relay__msg_up;
 /* A Redis step of @m failed with @status: counted, logged (at most once
  * per backoff step for a message's own trouble), message kept pending. */
 void relay__msg_step_failed(relay_consumer *c, int status, const char *what,
 			    relay__msg *m);
-/* A step of @m failed and was counted and logged already: note it for
- * the stuck bookkeeping of this delivery. */
-void relay__msg_step_mark(relay__msg *m);
 void relay__msg_ack(relay__msg *m);
-/* Send the fused success tail for @inv (the last one of @m) and free
- * @m. Returns 0 (then @m is gone) or the send error (@m untouched). */
-int relay__msg_tail(relay__msg *m, relay__cinv *inv);
 void relay__msg_release(relay__msg *m, const char *why);
 /* Route the message to the DLQ placeholder path; @detail (a schedule
  * envelope's problem) is the reason after "malformed schedule

@@ -1,8 +1,9 @@
 /*
  * consumer_read.c - reading: the consumer group (XGROUP CREATE), the
  * XREADGROUPs and their backoff and poll. It owns the reading fields of
- * relay_consumer (consumer.h) and hands every entry to
- * relay__msg_deliver() (consumer_msg.c).
+ * relay_consumer (consumer.h) and hands every entry to the delivery
+ * function relay__read_init() was given (relay__msg_deliver(), by
+ * consumer.c): it never calls the message's file by name.
  *
  * Up to MAX_READS XREADGROUPs are outstanding, together asking for at
  * most the buffer's room (max_buffered minus the messages in memory); at
@@ -21,7 +22,6 @@
 
 #include "consumer.h"
 #include "consumer_health.h"
-#include "consumer_msg.h"
 #include "consumer_read.h"
 
 #define LOG(c, lvl, id, ...) relay__log(&(c)->logger, lvl, id, __VA_ARGS__)
@@ -217,7 +217,7 @@ static void read_cb(relay_redis_backend *b, int status,
 	 * ends at once must not open room the batch already uses). */
 	c->delivering++;
 	for (i = 0; i < n && !c->stopping; i++)
-		relay__msg_deliver(c, &e[i]);
+		c->deliver(c, &e[i]);
 	c->delivering--;
 	relay_stream_entries_free(e, n);
 	if (c->stopping) {
@@ -306,8 +306,9 @@ static void ensure_group(relay_consumer *c)
 }
 
 
-void relay__read_init(relay_consumer *c)
+void relay__read_init(relay_consumer *c, relay__deliver_fn deliver)
 {
+	c->deliver = deliver;
 	c->rng = relay_clock_mono_us(c->clock) | 1;
 	ev_timer_init(&c->read_timer, read_timer_cb, 0., 0.);
 	c->read_timer.data = c;

@@ -12,9 +12,10 @@
 void relay__consumer_kick(relay_consumer *c);
 /* Drop the outstanding reads (their late replies are ignored). */
 void relay__consumer_detach_read(relay_consumer *c);
-/* relay_consumer_new: the watchers; _start: the group, then reads;
- * _stop: no more reads, outstanding ones detached. */
-void relay__read_init(relay_consumer *c);
+/* relay_consumer_new: the watchers, and @deliver, which gets every
+ * entry read (the one way up from reading); _start: the group, then
+ * reads; _stop: no more reads, outstanding ones detached. */
+void relay__read_init(relay_consumer *c, relay__deliver_fn deliver);
 void relay__read_start(relay_consumer *c);
 void relay__read_stop(relay_consumer *c);
 /* A batch of entries is delivered (@begin 1) or done (0): no new read

@@ -326,7 +326,7 @@ int relay__csched_classify(relay__msg *m)
 				relay_app_schedule_handler(s));
 	if (!m->pin || relay__msg_invs_new(m, 1))
 		return RELAY_ENOMEM;
-	relay__cinv_init(&m->invs[0], m, app);
+	relay__cinv_init(&m->invs[0], m, app, &relay__msg_up);
 	return 0;
 }
 
