@@ -10,7 +10,7 @@
  * claim, so waiting for a slot, an unavailable app or a stop cost nothing;
  * slots are held from before try_start until the handler exits.
  *
- * The life of one invocation (relay__cinv_state, consumer.h):
+ * The life of one invocation (relay__cinv_state, consumer_inv.h):
  *
  *	todo ─┬─ slot free ─────────────→ claim ─┬─ claimed ──→ run
  *	      ├─ no slot → wait ─ freed ─↗       ├─ ok ───────→ ok
@@ -36,13 +36,19 @@
  * (RELAY_ECLOSED, RELAY_ETIMEOUT) may have been applied or not. Left
  * pending, its claim would expire and recovery would run a handler that
  * succeeded a second time; so it is resent (record_wait, bounds in
- * consumer.h). Resending is safe: the scripts are fenced by the claim.
+ * consumer_tail.h). Resending is safe: the scripts are fenced by the claim.
  * When the first write did apply, a resend answers: mark_exhausted
  * "recorded" (a repeat for the same claim); mark_complete "stale" with
  * no claim left in the field (then one HGET: "ok" counts as recorded);
  * record_failure "stale" (pending either way). An error reply from
  * Redis is never resent. The table below is the only list of legal moves;
  * relay__cinv_to() is the only writer of inv->state.
+ *
+ * An invocation reports to its message only through the relay__cinv_up
+ * it was given (consumer_inv.h): classified (the classification part of
+ * CLAIM_START) and done (once, its last act). It reads the message,
+ * never writes it or calls it by name (the consumer map of
+ * doc/architecture.md; tests/check-layering.py).
  */
 #include <assert.h>
 #include <stdio.h>

@@ -22,7 +22,7 @@
  * what runs. Nothing is acknowledged unless every matched invocation was
  * seen terminal in Redis during this delivery.
  *
- * The life of one message (relay__msg_state, consumer.h):
+ * The life of one message (relay__msg_state, consumer_msg.h):
  *
  *	new ─┬─ nothing to run first ─────────→ claim
  *	     ├─ matched: the classification ──→ claim_run ─ invocations
@@ -49,6 +49,10 @@
  * entry is its body (relay__msg_body: gone is consulted at the next
  * step). Neither is a state. The table below is the only list of legal
  * moves; relay__msg_to() is the only writer of m->state.
+ *
+ * The invocations (consumer_inv.c) report back through relay__msg_up
+ * (classified, done), never by name; the fused tail, once sent, is
+ * consumer_tail.c's.
  *
  * Reentrancy: every Redis reply and executor completion arrives later,
  * from the loop (relay/redis.h, relay_consumer_executor), so a step never

@@ -11,7 +11,7 @@
  * pending for an ordinary reason such as a retry backoff).
  *
  * Connection failures (Redis down) are not per message: the read backoff
- * and the "Redis unavailable" line of consumer.c cover them.
+ * and the "Redis unavailable" line of consumer_health.c cover them.
  */
 #include <stdio.h>
 #include <string.h>
