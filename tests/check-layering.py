@@ -42,6 +42,21 @@ prefixes in backticks) and the modules it may include. This script
      stands above the caller: the public API is implemented on several
      stairs, but no stair calls up.
 
+  7. inside the consumer module, checks the consumer's own map (the
+     table between `<!-- consumer-map:begin -->` and
+     `<!-- consumer-map:end -->`: one row per file of
+     librelay/consumer/, its private header(s), what it owns and the
+     private headers it may include): every file of librelay/consumer/
+     is on it; a file (or its header) includes only its own header(s)
+     and the headers its row lists; a call to a function of another
+     row (defined in that row's .c, declared in its header) needs that
+     header in the caller's row (a header listed "(read only)" gives its
+     structs to read, never its functions to call: the way back up is
+     a callback); and a field of a struct declared under
+     an `/* owner: FILE */` comment in a private header of the module is
+     written (`=`, `+=`, `++`, ...) only by FILE: the variable's type is
+     read from the declarations of the writing file.
+
 Output is TAP: one line per module. Tests, fuzz targets and examples are
 not checked: they may reach any internal header.
 """
@@ -51,6 +66,9 @@ import subprocess
 import sys
 
 BEGIN = "<!-- module-map:begin -->"
+CBEGIN = "<!-- consumer-map:begin -->"
+CEND = "<!-- consumer-map:end -->"
+CDIR = "librelay/consumer/"
 END = "<!-- module-map:end -->"
 GENERATED = {"relay_config.h"}
 CHECKED_ROOTS = ("include/", "librelay/", "relayd/", "relayctl/", "sandbox/")
@@ -195,6 +213,227 @@ def function_owners(src, files, modules):
 	return owners, codes
 
 
+def parse_consumer_map(path):
+	"""{file: {"headers": [...], "may": set(...)}} of the consumer map
+	(paths relative to librelay/consumer/), or None without one."""
+	text = open(path, encoding="utf-8").read()
+	if CBEGIN not in text or CEND not in text:
+		return None
+	body = text.split(CBEGIN, 1)[1].split(CEND, 1)[0]
+	rows = {}
+	for line in body.splitlines():
+		line = line.strip()
+		if not line.startswith("|") or set(line) <= set("|-: "):
+			continue
+		cells = [c.strip() for c in line.strip("|").split("|")]
+		if len(cells) != 4 or cells[0] == "file":
+			continue
+		files = ticks(cells[0])
+		if len(files) != 1:
+			sys.exit("%s: consumer map row without one `file`: %s"
+				 % (path, line))
+		rows[files[0]] = {"headers": ticks(cells[1]),
+				  "may": set(ticks(cells[3])),
+				  "ro": set(re.findall(r"`([^`]+)`\s*\(read only\)",
+						       cells[3]))}
+	return rows
+
+
+STRUCT_RE = re.compile(r"\bstruct\s+(\w+)\s*\{")
+FIELD_RE = re.compile(r"([A-Za-z_][\w \t\*]*?[\s\*])(\w+)\s*(?:\[[^\]]*\])?"
+		      r"\s*(?:,\s*\**\s*(\w+)\s*)*;")
+OWNER_RE = re.compile(r"/\*\s*owner:\s*([\w.]+)")
+ASSIGN_RE = re.compile(r"\b(\w+)((?:->\w+|\.\w+|\[[^\]\[]*\])+)\s*"
+		       r"(?:[-+*/|&^]?=(?!=)|\+\+|--)")
+PREINC_RE = re.compile(r"(?:\+\+|--)\s*(\w+)((?:->\w+|\.\w+|\[[^\]\[]*\])+)")
+
+
+def struct_fields(files, read):
+	"""{struct tag: {field: (owner file or None, type tag or None)}} of
+	the structs defined in the consumer's files, with their typedef
+	names as aliases."""
+	structs, alias = {}, {}
+	for f in files:
+		raw = read(f)
+		for m in re.finditer(r"typedef\s+struct\s+(\w+)\s+(\w+)\s*;", raw):
+			alias[m.group(2)] = m.group(1)
+		for m in re.finditer(r"typedef\s+struct\s+(\w+)\s*\{.*?\}\s*(\w+)\s*;",
+				     raw, re.S):
+			alias[m.group(2)] = m.group(1)
+		for m in STRUCT_RE.finditer(raw):
+			depth, i = 1, m.end()
+			while depth and i < len(raw):
+				depth += {"{": 1, "}": -1}.get(raw[i], 0)
+				i += 1
+			body = raw[m.end():i - 1]
+			body = re.sub(r"/\*.*?\*/", lambda c: (
+				"@@OWNER:%s@@;" % OWNER_RE.search(c.group(0)).group(1)
+				if OWNER_RE.search(c.group(0)) else " "), body,
+				flags=re.S)
+			owner, fields = None, {}
+			for stmt in body.split(";"):
+				om = re.search(r"@@OWNER:([\w.]+)@@", stmt)
+				if om:
+					owner = om.group(1)
+					continue
+				parts = stmt.strip().split(",")
+				fm = re.match(r"(.*?[\s\*])(\w+)\s*(?:\[[^\]]*\])?\s*$",
+					      parts[0], re.S)
+				if not fm:
+					continue
+				words = [w for w in re.findall(r"\w+", fm.group(1))
+					 if w not in ("const", "struct", "unsigned",
+						      "signed", "long", "short",
+						      "volatile")]
+				tname = words[0] if words else None
+				fields[fm.group(2)] = (owner, tname)
+				for part in parts[1:]:
+					pm = re.match(r"\s*\**\s*(\w+)", part)
+					if pm:
+						fields[pm.group(1)] = (owner, tname)
+			structs[m.group(1)] = fields
+	return structs, alias
+
+
+def consumer_checks(src, files, codes, owners):
+	"""Problems of the consumer's own map (rule 7), or None without a
+	map."""
+	cmap = parse_consumer_map(os.path.join(src, "doc", "architecture.md"))
+	if cmap is None:
+		return None
+	out = []
+	mine = [f for f in files if f.startswith(CDIR)]
+	row_of = {}
+	for name, row in cmap.items():
+		row_of[name] = name
+		for h in row["headers"]:
+			row_of[h] = name
+		for h in row["may"] | set(row["headers"]):
+			if CDIR + h not in files:
+				out.append("consumer map: row `%s` names `%s`, not a "
+					   "file of librelay/consumer/" % (name, h))
+	for f in mine:
+		if f[len(CDIR):] not in row_of:
+			out.append("%s is on no row of the consumer map" % f)
+	fileset = set(files)
+
+	def allowed(rowname, header):
+		row = cmap[rowname]
+		return header in row["headers"] or header in row["may"]
+
+	# includes
+	for f in mine:
+		rel = f[len(CDIR):]
+		if rel not in row_of:
+			continue
+		with open(os.path.join(src, f), encoding="utf-8",
+			  errors="replace") as fp:
+			for ln, line in enumerate(fp, 1):
+				mm = INCLUDE_RE.match(line)
+				if not mm or mm.group(1) in GENERATED:
+					continue
+				target = resolve(src, fileset, f, mm.group(1))
+				if not target or not target.startswith(CDIR):
+					continue
+				th = target[len(CDIR):]
+				if th != rel and not allowed(row_of[rel], th):
+					out.append('%s:%d: includes "%s", which the consumer '
+						   'map does not list for `%s`'
+						   % (f, ln, th, row_of[rel]))
+	# calls: a function of another row needs one of its headers listed
+	declared_in = {}
+	for f in mine:
+		if f.endswith(".h"):
+			code = codes[f]
+			for mm in FUNC_RE.finditer(code):
+				if code[:mm.start()].count("{") - code[:mm.start()].count("}") <= 0:
+					declared_in.setdefault(mm.group(1), set()).add(f[len(CDIR):])
+	for f in mine:
+		rel = f[len(CDIR):]
+		if rel not in row_of:
+			continue
+		seen = set()
+		for name, off in calls_of(codes[f]):
+			if (name in seen or name not in owners
+			    or not name.startswith("relay__")):
+				continue  # the public API: rule 6 covers it
+			tmod, tfile, _ = owners[name]
+			if not tfile.startswith(CDIR):
+				continue
+			trow = row_of.get(tfile[len(CDIR):])
+			if trow is None or trow == row_of[rel]:
+				continue
+			heads = declared_in.get(name, set())
+			ro = cmap[row_of[rel]]["ro"]
+			if any(allowed(row_of[rel], h) and h not in ro
+			       for h in heads):
+				continue
+			if heads & ro:
+				seen.add(name)
+				ln = codes[f].count("\n", 0, off) + 1
+				out.append("%s:%d: calls %s() of %s, whose header the "
+					   "consumer map lists as read only for `%s`: "
+					   "the way up is the callback it was given"
+					   % (f, ln, name, tfile, row_of[rel]))
+				continue
+			seen.add(name)
+			ln = codes[f].count("\n", 0, off) + 1
+			out.append("%s:%d: calls %s() of %s, which the consumer map "
+				   "does not list for `%s` (its header: %s)"
+				   % (f, ln, name, tfile, row_of[rel],
+				      ", ".join(sorted(heads)) or "none"))
+	# writes: a field under "owner: FILE" only by FILE
+	def read(f):
+		with open(os.path.join(src, f), encoding="utf-8",
+			  errors="replace") as fp:
+			return fp.read()
+	structs, alias = struct_fields(mine, read)
+
+	def tag(t):
+		t = alias.get(t, t)
+		return t if t in structs else None
+	for f in mine:
+		if not f.endswith(".c"):
+			continue
+		rel = f[len(CDIR):]
+		code = codes[f]
+		types = {}
+		for tn in list(structs) + list(alias):
+			for mm in re.finditer(r"\b(?:struct\s+)?%s\s*\*\s*(\w+)" % tn, code):
+				types.setdefault(mm.group(1), set()).add(tag(tn))
+		hits = [(m.start(), m.group(1), m.group(2)) for m in ASSIGN_RE.finditer(code)]
+		hits += [(m.start(), m.group(1), m.group(2)) for m in PREINC_RE.finditer(code)]
+		reported = set()
+		for off, var, chain in sorted(hits):
+			t = types.get(var)
+			if not t or len(t) != 1:
+				continue
+			cur = next(iter(t))
+			parts = re.findall(r"(->|\.)(\w+)|\[[^\]\[]*\]", chain)
+			names = [p[1] for p in parts if p[1]]
+			# The deepest field on the path with an owner: a field
+			# of a struct without one (a wait link, the metrics)
+			# belongs to whoever owns the field that holds it.
+			owner = None
+			for fld in names:
+				if cur is None or fld not in structs.get(cur, {}):
+					break
+				o, ftype = structs[cur][fld]
+				owner = o or owner
+				cur = tag(ftype)
+			if owner is None or owner == rel:
+				continue
+			key = (var, chain)
+			if key in reported:
+				continue
+			reported.add(key)
+			ln = code.count("\n", 0, off) + 1
+			out.append("%s:%d: writes %s%s, a field %s owns (consumer map: "
+				   "only the owner writes it, through its functions)"
+				   % (f, ln, var, chain, owner))
+	return out
+
+
 def main():
 	src = sys.argv[1] if len(sys.argv) > 1 else "."
 	modules = parse_map(os.path.join(src, "doc", "architecture.md"))
@@ -280,8 +519,9 @@ def main():
 			problems[mod].append("%s:%d: calls %s() of %s (%s), an arrow "
 					     "%s -> %s the map does not allow"
 					     % (f, ln, name, tfile, tmod, mod, tmod))
+	cons = consumer_checks(src, files, codes, owners)
 	print("TAP version 13")
-	print("1..%d" % (len(modules) + 1))
+	print("1..%d" % (len(modules) + 1 + (cons is not None)))
 	n, bad = 0, False
 	for name in modules:
 		n += 1
@@ -300,6 +540,17 @@ def main():
 			print("# " + p)
 	else:
 		print("ok %d - every file is on the map and every include resolves" % n)
+	if cons is not None:
+		n += 1
+		what = ("consumer files: includes, calls and writes as the "
+			"consumer map says")
+		if cons:
+			bad = True
+			print("not ok %d - %s" % (n, what))
+			for p in cons:
+				print("# " + p)
+		else:
+			print("ok %d - %s" % (n, what))
 	return 1 if bad else 0
 
 

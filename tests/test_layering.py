@@ -169,5 +169,83 @@ def runtime_run_calling_the_warm_layer_by_name_fails():
 		     "(runtime-warm), an arrow runtime-run -> runtime-warm")
 
 
+@case
+def consumer_file_including_a_header_its_row_does_not_list_fails():
+	include_fails("librelay/consumer/consumer_read.c",
+		      '#include "consumer_inv.h"',
+		      'includes "consumer_inv.h", which the consumer map does '
+		      'not list for `consumer_read.c`')
+
+
+@case
+def consumer_file_calling_another_row_unlisted_fails():
+	append_fails("librelay/consumer/consumer_health.c",
+		     "\nvoid relay__probe(relay_consumer *c);\n"
+		     "void relay__probe(relay_consumer *c)\n{\n"
+		     "\t(void)relay__msg_find(c, \"0-1\");\n}\n",
+		     "calls relay__msg_find() of librelay/consumer/consumer_msg.c, "
+		     "which the consumer map does not list for "
+		     "`consumer_health.c`")
+
+
+@case
+def invocation_writing_a_message_field_fails():
+	# consumer_inv.c may read a message, never write it: the message's
+	# own functions (relay__msg_inv_done(), ...) do.
+	append_fails("librelay/consumer/consumer_inv.c",
+		     "\nvoid relay__probe(relay__msg *m);\n"
+		     "void relay__probe(relay__msg *m)\n{\n"
+		     "\tm->cur++;\n\tm->c->nmsgs = 0;\n}\n",
+		     "consumer_inv.c:",
+		     "writes m->cur, a field consumer_msg.c owns",
+		     "writes m->c->nmsgs, a field consumer_msg.c owns")
+
+
+@case
+def message_writing_an_invocation_field_fails():
+	append_fails("librelay/consumer/consumer_msg.c",
+		     "\nvoid relay__probe(relay__cinv *inv);\n"
+		     "void relay__probe(relay__cinv *inv)\n{\n"
+		     "\tinv->attempt = 2;\n\tinv->wait.next = NULL;\n}\n",
+		     "writes inv->attempt, a field consumer_inv.c owns",
+		     "writes inv->wait.next, a field slots.c owns")
+
+
+@case
+def consumer_file_off_the_map_fails():
+	d = tree()
+	try:
+		with open(os.path.join(d, "librelay/consumer/consumer_new.c"), "w",
+			  encoding="utf-8") as f:
+			f.write("/* new */\n")
+		rc, out = run(d)
+		eq(rc, 1, "exit status")
+		check("librelay/consumer/consumer_new.c is on no row of the "
+		      "consumer map" in out, out)
+	finally:
+		shutil.rmtree(d)
+
+
+@case
+def invocation_calling_its_message_by_name_fails():
+	# The message's header is the invocation's to read; the way back up
+	# is the relay__cinv_up callbacks.
+	append_fails("librelay/consumer/consumer_inv.c",
+		     "\nvoid relay__probe(relay__msg *m);\n"
+		     "void relay__probe(relay__msg *m)\n{\n"
+		     "\trelay__msg_next(m);\n}\n",
+		     "calls relay__msg_next() of librelay/consumer/consumer_msg.c, "
+		     "whose header the consumer map lists as read only for "
+		     "`consumer_inv.c`")
+
+
+@case
+def reading_including_the_message_header_fails():
+	include_fails("librelay/consumer/consumer_read.c",
+		      '#include "consumer_msg.h"',
+		      'includes "consumer_msg.h", which the consumer map does '
+		      'not list for `consumer_read.c`')
+
+
 if __name__ == "__main__":
 	sys.exit(run_cases())

@@ -12,6 +12,7 @@
 #include <jansson.h>
 
 #include "consumer.h"
+#include "consumer_exec.h"
 #include "sched.h"
 
 /* ---- the relay_runtime executor ------------------------------------------ */

@@ -10,7 +10,7 @@
  * claim, so waiting for a slot, an unavailable app or a stop cost nothing;
  * slots are held from before try_start until the handler exits.
  *
- * The life of one invocation (relay__cinv_state, consumer.h):
+ * The life of one invocation (relay__cinv_state, consumer_inv.h):
  *
  *	todo ─┬─ slot free ─────────────→ claim ─┬─ claimed ──→ run
  *	      ├─ no slot → wait ─ freed ─↗       ├─ ok ───────→ ok
@@ -36,21 +36,34 @@
  * (RELAY_ECLOSED, RELAY_ETIMEOUT) may have been applied or not. Left
  * pending, its claim would expire and recovery would run a handler that
  * succeeded a second time; so it is resent (record_wait, bounds in
- * consumer.h). Resending is safe: the scripts are fenced by the claim.
+ * consumer_tail.h). Resending is safe: the scripts are fenced by the claim.
  * When the first write did apply, a resend answers: mark_exhausted
  * "recorded" (a repeat for the same claim); mark_complete "stale" with
  * no claim left in the field (then one HGET: "ok" counts as recorded);
  * record_failure "stale" (pending either way). An error reply from
  * Redis is never resent. The table below is the only list of legal moves;
  * relay__cinv_to() is the only writer of inv->state.
+ *
+ * An invocation reports to its message only through the relay__cinv_up
+ * it was given (consumer_inv.h): classified (the classification part of
+ * CLAIM_START) and done (once, its last act). It reads the message,
+ * never writes it or calls it by name (the consumer map of
+ * doc/architecture.md; tests/check-layering.py).
  */
 #include <assert.h>
 #include <stdio.h>
 #include <string.h>
 
 #include "consumer.h"
+#include "consumer_exec.h"
+#include "consumer_health.h"
+#include "consumer_inv.h"
+#include "consumer_msg.h"
+#include "consumer_stuck.h"
+#include "consumer_tail.h"
 #include "inv/inv.h"
 #include "invops/invops.h"
+#include "slots.h"
 
 #define LOG(c, lvl, id, ...) relay__log(&(c)->logger, lvl, id, __VA_ARGS__)
 
@@ -101,6 +114,32 @@ void relay__cinv_to(relay__cinv *inv, relay__cinv_state to)
 	inv->state = to;
 }
 
+void relay__cinv_init(relay__cinv *inv, relay__msg *m,
+		      const relay_app *app, const relay__cinv_up *up)
+{
+	inv->m = m;
+	inv->up = up;
+	inv->app = relay_app_ref(app);
+}
+
+int relay__cinv_set_handler(relay__cinv *inv, const char *handler,
+			    int64_t timeout_ms, int retries)
+{
+	inv->handler = handler;
+	inv->timeout_ms = timeout_ms;
+	inv->retries = retries;
+	inv->field = relay__sprintf("%s/%s", relay_app_name(inv->app),
+				    handler);
+	return inv->field ? 0 : RELAY_ENOMEM;
+}
+
+void relay__cinv_free(relay__cinv *inv)
+{
+	relay_app_free(inv->app);
+	relay__free(inv->field);
+	relay__tail_reset(&inv->tail);
+}
+
 static void inv_claim(relay__cinv *inv);
 
 /* ---- concurrency slots ------------------------------------------------- */
@@ -118,32 +157,19 @@ static unsigned int app_limit(const relay_slots *s, const relay_app *app)
 /* 1 taken, 0 none free, <0 error. */
 static int slots_take(relay_slots *sl, relay__cinv *inv)
 {
-	relay__app_slots *s = relay__slots_app(sl, relay_app_name(inv->app));
+	int rc = relay__slots_take(sl, relay_app_name(inv->app),
+				   app_limit(sl, inv->app));
 
-	if (!s)
-		return RELAY_ENOMEM;
-	if (sl->running >= sl->max || s->running >= app_limit(sl, inv->app))
-		return 0;
-	sl->running++;
-	s->running++;
-	inv->has_slots = 1;
-	return 1;
+	if (rc == 1)
+		inv->has_slots = 1;
+	return rc;
 }
 
-static void wait_remove(relay_slots *s, relay__cinv *inv)
+/* The invocation whose wait queue link is @w. */
+static relay__cinv *waiter_inv(relay__slot_wait *w)
 {
-	relay__cinv **pp = &s->wait_head;
-
-	s->wait_tail = NULL;
-	while (*pp) {
-		if (*pp == inv) {
-			*pp = inv->wait_next;
-			continue;
-		}
-		s->wait_tail = *pp;
-		pp = &(*pp)->wait_next;
-	}
-	inv->wait_next = NULL;
+	return (relay__cinv *)(void *)((char *)w -
+				       offsetof(relay__cinv, wait));
 }
 
 /*
@@ -156,15 +182,10 @@ static void wait_remove(relay_slots *s, relay__cinv *inv)
 void relay__slots_release(relay_consumer *c, relay__cinv *inv)
 {
 	relay_slots *sl = c->slots;
-	relay__cinv *w;
+	relay__slot_wait *ww;
 
 	if (inv->has_slots) {
-		const char *app = relay_app_name(inv->app);
-		relay__app_slots *s = relay__slots_app(sl, app);
-
-		sl->running--;
-		if (s && s->running)
-			s->running--;
+		relay__slots_give(sl, relay_app_name(inv->app));
 		inv->has_slots = 0;
 	}
 	if (c->stopping && sl == c->own_slots)
@@ -175,11 +196,13 @@ void relay__slots_release(relay_consumer *c, relay__cinv *inv)
 	 * may free other waiters' messages, so no saved "next" survives it.
 	 */
 again:
-	for (w = sl->wait_head; w; w = w->wait_next) {
+	for (ww = relay__slots_wait_head(sl); ww; ww = ww->next) {
+		relay__cinv *w = waiter_inv(ww);
+
 		/* A stopping consumer's waiters are being given up. */
 		if (w->m->c->stopping || slots_take(sl, w) != 1)
 			continue;
-		wait_remove(sl, w);
+		relay__slots_wait_remove(sl, &w->wait);
 		relay__cinv_to(w, RELAY__CINV_CLAIM);
 		/* Unconditionally: an expired timer is inactive but may
 		 * still be pending, and its callback would release the
@@ -192,14 +215,25 @@ again:
 
 /* ---- one invocation ---------------------------------------------------- */
 
+/* A Redis step of @inv failed with @status: counted and logged (at
+ * most once per backoff step for the message's own trouble); the
+ * message learns of it when the invocation is done. */
+static void step_failed(relay__cinv *inv, int status, const char *what)
+{
+	relay_consumer *c = inv->m->c;
+
+	relay__consumer_redis_failed(c, status, what);
+	if (relay__stuck_step_note(c, status, what, inv->m->id))
+		inv->step_failed = 1;
+}
+
 static void inv_resolved(relay__cinv *inv, relay__cinv_state st)
 {
 	relay__msg *m = inv->m;
 
 	relay__slots_release(m->c, inv);
 	relay__cinv_to(inv, st);
-	m->cur++;
-	relay__msg_next(m);
+	inv->up->done(m, inv);
 }
 
 static void slot_timeout_cb(struct ev_loop *loop, ev_timer *w, int revents)
@@ -209,8 +243,8 @@ static void slot_timeout_cb(struct ev_loop *loop, ev_timer *w, int revents)
 
 	(void)loop;
 	(void)revents;
-	wait_remove(m->c->slots, inv);
-	m->c->m.concurrency_timeouts++;
+	relay__slots_wait_remove(m->c->slots, &inv->wait);
+	relay__count(m->c, concurrency_timeouts);
 	LOG(m->c, RELAY_LOG_DEBUG, "RELAY-ENG11",
 	    "no concurrency slot freed in time app=%s handler=%s "
 	    "message_id=%s", relay_app_name(inv->app),
@@ -246,14 +280,9 @@ void relay__cinv_begin(relay__cinv *inv)
 		inv_resolved(inv, RELAY__CINV_PENDING);
 		return;
 	}
-	c->m.concurrency_waits++;
+	relay__count(c, concurrency_waits);
 	relay__cinv_to(inv, RELAY__CINV_WAIT);
-	inv->wait_next = NULL;
-	if (c->slots->wait_tail)
-		c->slots->wait_tail->wait_next = inv;
-	else
-		c->slots->wait_head = inv;
-	c->slots->wait_tail = inv;
+	relay__slots_wait_push(c->slots, &inv->wait);
 	ev_timer_init(&m->slot_timer, slot_timeout_cb,
 		      (double)relay__consumer_scaled(c,
 			      RELAY_CONSUMER_SLOT_WAIT_MS) / 1000.0, 0.);
@@ -274,7 +303,7 @@ static void rec_fire(struct ev_loop *loop, ev_timer *w, int revents);
  * The completion of @inv failed with @status. A lost reply (transport
  * error) is resent after a backoff while relay__resend_due() allows it
  * (state record_wait); anything else, or the last try, leaves the
- * invocation pending with one log line (relay__msg_step_failed()).
+ * invocation pending with one log line (step_failed()).
  */
 static void record_error(relay__cinv *inv, int status)
 {
@@ -293,7 +322,7 @@ static void record_error(relay__cinv *inv, int status)
 		ev_timer_start(c->loop, &m->rec_timer);
 		return;
 	}
-	relay__msg_step_failed(c, status, what, m);
+	step_failed(inv, status, what);
 	inv_resolved(inv, RELAY__CINV_PENDING);
 }
 
@@ -317,9 +346,9 @@ static void rec_fire(struct ev_loop *loop, ev_timer *w, int revents)
 		return;
 	if (m->c->stopping) {
 		/* Counted when it failed (record_error): logged only. */
-		if (relay__msg_step_note(m->c, inv->rec.status,
+		if (relay__stuck_step_note(m->c, inv->rec.status,
 					 rec_what[inv->rec_op], m->id))
-			m->step_failed = 1;
+			inv->step_failed = 1;
 		inv_resolved(inv, RELAY__CINV_PENDING);
 		return;
 	}
@@ -451,10 +480,29 @@ static int record_failure(relay__cinv *inv)
 		failure_cb, inv);
 }
 
+/* The success of the message's last invocation, every other one ok:
+ * COMPLETE_ACK (consumer_tail.c) and done at once, the message leaves
+ * memory (inv->fused). Returns 0 (then @inv is gone) or the send error
+ * (nothing sent). */
+static int send_tail(relay__cinv *inv)
+{
+	relay__msg *m = inv->m;
+	int rc = relay__tail_send(m->c, m->id, m->key, inv->field,
+				  inv->attempt, inv->token, inv->deadline_ms,
+				  &inv->rec);
+
+	if (rc)
+		return rc;
+	relay__cinv_to(inv, RELAY__CINV_OK);
+	inv->fused = 1;
+	inv->up->done(m, inv);
+	return 0;
+}
+
 /*
  * Send @inv's outcome (state record). The success of the message's last
- * invocation may go fused (relay__msg_tail(): the message is freed when
- * that returns 0). Returns 0 or the send error (nothing sent).
+ * invocation may go fused (send_tail(): the message is freed when that
+ * returns 0). Returns 0 or the send error (nothing sent).
  */
 static int record_send(relay__cinv *inv)
 {
@@ -464,7 +512,7 @@ static int record_send(relay__cinv *inv)
 	switch (inv->rec_op) {
 	case RELAY__REC_COMPLETE:
 		if (can_fuse(inv))
-			return relay__msg_tail(m, inv);
+			return send_tail(inv);
 		return relay_inv_mark_complete(c->redis, m->key, inv->field,
 					       inv->attempt, inv->token,
 					       complete_cb, inv);
@@ -545,7 +593,7 @@ static void run_done(const relay_run_outcome *o, void *payload)
 	uint64_t dur_us = relay_clock_mono_us(c->clock) - inv->started_us;
 
 	inv->run = NULL;
-	c->m.in_flight_invocations--;
+	relay__count_add(c, in_flight_invocations, -1);
 	relay__ctrace_end(inv, o, NULL);
 	if (o->status == RELAY_RUN_CANCELLED) {
 		LOG(c, RELAY_LOG_INFO, "RELAY-ENG04",
@@ -606,15 +654,15 @@ static void inv_run(relay__cinv *inv)
 					    m->event_len);
 	relay__ctrace_start(inv, &s, &ts);
 	if (inv->attempt > 1)
-		c->m.retries++;
-	c->m.in_flight_invocations++;
+		relay__count(c, retries);
+	relay__count(c, in_flight_invocations);
 	inv->started_us = relay_clock_mono_us(c->clock);
 	relay__tail_reset(&inv->tail);
 	rc = c->exec->run(c->exec, &s, output_cb, run_done, inv, &inv->run);
 	if (rc) {
 		char why[sizeof(inv->reason)];
 
-		c->m.in_flight_invocations--;
+		relay__count_add(c, in_flight_invocations, -1);
 		relay__consumer_outcome(c, relay_app_name(inv->app),
 					inv->handler, RELAY__OUT_FAILED);
 		relay__slots_release(c, inv);
@@ -636,7 +684,7 @@ static void claim_cb(int status, const relay_inv_outcome *o, void *payload)
 
 	if (status) {
 		/* A TryStart error fails closed: never run a duplicate. */
-		relay__msg_step_failed(c, status, "try_start", inv->m);
+		step_failed(inv, status, "try_start");
 		inv_resolved(inv, RELAY__CINV_PENDING);
 		return;
 	}
@@ -694,7 +742,7 @@ static void claim_start_cb(int status, const relay_inv_outcome *cls,
 {
 	relay__cinv *inv = payload;
 
-	relay__msg_classified(inv->m, status, cls);
+	inv->up->classified(inv->m, status, cls);
 	if (status) {
 		rest_pending(inv);
 		inv_resolved(inv, RELAY__CINV_PENDING);
@@ -713,8 +761,7 @@ static void claim_start_failed(relay__cinv *inv, int rc)
 {
 	relay__msg *m = inv->m;
 
-	relay__msg_step_failed(m->c, rc, "claim_classification", m);
-	relay__msg_to(m, RELAY__MSG_RUN_UNCOUNTED);
+	inv->up->classified(m, rc, NULL);
 	rest_pending(inv);
 	inv_resolved(inv, RELAY__CINV_PENDING);
 }
@@ -733,7 +780,6 @@ static void inv_claim(relay__cinv *inv)
 	if (m->class_with_claim) {
 		/* The message's first claim: one script records the
 		 * classification and claims (CLAIM_START). */
-		m->class_with_claim = 0;
 		rc = relay__inv_claim_start(c->redis, m->key, inv->field,
 					    relay_clock_wall_ms(c->clock),
 					    inv->timeout_ms, claim_start_cb,
@@ -747,7 +793,7 @@ static void inv_claim(relay__cinv *inv)
 				 inv->timeout_ms,
 				 claim_cb, inv);
 	if (rc) {
-		relay__msg_step_failed(c, rc, "try_start", m);
+		step_failed(inv, rc, "try_start");
 		inv_resolved(inv, RELAY__CINV_PENDING);
 	}
 }
@@ -763,15 +809,17 @@ static void inv_claim(relay__cinv *inv)
 void relay__msg_stop(relay_consumer *c, int graceful)
 {
 	relay__msg *m;
-	relay__cinv *inv;
+	relay__slot_wait *w;
 
 	/* Only this consumer's waiters; rescan after each: resolving one
 	 * may end messages and so change the queue. */
 again:
-	for (inv = c->slots->wait_head; inv; inv = inv->wait_next) {
+	for (w = relay__slots_wait_head(c->slots); w; w = w->next) {
+		relay__cinv *inv = waiter_inv(w);
+
 		if (inv->m->c != c)
 			continue;
-		wait_remove(c->slots, inv);
+		relay__slots_wait_remove(c->slots, w);
 		ev_timer_stop(c->loop, &inv->m->slot_timer);
 		inv_resolved(inv, RELAY__CINV_PENDING);
 		goto again;
@@ -785,7 +833,7 @@ again_rec:
 		rec_fire(c->loop, &m->rec_timer, 0);
 		goto again_rec;
 	}
-	relay__msg_tails_stop(c);
+	relay__tail_stop(c);
 	if (graceful || !c->exec->cancel)
 		return;
 	for (m = c->msgs; m; m = m->next)

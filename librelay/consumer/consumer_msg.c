@@ -22,7 +22,7 @@
  * what runs. Nothing is acknowledged unless every matched invocation was
  * seen terminal in Redis during this delivery.
  *
- * The life of one message (relay__msg_state, consumer.h):
+ * The life of one message (relay__msg_state, consumer_msg.h):
  *
  *	new ─┬─ nothing to run first ─────────→ claim
  *	     ├─ matched: the classification ──→ claim_run ─ invocations
@@ -50,6 +50,10 @@
  * step). Neither is a state. The table below is the only list of legal
  * moves; relay__msg_to() is the only writer of m->state.
  *
+ * The invocations (consumer_inv.c) report back through relay__msg_up
+ * (classified, done), never by name; the fused tail, once sent, is
+ * consumer_tail.c's.
+ *
  * Reentrancy: every Redis reply and executor completion arrives later,
  * from the loop (relay/redis.h, relay_consumer_executor), so a step never
  * runs inside the call that started it.
@@ -61,6 +65,13 @@
 #include <jansson.h>
 
 #include "consumer.h"
+#include "consumer_health.h"
+#include "consumer_inv.h"
+#include "consumer_msg.h"
+#include "consumer_read.h"
+#include "consumer_sched.h"
+#include "consumer_stuck.h"
+#include "consumer_tail.h"
 #include "inv/inv.h"
 #include "invops/invops.h"
 #include "sched.h"
@@ -113,6 +124,25 @@ void relay__msg_to(relay__msg *m, relay__msg_state to)
 {
 	assert(relay__msg_state_allowed(m->state, to));
 	m->state = to;
+}
+
+void relay__msg_route_to(relay__msg *m, relay__msg_route route)
+{
+	m->route = route;
+}
+
+void relay__msg_body_to(relay__msg *m, relay__msg_body body)
+{
+	m->body = body;
+}
+
+int relay__msg_invs_new(relay__msg *m, size_t n)
+{
+	m->invs = relay__calloc(n, sizeof(*m->invs));
+	if (!m->invs)
+		return RELAY_ENOMEM;
+	m->ninv = n;
+	return 0;
 }
 
 static int is_malformed(const relay__msg *m)
@@ -192,11 +222,8 @@ static void msg_free(relay__msg *m)
 	if (m->next)
 		m->next->prev = m->prev;
 	c->nmsgs--;
-	for (i = 0; i < m->ninv; i++) {
-		relay_app_free(m->invs[i].app);
-		relay__free(m->invs[i].field);
-		relay__tail_reset(&m->invs[i].tail);
-	}
+	for (i = 0; i < m->ninv; i++)
+		relay__cinv_free(&m->invs[i]);
 	relay__free(m->invs);
 	relay__ctrace_msg_free(m);
 	relay__free(m->id);
@@ -204,208 +231,9 @@ static void msg_free(relay__msg *m)
 	relay__free(m->event);
 	relay__free(m->pl_reason);
 	relay__free(m->pl_event);
-	relay__free(m->sched_desc);
-	relay__free(m->sched_occ);
-	relay__free(m->pin);
-	relay__free(m->run_event);
+	relay__csched_free(m);
 	relay__free(m);
 	relay__consumer_kick(c);
-}
-
-int relay__resend_due(relay_consumer *c, relay__resend *rs, int status,
-		      int64_t deadline_ms, const char *what, const char *id,
-		      int64_t *delay_ms)
-{
-	unsigned int n = rs->tries;
-	int64_t d = (int64_t)RELAY__REC_RETRY_MS << (n < 16 ? n : 16);
-
-	if (d > RELAY__REC_RETRY_MAX_MS)
-		d = RELAY__REC_RETRY_MAX_MS;
-	/* Real time, not time_scale: it waits out a real connection loss
-	 * and is bounded by the claim's real (unscaled) deadline. */
-	*delay_ms = d;
-	if (status != RELAY_ECLOSED && status != RELAY_ETIMEOUT)
-		return 0;  /* Redis answered: today's handling */
-	if (c->stopping || n >= RELAY__REC_RETRY_TRIES ||
-	    relay_clock_wall_ms(c->clock) + d >= deadline_ms)
-		return 0;
-	rs->tries++;
-	rs->status = status;
-	LOG(c, RELAY_LOG_DEBUG, "RELAY-ENG09",
-	    "%s: %s; resending in %lld ms (try %u) message_id=%s", what,
-	    relay_strerror(status), (long long)d, rs->tries, id);
-	return 1;
-}
-
-void relay__resend_answered(relay_consumer *c, const relay__resend *rs,
-			    const char *what, relay_inv_result result,
-			    const char *id)
-{
-	if (!rs->tries)
-		return;
-	LOG(c, RELAY_LOG_INFO, "RELAY-ENG09",
-	    "%s: reply lost (%s), resent %u time(s): %s message_id=%s", what,
-	    relay_strerror(rs->status), rs->tries,
-	    relay__inv_result_wire(result), id);
-}
-
-/*
- * The fused success tail (COMPLETE_ACK: mark_complete, XACK, retain in
- * one script). Once the script is sent nothing in memory is needed to
- * finish the message: whatever the reply says, nothing else is done with
- * it here (recorded: it left the PEL and is retained; stale, retained or
- * an error: it stays pending, a later delivery decides). So its buffer
- * slot is given back at once and the next read goes out in the same
- * write as the script, which Redis runs first; the reply is an
- * outstanding operation that stop waits for, like retain.
- *
- * A lost reply (transport error) is resent like any completion
- * (relay__resend_due()); the tail keeps what the script needs for that.
- * A resend after the first one applied answers "retained" (retention is
- * written only after the XACK succeeded): the message was acknowledged,
- * counted once. "stale" (the field is ok but the XACK had failed) keeps
- * it pending; its next delivery finds the invocation ok and acknowledges
- * it without running anything.
- */
-typedef struct tail_call {
-	relay_consumer *c;
-	struct tail_call *next;         /* c->tails while waiting */
-	char *id, *key, *field;         /* in the same allocation, after */
-	unsigned int attempt;
-	char token[RELAY_INV_TOKEN_LEN + 1];
-	int64_t deadline_ms;            /* the claim's (wall) */
-	relay__resend rs;               /* resends so far */
-	ev_timer t;                     /* resend backoff */
-} tail_call;
-
-static void tail_unlink(tail_call *t)
-{
-	tail_call **pp;
-
-	for (pp = &t->c->tails; *pp; pp = &(*pp)->next)
-		if (*pp == t) {
-			*pp = t->next;
-			break;
-		}
-}
-
-/* The tail failed with @status: resend later, or leave it pending.
- * @counted: this failure was counted already (a stop ends the wait). */
-static void tail_error(tail_call *t, int status, int counted)
-{
-	relay_consumer *c = t->c;
-	int64_t delay_ms;
-
-	if (!counted)
-		relay__consumer_redis_failed(c, status, "mark_complete+XACK");
-	if (relay__resend_due(c, &t->rs, status, t->deadline_ms,
-			      "mark_complete+XACK", t->id, &delay_ms)) {
-		ev_timer_set(&t->t, (double)delay_ms / 1000.0, 0.);
-		ev_timer_start(c->loop, &t->t);
-		t->next = c->tails;
-		c->tails = t;
-		return;
-	}
-	relay__msg_step_note(c, status, "mark_complete+XACK", t->id);
-	relay__free(t);
-	c->ops--;
-	relay__consumer_check_stopped(c);
-}
-
-static void tail_cb(int status, const relay_inv_outcome *o, void *payload)
-{
-	tail_call *t = payload;
-	relay_consumer *c = t->c;
-
-	if (status) {
-		tail_error(t, status, 0);
-		return;
-	}
-	relay__consumer_redis_ok(c);
-	relay__resend_answered(c, &t->rs, "mark_complete+XACK", o->result,
-			       t->id);
-	if (o->result == RELAY_INV_R_RECORDED ||
-	    (t->rs.tries && o->result == RELAY_INV_R_RETAINED))
-		c->m.acks++;
-	else
-		LOG(c, RELAY_LOG_DEBUG, "RELAY-ENG09",
-		    "message kept pending: completion not recorded "
-		    "(%s) message_id=%s",
-		    relay__inv_result_wire(o->result), t->id);
-	relay__free(t);
-	c->ops--;
-	relay__consumer_check_stopped(c);
-}
-
-static int tail_send(tail_call *t)
-{
-	relay_consumer *c = t->c;
-
-	return relay__inv_complete_ack(c->redis, t->key, c->stream, t->field,
-				       t->attempt, t->token, c->group, t->id,
-				       c->retention_ms, tail_cb, t);
-}
-
-/* The resend backoff is over, or the consumer stops (@revents 0). */
-static void tail_fire(struct ev_loop *loop, ev_timer *w, int revents)
-{
-	tail_call *t = w->data;
-	relay_consumer *c = t->c;
-	int rc;
-
-	(void)revents;
-	ev_timer_stop(loop, w);
-	tail_unlink(t);
-	if (c->stopping) {
-		tail_error(t, t->rs.status, 1);  /* no resend: logged, pending */
-		return;
-	}
-	rc = tail_send(t);
-	if (rc)
-		tail_error(t, rc, 0);
-}
-
-void relay__msg_tails_stop(relay_consumer *c)
-{
-	while (c->tails)
-		tail_fire(c->loop, &c->tails->t, 0);
-}
-
-int relay__msg_tail(relay__msg *m, relay__cinv *inv)
-{
-	relay_consumer *c = m->c;
-	size_t li = strlen(m->id) + 1, lk = strlen(m->key) + 1;
-	size_t lf = strlen(inv->field) + 1;
-	/* One allocation per message on the common path: the strings
-	 * follow the struct. */
-	tail_call *t = relay__calloc(1, sizeof(*t) + li + lk + lf);
-	int rc;
-
-	if (!t)
-		return RELAY_ENOMEM;
-	t->c = c;
-	t->id = (char *)(t + 1);
-	t->key = t->id + li;
-	t->field = t->key + lk;
-	memcpy(t->id, m->id, li);
-	memcpy(t->key, m->key, lk);
-	memcpy(t->field, inv->field, lf);
-	t->attempt = inv->attempt;
-	memcpy(t->token, inv->token, sizeof(t->token));
-	t->deadline_ms = inv->deadline_ms;
-	/* Resends the invocation made already count against the bound. */
-	t->rs = inv->rec;
-	ev_timer_init(&t->t, tail_fire, 0., 0.);
-	t->t.data = t;
-	rc = tail_send(t);
-	if (rc) {
-		relay__free(t);
-		return rc;
-	}
-	c->ops++;
-	relay__cinv_to(inv, RELAY__CINV_OK);
-	msg_free(m);
-	return 0;
 }
 
 /* Leave the message pending; a later delivery decides again. */
@@ -416,39 +244,33 @@ void relay__msg_release(relay__msg *m, const char *why)
 	msg_free(m);
 }
 
-int relay__msg_step_note(relay_consumer *c, int status, const char *what,
-			 const char *id)
-{
-	const char *detail;
-	int64_t retry_ms;
-
-	if (!relay__stuck_class(c, status)) {
-		LOG(c, RELAY_LOG_WARN, "RELAY-ENG09",
-		    "%s: %s; message kept pending message_id=%s", what,
-		    relay_strerror(status), id);
-		return 0;
-	}
-	/* Redis answered with an error: this message's own trouble. One
-	 * line per backoff step, never one per delivery. */
-	detail = relay_strerror(status);
-	if (relay__stuck_note(c, id, what, detail, &retry_ms))
-		LOG(c, RELAY_LOG_WARN, "RELAY-ENG09",
-		    "%s: %s; message kept pending, next try in %lld ms "
-		    "message_id=%s", what, detail, (long long)retry_ms, id);
-	else
-		LOG(c, RELAY_LOG_DEBUG, "RELAY-ENG09",
-		    "%s: %s; message kept pending message_id=%s", what,
-		    detail, id);
-	return 1;
-}
-
 void relay__msg_step_failed(relay_consumer *c, int status, const char *what,
 			    relay__msg *m)
 {
 	relay__consumer_redis_failed(c, status, what);
-	if (relay__msg_step_note(c, status, what, m->id))
+	if (relay__stuck_step_note(c, status, what, m->id))
 		m->step_failed = 1;
 }
+
+/* The invocation being worked on is resolved: the message goes on
+ * with the next one, or, when it sent the fused tail, leaves memory
+ * (relay__cinv_up.done). */
+static void inv_done(relay__msg *m, relay__cinv *inv)
+{
+	if (inv->step_failed)
+		m->step_failed = 1;
+	if (inv->fused) {
+		msg_free(m);
+		return;
+	}
+	m->cur++;
+	relay__msg_next(m);
+}
+
+const relay__cinv_up relay__msg_up = {
+	.classified = relay__msg_classified,
+	.done = inv_done,
+};
 
 /* ---- the message ------------------------------------------------------- */
 
@@ -519,7 +341,7 @@ static void retain_cb(int status, const relay_inv_outcome *o, void *payload)
 	relay_consumer *c = payload;
 
 	(void)o;
-	c->ops--;
+	relay__consumer_op(c, -1);
 	if (status) {
 		relay__consumer_redis_failed(c, status, "retain");
 		relay__log(&c->logger, RELAY_LOG_WARN, "RELAY-ENG09",
@@ -533,9 +355,9 @@ static void msg_retain_free(relay__msg *m)
 {
 	relay_consumer *c = m->c;
 
-	c->ops++;
+	relay__consumer_op(c, 1);
 	if (relay_inv_retain(c->redis, m->key, c->retention_ms, retain_cb, c))
-		c->ops--;
+		relay__consumer_op(c, -1);
 	msg_free(m);
 }
 
@@ -553,7 +375,7 @@ static void ack_cb(relay_redis_backend *b, int status, long long value,
 		return;
 	}
 	relay__consumer_redis_ok(c);
-	c->m.acks++;
+	relay__count(c, acks);
 	/* Retention only after the message has left the PEL. */
 	msg_retain_free(m);
 }
@@ -603,7 +425,7 @@ static void persist_cb(int status, relay_dlq_persist_result result,
 	}
 	relay__consumer_redis_ok(c);
 	if (result == RELAY_DLQ_WRITTEN)
-		c->m.dlq_entries++;
+		relay__count(c, dlq_entries);
 	if (result != RELAY_DLQ_WRITTEN && result != RELAY_DLQ_ALREADY) {
 		relay__msg_release(m, "DLQ marker is not this delivery's");
 		return;
@@ -745,6 +567,11 @@ void relay__msg_classified(relay__msg *m, int status,
 	int deferred = m->state == RELAY__MSG_CLAIM_WAIT;
 	int first;
 
+	/* Carried by the first claim (CLAIM_START), whatever came of it:
+	 * nothing between that claim and this reply reads the flag (the
+	 * invocation that sent it is in flight). */
+	m->class_with_claim = 0;
+
 	if (status) {
 		relay__msg_step_failed(c, status, "claim_classification", m);
 		if (!pipelined) {
@@ -771,12 +598,12 @@ void relay__msg_classified(relay__msg *m, int status,
 	if (is_malformed(m)) {
 		if (first) {
 			if (is_occurrence(m)) {
-				c->m.events_schedule++;
-				c->m.schedule_malformed++;
+				relay__count(c, events_schedule);
+				relay__count(c, schedule_malformed);
 			} else {
-				c->m.events_malformed++;
+				relay__count(c, events_malformed);
 				if (m->pl_kind == RELAY_DLQ_OVERSIZED)
-					c->m.events_oversized++;
+					relay__count(c, events_oversized);
 			}
 			LOG(c, RELAY_LOG_WARN, is_occurrence(m) ?
 			    "RELAY-ENG13" : "RELAY-ENG06",
@@ -793,11 +620,11 @@ void relay__msg_classified(relay__msg *m, int status,
 		return;
 	}
 	if (first) {
-		c->m.events_received++;
+		relay__count(c, events_received);
 		if (m->ninv)
-			c->m.events_matched++;
+			relay__count(c, events_matched);
 		else
-			c->m.events_unmatched++;
+			relay__count(c, events_unmatched);
 	}
 	if (!m->ninv) {
 		relay__msg_ack(m);
@@ -864,26 +691,18 @@ static int match(relay__msg *m)
 				       m->event, m->event_len);
 	if (rc)
 		return rc;
-	if (n) {
-		m->invs = relay__calloc(n, sizeof(*m->invs));
-		if (!m->invs) {
-			relay__free(mt);
-			return RELAY_ENOMEM;
-		}
+	if (n && relay__msg_invs_new(m, n)) {
+		relay__free(mt);
+		return RELAY_ENOMEM;
 	}
 	for (i = 0; i < n; i++) {
 		relay__cinv *inv = &m->invs[i];
 
-		inv->m = m;
-		inv->app = relay_app_ref(mt[i].app);
-		inv->handler = relay_app_rule_handler(mt[i].rule);
-		inv->timeout_ms = relay_app_rule_timeout_ms(mt[i].rule);
-		inv->retries = relay_app_rule_retries(mt[i].rule);
-		m->ninv++;
-		inv->field = relay__sprintf("%s/%s", relay_app_name(mt[i].app),
-					    relay_app_rule_handler(
-						    mt[i].rule));
-		if (!inv->field) {
+		relay__cinv_init(inv, m, mt[i].app, &relay__msg_up);
+		if (relay__cinv_set_handler(inv,
+				relay_app_rule_handler(mt[i].rule),
+				relay_app_rule_timeout_ms(mt[i].rule),
+				relay_app_rule_retries(mt[i].rule))) {
 			relay__free(mt);
 			return RELAY_ENOMEM;
 		}
@@ -1027,7 +846,7 @@ static void gone_count(relay_consumer *c, const char *id, int acked,
 		    "(retention); not a missing payload message_id=%s", id);
 		return;
 	}
-	c->m.missing_payload++;
+	relay__count(c, missing_payload);
 	if (running)
 		LOG(c, RELAY_LOG_WARN, "RELAY-ENG07",
 		    "stream entry deleted while its message was worked on "
@@ -1057,7 +876,7 @@ static void gone_cb(relay_redis_backend *b, int status,
 	int acked = 0;
 
 	(void)b;
-	c->ops--;
+	relay__consumer_op(c, -1);
 	if (status == 0)
 		status = relay_redis_reply_error(r);
 	if (status)
@@ -1093,12 +912,12 @@ static int gone_check_start(relay_consumer *c, const char *id, int finish)
 	argv[0] = "HGET";
 	argv[1] = key;
 	argv[2] = "__terminal";
-	c->ops++;
+	relay__consumer_op(c, 1);
 	if (relay_redis_command(c->redis, 3, argv, NULL, gone_cb, g) == 0) {
 		g = NULL;
 		rc = 0;
 	} else {
-		c->ops--;
+		relay__consumer_op(c, -1);
 	}
 out:
 	if (g)

@@ -29,6 +29,10 @@
 #include <jansson.h>
 
 #include "consumer.h"
+#include "consumer_health.h"
+#include "consumer_inv.h"
+#include "consumer_msg.h"
+#include "consumer_sched.h"
 #include "invops/invops.h"
 #include "redis/backend.h"
 #include "relay/schedule.h"
@@ -262,7 +266,6 @@ int relay__csched_classify(relay__msg *m)
 	const char *an, *sn, *hn, *at;
 	const relay_app_schedule *s;
 	const relay_app *app = NULL;
-	relay__cinv *inv;
 	char why[160];
 	json_t *root;
 	int64_t t = 0, next = 0;
@@ -310,24 +313,20 @@ int relay__csched_classify(relay__msg *m)
 	}
 	json_decref(root);
 	if (found == 0) {
-		m->route = RELAY__ROUTE_OCC_HOLD;
+		relay__msg_route_to(m, RELAY__ROUTE_OCC_HOLD);
 		return 0;
 	}
 	if (!s) {
-		m->route = RELAY__ROUTE_OCC_OBSOLETE;
+		relay__msg_route_to(m, RELAY__ROUTE_OCC_OBSOLETE);
 		return 0;
 	}
-	m->invs = relay__calloc(1, sizeof(*m->invs));
 	m->pin = relay__sprintf("%lld:%d:%s",
 				(long long)relay_app_schedule_timeout_ms(s),
 				relay_app_schedule_retries(s),
 				relay_app_schedule_handler(s));
-	if (!m->invs || !m->pin)
+	if (!m->pin || relay__msg_invs_new(m, 1))
 		return RELAY_ENOMEM;
-	inv = &m->invs[0];
-	inv->m = m;
-	inv->app = relay_app_ref(app);
-	m->ninv = 1;
+	relay__cinv_init(&m->invs[0], m, app, &relay__msg_up);
 	return 0;
 }
 
@@ -342,12 +341,7 @@ static int apply_pin(relay__msg *m)
 	    !m->pin[n] || to < 1 || to > RELAY_APP_MAX_TIMEOUT_MS ||
 	    retries < 0 || retries > RELAY_APP_MAX_RETRIES)
 		return RELAY_EPARSE;
-	inv->handler = m->pin + n;
-	inv->timeout_ms = to;
-	inv->retries = retries;
-	inv->field = relay__sprintf("%s/%s", relay_app_name(inv->app),
-				    inv->handler);
-	return inv->field ? 0 : RELAY_ENOMEM;
+	return relay__cinv_set_handler(inv, m->pin + n, to, retries);
 }
 
 static void claim_reply(int status, const relay_inv_outcome *o,
@@ -564,9 +558,9 @@ void relay__csched_classified(relay__msg *m, int first)
 	relay_consumer *c = m->c;
 
 	if (first) {
-		c->m.events_schedule++;
+		relay__count(c, events_schedule);
 		if (m->route == RELAY__ROUTE_OCC_OBSOLETE)
-			c->m.schedule_obsolete++;
+			relay__count(c, schedule_obsolete);
 	}
 	if (m->route == RELAY__ROUTE_OCC_HOLD) {
 		LOG(c, RELAY_LOG_INFO, "RELAY-ENG14",
@@ -597,4 +591,12 @@ void relay__csched_classified(relay__msg *m, int first)
 	    "message_id=%s", relay_app_name(m->invs[0].app),
 	    m->invs[0].handler, m->sched_desc, m->id);
 	relay__msg_run(m);
+}
+
+void relay__csched_free(relay__msg *m)
+{
+	relay__free(m->sched_desc);
+	relay__free(m->sched_occ);
+	relay__free(m->pin);
+	relay__free(m->run_event);
 }

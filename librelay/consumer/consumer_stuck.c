@@ -11,12 +11,16 @@
  * pending for an ordinary reason such as a retry backoff).
  *
  * Connection failures (Redis down) are not per message: the read backoff
- * and the "Redis unavailable" line of consumer.c cover them.
+ * and the "Redis unavailable" line of consumer_health.c cover them.
  */
 #include <stdio.h>
 #include <string.h>
 
 #include "consumer.h"
+#include "consumer_health.h"
+#include "consumer_stuck.h"
+
+#define LOG(c, lvl, id, ...) relay__log(&(c)->logger, lvl, id, __VA_ARGS__)
 
 #define STUCK_MAX 1024  /* entries kept; beyond it failures only count */
 
@@ -48,7 +52,7 @@ int relay__stuck_note(relay_consumer *c, const char *id, const char *what,
 	*retry_ms = 0;
 	if (s && now < s->retry_us)
 		return 0;  /* this backoff step was already counted */
-	c->m.step_failures++;
+	relay__count(c, step_failures);
 	if (!s) {
 		if (c->nstuck >= STUCK_MAX)
 			return 1;
@@ -129,4 +133,30 @@ int relay_consumer_stuck_messages(const relay_consumer *c,
 			return rc;
 	}
 	return 0;
+}
+
+int relay__stuck_step_note(relay_consumer *c, int status, const char *what,
+			 const char *id)
+{
+	const char *detail;
+	int64_t retry_ms;
+
+	if (!relay__stuck_class(c, status)) {
+		LOG(c, RELAY_LOG_WARN, "RELAY-ENG09",
+		    "%s: %s; message kept pending message_id=%s", what,
+		    relay_strerror(status), id);
+		return 0;
+	}
+	/* Redis answered with an error: this message's own trouble. One
+	 * line per backoff step, never one per delivery. */
+	detail = relay_strerror(status);
+	if (relay__stuck_note(c, id, what, detail, &retry_ms))
+		LOG(c, RELAY_LOG_WARN, "RELAY-ENG09",
+		    "%s: %s; message kept pending, next try in %lld ms "
+		    "message_id=%s", what, detail, (long long)retry_ms, id);
+	else
+		LOG(c, RELAY_LOG_DEBUG, "RELAY-ENG09",
+		    "%s: %s; message kept pending message_id=%s", what,
+		    detail, id);
+	return 1;
 }

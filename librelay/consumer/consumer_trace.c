@@ -31,6 +31,9 @@
 #include <jansson.h>
 
 #include "consumer.h"
+#include "consumer_health.h"
+#include "consumer_inv.h"
+#include "consumer_msg.h"
 
 /* Longest field value looked at at all (a bigger one is counted). */
 #define TRACE_FIELD_MAX (RELAY_TRACESTATE_INPUT_MAX + 1)
@@ -122,7 +125,7 @@ void relay__ctrace_entry(relay__msg *m, const relay_stream_entry *e)
 void relay__ctrace_classified(relay__msg *m)
 {
 	if (m->trace)
-		m->c->m.trace_context_invalid += m->trace->invalid;
+		relay__count_add(m->c, trace_context_invalid, m->trace->invalid);
 }
 
 void relay__ctrace_msg_free(relay__msg *m)

@@ -10,7 +10,7 @@
 #include <assert.h>
 #include <string.h>
 
-#include "consumer.h"
+#include "slots.h"
 
 int relay_slots_new(relay_slots **out, unsigned int max_concurrency)
 {
@@ -82,4 +82,65 @@ relay__app_slots *relay__slots_app(relay_slots *s, const char *name)
 	a->running = 0;
 	s->napps++;
 	return a;
+}
+
+void relay__slots_use(relay_slots *s, int delta)
+{
+	if (delta > 0)
+		s->users++;
+	else
+		s->users--;
+}
+
+int relay__slots_take(relay_slots *s, const char *app, unsigned int limit)
+{
+	relay__app_slots *a = relay__slots_app(s, app);
+
+	if (!a)
+		return RELAY_ENOMEM;
+	if (s->running >= s->max || a->running >= limit)
+		return 0;
+	s->running++;
+	a->running++;
+	return 1;
+}
+
+void relay__slots_give(relay_slots *s, const char *app)
+{
+	relay__app_slots *a = relay__slots_app(s, app);
+
+	s->running--;
+	if (a && a->running)
+		a->running--;
+}
+
+relay__slot_wait *relay__slots_wait_head(relay_slots *s)
+{
+	return s->wait_head;
+}
+
+void relay__slots_wait_push(relay_slots *s, relay__slot_wait *w)
+{
+	w->next = NULL;
+	if (s->wait_tail)
+		s->wait_tail->next = w;
+	else
+		s->wait_head = w;
+	s->wait_tail = w;
+}
+
+void relay__slots_wait_remove(relay_slots *s, relay__slot_wait *w)
+{
+	relay__slot_wait **pp = &s->wait_head;
+
+	s->wait_tail = NULL;
+	while (*pp) {
+		if (*pp == w) {
+			*pp = w->next;
+			continue;
+		}
+		s->wait_tail = *pp;
+		pp = &(*pp)->next;
+	}
+	w->next = NULL;
 }

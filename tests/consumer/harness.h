@@ -11,6 +11,9 @@
 
 #include "lib/engine_fixture.h"
 #include "../../librelay/consumer/consumer.h"
+#include "../../librelay/consumer/consumer_inv.h"
+#include "../../librelay/consumer/consumer_msg.h"
+#include "../../librelay/consumer/consumer_recover.h"
 #include "../../librelay/redis/backend.h"
 #include "../../librelay/invops/invops.h"  /* relay__inv_complete_ack */
 

@@ -10,7 +10,7 @@
  * backend, fixed clock, the scripted executor of harness.h (suite unit).
  */
 #include "lib/engine_fixture.h"
-#include "consumer/consumer.h"  /* RELAY__REC_RETRY_TRIES */
+#include "consumer/consumer_tail.h"  /* RELAY__REC_RETRY_TRIES */
 
 #define APP_ONE \
 	"runtime: exec\n" \

@@ -20,6 +20,8 @@
 
 #include "relaytest.h"
 #include "../../librelay/consumer/consumer.h"
+#include "../../librelay/consumer/consumer_inv.h"
+#include "../../librelay/consumer/consumer_msg.h"
 
 #define NMSG RELAY__MSG_STATE_COUNT_
 #define NCINV RELAY__CINV_STATE_COUNT_

@@ -6,6 +6,7 @@
 #include "engine_fixture.h"
 
 #include "consumer/consumer.h"
+#include "consumer/consumer_recover.h"  /* relay__consumer_reclaim_now */
 #include "invops/invops.h"  /* relay__inv_complete_ack */
 #include "redis/backend.h"
 
