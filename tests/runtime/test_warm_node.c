@@ -1,0 +1,353 @@
+/*
+ * test_warm_node.c - the node warm fork server (warm_node.c under bwrap,
+ * switched on with RELAY_WARM_NODE=fork): every invocation is a fresh
+ * fork of a never-used node, one-shot and isolated, and behaves as a cold
+ * start; what a handler uses works after the fork; a hang ends at the
+ * timeout. Skips when bwrap or node cannot run here, or when the fork
+ * server is not built (no node_api.h) or refused (the reason is printed).
+ *
+ * The handlers are tests/runtime/apps/nodewarm.
+ */
+#define _GNU_SOURCE
+#include <dirent.h>
+#include <errno.h>
+#include <signal.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <time.h>
+#include <unistd.h>
+
+#include <ev.h>
+
+#include "relay/relay_libev.h"
+#include "relaytest.h"
+#include "rt_helpers.h"
+#include "rt_job.h"
+
+static char app_dir[1024];
+static struct ev_loop *loop;
+static relay_runtime *rt;
+static const char *skip_why;
+
+static relay_runtime *new_rt(void)
+{
+	relay_runtime_options o = RELAY_RUNTIME_OPTIONS_INIT;
+	relay_runtime *r = NULL;
+	relay_error err;
+
+	o.backend = "bwrap";
+	o.bootstrap_dir = bootstrap_dir();
+	o.kill_grace_ms = 1500;
+	o.warm = 1;
+	o.warm_idle_ms = 60000;
+	o.warm_max_parents = 8;
+	if (relay_runtime_new(&r, &o, &err) != 0)
+		return NULL;
+	relay_runtime_libev_attach(r, loop);
+	return r;
+}
+
+static relay_exec_spec node_spec(const char *handler)
+{
+	relay_exec_spec s = RELAY_EXEC_SPEC_INIT;
+
+	s.app = "nodewarm";
+	s.handler = handler;
+	s.message_id = "7-0";
+	s.app_dir = app_dir;
+	s.runtime = RELAY_RUNTIME_NODE;
+	s.timeout_ms = 20000;
+	s.event = "{\"n\":1}";
+	s.event_len = 7;
+	s.warm = RELAY_WARM_REQUIRE;
+	s.generation = 1;
+	return s;
+}
+
+static int run1(const relay_exec_spec *s, struct job *j)
+{
+	if (job_start(rt, s, j) != 0)
+		return -1;
+	job_wait(loop, j);
+	return 0;
+}
+
+/* Run @handler warm, then cold; 0 when both ran. */
+static int warm_and_cold(const char *handler, struct job *w, struct job *c)
+{
+	relay_exec_spec s = node_spec(handler);
+
+	if (run1(&s, w) != 0)
+		return -1;
+	s.warm = RELAY_WARM_OFF;
+	return run1(&s, c);
+}
+
+/* Is a process with @needle in its command line alive? */
+static bool host_has(const char *needle)
+{
+	DIR *d = opendir("/proc");
+	struct dirent *e;
+	bool found = false;
+
+	while (d && !found && (e = readdir(d))) {
+		char path[300], buf[4096];
+		FILE *f;
+		size_t n, i;
+
+		if (atol(e->d_name) <= 0)
+			continue;
+		snprintf(path, sizeof(path), "/proc/%s/cmdline", e->d_name);
+		f = fopen(path, "r");
+		if (!f)
+			continue;
+		n = fread(buf, 1, sizeof(buf) - 1, f);
+		fclose(f);
+		for (i = 0; i < n; i++)
+			if (buf[i] == '\0')
+				buf[i] = ' ';
+		buf[n] = '\0';
+		found = strstr(buf, needle) != NULL;
+	}
+	if (d)
+		closedir(d);
+	return found;
+}
+
+static void sleep_ms(int ms)
+{
+	struct timespec ts = { ms / 1000, (ms % 1000) * 1000000L };
+
+	nanosleep(&ts, NULL);
+}
+
+/* Every line but "rand " and "warm-" ones the same in @a and @b. */
+static void same_lines(const struct job *a, const struct job *b)
+{
+	size_t i;
+
+	RT_EQ_INT(a->c.n, b->c.n);
+	if (a->c.n != b->c.n)
+		for (i = 0; i < a->c.n; i++)
+			printf("# %s\n", cap_line(&a->c, i));
+	for (i = 0; i < a->c.n && i < b->c.n; i++) {
+		const char *x = cap_line(&a->c, i);
+
+		if (strncmp(x, "rand ", 5) == 0 || strncmp(x, "warm-", 5) == 0)
+			continue;
+		RT_EQ_STR(x, cap_line(&b->c, i));
+	}
+}
+
+static const char *line_with(const struct job *j, const char *prefix)
+{
+	size_t i;
+
+	for (i = 0; i < j->c.n; i++)
+		if (strncmp(cap_line(&j->c, i), prefix, strlen(prefix)) == 0)
+			return cap_line(&j->c, i);
+	return "";
+}
+
+/* One-shot: nothing of an earlier invocation (module state, globals,
+ * files, env changes, signal handlers, timers, pending promises, child
+ * processes) is seen by a later one; random draws differ; the rest is
+ * the cold start's, line for line; the fork point had one thread. */
+static void test_node__one_shot_and_same_as_cold(void)
+{
+	relay_exec_spec s = node_spec("handlers.state");
+	struct job w1, w2, c1;
+	int i;
+
+	RT_CHECK(run1(&s, &w1) == 0);
+	RT_CHECK(run1(&s, &w2) == 0);
+	s.warm = RELAY_WARM_OFF;
+	RT_CHECK(run1(&s, &c1) == 0);
+	RT_EQ_INT(w1.o.status, RELAY_RUN_OK);
+	RT_EQ_INT(w2.o.status, RELAY_RUN_OK);
+	RT_EQ_INT(c1.o.status, RELAY_RUN_OK);
+	RT_CHECK(w1.o.warm && w2.o.warm && !c1.o.warm);
+	RT_CHECK(cap_has(&w2.c, "counter 1 1 1"));
+	RT_CHECK(cap_has(&w2.c, "tmp []"));
+	RT_CHECK(cap_has(&w2.c, "procs [\"1\",\"2\"]"));
+	RT_CHECK(cap_has(&w2.c, "pid 2 ppid 1"));
+	RT_CHECK(cap_has(&w2.c, "handler handlers.state 7-0 undefined"));
+	RT_CHECK(cap_has(&w2.c, "argv handlers.state execArgv []"));
+	RT_CHECK(cap_has(&w2.c, "signals 0 0"));
+	RT_CHECK(cap_has(&w2.c, "caps CapEff:\t0000000000000000"));
+	RT_CHECK(cap_has(&w2.c, "fds [0,1,2]"));
+	RT_CHECK(cap_has(&w2.c, "done"));
+	RT_CHECK(!cap_contains(&w2.c, "timer from an earlier"));
+	/* The handler's first line: only the invocation's own thread. */
+	RT_CHECK(cap_has(&w1.c, "warm-threads 1"));
+	RT_CHECK(cap_has(&w2.c, "warm-threads 1"));
+	same_lines(&w2, &c1);
+	same_lines(&w1, &c1);
+	/* Math.random, crypto.randomUUID and randomBytes: each its own. */
+	RT_CHECK(line_with(&w1, "rand ")[0] != '\0');
+	RT_CHECK(strcmp(line_with(&w1, "rand "), line_with(&w2, "rand ")) != 0);
+	{
+		char a[200], b[200], *sa, *sb, *ta, *tb;
+
+		snprintf(a, sizeof(a), "%s", line_with(&w1, "rand "));
+		snprintf(b, sizeof(b), "%s", line_with(&w2, "rand "));
+		strtok_r(a, " ", &sa);
+		strtok_r(b, " ", &sb);
+		while ((ta = strtok_r(NULL, " ", &sa)) &&
+		       (tb = strtok_r(NULL, " ", &sb)))
+			RT_CHECK(strcmp(ta, tb) != 0);
+	}
+	/* The child it left behind died with its invocation. */
+	for (i = 0; i < 50 && host_has("sleep 31999"); i++)
+		sleep_ms(100);
+	RT_CHECK(!host_has("sleep 31999"));
+	job_free(&w1);
+	job_free(&w2);
+	job_free(&c1);
+}
+
+/* Several at once: none sees another's processes or /tmp. */
+static void test_node__concurrent_isolated(void)
+{
+	relay_exec_spec s = node_spec("handlers.state");
+	struct job j[4];
+	int i;
+
+	for (i = 0; i < 4; i++)
+		RT_CHECK(job_start(rt, &s, &j[i]) == 0);
+	for (i = 0; i < 4; i++)
+		job_wait(loop, &j[i]);
+	for (i = 0; i < 4; i++) {
+		RT_EQ_INT(j[i].o.status, RELAY_RUN_OK);
+		RT_CHECK(j[i].o.warm);
+		RT_CHECK(cap_has(&j[i].c, "procs [\"1\",\"2\"]"));
+		RT_CHECK(cap_has(&j[i].c, "tmp []"));
+		RT_CHECK(cap_has(&j[i].c, "done"));
+	}
+	for (i = 1; i < 4; i++)
+		RT_CHECK(strcmp(line_with(&j[0], "rand "),
+				line_with(&j[i], "rand ")) != 0);
+	for (i = 0; i < 4; i++)
+		job_free(&j[i]);
+}
+
+/* Exit codes, stderr and reasons are a cold start's: process.exit(),
+ * process.exitCode with an exit listener, a throw, an uncaught
+ * exception, an unhandled rejection, a missing module, an ES module
+ * handler. */
+static void test_node__exits_same_as_cold(void)
+{
+	static const char *const handlers[] = {
+		"handlers.ok", "handlers.exit3", "handlers.exitCode",
+		"handlers.throws", "handlers.uncaught", "handlers.rejects",
+		"nosuchmodule.fn", "esm.main",
+	};
+	size_t i;
+
+	for (i = 0; i < sizeof(handlers) / sizeof(handlers[0]); i++) {
+		struct job w, c;
+
+		printf("# %s\n", handlers[i]);
+		RT_CHECK(warm_and_cold(handlers[i], &w, &c) == 0);
+		RT_CHECK(w.o.warm && !c.o.warm);
+		RT_EQ_INT(w.o.status, c.o.status);
+		RT_EQ_STR(w.o.reason, c.o.reason);
+		same_lines(&w, &c);
+		job_free(&w);
+		job_free(&c);
+	}
+}
+
+/* fs, timers, zlib, crypto, dns, worker_threads, child processes and
+ * ES modules work after the fork, as cold. */
+static void test_node__features_after_fork(void)
+{
+	struct job w, c;
+
+	RT_CHECK(warm_and_cold("handlers.features", &w, &c) == 0);
+	RT_EQ_INT(w.o.status, RELAY_RUN_OK);
+	RT_CHECK(w.o.warm);
+	RT_CHECK(cap_has(&w.c, "features done"));
+	same_lines(&w, &c);
+	job_free(&w);
+	job_free(&c);
+}
+
+/* A handler that never returns ends at the timeout; the server keeps
+ * serving. */
+static void test_node__timeout_then_serving(void)
+{
+	relay_exec_spec s = node_spec("handlers.forever");
+	struct job j;
+
+	s.timeout_ms = 1500;
+	RT_CHECK(run1(&s, &j) == 0);
+	RT_EQ_INT(j.o.status, RELAY_RUN_TIMEOUT);
+	RT_CHECK(j.o.warm);
+	job_free(&j);
+	s = node_spec("handlers.ok");
+	RT_CHECK(run1(&s, &j) == 0);
+	RT_EQ_INT(j.o.status, RELAY_RUN_OK);
+	RT_CHECK(j.o.warm);
+	job_free(&j);
+}
+
+static int setup(void)
+{
+	relay_exec_spec s;
+	struct job j;
+
+	if (!have_prog("/usr/bin/bwrap") || !have_prog("/usr/bin/node")) {
+		skip_why = "bwrap or node missing";
+		return 0;
+	}
+	snprintf(app_dir, sizeof(app_dir), "%s/tests/runtime/apps/nodewarm",
+		 src_root());
+	setenv("RELAY_WARM_NODE", "fork", 1);
+	loop = ev_loop_new(EVFLAG_AUTO);
+	rt = new_rt();
+	if (!rt) {
+		skip_why = "bwrap cannot run here";
+		return 0;
+	}
+	s = node_spec("handlers.ok");
+	if (job_start(rt, &s, &j) != 0) {
+		skip_why = "warm start refused";
+		return 0;
+	}
+	job_wait(loop, &j);
+	if (j.o.status != RELAY_RUN_OK || !j.o.warm) {
+		static char why[300];
+
+		snprintf(why, sizeof(why), "node fork server unavailable "
+			 "here: %s", j.o.reason[0] ? j.o.reason : "ran cold");
+		skip_why = why;
+		for (size_t i = 0; i < j.c.n && i < 40; i++)
+			printf("# %s\n", cap_line(&j.c, i));
+	}
+	job_free(&j);
+	return 0;
+}
+
+int main(int argc, char **argv)
+{
+	static const rt_case cases[] = {
+		RT_CASE(test_node__one_shot_and_same_as_cold),
+		RT_CASE(test_node__concurrent_isolated),
+		RT_CASE(test_node__exits_same_as_cold),
+		RT_CASE(test_node__features_after_fork),
+		RT_CASE(test_node__timeout_then_serving),
+	};
+	int rc;
+
+	setup();
+	if (skip_why) {
+		printf("1..0 # SKIP %s\n", skip_why);
+		return 0;
+	}
+	rc = rt_main(argc, argv, cases, RT_NCASES(cases));
+	relay_runtime_free(rt);
+	ev_loop_destroy(loop);
+	return rc;
+}
