@@ -127,8 +127,39 @@ exports.features = async () => {
 	});
 	if (out === 'there\n')
 		say('child_process-async');
+	const http = require('http');
+	const srv = http.createServer((req, res) => res.end('pong'));
+	await new Promise((r) => srv.listen(0, '127.0.0.1', r));
+	const url = `http://127.0.0.1:${srv.address().port}/`;
+	const viaHttp = await new Promise((res, rej) => {
+		http.get(url, (r) => {
+			let b = '';
+			r.on('data', (d) => { b += d; });
+			r.on('end', () => res(b));
+		}).on('error', rej);
+	});
+	if (viaHttp === 'pong')
+		say('http');
+	await new Promise((r) => srv.close(r));
 	const m = await import('./esm.mjs');
 	if (m.value === 'esm')
 		say('esm-import');
 	console.log('features done');
+};
+
+exports.slow = async () => {
+	await new Promise((r) => setTimeout(r, 800));
+	console.log('slow done');
+};
+
+// fetch (undici parses HTTP with WebAssembly): see test_warm_node.c,
+// test_node__wasm_known_hang.
+exports.fetch = async () => {
+	const http = require('http');
+	const srv = http.createServer((req, res) => res.end('pong'));
+	await new Promise((r) => srv.listen(0, '127.0.0.1', r));
+	const url = `http://127.0.0.1:${srv.address().port}/`;
+	console.log(`fetch ${await (await fetch(url)).text()}`);
+	srv.closeAllConnections();
+	await new Promise((r) => srv.close(r));
 };
