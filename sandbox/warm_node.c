@@ -445,7 +445,7 @@ static void from_slot(struct nslot *s)
 		}
 		buf[n] = '\0';
 		if (buf[0] == 'B' && buf[1] == '\0') {
-			snprintf(s->rid, sizeof(s->rid), "%s", buf + 2);
+			snprintf(s->rid, sizeof(s->rid), "%.39s", buf + 2);
 			s->busy = 1;
 			idle_slots--;
 		} else if (buf[0] == 'I' && buf[1] == '\0') {
@@ -506,7 +506,7 @@ static int probe(void)
 		return 1;
 	}
 	buf[n > 0 ? n : 0] = '\0';
-	snprintf(why_not, sizeof(why_not), "%s",
+	snprintf(why_not, sizeof(why_not), "%.199s",
 		 n > 2 && buf[0] == 'F' ? buf + 2
 					: "the first invocation slot exited");
 	return -1;
