@@ -21,9 +21,10 @@
  * node is started with V8 in single-threaded mode (no concurrent
  * compiler, marker or sweeper) and one platform worker; the threads left
  * (that worker, node's delayed-task scheduler and its SIGUSR1 watchdog)
- * are idle, parked in a futex wait, whenever the main thread is here:
- * quietThreads() checks that before each fork of a slot, and a slot is
- * not made (the server says N, or stops making slots) when one is not.
+ * are idle, parked in a futex or epoll wait, whenever the main thread is
+ * here: quiet_threads() checks that before each fork of a slot, and a
+ * slot is not made (the server says N, or stops making slots) when one
+ * is not.
  * V8 marks its own mappings MADV_DONTFORK; every mapping is marked
  * MADV_DOFORK again before a slot is forked, else N lacks the heap.
  *
