@@ -103,7 +103,8 @@ const relayd_var relayd_vars[] = {
  * (doc/configuration.md C-6), so not unknown either.
  */
 static const char *const library_vars[] = {
-	"RELAY_BOOTSTRAP_DIR", "RELAY_WARM_SLOT", "RELAY_WARM_EXEC", NULL,
+	"RELAY_BOOTSTRAP_DIR", "RELAY_WARM_SLOT", "RELAY_WARM_EXEC",
+	"RELAY_WARM_NODE", NULL,
 };
 
 static const char *const prefixes[] = {

@@ -11,9 +11,11 @@
  *
  * Version: RELAY_WARM_PROTO_VERSION. Any change of a message, a field,
  * the descriptors a message carries or struct relay_warm_slot bumps it,
- * here and in relay_warm_server.py (WARM_PROTO_VERSION), which refuses a
- * slot loop of another version (it says N, so the app's invocations run
- * cold) instead of misreading it. The C helpers are built from this
+ * here, in relay_warm_server.py and in relay-bootstrap.js (each its
+ * WARM_PROTO_VERSION; meson test warm-proto checks they agree), which
+ * refuse a slot loop (or node fork server, warm_node.c) of another
+ * version (they say N, so the app's invocations run cold) instead of
+ * misreading it. The C helpers are built from this
  * header with librelay, so they cannot differ from it.
  *
  * The control socket is the warm parent's fd 3, SOCK_SEQPACKET; one

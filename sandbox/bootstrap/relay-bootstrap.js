@@ -22,6 +22,16 @@
 // TRACESTATE and BAGGAGE (only when not empty), followed by the event
 // (the warm protocol, version 2: sandbox/warm_proto.h). From there it is
 // exactly a cold start.
+//
+// --serve [LIB]: the node warm fork server (doc/sandbox.md, "Warm
+// sandboxes"; started by relayd with RELAY_WARM_NODE=fork). LIB (default
+// /run/relay-warm-slot.so) is the node addon of warm_node.c, whose
+// serve() never returns in the server; it returns in each invocation
+// process, a fresh fork of this one, which repairs what a fork of node
+// leaves shared (afterFork(): the event loop's epoll instance; random
+// state: OpenSSL's, and Math.random, which V8 seeded once for every
+// fork), takes its request (handler, environment, stdio) and from there
+// runs exactly as a cold start.
 'use strict';
 
 const fs = require('fs');
@@ -74,6 +84,101 @@ function poolHeader(raw) {
 	}
 	process.argv[2] = process.env.RELAY_HANDLER;
 	return raw.subarray(at);
+}
+
+// The warm protocol version (sandbox/warm_proto.h) this file follows.
+const WARM_PROTO_VERSION = 2;
+
+// Tell relayd on the control socket (fd 3) that this sandbox cannot run
+// node invocations warm ("N reason": they run cold), and exit.
+function refuse(why) {
+	try {
+		fs.writeSync(3, Buffer.from(`N\0${why}\0`));
+	} catch (e) {
+		process.stderr.write(`relay-bootstrap: ${why}\n`);
+	}
+	process.exit(0);
+}
+
+// Math.random of a forked invocation: V8 seeded its generator once, in
+// the server, so every fork would draw the same sequence. This one draws
+// from OpenSSL's generator (reseeded per fork by afterFork()), 53 bits a
+// number as V8's.
+function forkedMathRandom(crypto) {
+	const pool = new Uint32Array(256);
+	let next = pool.length;
+	return function random() {
+		if (next >= pool.length) {
+			crypto.randomFillSync(pool);
+			next = 0;
+		}
+		const hi = pool[next++] >>> 5;
+		const lo = pool[next++] >>> 6;
+		return (hi * 67108864 + lo) / 9007199254740992;
+	};
+}
+
+// The invocation's environment: exactly @list ("K=V"), PWD as bwrap set
+// it for the server (and a cold start).
+function takeEnv(list) {
+	const pwd = process.env.PWD;
+	for (const k of Object.keys(process.env))
+		delete process.env[k];
+	for (const kv of list) {
+		const i = kv.indexOf('=');
+		if (i > 0 && kv.slice(0, i) !== 'PWD')
+			process.env[kv.slice(0, i)] = kv.slice(i + 1);
+	}
+	if (pwd !== undefined)
+		process.env.PWD = pwd;
+}
+
+// --serve: returns (with process.argv[2] the handler) only in an
+// invocation process.
+function serve(lib) {
+	const mod = { exports: {} };
+	try {
+		process.dlopen(mod, lib);
+	} catch (e) {
+		refuse(`cannot load the node fork server ${lib}: ${e.message}`);
+	}
+	const zy = mod.exports;
+	if (typeof zy.serve !== 'function')
+		refuse(`${lib} has no node fork server`);
+	if (zy.protoVersion() !== WARM_PROTO_VERSION)
+		refuse(`the node fork server speaks warm protocol version ` +
+		       `${zy.protoVersion()}, this bootstrap ${WARM_PROTO_VERSION}`);
+	// Loaded once, for every invocation: what a handler commonly
+	// needs. Nothing here may start a thread (libuv's pool) or draw
+	// random numbers.
+	const crypto = require('crypto');
+	require('util');
+	require('events');
+	zy.serve();
+	// An invocation process, single-threaded, capabilities dropped.
+	zy.afterFork();
+	// The code node would exit with, for the fork's own exit (node's
+	// would join platform threads the fork does not have): set once
+	// the 'exit' listeners ran, and by process.exit().
+	const emit = process.emit;
+	process.emit = function (ev, ...args) {
+		const r = Reflect.apply(emit, this, [ev, ...args]);
+		if (ev === 'exit')
+			zy.setExitCode(process.exitCode ?? args[0] ?? 0);
+		return r;
+	};
+	const reallyExit = process.reallyExit;
+	process.reallyExit = function (code) {
+		zy.setExitCode(code ?? 0);
+		return Reflect.apply(reallyExit, this, [code]);
+	};
+	Math.random = forkedMathRandom(crypto);
+	process.execArgv = [];
+	const req = zy.request();
+	takeEnv(req.env);
+	process.argv.length = 2;
+	process.argv.push(req.handler);
+	return zy;
 }
 
 async function main() {
@@ -137,6 +242,9 @@ function loadFailed(err) {
 		`${LOAD_ERROR_MARK}${first}\n`);
 	process.exit(1);
 }
+
+if (process.argv[2] === '--serve' && process.argv.length <= 4)
+	serve(process.argv[3] || '/run/relay-warm-slot.so');
 
 main().then(() => {
 	if (process.exitCode === undefined)

@@ -4,7 +4,8 @@ sandbox, warm parents on and off, in one run.
 
 usage: relayd-warm-bench.py RELAYD [EVENTS] [KINDS] [ROUNDS]
 
-For each kind (python3,node,exec by default) and each mode (RELAY_WARM=0,
+For each kind (python3,node,exec by default; node-fork is node with
+RELAY_WARM_NODE=fork, the node warm fork server, in the warm mode) and each mode (RELAY_WARM=0,
 then 1; ROUNDS times, alternating, so machine noise hits both), a private
 redis-server and RELAYD at the default limits (MAX_CONCURRENCY 8,
 MAX_BUFFERED_EVENTS 16, app concurrency 8) with one app whose no-op
@@ -23,6 +24,9 @@ handler matches every event:
   faults/inv  page faults of the whole machine during the throughput
               phase, per invocation (/proc/vmstat pgfault): the figure
               that does not depend on what a fault costs on the host
+  cpu/inv     CPU time of the whole machine (user + system, /proc/stat)
+              during the throughput phase, per invocation, in ms: on a
+              shared host it includes other load
 
 RELAYD: a release build (-Dbuildtype=release). Not a test; figures go to
 doc/performance.md.
@@ -74,6 +78,14 @@ def make_app(env, kind):
         "    retries: 0\n")
 
 
+def cpu_ms():
+    """User + system CPU time of the whole machine so far, in ms."""
+    with open("/proc/stat") as f:
+        v = f.readline().split()[1:]
+    ticks = os.sysconf("SC_CLK_TCK")
+    return (int(v[0]) + int(v[1]) + int(v[2])) * 1000.0 / ticks
+
+
 def pgfaults():
     """Page faults of the whole machine so far (/proc/vmstat): over
     the throughput phase, divided by its invocations, the faults one
@@ -94,22 +106,30 @@ def rss_kb(pid):
 
 
 def one(kind, warm, n):
+    extra = {}
+    label = kind
+    if kind == "node-fork":
+        kind = "node"
+        extra["RELAY_WARM_NODE"] = "fork"
     with Env() as env:
         make_app(env, kind)
         d = env.relayd(RELAY_SANDBOX="bwrap", RELAY_WARM=str(warm),
-                       LOG_LEVEL="INFO", RELAY_TEST_TIME_SCALE=None)
+                       LOG_LEVEL="INFO", RELAY_TEST_TIME_SCALE=None,
+                       **extra)
         # Let warm parents (if any) start before timing: one event.
         env.xadd({"k": "x", "t": time.monotonic()})
         env.wait(lambda: env.all_delivered(1), "warm-up",
                  timeout=60)
         t0 = time.monotonic()
         f0 = pgfaults()
+        c0 = cpu_ms()
         env.xadd_many([{"k": "x", "t": time.monotonic()}
                        for _ in range(n)], batch=500)
         env.wait(lambda: env.all_delivered(n + 1),
                  "all acknowledged", timeout=600)
         rate = n / (time.monotonic() - t0)
         faults = (pgfaults() - f0) / n
+        cpu = (cpu_ms() - c0) / n
         for _ in range(200):
             env.xadd({"k": "x", "t": time.monotonic()})
             time.sleep(0.02)
@@ -128,10 +148,11 @@ def one(kind, warm, n):
         p50 = lat[len(lat) // 2] if lat else float("nan")
         p99 = lat[min(len(lat) - 1, len(lat) * 99 // 100)] if lat else \
             float("nan")
-        print(f"{kind:8} warm={warm} {rate:9.1f} inv/s  start p50 "
+        print(f"{label:9} warm={warm} {rate:9.1f} inv/s  start p50 "
               f"{p50:7.2f} ms p99 {p99:7.2f} ms  relayd rss {rss} KiB  "
-              f"faults/inv {faults:7.0f}  failed {failed}", flush=True)
-        return rate, p50, rss, faults
+              f"faults/inv {faults:7.0f}  cpu/inv {cpu:6.2f} ms  "
+              f"failed {failed}", flush=True)
+        return rate, p50, rss, faults, cpu
 
 
 def main():
@@ -151,7 +172,8 @@ def main():
             warm = one(kind, 1, n)
             print(f"{kind:8} warm/cold {warm[0] / cold[0]:.1f}x  "
                   f"rss warm/cold {warm[2] / max(cold[2], 1):.2f}  "
-                  f"faults/inv warm/cold {warm[3]:.0f}/{cold[3]:.0f}",
+                  f"faults/inv warm/cold {warm[3]:.0f}/{cold[3]:.0f}  "
+                  f"cpu/inv warm/cold {warm[4]:.2f}/{cold[4]:.2f} ms",
                   flush=True)
     return 0
 

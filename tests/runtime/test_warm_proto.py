@@ -1,6 +1,7 @@
 #!/usr/bin/env python3
 """test_warm_proto.py - the python3 warm server follows warm_proto.h and
-refuses a slot loop of another protocol version.
+refuses a slot loop of another protocol version; the node bootstrap states
+the same version.
 
 Environment: RELAY_SOURCE_ROOT, RELAY_BUILD_ROOT, RELAY_BOOTSTRAP_DIR (as
 the runtime tests get them).
@@ -91,6 +92,19 @@ def another_argument_block_is_refused():
     refused(_Lib(server.WARM_PROTO_VERSION, size + 8),
             "argument block has %d bytes, this server's %d"
             % (size + 8, size))
+
+
+@case
+def the_node_bootstrap_states_the_same_version():
+    # relay-bootstrap.js --serve refuses a node fork server (warm_node.c,
+    # built from warm_proto.h) of another version: its constant must be
+    # the header's.
+    path = os.path.join(os.environ["RELAY_BOOTSTRAP_DIR"],
+                        "relay-bootstrap.js")
+    with open(path, encoding="utf-8") as f:
+        m = re.search(r"const WARM_PROTO_VERSION = (\d+);", f.read())
+    check(m is not None, "WARM_PROTO_VERSION in relay-bootstrap.js")
+    eq(int(m.group(1)), server.WARM_PROTO_VERSION, "protocol version")
 
 
 if __name__ == "__main__":

@@ -363,8 +363,8 @@ static void out_cb(struct ev_loop *loop, ev_io *wio, int revents)
 
 /*
  * What a warm parent's sandbox runs (@inner): relay-warm-exec when
- * @exec_server, else the python3 server; for an exec app, "--" and its
- * command. And the environment it gets (@penv): the handler's, without
+ * @exec_server, the node fork server for a node app, else the python3
+ * server; for an exec app, "--" and its command. And the environment it gets (@penv): the handler's, without
  * the per-invocation variables. 0 or RELAY_ENOMEM.
  */
 static int parent_command(const relay_exec_spec *spec, bool exec_server,
@@ -374,12 +374,22 @@ static int parent_command(const relay_exec_spec *spec, bool exec_server,
 		"python3", "-u", "-B",
 		RELAY__SANDBOX_BOOTSTRAP_DIR "/relay-bootstrap.py", "--serve",
 	};
+	/* V8 without concurrent threads and node with one platform
+	 * worker: the threads left are parked while the server forks
+	 * (warm_node.c checks that before every fork). */
+	static const char *const node_serve[] = {
+		"node", "--single-threaded", "--v8-pool-size=1",
+		RELAY__SANDBOX_BOOTSTRAP_DIR "/relay-bootstrap.js", "--serve",
+	};
 	relay__strv env = { 0 };
 	int rc = 0;
 	size_t i;
 
 	if (exec_server)
 		rc = relay__strv_push(inner, RELAY__SANDBOX_WARM_EXEC);
+	else if (spec->runtime == RELAY_RUNTIME_NODE)
+		for (i = 0; rc == 0 && i < RELAY__ARRAY_SIZE(node_serve); i++)
+			rc = relay__strv_push(inner, node_serve[i]);
 	else
 		for (i = 0; rc == 0 && i < RELAY__ARRAY_SIZE(serve); i++)
 			rc = relay__strv_push(inner, serve[i]);
@@ -614,6 +624,14 @@ int relay__warm_new(relay_runtime *rt, const relay_runtime_options *opts,
 				      ? opts->warm_start_timeout_ms
 				      : WARM_START_TIMEOUT_MS;
 	w->st->version = RELAY_RUNTIME_WARM_STATS_VERSION;
+	/* Off by default until the node one-shot contract is complete
+	 * (doc/perf/warm.md, "node fork server"): node apps keep the
+	 * pre-started processes unless RELAY_WARM_NODE=fork. */
+	{
+		const char *v = getenv("RELAY_WARM_NODE");
+
+		w->node_fork = v && strcmp(v, "fork") == 0;
+	}
 	rt->warm = w;
 	rt->starter = &w->base;
 	return 0;
@@ -824,7 +842,7 @@ static int warm_start(relay__starter *s, void *loop,
 		return RELAY_WARM_FAIL_SPAWN;
 	}
 	start_idle_timer(w, loop);
-	if (spec->runtime == RELAY_RUNTIME_NODE) {
+	if (spec->runtime == RELAY_RUNTIME_NODE && !w->node_fork) {
 		why = relay__warm_pool_claim(w, loop, spec, key, &env, out,
 					     prefix);
 		relay__strv_free(&env);

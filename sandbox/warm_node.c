@@ -1,0 +1,805 @@
+/*
+ * warm_node.c - the node warm fork server, in C, as a node addon (N-API)
+ * built into relay-warm-slot.so next to the slot loop it drives
+ * (warm_slot.c); doc/sandbox.md, "Warm sandboxes", says why one file.
+ *
+ * "relay-bootstrap.js --serve" loads the library with process.dlopen()
+ * (it is bound read-only at /run/relay-warm-slot.so in every warm
+ * sandbox) and calls serve(). serve() is the python3 server's Server
+ * (relay_warm_server.py) in C, run on node's main thread without ever
+ * returning to the event loop: it starts invocation slots N (clone3, pid
+ * 1 of a new pid and mount namespace, a private /tmp and /proc), each
+ * running relay_warm_slot_run() exactly as for python3, keeps one slot
+ * free, tells relayd Y/N/E on the control socket (fd 3, warm_proto.h)
+ * and exits when relayd hangs up. It returns only in an invocation
+ * process H, with its capabilities dropped and a single thread; the
+ * bootstrap then repairs what a fork of node leaves shared or stale
+ * (afterFork(): a new libuv backend, fresh random state) and calls
+ * request(), which waits for the invocation's request and returns its
+ * handler and environment. From there it is a cold start's code.
+ *
+ * node is started with V8 in single-threaded mode (no concurrent
+ * compiler, marker or sweeper) and one platform worker; the threads left
+ * (that worker, node's delayed-task scheduler and its SIGUSR1 watchdog)
+ * are idle, parked in a futex or epoll wait, whenever the main thread is
+ * here: quiet_threads() checks that before each fork of a slot, and a
+ * slot is not made (the server says N, or stops making slots) when one
+ * is not.
+ * V8 marks its own mappings MADV_DONTFORK; every mapping is marked
+ * MADV_DOFORK again before a slot is forked, else N lacks the heap.
+ *
+ * The napi_* functions are weak references: python3's ctypes loads this
+ * library too (RTLD_NOW) and has no node to resolve them; only node ever
+ * calls napi_register_module_v1().
+ *
+ * Thread-safety: serve(), afterFork() and request() run on node's main
+ * thread; nothing here is called from another.
+ */
+#define _GNU_SOURCE
+#include <dlfcn.h>
+#include <dirent.h>
+#include <errno.h>
+#include <fcntl.h>
+#include <linux/sched.h>
+#include <poll.h>
+#include <signal.h>
+#include <stdint.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/ioctl.h>
+#include <sys/mman.h>
+#include <sys/mount.h>
+#include <sys/signalfd.h>
+#include <sys/socket.h>
+#include <sys/stat.h>
+#include <sys/syscall.h>
+#include <sys/wait.h>
+#include <unistd.h>
+
+#include <node_api.h>
+
+#include "warm_proto.h"
+
+#pragma weak napi_create_function
+#pragma weak napi_set_named_property
+#pragma weak napi_create_object
+#pragma weak napi_create_string_utf8
+#pragma weak napi_create_array_with_length
+#pragma weak napi_set_element
+#pragma weak napi_create_int32
+#pragma weak napi_get_undefined
+#pragma weak napi_throw_error
+#pragma weak napi_get_uv_event_loop
+#pragma weak napi_get_cb_info
+#pragma weak napi_get_value_int32
+#pragma weak napi_add_env_cleanup_hook
+
+/* libuv's, exported by node: a new backend (epoll) and signal pipe for
+ * the loop of a forked process. */
+struct uv_loop_s;
+int uv_loop_fork(struct uv_loop_s *loop) __attribute__((weak));
+
+int relay_warm_slot_run(const struct relay_warm_slot *a);
+long relay_warm_slot_request(const char **msg);
+napi_value napi_register_module_v1(napi_env env, napi_value exports);
+
+#define CTL 3
+#define NODE_MAX_SLOTS 256
+#define NODE_MAX_SETUP_FAILURES 3
+#define NODE_FIELDS_MAX 4096
+
+struct nslot {
+	pid_t pid;      /* 0: free entry */
+	int sock;       /* the server's end; -1 once dropped */
+	int ready;      /* said its first "I" */
+	int busy;       /* has an invocation (rid) */
+	char rid[40];
+};
+
+static struct nslot slots[NODE_MAX_SLOTS];
+static int idle_slots, starting_slots, failed_slots;
+static sigset_t start_mask;     /* the mask node runs with */
+static int sig_fd = -1;
+static int tmp_mode = -1;
+static char why_not[200];       /* why no slot can be forked */
+
+static void send_fields(const char *const *f, int n, int fd)
+{
+	char buf[512];
+	size_t len = 0, l;
+	int i;
+
+	for (i = 0; i < n; i++) {
+		l = strlen(f[i]);
+		if (l >= sizeof(buf) - len)
+			l = sizeof(buf) - len - 1;
+		memcpy(buf + len, f[i], l);
+		buf[len + l] = '\0';
+		len += l + 1;
+	}
+	(void)relay__warm_send(CTL, buf, len, &fd, fd >= 0 ? 1 : 0);
+}
+
+/* Every mapping MADV_DOFORK (V8 marks its own DONTFORK): a fork gets the
+ * whole process. Mappings that refuse (none should) are skipped. */
+static void mark_dofork(void)
+{
+	char line[512];
+	FILE *f = fopen("/proc/self/maps", "re");
+
+	if (!f)
+		return;
+	while (fgets(line, sizeof(line), f)) {
+		unsigned long lo, hi;
+
+		if (sscanf(line, "%lx-%lx", &lo, &hi) == 2 && hi > lo &&
+		    !strstr(line, "[vsyscall]"))
+			(void)madvise((void *)lo, hi - lo, MADV_DOFORK);
+		if (!strchr(line, '\n')) {
+			int c;
+
+			while ((c = fgetc(f)) != EOF && c != '\n')
+				;
+		}
+	}
+	fclose(f);
+}
+
+/*
+ * Are this process's threads other than the caller all parked, blocked
+ * in a wait that holds no lock of ours (a futex wait: a condition
+ * variable or semaphore; or an epoll wait: node's delayed-task
+ * scheduler runs a libuv loop of its own), so that none can hold a lock
+ * a fork would copy held? Returns their number (>= 0) when so, -1 with
+ * why_not set when not.
+ */
+static int parked(long nr)
+{
+#if defined(__x86_64__)
+	return nr == 202 || nr == 232 || nr == 281 || nr == 441;
+#elif defined(__aarch64__)
+	return nr == 98 || nr == 22 || nr == 441;
+#else
+	(void)nr;
+	return 0;
+#endif
+}
+
+static int quiet_threads(void)
+{
+	char path[96], buf[256];
+	pid_t me = (pid_t)syscall(SYS_gettid);
+	int n = 0, dfd;
+	dfd = open("/proc/self/task", O_RDONLY | O_DIRECTORY | O_CLOEXEC);
+	if (dfd < 0) {
+		snprintf(why_not, sizeof(why_not), "/proc/self/task: %s",
+			 strerror(errno));
+		return -1;
+	}
+	{
+		char dbuf[4096];
+		long nread;
+
+		while ((nread = syscall(SYS_getdents64, dfd, dbuf,
+					sizeof(dbuf))) > 0) {
+			long off = 0;
+
+			while (off < nread) {
+				struct {
+					uint64_t ino;
+					int64_t off;
+					unsigned short reclen;
+					unsigned char type;
+					char name[];
+				} *de = (void *)(dbuf + off);
+				long tid = strtol(de->name, NULL, 10);
+				int fd;
+				ssize_t r;
+
+				off += de->reclen;
+				if (tid <= 0 || tid == me)
+					continue;
+				n++;
+				snprintf(path, sizeof(path),
+					 "/proc/self/task/%ld/syscall", tid);
+				fd = open(path, O_RDONLY | O_CLOEXEC);
+				r = fd >= 0 ? read(fd, buf, sizeof(buf) - 1)
+					    : -1;
+				if (fd >= 0)
+					close(fd);
+				if (r <= 0) {
+					/* Gone, or unreadable: not quiet. */
+					snprintf(why_not, sizeof(why_not),
+						 "thread %ld: state unknown",
+						 tid);
+					close(dfd);
+					return -1;
+				}
+				buf[r] = '\0';
+				if (!parked(strtol(buf, NULL, 10))) {
+					snprintf(why_not, sizeof(why_not),
+						 "thread %ld is not parked in "
+						 "a wait (syscall %.20s)",
+						 tid, buf);
+					close(dfd);
+					return -1;
+				}
+			}
+		}
+	}
+	close(dfd);
+	return n;
+}
+
+/*
+ * The server's own descriptors (past the control socket) when it began
+ * to serve: node's event loops' epoll instances, eventfds and signal
+ * pipes, and libuv's process-wide signal lock (a pipe holding one byte
+ * when free). H starts without them (the slot loop closes every
+ * descriptor of N's), but node still holds their numbers, and libuv
+ * closes the old ones as it makes its loop anew (uv_loop_fork()): each
+ * number is held again by /dev/null first, so that no close of libuv's
+ * hits a descriptor of H's, and the lock gets a new pipe with its byte
+ * (what libuv's own after-fork hook, which a raw clone3() never runs,
+ * would make).
+ */
+#define NODE_MAX_SAVED_FDS 64
+static int saved_fd[NODE_MAX_SAVED_FDS], nsaved;
+static int lock_r = -1, lock_w = -1;
+
+static void save_fds(void)
+{
+	struct stat st[NODE_MAX_SAVED_FDS];
+	int dfd, i, k;
+	DIR *d;
+	struct dirent *e;
+
+	d = opendir("/proc/self/fd");
+	if (!d)
+		return;
+	dfd = dirfd(d);
+	while ((e = readdir(d)) && nsaved < NODE_MAX_SAVED_FDS) {
+		int fd = atoi(e->d_name);
+
+		if (fd <= CTL || fd == dfd || fstat(fd, &st[nsaved]) != 0)
+			continue;
+		saved_fd[nsaved++] = fd;
+	}
+	closedir(d);
+	for (i = 0; i < nsaved; i++) {
+		int avail = 0;
+
+		if (!S_ISFIFO(st[i].st_mode) ||
+		    (fcntl(saved_fd[i], F_GETFL) & O_ACCMODE) != O_RDONLY ||
+		    ioctl(saved_fd[i], FIONREAD, &avail) != 0 || avail != 1)
+			continue;
+		for (k = 0; k < nsaved; k++)
+			if (k != i && S_ISFIFO(st[k].st_mode) &&
+			    st[k].st_ino == st[i].st_ino &&
+			    (fcntl(saved_fd[k], F_GETFL) & O_ACCMODE) ==
+				    O_WRONLY)
+				break;
+		if (k < nsaved && lock_r < 0) {
+			lock_r = saved_fd[i];
+			lock_w = saved_fd[k];
+		}
+	}
+}
+
+/* In H: see save_fds(). 0, or -1. */
+static int restore_fds(void)
+{
+	int nul = open("/dev/null", O_RDWR | O_CLOEXEC), p[2], i, keep = 0;
+
+	if (nul < 0)
+		return -1;
+	for (i = 0; i < nsaved; i++) {
+		if (saved_fd[i] == nul)
+			keep = 1;
+		else if (dup3(nul, saved_fd[i], O_CLOEXEC) < 0)
+			return -1;
+	}
+	if (lock_r >= 0) {
+		if (pipe2(p, O_CLOEXEC) != 0)
+			return -1;
+		if (dup3(p[0], lock_r, O_CLOEXEC) < 0 ||
+		    dup3(p[1], lock_w, O_CLOEXEC) < 0)
+			return -1;
+		close(p[0]);
+		close(p[1]);
+		if (write(lock_w, "*", 1) != 1)
+			return -1;
+	}
+	if (!keep)
+		close(nul);
+	return 0;
+}
+
+/* In N: tell the server why the slot cannot run and exit. */
+static void __attribute__((noreturn)) slot_fail(int srv, const char *what)
+{
+	char why[200];
+	int n;
+
+	n = snprintf(why, sizeof(why), "F%c%s: %s", 0, what, strerror(errno));
+	if (n >= (int)sizeof(why))
+		n = (int)sizeof(why) - 1;
+	(void)relay__warm_send(srv, why, (size_t)n + 1, NULL, 0);
+	_exit(255);
+}
+
+/*
+ * N, just cloned, with the server's end @ssock of its pair: none of the
+ * server's descriptors but fds 0-3 and its pair (as fd 4); its own
+ * session and mounts; then the slot loop. Returns only in an H.
+ */
+static int slot_main(int ssock)
+{
+	struct relay_warm_slot a;
+	char opt[32];
+
+	if (ssock != 4 && dup3(ssock, 4, O_CLOEXEC) != 4)
+		_exit(255);
+	if (syscall(SYS_close_range, 5u, ~0u, 0) != 0)
+		_exit(255);
+	/* node's own mask, not the server's (SIGCHLD blocked). */
+	sigprocmask(SIG_SETMASK, &start_mask, NULL);
+	setsid();
+	if (mount(NULL, "/", NULL, MS_REC | MS_PRIVATE, NULL) != 0)
+		slot_fail(4, "mount --make-rprivate /");
+	if (tmp_mode >= 0) {
+		snprintf(opt, sizeof(opt), "mode=%o", (unsigned)tmp_mode);
+		if (mount("tmpfs", "/tmp", "tmpfs", MS_NOSUID | MS_NODEV,
+			  opt) != 0)
+			slot_fail(4, "mount /tmp");
+	}
+	if (mount("proc", "/proc", "proc", MS_NOSUID | MS_NODEV | MS_NOEXEC,
+		  NULL) != 0)
+		slot_fail(4, "mount /proc");
+	memset(&a, 0, sizeof(a));
+	a.ctl_fd = CTL;
+	a.srv_fd = 4;
+	a.nscratch = 1;
+	a.scratch[0] = "/tmp";
+	a.scratch_mode[0] = tmp_mode;
+	return relay_warm_slot_run(&a);
+}
+
+/* Start a slot. 0 in its H, 1 in the server, -1 (why_not) when it
+ * cannot. */
+static int new_slot(void)
+{
+	struct clone_args ca;
+	int sv[2], i, q;
+	long pid;
+
+	for (i = 0; i < NODE_MAX_SLOTS && slots[i].pid; i++)
+		;
+	if (i == NODE_MAX_SLOTS) {
+		snprintf(why_not, sizeof(why_not), "too many slots");
+		return -1;
+	}
+	q = quiet_threads();
+	if (q < 0)
+		return -1;
+	mark_dofork();
+	if (socketpair(AF_UNIX, SOCK_SEQPACKET | SOCK_CLOEXEC, 0, sv) != 0) {
+		snprintf(why_not, sizeof(why_not), "socketpair: %s",
+			 strerror(errno));
+		return -1;
+	}
+	memset(&ca, 0, sizeof(ca));
+	ca.flags = CLONE_NEWNS | CLONE_NEWPID;
+	ca.exit_signal = SIGCHLD;
+	pid = syscall(SYS_clone3, &ca, sizeof(ca));
+	if (pid == 0) {
+		close(sv[0]);
+		return slot_main(sv[1]);
+	}
+	close(sv[1]);
+	if (pid < 0) {
+		snprintf(why_not, sizeof(why_not), "clone3: %s",
+			 strerror(errno));
+		close(sv[0]);
+		return -1;
+	}
+	memset(&slots[i], 0, sizeof(slots[i]));
+	slots[i].pid = (pid_t)pid;
+	slots[i].sock = sv[0];
+	starting_slots++;
+	return 1;
+}
+
+/* A slot's end: an invocation it had is lost (relayd runs it cold). */
+static void drop_slot(struct nslot *s, const char *why)
+{
+	if (s->sock < 0)
+		return;
+	if (s->busy) {
+		const char *e[3] = { "E", s->rid, why };
+
+		send_fields(e, 3, -1);
+		s->busy = 0;
+	} else if (s->ready) {
+		idle_slots--;
+	} else {
+		starting_slots--;
+	}
+	close(s->sock);
+	s->sock = -1;
+}
+
+/* What a slot says: B id, I [id], F reason; EOF: gone. */
+static void from_slot(struct nslot *s)
+{
+	char buf[512];
+	ssize_t n;
+
+	while (s->sock >= 0) {
+		n = recv(s->sock, buf, sizeof(buf) - 1, MSG_DONTWAIT);
+		if (n < 0 && (errno == EAGAIN || errno == EINTR))
+			return;
+		if (n <= 0) {
+			drop_slot(s, "its slot exited");
+			return;
+		}
+		buf[n] = '\0';
+		if (buf[0] == 'B' && buf[1] == '\0') {
+			snprintf(s->rid, sizeof(s->rid), "%.39s", buf + 2);
+			s->busy = 1;
+			idle_slots--;
+		} else if (buf[0] == 'I' && buf[1] == '\0') {
+			if (!s->ready) {
+				s->ready = 1;
+				starting_slots--;
+				failed_slots = 0;
+			}
+			s->busy = 0;
+			idle_slots++;
+		} else if (buf[0] == 'F' && buf[1] == '\0') {
+			failed_slots++;
+			dprintf(2, "relay: warm slot: %.300s\n", buf + 2);
+		}
+	}
+}
+
+static void reap(void)
+{
+	struct signalfd_siginfo si;
+	char why[64];
+	int st, i;
+	pid_t pid;
+
+	while (read(sig_fd, &si, sizeof(si)) == (ssize_t)sizeof(si))
+		;
+	while ((pid = waitpid(-1, &st, WNOHANG)) > 0) {
+		for (i = 0; i < NODE_MAX_SLOTS; i++) {
+			if (slots[i].pid != pid)
+				continue;
+			from_slot(&slots[i]);
+			snprintf(why, sizeof(why),
+				 "invocation slot died (status %d)",
+				 relay__warm_exit_code(st));
+			drop_slot(&slots[i], why);
+			slots[i].pid = 0;
+		}
+	}
+}
+
+/* The first slot: can this sandbox run node invocations? 0 in its H, 1
+ * when ready, -1 (why_not) when not. */
+static int probe(void)
+{
+	char buf[512];
+	ssize_t n;
+	int r = new_slot();
+
+	if (r <= 0)
+		return r;
+	do
+		n = recv(slots[0].sock, buf, sizeof(buf) - 1, 0);
+	while (n < 0 && errno == EINTR);
+	if (n >= 2 && buf[0] == 'I' && buf[1] == '\0') {
+		slots[0].ready = 1;
+		starting_slots--;
+		idle_slots++;
+		return 1;
+	}
+	buf[n > 0 ? n : 0] = '\0';
+	snprintf(why_not, sizeof(why_not), "%.199s",
+		 n > 2 && buf[0] == 'F' ? buf + 2
+					: "the first invocation slot exited");
+	return -1;
+}
+
+/* The server: returns 0 only in an H; exits when relayd hangs up. */
+static int serve_loop(void)
+{
+	struct pollfd pfd[NODE_MAX_SLOTS + 2];
+	struct nslot *by[NODE_MAX_SLOTS + 2];
+	struct stat st;
+	sigset_t chld;
+	int r, me, i, n;
+
+	save_fds();
+	sigemptyset(&chld);
+	sigaddset(&chld, SIGCHLD);
+	sigprocmask(SIG_BLOCK, &chld, &start_mask);
+	sig_fd = signalfd(-1, &chld, SFD_NONBLOCK | SFD_CLOEXEC);
+	if (sig_fd < 0) {
+		snprintf(why_not, sizeof(why_not), "signalfd: %s",
+			 strerror(errno));
+		goto refuse;
+	}
+	if (stat("/tmp", &st) == 0)
+		tmp_mode = (int)(st.st_mode & 07777);
+	fflush(stdout);
+	fflush(stderr);
+	r = probe();
+	if (r == 0)
+		return 0;
+	if (r < 0)
+		goto refuse;
+	me = (int)syscall(SYS_pidfd_open, getpid(), 0);
+	{
+		const char *y[1] = { "Y" };
+
+		send_fields(y, 1, me);
+	}
+	if (me >= 0)
+		close(me);
+	for (;;) {
+		n = 0;
+		pfd[n].fd = CTL;
+		pfd[n].events = POLLRDHUP;
+		by[n++] = NULL;
+		pfd[n].fd = sig_fd;
+		pfd[n].events = POLLIN;
+		by[n++] = NULL;
+		for (i = 0; i < NODE_MAX_SLOTS; i++) {
+			if (!slots[i].pid || slots[i].sock < 0)
+				continue;
+			pfd[n].fd = slots[i].sock;
+			pfd[n].events = POLLIN;
+			by[n++] = &slots[i];
+		}
+		r = poll(pfd, (nfds_t)n, -1);
+		if (r < 0 && errno != EINTR)
+			_exit(255);
+		if (r < 0)
+			continue;
+		if (pfd[0].revents)
+			_exit(0);   /* relayd closed the socket: retire */
+		for (i = 2; i < n; i++)
+			if (pfd[i].revents)
+				from_slot(by[i]);
+		if (pfd[1].revents)
+			reap();
+		/* One slot free (or on its way) for the next request; not
+		 * after NODE_MAX_SETUP_FAILURES in a row (no fork loop). */
+		if (idle_slots + starting_slots <= 0 &&
+		    failed_slots < NODE_MAX_SETUP_FAILURES) {
+			r = new_slot();
+			if (r == 0)
+				return 0;
+			if (r < 0) {
+				dprintf(2, "relay: node warm server: no new "
+					   "slot: %s\n", why_not);
+				failed_slots++;
+			}
+		}
+	}
+refuse:
+	{
+		const char *f[2] = { "N", why_not };
+
+		send_fields(f, 2, -1);
+	}
+	_exit(0);
+}
+
+/* ---- the addon ------------------------------------------------- */
+
+static napi_value undefined(napi_env env)
+{
+	napi_value v;
+
+	napi_get_undefined(env, &v);
+	return v;
+}
+
+/* serve(): see the top of this file. Returns undefined, in an H only. */
+static napi_value js_serve(napi_env env, napi_callback_info info)
+{
+	(void)info;
+	(void)serve_loop();
+	return undefined(env);
+}
+
+/*
+ * How H ends. node's own exit (after the 'exit' event, in every path: the
+ * loop ran dry, process.exit(), a fatal exception once reported) disposes
+ * of its platform, joining worker threads that H, a fork, does not have:
+ * a failed CHECK and SIGABRT. So H ends where node runs its AtExit hooks
+ * (process.exit() and the fatal path) or its environment's cleanup hooks
+ * (the loop ran dry), both after everything was said and written, with
+ * the code node would have exited with (exit_code, from the bootstrap's
+ * setExitCode() after the 'exit' listeners ran). node's stdout and stderr
+ * write synchronously to pipes and files; C stdio is flushed.
+ */
+static int exit_code;
+
+static void exit_now(void *arg)
+{
+	(void)arg;
+	fflush(NULL);
+	_exit(exit_code);
+}
+
+/* node::AtExit(GetCurrentEnvironment(isolate->GetCurrentContext())):
+ * C++ functions node exports, called by their (Itanium ABI) names; each
+ * takes and returns one pointer (v8::Local is one). 0, or -1 when this
+ * node lacks one. */
+static int hook_at_exit(void)
+{
+	void *(*iso_cur)(void);
+	void *(*cur_ctx)(void *);
+	void *(*get_env)(void *);
+	void (*at_exit)(void *, void (*)(void *), void *);
+	void *iso, *ctx, *nenv;
+
+	*(void **)&iso_cur = dlsym(RTLD_DEFAULT, "_ZN2v87Isolate10GetCurrentEv");
+	*(void **)&cur_ctx = dlsym(RTLD_DEFAULT,
+				   "_ZN2v87Isolate17GetCurrentContextEv");
+	*(void **)&get_env = dlsym(RTLD_DEFAULT,
+		"_ZN4node21GetCurrentEnvironmentEN2v85LocalINS0_7ContextEEE");
+	*(void **)&at_exit = dlsym(RTLD_DEFAULT,
+		"_ZN4node6AtExitEPNS_11EnvironmentEPFvPvES2_");
+	if (!iso_cur || !cur_ctx || !get_env || !at_exit)
+		return -1;
+	iso = iso_cur();
+	ctx = iso ? cur_ctx(iso) : NULL;
+	nenv = ctx ? get_env(ctx) : NULL;
+	if (!nenv)
+		return -1;
+	at_exit(nenv, exit_now, NULL);
+	return 0;
+}
+
+/* setExitCode(n): the code H ends with (see exit_now()). */
+static napi_value js_set_exit_code(napi_env env, napi_callback_info info)
+{
+	size_t argc = 1;
+	napi_value argv[1];
+	int32_t v;
+
+	if (napi_get_cb_info(env, info, &argc, argv, NULL, NULL) == napi_ok &&
+	    argc >= 1 && napi_get_value_int32(env, argv[0], &v) == napi_ok)
+		exit_code = v & 0xff;
+	return undefined(env);
+}
+
+/* afterFork(): in H, before its request: the event loop's own epoll
+ * instance and signal pipe (they were the server's, shared with every
+ * other H; relay_warm_slot_run() closed their descriptors), and H's own
+ * way out (exit_now()). */
+static napi_value js_after_fork(napi_env env, napi_callback_info info)
+{
+	struct uv_loop_s *loop = NULL;
+
+	(void)info;
+	if (restore_fds() != 0) {
+		dprintf(2, "relay: node warm invocation: descriptors: %s\n",
+			strerror(errno));
+		_exit(255);
+	}
+	if (!uv_loop_fork ||
+	    napi_get_uv_event_loop(env, (struct uv_loop_s **)&loop) !=
+		    napi_ok ||
+	    uv_loop_fork(loop) != 0) {
+		dprintf(2, "relay: node warm invocation: uv_loop_fork failed\n");
+		_exit(255);
+	}
+	if (hook_at_exit() != 0 ||
+	    napi_add_env_cleanup_hook(env, exit_now, NULL) != napi_ok) {
+		dprintf(2, "relay: node warm invocation: no exit hook\n");
+		_exit(255);
+	}
+	/* OpenSSL notices a fork by a new pid, but H is pid 2 of its
+	 * namespace as the server is of the sandbox's: reseed it (its
+	 * per-thread generators follow their parent's reseed). */
+	{
+		int (*rand_poll)(void);
+
+		*(void **)&rand_poll = dlsym(RTLD_DEFAULT, "RAND_poll");
+		if (!rand_poll || rand_poll() != 1) {
+			dprintf(2, "relay: node warm invocation: cannot "
+				   "reseed OpenSSL\n");
+			_exit(255);
+		}
+	}
+	return undefined(env);
+}
+
+/* request(): in H, the invocation's request (relay_warm_slot_request()):
+ * { id, handler, env: ["K=V", ...] }, its stdio in place. Exits when
+ * there is none (the probe). */
+static napi_value js_request(napi_env env, napi_callback_info info)
+{
+	const char *msg = NULL, *f[NODE_FIELDS_MAX];
+	napi_value o, arr, s;
+	long len, i = 0;
+	int nf = 0, k;
+
+	(void)info;
+	len = relay_warm_slot_request(&msg);
+	if (len <= 0)
+		_exit(0);
+	while (i < len && nf < NODE_FIELDS_MAX) {
+		f[nf++] = msg + i;
+		i += (long)strlen(msg + i) + 1;
+	}
+	if (nf < 6)
+		_exit(1);
+	napi_create_object(env, &o);
+	napi_create_string_utf8(env, f[1], NAPI_AUTO_LENGTH, &s);
+	napi_set_named_property(env, o, "id", s);
+	napi_create_string_utf8(env, f[5], NAPI_AUTO_LENGTH, &s);
+	napi_set_named_property(env, o, "handler", s);
+	napi_create_array_with_length(env, (size_t)(nf - 6), &arr);
+	for (k = 6; k < nf; k++) {
+		napi_create_string_utf8(env, f[k], NAPI_AUTO_LENGTH, &s);
+		napi_set_element(env, arr, (uint32_t)(k - 6), s);
+	}
+	napi_set_named_property(env, o, "env", arr);
+	return o;
+}
+
+/* threads(): the threads of this process (tests: 1 in an H). */
+static napi_value js_threads(napi_env env, napi_callback_info info)
+{
+	napi_value v;
+	int q;
+
+	(void)info;
+	q = quiet_threads();
+	napi_create_int32(env, q < 0 ? -1 : q + 1, &v);
+	return v;
+}
+
+/* The warm protocol version (warm_proto.h) of this library. */
+static napi_value js_version(napi_env env, napi_callback_info info)
+{
+	napi_value v;
+
+	(void)info;
+	napi_create_int32(env, RELAY_WARM_PROTO_VERSION, &v);
+	return v;
+}
+
+napi_value napi_register_module_v1(napi_env env, napi_value exports)
+{
+	static const struct {
+		const char *name;
+		napi_callback fn;
+	} fns[] = {
+		{ "serve", js_serve },
+		{ "afterFork", js_after_fork },
+		{ "request", js_request },
+		{ "setExitCode", js_set_exit_code },
+		{ "threads", js_threads },
+		{ "protoVersion", js_version },
+	};
+	size_t i;
+	napi_value f;
+
+	for (i = 0; i < sizeof(fns) / sizeof(fns[0]); i++) {
+		if (napi_create_function(env, fns[i].name, NAPI_AUTO_LENGTH,
+					 fns[i].fn, NULL, &f) != napi_ok ||
+		    napi_set_named_property(env, exports, fns[i].name, f) !=
+			    napi_ok)
+			return NULL;
+	}
+	return exports;
+}

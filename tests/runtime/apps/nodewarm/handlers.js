@@ -1,0 +1,165 @@
+// Handlers of the node warm fork server tests (test_warm_node.c). Each
+// prints lines the test compares between warm and cold invocations;
+// lines starting "rand " differ per invocation, "warm " are only
+// checked warm.
+'use strict';
+const fs = require('fs');
+const { execFileSync, spawn } = require('child_process');
+
+let counter = 0;
+
+exports.state = async (ev) => {
+	const threads = fs.readdirSync('/proc/self/task').length;
+	counter++;
+	globalThis.relayCounter = (globalThis.relayCounter || 0) + 1;
+	console.log(`counter ${counter} ${globalThis.relayCounter} ${ev.n}`);
+	console.log(`tmp ${JSON.stringify(fs.readdirSync('/tmp'))}`);
+	fs.writeFileSync('/tmp/left-behind', 'x');
+	console.log(`procs ${JSON.stringify(fs.readdirSync('/proc')
+		.filter((p) => /^[0-9]+$/.test(p)))}`);
+	console.log(`pid ${process.pid} ppid ${process.ppid}`);
+	console.log(`env ${JSON.stringify(Object.keys(process.env).sort())}`);
+	console.log(`handler ${process.env.RELAY_HANDLER} ` +
+		    `${process.env.RELAY_MESSAGE_ID} ${process.env.LEAK}`);
+	process.env.LEAK = 'leaked';
+	console.log(`argv ${process.argv.slice(2).join(' ')} ` +
+		    `execArgv ${JSON.stringify(process.execArgv)}`);
+	console.log(`signals ${process.listenerCount('SIGTERM')} ` +
+		    `${process.listenerCount('SIGINT')}`);
+	process.on('SIGTERM', () => {});
+	const st = fs.readFileSync('/proc/self/status', 'utf8');
+	console.log(`caps ${st.match(/CapEff:.*/)[0]}`);
+	console.log(`fds ${JSON.stringify(fs.readdirSync('/proc/self/fd')
+		.map(Number).filter((f) => f <= 2))}`);
+	console.log(`rand ${Math.random()} ${require('crypto').randomUUID()} ` +
+		    `${require('crypto').randomBytes(8).toString('hex')}`);
+	console.log(`warm-threads ${threads}`);
+	// What may not cross into the next invocation: a timer, a pending
+	// promise, a detached child process.
+	setTimeout(() => console.log('timer from an earlier invocation'),
+		   60000).unref();
+	globalThis.relayPending = new Promise(() => {});
+	spawn('sleep', ['31999'], { detached: true, stdio: 'ignore' }).unref();
+	await new Promise((r) => setTimeout(r, 5));
+	console.log('done');
+};
+
+exports.ok = (ev) => {
+	console.log(`ok ${JSON.stringify(ev)}`);
+};
+
+exports.exit3 = () => {
+	process.exit(3);
+};
+
+exports.exitCode = () => {
+	process.exitCode = 4;
+	process.on('exit', (c) => console.log(`exit event ${c}`));
+};
+
+exports.throws = () => {
+	throw new Error('boom');
+};
+
+exports.uncaught = () => {
+	setTimeout(() => {
+		throw new Error('late boom');
+	}, 1);
+};
+
+exports.rejects = () => {
+	Promise.reject(new Error('nobody catches this'));
+	return new Promise((r) => setTimeout(r, 20));
+};
+
+exports.forever = () => {
+	for (;;)
+		;
+};
+
+// The node features a handler uses, each after the fork: "ok NAME".
+exports.features = async () => {
+	const zlib = require('zlib');
+	const crypto = require('crypto');
+	const dns = require('dns');
+	const { Worker } = require('worker_threads');
+	const util = require('util');
+	const say = (w) => console.log(`ok ${w}`);
+
+	fs.writeFileSync('/tmp/f', 'data');
+	if (fs.readFileSync('/tmp/f', 'utf8') === 'data')
+		say('fs-sync');
+	if (await fs.promises.readFile('/tmp/f', 'utf8') === 'data')
+		say('fs-async');
+	await new Promise((r) => setTimeout(r, 2));
+	await new Promise((r) => setImmediate(r));
+	say('timers');
+	const gz = await util.promisify(zlib.gzip)('hello');
+	if ((await util.promisify(zlib.gunzip)(gz)).toString() === 'hello')
+		say('zlib-async');
+	if (zlib.gunzipSync(zlib.gzipSync('x')).toString() === 'x')
+		say('zlib-sync');
+	const key = await util.promisify(crypto.pbkdf2)('p', 's', 1, 16,
+							 'sha256');
+	if (key.length === 16)
+		say('crypto-async');
+	if (crypto.createHash('sha256').update('a').digest('hex').length === 64)
+		say('crypto-sync');
+	const addr = await util.promisify(dns.lookup)('localhost');
+	if (addr)
+		say('dns');
+	const w = new Worker('require("worker_threads").parentPort' +
+			     '.postMessage(6 * 7)', { eval: true });
+	const got = await new Promise((res, rej) => {
+		w.once('message', res);
+		w.once('error', rej);
+	});
+	await w.terminate();
+	if (got === 42)
+		say('worker_threads');
+	if (execFileSync('/bin/echo', ['hi']).toString() === 'hi\n')
+		say('child_process-sync');
+	const out = await new Promise((res) => {
+		const c = spawn('/bin/echo', ['there']);
+		let b = '';
+		c.stdout.on('data', (d) => { b += d; });
+		c.on('close', () => res(b));
+	});
+	if (out === 'there\n')
+		say('child_process-async');
+	const http = require('http');
+	const srv = http.createServer((req, res) => res.end('pong'));
+	await new Promise((r) => srv.listen(0, '127.0.0.1', r));
+	const url = `http://127.0.0.1:${srv.address().port}/`;
+	const viaHttp = await new Promise((res, rej) => {
+		http.get(url, (r) => {
+			let b = '';
+			r.on('data', (d) => { b += d; });
+			r.on('end', () => res(b));
+		}).on('error', rej);
+	});
+	if (viaHttp === 'pong')
+		say('http');
+	await new Promise((r) => srv.close(r));
+	const m = await import('./esm.mjs');
+	if (m.value === 'esm')
+		say('esm-import');
+	console.log('features done');
+};
+
+exports.slow = async () => {
+	await new Promise((r) => setTimeout(r, 800));
+	console.log('slow done');
+};
+
+// fetch (undici parses HTTP with WebAssembly): see test_warm_node.c,
+// test_node__wasm_known_hang.
+exports.fetch = async () => {
+	const http = require('http');
+	const srv = http.createServer((req, res) => res.end('pong'));
+	await new Promise((r) => srv.listen(0, '127.0.0.1', r));
+	const url = `http://127.0.0.1:${srv.address().port}/`;
+	console.log(`fetch ${await (await fetch(url)).text()}`);
+	srv.closeAllConnections();
+	await new Promise((r) => srv.close(r));
+};

@@ -1,0 +1,694 @@
+/*
+ * test_warm_node.c - the node warm fork server (warm_node.c under bwrap,
+ * switched on with RELAY_WARM_NODE=fork): every invocation is a fresh
+ * fork of a never-used node, one-shot and isolated, and behaves as a cold
+ * start; what a handler uses works after the fork; a hang ends at the
+ * timeout. Skips when bwrap or node cannot run here, or when the fork
+ * server is not built (no node_api.h) or refused (the reason is printed).
+ *
+ * The handlers are tests/runtime/apps/nodewarm.
+ */
+#define _GNU_SOURCE
+#include <dirent.h>
+#include <errno.h>
+#include <signal.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <time.h>
+#include <unistd.h>
+
+#include <ev.h>
+
+#include "relay/relay_libev.h"
+#include "relaytest.h"
+#include "rt_helpers.h"
+#include "rt_job.h"
+
+static char app_dir[1024];
+static struct ev_loop *loop;
+static relay_runtime *rt;
+static const char *skip_why;
+
+/* A runtime with warm parents; @start_bound_ms their start bound (0:
+ * the default). */
+static relay_runtime *new_rt_bound(uint32_t start_bound_ms)
+{
+	relay_runtime_options o = RELAY_RUNTIME_OPTIONS_INIT;
+	relay_runtime *r = NULL;
+	relay_error err;
+
+	o.backend = "bwrap";
+	o.bootstrap_dir = bootstrap_dir();
+	o.kill_grace_ms = 1500;
+	o.warm = 1;
+	o.warm_idle_ms = 60000;
+	o.warm_max_parents = 8;
+	o.warm_start_timeout_ms = start_bound_ms;
+	if (relay_runtime_new(&r, &o, &err) != 0)
+		return NULL;
+	relay_runtime_libev_attach(r, loop);
+	return r;
+}
+
+static relay_runtime *new_rt(void)
+{
+	return new_rt_bound(0);
+}
+
+static relay_exec_spec node_spec(const char *handler)
+{
+	relay_exec_spec s = RELAY_EXEC_SPEC_INIT;
+
+	s.app = "nodewarm";
+	s.handler = handler;
+	s.message_id = "7-0";
+	s.app_dir = app_dir;
+	s.runtime = RELAY_RUNTIME_NODE;
+	s.timeout_ms = 20000;
+	s.event = "{\"n\":1}";
+	s.event_len = 7;
+	s.warm = RELAY_WARM_REQUIRE;
+	s.generation = 1;
+	return s;
+}
+
+static int run1(const relay_exec_spec *s, struct job *j)
+{
+	if (job_start(rt, s, j) != 0)
+		return -1;
+	job_wait(loop, j);
+	return 0;
+}
+
+/* Run @handler warm, then cold; 0 when both ran. */
+static int warm_and_cold(const char *handler, struct job *w, struct job *c)
+{
+	relay_exec_spec s = node_spec(handler);
+
+	if (run1(&s, w) != 0)
+		return -1;
+	s.warm = RELAY_WARM_OFF;
+	return run1(&s, c);
+}
+
+/* Is a process with @needle in its command line alive? */
+static bool host_has(const char *needle)
+{
+	DIR *d = opendir("/proc");
+	struct dirent *e;
+	bool found = false;
+
+	while (d && !found && (e = readdir(d))) {
+		char path[300], buf[4096];
+		FILE *f;
+		size_t n, i;
+
+		if (atol(e->d_name) <= 0)
+			continue;
+		snprintf(path, sizeof(path), "/proc/%s/cmdline", e->d_name);
+		f = fopen(path, "r");
+		if (!f)
+			continue;
+		n = fread(buf, 1, sizeof(buf) - 1, f);
+		fclose(f);
+		for (i = 0; i < n; i++)
+			if (buf[i] == '\0')
+				buf[i] = ' ';
+		buf[n] = '\0';
+		found = strstr(buf, needle) != NULL;
+	}
+	if (d)
+		closedir(d);
+	return found;
+}
+
+/* The command line of the node warm server (and of its slots and
+ * invocation processes, its forks). */
+#define SERVER_CMD "node --single-threaded --v8-pool-size=1 " \
+	"/run/relay-bootstrap/relay-bootstrap.js --serve"
+
+static pid_t parent_of(pid_t pid)
+{
+	char path[64], buf[512], *p;
+	FILE *f;
+	size_t n;
+
+	snprintf(path, sizeof(path), "/proc/%ld/stat", (long)pid);
+	f = fopen(path, "r");
+	if (!f)
+		return 0;
+	n = fread(buf, 1, sizeof(buf) - 1, f);
+	fclose(f);
+	buf[n] = '\0';
+	p = strrchr(buf, ')');
+	return p ? (pid_t)atol(p + 4) : 0;
+}
+
+/* Is @pid this test's own descendant (not another suite's process)? */
+static bool ours(pid_t pid)
+{
+	int i;
+
+	for (i = 0; i < 16 && pid > 1; i++) {
+		pid = parent_of(pid);
+		if (pid == getpid())
+			return true;
+	}
+	return false;
+}
+
+/* Our processes running SERVER_CMD: up to @max pids into @all; each
+ * sent @sig unless 0. Returns how many. */
+static int servers_all(pid_t *all, int max, int sig)
+{
+	DIR *d = opendir("/proc");
+	struct dirent *e;
+	int n = 0;
+
+	while (d && (e = readdir(d))) {
+		char path[300], buf[4096];
+		pid_t p = (pid_t)atol(e->d_name);
+		FILE *f;
+		size_t len, i;
+
+		if (p <= 0)
+			continue;
+		snprintf(path, sizeof(path), "/proc/%s/cmdline", e->d_name);
+		f = fopen(path, "r");
+		if (!f)
+			continue;
+		len = fread(buf, 1, sizeof(buf) - 1, f);
+		fclose(f);
+		for (i = 0; i < len; i++)
+			if (buf[i] == '\0')
+				buf[i] = ' ';
+		buf[len] = '\0';
+		if (strncmp(buf, SERVER_CMD, strlen(SERVER_CMD)) != 0 ||
+		    !ours(p))
+			continue;
+		if (sig)
+			kill(p, sig);
+		if (n < max)
+			all[n++] = p;
+	}
+	if (d)
+		closedir(d);
+	return n;
+}
+
+/* Our node warm server itself (not a fork of it): its pid or 0. */
+static pid_t the_server(void)
+{
+	pid_t all[256];
+	int n = servers_all(all, 256, 0), i, k;
+
+	for (i = 0; i < n; i++) {
+		pid_t up = parent_of(all[i]);
+
+		for (k = 0; k < n && all[k] != up; k++)
+			;
+		if (k == n)
+			return all[i];
+	}
+	return 0;
+}
+
+static void sleep_ms(int ms)
+{
+	struct timespec ts = { ms / 1000, (ms % 1000) * 1000000L };
+
+	nanosleep(&ts, NULL);
+}
+
+/* Every line but "rand " and "warm-" ones the same in @a and @b. */
+static void same_lines(const struct job *a, const struct job *b)
+{
+	size_t i;
+
+	RT_EQ_INT(a->c.n, b->c.n);
+	if (a->c.n != b->c.n)
+		for (i = 0; i < a->c.n; i++)
+			printf("# %s\n", cap_line(&a->c, i));
+	for (i = 0; i < a->c.n && i < b->c.n; i++) {
+		const char *x = cap_line(&a->c, i);
+
+		if (strncmp(x, "rand ", 5) == 0 || strncmp(x, "warm-", 5) == 0)
+			continue;
+		RT_EQ_STR(x, cap_line(&b->c, i));
+	}
+}
+
+static const char *line_with(const struct job *j, const char *prefix)
+{
+	size_t i;
+
+	for (i = 0; i < j->c.n; i++)
+		if (strncmp(cap_line(&j->c, i), prefix, strlen(prefix)) == 0)
+			return cap_line(&j->c, i);
+	return "";
+}
+
+/* One-shot: nothing of an earlier invocation (module state, globals,
+ * files, env changes, signal handlers, timers, pending promises, child
+ * processes) is seen by a later one; random draws differ; the rest is
+ * the cold start's, line for line; the fork point had one thread. */
+static void test_node__one_shot_and_same_as_cold(void)
+{
+	relay_exec_spec s = node_spec("handlers.state");
+	struct job w1, w2, c1;
+	int i;
+
+	RT_CHECK(run1(&s, &w1) == 0);
+	RT_CHECK(run1(&s, &w2) == 0);
+	s.warm = RELAY_WARM_OFF;
+	RT_CHECK(run1(&s, &c1) == 0);
+	RT_EQ_INT(w1.o.status, RELAY_RUN_OK);
+	RT_EQ_INT(w2.o.status, RELAY_RUN_OK);
+	RT_EQ_INT(c1.o.status, RELAY_RUN_OK);
+	RT_CHECK(w1.o.warm && w2.o.warm && !c1.o.warm);
+	RT_CHECK(cap_has(&w2.c, "counter 1 1 1"));
+	RT_CHECK(cap_has(&w2.c, "tmp []"));
+	RT_CHECK(cap_has(&w2.c, "procs [\"1\",\"2\"]"));
+	RT_CHECK(cap_has(&w2.c, "pid 2 ppid 1"));
+	RT_CHECK(cap_has(&w2.c, "handler handlers.state 7-0 undefined"));
+	RT_CHECK(cap_has(&w2.c, "argv handlers.state execArgv []"));
+	RT_CHECK(cap_has(&w2.c, "signals 0 0"));
+	RT_CHECK(cap_has(&w2.c, "caps CapEff:\t0000000000000000"));
+	RT_CHECK(cap_has(&w2.c, "fds [0,1,2]"));
+	RT_CHECK(cap_has(&w2.c, "done"));
+	RT_CHECK(!cap_contains(&w2.c, "timer from an earlier"));
+	/* The handler's first line: only the invocation's own thread. */
+	RT_CHECK(cap_has(&w1.c, "warm-threads 1"));
+	RT_CHECK(cap_has(&w2.c, "warm-threads 1"));
+	same_lines(&w2, &c1);
+	same_lines(&w1, &c1);
+	/* Math.random, crypto.randomUUID and randomBytes: each its own. */
+	RT_CHECK(line_with(&w1, "rand ")[0] != '\0');
+	RT_CHECK(strcmp(line_with(&w1, "rand "), line_with(&w2, "rand ")) != 0);
+	{
+		char a[200], b[200], *sa, *sb, *ta, *tb;
+
+		snprintf(a, sizeof(a), "%s", line_with(&w1, "rand "));
+		snprintf(b, sizeof(b), "%s", line_with(&w2, "rand "));
+		strtok_r(a, " ", &sa);
+		strtok_r(b, " ", &sb);
+		while ((ta = strtok_r(NULL, " ", &sa)) &&
+		       (tb = strtok_r(NULL, " ", &sb)))
+			RT_CHECK(strcmp(ta, tb) != 0);
+	}
+	/* The child it left behind died with its invocation. */
+	for (i = 0; i < 50 && host_has("sleep 31999"); i++)
+		sleep_ms(100);
+	RT_CHECK(!host_has("sleep 31999"));
+	job_free(&w1);
+	job_free(&w2);
+	job_free(&c1);
+}
+
+/* Several at once: none sees another's processes or /tmp. */
+static void test_node__concurrent_isolated(void)
+{
+	relay_exec_spec s = node_spec("handlers.state");
+	struct job j[4];
+	int i;
+
+	for (i = 0; i < 4; i++)
+		RT_CHECK(job_start(rt, &s, &j[i]) == 0);
+	for (i = 0; i < 4; i++)
+		job_wait(loop, &j[i]);
+	for (i = 0; i < 4; i++) {
+		RT_EQ_INT(j[i].o.status, RELAY_RUN_OK);
+		RT_CHECK(j[i].o.warm);
+		RT_CHECK(cap_has(&j[i].c, "procs [\"1\",\"2\"]"));
+		RT_CHECK(cap_has(&j[i].c, "tmp []"));
+		RT_CHECK(cap_has(&j[i].c, "done"));
+	}
+	for (i = 1; i < 4; i++)
+		RT_CHECK(strcmp(line_with(&j[0], "rand "),
+				line_with(&j[i], "rand ")) != 0);
+	for (i = 0; i < 4; i++)
+		job_free(&j[i]);
+}
+
+/* Exit codes, stderr and reasons are a cold start's: process.exit(),
+ * process.exitCode with an exit listener, a throw, an uncaught
+ * exception, an unhandled rejection, a missing module, an ES module
+ * handler. */
+static void test_node__exits_same_as_cold(void)
+{
+	static const char *const handlers[] = {
+		"handlers.ok", "handlers.exit3", "handlers.exitCode",
+		"handlers.throws", "handlers.uncaught", "handlers.rejects",
+		"nosuchmodule.fn", "esm.main",
+	};
+	size_t i;
+
+	for (i = 0; i < sizeof(handlers) / sizeof(handlers[0]); i++) {
+		struct job w, c;
+
+		printf("# %s\n", handlers[i]);
+		RT_CHECK(warm_and_cold(handlers[i], &w, &c) == 0);
+		RT_CHECK(w.o.warm && !c.o.warm);
+		RT_EQ_INT(w.o.status, c.o.status);
+		RT_EQ_STR(w.o.reason, c.o.reason);
+		same_lines(&w, &c);
+		job_free(&w);
+		job_free(&c);
+	}
+}
+
+/* fs, timers, zlib, crypto, dns, worker_threads, child processes and
+ * ES modules work after the fork, as cold. */
+static void test_node__features_after_fork(void)
+{
+	struct job w, c;
+
+	RT_CHECK(warm_and_cold("handlers.features", &w, &c) == 0);
+	RT_EQ_INT(w.o.status, RELAY_RUN_OK);
+	if (w.o.status != RELAY_RUN_OK)
+		for (size_t i = 0; i < w.c.n; i++)
+			printf("# %s\n", cap_line(&w.c, i));
+	RT_CHECK(w.o.warm);
+	RT_CHECK(cap_has(&w.c, "features done"));
+	RT_CHECK(cap_has(&w.c, "ok http"));
+	same_lines(&w, &c);
+	job_free(&w);
+	job_free(&c);
+}
+
+/* The same with network: true (a parent of its own: the sandbox's
+ * network is part of its key). */
+static void test_node__features_with_network(void)
+{
+	relay_exec_spec s = node_spec("handlers.features");
+	struct job w, c;
+
+	s.network = true;
+	RT_CHECK(run1(&s, &w) == 0);
+	s.warm = RELAY_WARM_OFF;
+	RT_CHECK(run1(&s, &c) == 0);
+	RT_EQ_INT(w.o.status, RELAY_RUN_OK);
+	RT_CHECK(w.o.warm);
+	RT_CHECK(cap_has(&w.c, "ok http"));
+	RT_CHECK(cap_has(&w.c, "features done"));
+	same_lines(&w, &c);
+	job_free(&w);
+	job_free(&c);
+}
+
+/* A handler that never returns ends at the timeout; the server keeps
+ * serving. */
+static void test_node__timeout_then_serving(void)
+{
+	relay_exec_spec s = node_spec("handlers.forever");
+	struct job j;
+
+	s.timeout_ms = 1500;
+	RT_CHECK(run1(&s, &j) == 0);
+	RT_EQ_INT(j.o.status, RELAY_RUN_TIMEOUT);
+	RT_CHECK(j.o.warm);
+	job_free(&j);
+	s = node_spec("handlers.ok");
+	RT_CHECK(run1(&s, &j) == 0);
+	RT_EQ_INT(j.o.status, RELAY_RUN_OK);
+	RT_CHECK(j.o.warm);
+	job_free(&j);
+}
+
+/* @s (RELAY_WARM_REQUIRE) on @r once the app's backoff after a parent
+ * failure is over (a start is refused meanwhile), as relayd's later
+ * events would; up to a minute. 0 when it ran. */
+static int run_when_warm_again(relay_runtime *r, const relay_exec_spec *s,
+			       struct job *j)
+{
+	int i;
+
+	for (i = 0; i < 600; i++) {
+		if (job_start(r, s, j) == 0) {
+			job_wait(loop, j);
+			return 0;
+		}
+		ev_sleep(0.1);
+		ev_run(loop, EVRUN_NOWAIT);
+	}
+	return -1;
+}
+
+/* A run that went cold after its warm parent failed: it still ran. */
+static void finished_cold(struct job *j)
+{
+	job_wait(loop, j);
+	RT_EQ_INT(j->o.status, RELAY_RUN_OK);
+	RT_CHECK(!j->o.warm);
+	RT_CHECK(cap_has(&j->c, "slow done"));
+}
+
+/* The server killed mid-invocation: the run finishes cold, counted as a
+ * crash; the next run starts a new server and is warm again. */
+static void test_node__server_killed_runs_cold(void)
+{
+	relay_exec_spec s = node_spec("handlers.slow");
+	relay_runtime_warm_stats st = { .version = 1 };
+	struct job j;
+	pid_t pid;
+	int i;
+
+	RT_CHECK(run1(&s, &j) == 0);   /* the server is ready */
+	RT_CHECK(j.o.warm);
+	job_free(&j);
+	s.warm = RELAY_WARM_AUTO;      /* as relayd runs it */
+	RT_CHECK(job_start(rt, &s, &j) == 0);
+	for (i = 0; i < 50 && !j.done; i++) {
+		ev_run(loop, EVRUN_NOWAIT);
+		sleep_ms(10);
+	}
+	pid = the_server();
+	RT_CHECK(pid > 0 && kill(pid, SIGKILL) == 0);
+	finished_cold(&j);
+	relay_runtime_warm_stats_get(rt, &st);
+	RT_CHECK(st.failures[RELAY_WARM_FAIL_CRASHED] >= 1);
+	job_free(&j);
+	s.warm = RELAY_WARM_REQUIRE;
+	if (run_when_warm_again(rt, &s, &j) != 0) {
+		RT_CHECK(!"warm again within a minute");
+		return;
+	}
+	RT_EQ_INT(j.o.status, RELAY_RUN_OK);
+	RT_CHECK(j.o.warm);
+	job_free(&j);
+}
+
+/* A wedged server (stopped with all its forks): the invocation runs cold
+ * after the start bound, counted as wedged, and the parent is replaced:
+ * the next run is warm again from a new server. */
+static void test_node__server_wedged_runs_cold(void)
+{
+	relay_runtime_options o = RELAY_RUNTIME_OPTIONS_INIT;
+	relay_runtime_warm_stats st = { .version = 1 };
+	relay_exec_spec s = node_spec("handlers.slow");
+	relay_runtime *r = NULL;
+	struct job j;
+	pid_t all[256];
+	int n = 0, prev = -1, i;
+
+	o.backend = "bwrap";
+	o.bootstrap_dir = bootstrap_dir();
+	o.warm = 1;
+	o.warm_start_timeout_ms = 300;
+	relay_runtime_warm_retire(rt, NULL);
+	RT_CHECK(relay_runtime_new(&r, &o, NULL) == 0);
+	relay_runtime_libev_attach(r, loop);
+	RT_CHECK(job_start(r, &s, &j) == 0);
+	job_wait(loop, &j);
+	RT_CHECK(j.o.warm);
+	job_free(&j);
+	for (i = 0; i < 20 && n != prev; i++) {
+		prev = n;
+		n = servers_all(all, 256, SIGSTOP);
+		sleep_ms(50);
+	}
+	RT_CHECK(n >= 2);
+	s.warm = RELAY_WARM_AUTO;
+	RT_CHECK(job_start(r, &s, &j) == 0);
+	finished_cold(&j);
+	relay_runtime_warm_stats_get(r, &st);
+	RT_EQ_INT(st.failures[RELAY_WARM_FAIL_WEDGED], 1);
+	job_free(&j);
+	servers_all(all, 256, SIGCONT);
+	/* A new server, warm again (waiting for it as relayd's next
+	 * events would). */
+	s.warm = RELAY_WARM_REQUIRE;
+	for (i = 0; i < 3; i++) {
+		if (run_when_warm_again(r, &s, &j) != 0)
+			break;
+		if (j.o.warm)
+			break;
+		job_free(&j);
+	}
+	RT_CHECK(i < 3 && j.o.warm && j.o.status == RELAY_RUN_OK);
+	if (i < 3)
+		job_free(&j);
+	relay_runtime_free(r);
+}
+
+/* A fork server that cannot load (the library is no node addon, as
+ * where node's headers were missing at build): N, the runs go cold,
+ * counted as unsupported; with RELAY_WARM_NODE unset node apps keep
+ * the pre-started processes and no server starts. */
+static void test_node__unloadable_runs_cold(void)
+{
+	relay_exec_spec s = node_spec("handlers.ok");
+	relay_runtime_warm_stats st = { .version = 1 };
+	char notlib[1200];
+	relay_runtime *r;
+	struct job j;
+	int i;
+
+	snprintf(notlib, sizeof(notlib), "%s/handlers.js", app_dir);
+	setenv("RELAY_WARM_SLOT", notlib, 1);
+	/* A minute to answer: on a loaded host the "unsupported" answer can
+	 * come after the default start bound, and a parent given up on
+	 * counts as wedged. */
+	r = new_rt_bound(60000);
+	unsetenv("RELAY_WARM_SLOT");
+	RT_CHECK(r != NULL);
+	s.warm = RELAY_WARM_AUTO;
+	for (i = 0; i < 2; i++) {
+		RT_CHECK(job_start(r, &s, &j) == 0);
+		job_wait(loop, &j);
+		RT_EQ_INT(j.o.status, RELAY_RUN_OK);
+		RT_CHECK(!j.o.warm);
+		RT_CHECK(cap_has(&j.c, "ok {\"n\":1}"));
+		job_free(&j);
+	}
+	for (i = 0; i < 1200; i++) {
+		relay_runtime_warm_stats_get(r, &st);
+		if (st.failures[RELAY_WARM_FAIL_UNSUPPORTED] >= 1)
+			break;
+		ev_sleep(0.05);
+		ev_run(loop, EVRUN_NOWAIT);
+	}
+	RT_CHECK(st.failures[RELAY_WARM_FAIL_UNSUPPORTED] >= 1);
+	RT_EQ_INT((long)st.warm_starts, 0);
+	relay_runtime_free(r);
+	/* Switched off: the pool, never the server. */
+	relay_runtime_warm_retire(rt, NULL);
+	unsetenv("RELAY_WARM_NODE");
+	r = new_rt();
+	setenv("RELAY_WARM_NODE", "fork", 1);
+	RT_CHECK(r != NULL);
+	RT_CHECK(job_start(r, &s, &j) == 0);
+	job_wait(loop, &j);
+	RT_EQ_INT(j.o.status, RELAY_RUN_OK);
+	job_free(&j);
+	RT_EQ_INT((int)the_server(), 0);
+	relay_runtime_free(r);
+}
+
+/*
+ * Known break, not yet fenced (doc/perf/warm.md, "node fork server"):
+ * WebAssembly compiled in parallel (a tiny module is not). V8 posts a
+ * compile job to node's platform worker threads,
+ * which a fork does not have; the handler's own code completes, then
+ * node waits for the job at the end of its event loop forever
+ * (NodePlatform::DrainTasks). fetch parses HTTP with WebAssembly. The
+ * invocation's timeout ends it (a warm timeout as any other) and the
+ * server keeps serving; cold, the same handlers succeed.
+ */
+static void test_node__wasm_known_hang(void)
+{
+	static const char *const handlers[] = { "handlers.fetch" };
+	size_t i;
+
+	for (i = 0; i < sizeof(handlers) / sizeof(handlers[0]); i++) {
+		relay_exec_spec s = node_spec(handlers[i]);
+		struct job w, c;
+
+		s.timeout_ms = 4000;
+		RT_CHECK(run1(&s, &w) == 0);
+		s.timeout_ms = 20000;
+		s.warm = RELAY_WARM_OFF;
+		RT_CHECK(run1(&s, &c) == 0);
+		RT_EQ_INT(c.o.status, RELAY_RUN_OK);
+		RT_CHECK(w.o.warm);
+		RT_EQ_INT(w.o.status, RELAY_RUN_TIMEOUT);
+		/* Its output came before the hang. */
+		RT_EQ_INT(w.c.n, c.c.n);
+		job_free(&w);
+		job_free(&c);
+	}
+	{
+		relay_exec_spec s = node_spec("handlers.ok");
+		struct job j2;
+
+		RT_CHECK(run1(&s, &j2) == 0);
+		RT_EQ_INT(j2.o.status, RELAY_RUN_OK);
+		RT_CHECK(j2.o.warm);
+		job_free(&j2);
+	}
+}
+
+static int setup(void)
+{
+	relay_exec_spec s;
+	struct job j;
+
+	if (!have_prog("/usr/bin/bwrap") || !have_prog("/usr/bin/node")) {
+		skip_why = "bwrap or node missing";
+		return 0;
+	}
+	snprintf(app_dir, sizeof(app_dir), "%s/tests/runtime/apps/nodewarm",
+		 src_root());
+	setenv("RELAY_WARM_NODE", "fork", 1);
+	loop = ev_loop_new(EVFLAG_AUTO);
+	rt = new_rt();
+	if (!rt) {
+		skip_why = "bwrap cannot run here";
+		return 0;
+	}
+	s = node_spec("handlers.ok");
+	if (job_start(rt, &s, &j) != 0) {
+		skip_why = "warm start refused";
+		return 0;
+	}
+	job_wait(loop, &j);
+	if (j.o.status != RELAY_RUN_OK || !j.o.warm) {
+		static char why[300];
+
+		snprintf(why, sizeof(why), "node fork server unavailable "
+			 "here: %s", j.o.reason[0] ? j.o.reason : "ran cold");
+		skip_why = why;
+		for (size_t i = 0; i < j.c.n && i < 40; i++)
+			printf("# %s\n", cap_line(&j.c, i));
+	}
+	job_free(&j);
+	return 0;
+}
+
+int main(int argc, char **argv)
+{
+	static const rt_case cases[] = {
+		RT_CASE(test_node__one_shot_and_same_as_cold),
+		RT_CASE(test_node__concurrent_isolated),
+		RT_CASE(test_node__exits_same_as_cold),
+		RT_CASE(test_node__features_after_fork),
+		RT_CASE(test_node__features_with_network),
+		RT_CASE(test_node__timeout_then_serving),
+		RT_CASE(test_node__server_killed_runs_cold),
+		RT_CASE(test_node__server_wedged_runs_cold),
+		RT_CASE(test_node__unloadable_runs_cold),
+		RT_CASE(test_node__wasm_known_hang),
+	};
+	int rc;
+
+	setup();
+	if (skip_why) {
+		printf("1..0 # SKIP %s\n", skip_why);
+		return 0;
+	}
+	rc = rt_main(argc, argv, cases, RT_NCASES(cases));
+	relay_runtime_free(rt);
+	ev_loop_destroy(loop);
+	return rc;
+}
