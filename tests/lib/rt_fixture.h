@@ -18,8 +18,9 @@
  *
  * Besides: host process scans limited to this test's own descendants
  * (never another suite's processes: `meson test` runs several at once;
- * host_has_any() alone looks at every process), and sleep_ms(). What collects a run's output and waits for it stays in
- * tests/runtime/rt_helpers.h and rt_job.h (cap, struct job).
+ * host_has_any() alone looks at every process), and sleep_ms(). What
+ * collects a run's output and waits for it stays in
+ * tests/runtime/rt_helpers.h and rt_job.h (cap, struct job, job_run()).
  *
  * Public headers only. Not thread-safe: one fixture per program, on the
  * test's thread.
