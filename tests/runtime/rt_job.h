@@ -43,6 +43,17 @@ static inline void job_wait(struct ev_loop *loop, struct job *j)
 		ev_run(loop, EVRUN_ONCE);
 }
 
+/* Start @s on @r into @j and run @loop until it is done: 0 when it ran,
+ * -1 when it did not start. */
+static inline int job_run(relay_runtime *r, struct ev_loop *loop,
+			  const relay_exec_spec *s, struct job *j)
+{
+	if (job_start(r, s, j) != 0)
+		return -1;
+	job_wait(loop, j);
+	return 0;
+}
+
 static inline void job_free(struct job *j)
 {
 	cap_free(&j->c);

@@ -31,6 +31,7 @@
 #include <ev.h>
 
 #include "relay/relay_libev.h"
+#include "lib/rt_fixture.h"
 #include "relaytest.h"
 #include "rt_helpers.h"
 #include "rt_job.h"
@@ -46,26 +47,9 @@
 #define OTEL_PKGS "@opentelemetry/api@1.9.0 " \
 	"@opentelemetry/sdk-trace-base@1.25.1 @opentelemetry/core@1.25.1"
 
-static char app_dir[256];
-static struct ev_loop *loop;
+static rtf_suite S;   /* loop, app dir (lib/rt_fixture.h) */
 static relay_runtime *rt_proc, *rt_bwrap;
 static const char *bwrap_skip, *warm_skip;
-
-static void write_file(const char *name, const char *text)
-{
-	char path[512];
-	FILE *f;
-
-	snprintf(path, sizeof(path), "%s/%s", app_dir, name);
-	f = fopen(path, "w");
-	if (!f) {
-		perror(path);
-		exit(1);
-	}
-	fputs(text, f);
-	fclose(f);
-	chmod(path, 0644);
-}
 
 #define PY_HANDLERS                                                      \
 	"import os, time\n"                                              \
@@ -155,41 +139,25 @@ static const char *const sh_slow[] = {
 
 static relay_runtime *new_rt(const char *backend, int warm)
 {
-	relay_runtime_options o = RELAY_RUNTIME_OPTIONS_INIT;
-	relay_runtime *r = NULL;
-	relay_error err;
+	rtf_rt_opts o = { .backend = backend, .warm = warm,
+			  .say_error = true };
 
-	o.backend = backend;
-	o.bootstrap_dir = bootstrap_dir();
-	o.kill_grace_ms = 1500;
-	o.warm = warm;
-	o.warm_idle_ms = 60000;
-	o.warm_max_parents = 8;
-	if (relay_runtime_new(&r, &o, &err) != 0) {
-		printf("# %s: %s\n", backend, err.text);
-		return NULL;
-	}
-	relay_runtime_libev_attach(r, loop);
-	return r;
+	return rtf_runtime_new(S.loop, &o);
 }
 
 /* A spec of @kind in the test app; @handler for python3/node. */
 static relay_exec_spec spec_of(relay_runtime_kind kind, const char *handler,
 			       relay_warm_mode warm)
 {
-	relay_exec_spec s = RELAY_EXEC_SPEC_INIT;
+	relay_exec_spec s = rtf_spec(&S, "traceapp", kind,
+				     kind == RELAY_RUNTIME_EXEC ? "h" : handler);
 
-	s.app = "traceapp";
-	s.handler = kind == RELAY_RUNTIME_EXEC ? "h" : handler;
 	s.message_id = "9-0";
-	s.app_dir = app_dir;
-	s.runtime = kind;
 	s.argv = kind == RELAY_RUNTIME_EXEC ? sh_show : NULL;
 	s.timeout_ms = 30000;
 	s.event = "{}";
 	s.event_len = 2;
 	s.warm = warm;
-	s.generation = 1;
 	return s;
 }
 
@@ -204,10 +172,7 @@ static void set_ctx(relay_exec_spec *s, const char *tp, const char *ts,
 /* Run @s on @r to completion; 0 when it ran. */
 static int run1(relay_runtime *r, const relay_exec_spec *s, struct job *j)
 {
-	if (job_start(r, s, j) != 0)
-		return -1;
-	job_wait(loop, j);
-	return 0;
+	return job_run(r, S.loop, s, j);
 }
 
 /* The value printed as "NAME=value" by a show handler, or "(none)". */
@@ -511,7 +476,7 @@ static void concurrent(relay_runtime_kind kind)
 		RT_CHECK(job_start(rt_bwrap, &s, &j[i]) == 0);
 	}
 	for (i = 0; i < NCONC; i++)
-		job_wait(loop, &j[i]);
+		job_wait(S.loop, &j[i]);
 	for (i = 0; i < NCONC; i++) {
 		size_t l, seen = 0;
 
@@ -616,7 +581,7 @@ static const char *otel_install(void)
 	}
 	snprintf(cmd, sizeof(cmd), "rm -rf '%s/node_modules' && "
 		 "cp -r '%s/node_modules' '%s/' && chmod -R a+rX '%s'",
-		 app_dir, dir, app_dir, app_dir);
+		 S.app_dir, dir, S.app_dir, S.app_dir);
 	if (system(cmd) != 0)
 		return "cannot copy node_modules into the app";
 	return NULL;
@@ -654,7 +619,7 @@ static void test_trace__node_otel_sdk_child_span(void)
 
 	if (why)
 		RT_SKIP("%s", why);
-	write_file("otel.js", NODE_OTEL);
+	rtf_write(S.app_dir, "otel.js", NODE_OTEL);
 	node_otel(rt_proc, RELAY_WARM_OFF);
 	if (bwrap_skip)
 		RT_SKIP("%s", bwrap_skip);
@@ -669,13 +634,9 @@ static void setup(void)
 	relay_exec_spec s;
 	struct job j;
 
-	snprintf(app_dir, sizeof(app_dir), "/tmp/relay-test-trace-%ld",
-		 (long)getpid());
-	mkdir(app_dir, 0755);
-	chmod(app_dir, 0755);
-	write_file("handlers.py", PY_HANDLERS);
-	write_file("nodeh.js", NODE_HANDLERS);
-	loop = ev_loop_new(EVFLAG_AUTO);
+	rtf_setup(&S, "trace");
+	rtf_write(S.app_dir, "handlers.py", PY_HANDLERS);
+	rtf_write(S.app_dir, "nodeh.js", NODE_HANDLERS);
 	rt_proc = new_rt("process", 0);
 	if (!have_prog("/usr/bin/bwrap") || !have_prog("/usr/bin/python3")) {
 		bwrap_skip = warm_skip = "bwrap or python3 missing";
@@ -715,7 +676,6 @@ int main(int argc, char **argv)
 		RT_CASE(test_trace__python_child_span),
 		RT_CASE(test_trace__node_otel_sdk_child_span),
 	};
-	char cmd[300];
 	int rc;
 
 	setup();
@@ -726,9 +686,7 @@ int main(int argc, char **argv)
 	rc = rt_main(argc, argv, cases, RT_NCASES(cases));
 	relay_runtime_free(rt_bwrap);
 	relay_runtime_free(rt_proc);
-	ev_loop_destroy(loop);
-	snprintf(cmd, sizeof(cmd), "rm -rf %s", app_dir);
-	if (system(cmd) != 0)
+	if (rtf_teardown(&S, false) != 0)
 		rc = 1;
 	return rc;
 }

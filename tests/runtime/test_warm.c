@@ -23,64 +23,25 @@
 #include <ev.h>
 
 #include "relay/relay_libev.h"
+#include "lib/rt_fixture.h"
 #include "relaytest.h"
 #include "rt_helpers.h"
 #include "rt_job.h"
 
-static char app_dir[256];
-static struct ev_loop *loop;
-static relay_runtime *rt;
+static rtf_suite S;   /* loop, app dir, runtime (lib/rt_fixture.h) */
 static const char *skip_why;
-
-static void write_file(const char *name, const char *text)
-{
-	char path[512];
-	FILE *f;
-
-	snprintf(path, sizeof(path), "%s/%s", app_dir, name);
-	f = fopen(path, "w");
-	if (!f) {
-		perror(path);
-		exit(1);
-	}
-	fputs(text, f);
-	fclose(f);
-	chmod(path, 0644);
-}
 
 static relay_runtime *new_rt(uint32_t idle_ms, uint32_t max_parents)
 {
-	relay_runtime_options o = RELAY_RUNTIME_OPTIONS_INIT;
-	relay_runtime *r = NULL;
-	relay_error err;
+	rtf_rt_opts o = { .warm = 1, .warm_idle_ms = idle_ms,
+			  .warm_max_parents = max_parents };
 
-	o.backend = "bwrap";
-	o.bootstrap_dir = bootstrap_dir();
-	o.kill_grace_ms = 1500;
-	o.warm = 1;
-	o.warm_idle_ms = idle_ms;
-	o.warm_max_parents = max_parents;
-	if (relay_runtime_new(&r, &o, &err) != 0)
-		return NULL;
-	relay_runtime_libev_attach(r, loop);
-	return r;
+	return rtf_runtime_new(S.loop, &o);
 }
 
 static relay_exec_spec py_spec(const char *handler)
 {
-	relay_exec_spec s = RELAY_EXEC_SPEC_INIT;
-
-	s.app = "warmapp";
-	s.handler = handler;
-	s.message_id = "7-0";
-	s.app_dir = app_dir;
-	s.runtime = RELAY_RUNTIME_PYTHON3;
-	s.timeout_ms = 20000;
-	s.event = "{\"n\":1}";
-	s.event_len = 7;
-	s.warm = RELAY_WARM_REQUIRE;
-	s.generation = 1;
-	return s;
+	return rtf_spec(&S, "warmapp", RELAY_RUNTIME_PYTHON3, handler);
 }
 
 static int start(relay_runtime *r, const relay_exec_spec *s, struct job *j)
@@ -91,10 +52,7 @@ static int start(relay_runtime *r, const relay_exec_spec *s, struct job *j)
 /* One invocation on the shared loop; 0 when it ran. */
 static int run1(relay_runtime *r, const relay_exec_spec *s, struct job *j)
 {
-	if (job_start(r, s, j) != 0)
-		return -1;
-	job_wait(loop, j);
-	return 0;
+	return job_run(r, S.loop, s, j);
 }
 
 static void wait_all(struct job *j, int n)
@@ -102,7 +60,7 @@ static void wait_all(struct job *j, int n)
 	int i;
 
 	for (i = 0; i < n; i++)
-		job_wait(loop, &j[i]);
+		job_wait(S.loop, &j[i]);
 }
 
 /* Every line of a run joined with '\n' (content only). */
@@ -199,110 +157,8 @@ static char *joined(const cap *c)
 	"    open('/tmp/left-behind', 'w').write('x')\n"                  \
 	"    os.chmod('/tmp', 0o700)\n"
 
-static pid_t parent_of(pid_t pid)
-{
-	char path[64], buf[512], *p;
-	FILE *f;
-	size_t n;
-
-	snprintf(path, sizeof(path), "/proc/%ld/stat", (long)pid);
-	f = fopen(path, "r");
-	if (!f)
-		return 0;
-	n = fread(buf, 1, sizeof(buf) - 1, f);
-	fclose(f);
-	buf[n] = '\0';
-	p = strrchr(buf, ')');
-	return p ? (pid_t)atol(p + 4) : 0;
-}
-
-/* Is @pid this test's own descendant (not another suite's process)? */
-static bool ours(pid_t pid)
-{
-	int i;
-
-	for (i = 0; i < 16 && pid > 1; i++) {
-		pid = parent_of(pid);
-		if (pid == getpid())
-			return true;
-	}
-	return false;
-}
-
 /* The command line of a python3 warm server (and of its slots). */
 #define SERVER_CMD "python3 -u -B /run/relay-bootstrap/relay-bootstrap.py --serve"
-
-/* The processes of ours whose command line holds @needle (a leading '^'
- * anchors it at the start): the first one's pid in *@pid, each sent @sig
- * unless it is 0. Returns how many. */
-static int host_processes_into(const char *needle, pid_t *pid, int sig,
-				pid_t *all, int max)
-{
-	bool anchored = needle[0] == '^';
-	DIR *d = opendir("/proc");
-	struct dirent *e;
-	int found = 0;
-
-	while (d && (e = readdir(d))) {
-		char path[300], buf[4096];
-		pid_t p = (pid_t)atol(e->d_name);
-		FILE *f;
-		size_t n, i;
-
-		if (p <= 0)
-			continue;
-		snprintf(path, sizeof(path), "/proc/%s/cmdline", e->d_name);
-		f = fopen(path, "r");
-		if (!f)
-			continue;
-		n = fread(buf, 1, sizeof(buf) - 1, f);
-		fclose(f);
-		for (i = 0; i < n; i++)
-			if (buf[i] == '\0')
-				buf[i] = ' ';
-		buf[n] = '\0';
-		if (!(anchored ? strncmp(buf, needle + 1, strlen(needle + 1))
-				 == 0 : strstr(buf, needle) != NULL) || !ours(p))
-			continue;
-		if (all && found < max)
-			all[found] = p;
-		if (found++ == 0 && pid)
-			*pid = p;
-		if (sig)
-			kill(p, sig);
-	}
-	if (d)
-		closedir(d);
-	return found;
-}
-
-static int host_processes(const char *needle, pid_t *pid, int sig)
-{
-	return host_processes_into(needle, pid, sig, NULL, 0);
-}
-
-static bool host_has_process(const char *needle, pid_t *pid)
-{
-	return host_processes(needle, pid, 0) > 0;
-}
-
-/* Up to @max pids of our processes matching @needle; returns how many. */
-static int host_pids(const char *needle, pid_t *all, int max)
-{
-	int n = host_processes_into(needle, NULL, 0, all, max);
-
-	return n < max ? n : max;
-}
-
-static int host_pids_has(const pid_t *all, int n, pid_t pid)
-{
-	int i;
-
-	for (i = 0; i < n; i++)
-		if (all[i] == pid)
-			return 1;
-	return 0;
-}
 
 /* Our python3 warm servers (@servers) or their invocation slots (a
  * slot's parent is a server; a waiting or running H's is a slot): up to
@@ -323,13 +179,6 @@ static int ours_by_role(bool servers, pid_t *out, int max)
 	return k;
 }
 
-static void sleep_ms(int ms)
-{
-	struct timespec ts = { ms / 1000, (ms % 1000) * 1000000L };
-
-	nanosleep(&ts, NULL);
-}
-
 /* One-shot: nothing of an earlier invocation is seen by a later one, and
  * the warm start looks like a cold one from inside. */
 static void test_warm__one_shot_and_same_as_cold(void)
@@ -340,10 +189,10 @@ static void test_warm__one_shot_and_same_as_cold(void)
 	const char *rand1, *rand2;
 	size_t i;
 
-	RT_CHECK(run1(rt, &s, &w1) == 0);
-	RT_CHECK(run1(rt, &s, &w2) == 0);
+	RT_CHECK(run1(S.rt, &s, &w1) == 0);
+	RT_CHECK(run1(S.rt, &s, &w2) == 0);
 	s.warm = RELAY_WARM_OFF;
-	RT_CHECK(run1(rt, &s, &c1) == 0);
+	RT_CHECK(run1(S.rt, &s, &c1) == 0);
 	RT_EQ_INT(w1.o.status, RELAY_RUN_OK);
 	RT_EQ_INT(w2.o.status, RELAY_RUN_OK);
 	RT_EQ_INT(c1.o.status, RELAY_RUN_OK);
@@ -386,7 +235,7 @@ static void test_warm__concurrent_isolated(void)
 	int i;
 
 	for (i = 0; i < 4; i++)
-		RT_CHECK(start(rt, &s, &j[i]) == 0);
+		RT_CHECK(start(S.rt, &s, &j[i]) == 0);
 	wait_all(j, 4);
 	for (i = 0; i < 4; i++) {
 		RT_EQ_INT(j[i].o.status, RELAY_RUN_OK);
@@ -403,20 +252,20 @@ static void test_warm__exit_codes_and_import_errors(void)
 	relay_exec_spec s = py_spec("handlers.fails");
 	struct job j;
 
-	RT_CHECK(run1(rt, &s, &j) == 0);
+	RT_CHECK(run1(S.rt, &s, &j) == 0);
 	RT_EQ_INT(j.o.status, RELAY_RUN_FAILED);
 	RT_EQ_STR(j.o.reason, "exit status 3");
 	RT_CHECK(j.o.warm);
 	job_free(&j);
 	s = py_spec("nosuchmodule.fn");
-	RT_CHECK(run1(rt, &s, &j) == 0);
+	RT_CHECK(run1(S.rt, &s, &j) == 0);
 	RT_EQ_STR(j.o.reason,
 		  "ModuleNotFoundError: No module named 'nosuchmodule'");
 	RT_CHECK(j.o.warm);
 	RT_CHECK(cap_contains(&j.c, "Traceback"));
 	job_free(&j);
 	s = py_spec("handlers.ok");
-	RT_CHECK(run1(rt, &s, &j) == 0);
+	RT_CHECK(run1(S.rt, &s, &j) == 0);
 	RT_EQ_INT(j.o.status, RELAY_RUN_OK);
 	RT_CHECK(cap_has(&j.c, "ok {'n': 1}"));
 	RT_EQ_STR(cap_text(&j.c, 0), "[warmapp/handlers.ok@7-0] stdout: ok {'n': 1}");
@@ -432,14 +281,14 @@ static void test_warm__timeout_kills_one(void)
 	struct job j[2], k;
 
 	s.timeout_ms = 500;
-	RT_CHECK(start(rt, &s, &j[0]) == 0);
-	RT_CHECK(start(rt, &q, &j[1]) == 0);
+	RT_CHECK(start(S.rt, &s, &j[0]) == 0);
+	RT_CHECK(start(S.rt, &q, &j[1]) == 0);
 	wait_all(j, 2);
 	RT_EQ_INT(j[0].o.status, RELAY_RUN_TIMEOUT);
 	RT_CHECK(cap_has(&j[0].c, "waiting"));
 	RT_CHECK(cap_has(&j[0].c, "got SIGTERM"));
 	RT_EQ_INT(j[1].o.status, RELAY_RUN_OK);
-	RT_CHECK(run1(rt, &q, &k) == 0);
+	RT_CHECK(run1(S.rt, &q, &k) == 0);
 	RT_EQ_INT(k.o.status, RELAY_RUN_OK);
 	RT_CHECK(k.o.warm);
 	job_free(&j[0]);
@@ -451,7 +300,7 @@ static void test_warm__timeout_kills_one(void)
  * the sandbox suite covers it). */
 static bool have_cgroups(void)
 {
-	relay_limits_mode m = relay_runtime_limits_mode(rt);
+	relay_limits_mode m = relay_runtime_limits_mode(S.rt);
 
 	if (m == RELAY_LIMITS_CGROUP_V1 || m == RELAY_LIMITS_CGROUP_V2)
 		return true;
@@ -470,8 +319,8 @@ static void test_warm__memory_limit_per_invocation(void)
 	if (!have_cgroups())
 		return;
 	s.memory_bytes = q.memory_bytes = 128u << 20;
-	RT_CHECK(start(rt, &q, &j[1]) == 0);
-	RT_CHECK(start(rt, &s, &j[0]) == 0);
+	RT_CHECK(start(S.rt, &q, &j[1]) == 0);
+	RT_CHECK(start(S.rt, &s, &j[0]) == 0);
 	wait_all(j, 2);
 	RT_EQ_INT(j[0].o.status, RELAY_RUN_FAILED);
 	RT_CHECK(strncmp(j[0].o.reason, "memory limit exceeded", 21) == 0);
@@ -489,16 +338,16 @@ static void test_warm__edited_module_picked_up(void)
 	relay_exec_spec s = py_spec("edited.h");
 	struct job j;
 
-	write_file("edited.py", "def h(event):\n    print('version one')\n");
-	relay_runtime_warm_retire(rt, NULL);  /* a parent that compiled it */
-	RT_CHECK(run1(rt, &s, &j) == 0);
+	rtf_write(S.app_dir, "edited.py", "def h(event):\n    print('version one')\n");
+	relay_runtime_warm_retire(S.rt, NULL);  /* a parent that compiled it */
+	RT_CHECK(run1(S.rt, &s, &j) == 0);
 	RT_CHECK(j.o.warm && cap_has(&j.c, "version one"));
 	job_free(&j);
-	RT_CHECK(run1(rt, &s, &j) == 0);
+	RT_CHECK(run1(S.rt, &s, &j) == 0);
 	RT_CHECK(j.o.warm && cap_has(&j.c, "version one"));
 	job_free(&j);
-	write_file("edited.py", "def h(event):\n    print('version 2!!')\n");
-	RT_CHECK(run1(rt, &s, &j) == 0);
+	rtf_write(S.app_dir, "edited.py", "def h(event):\n    print('version 2!!')\n");
+	RT_CHECK(run1(S.rt, &s, &j) == 0);
 	RT_CHECK(j.o.warm);
 	RT_CHECK(cap_has(&j.c, "version 2!!"));
 	job_free(&j);
@@ -514,8 +363,8 @@ static void test_warm__pids_limit_per_invocation(void)
 	if (!have_cgroups())
 		return;
 	s.pids = q.pids = 8;
-	RT_CHECK(start(rt, &q, &j[1]) == 0);
-	RT_CHECK(start(rt, &s, &j[0]) == 0);
+	RT_CHECK(start(S.rt, &q, &j[1]) == 0);
+	RT_CHECK(start(S.rt, &s, &j[0]) == 0);
 	wait_all(j, 2);
 	RT_EQ_STR(j[0].o.reason, "exit status 7");
 	RT_CHECK(cap_contains(&j[0].c, "refused after"));
@@ -565,7 +414,7 @@ static void test_warm__slot_reuse_is_clean(void)
 	int i, k;
 
 	s.warm = RELAY_WARM_OFF;
-	RT_CHECK(run1(rt, &s, &j) == 0);
+	RT_CHECK(run1(S.rt, &s, &j) == 0);
 	RT_CHECK(!j.o.warm && j.c.n == 2);
 	if (j.c.n == 2)
 		snprintf(cold, sizeof(cold), "%s", cap_line(&j.c, 1));
@@ -574,7 +423,7 @@ static void test_warm__slot_reuse_is_clean(void)
 	job_free(&j);
 	s.warm = RELAY_WARM_REQUIRE;
 	for (i = 0; i < 8; i++) {
-		RT_CHECK(run1(rt, &s, &j) == 0);
+		RT_CHECK(run1(S.rt, &s, &j) == 0);
 		RT_EQ_INT(j.o.status, RELAY_RUN_OK);
 		RT_CHECK(j.o.warm);
 		RT_CHECK(cap_has(&j.c, cold));
@@ -593,7 +442,7 @@ static void test_warm__slot_reuse_is_clean(void)
 		pid_t pids[64];
 		int m, n = host_pids("^" SERVER_CMD, pids, 64);
 
-		relay_runtime_warm_foreach(rt, warmapp_mem, &mem);
+		relay_runtime_warm_foreach(S.rt, warmapp_mem, &mem);
 		for (m = 0; m < n; m++)
 			if (host_pids_has(pids, n, parent_of(pids[m])) == 0 &&
 			    rss_of(pids[m]) > most)
@@ -629,9 +478,9 @@ static void test_warm__parent_wedged(void)
 	o.bootstrap_dir = bootstrap_dir();
 	o.warm = 1;
 	o.warm_start_timeout_ms = 300;
-	relay_runtime_warm_retire(rt, NULL);  /* its parents go: one left */
+	relay_runtime_warm_retire(S.rt, NULL);  /* its parents go: one left */
 	RT_CHECK(relay_runtime_new(&r, &o, NULL) == 0);
-	relay_runtime_libev_attach(r, loop);
+	relay_runtime_libev_attach(r, S.loop);
 	RT_CHECK(run1(r, &s, &j) == 0);
 	RT_CHECK(j.o.warm);
 	job_free(&j);
@@ -671,10 +520,10 @@ static relay_runtime *bound_rt(uint32_t bound_ms)
 	o.bootstrap_dir = bootstrap_dir();
 	o.warm = 1;
 	o.warm_start_timeout_ms = bound_ms;
-	relay_runtime_warm_retire(rt, NULL);
+	relay_runtime_warm_retire(S.rt, NULL);
 	if (relay_runtime_new(&r, &o, NULL) != 0)
 		return NULL;
-	relay_runtime_libev_attach(r, loop);
+	relay_runtime_libev_attach(r, S.loop);
 	return r;
 }
 
@@ -708,14 +557,14 @@ static void test_warm__idle_ready_parent_not_wedged(void)
 		relay_runtime_warm_stats_get(r, &st);
 		if (st.parents_ready)
 			break;
-		ev_run(loop, EVRUN_NOWAIT);
+		ev_run(S.loop, EVRUN_NOWAIT);
 		sleep_ms(10);
 	}
 	RT_EQ_INT(st.parents_ready, 1);
 	/* Idle past the start bound (5.3 s from the spawn), the loop
 	 * running so that a watchdog left armed would fire. */
 	while (now_s() - t0 < 6.5) {
-		ev_run(loop, EVRUN_NOWAIT);
+		ev_run(S.loop, EVRUN_NOWAIT);
 		sleep_ms(20);
 	}
 	relay_runtime_warm_stats_get(r, &st);
@@ -751,7 +600,7 @@ static void test_warm__answer_waiting_after_pause(void)
 	RT_CHECK(start(r, &s, &j) == 0);  /* the request is sent now */
 	sleep_ms(1500);                   /* the loop does not run */
 	while (!j.done)
-		ev_run(loop, EVRUN_ONCE);
+		ev_run(S.loop, EVRUN_ONCE);
 	RT_EQ_INT(j.o.status, RELAY_RUN_OK);
 	RT_CHECK(j.o.warm);
 	for (i = 0; i < j.c.n; i++)
@@ -804,7 +653,7 @@ static void test_warm__bound_from_oldest_unanswered(void)
 	tb = now_s();
 	RT_CHECK(tb - t0 >= 1.0 && tb - t0 < 2.5);
 	while (now_s() - t0 < 3.1) {      /* past A's deadline */
-		ev_run(loop, EVRUN_NOWAIT);
+		ev_run(S.loop, EVRUN_NOWAIT);
 		sleep_ms(10);
 	}
 	servers_signal(SIGCONT);
@@ -829,11 +678,11 @@ static void test_warm__bound_from_oldest_unanswered(void)
 static void finished_cold(struct job *j, relay_runtime_warm_stats *st)
 {
 	while (!j->done)
-		ev_run(loop, EVRUN_ONCE);
+		ev_run(S.loop, EVRUN_ONCE);
 	RT_EQ_STR(j->o.reason, "");
 	RT_CHECK(!j->o.warm);
 	RT_CHECK(cap_has(&j->c, "slow done"));
-	relay_runtime_warm_stats_get(rt, st);
+	relay_runtime_warm_stats_get(S.rt, st);
 }
 
 /* The warm parent killed mid-invocation: the run finishes cold, counted,
@@ -846,12 +695,12 @@ static void test_warm__parent_killed(void)
 	pid_t pid = 0;
 	int i;
 
-	RT_CHECK(run1(rt, &s, &j) == 0);   /* the parent is ready */
+	RT_CHECK(run1(S.rt, &s, &j) == 0);   /* the parent is ready */
 	job_free(&j);
 	s.warm = RELAY_WARM_AUTO;          /* as relayd runs it */
-	RT_CHECK(start(rt, &s, &j) == 0);
+	RT_CHECK(start(S.rt, &s, &j) == 0);
 	for (i = 0; i < 50 && !j.done; i++) {
-		ev_run(loop, EVRUN_NOWAIT);
+		ev_run(S.loop, EVRUN_NOWAIT);
 		sleep_ms(10);
 	}
 	RT_CHECK(ours_by_role(true, &pid, 1) == 1);
@@ -873,14 +722,14 @@ static void test_warm__slot_killed(void)
 	struct job j;
 	int i, n;
 
-	RT_CHECK(run1(rt, &s, &j) == 0);   /* the parent is ready */
+	RT_CHECK(run1(S.rt, &s, &j) == 0);   /* the parent is ready */
 	job_free(&j);
-	relay_runtime_warm_stats_get(rt, &st);
+	relay_runtime_warm_stats_get(S.rt, &st);
 	before = st.failures[RELAY_WARM_FAIL_FORK];
 	s.warm = RELAY_WARM_AUTO;
-	RT_CHECK(start(rt, &s, &j) == 0);
+	RT_CHECK(start(S.rt, &s, &j) == 0);
 	for (i = 0; i < 50 && !j.done; i++) {
-		ev_run(loop, EVRUN_NOWAIT);
+		ev_run(S.loop, EVRUN_NOWAIT);
 		sleep_ms(10);
 	}
 	n = ours_by_role(false, slots, 16);
@@ -891,7 +740,7 @@ static void test_warm__slot_killed(void)
 	RT_CHECK(st.failures[RELAY_WARM_FAIL_FORK] > before);
 	job_free(&j);
 	s = py_spec("handlers.ok");
-	RT_CHECK(run1(rt, &s, &j) == 0);
+	RT_CHECK(run1(S.rt, &s, &j) == 0);
 	RT_EQ_INT(j.o.status, RELAY_RUN_OK);
 	RT_CHECK(j.o.warm);
 	job_free(&j);
@@ -967,7 +816,7 @@ static void test_warm__cap_and_idle_eviction(void)
 		RT_CHECK(n[0] + n[1] + n[2] <= 3);
 	}
 	for (i = 0; i < 150; i++) {
-		ev_run(loop, EVRUN_NOWAIT);
+		ev_run(S.loop, EVRUN_NOWAIT);
 		sleep_ms(10);
 	}
 	memset(n, 0, sizeof(n));
@@ -999,12 +848,12 @@ static void test_warm__node_pool_one_shot(void)
 
 	if (!have_prog("/usr/bin/node"))
 		RT_SKIP("node missing");
-	write_file("nodestate.js", NODE_STATE);
+	rtf_write(S.app_dir, "nodestate.js", NODE_STATE);
 	s.runtime = RELAY_RUNTIME_NODE;
-	RT_CHECK(run1(rt, &s, &w1) == 0);
-	RT_CHECK(run1(rt, &s, &w2) == 0);
+	RT_CHECK(run1(S.rt, &s, &w1) == 0);
+	RT_CHECK(run1(S.rt, &s, &w2) == 0);
 	s.warm = RELAY_WARM_OFF;
-	RT_CHECK(run1(rt, &s, &c1) == 0);
+	RT_CHECK(run1(S.rt, &s, &c1) == 0);
 	RT_EQ_INT(w2.o.status, RELAY_RUN_OK);
 	RT_CHECK(w1.o.warm && w2.o.warm && !c1.o.warm);
 	RT_CHECK(cap_has(&w2.c, "counter 1 1 1"));
@@ -1037,10 +886,10 @@ static void test_warm__exec_same_as_cold(void)
 
 	s.runtime = RELAY_RUNTIME_EXEC;
 	s.argv = argv;
-	RT_CHECK(run1(rt, &s, &w1) == 0);
-	RT_CHECK(run1(rt, &s, &w2) == 0);
+	RT_CHECK(run1(S.rt, &s, &w1) == 0);
+	RT_CHECK(run1(S.rt, &s, &w2) == 0);
 	s.warm = RELAY_WARM_OFF;
-	RT_CHECK(run1(rt, &s, &c1) == 0);
+	RT_CHECK(run1(S.rt, &s, &c1) == 0);
 	RT_EQ_STR(w2.o.reason, "exit status 4");
 	RT_EQ_STR(c1.o.reason, "exit status 4");
 	RT_CHECK(w1.o.warm && w2.o.warm && !c1.o.warm);
@@ -1164,20 +1013,20 @@ static void poison_then_fingerprint(relay_exec_spec poison,
 	bool reused = false;
 	int i, k;
 
-	write_file("poison.py", POISON);
+	rtf_write(S.app_dir, "poison.py", POISON);
 	fp.warm = RELAY_WARM_OFF;
-	RT_CHECK(run1(rt, &fp, &cold) == 0);
+	RT_CHECK(run1(S.rt, &fp, &cold) == 0);
 	RT_EQ_STR(cold.o.reason, "");
 	RT_CHECK(!cold.o.warm && cold.c.n >= 9);
 	fp.warm = RELAY_WARM_REQUIRE;
 	/* Idle slots take requests in turn: two fingerprints after each
 	 * poisoner, so that one runs where it ran. */
 	for (i = 0; i < 4; i++) {
-		RT_CHECK(run1(rt, &poison, &pj) == 0);
+		RT_CHECK(run1(S.rt, &poison, &pj) == 0);
 		RT_EQ_STR(pj.o.reason, "");
 		RT_CHECK(pj.o.warm);
 		for (k = 0; k < 2; k++) {
-			RT_CHECK(run1(rt, &fp, &fj) == 0);
+			RT_CHECK(run1(S.rt, &fp, &fj) == 0);
 			same_fingerprint(&fj, &cold);
 			reused |= fj.c.n && pj.c.n &&
 				  strcmp(cap_line(&pj.c, 0),
@@ -1218,7 +1067,7 @@ static void test_warm__inherited_session_keyring_not_shared(void)
 
 	RT_CHECK(syscall(SYS_keyctl, KEYCTL_JOIN_SESSION_KEYRING,
 			 "relay-test-warm") > 0);
-	relay_runtime_warm_retire(rt, NULL);
+	relay_runtime_warm_retire(S.rt, NULL);
 	poison_then_fingerprint(p, f, true);
 	p = py_spec("shared");
 	f = py_spec("fingerprint");
@@ -1238,7 +1087,7 @@ static void test_warm__slot_process_not_changed(void)
 
 	poison_then_fingerprint(p, f, false);
 	/* /proc/1 is not the handler's to write. */
-	RT_CHECK(run1(rt, &p, &j) == 0);
+	RT_CHECK(run1(S.rt, &p, &j) == 0);
 	RT_CHECK(cap_contains(&j.c, "refused /proc/1/oom_score_adj"));
 	RT_CHECK(cap_contains(&j.c, "refused /proc/1/coredump_filter"));
 	job_free(&j);
@@ -1277,15 +1126,15 @@ static void test_warm__exec_slot_killed(void)
 
 	s.runtime = RELAY_RUNTIME_EXEC;
 	s.argv = argv;
-	RT_CHECK(run1(rt, &s, &j) == 0);   /* the parent is ready */
+	RT_CHECK(run1(S.rt, &s, &j) == 0);   /* the parent is ready */
 	RT_CHECK(j.o.warm);
 	job_free(&j);
-	relay_runtime_warm_stats_get(rt, &st);
+	relay_runtime_warm_stats_get(S.rt, &st);
 	before = st.failures[RELAY_WARM_FAIL_FORK];
 	s.warm = RELAY_WARM_AUTO;
-	RT_CHECK(start(rt, &s, &j) == 0);
+	RT_CHECK(start(S.rt, &s, &j) == 0);
 	for (i = 0; i < 100 && !killed && !j.done; i++) {
-		ev_run(loop, EVRUN_NOWAIT);
+		ev_run(S.loop, EVRUN_NOWAIT);
 		sleep_ms(10);
 		n = host_pids("^/run/relay-warm-exec", all, 64);
 		if (host_pids("^/bin/sh -c sleep 1; echo slow", &h, 1) == 1 &&
@@ -1303,12 +1152,12 @@ static void test_warm__exec_slot_killed(void)
 	for (i = 0; i < n; i++)
 		if (host_pids_has(all, n, parent_of(all[i])))
 			kill(all[i], SIGKILL);
-	RT_CHECK(run1(rt, &s, &j) == 0);
+	RT_CHECK(run1(S.rt, &s, &j) == 0);
 	RT_EQ_STR(j.o.reason, "");
 	RT_CHECK(cap_has(&j.c, "slow done"));
 	job_free(&j);
 	s.warm = RELAY_WARM_REQUIRE;
-	RT_CHECK(run1(rt, &s, &j) == 0);
+	RT_CHECK(run1(S.rt, &s, &j) == 0);
 	RT_EQ_STR(j.o.reason, "");
 	RT_CHECK(j.o.warm && cap_has(&j.c, "slow done"));
 	job_free(&j);
@@ -1324,12 +1173,12 @@ static void test_warm__free_leaves_nothing(void)
 	RT_CHECK(r != NULL);
 	RT_CHECK(run1(r, &s, &j) == 0);
 	job_free(&j);
-	relay_runtime_free(rt);
-	rt = NULL;
+	relay_runtime_free(S.rt);
+	S.rt = NULL;
 	relay_runtime_free(r);
 	sleep_ms(100);
 	RT_CHECK(!host_has_process("relay-bootstrap.py --serve", NULL));
-	rt = new_rt(60000, 8);
+	S.rt = new_rt(60000, 8);
 }
 
 /* An invocation that signals its slot N (pid 1 of its namespace; the
@@ -1346,7 +1195,7 @@ static void test_warm__signal_to_slot_is_harmless(void)
 	int i, k;
 
 	for (i = 0; i < 8; i++) {
-		RT_CHECK(run1(rt, &s, &j) == 0);
+		RT_CHECK(run1(S.rt, &s, &j) == 0);
 		RT_EQ_INT(j.o.status, RELAY_RUN_OK);
 		RT_CHECK(j.o.warm);
 		snprintf(ns[i], sizeof(ns[i]), "%s", j.c.n ? cap_line(&j.c, 0)
@@ -1367,26 +1216,16 @@ static void test_warm__slot_lib_unloadable_runs_cold(void)
 	relay_runtime_warm_stats st = { .version = 1 };
 	char notlib[300];
 	relay_runtime *r;
-	relay_runtime_options o = RELAY_RUNTIME_OPTIONS_INIT;
-	relay_error err;
+	rtf_rt_opts o = { .warm = 1, .warm_start_timeout_ms = 60000 };
 	struct job j;
 	int i;
 
-	snprintf(notlib, sizeof(notlib), "%s/handlers.py", app_dir);
+	snprintf(notlib, sizeof(notlib), "%s/handlers.py", S.app_dir);
 	setenv("RELAY_WARM_SLOT", notlib, 1);
 	/* As new_rt(), with a start bound of a minute: on a loaded host the
 	 * parent's "unsupported" answer can come after the default bound,
 	 * and a parent given up on counts as wedged, not unsupported. */
-	o.backend = "bwrap";
-	o.bootstrap_dir = bootstrap_dir();
-	o.kill_grace_ms = 1500;
-	o.warm = 1;
-	o.warm_idle_ms = 60000;
-	o.warm_max_parents = 8;
-	o.warm_start_timeout_ms = 60000;
-	r = NULL;
-	if (relay_runtime_new(&r, &o, &err) == 0)
-		relay_runtime_libev_attach(r, loop);
+	r = rtf_runtime_new(S.loop, &o);
 	unsetenv("RELAY_WARM_SLOT");
 	RT_CHECK(r != NULL);
 	s.warm = RELAY_WARM_AUTO;
@@ -1406,7 +1245,7 @@ static void test_warm__slot_lib_unloadable_runs_cold(void)
 		if (st.failures[RELAY_WARM_FAIL_UNSUPPORTED] >= 1)
 			break;
 		ev_sleep(0.05);
-		ev_run(loop, EVRUN_NOWAIT);
+		ev_run(S.loop, EVRUN_NOWAIT);
 	}
 	RT_CHECK(st.failures[RELAY_WARM_FAIL_UNSUPPORTED] >= 1);
 	RT_EQ_INT((long)st.warm_starts, 0);
@@ -1448,7 +1287,7 @@ static void test_warm__done_callback_retires_parent(void)
 					   done_and_retire, &j.c, NULL,
 					   &err) == 0);
 		while (!j.done)
-			ev_run(loop, EVRUN_ONCE);
+			ev_run(S.loop, EVRUN_ONCE);
 		RT_EQ_INT(j.o.status, RELAY_RUN_OK);
 		warm += j.o.warm;
 		job_free(&j);
@@ -1469,24 +1308,20 @@ static int setup(void)
 		skip_why = "bwrap or python3 missing";
 		return 0;
 	}
-	snprintf(app_dir, sizeof(app_dir), "/tmp/relay-test-warm-%ld",
-		 (long)getpid());
-	mkdir(app_dir, 0755);
-	chmod(app_dir, 0755);
-	write_file("handlers.py", HANDLERS);
-	loop = ev_loop_new(EVFLAG_AUTO);
-	rt = new_rt(60000, 8);
-	if (!rt) {
+	rtf_setup(&S, "warm");
+	rtf_write(S.app_dir, "handlers.py", HANDLERS);
+	S.rt = new_rt(60000, 8);
+	if (!S.rt) {
 		skip_why = "bwrap cannot run here";
 		return 0;
 	}
 	s = py_spec("handlers.ok");
-	if (start(rt, &s, &j) != 0) {
+	if (start(S.rt, &s, &j) != 0) {
 		skip_why = "warm start refused";
 		return 0;
 	}
 	while (!j.done)
-		ev_run(loop, EVRUN_ONCE);
+		ev_run(S.loop, EVRUN_ONCE);
 	if (j.o.status != RELAY_RUN_OK) {
 		static char why[200];
 
@@ -1529,7 +1364,6 @@ int main(int argc, char **argv)
 		RT_CASE(test_warm__signal_to_slot_is_harmless),
 		RT_CASE(test_warm__done_callback_retires_parent),
 	};
-	char cmd[300];
 	int rc;
 
 	setup();
@@ -1538,10 +1372,7 @@ int main(int argc, char **argv)
 		return 0;
 	}
 	rc = rt_main(argc, argv, cases, RT_NCASES(cases));
-	relay_runtime_free(rt);
-	ev_loop_destroy(loop);
-	snprintf(cmd, sizeof(cmd), "rm -rf %s", app_dir);
-	if (system(cmd) != 0)
+	if (rtf_teardown(&S, false) != 0)
 		rc = 1;
 	return rc;
 }

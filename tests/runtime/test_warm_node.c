@@ -21,34 +21,22 @@
 #include <ev.h>
 
 #include "relay/relay_libev.h"
+#include "lib/rt_fixture.h"
 #include "relaytest.h"
 #include "rt_helpers.h"
 #include "rt_job.h"
 
-static char app_dir[1024];
-static struct ev_loop *loop;
-static relay_runtime *rt;
+static rtf_suite S;   /* loop, runtime (lib/rt_fixture.h); the app is
+			 tests/runtime/apps/nodewarm */
 static const char *skip_why;
 
 /* A runtime with warm parents; @start_bound_ms their start bound (0:
  * the default). */
 static relay_runtime *new_rt_bound(uint32_t start_bound_ms)
 {
-	relay_runtime_options o = RELAY_RUNTIME_OPTIONS_INIT;
-	relay_runtime *r = NULL;
-	relay_error err;
+	rtf_rt_opts o = { .warm = 1, .warm_start_timeout_ms = start_bound_ms };
 
-	o.backend = "bwrap";
-	o.bootstrap_dir = bootstrap_dir();
-	o.kill_grace_ms = 1500;
-	o.warm = 1;
-	o.warm_idle_ms = 60000;
-	o.warm_max_parents = 8;
-	o.warm_start_timeout_ms = start_bound_ms;
-	if (relay_runtime_new(&r, &o, &err) != 0)
-		return NULL;
-	relay_runtime_libev_attach(r, loop);
-	return r;
+	return rtf_runtime_new(S.loop, &o);
 }
 
 static relay_runtime *new_rt(void)
@@ -58,27 +46,12 @@ static relay_runtime *new_rt(void)
 
 static relay_exec_spec node_spec(const char *handler)
 {
-	relay_exec_spec s = RELAY_EXEC_SPEC_INIT;
-
-	s.app = "nodewarm";
-	s.handler = handler;
-	s.message_id = "7-0";
-	s.app_dir = app_dir;
-	s.runtime = RELAY_RUNTIME_NODE;
-	s.timeout_ms = 20000;
-	s.event = "{\"n\":1}";
-	s.event_len = 7;
-	s.warm = RELAY_WARM_REQUIRE;
-	s.generation = 1;
-	return s;
+	return rtf_spec(&S, "nodewarm", RELAY_RUNTIME_NODE, handler);
 }
 
 static int run1(const relay_exec_spec *s, struct job *j)
 {
-	if (job_start(rt, s, j) != 0)
-		return -1;
-	job_wait(loop, j);
-	return 0;
+	return job_run(S.rt, S.loop, s, j);
 }
 
 /* Run @handler warm, then cold; 0 when both ran. */
@@ -92,109 +65,18 @@ static int warm_and_cold(const char *handler, struct job *w, struct job *c)
 	return run1(&s, c);
 }
 
-/* Is a process with @needle in its command line alive? */
-static bool host_has(const char *needle)
-{
-	DIR *d = opendir("/proc");
-	struct dirent *e;
-	bool found = false;
-
-	while (d && !found && (e = readdir(d))) {
-		char path[300], buf[4096];
-		FILE *f;
-		size_t n, i;
-
-		if (atol(e->d_name) <= 0)
-			continue;
-		snprintf(path, sizeof(path), "/proc/%s/cmdline", e->d_name);
-		f = fopen(path, "r");
-		if (!f)
-			continue;
-		n = fread(buf, 1, sizeof(buf) - 1, f);
-		fclose(f);
-		for (i = 0; i < n; i++)
-			if (buf[i] == '\0')
-				buf[i] = ' ';
-		buf[n] = '\0';
-		found = strstr(buf, needle) != NULL;
-	}
-	if (d)
-		closedir(d);
-	return found;
-}
-
 /* The command line of the node warm server (and of its slots and
  * invocation processes, its forks). */
 #define SERVER_CMD "node --single-threaded --v8-pool-size=1 " \
 	"/run/relay-bootstrap/relay-bootstrap.js --serve"
 
-static pid_t parent_of(pid_t pid)
-{
-	char path[64], buf[512], *p;
-	FILE *f;
-	size_t n;
-
-	snprintf(path, sizeof(path), "/proc/%ld/stat", (long)pid);
-	f = fopen(path, "r");
-	if (!f)
-		return 0;
-	n = fread(buf, 1, sizeof(buf) - 1, f);
-	fclose(f);
-	buf[n] = '\0';
-	p = strrchr(buf, ')');
-	return p ? (pid_t)atol(p + 4) : 0;
-}
-
-/* Is @pid this test's own descendant (not another suite's process)? */
-static bool ours(pid_t pid)
-{
-	int i;
-
-	for (i = 0; i < 16 && pid > 1; i++) {
-		pid = parent_of(pid);
-		if (pid == getpid())
-			return true;
-	}
-	return false;
-}
-
 /* Our processes running SERVER_CMD: up to @max pids into @all; each
  * sent @sig unless 0. Returns how many. */
 static int servers_all(pid_t *all, int max, int sig)
 {
-	DIR *d = opendir("/proc");
-	struct dirent *e;
-	int n = 0;
+	int n = host_processes_into("^" SERVER_CMD, NULL, sig, all, max);
 
-	while (d && (e = readdir(d))) {
-		char path[300], buf[4096];
-		pid_t p = (pid_t)atol(e->d_name);
-		FILE *f;
-		size_t len, i;
-
-		if (p <= 0)
-			continue;
-		snprintf(path, sizeof(path), "/proc/%s/cmdline", e->d_name);
-		f = fopen(path, "r");
-		if (!f)
-			continue;
-		len = fread(buf, 1, sizeof(buf) - 1, f);
-		fclose(f);
-		for (i = 0; i < len; i++)
-			if (buf[i] == '\0')
-				buf[i] = ' ';
-		buf[len] = '\0';
-		if (strncmp(buf, SERVER_CMD, strlen(SERVER_CMD)) != 0 ||
-		    !ours(p))
-			continue;
-		if (sig)
-			kill(p, sig);
-		if (n < max)
-			all[n++] = p;
-	}
-	if (d)
-		closedir(d);
-	return n;
+	return n < max ? n : max;
 }
 
 /* Our node warm server itself (not a fork of it): its pid or 0. */
@@ -212,13 +94,6 @@ static pid_t the_server(void)
 			return all[i];
 	}
 	return 0;
-}
-
-static void sleep_ms(int ms)
-{
-	struct timespec ts = { ms / 1000, (ms % 1000) * 1000000L };
-
-	nanosleep(&ts, NULL);
 }
 
 /* Every line but "rand " and "warm-" ones the same in @a and @b. */
@@ -298,9 +173,9 @@ static void test_node__one_shot_and_same_as_cold(void)
 			RT_CHECK(strcmp(ta, tb) != 0);
 	}
 	/* The child it left behind died with its invocation. */
-	for (i = 0; i < 50 && host_has("sleep 31999"); i++)
+	for (i = 0; i < 50 && host_has_any("sleep 31999"); i++)
 		sleep_ms(100);
-	RT_CHECK(!host_has("sleep 31999"));
+	RT_CHECK(!host_has_any("sleep 31999"));
 	job_free(&w1);
 	job_free(&w2);
 	job_free(&c1);
@@ -314,9 +189,9 @@ static void test_node__concurrent_isolated(void)
 	int i;
 
 	for (i = 0; i < 4; i++)
-		RT_CHECK(job_start(rt, &s, &j[i]) == 0);
+		RT_CHECK(job_start(S.rt, &s, &j[i]) == 0);
 	for (i = 0; i < 4; i++)
-		job_wait(loop, &j[i]);
+		job_wait(S.loop, &j[i]);
 	for (i = 0; i < 4; i++) {
 		RT_EQ_INT(j[i].o.status, RELAY_RUN_OK);
 		RT_CHECK(j[i].o.warm);
@@ -426,11 +301,11 @@ static int run_when_warm_again(relay_runtime *r, const relay_exec_spec *s,
 
 	for (i = 0; i < 600; i++) {
 		if (job_start(r, s, j) == 0) {
-			job_wait(loop, j);
+			job_wait(S.loop, j);
 			return 0;
 		}
 		ev_sleep(0.1);
-		ev_run(loop, EVRUN_NOWAIT);
+		ev_run(S.loop, EVRUN_NOWAIT);
 	}
 	return -1;
 }
@@ -438,7 +313,7 @@ static int run_when_warm_again(relay_runtime *r, const relay_exec_spec *s,
 /* A run that went cold after its warm parent failed: it still ran. */
 static void finished_cold(struct job *j)
 {
-	job_wait(loop, j);
+	job_wait(S.loop, j);
 	RT_EQ_INT(j->o.status, RELAY_RUN_OK);
 	RT_CHECK(!j->o.warm);
 	RT_CHECK(cap_has(&j->c, "slow done"));
@@ -458,19 +333,19 @@ static void test_node__server_killed_runs_cold(void)
 	RT_CHECK(j.o.warm);
 	job_free(&j);
 	s.warm = RELAY_WARM_AUTO;      /* as relayd runs it */
-	RT_CHECK(job_start(rt, &s, &j) == 0);
+	RT_CHECK(job_start(S.rt, &s, &j) == 0);
 	for (i = 0; i < 50 && !j.done; i++) {
-		ev_run(loop, EVRUN_NOWAIT);
+		ev_run(S.loop, EVRUN_NOWAIT);
 		sleep_ms(10);
 	}
 	pid = the_server();
 	RT_CHECK(pid > 0 && kill(pid, SIGKILL) == 0);
 	finished_cold(&j);
-	relay_runtime_warm_stats_get(rt, &st);
+	relay_runtime_warm_stats_get(S.rt, &st);
 	RT_CHECK(st.failures[RELAY_WARM_FAIL_CRASHED] >= 1);
 	job_free(&j);
 	s.warm = RELAY_WARM_REQUIRE;
-	if (run_when_warm_again(rt, &s, &j) != 0) {
+	if (run_when_warm_again(S.rt, &s, &j) != 0) {
 		RT_CHECK(!"warm again within a minute");
 		return;
 	}
@@ -496,11 +371,11 @@ static void test_node__server_wedged_runs_cold(void)
 	o.bootstrap_dir = bootstrap_dir();
 	o.warm = 1;
 	o.warm_start_timeout_ms = 300;
-	relay_runtime_warm_retire(rt, NULL);
+	relay_runtime_warm_retire(S.rt, NULL);
 	RT_CHECK(relay_runtime_new(&r, &o, NULL) == 0);
-	relay_runtime_libev_attach(r, loop);
+	relay_runtime_libev_attach(r, S.loop);
 	RT_CHECK(job_start(r, &s, &j) == 0);
-	job_wait(loop, &j);
+	job_wait(S.loop, &j);
 	RT_CHECK(j.o.warm);
 	job_free(&j);
 	for (i = 0; i < 20 && n != prev; i++) {
@@ -545,7 +420,7 @@ static void test_node__unloadable_runs_cold(void)
 	struct job j;
 	int i;
 
-	snprintf(notlib, sizeof(notlib), "%s/handlers.js", app_dir);
+	snprintf(notlib, sizeof(notlib), "%s/handlers.js", S.app_dir);
 	setenv("RELAY_WARM_SLOT", notlib, 1);
 	/* A minute to answer: on a loaded host the "unsupported" answer can
 	 * come after the default start bound, and a parent given up on
@@ -556,7 +431,7 @@ static void test_node__unloadable_runs_cold(void)
 	s.warm = RELAY_WARM_AUTO;
 	for (i = 0; i < 2; i++) {
 		RT_CHECK(job_start(r, &s, &j) == 0);
-		job_wait(loop, &j);
+		job_wait(S.loop, &j);
 		RT_EQ_INT(j.o.status, RELAY_RUN_OK);
 		RT_CHECK(!j.o.warm);
 		RT_CHECK(cap_has(&j.c, "ok {\"n\":1}"));
@@ -567,19 +442,19 @@ static void test_node__unloadable_runs_cold(void)
 		if (st.failures[RELAY_WARM_FAIL_UNSUPPORTED] >= 1)
 			break;
 		ev_sleep(0.05);
-		ev_run(loop, EVRUN_NOWAIT);
+		ev_run(S.loop, EVRUN_NOWAIT);
 	}
 	RT_CHECK(st.failures[RELAY_WARM_FAIL_UNSUPPORTED] >= 1);
 	RT_EQ_INT((long)st.warm_starts, 0);
 	relay_runtime_free(r);
 	/* Switched off: the pool, never the server. */
-	relay_runtime_warm_retire(rt, NULL);
+	relay_runtime_warm_retire(S.rt, NULL);
 	unsetenv("RELAY_WARM_NODE");
 	r = new_rt();
 	setenv("RELAY_WARM_NODE", "fork", 1);
 	RT_CHECK(r != NULL);
 	RT_CHECK(job_start(r, &s, &j) == 0);
-	job_wait(loop, &j);
+	job_wait(S.loop, &j);
 	RT_EQ_INT(j.o.status, RELAY_RUN_OK);
 	job_free(&j);
 	RT_EQ_INT((int)the_server(), 0);
@@ -638,21 +513,21 @@ static int setup(void)
 		skip_why = "bwrap or node missing";
 		return 0;
 	}
-	snprintf(app_dir, sizeof(app_dir), "%s/tests/runtime/apps/nodewarm",
-		 src_root());
+	rtf_setup(&S, NULL);
+	snprintf(S.app_dir, sizeof(S.app_dir),
+		 "%s/tests/runtime/apps/nodewarm", src_root());
 	setenv("RELAY_WARM_NODE", "fork", 1);
-	loop = ev_loop_new(EVFLAG_AUTO);
-	rt = new_rt();
-	if (!rt) {
+	S.rt = new_rt();
+	if (!S.rt) {
 		skip_why = "bwrap cannot run here";
 		return 0;
 	}
 	s = node_spec("handlers.ok");
-	if (job_start(rt, &s, &j) != 0) {
+	if (job_start(S.rt, &s, &j) != 0) {
 		skip_why = "warm start refused";
 		return 0;
 	}
-	job_wait(loop, &j);
+	job_wait(S.loop, &j);
 	if (j.o.status != RELAY_RUN_OK || !j.o.warm) {
 		static char why[300];
 
@@ -688,7 +563,6 @@ int main(int argc, char **argv)
 		return 0;
 	}
 	rc = rt_main(argc, argv, cases, RT_NCASES(cases));
-	relay_runtime_free(rt);
-	ev_loop_destroy(loop);
+	rtf_teardown(&S, false);
 	return rc;
 }

@@ -51,13 +51,12 @@
 #include <ev.h>
 
 #include "relay/relay_libev.h"
+#include "lib/rt_fixture.h"
 #include "relaytest.h"
-#include "../runtime/rt_helpers.h"
-#include "../runtime/rt_job.h"
+#include "runtime/rt_helpers.h"
+#include "runtime/rt_job.h"
 
-static char app_dir[256];
-static struct ev_loop *loop;
-static relay_runtime *rt;
+static rtf_suite S;   /* loop, app dir, runtime (lib/rt_fixture.h) */
 static const char *skip_why;
 static uint64_t next_gen = 100;
 /* The poisoner's event; RELAY_WARM_DIFF_POISON="keys,limits" runs only
@@ -195,10 +194,7 @@ static void normalise_line(const char *line, char **out, size_t *len,
 /* One invocation on the shared loop; 0 when it ran. */
 static int run1(const relay_exec_spec *s, struct job *j)
 {
-	if (job_start(rt, s, j) != 0)
-		return -1;
-	job_wait(loop, j);
-	return 0;
+	return job_run(S.rt, S.loop, s, j);
 }
 
 /* A probe run's output: raw (every line, stderr marked) and normalised. */
@@ -228,7 +224,7 @@ static relay_exec_spec probe_spec(relay_runtime_kind kind, const char *app,
 	s.app = app;
 	s.handler = "probe.run";
 	s.message_id = "1-0";
-	s.app_dir = app_dir;
+	s.app_dir = S.app_dir;
 	s.runtime = kind;
 	if (kind == RELAY_RUNTIME_EXEC)
 		s.argv = argv;
@@ -303,21 +299,6 @@ static void probe(relay_runtime_kind kind, const char *app, bool poison,
 	cap_free(&j.c);
 }
 
-static void save(const char *name, const char *text)
-{
-	char path[512];
-	FILE *f;
-
-	snprintf(path, sizeof(path), "%s/%s", app_dir, name);
-	f = fopen(path, "w");
-	if (!f) {
-		perror(path);
-		exit(1);
-	}
-	fputs(text, f);
-	fclose(f);
-}
-
 /*
  * Compare two normalised fingerprints; on a difference print a unified
  * diff (TAP diagnostics) and fail the case. @what names the comparison.
@@ -331,10 +312,10 @@ static bool same_print(const char *what, const struct print *want,
 	if (strcmp(want->norm, got->norm) == 0)
 		return true;
 	RT_FAILF("%s: fingerprints differ", what);
-	snprintf(a, sizeof(a), "%s/want.txt", app_dir);
-	snprintf(b, sizeof(b), "%s/got.txt", app_dir);
-	save("want.txt", want->norm);
-	save("got.txt", got->norm);
+	snprintf(a, sizeof(a), "%s/want.txt", S.app_dir);
+	snprintf(b, sizeof(b), "%s/got.txt", S.app_dir);
+	rtf_write(S.app_dir, "want.txt", want->norm);
+	rtf_write(S.app_dir, "got.txt", got->norm);
 	snprintf(cmd, sizeof(cmd), "diff -u --label fresh --label after-poison"
 		 " '%s' '%s'", a, b);
 	d = popen(cmd, "r");
@@ -353,21 +334,13 @@ static bool same_print(const char *what, const struct print *want,
  */
 static int fresh_rt(void)
 {
-	relay_runtime_options o = RELAY_RUNTIME_OPTIONS_INIT;
+	rtf_rt_opts o = { .warm = 1, .warm_idle_ms = 600000,
+			  .warm_max_parents = 16 };
 
-	if (rt)
-		relay_runtime_free(rt);
-	rt = NULL;
-	o.backend = "bwrap";
-	o.bootstrap_dir = bootstrap_dir();
-	o.kill_grace_ms = 1500;
-	o.warm = 1;
-	o.warm_idle_ms = 600000;
-	o.warm_max_parents = 16;
-	if (relay_runtime_new(&rt, &o, NULL) != 0)
-		return -1;
-	relay_runtime_libev_attach(rt, loop);
-	return 0;
+	if (S.rt)
+		relay_runtime_free(S.rt);
+	S.rt = rtf_runtime_new(S.loop, &o);
+	return S.rt ? 0 : -1;
 }
 
 static const char *kind_name(relay_runtime_kind k)
@@ -381,7 +354,7 @@ static void keep(const char *name, const struct print *p)
 	const char *k = getenv("RELAY_WARM_DIFF_KEEP");
 
 	if (k && *k == '1')
-		save(name, p->raw ? p->raw : "");
+		rtf_write(S.app_dir, name, p->raw ? p->raw : "");
 }
 
 static void need_node(relay_runtime_kind kind)
@@ -581,12 +554,7 @@ static void setup(void)
 		skip_why = "bwrap or python3 missing";
 		return;
 	}
-	snprintf(app_dir, sizeof(app_dir), "/tmp/relay-test-warmdiff-%ld",
-		 (long)getpid());
-	if (mkdir(app_dir, 0755) != 0 || chmod(app_dir, 0755) != 0) {
-		perror(app_dir);
-		exit(1);
-	}
+	rtf_setup(&S, "warmdiff");
 	snprintf(src, sizeof(src), "%s/tests/security/warm_diff_probe.py",
 		 src_root());
 	text = rt_slurp(src, NULL);
@@ -594,14 +562,9 @@ static void setup(void)
 		perror(src);
 		exit(1);
 	}
-	save("probe.py", text);
+	rtf_write(S.app_dir, "probe.py", text);
 	free(text);
-	save("probe.js", NODE_PROBE);
-	snprintf(src, sizeof(src), "%s/probe.py", app_dir);
-	chmod(src, 0644);
-	snprintf(src, sizeof(src), "%s/probe.js", app_dir);
-	chmod(src, 0644);
-	loop = ev_loop_new(EVFLAG_AUTO);
+	rtf_write(S.app_dir, "probe.js", NODE_PROBE);
 	if (fresh_rt() != 0) {
 		skip_why = "bwrap cannot run here";
 		return;
@@ -623,7 +586,6 @@ int main(int argc, char **argv)
 		RT_CASE(test_sec_warm_diff__exec_warm),
 		RT_CASE(test_sec_warm_diff__node_warm),
 	};
-	char cmd[300];
 	const char *k = getenv("RELAY_WARM_DIFF_KEEP");
 	size_t i;
 	int rc;
@@ -634,16 +596,11 @@ int main(int argc, char **argv)
 		return 0;
 	}
 	rc = rt_main(argc, argv, cases, RT_NCASES(cases));
-	relay_runtime_free(rt);
-	ev_loop_destroy(loop);
 	for (i = 0; i < RT_NCASES(diff_ignore); i++)
 		regfree(&diff_re[i]);
-	if (k && *k == '1') {
-		printf("# fingerprints kept in %s\n", app_dir);
-		return rc;
-	}
-	snprintf(cmd, sizeof(cmd), "rm -rf %s", app_dir);
-	if (system(cmd) != 0)
+	if (k && *k == '1')
+		printf("# fingerprints kept in %s\n", S.app_dir);
+	if (rtf_teardown(&S, k && *k == '1') != 0)
 		rc = 1;
 	return rc;
 }
