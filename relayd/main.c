@@ -792,6 +792,12 @@ static int open_servers(relayd *d, char *errbuf, size_t size)
 	return 0;
 }
 
+/* SIGTERM, SIGINT and SIGHUP: blocked from the start of the start-up
+ * until their watchers exist (start_watchers()), so a stop asked for
+ * while relayd starts is a graceful stop, not the default action's
+ * death. Handlers never inherit the mask (the runtime clears it). */
+static sigset_t stop_signals;
+
 static void start_watchers(relayd *d)
 {
 	ev_signal_init(&d->sig_term, on_stop_signal, SIGTERM);
@@ -801,6 +807,9 @@ static void start_watchers(relayd *d)
 	ev_signal_start(d->loop, &d->sig_term);
 	ev_signal_start(d->loop, &d->sig_int);
 	ev_signal_start(d->loop, &d->sig_hup);
+	/* main() blocked them for the start-up; one that came meanwhile is
+	 * delivered now, to the watchers above: a graceful stop. */
+	sigprocmask(SIG_UNBLOCK, &stop_signals, NULL);
 	ev_timer_init(&d->metrics_timer, on_metrics_timer, 0.,
 		      relayd_scaled(d, METRICS_INTERVAL_S));
 	ev_timer_init(&d->stats_timer, on_stats_timer, 0.,
@@ -963,6 +972,11 @@ int main(int argc, char **argv)
 			   (long long)d.cfg.sched_clock_anchor_ms,
 			   (long long)d.cfg.sched_clock_rate);
 	signal(SIGPIPE, SIG_IGN);
+	sigemptyset(&stop_signals);
+	sigaddset(&stop_signals, SIGTERM);
+	sigaddset(&stop_signals, SIGINT);
+	sigaddset(&stop_signals, SIGHUP);
+	sigprocmask(SIG_BLOCK, &stop_signals, NULL);
 	d.loop = ev_default_loop(EVFLAG_AUTO);
 	d.started_at_ms = relayd_wall_ms();
 	if (!d.loop) {

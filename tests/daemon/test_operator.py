@@ -169,6 +169,32 @@ def max_concurrent_invocations_alias():
 
 
 @case
+def sigterm_during_start_up_is_graceful():
+    """A SIGTERM that comes while relayd starts (right after the
+    runtime's RELAY-RT01 line, before the loop runs) is a graceful stop:
+    exit 0 and RELAYD03, not death by the signal's default action."""
+    with Env() as env:
+        env.app("a", rules=[("h1", {"kind": ["x"]})])
+        vars = {k: v for k, v in os.environ.items()
+                if k.startswith(("ASAN_", "UBSAN_", "LSAN_", "PATH",
+                                 "RELAY_BOOTSTRAP_DIR"))}
+        vars.update(base(env, LOG_LEVEL="INFO"))
+        p = subprocess.Popen([RELAYD], env=vars, stdout=subprocess.PIPE,
+                             stderr=subprocess.STDOUT, text=True)
+        seen = []
+        for line in p.stdout:
+            seen.append(line)
+            if "RELAY-RT01" in line:
+                p.terminate()
+                break
+        rest, _ = p.communicate(timeout=120)
+        log = "".join(seen) + rest
+        check(any("RELAY-RT01" in x for x in seen), log)
+        eq(p.returncode, 0, "exit status after SIGTERM at start-up")
+        check("RELAYD03" in log, log)
+
+
+@case
 def metrics_startup_line_off():
     with Env() as env:
         env.app("a", rules=[("h1", {"kind": ["x"]})])
