@@ -590,11 +590,12 @@ static void run_done(const relay_run_outcome *o, void *payload)
 	relay__cinv *inv = payload;
 	relay__msg *m = inv->m;
 	relay_consumer *c = m->c;
-	uint64_t dur_us = relay_clock_mono_us(c->clock) - inv->started_us;
+	relay_mono_us now = relay_clock_mono_us(c->clock);
+	uint64_t dur_us = now - inv->started_us;
 
 	inv->run = NULL;
 	relay__count_add(c, in_flight_invocations, -1);
-	relay__ctrace_end(inv, o, NULL);
+	relay__ctrace_end(inv, o, NULL, now);
 	if (o->status == RELAY_RUN_CANCELLED) {
 		LOG(c, RELAY_LOG_INFO, "RELAY-ENG04",
 		    "handler cancelled app=%s handler=%s message_id=%s "
@@ -652,11 +653,11 @@ static void inv_run(relay__cinv *inv)
 		relay__consumer_exec_spec_h(&s, inv->app, inv->handler,
 					    inv->timeout_ms, m->id, m->event,
 					    m->event_len);
+	inv->started_us = relay_clock_mono_us(c->clock);
 	relay__ctrace_start(inv, &s, &ts);
 	if (inv->attempt > 1)
 		relay__count(c, retries);
 	relay__count(c, in_flight_invocations);
-	inv->started_us = relay_clock_mono_us(c->clock);
 	relay__tail_reset(&inv->tail);
 	rc = c->exec->run(c->exec, &s, output_cb, run_done, inv, &inv->run);
 	if (rc) {
@@ -667,7 +668,8 @@ static void inv_run(relay__cinv *inv)
 					inv->handler, RELAY__OUT_FAILED);
 		relay__slots_release(c, inv);
 		start_failure(c, rc, why, sizeof(why));
-		relay__ctrace_end(inv, NULL, why);
+		relay__ctrace_end(inv, NULL, why,
+				  relay_clock_mono_us(c->clock));
 		LOG(c, RELAY_LOG_WARN, "RELAY-ENG04",
 		    "handler failed app=%s handler=%s message_id=%s "
 		    "attempt=%u reason=\"%s\"", relay_app_name(inv->app),

@@ -239,16 +239,26 @@ static void attempt_ctx(const relay__cinv *inv, unsigned int attempt,
 	out->set = true;
 }
 
-static int64_t wall_ns(const relay_consumer *c)
+/* Wall-clock nanoseconds at the consumer clock's monotonic time @mono.
+ * A test's fixed clock gives its milliseconds. The system clock is read
+ * at most once a second (each read costs as much as the rest of a
+ * span's bookkeeping on some virtual machines); in between the
+ * monotonic time carries it, so a span never ends before it starts. */
+static int64_t wall_ns(relay_consumer *c, relay_mono_us mono)
 {
 	struct timespec ts;
 
-	/* A test's fixed clock gives milliseconds; the system clock its
-	 * nanoseconds. */
 	if (c->clock != relay_clock_system())
 		return (int64_t)relay_clock_wall_ms(c->clock) * 1000000;
-	clock_gettime(CLOCK_REALTIME, &ts);
-	return (int64_t)ts.tv_sec * 1000000000 + ts.tv_nsec;
+	if (!c->trace.wall_synced || mono < c->trace.wall_synced_us ||
+	    mono - c->trace.wall_synced_us >= 1000000) {
+		clock_gettime(CLOCK_REALTIME, &ts);
+		c->trace.wall_off_ns = (int64_t)ts.tv_sec * 1000000000 +
+				       ts.tv_nsec - (int64_t)mono * 1000;
+		c->trace.wall_synced_us = mono;
+		c->trace.wall_synced = true;
+	}
+	return (int64_t)mono * 1000 + c->trace.wall_off_ns;
 }
 
 static void format_tp(const relay__rtrace *tr, char *out)
@@ -274,7 +284,7 @@ void relay__ctrace_start(relay__cinv *inv, relay_exec_spec *s,
 	if (!c->trace.fn && !(t && t->has_parent))
 		return;  /* tracing off, nothing to pass on: no cost */
 	attempt_ctx(inv, inv->attempt, &inv->tr);
-	inv->tr.start_ns = wall_ns(c);
+	inv->tr.start_ns = wall_ns(c, inv->started_us);
 	format_tp(&inv->tr, buf->traceparent);
 	s->traceparent = buf->traceparent;
 	if (child_mode(inv) && t->parent.tracestate[0])
@@ -382,17 +392,16 @@ static void outcome(span_build *b, relay_span *sp, const relay_run_outcome *o,
 		attr_b(b, "relay.warm", o->warm != 0);
 }
 
-static int64_t end_ns(const relay__rtrace *tr, const relay_consumer *c,
-		      const relay_run_outcome *o)
+static int64_t end_ns(const relay__rtrace *tr, relay_consumer *c,
+		      relay_mono_us now)
 {
-	int64_t now = wall_ns(c);
+	int64_t t = wall_ns(c, now);
 
-	(void)o;
-	return now > tr->start_ns ? now : tr->start_ns;
+	return t > tr->start_ns ? t : tr->start_ns;
 }
 
 void relay__ctrace_end(relay__cinv *inv, const relay_run_outcome *o,
-		       const char *reason)
+		       const char *reason, relay_mono_us now)
 {
 	relay__msg *m = inv->m;
 	relay_consumer *c = m->c;
@@ -415,7 +424,7 @@ void relay__ctrace_end(relay__cinv *inv, const relay_run_outcome *o,
 	if (child_mode(inv) && t->parent.tracestate[0])
 		sp.tracestate = t->parent.tracestate;
 	sp.start_unix_ns = inv->tr.start_ns;
-	sp.end_unix_ns = end_ns(&inv->tr, c, o);
+	sp.end_unix_ns = end_ns(&inv->tr, c, now);
 	attr_s(&b, "messaging.system", "redis");
 	attr_s(&b, "messaging.operation.type", "process");
 	attr_s(&b, "messaging.operation.name", "process");
@@ -469,7 +478,7 @@ void relay__ctrace_manual_start(relay_consumer *c, relay__rtrace *tr,
 		return;
 	sampled = relay_trace_sample(&c->trace.sampler, NULL, tr->trace_id);
 	tr->flags = sampled ? RELAY_TRACE_FLAG_SAMPLED : 0;
-	tr->start_ns = wall_ns(c);
+	tr->start_ns = wall_ns(c, relay_clock_mono_us(c->clock));
 	tr->set = true;
 	format_tp(tr, buf->traceparent);
 	s->traceparent = buf->traceparent;
@@ -497,7 +506,7 @@ void relay__ctrace_manual_end(relay_consumer *c, relay__rtrace *tr,
 	memcpy(sp.span_id, tr->span_id, RELAY_SPAN_ID_SIZE);
 	sp.flags = tr->flags;
 	sp.start_unix_ns = tr->start_ns;
-	sp.end_unix_ns = end_ns(tr, c, o);
+	sp.end_unix_ns = end_ns(tr, c, relay_clock_mono_us(c->clock));
 	attr_s(&b, "relay.app", app);
 	attr_s(&b, "relay.handler", handler);
 	attr_s(&b, "relay.manual", kind);

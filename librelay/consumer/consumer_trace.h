@@ -28,6 +28,11 @@ typedef struct relay__ctrace {
 	relay_consumer_span_fn fn;     /* NULL: no spans */
 	void *payload;
 	relay_trace_sampler sampler;
+	/* The system clock's wall time, read at most once a second: span
+	 * times are the monotonic time at hand plus this offset. */
+	int64_t wall_off_ns;
+	relay_mono_us wall_synced_us;
+	bool wall_synced;
 } relay__ctrace;
 
 /* What one stream entry carried (NULL in relay__msg when nothing). */
@@ -72,17 +77,18 @@ void relay__ctrace_msg_free(relay__msg *m);
  * message, as events_received). */
 void relay__ctrace_classified(relay__msg *m);
 
-/* An attempt of @inv (inv->attempt claimed) starts: set its context in
- * inv->tr and the spec's traceparent/tracestate/baggage (pointing into
- * @buf and the message) when tracing is on or the entry carried a
- * context. */
+/* An attempt of @inv (inv->attempt claimed) starts, at inv->started_us:
+ * set its context in inv->tr and the spec's traceparent/tracestate/
+ * baggage (pointing into @buf and the message) when tracing is on or the
+ * entry carried a context. */
 void relay__ctrace_start(relay__cinv *inv, relay_exec_spec *s,
 			 relay__tspec *buf);
 
-/* The attempt ended: the span, when tracing is on and it is sampled.
- * @o is NULL when the run could not start (@reason says why). */
+/* The attempt ended at @now (the consumer clock's monotonic time): the
+ * span, when tracing is on and it is sampled. @o is NULL when the run
+ * could not start (@reason says why). */
 void relay__ctrace_end(relay__cinv *inv, const relay_run_outcome *o,
-		       const char *reason);
+		       const char *reason, relay_mono_us now);
 
 /* A manual run (app invoke: @link NULL, a new root; dlq replay: @link
  * the failed attempt's traceparent, or NULL) of @handler of @app starts /

@@ -22,20 +22,24 @@
  *   KeyValue: key 1, value 2
  *   AnyValue: string_value 1, bool_value 2, int64_value 3
  *
+ * Spans are encoded one by one as they end (relay_otlp_span_append())
+ * into a buffer that keeps room in front for the request's head; the
+ * head, whose lengths are known only when the batch is, is written into
+ * that room when the batch is posted (relay_otlp_head_put()). The
+ * resource and the scope never change and are encoded once
+ * (relay_otlp_parts_init()).
+ *
  * A nested message is written in place after a 5-byte gap for its length
  * and moved back once its length is known (every body is far below the
- * 4 GiB a 5-byte varint holds).
+ * 4 GiB a 5-byte varint holds); an attribute, the most frequent message,
+ * has its lengths computed first and is written straight.
  */
 #include <stdlib.h>
 #include <string.h>
 
 #include "otlp.h"
 
-typedef struct pb {
-	uint8_t *p;
-	size_t n, cap;
-	bool oom;
-} pb;
+typedef relay_otlp_buf pb;
 
 enum { VARINT = 0, I64 = 1, LEN = 2, I32 = 5 };
 
@@ -136,28 +140,80 @@ static void close_msg(pb *b, size_t body)
 	b->n -= 5 - ln;
 }
 
+static size_t varint_len(uint64_t v)
+{
+	size_t n = 1;
+
+	while (v >= 0x80) {
+		v >>= 7;
+		n++;
+	}
+	return n;
+}
+
+static uint8_t *put_bytes(uint8_t *p, uint8_t tagbyte, const void *s,
+			  size_t n)
+{
+	*p++ = tagbyte;
+	p += varint_at(p, n);
+	memcpy(p, s, n);
+	return p + n;
+}
+
+/* A KeyValue (field @field < 16) with its lengths computed first: no gap,
+ * no move. An empty key is omitted as proto3 omits an empty string; an
+ * empty string value is written (it is a value, not an absent one). */
 static void attr(pb *b, uint32_t field, const relay_trace_attr *a)
 {
-	size_t kv = open_msg(b, field), v;
+	size_t klen = strlen(a->key), slen = 0, val, kv;
+	const char *sv = "";
+	uint8_t *p;
 
-	string(b, 1, a->key);
-	v = open_msg(b, 2);
 	switch (a->type) {
 	case RELAY_TRACE_ATTR_STRING:
-		/* an empty string is a value, not an absent one */
-		bytes(b, 1, a->s ? a->s : "", a->s ? strlen(a->s) : 0);
+		if (a->s) {
+			sv = a->s;
+			slen = strlen(sv);
+		}
+		val = 1 + varint_len(slen) + slen;
 		break;
 	case RELAY_TRACE_ATTR_INT:
-		tag(b, 3, VARINT);
-		varint(b, (uint64_t)a->i);
+		val = 1 + varint_len((uint64_t)a->i);
 		break;
 	case RELAY_TRACE_ATTR_BOOL:
-		tag(b, 2, VARINT);
-		varint(b, a->b ? 1 : 0);
+		val = 2;
+		break;
+	default:
+		val = 0;
 		break;
 	}
-	close_msg(b, v);
-	close_msg(b, kv);
+	kv = (klen ? 1 + varint_len(klen) + klen : 0) +
+	     1 + varint_len(val) + val;
+	if (!reserve(b, 1 + varint_len(kv) + kv))
+		return;
+	p = b->p + b->n;
+	*p++ = (uint8_t)(field << 3 | LEN);
+	p += varint_at(p, kv);
+	if (klen)
+		p = put_bytes(p, 1 << 3 | LEN, a->key, klen);
+	*p++ = 2 << 3 | LEN;
+	p += varint_at(p, val);
+	switch (a->type) {
+	case RELAY_TRACE_ATTR_STRING:
+		p = put_bytes(p, 1 << 3 | LEN, sv, slen);
+		break;
+	case RELAY_TRACE_ATTR_INT:
+		*p++ = 3 << 3 | VARINT;
+		p += varint_at(p, (uint64_t)a->i);
+		break;
+	case RELAY_TRACE_ATTR_BOOL:
+		*p++ = 2 << 3 | VARINT;
+		*p++ = a->b ? 1 : 0;
+		break;
+	default:
+		break;
+	}
+	b->n = (size_t)(p - b->p);
 }
 
 static void attrs(pb *b, uint32_t field, const relay_trace_attr *a, size_t n)
@@ -221,35 +277,107 @@ static void span(pb *b, const relay_span *s)
 	close_msg(b, m);
 }
 
+/* ---- requests --------------------------------------------------------- */
+
+void relay_otlp_buf_free(relay_otlp_buf *b)
+{
+	free(b->p);
+	*b = (relay_otlp_buf){ NULL, 0, 0, false };
+}
+
+int relay_otlp_parts_init(relay_otlp_parts *p,
+			  const relay_trace_attr *resource, size_t nresource,
+			  const char *scope, const char *scope_version)
+{
+	memset(p, 0, sizeof(*p));
+	/* Both may be empty: reserve() makes them non-NULL. */
+	reserve(&p->resource, 1);
+	attrs(&p->resource, 1, resource, nresource);
+	reserve(&p->scope, 1);
+	string(&p->scope, 1, scope);
+	string(&p->scope, 2, scope_version);
+	if (p->resource.oom || p->scope.oom) {
+		relay_otlp_parts_clear(p);
+		return RELAY_ENOMEM;
+	}
+	return 0;
+}
+
+void relay_otlp_parts_clear(relay_otlp_parts *p)
+{
+	relay_otlp_buf_free(&p->resource);
+	relay_otlp_buf_free(&p->scope);
+}
+
+size_t relay_otlp_head_max(const relay_otlp_parts *p)
+{
+	/* four tags, four lengths of at most 10 bytes, the two parts */
+	return 4 * 11 + p->resource.n + p->scope.n;
+}
+
+size_t relay_otlp_span_append(relay_otlp_buf *b, const relay_span *s,
+			      size_t max)
+{
+	size_t n0 = b->n;
+
+	span(b, s);
+	if (b->oom || b->n - n0 > max) {
+		b->n = n0;
+		b->oom = false;
+		return 0;
+	}
+	return b->n - n0;
+}
+
+size_t relay_otlp_head_put(const relay_otlp_parts *p, relay_otlp_buf *b,
+			   size_t gap)
+{
+	size_t r = p->resource.n, sc = p->scope.n;
+	size_t rmsg = 1 + varint_len(r) + r;
+	size_t smsg = 1 + varint_len(sc) + sc;
+	size_t ss = smsg + (b->n - gap);
+	size_t rs = rmsg + 1 + varint_len(ss) + ss;
+	size_t head = 1 + varint_len(rs) + rmsg + 1 + varint_len(ss) + smsg;
+	uint8_t *q = b->p + gap - head;
+
+	*q++ = 1 << 3 | LEN;                    /* resource_spans */
+	q += varint_at(q, rs);
+	q = put_bytes(q, 1 << 3 | LEN, p->resource.p, r);   /* resource */
+	*q++ = 2 << 3 | LEN;                    /* scope_spans */
+	q += varint_at(q, ss);
+	put_bytes(q, 1 << 3 | LEN, p->scope.p, sc);         /* scope */
+	return gap - head;
+}
+
 int relay_otlp_encode(const relay_trace_attr *resource, size_t nresource,
 		      const char *scope, const char *scope_version,
 		      relay_span *const *spans, size_t n,
 		      uint8_t **out, size_t *outlen)
 {
+	relay_otlp_parts parts;
 	pb b = { NULL, 0, 0, false };
-	size_t rs, r, ss, sc, i;
+	size_t gap, at, i;
 
 	*out = NULL;
 	*outlen = 0;
-	rs = open_msg(&b, 1);
-	r = open_msg(&b, 1);
-	attrs(&b, 1, resource, nresource);
-	close_msg(&b, r);
-	ss = open_msg(&b, 2);
-	sc = open_msg(&b, 1);
-	string(&b, 1, scope);
-	string(&b, 2, scope_version);
-	close_msg(&b, sc);
-	for (i = 0; i < n; i++)
+	if (relay_otlp_parts_init(&parts, resource, nresource, scope,
+				  scope_version))
+		return RELAY_ENOMEM;
+	gap = relay_otlp_head_max(&parts);
+	if (reserve(&b, gap))
+		b.n = gap;
+	for (i = 0; i < n && !b.oom; i++)
 		span(&b, spans[i]);
-	close_msg(&b, ss);
-	close_msg(&b, rs);
 	if (b.oom) {
+		relay_otlp_parts_clear(&parts);
 		free(b.p);
 		return RELAY_ENOMEM;
 	}
+	at = relay_otlp_head_put(&parts, &b, gap);
+	relay_otlp_parts_clear(&parts);
+	memmove(b.p, b.p + at, b.n - at);
 	*out = b.p;
-	*outlen = b.n;
+	*outlen = b.n - at;
 	return 0;
 }
 

@@ -2,8 +2,11 @@
  * exporter.c - the batch span processor and the OTLP/HTTP client on a
  * libev loop (libcurl's multi-socket interface).
  *
- * Spans wait in a ring of at most max_queue copies. An export takes up to
- * max_batch of them, encodes one body and posts it; one request is in
+ * A span is encoded when it is submitted (nothing of it is kept), into
+ * the open batch: a buffer of at most max_batch encoded spans with room
+ * in front for the request's head. Batches wait in a ring; at most
+ * max_queue spans wait in all. An export takes the oldest batch, writes
+ * its head and posts it; one request is in
  * flight at a time (the batch span processor's rule), so a slow collector
  * fills the queue and new spans are dropped and counted, never waited
  * for. libcurl tells us which sockets to watch (ev_io) and when to call it
@@ -46,12 +49,17 @@ struct relay_otlp {
 	double delay_s;
 	size_t max_queue, max_batch;
 
-	relay_span **ring;
-	size_t head, count;
+	relay_otlp_parts parts;         /* resource and scope, encoded */
+	size_t gap;                     /* room for a request's head */
+	struct batch *batches;          /* a ring of nbatches */
+	size_t nbatches, qhead, qlen;   /* waiting: [qhead, qhead + qlen) */
+	size_t count;                   /* spans waiting */
+	struct batch *fly;              /* in flight or waiting for its
+					   retry, or NULL */
 
 	CURLM *multi;
 	CURL *easy;                     /* the request in flight, or NULL */
-	uint8_t *body;                  /* its body (kept for retries) */
+	uint8_t *body;                  /* its body, in fly's buffer */
 	size_t bodylen, batch;          /* bytes, spans */
 	unsigned int attempt;
 	bool failing;                   /* the last request failed */
@@ -64,6 +72,16 @@ struct relay_otlp {
 
 	relay_otlp_counts counts;
 };
+
+/* One batch: the request's head room, then its encoded spans. */
+typedef struct batch {
+	relay_otlp_buf b;
+	size_t spans;
+} batch;
+
+/* A buffer grown past this by a burst of big spans is given back when
+ * its batch is done. */
+#define BATCH_KEEP_BYTES (4u << 20)
 
 typedef struct sock {
 	ev_io io;
@@ -208,33 +226,66 @@ static void arm_kick(relay_otlp *x)
 	}
 }
 
+/* A new batch at the ring's tail, or NULL (out of memory). */
+static batch *open_batch(relay_otlp *x)
+{
+	batch *k = &x->batches[(x->qhead + x->qlen) % x->nbatches];
+
+	if (k == x->fly)
+		return NULL;  /* cannot happen: the ring has room for it */
+	if (!k->b.p) {
+		k->b.p = malloc(x->gap + 4096);
+		if (!k->b.p)
+			return NULL;
+		k->b.cap = x->gap + 4096;
+	}
+	k->b.n = x->gap;
+	k->b.oom = false;
+	k->spans = 0;
+	x->qlen++;
+	return k;
+}
+
 bool relay_otlp_submit(relay_otlp *x, const relay_span *s)
 {
-	relay_span *copy;
-	size_t size;
+	batch *k = NULL;
 
-	if (x->count == x->max_queue ||
-	    relay_span_dup(&copy, s, &size) != 0) {
-		x->counts.spans_dropped++;
-		return false;
+	if (x->count == x->max_queue)
+		goto drop;
+	if (x->qlen)
+		k = &x->batches[(x->qhead + x->qlen - 1) % x->nbatches];
+	if (!k || k->spans == x->max_batch) {
+		k = open_batch(x);
+		if (!k)
+			goto drop;
 	}
-	if (size > RELAY_OTLP_SPAN_MAX_BYTES) {
-		relay_span_free(copy);
-		x->counts.spans_dropped++;
-		return false;
+	if (!relay_otlp_span_append(&k->b, s, RELAY_OTLP_SPAN_MAX_BYTES)) {
+		if (k->spans == 0)
+			x->qlen--;  /* the batch just opened stays unused */
+		goto drop;
 	}
-	x->ring[(x->head + x->count) % x->max_queue] = copy;
+	k->spans++;
 	x->count++;
-	/* Not while a batch waits for its retry (x->body): start_export()
+	/* Not while a batch waits for its retry (x->fly): start_export()
 	 * would do nothing, once per span. */
-	if (x->count >= x->max_batch && !x->easy && !x->body)
+	if (x->count >= x->max_batch && !x->easy && !x->fly)
 		arm_kick(x);
 	return true;
+drop:
+	x->counts.spans_dropped++;
+	return false;
 }
 
 static void finish_batch(relay_otlp *x)
 {
-	free(x->body);
+	batch *k = x->fly;
+
+	if (k) {
+		if (k->b.cap > BATCH_KEEP_BYTES)
+			relay_otlp_buf_free(&k->b);
+		k->spans = 0;
+	}
+	x->fly = NULL;
 	x->body = NULL;
 	x->bodylen = x->batch = 0;
 	x->attempt = 0;
@@ -280,31 +331,20 @@ fail:
 
 static void start_export(relay_otlp *x)
 {
-	relay_span **batch;
-	size_t n, i;
-	int rc;
+	batch *k;
+	size_t at;
 
-	if (x->easy || x->body || x->count == 0)
+	if (x->easy || x->fly || x->qlen == 0)
 		return;
-	n = x->count < x->max_batch ? x->count : x->max_batch;
-	batch = malloc(n * sizeof(*batch));
-	if (!batch)
-		return;
-	for (i = 0; i < n; i++)
-		batch[i] = x->ring[(x->head + i) % x->max_queue];
-	x->head = (x->head + n) % x->max_queue;
-	x->count -= n;
-	rc = relay_otlp_encode(x->resource, x->nresource, "relayd",
-			       relay_version(), batch, n, &x->body,
-			       &x->bodylen);
-	for (i = 0; i < n; i++)
-		relay_span_free(batch[i]);
-	free(batch);
-	if (rc) {
-		x->counts.spans_dropped += n;
-		return;
-	}
-	x->batch = n;
+	k = &x->batches[x->qhead];
+	x->qhead = (x->qhead + 1) % x->nbatches;
+	x->qlen--;
+	x->count -= k->spans;
+	at = relay_otlp_head_put(&x->parts, &k->b, x->gap);
+	x->fly = k;
+	x->body = k->b.p + at;
+	x->bodylen = k->b.n - at;
+	x->batch = k->spans;
 	x->attempt = 0;
 	post(x);
 }
@@ -438,11 +478,13 @@ int relay_otlp_new(relay_otlp **out, struct ev_loop *loop,
 	x->delay_s = (double)c->schedule_delay_ms / 1000.;
 	if (x->delay_s <= 0.)
 		x->delay_s = 0.001;
-	x->ring = calloc(x->max_queue, sizeof(*x->ring));
+	/* every batch but the last full, one in flight, one spare */
+	x->nbatches = (x->max_queue + x->max_batch - 1) / x->max_batch + 2;
+	x->batches = calloc(x->nbatches, sizeof(*x->batches));
 	x->resource = calloc(c->nresource + 1, sizeof(*x->resource));
 	x->resource_kv = calloc(c->nresource + 1, sizeof(*x->resource_kv));
 	if (!x->endpoint || !x->endpoint_safe || !x->service_name ||
-	    !x->ring || !x->resource || !x->resource_kv)
+	    !x->batches || !x->resource || !x->resource_kv)
 		goto nomem;
 	x->resource[r].key = "service.name";
 	x->resource[r].type = RELAY_TRACE_ATTR_STRING;
@@ -462,6 +504,10 @@ int relay_otlp_new(relay_otlp **out, struct ev_loop *loop,
 		x->resource[r++].s = kv->value;
 	}
 	x->nresource = r;
+	if (relay_otlp_parts_init(&x->parts, x->resource, x->nresource,
+				  "relayd", relay_version()))
+		goto nomem;
+	x->gap = relay_otlp_head_max(&x->parts);
 	x->headers = curl_slist_append(NULL,
 				       "Content-Type: application/x-protobuf");
 	if (!x->headers)
@@ -509,7 +555,7 @@ nomem:
 
 void relay_otlp_flush(relay_otlp *x)
 {
-	if (x->count && !x->easy && !x->body)
+	if (x->count && !x->easy && !x->fly)
 		arm_kick(x);
 }
 
@@ -521,7 +567,7 @@ void relay_otlp_counts_get(const relay_otlp *x, relay_otlp_counts *out)
 
 bool relay_otlp_idle(const relay_otlp *x)
 {
-	return x->count == 0 && !x->easy && !x->body;
+	return x->count == 0 && !x->easy && !x->fly;
 }
 
 void relay_otlp_free(relay_otlp *x)
@@ -546,10 +592,10 @@ void relay_otlp_free(relay_otlp *x)
 		curl_multi_cleanup(x->multi);
 		curl_global_cleanup();
 	}
-	for (i = 0; i < x->count; i++)
-		relay_span_free(x->ring[(x->head + i) % x->max_queue]);
-	free(x->ring);
-	free(x->body);
+	for (i = 0; x->batches && i < x->nbatches; i++)
+		relay_otlp_buf_free(&x->batches[i].b);
+	free(x->batches);
+	relay_otlp_parts_clear(&x->parts);
 	curl_slist_free_all(x->headers);
 	free(x->resource);
 	relay_otlp_kv_free(x->resource_kv, x->nresource_kv);

@@ -53,8 +53,64 @@ typedef struct relay_otlp_kv {
 int relay_otlp_kv_parse(const char *s, relay_otlp_kv **out, size_t *n);
 void relay_otlp_kv_free(relay_otlp_kv *kv, size_t n);
 
+/* A growing buffer of protobuf bytes (realloc'd; free with
+ * relay_otlp_buf_free()). */
+typedef struct relay_otlp_buf {
+	uint8_t *p;
+	size_t n, cap;
+	bool oom;                 /* a growth failed; the bytes are partial */
+} relay_otlp_buf;
+
+void relay_otlp_buf_free(relay_otlp_buf *b);
+
+/* The parts of every request that never change, encoded once. */
+typedef struct relay_otlp_parts {
+	relay_otlp_buf resource;  /* a Resource message's body */
+	relay_otlp_buf scope;     /* an InstrumentationScope's body */
+} relay_otlp_parts;
+
 /**
- * relay_otlp_encode() - an ExportTraceServiceRequest.
+ * relay_otlp_parts_init() - encode the resource (@resource, @nresource:
+ * its attributes, service.name first) and the instrumentation scope
+ * (@scope; @scope_version may be NULL).
+ *
+ * Returns: 0 or RELAY_ENOMEM (@p then holds nothing).
+ */
+int relay_otlp_parts_init(relay_otlp_parts *p,
+			  const relay_trace_attr *resource, size_t nresource,
+			  const char *scope, const char *scope_version);
+void relay_otlp_parts_clear(relay_otlp_parts *p);
+
+/** relay_otlp_head_max() - the room a request's head needs before its
+ * spans. */
+size_t relay_otlp_head_max(const relay_otlp_parts *p);
+
+/**
+ * relay_otlp_span_append() - append @s to @b, encoded as one `spans`
+ * field of a ScopeSpans message. Nothing of @s is kept.
+ * @max: the most bytes the span may take
+ *
+ * Returns: the bytes appended; 0 when the span would take more than @max
+ * or memory ran out (@b is then as before).
+ */
+size_t relay_otlp_span_append(relay_otlp_buf *b, const relay_span *s,
+			      size_t max);
+
+/**
+ * relay_otlp_head_put() - make @b one ExportTraceServiceRequest: write
+ * the request's head (one ResourceSpans of @p's resource, one ScopeSpans
+ * of its scope) into the @gap bytes kept in front of the spans, which
+ * run from b->p + @gap to b->p + b->n. @gap must be at least
+ * relay_otlp_head_max(@p).
+ *
+ * Returns: the body's offset in b->p (the body ends at b->n).
+ */
+size_t relay_otlp_head_put(const relay_otlp_parts *p, relay_otlp_buf *b,
+			   size_t gap);
+
+/**
+ * relay_otlp_encode() - an ExportTraceServiceRequest in one call (the
+ * pieces above).
  * @resource, @nresource: the resource's attributes (service.name first)
  * @scope: the instrumentation scope name; @scope_version may be NULL
  * @spans, @n: the spans, all of this resource and scope
@@ -121,8 +177,8 @@ typedef struct relay_otlp_counts {
 	uint64_t queued;          /* gauge: spans waiting */
 } relay_otlp_counts;
 
-/* A span copy larger than this is dropped (and counted): it bounds the
- * queue's memory to max_queue times this. */
+/* A span whose encoding is larger than this is dropped (and counted): it
+ * bounds the queue's memory to max_queue times this. */
 #define RELAY_OTLP_SPAN_MAX_BYTES (64 * 1024)
 /* Attempts of one batch (the first and its retries). */
 #define RELAY_OTLP_MAX_ATTEMPTS 5
@@ -145,7 +201,8 @@ int relay_otlp_new(relay_otlp **out, struct ev_loop *loop,
 		   const relay_otlp_config *c, relay_logger lg);
 
 /**
- * relay_otlp_submit() - queue a copy of @s for export.
+ * relay_otlp_submit() - queue @s for export: it is encoded at once, so
+ * nothing of @s is kept.
  *
  * Never blocks and never fails the caller: when the queue is full or the
  * span too big the span is dropped and counted. A full batch starts an

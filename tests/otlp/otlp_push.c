@@ -11,7 +11,9 @@
  * measures the longest time the loop spent outside its poll (a blocked
  * loop shows up there). Prints one JSON line: the counters, the loop's
  * longest gap in ms, and the hex ids of the first root and child. The
- * log lines the exporter writes go to stderr.
+ * log lines the exporter writes go to stderr. OTLP_PUSH_BIG=1 submits
+ * one more span first, whose attribute is larger than the exporter's
+ * per-span bound.
  */
 #include <stdio.h>
 #include <stdlib.h>
@@ -93,6 +95,27 @@ int main(int argc, char **argv)
 		return 1;
 	}
 	relay_otlp_config_clear(&c);
+	if (getenv("OTLP_PUSH_BIG")) {
+		size_t big = RELAY_OTLP_SPAN_MAX_BYTES + 1;
+		char *v = malloc(big + 1);
+		relay_trace_attr a = { "relay.big", RELAY_TRACE_ATTR_STRING,
+				       v, 0, false };
+		relay_span s = RELAY_SPAN_INIT;
+
+		if (!v)
+			return 1;
+		memset(v, 'x', big);
+		v[big] = '\0';
+		s.trace_id[0] = s.span_id[0] = 1;
+		s.name = "big";
+		s.attrs = &a;
+		s.nattrs = 1;
+		if (relay_otlp_submit(x, &s)) {
+			fprintf(stderr, "an oversized span was queued\n");
+			return 1;
+		}
+		free(v);
+	}
 	for (i = 0; i < n; i += 2) {
 		relay_trace_context root, child;
 		relay_trace_attr attrs[4] = {

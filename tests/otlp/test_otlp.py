@@ -205,6 +205,28 @@ def case_down_and_full():
 	      str(c["max_gap_ms"]))
 
 
+def case_queue_bound():
+	# 20 spans submitted before the loop runs, a queue of 5 in batches
+	# of 3: 5 wait (a full batch and an open one), 15 are dropped; the
+	# first batch is then in flight to a closed port and waits for its
+	# retry (1 s and more), so 2 still wait at the end.
+	c, _, _ = run("ok", 20, 2, {"OTEL_BSP_MAX_QUEUE_SIZE": "5",
+				    "OTEL_BSP_MAX_EXPORT_BATCH_SIZE": "3"},
+		      endpoint="http://127.0.0.1:%d" % free_port())
+	check(c["exported"] == 0 and c["dropped"] == 15 and
+	      c["queued"] == 2, "queue bound exact with a batch that does "
+	      "not divide it", json.dumps(c))
+
+
+def case_big():
+	c, recs, _ = run("ok", 4, 10 * mult, {"OTLP_PUSH_BIG": "1"})
+	spans = spans_of(recs)
+	check(c["exported"] == 4 and c["dropped"] == 1 and len(spans) == 4
+	      and all(s["name"] != "big" for s in spans),
+	      "a span over the per-span bound is dropped and counted, the "
+	      "rest exported", json.dumps(c))
+
+
 def case_500():
 	c, recs, _ = run("500", 4, 10 * mult, {})
 	check(c["exported"] == 0 and c["failed"] == 1 and c["dropped"] == 4
@@ -237,8 +259,8 @@ def main():
 	if why:
 		print("1..0 # SKIP " + why)
 		return 0
-	for f in (case_decoded, case_batches, case_down_and_full, case_500,
-		  case_503, case_hang):
+	for f in (case_decoded, case_batches, case_down_and_full,
+		  case_queue_bound, case_big, case_500, case_503, case_hang):
 		try:
 			f()
 		except Exception as e:  # one broken case is one failure
