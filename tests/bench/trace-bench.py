@@ -18,6 +18,12 @@ usage: trace-bench.py BENCH_PIPELINE RELAYD [EVENTS] [RELAYD_EVENTS] [ROUNDS]
             as above (OTEL_EXPORTER_OTLP_ENDPOINT, default batch settings,
             OTEL_TRACES_SAMPLER=always_on).
 
+RELAY_BENCH_CPUS=0 (a comma-separated CPU list) pins bench-pipeline and
+its redis-server to those CPUs. On a shared two-CPU machine the unpinned
+pipeline's rate is bimodal (where the scheduler puts the two processes
+matters more than tracing); pinned to one CPU it is CPU-bound and steady,
+the harshest case for tracing's cost.
+
 Each round runs every mode once, interleaved (the order rotating from
 round to round), so noise hits all of them;
 the medians and their ratios to "off" are printed. The sink is a separate
@@ -76,8 +82,14 @@ def pipeline(bench, mode, n, sink, down):
     if mode != "off":
         env["RELAY_BENCH_OTLP"] = sink if mode == "on" else down
         env["OTEL_TRACES_SAMPLER"] = "always_on"
+    cpus = os.environ.get("RELAY_BENCH_CPUS")
+    pin = None
+    if cpus:
+        # bench-pipeline and the redis-server it starts share these CPUs
+        pin = lambda: os.sched_setaffinity(
+            0, {int(c) for c in cpus.split(",")})
     out = subprocess.run([bench, str(n)], env=env, capture_output=True,
-                         text=True, timeout=600).stdout
+                         text=True, timeout=600, preexec_fn=pin).stdout
     rate = rss = cpu = None
     extra = ""
     for line in out.splitlines():
