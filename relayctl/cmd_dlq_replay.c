@@ -539,31 +539,62 @@ static int bulk_item(struct dlqcli *d, int fd, const struct dlqbulk_item *it,
 	}
 }
 
+struct replay_run {
+	struct dlqcli *d;
+	const struct dlqbulk *b;
+	struct tally *t;
+	struct dlqbulk_pace pace;
+	int fd;
+	size_t done;
+	int rc;
+};
+
+/* One selected entry: replay it. Returns 1 to stop. */
+static int replay_item(void *payload, const struct dlqbulk_item *it)
+{
+	struct replay_run *r = payload;
+
+	dlqbulk_pace(&r->pace);
+	if (dlqbulk_stopping())
+		return 1;
+	r->rc = bulk_item(r->d, r->fd, it, r->t);
+	r->done++;
+	dlqbulk_progress(r->done, r->b->n, r->d->redrive ? "redriving"
+							 : "replaying");
+	return r->rc || dlqbulk_stopping();
+}
+
+/* *@next: how many entries were dealt with. */
 static int bulk_run(struct dlqcli *d, const struct dlqbulk *b,
 		    struct tally *t, size_t *next)
 {
-	struct dlqbulk_pace pace;
-	int fd, rc = RELAYCTL_OK;
-	size_t i;
+	struct replay_run r;
+	size_t seen = 0;
+	int rc;
 
+	memset(&r, 0, sizeof(r));
+	r.d = d;
+	r.b = b;
+	r.t = t;
 	/* A redrive only writes Redis: relayd need not run. */
-	fd = d->redrive ? -1 : connect_relayd(d);
-	if (fd < 0 && !d->redrive)
+	r.fd = d->redrive ? -1 : connect_relayd(d);
+	if (r.fd < 0 && !d->redrive)
 		return RELAYCTL_FAIL;
 	dlqbulk_catch_signals();
-	dlqbulk_pace_init(&pace, d->rate ? d->rate : DLQBULK_RATE_REPLAY);
-	for (i = 0; i < b->n && !rc; i++) {
-		dlqbulk_pace(&pace);
-		if (dlqbulk_stopping())
-			break;
-		rc = bulk_item(d, fd, &b->items[i], t);
-		dlqbulk_progress(i + 1, b->n, d->redrive ? "redriving"
-							 : "replaying");
-	}
+	dlqbulk_pace_init(&r.pace, d->rate ? d->rate : DLQBULK_RATE_REPLAY);
+	rc = dlqbulk_each(d, b, replay_item, &r, &seen);
 	dlqbulk_progress_end();
-	if (fd >= 0)
-		close(fd);
-	*next = i;
+	if (r.fd >= 0)
+		close(r.fd);
+	if (!rc)
+		rc = r.rc;
+	/* Selected entries removed before their turn came were not seen
+	 * again: they are "already gone". */
+	if (!rc && !dlqbulk_stopping() && seen < b->n) {
+		t->gone += b->n - seen;
+		r.done = b->n;
+	}
+	*next = r.done;
 	return rc;
 }
 
@@ -582,7 +613,7 @@ static int bulk(struct dlqcli *d)
 		return rc;
 	bulk_d = d;
 	dlqbulk_report_open(d, d->redrive ? "dlq replay --redrive"
-					  : "dlq replay");
+					  : "dlq replay", b.n);
 	if (d->dry_run) {
 		rc = dlqbulk_dry_run(d, &b, d->redrive ? "redriven"
 						       : "replayed");
@@ -604,7 +635,7 @@ static int bulk(struct dlqcli *d)
 		dlqbulk_report_count("malformed", t.bad);
 		dlqbulk_report_count("busy", t.busy);
 		dlqbulk_report_count("gone", t.gone);
-		if (dlqbulk_report_close(b.n, 0, stopped) && !rc)
+		if (dlqbulk_report_close(stopped) && !rc)
 			rc = RELAYCTL_FAIL;
 		if (!rc && (stopped || t.failed || t.bad || t.busy))
 			rc = RELAYCTL_FAIL;
@@ -634,7 +665,7 @@ static int bulk(struct dlqcli *d)
 		rc = RELAYCTL_FAIL;
 done:
 	if (dlqbulk_reporting()) {
-		int r2 = dlqbulk_report_close(b.n, d->dry_run, 0);
+		int r2 = dlqbulk_report_close(0);
 
 		if (!rc)
 			rc = r2;

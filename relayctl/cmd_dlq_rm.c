@@ -72,12 +72,48 @@ static int one(struct dlqcli *d)
 	return rc;
 }
 
+struct rm_run {
+	struct dlqcli *d;
+	const struct dlqbulk *b;
+	struct dlqbulk_pace pace;
+	size_t done, removed, gone;
+	int rc;
+};
+
+/* One selected entry: remove it. Returns 1 to stop. */
+static int rm_one(void *payload, const struct dlqbulk_item *it)
+{
+	struct rm_run *r = payload;
+	relay_error err;
+	int rc;
+
+	dlqbulk_pace(&r->pace);
+	if (dlqbulk_stopping())
+		return 1;
+	err.text[0] = '\0';
+	rc = relay_dlq_delete_sync(r->d->b, r->d->keys[it->k], it->id, &err);
+	if (rc == RELAY_ENOTFOUND) {
+		r->gone++;   /* trimmed or removed meanwhile */
+		dlqbulk_report_entry(r->d, it, "gone", NULL);
+	} else if (rc) {
+		dlqbulk_progress_end();
+		r->rc = dlqcli_store_error(r->d, rc, &err);
+		return 1;
+	} else {
+		r->removed++;
+		dlqbulk_report_entry(r->d, it, "removed", NULL);
+	}
+	r->done++;
+	dlqbulk_progress(r->done, r->b->n, "removing");
+	return dlqbulk_stopping();
+}
+
 static int bulk(struct dlqcli *d)
 {
+	struct rm_run r;
 	struct dlqbulk b;
-	struct dlqbulk_pace pace;
-	size_t i, removed = 0, gone = 0;
-	int rc;
+	size_t seen = 0;
+	int rc, stopped;
 
 	rc = dlqcli_open(d);
 	if (rc)
@@ -85,7 +121,7 @@ static int bulk(struct dlqcli *d)
 	rc = dlqbulk_collect(d, &b);
 	if (rc)
 		return rc;
-	dlqbulk_report_open(d, "dlq rm");
+	dlqbulk_report_open(d, "dlq rm", b.n);
 	if (d->dry_run) {
 		rc = dlqbulk_dry_run(d, &b, "removed");
 		goto done;
@@ -93,56 +129,44 @@ static int bulk(struct dlqcli *d)
 	rc = dlqbulk_confirm(d, b.n, "Remove");
 	if (rc)
 		goto done;
+	memset(&r, 0, sizeof(r));
+	r.d = d;
+	r.b = &b;
 	dlqbulk_catch_signals();
-	dlqbulk_pace_init(&pace, d->rate ? d->rate : DLQBULK_RATE_RM);
-	for (i = 0; i < b.n && !dlqbulk_stopping(); i++) {
-		relay_error err;
-
-		dlqbulk_pace(&pace);
-		if (dlqbulk_stopping())
-			break;
-		err.text[0] = '\0';
-		rc = relay_dlq_delete_sync(d->b, d->keys[b.items[i].k],
-					   b.items[i].id, &err);
-		if (rc == RELAY_ENOTFOUND) {
-			gone++;   /* trimmed or removed meanwhile */
-			dlqbulk_report_entry(d, &b.items[i], "gone", NULL);
-		} else if (rc) {
-			dlqbulk_progress_end();
-			rc = dlqcli_store_error(d, rc, &err);
-			break;
-		} else {
-			removed++;
-			dlqbulk_report_entry(d, &b.items[i], "removed", NULL);
-		}
-		rc = RELAYCTL_OK;
-		dlqbulk_progress(i + 1, b.n, "removing");
-	}
+	dlqbulk_pace_init(&r.pace, d->rate ? d->rate : DLQBULK_RATE_RM);
+	rc = dlqbulk_each(d, &b, rm_one, &r, &seen);
 	dlqbulk_progress_end();
+	if (!rc)
+		rc = r.rc;
+	stopped = dlqbulk_stopping() && r.done < b.n;
+	/* Selected entries that were gone before their turn came were not
+	 * seen again: they are "already gone" too. */
+	if (!rc && !stopped && seen < b.n)
+		r.gone += b.n - seen;
 	if (dlqbulk_reporting()) {
-		int stopped = dlqbulk_stopping() && i < b.n;
-
-		dlqbulk_report_count("removed", removed);
-		dlqbulk_report_count("gone", gone);
-		if (dlqbulk_report_close(b.n, 0, stopped) && !rc)
+		dlqbulk_report_count("removed", r.removed);
+		dlqbulk_report_count("gone", r.gone);
+		if (dlqbulk_report_close(stopped) && !rc)
 			rc = RELAYCTL_FAIL;
 		if (stopped && !rc)
 			rc = RELAYCTL_FAIL;
 		goto done;
 	}
-	printf("Removed %zu of %zu DLQ entr%s (%zu already gone)\n", removed,
-	       b.n, b.n == 1 ? "y" : "ies", gone);
-	if (dlqbulk_stopping() && i < b.n) {
+	printf("Removed %zu of %zu DLQ entr%s (%zu already gone)\n",
+	       r.removed, b.n, b.n == 1 ? "y" : "ies", r.gone);
+	if (stopped) {
 		fprintf(stderr, "relayctl: dlq rm: interrupted: %zu matching "
 			"entr%s not removed; run the same command again to "
-			"go on\n", b.n - i, b.n - i == 1 ? "y" : "ies");
-		rc = RELAYCTL_FAIL;
+			"go on\n", b.n - r.done,
+			b.n - r.done == 1 ? "y" : "ies");
+		if (!rc)
+			rc = RELAYCTL_FAIL;
 	}
 	if (fflush(stdout))
 		rc = RELAYCTL_FAIL;
 done:
 	if (dlqbulk_reporting()) {
-		int r2 = dlqbulk_report_close(b.n, d->dry_run, 0);
+		int r2 = dlqbulk_report_close(0);
 
 		if (!rc)
 			rc = r2;

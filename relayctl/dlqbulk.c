@@ -15,8 +15,6 @@
 #include "fmt.h"
 #include "relayctl.h"
 
-#define SAMPLE 5
-
 static char *dup_or_null(const char *s, int *oom)
 {
 	char *c;
@@ -29,78 +27,94 @@ static char *dup_or_null(const char *s, int *oom)
 	return c;
 }
 
-static int add(struct dlqbulk *b, size_t k, const char *id,
-	       const relay_dlq_record *r, const char *bad)
+static void sample_free(struct dlqbulk_sample *s)
 {
-	struct dlqbulk_item *it;
-	int oom = 0;
-
-	if (b->n == b->cap) {
-		size_t cap = b->cap ? b->cap * 2 : 64;
-
-		it = realloc(b->items, cap * sizeof(*it));
-		if (!it)
-			return -1;
-		b->items = it;
-		b->cap = cap;
-	}
-	it = &b->items[b->n];
-	memset(it, 0, sizeof(*it));
-	it->k = k;
-	it->id = dup_or_null(id, &oom);
-	it->bad = dup_or_null(bad, &oom);
-	if (r) {
-		it->app = dup_or_null(r->e.app, &oom);
-		it->handler = dup_or_null(r->e.handler, &oom);
-		if (b->n < SAMPLE) {
-			it->reason = dup_or_null(r->e.reason, &oom);
-			it->timestamp = dup_or_null(r->e.timestamp, &oom);
-		}
-	}
-	b->n++;
-	return oom ? -1 : 0;
+	free(s->id);
+	free(s->app);
+	free(s->handler);
+	free(s->bad);
+	free(s->reason);
+	free(s->timestamp);
+	memset(s, 0, sizeof(*s));
 }
 
 void dlqbulk_free(struct dlqbulk *b)
 {
 	size_t i;
 
-	for (i = 0; i < b->n; i++) {
-		free(b->items[i].id);
-		free(b->items[i].app);
-		free(b->items[i].handler);
-		free(b->items[i].bad);
-		free(b->items[i].reason);
-		free(b->items[i].timestamp);
-	}
-	free(b->items);
+	for (i = 0; i < b->nsample; i++)
+		sample_free(&b->sample[i]);
+	for (i = 0; b->last && i < b->nkeys; i++)
+		free(b->last[i]);
+	free(b->last);
 	memset(b, 0, sizeof(*b));
 }
 
-struct collect {
-	struct dlqbulk *b;
-};
+/* The item @it of the iterator as a callback sees it. */
+static void item_of(const relay_dlq_item *it, struct dlqbulk_item *out)
+{
+	memset(out, 0, sizeof(*out));
+	out->k = it->key;
+	out->id = it->id;
+	out->bad = it->error;
+	if (it->rec) {
+		out->app = it->rec->e.app;
+		out->handler = it->rec->e.handler;
+		out->reason = it->rec->e.reason;
+		out->timestamp = it->rec->e.timestamp;
+	}
+}
 
 /* One item (dlqcli_each, which applies the filters and --limit): a
- * match is selected; an undecided malformed entry is left alone. */
+ * match is counted, the first few kept, and its DLQ's last id noted; an
+ * undecided malformed entry is left alone. */
 static int collect_entry(void *payload, const relay_dlq_item *it)
 {
-	struct collect *x = payload;
+	struct dlqbulk *b = payload;
+	struct dlqbulk_item v;
+	char *id;
+	int oom = 0;
 
 	if (it->kind == RELAY_DLQ_ITEM_UNDECIDED) {
-		x->b->unselected_bad++;
+		b->unselected_bad++;
 		return 0;
 	}
-	return add(x->b, it->key, it->id, it->rec, it->error) ? -1 : 0;
+	if (it->key >= b->nkeys)
+		return -1;
+	item_of(it, &v);
+	if (b->nsample < DLQBULK_SAMPLE) {
+		struct dlqbulk_sample *s = &b->sample[b->nsample++];
+
+		s->k = v.k;
+		s->id = dup_or_null(v.id, &oom);
+		s->app = dup_or_null(v.app, &oom);
+		s->handler = dup_or_null(v.handler, &oom);
+		s->bad = dup_or_null(v.bad, &oom);
+		s->reason = dup_or_null(v.reason, &oom);
+		s->timestamp = dup_or_null(v.timestamp, &oom);
+	}
+	id = dup_or_null(v.id, &oom);
+	if (oom) {
+		free(id);
+		return -1;
+	}
+	free(b->last[it->key]);
+	b->last[it->key] = id;
+	b->n++;
+	return 0;
 }
 
 int dlqbulk_collect(struct dlqcli *d, struct dlqbulk *b)
 {
-	struct collect x = { b };
 	int rc;
 
 	memset(b, 0, sizeof(*b));
-	rc = dlqcli_each(d, RELAY_DLQ_OLDEST_FIRST, collect_entry, &x);
+	b->nkeys = d->nkeys;
+	b->last = calloc(d->nkeys ? d->nkeys : 1, sizeof(*b->last));
+	if (!b->last)
+		return relayctl_error(RELAYCTL_FAIL, "%s: out of memory",
+				      d->cmd);
+	rc = dlqcli_each(d, RELAY_DLQ_OLDEST_FIRST, collect_entry, b);
 	if (rc)
 		dlqbulk_free(b);
 	else if (b->unselected_bad)
@@ -113,23 +127,76 @@ int dlqbulk_collect(struct dlqcli *d, struct dlqbulk *b)
 	return rc;
 }
 
-int dlqbulk_dry_run(const struct dlqcli *d, const struct dlqbulk *b,
+/* Stream ids "<ms>-<seq>": <0, 0, >0 as @a is before, at, after @b. An
+ * id that does not parse (never one Redis gave) sorts last. */
+static int id_cmp(const char *a, const char *b)
+{
+	unsigned long long am, as, bm, bs;
+
+	if (sscanf(a, "%llu-%llu", &am, &as) != 2)
+		return 1;
+	if (sscanf(b, "%llu-%llu", &bm, &bs) != 2)
+		return -1;
+	if (am != bm)
+		return am < bm ? -1 : 1;
+	return as < bs ? -1 : as > bs;
+}
+
+struct each {
+	const struct dlqbulk *b;
+	dlqbulk_fn fn;
+	void *payload;
+	size_t seen;
+};
+
+static int each_entry(void *payload, const relay_dlq_item *it)
+{
+	struct each *x = payload;
+	const char *last;
+	struct dlqbulk_item v;
+
+	if (x->seen >= x->b->n)
+		return 1;
+	if (it->kind == RELAY_DLQ_ITEM_UNDECIDED || it->key >= x->b->nkeys)
+		return 0;
+	last = x->b->last[it->key];
+	if (!last || id_cmp(it->id, last) > 0)
+		return 0;  /* added after the selection */
+	item_of(it, &v);
+	x->seen++;
+	return x->fn(x->payload, &v) ? 1 : 0;
+}
+
+int dlqbulk_each(struct dlqcli *d, const struct dlqbulk *b, dlqbulk_fn fn,
+		 void *payload, size_t *seen)
+{
+	struct each x = { b, fn, payload, 0 };
+	int rc = RELAYCTL_OK;
+
+	if (b->n)
+		rc = dlqcli_each(d, RELAY_DLQ_OLDEST_FIRST, each_entry, &x);
+	*seen = x.seen;
+	return rc;
+}
+
+static int report_selected(void *payload, const struct dlqbulk_item *it)
+{
+	dlqbulk_report_entry(payload, it, "selected", it->bad);
+	return 0;
+}
+
+int dlqbulk_dry_run(struct dlqcli *d, const struct dlqbulk *b,
 		    const char *verb)
 {
 	static const char *const head[] = { "ID", "STREAM", "APP", "HANDLER",
 					    "AGE", "REASON" };
 	int64_t now = relayctl_now_ms();
 	relayctl_table t;
-	size_t i;
+	size_t i, seen;
 	int rc = 0;
 
-	if (dlqbulk_reporting()) {
-		/* --json: every selected entry, nothing done. */
-		for (i = 0; i < b->n; i++)
-			dlqbulk_report_entry(d, &b->items[i], "selected",
-					     b->items[i].bad);
-		return RELAYCTL_OK;
-	}
+	if (dlqbulk_reporting())  /* --json: every selected entry */
+		return dlqbulk_each(d, b, report_selected, d, &seen);
 	printf("%zu matching DLQ entr%s (dry run: nothing %s)\n", b->n,
 	       b->n == 1 ? "y" : "ies", verb);
 	if (b->n == 0)
@@ -137,8 +204,8 @@ int dlqbulk_dry_run(const struct dlqcli *d, const struct dlqbulk *b,
 	if (relayctl_table_init(&t, 6, head))
 		return relayctl_error(RELAYCTL_FAIL, "%s: out of memory",
 				      d->cmd);
-	for (i = 0; i < b->n && i < SAMPLE && !rc; i++) {
-		const struct dlqbulk_item *it = &b->items[i];
+	for (i = 0; i < b->nsample && !rc; i++) {
+		const struct dlqbulk_sample *it = &b->sample[i];
 		char age[32] = "?", reason[84];
 		const char *row[6];
 		int64_t ms;
@@ -168,8 +235,8 @@ int dlqbulk_dry_run(const struct dlqcli *d, const struct dlqbulk *b,
 	}
 	relayctl_table_print(&t, stdout);
 	relayctl_table_free(&t);
-	if (b->n > SAMPLE)
-		printf("... and %zu more\n", b->n - SAMPLE);
+	if (b->n > b->nsample)
+		printf("... and %zu more\n", b->n - b->nsample);
 	return fflush(stdout) ? RELAYCTL_FAIL : RELAYCTL_OK;
 }
 
@@ -288,28 +355,41 @@ void dlqbulk_progress_end(void)
 	progress_shown = 0;
 }
 
-static json_t *report, *report_entries, *report_counts;
-static const char *report_command;
+/* The --json report under way: its head is written, entries follow. */
+static int report;
+static size_t report_n;
+static json_t *report_counts;
 
-void dlqbulk_report_open(const struct dlqcli *d, const char *command)
+/* @v (stolen) on stdout as one line of JSON. */
+static void put_json(json_t *v)
+{
+	char *s = v ? json_dumps(v, JSON_INDENT(0) | JSON_ENCODE_ANY)
+		    : NULL;
+
+	fputs(s ? s : "null", stdout);
+	free(s);
+	json_decref(v);
+}
+
+void dlqbulk_report_open(const struct dlqcli *d, const char *command,
+			 size_t matched)
 {
 	if (!d->conf.json || report)
 		return;
-	report = json_object();
-	report_entries = json_array();
 	report_counts = json_object();
-	report_command = command;
-	if (!report || !report_entries || !report_counts) {
-		json_decref(report);
-		json_decref(report_entries);
-		json_decref(report_counts);
-		report = report_entries = report_counts = NULL;
-	}
+	if (!report_counts)
+		return;
+	report = 1;
+	report_n = 0;
+	fputs("{\n  \"command\": ", stdout);
+	put_json(json_string(command));
+	printf(",\n  \"matched\": %zu,\n  \"dry_run\": %s,\n"
+	       "  \"entries\": [", matched, d->dry_run ? "true" : "false");
 }
 
 int dlqbulk_reporting(void)
 {
-	return report != NULL;
+	return report;
 }
 
 int dlqbulk_report_entry(const struct dlqcli *d,
@@ -333,8 +413,9 @@ int dlqbulk_report_entry(const struct dlqcli *d,
 		json_object_set_new(o, "result", json_string(result));
 		json_object_set_new(o, "detail", detail && *detail ?
 				    dlqcli_json_str(detail) : json_null());
-		json_array_append_new(report_entries, o);
 	}
+	fputs(report_n++ ? ",\n    " : "\n    ", stdout);
+	put_json(o);
 	return 1;
 }
 
@@ -345,23 +426,15 @@ void dlqbulk_report_count(const char *name, size_t n)
 				    json_integer((json_int_t)n));
 }
 
-int dlqbulk_report_close(size_t matched, int dry_run, int interrupted)
+int dlqbulk_report_close(int interrupted)
 {
-	int rc = RELAYCTL_OK;
-
 	if (!report)
 		return RELAYCTL_OK;
-	json_object_set_new(report, "command", json_string(report_command));
-	json_object_set_new(report, "matched",
-			    json_integer((json_int_t)matched));
-	json_object_set_new(report, "dry_run", json_boolean(dry_run));
-	json_object_set_new(report, "interrupted", json_boolean(interrupted));
-	json_object_set_new(report, "counts", report_counts);
-	json_object_set_new(report, "entries", report_entries);
-	if (json_dumpf(report, stdout, JSON_INDENT(2)) || puts("") == EOF ||
-	    fflush(stdout))
-		rc = RELAYCTL_FAIL;
-	json_decref(report);
-	report = report_entries = report_counts = NULL;
-	return rc;
+	printf("%s],\n  \"interrupted\": %s,\n  \"counts\": ",
+	       report_n ? "\n  " : "", interrupted ? "true" : "false");
+	put_json(report_counts);
+	report_counts = NULL;
+	report = 0;
+	return puts("\n}") == EOF || fflush(stdout) ? RELAYCTL_FAIL
+						    : RELAYCTL_OK;
 }

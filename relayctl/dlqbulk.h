@@ -12,19 +12,39 @@
 
 #include "dlqcli.h"
 
-/* One selected entry. Strings owned by the selection. */
+/* One selected entry, as a callback sees it: strings borrowed for the
+ * call (NULL when absent). */
 struct dlqbulk_item {
 	size_t k;        /* its DLQ: d->keys[k], stream d->streams[k] */
-	char *id;
-	char *app, *handler;  /* NULL when malformed */
-	char *bad;       /* malformed: what is wrong; else NULL */
-	char *reason;    /* the first few items only (the dry-run sample) */
-	char *timestamp; /* likewise */
+	const char *id;
+	const char *app, *handler;  /* NULL when malformed */
+	const char *bad; /* malformed: what is wrong; else NULL */
+	const char *reason;
+	const char *timestamp;
 };
 
+/* A sample entry kept for the dry run's table (owned copies). */
+struct dlqbulk_sample {
+	size_t k;
+	char *id, *app, *handler, *bad, *reason, *timestamp;
+};
+
+#define DLQBULK_SAMPLE 5
+
+/*
+ * A selection: how many entries matched and where each DLQ's selected
+ * entries end, not the entries themselves, so memory stays that of a
+ * page of the DLQ however many match (an incident's DLQ may hold
+ * millions). The entries are read again, a page at a time, when acted on
+ * (dlqbulk_each()).
+ */
 struct dlqbulk {
-	struct dlqbulk_item *items;
-	size_t n, cap;
+	size_t n;               /* entries selected */
+	char **last;            /* per DLQ (d->nkeys): the id of its last
+				   selected entry, NULL when none */
+	size_t nkeys;
+	struct dlqbulk_sample sample[DLQBULK_SAMPLE];
+	size_t nsample;         /* the first entries selected */
 	size_t unselected_bad;  /* malformed entries the filters on fields
 				   could not decide (reported, left alone) */
 };
@@ -37,20 +57,33 @@ struct dlqbulk {
 
 /*
  * Select the entries of every DLQ of @d that pass d->filter, oldest first
- * per stream, in stream order; with d->limit only the first that many. A malformed entry is selected (with .bad)
- * when its id passes the filters that need no fields; if a filter on
- * fields was given as well it is only counted in unselected_bad. Returns
- * RELAYCTL_OK (free with dlqbulk_free()) or an exit code after printing.
+ * per stream, in stream order; with d->limit only the first that many. A
+ * malformed entry is selected (with .bad) when its id passes the filters
+ * that need no fields; if a filter on fields was given as well it is only
+ * counted in unselected_bad. Returns RELAYCTL_OK (free with
+ * dlqbulk_free()) or an exit code after printing.
  */
 int dlqbulk_collect(struct dlqcli *d, struct dlqbulk *b);
 void dlqbulk_free(struct dlqbulk *b);
+
+/*
+ * Read the selection @b of @d again, in the same order, and call @fn for
+ * each entry: at most b->n, none added to a DLQ after
+ * dlqbulk_collect() (each DLQ is read up to its b->last). An entry
+ * removed meanwhile is not seen; *@seen says how many were. @fn returns
+ * 0 to go on, anything else to stop. Returns RELAYCTL_OK or an exit code
+ * after printing (a Redis error; *@seen is then what was seen before it).
+ */
+typedef int (*dlqbulk_fn)(void *payload, const struct dlqbulk_item *it);
+int dlqbulk_each(struct dlqcli *d, const struct dlqbulk *b, dlqbulk_fn fn,
+		 void *payload, size_t *seen);
 
 /*
  * --dry-run: print "N matching DLQ entries (dry run: nothing VERBed)" and
  * a table of the first few (ID STREAM APP HANDLER AGE REASON), then "...
  * and M more". Returns an exit code.
  */
-int dlqbulk_dry_run(const struct dlqcli *d, const struct dlqbulk *b,
+int dlqbulk_dry_run(struct dlqcli *d, const struct dlqbulk *b,
 		    const char *verb);
 
 /*
@@ -84,26 +117,29 @@ void dlqbulk_progress(size_t done, size_t total, const char *verb);
 void dlqbulk_progress_end(void);
 
 /*
- * --json of a bulk run: what was done, as one JSON object on stdout at
- * the end instead of the text lines (doc/cli.md L-9):
- *   {"command": C, "matched": N, "dry_run": bool, "interrupted": bool,
- *    "counts": {...}, "entries": [{"id", "stream", "app", "handler",
- *    "result", "detail"}, ...]}
- * dlqbulk_report_open() starts it when @d asked for --json (else every
- * call below is a no-op returning 0); dlqbulk_report_entry() records one
- * entry, @result one word ("replayed", "failed", "skipped", "removed",
- * "gone", "selected"), @detail the rest of the text line or NULL, and
- * returns 1 when it was recorded (the caller prints nothing);
- * dlqbulk_report_count() sets one of "counts"; dlqbulk_report_close()
- * prints and frees it and returns an exit code. One report at a time
- * (relayctl runs one command); not thread-safe.
+ * --json of a bulk run: what was done, as one JSON object on stdout
+ * instead of the text lines (doc/cli.md L-9), written as the run goes
+ * (an entry at a time: memory stays bounded however many entries):
+ *   {"command": C, "matched": N, "dry_run": bool, "entries": [{"id",
+ *    "stream", "app", "handler", "result", "detail"}, ...],
+ *    "interrupted": bool, "counts": {...}}
+ * dlqbulk_report_open() starts it (the head, up to "entries") when @d
+ * asked for --json (else every call below is a no-op returning 0);
+ * dlqbulk_report_entry() writes one entry, @result one word
+ * ("replayed", "failed", "skipped", "removed", "gone", "selected"),
+ * @detail the rest of the text line or NULL, and returns 1 when it was
+ * written (the caller prints nothing); dlqbulk_report_count() sets one of
+ * "counts"; dlqbulk_report_close() writes the rest and returns an exit
+ * code (a later call does nothing). One report at a time (relayctl runs
+ * one command); not thread-safe.
  */
-void dlqbulk_report_open(const struct dlqcli *d, const char *command);
+void dlqbulk_report_open(const struct dlqcli *d, const char *command,
+			 size_t matched);
 int dlqbulk_report_entry(const struct dlqcli *d,
 			 const struct dlqbulk_item *it, const char *result,
 			 const char *detail);
 void dlqbulk_report_count(const char *name, size_t n);
-int dlqbulk_report_close(size_t matched, int dry_run, int interrupted);
+int dlqbulk_report_close(int interrupted);
 int dlqbulk_reporting(void);
 
 #endif /* RELAYCTL_DLQBULK_H */
