@@ -580,6 +580,42 @@ def kill9_in_root_cgroup_reaped_at_restart():
        "nothing left after the stop")
 
 
+@case
+def relayctl_app_run_limits():
+    """relayctl app run applies the app's limits on cgroup v2 as relayd
+    does: started in a delegated cgroup (a unit or container with
+    Delegate=yes) and in the root cgroup (a container's own namespace),
+    the memory hog ends as the limit's, and nothing is left behind."""
+    reset()
+    delegate()
+    apps()
+    sandbox = "bwrap" if CFG.get("bwrap_ok") else "none"
+    env = {"PATH": os.environ["PATH"], "TMPDIR": "/run/tmp",
+           "RELAY_BOOTSTRAP_DIR": CFG["bootstrap_dir"],
+           "ASAN_OPTIONS": "detect_leaks=0:abort_on_error=1"}
+    event = json.dumps({"to": "cold", "kind": "mem", "k": "ctl"})
+    for where, cg in (("delegated", SVC), ("root", CG)):
+        def enter():
+            wfile(cg + "/cgroup.procs", str(os.getpid()))
+        p = subprocess.run([CFG["relayctl"], "app", "run", "cold", "--apps",
+                            APPS, "--sandbox", sandbox, "--event", event],
+                           env=env, preexec_fn=enter, capture_output=True,
+                           text=True, timeout=600)
+        log(f"relayctl app run ({where}):", p.returncode, p.stdout,
+            p.stderr[-400:])
+        eq(p.returncode, 1, f"{where}: the hog fails\n{p.stderr[-400:]}")
+        check("cold/mod.mem failed" in p.stdout and
+              "(memory limit exceeded)" in p.stdout,
+              f"{where}: as the memory limit's: {p.stdout!r}")
+        check("allocated" not in p.stdout, f"{where}: never got it")
+        check("RELAY-RT09" not in p.stderr,
+              f"{where}: no fallback warning: {p.stderr[-400:]!r}")
+        eq(tree(), [], f"{where}: nothing left in relayd.service")
+        eq([x for x in tree(CG) if x.startswith("relay-")], [],
+           f"{where}: no relay cgroup left at the root")
+    eq(rfile(SVC + "/cgroup.procs").split(), [], "relayctl is gone")
+
+
 def refusal(name, uid=0, expect_mode="rlimit", sandbox="none", cg=SVC):
     apps()
     d = Relayd(name, sandbox, uid=uid, cg=cg).start()
