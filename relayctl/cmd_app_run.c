@@ -207,10 +207,24 @@ static int run_one(relay_runtime *rt, int warm, const relay_app *app,
 	return o.status == RELAY_RUN_OK;
 }
 
+/* The runtime's warnings (a limits fallback, RELAY-RT09; a warm parent
+ * that failed, RELAY-RT07) on stderr, as relayd would log them: the
+ * app's author learns that a run here is not what relayd would do. */
+static void runtime_log(void *payload, relay_log_level lvl, const char *id,
+			const char *msg)
+{
+	(void)payload;
+	fprintf(stderr, "relayctl: app run: %s %s: %s\n",
+		relay_log_level_name(lvl), id, relayctl_c(msg));
+}
+
 static int open_runtime(relay_runtime **rt, const char *sandbox, int warm)
 {
 	relay_runtime_options ro = RELAY_RUNTIME_OPTIONS_INIT;
 	relay_error err;
+
+	ro.logger.fn = runtime_log;
+	ro.logger.level = RELAY_LOG_WARN;
 
 	ro.backend = strcmp(sandbox, "none") == 0 ? "process" : "bwrap";
 	ro.warm = warm;

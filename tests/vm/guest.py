@@ -614,6 +614,27 @@ def relayctl_app_run_limits():
         eq([x for x in tree(CG) if x.startswith("relay-")], [],
            f"{where}: no relay cgroup left at the root")
     eq(rfile(SVC + "/cgroup.procs").split(), [], "relayctl is gone")
+    # A user in a cgroup it cannot write: rlimits, and relayctl says so
+    # (relayd's RELAY-RT09, once) instead of running unlike relayd
+    # without a word.
+    tmp = "/run/tmp-user"
+    os.makedirs(tmp, exist_ok=True)
+    os.chmod(tmp, 0o777)
+
+    def as_user():
+        wfile(CG + "/cgroup.procs", str(os.getpid()))
+        os.setgroups([])
+        os.setgid(RELAY_UID)
+        os.setuid(RELAY_UID)
+    p = subprocess.run([CFG["relayctl"], "app", "run", "cold", "--apps",
+                        APPS, "--sandbox", "none", "--event", event],
+                       env=dict(env, TMPDIR=tmp), preexec_fn=as_user,
+                       capture_output=True, text=True, timeout=600)
+    log("relayctl app run (user):", p.returncode, p.stdout, p.stderr[-600:])
+    eq(p.returncode, 1, f"user: the hog fails\n{p.stderr[-400:]}")
+    check("allocated" not in p.stdout, "user: never got it")
+    eq(len([l for l in p.stderr.splitlines() if "RELAY-RT09" in l]), 1,
+       f"user: the fallback said once on stderr: {p.stderr[-600:]!r}")
 
 
 def refusal(name, uid=0, expect_mode="rlimit", sandbox="none", cg=SVC):
