@@ -9,6 +9,7 @@
 
 #include "backend.h"
 #include "common.h"
+#include "relay/dlq.h"
 #include "relay/invocation.h"
 
 uint16_t relay__redis_crc16(const char *buf, size_t len)
@@ -83,7 +84,7 @@ int relay__redis_stream_slot_check(const char *stream, const char *group,
 		return RELAY_EINVAL;
 	}
 	/* "relay:<stream>:…" (DLQ, schedule markers) and the state hashes. */
-	keys[0] = relay__sprintf("relay:%s:dlq", stream);
+	keys[0] = relay_dlq_key(stream);
 	keys[1] = relay_inv_key(stream, group, "0-0");
 	slot = slot_of(stream);
 	for (i = 0; i < 2; i++) {
