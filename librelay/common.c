@@ -291,6 +291,21 @@ char *relay__escape(const char *s, size_t max, char *buf, size_t size)
 	return buf;
 }
 
+bool relay__leap_year(int64_t y)
+{
+	return (y % 4 == 0 && y % 100 != 0) || y % 400 == 0;
+}
+
+int relay__days_in_month(int64_t y, int m)
+{
+	static const int dim[12] = { 31, 28, 31, 30, 31, 30,
+				     31, 31, 30, 31, 30, 31 };
+
+	if (m == 2 && relay__leap_year(y))
+		return 29;
+	return dim[(m - 1) % 12];
+}
+
 int64_t relay__days_from_civil(int64_t y, int m, int d)
 {
 	int64_t era, yoe, doy, doe;

@@ -49,6 +49,12 @@ char *relay__escape(const char *s, size_t max, char *buf, size_t size);
  */
 int64_t relay__days_from_civil(int64_t y, int m, int d);
 
+/* Whether @y is a leap year of the proleptic Gregorian calendar, and the
+ * days of month @m (1-12) of year @y. The one copy for patterns, the DLQ
+ * filter and the schedules. */
+bool relay__leap_year(int64_t y);
+int relay__days_in_month(int64_t y, int m);
+
 /*
  * Fill a caller's optional relay_error. @path may be NULL; text is
  * truncated to fit. Returns @code so callers can `return relay__error_set(…)`.

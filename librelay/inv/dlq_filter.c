@@ -31,15 +31,6 @@ static int digits(const char *s, int n, int *v)
 	return 0;
 }
 
-static int month_days(int y, int m)
-{
-	static const int days[12] = { 31, 28, 31, 30, 31, 30, 31, 31, 30, 31,
-				      30, 31 };
-	int leap = (y % 4 == 0 && y % 100 != 0) || y % 400 == 0;
-
-	return m == 2 && leap ? 29 : days[m - 1];
-}
-
 /* "YYYY-MM-DD(T|t| )HH:MM:SS[.frac](Z|z|+HH:MM|-HH:MM)". */
 int relay_dlq_time_parse(const char *s, relay_wall_ms *out)
 {
@@ -53,7 +44,7 @@ int relay_dlq_time_parse(const char *s, relay_wall_ms *out)
 	    digits(s + 11, 2, &h) || s[13] != ':' || digits(s + 14, 2, &mi) ||
 	    s[16] != ':' || digits(s + 17, 2, &sec))
 		return RELAY_EPARSE;
-	if (mo < 1 || mo > 12 || d < 1 || d > month_days(y, mo) || h > 23 ||
+	if (mo < 1 || mo > 12 || d < 1 || d > relay__days_in_month(y, mo) || h > 23 ||
 	    mi > 59 || sec > 60)
 		return RELAY_EPARSE;
 	p = s + 19;

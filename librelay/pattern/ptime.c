@@ -27,19 +27,6 @@ static int digits(const char *s, size_t n, int *out)
 	return 0;
 }
 
-static bool is_leap(int y)
-{
-	return (y % 4 == 0 && y % 100 != 0) || y % 400 == 0;
-}
-
-static int days_in_month(int y, int m)
-{
-	static const int dim[12] = { 31, 28, 31, 30, 31, 30,
-				     31, 31, 30, 31, 30, 31 };
-
-	return m == 2 && is_leap(y) ? 29 : dim[m - 1];
-}
-
 /*
  * Fixed layout: YYYY-MM-DD T HH:MM:SS, then an optional fraction of one or
  * more digits, then Z or a numeric offset. Any number of fraction digits
@@ -91,7 +78,7 @@ int relay__rfc3339_parse(const char *s, size_t len, relay__instant *out)
 	}
 	if (i != len)
 		return -1;
-	if (mo < 1 || mo > 12 || d < 1 || d > days_in_month(y, mo) ||
+	if (mo < 1 || mo > 12 || d < 1 || d > relay__days_in_month(y, mo) ||
 	    h > 23 || mi > 59 || sec > 59 || oh > 23 || om > 59)
 		return -1;
 	t = relay__days_from_civil(y, mo, d) * 86400 + h * 3600 + mi * 60 +

@@ -16,21 +16,6 @@ int64_t relay__floordiv(int64_t a, int64_t b)
 	return q;
 }
 
-bool relay__leap_year(int64_t y)
-{
-	return (y % 4 == 0 && y % 100 != 0) || y % 400 == 0;
-}
-
-int relay__days_in_month(int64_t y, int m)
-{
-	static const int dim[12] = { 31, 28, 31, 30, 31, 30,
-				     31, 31, 30, 31, 30, 31 };
-
-	if (m == 2 && relay__leap_year(y))
-		return 29;
-	return dim[(m - 1) % 12];
-}
-
 void relay__civil_from_days(int64_t days, int64_t *y, int *m, int *d)
 {
 	int64_t z = days + 719468;

@@ -21,8 +21,6 @@
 void relay__civil_from_days(int64_t days, int64_t *y, int *m, int *d);
 /* 0 = Sunday .. 6 = Saturday. */
 int relay__weekday(int64_t days);
-bool relay__leap_year(int64_t y);
-int relay__days_in_month(int64_t y, int m);
 /* Floor division, for negative instants. */
 int64_t relay__floordiv(int64_t a, int64_t b);
 
