@@ -30,6 +30,7 @@
 
 /* A string keyed entry: a child node (val = node index) or a leaf. */
 typedef struct relay__sent {
+	uint64_t w0, w1;     /* relay__key_words() of the key */
 	const char *s;       /* borrowed from the ruleset's pattern copies */
 	uint32_t len;
 	uint32_t hash;
@@ -272,9 +273,8 @@ uint32_t relay__ihash(const char *s, size_t len);
 /* Find @s ignoring ASCII case in a map of lowercased keys hashed by
  * relay__ihash(); RELAY__NONE if absent. */
 uint32_t relay__smap_find_ci(const relay__smap *m, const char *s, size_t len);
-uint32_t relay__smap_find(const relay__smap *m, const char *s, size_t len);
-/* Add s -> val (hash @hash, or relay__hash for _put); the caller checked
- * that s is absent. The map borrows @s. 0 or RELAY_ENOMEM/EINVAL. */
+/* Add s -> val (hash @hash, or relay__key_hash for _put); the caller
+ * checked that s is absent. The map borrows @s. 0 or RELAY_ENOMEM/EINVAL. */
 int relay__smap_put_h(relay__smap *m, const char *s, size_t len, uint32_t val,
 		      uint32_t hash);
 int relay__smap_put(relay__smap *m, const char *s, size_t len, uint32_t val);
@@ -282,6 +282,80 @@ void relay__smap_fini(relay__smap *m);
 /* As relay__smap_find() with the key's hash given (affix maps). */
 uint32_t relay__smap_find_h(const relay__smap *m, const char *s, size_t len,
 			    uint32_t hash);
+
+/*
+ * Two words that, with the length, identify a key of at most 16 bytes:
+ * two overlapping loads cover every byte (8-byte loads from 8 bytes on,
+ * 4-byte ones from 4, and bytes 0, len/2 and len-1 below that). Field
+ * names and literals are short, so a lookup compares these words and
+ * never the bytes; longer keys compare their bytes too.
+ */
+static inline void relay__key_words(const char *s, size_t len, uint64_t *w0,
+				    uint64_t *w1)
+{
+	uint32_t u, v;
+
+	if (len >= 8) {
+		memcpy(w0, s, 8);
+		memcpy(w1, s + len - 8, 8);
+	} else if (len >= 4) {
+		memcpy(&u, s, 4);
+		memcpy(&v, s + len - 4, 4);
+		*w0 = u;
+		*w1 = v;
+	} else {
+		*w0 = len ? (uint64_t)(unsigned char)s[0] |
+			    (uint64_t)(unsigned char)s[len >> 1] << 8 |
+			    (uint64_t)(unsigned char)s[len - 1] << 16 : 0;
+		*w1 = 0;
+	}
+}
+
+/*
+ * The hash of the plain maps (field names, literals): from the key words
+ * for keys of at most 16 bytes (they identify the key), relay__hash() of
+ * every byte for longer ones (so that long keys sharing their ends do not
+ * share a hash).
+ */
+static inline uint32_t relay__key_hash(const char *s, size_t len, uint64_t w0,
+				       uint64_t w1)
+{
+	uint64_t h;
+
+	if (len > 16)
+		return relay__hash(s, len);
+	h = (w0 * 0xbf58476d1ce4e5b9ULL) ^ (w1 * 0x94d049bb133111ebULL) ^ len;
+	h ^= h >> 32;
+	h *= 0x9e3779b97f4a7c15ULL;
+	return (uint32_t)(h >> 32);
+}
+
+/*
+ * The value of key @s in a plain map, or RELAY__NONE: one hash of at
+ * most three multiplications and, per probe, a compare of the stored
+ * key words (plus the bytes of a key over 16 bytes).
+ */
+static inline uint32_t relay__smap_find(const relay__smap *m, const char *s,
+					size_t len)
+{
+	const relay__sent *e;
+	uint64_t w0, w1;
+	uint32_t i, hash, j;
+
+	if (!m->tab)
+		return RELAY__NONE;
+	relay__key_words(s, len, &w0, &w1);
+	hash = relay__key_hash(s, len, w0, w1);
+	for (i = hash & m->mask;; i = (i + 1) & m->mask) {
+		j = m->tab[i];
+		if (j == RELAY__NONE)
+			return RELAY__NONE;
+		e = &m->ents[j];
+		if (e->w0 == w0 && e->w1 == w1 && e->len == len &&
+		    (len <= 16 || memcmp(e->s, s, len) == 0))
+			return e->val;
+	}
+}
 
 /*
  * The value of key @s, or RELAY__NONE. Most keys an event has are not in

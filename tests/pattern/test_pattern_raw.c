@@ -479,6 +479,87 @@ static void test_pattern__ruleset_sizes(void)
 	relay_ruleset_free(rs);
 }
 
+/*
+ * Field names and string literals of every length from 0 to 40, in
+ * families that differ in one byte only: the middle one, the second one,
+ * and (from 17 bytes on) byte 8, which neither of the first and last
+ * eight bytes covers. Rule i is {key_i: [key_(i+1)]}: an event with
+ * key_i = key_(i+1) matches exactly rule i, and with any other value of
+ * the family none; an event with every member matches every rule.
+ */
+#define KW_MAX 160
+
+static void test_pattern__key_words(void)
+{
+	static char keys[KW_MAX][48];
+	relay_ruleset *rs = NULL;
+	relay_matcher *m = NULL;
+	const uint32_t *ids;
+	relay__buf all = { 0 };
+	size_t nk = 0, i, j, n, len, v;
+	char buf[160];
+
+	for (len = 0; len <= 40; len++) {
+		for (v = 0; v < 4; v++) {
+			char k[48];
+
+			memset(k, 'a', len);
+			k[len] = '\0';
+			if (v == 1 && len)
+				k[len / 2] = 'b';
+			else if (v == 2 && len > 1)
+				k[1] = 'c';
+			else if (v == 3 && len > 16)
+				k[8] = 'd';
+			else if (v)
+				continue;
+			for (j = 0; j < nk && strcmp(keys[j], k); j++)
+				;
+			if (j == nk && nk < KW_MAX)
+				memcpy(keys[nk++], k, len + 1);
+		}
+	}
+	RT_CHECK(nk > 120);
+	RT_ASSERT(relay_ruleset_new(&rs) == 0);
+	for (i = 0; i < nk; i++) {
+		relay_pattern *p = NULL;
+		json_t *pj;
+
+		snprintf(buf, sizeof(buf), "{\"%s\": [\"%s\"]}", keys[i],
+			 keys[(i + 1) % nk]);
+		pj = json_loads(buf, 0, NULL);
+		RT_ASSERT(pj && relay_pattern_compile(&p, pj, NULL) == 0);
+		RT_ASSERT(relay_ruleset_add(rs, p, NULL) == 0);
+		relay_pattern_free(p);
+		json_decref(pj);
+	}
+	RT_ASSERT(relay_ruleset_build(rs) == 0);
+	RT_ASSERT(relay_matcher_new(&m, rs) == 0);
+	for (i = 0; i < nk; i++) {
+		for (j = 0; j < nk; j++) {
+			snprintf(buf, sizeof(buf), "{\"%s\":\"%s\"}",
+				 keys[i], keys[j]);
+			RT_EQ_INT(relay_matcher_match(m, buf, strlen(buf), NOW,
+						      &ids, &n), 0);
+			if (j == (i + 1) % nk ? n != 1 || ids[0] != i : n != 0)
+				RT_FAILF("%s: %zu rules", buf, n);
+		}
+	}
+	RT_ASSERT(relay__buf_append(&all, "{", 1) == 0);
+	for (i = 0; i < nk; i++) {
+		snprintf(buf, sizeof(buf), "%s\"%s\":\"%s\"", i ? "," : "",
+			 keys[i], keys[(i + 1) % nk]);
+		RT_ASSERT(relay__buf_append(&all, buf, strlen(buf)) == 0);
+	}
+	RT_ASSERT(relay__buf_append(&all, "}", 1) == 0);
+	RT_EQ_INT(relay_matcher_match(m, all.data, all.len, NOW, &ids, &n),
+		  0);
+	RT_EQ_INT(n, nk);
+	relay__buf_free(&all);
+	relay_matcher_free(m);
+	relay_ruleset_free(rs);
+}
+
 static const rt_case cases[] = {
 	RT_CASE(test_pattern__raw_errors),
 	RT_CASE(test_pattern__raw_non_object),
@@ -486,6 +567,7 @@ static const rt_case cases[] = {
 	RT_CASE(test_pattern__raw_duplicates),
 	RT_CASE(test_pattern__nul_in_key),
 	RT_CASE(test_pattern__ruleset_sizes),
+	RT_CASE(test_pattern__key_words),
 };
 
 int main(int argc, char **argv)
