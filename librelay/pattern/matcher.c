@@ -154,7 +154,8 @@ static void eval_xstr(relay_matcher *m, const relay__tnode *n, const char *s,
 	if (n->want_ip)
 		ver = relay__ip_parse(s, len, ip);
 	for (i = 0; i < n->nxstr; i++) {
-		const relay__pat_alt *a = n->xstr[i].a;
+		const relay__xleaf *x = &n->xstr[i];
+		const relay__pat_alt *a = x->a;
 		bool hit;
 
 		m->work++;
@@ -167,15 +168,24 @@ static void eval_xstr(relay_matcher *m, const relay__tnode *n, const char *s,
 			      relay__ieq(s + len - a->len, a->str, a->len);
 			break;
 		case RELAY__PAT_WILDCARD:
-			hit = relay__wild_match(a->str, a->len, s, len,
-						&m->work);
+			hit = len >= (size_t)x->pre + x->suf &&
+			      relay__bytes_eq(s, a->str, x->pre) &&
+			      relay__bytes_eq(s + len - x->suf,
+					      a->str + a->len - x->suf,
+					      x->suf) &&
+			      (x->mid_any ||
+			       relay__wild_match(a->str + x->pre,
+						 a->len - x->pre - x->suf,
+						 s + x->pre,
+						 len - x->pre - x->suf,
+						 &m->work));
 			break;
 		default:
 			hit = ver && relay__cidr_has(a, ver, ip);
 			break;
 		}
 		if (hit)
-			relay__fire(m, n->xstr[i].leaf);
+			relay__fire(m, x->leaf);
 	}
 }
 

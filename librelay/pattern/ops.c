@@ -77,6 +77,25 @@ bool relay__wild_match(const char *w, size_t wlen, const char *s, size_t len,
 	return ok;
 }
 
+bool relay__wild_split(const char *w, size_t wlen, size_t *pre, size_t *suf)
+{
+	size_t i = 0, first = wlen, last_end = 0;
+
+	while (i < wlen) {
+		if (w[i] == '*' || (w[i] == '\\' && i + 1 < wlen)) {
+			if (first == wlen)
+				first = i;
+			i += w[i] == '*' ? 1 : 2;
+			last_end = i;
+		} else {
+			i++;
+		}
+	}
+	*pre = first;
+	*suf = first == wlen ? 0 : wlen - last_end;
+	return wlen - *pre - *suf == 1 && w[*pre] == '*';
+}
+
 /* A decimal octet 0-255 without leading zeros; returns bytes used or 0. */
 static size_t octet(const char *s, size_t len, unsigned *out)
 {

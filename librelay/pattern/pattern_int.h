@@ -152,6 +152,13 @@ bool relay__ieq(const char *s, const char *lower, size_t len);
  * not NULL, is increased by the comparisons made. */
 bool relay__wild_match(const char *w, size_t wlen, const char *s, size_t len,
 		       uint64_t *steps);
+/* Split wildcard @w at its literal ends: its first *pre and last *suf
+ * bytes hold no star and no escape, and the middle w[pre, wlen - suf) is
+ * whole pattern elements. So s matches w iff s is at least pre + suf
+ * bytes long, starts with w[0, pre), ends with w[wlen - suf, wlen), and
+ * s[pre, len - suf) matches the middle. Returns whether the middle is
+ * exactly one star (which matches anything). */
+bool relay__wild_split(const char *w, size_t wlen, size_t *pre, size_t *suf);
 /* Parse an IPv4 dotted quad or an IPv6 text address (RFC 4291 2.2, no
  * zone) into @ip (4 or 16 bytes). Returns 4, 6, or 0 when it is neither. */
 int relay__ip_parse(const char *s, size_t len, unsigned char ip[16]);

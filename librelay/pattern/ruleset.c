@@ -318,8 +318,19 @@ static int x_leaf(relay_ruleset *rs, uint32_t node, const relay__pat_alt *a,
 	if (!na)
 		return RELAY_ENOMEM;
 	*arr = na;
+	memset(&na[*cnt], 0, sizeof(*na));
 	na[*cnt].a = a;
 	na[*cnt].leaf = *out;
+	if (a->kind == RELAY__PAT_WILDCARD) {
+		size_t pre, suf;
+
+		na[*cnt].mid_any = relay__wild_split(a->str, a->len, &pre,
+						     &suf);
+		if (pre > UINT32_MAX || suf > UINT32_MAX)
+			return RELAY_EINVAL;
+		na[*cnt].pre = (uint32_t)pre;
+		na[*cnt].suf = (uint32_t)suf;
+	}
 	(*cnt)++;
 	if (num)
 		n->want_num = 1;
@@ -389,22 +400,37 @@ static int gen_map(relay_ruleset *rs, const relay__pat_map *m, uint32_t node);
 /*
  * anything-but: AND(a scalar is here, NOT hit), where "hit" is a leaf of
  * its own that every excluded test fires (the also lists): what a value
- * costs is the tests it passes, not the length of the list.
+ * costs is the tests it passes, not the length of the list. A short list
+ * (at most RELAY__NOT_INLINE tests, nearly all of them) is written
+ * AND(scalar, NOT test_1, ..., NOT test_n) instead: read only when a
+ * rule that holds it is evaluated, for what the rule costs anyway, and
+ * nothing fired on the way (a list's test that fires while scanning
+ * would otherwise mark every anything-but that lists it).
  */
 static int gen_not(relay_ruleset *rs, const relay__pat_alt *a, uint32_t node)
 {
-	uint32_t hit, inner, scalar, at, k;
+	uint32_t hit = 0, inner, scalar, at, k;
+	bool inl = a->nsub <= RELAY__NOT_INLINE;
 	void *p;
-	int rc;
+	int rc = 0;
 
-	rc = leaf_new(rs, node, RELAY__PAT_NOT, &hit);
+	if (!inl)
+		rc = leaf_new(rs, node, RELAY__PAT_NOT, &hit);
 	if (!rc)
 		rc = slot_leaf(rs, node, &rs->nodes[node].scalar,
 			       RELAY__PAT_EXISTS, &scalar);
+	if (!rc)
+		rc = emit(rs, RELAY__X_AND, 0, &at);
+	if (!rc)
+		rc = emit(rs, RELAY__X_LEAF, scalar, &k);
 	for (k = 0; !rc && k < a->nsub; k++) {
 		rc = alt_leaf(rs, node, &a->sub[k], &inner);
 		if (rc)
 			break;
+		if (inl) {
+			rc = emit(rs, RELAY__X_NLEAF, inner, &hit);
+			continue;
+		}
 		p = rs->pairs;
 		rc = grow(&p, &rs->cap_pairs, rs->npairs + 2, sizeof(uint32_t));
 		rs->pairs = p;
@@ -413,11 +439,7 @@ static int gen_not(relay_ruleset *rs, const relay__pat_alt *a, uint32_t node)
 		rs->pairs[rs->npairs++] = inner;
 		rs->pairs[rs->npairs++] = hit;
 	}
-	if (!rc)
-		rc = emit(rs, RELAY__X_AND, 0, &at);
-	if (!rc)
-		rc = emit(rs, RELAY__X_LEAF, scalar, &k);
-	if (!rc)
+	if (!rc && !inl)
 		rc = emit(rs, RELAY__X_NLEAF, hit, &k);
 	if (!rc)
 		rs->prog[at].end = rs->nprog;

@@ -24,6 +24,11 @@
 
 #define RELAY__NONE UINT32_MAX
 
+/* An anything-but of at most this many tests is compiled into its rule's
+ * program (NOT of each test), a longer one fires a hit leaf (ruleset.c
+ * gen_not). */
+#define RELAY__NOT_INLINE 8
+
 /* Deepest JSON nesting accepted by the raw matcher: a value nested in N
  * containers is at depth N + 1, at most this (as jansson's parser). */
 #define RELAY__JSON_MAX_DEPTH 2048
@@ -83,10 +88,14 @@ typedef struct relay__lazy {
 
 /* An operator leaf tested one by one (compile_ops.c operators whose value
  * test is not a lookup): the alternative is borrowed from the ruleset's
- * pattern copies. */
+ * pattern copies. A wildcard is split at build time (relay__wild_split)
+ * into a literal head and tail, compared as bytes, and the middle, the
+ * only part left to the wildcard matcher, skipped when it is one star. */
 typedef struct relay__xleaf {
 	const relay__pat_alt *a;
 	uint32_t leaf;
+	uint32_t pre, suf;        /* WILDCARD: literal head and tail bytes */
+	uint8_t mid_any;          /* WILDCARD: the middle is "*" */
 } relay__xleaf;
 
 typedef struct relay__tnode {

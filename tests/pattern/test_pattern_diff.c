@@ -409,6 +409,107 @@ static void test_pattern__thresholds(void)
 		relay_pattern_free(p[i]);
 }
 
+/*
+ * Wildcards and anything-but lists, random, against the reference: the
+ * ruleset splits a wildcard into a literal head and tail compared as
+ * bytes and a middle left to the wildcard matcher (relay__wild_split),
+ * and writes a short anything-but as NOTs of its tests but a long one
+ * (more than RELAY__NOT_INLINE tests) through a hit leaf. Patterns and
+ * values are drawn from a, b, '*', "\*" and "\\" (so escapes sit at the
+ * ends and in the middle); events repeat the key (the last value wins).
+ */
+#define WS_RULES 160
+
+static void wild_text(char *o, size_t room, int pattern)
+{
+	static const char *const pel[] = { "a", "b", "*", "\\*", "\\\\" };
+	static const char *const vel[] = { "a", "b", "*", "\\" };
+	size_t n = rnd(8), i, at = 0, l;
+	int star = 0;
+
+	for (i = 0; i < n && at + 3 < room; i++) {
+		uint32_t k = rnd(pattern ? 5 : 4);
+		const char *e = pattern ? pel[k] : vel[k];
+
+		if (pattern && k == 2 && star)
+			continue; /* no "**" */
+		star = pattern && k == 2;
+		l = strlen(e);
+		memcpy(o + at, e, l);
+		at += l;
+	}
+	o[at] = '\0';
+}
+
+static void test_pattern__wild_split(void)
+{
+	static relay_pattern *p[WS_RULES];
+	char w[4][32], *text;
+	relay_ruleset *rs;
+	relay_matcher *m;
+	relay_error err;
+	size_t np = 0, i, k, hits = 0, events = 0;
+	json_t *jp, *list;
+
+	rng_state = 20261205;
+	RT_ASSERT(relay_ruleset_new(&rs) == 0);
+	while (np < WS_RULES) {
+		k = np % 4;
+		list = json_array();
+		if (k < 2) {
+			wild_text(w[0], sizeof(w[0]), 1);
+			jp = k ? json_pack("{s:[{s:{s:s}}]}", "p", "anything-but",
+					   "wildcard", w[0]) :
+				 json_pack("{s:[{s:s}]}", "p", "wildcard", w[0]);
+		} else {
+			size_t nv = 1 + rnd(k == 2 ? 3 : 14);
+
+			for (i = 0; i < nv; i++) {
+				wild_text(w[0], sizeof(w[0]), 0);
+				json_array_append_new(list, json_string(w[0]));
+			}
+			jp = json_pack("{s:[{s:O}]}", "p", "anything-but", list);
+		}
+		json_decref(list);
+		RT_ASSERT(jp);
+		if (relay_pattern_compile(&p[np], jp, &err) == 0)
+			RT_ASSERT(relay_ruleset_add(rs, p[np++], NULL) == 0);
+		json_decref(jp);
+	}
+	RT_ASSERT(relay_ruleset_build(rs) == 0);
+	RT_ASSERT(relay_matcher_new(&m, rs) == 0);
+	for (i = 0; i < 600; i++) {
+		json_t *a, *b;
+		char *ta, *tb;
+
+		wild_text(w[1], sizeof(w[1]), 0);
+		wild_text(w[2], sizeof(w[2]), 0);
+		a = json_string(w[1]);
+		b = json_string(w[2]);
+		ta = json_dumps(a, JSON_ENCODE_ANY);
+		tb = json_dumps(b, JSON_ENCODE_ANY);
+		RT_ASSERT(ta && tb);
+		text = malloc(strlen(ta) + strlen(tb) + 32);
+		RT_ASSERT(text);
+		sprintf(text, "{\"p\": %s}", ta);
+		hits += check_event(m, p, np, text);
+		sprintf(text, "{\"p\": %s, \"q\": 1, \"p\": %s}", tb, ta);
+		hits += check_event(m, p, np, text);
+		events += 2;
+		free(text);
+		free(ta);
+		free(tb);
+		json_decref(a);
+		json_decref(b);
+	}
+	printf("# %zu events x %zu rules, %zu matches\n", events, np, hits);
+	RT_CHECK(hits > events * np / 20 && hits < events * np * 19 / 20);
+	relay_matcher_free(m);
+	relay_ruleset_free(rs);
+	for (i = 0; i < np; i++)
+		relay_pattern_free(p[i]);
+}
+
 /* ------------------------------------------------------- corpus */
 
 static int cmp_str(const void *a, const void *b)
@@ -685,6 +786,7 @@ static void test_pattern__chaos_alloc(void)
 static const rt_case cases[] = {
 	RT_CASE(test_pattern__differential),
 	RT_CASE(test_pattern__thresholds),
+	RT_CASE(test_pattern__wild_split),
 	RT_CASE(test_pattern__corpus),
 	RT_CASE(test_pattern__no_alloc),
 	RT_CASE(test_pattern__chaos_alloc),
