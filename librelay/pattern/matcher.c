@@ -174,11 +174,12 @@ static void eval_xstr(relay_matcher *m, const relay__tnode *n, const char *s,
 					      a->str + a->len - x->suf,
 					      x->suf) &&
 			      (x->mid_any ||
-			       relay__wild_match(a->str + x->pre,
-						 a->len - x->pre - x->suf,
-						 s + x->pre,
-						 len - x->pre - x->suf,
-						 &m->work));
+			       (x->mid_stars ? relay__wild_stars :
+				relay__wild_match)(a->str + x->pre,
+						   a->len - x->pre - x->suf,
+						   s + x->pre,
+						   len - x->pre - x->suf,
+						   &m->work));
 			break;
 		default:
 			hit = ver && relay__cidr_has(a, ver, ip);
@@ -190,8 +191,8 @@ static void eval_xstr(relay_matcher *m, const relay__tnode *n, const char *s,
 }
 
 /*
- * Fire the prefixes (or suffixes) of @s found in @map: a few are compared
- * one by one; more are looked up once per distinct length, hashing @s
+ * Fire the prefixes (or suffixes) of @s found in @map, when there are
+ * more than 8: they are looked up once per distinct length, hashing @s
  * incrementally, so the cost is linear in @s whatever their number.
  */
 static void eval_affix(relay_matcher *m, const relay__smap *map,
@@ -202,15 +203,6 @@ static void eval_affix(relay_matcher *m, const relay__smap *map,
 	size_t at = 0, l;
 	uint32_t i, leaf;
 
-	if (map->n <= 8) {
-		for (i = 0; i < map->n; i++) {
-			l = map->ents[i].len;
-			if (len >= l && relay__bytes_eq(suffix ? s + len - l :
-							s, map->ents[i].s, l))
-				relay__fire(m, map->ents[i].val);
-		}
-		return;
-	}
 	for (i = 0; i < nlens && lens[i] <= len; i++) {
 		l = lens[i];
 		for (; at < l; at++)
@@ -226,20 +218,33 @@ static void eval_affix(relay_matcher *m, const relay__smap *map,
 void relay__eval_string(relay_matcher *m, const relay__tnode *n,
 			const char *s, size_t len)
 {
+	const relay__sent *e;
 	relay__instant t;
-	uint32_t l;
+	uint32_t i, l;
 
 	if (n->eq_str.n) {
 		l = relay__smap_get(&n->eq_str, s, len);
 		if (l != RELAY__NONE)
 			relay__fire(m, l);
 	}
-	if (n->prefix.n)
+	/* a few prefixes or suffixes (the usual case): compared in place */
+	if (n->prefix.n > 8) {
 		eval_affix(m, &n->prefix, n->prefix_lens, n->nprefix_lens,
 			   s, len, 0);
-	if (n->suffix.n)
+	} else {
+		for (i = 0, e = n->prefix.ents; i < n->prefix.n; i++, e++)
+			if (len >= e->len && relay__bytes_eq(s, e->s, e->len))
+				relay__fire(m, e->val);
+	}
+	if (n->suffix.n > 8) {
 		eval_affix(m, &n->suffix, n->suffix_lens, n->nsuffix_lens,
 			   s, len, 1);
+	} else {
+		for (i = 0, e = n->suffix.ents; i < n->suffix.n; i++, e++)
+			if (len >= e->len &&
+			    relay__bytes_eq(s + len - e->len, e->s, e->len))
+				relay__fire(m, e->val);
+	}
 	if (n->eic.n) {
 		l = relay__smap_find_ci(&n->eic, s, len);
 		if (l != RELAY__NONE)
@@ -247,8 +252,16 @@ void relay__eval_string(relay_matcher *m, const relay__tnode *n,
 	}
 	if (n->nxstr)
 		eval_xstr(m, n, s, len);
-	if (n->ncmp_time && relay__rfc3339_parse(s, len, &t) == 0)
-		relay__eval_thr_time(m, n, &t);
+	if (n->ncmp_time && relay__rfc3339_parse(s, len, &t) == 0) {
+		if (n->keep_time) {
+			uint32_t node = (uint32_t)(n - m->rs->nodes);
+
+			m->time_stamp[node] = m->epoch;
+			m->val_t[node] = t;
+		}
+		if (n->fire_time)
+			relay__eval_thr_time(m, n, &t);
+	}
 }
 
 void relay__eval_number(relay_matcher *m, const relay__tnode *n, double v)
@@ -257,7 +270,13 @@ void relay__eval_number(relay_matcher *m, const relay__tnode *n, double v)
 
 	if (n->neq_num)
 		relay__eval_eq_num(m, n, v);
-	if (n->ncmp_num || n->keep_num)
+	if (n->keep_num) {
+		uint32_t node = (uint32_t)(n - m->rs->nodes);
+
+		m->num_stamp[node] = m->epoch;
+		m->val_num[node] = v;
+	}
+	if (n->fire_num)
 		relay__eval_thr_num(m, n, v);
 	for (i = 0; i < n->nxnum; i++)
 		if (relay__range_has(n->xnum[i].a, v))
@@ -380,7 +399,7 @@ size_t relay__match_end(relay_matcher *m)
 		bool ok;
 
 		r = m->cand[i];
-		if (rs->lazy_off)
+		if (rs->lazy_off && rs->lazy_off[r] != rs->lazy_off[r + 1])
 			relay__settle_lazy(m, r);
 		off = rs->cnf_start[r];
 		if (off != RELAY__NONE)

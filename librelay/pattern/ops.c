@@ -96,6 +96,46 @@ bool relay__wild_split(const char *w, size_t wlen, size_t *pre, size_t *suf)
 	return wlen - *pre - *suf == 1 && w[*pre] == '*';
 }
 
+bool relay__wild_stars(const char *w, size_t wlen, const char *s, size_t len,
+		       uint64_t *steps)
+{
+	size_t wi = 1, si = 0, seg, k;
+	uint64_t n = 0;
+	const char *q, *st;
+	bool ok = true;
+
+	while (wi < wlen) {
+		st = memchr(w + wi, '*', wlen - wi);
+		seg = st ? (size_t)(st - w) - wi : wlen - wi;
+		/* the leftmost w[wi, wi + seg) in s[si, len) */
+		for (;;) {
+			n++;
+			if (len - si < seg) {
+				ok = false;
+				goto out;
+			}
+			q = memchr(s + si, w[wi], len - si - seg + 1);
+			if (!q) {
+				ok = false;
+				goto out;
+			}
+			n += (uint64_t)(q - (s + si)) + seg;
+			si = (size_t)(q - s);
+			for (k = 1; k < seg && q[k] == w[wi + k]; k++)
+				;
+			if (k == seg)
+				break;
+			si++;
+		}
+		si += seg;
+		wi += seg + 1;
+	}
+out:
+	if (steps)
+		*steps += n;
+	return ok;
+}
+
 /* A decimal octet 0-255 without leading zeros; returns bytes used or 0. */
 static size_t octet(const char *s, size_t len, unsigned *out)
 {

@@ -159,6 +159,12 @@ bool relay__wild_match(const char *w, size_t wlen, const char *s, size_t len,
  * s[pre, len - suf) matches the middle. Returns whether the middle is
  * exactly one star (which matches anything). */
 bool relay__wild_split(const char *w, size_t wlen, size_t *pre, size_t *suf);
+/* relay__wild_match() for a wildcard that starts and ends with a star and
+ * holds no escape (the middle of most split wildcards): each literal run
+ * between stars is searched leftmost after the previous one. Same result,
+ * same bound. */
+bool relay__wild_stars(const char *w, size_t wlen, const char *s, size_t len,
+		       uint64_t *steps);
 /* Parse an IPv4 dotted quad or an IPv6 text address (RFC 4291 2.2, no
  * zone) into @ip (4 or 16 bytes). Returns 4, 6, or 0 when it is neither. */
 int relay__ip_parse(const char *s, size_t len, unsigned char ip[16]);

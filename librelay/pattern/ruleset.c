@@ -330,6 +330,11 @@ static int x_leaf(relay_ruleset *rs, uint32_t node, const relay__pat_alt *a,
 			return RELAY_EINVAL;
 		na[*cnt].pre = (uint32_t)pre;
 		na[*cnt].suf = (uint32_t)suf;
+		na[*cnt].mid_stars = a->len - suf > pre + 1 &&
+				     a->str[pre] == '*' &&
+				     a->str[a->len - suf - 1] == '*' &&
+				     !memchr(a->str + pre, '\\',
+					     a->len - suf - pre);
 	}
 	(*cnt)++;
 	if (num)

@@ -96,6 +96,8 @@ typedef struct relay__xleaf {
 	uint32_t leaf;
 	uint32_t pre, suf;        /* WILDCARD: literal head and tail bytes */
 	uint8_t mid_any;          /* WILDCARD: the middle is "*" */
+	uint8_t mid_stars;        /* WILDCARD: the middle is "*...*" with no
+				   * escape (relay__wild_stars) */
 } relay__xleaf;
 
 typedef struct relay__tnode {
@@ -115,6 +117,8 @@ typedef struct relay__tnode {
 	relay__thr time_thr[4];   /* firing cmp_time leaves, by op */
 	uint8_t keep_num;         /* lazy cmp_num leaves here */
 	uint8_t keep_time;        /* lazy cmp_time leaves here */
+	uint8_t fire_num;         /* some num_thr group is not empty */
+	uint8_t fire_time;        /* some time_thr group is not empty */
 	relay__smap eic;          /* lowercased literal -> leaf; hashed and
 				   * compared ignoring ASCII case */
 	relay__xleaf *xstr;       /* IPREFIX ISUFFIX WILDCARD CIDR leaves */

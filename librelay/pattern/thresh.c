@@ -234,6 +234,8 @@ int relay__build_thresholds(relay_ruleset *rs)
 				  n->ncmp_num, op, &at);
 			add_group(rs, &n->time_thr[op], tmp, NULL, n->cmp_time,
 				  n->ncmp_time, op, &at);
+			n->fire_num |= n->num_thr[op].n != 0;
+			n->fire_time |= n->time_thr[op].n != 0;
 		}
 		/* equality: ascending, searched (values are distinct) */
 		if (n->neq_num > 1)
@@ -266,12 +268,6 @@ void relay__eval_thr_num(relay_matcher *m, const relay__tnode *n, double v)
 	const double *key = rs->thr_num;
 	unsigned op;
 
-	if (n->keep_num) {
-		uint32_t node = (uint32_t)(n - rs->nodes);
-
-		m->num_stamp[node] = m->epoch;
-		m->val_num[node] = v;
-	}
 	for (op = 0; op < 4; op++) {
 		const relay__thr *g = &n->num_thr[op];
 		bool pre = op <= RELAY__OP_GTE;
@@ -299,12 +295,6 @@ void relay__eval_thr_time(relay_matcher *m, const relay__tnode *n,
 	const int64_t *key = rs->thr_ms;
 	unsigned op;
 
-	if (n->keep_time) {
-		uint32_t node = (uint32_t)(n - rs->nodes);
-
-		m->time_stamp[node] = m->epoch;
-		m->val_t[node] = *t;
-	}
 	for (op = 0; op < 4; op++) {
 		const relay__thr *g = &n->time_thr[op];
 		bool pre = op <= RELAY__OP_GTE;
