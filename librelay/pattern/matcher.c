@@ -149,10 +149,14 @@ static void eval_xstr(relay_matcher *m, const relay__tnode *n, const char *s,
 {
 	unsigned char ip[16];
 	int ver = 0;
-	uint32_t i;
+	uint32_t i, ip4 = 0;
 
-	if (n->want_ip)
+	if (n->want_ip) {
 		ver = relay__ip_parse(s, len, ip);
+		if (ver == 4)
+			ip4 = (uint32_t)ip[0] << 24 | (uint32_t)ip[1] << 16 |
+			      (uint32_t)ip[2] << 8 | ip[3];
+	}
 	for (i = 0; i < n->nxstr; i++) {
 		const relay__xleaf *x = &n->xstr[i];
 		const relay__pat_alt *a = x->a;
@@ -182,7 +186,10 @@ static void eval_xstr(relay_matcher *m, const relay__tnode *n, const char *s,
 						   &m->work));
 			break;
 		default:
-			hit = ver && relay__cidr_has(a, ver, ip);
+			if (a->ipver == 4)
+				hit = ver == 4 && (ip4 & x->v4mask) == x->v4net;
+			else
+				hit = ver && relay__cidr_has(a, ver, ip);
 			break;
 		}
 		if (hit)

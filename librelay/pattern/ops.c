@@ -9,16 +9,6 @@
 
 #include "pattern_int.h"
 
-bool relay__ieq(const char *s, const char *lower, size_t len)
-{
-	size_t i;
-
-	for (i = 0; i < len; i++)
-		if (relay__lc((unsigned char)s[i]) != (unsigned char)lower[i])
-			return false;
-	return true;
-}
-
 /*
  * One pattern element at @w: returns its byte and sets *adv to the
  * pattern bytes it takes (2 for an escape). The compiler accepted only

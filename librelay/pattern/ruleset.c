@@ -321,6 +321,13 @@ static int x_leaf(relay_ruleset *rs, uint32_t node, const relay__pat_alt *a,
 	memset(&na[*cnt], 0, sizeof(*na));
 	na[*cnt].a = a;
 	na[*cnt].leaf = *out;
+	if (a->kind == RELAY__PAT_CIDR && a->ipver == 4) {
+		na[*cnt].v4mask = a->bits ? 0xffffffffu << (32 - a->bits) : 0;
+		na[*cnt].v4net = ((uint32_t)a->ip[0] << 24 |
+				  (uint32_t)a->ip[1] << 16 |
+				  (uint32_t)a->ip[2] << 8 | a->ip[3]) &
+				 na[*cnt].v4mask;
+	}
 	if (a->kind == RELAY__PAT_WILDCARD) {
 		size_t pre, suf;
 

@@ -98,6 +98,8 @@ typedef struct relay__xleaf {
 	uint8_t mid_any;          /* WILDCARD: the middle is "*" */
 	uint8_t mid_stars;        /* WILDCARD: the middle is "*...*" with no
 				   * escape (relay__wild_stars) */
+	uint32_t v4net, v4mask;   /* CIDR of IPv4: the network and mask as
+				   * big-endian numbers */
 } relay__xleaf;
 
 typedef struct relay__tnode {

@@ -510,6 +510,83 @@ static void test_pattern__wild_split(void)
 		relay_pattern_free(p[i]);
 }
 
+/*
+ * CIDRs of every prefix length, random, against the reference: the
+ * ruleset tests an IPv4 network as a masked 32-bit compare. Addresses
+ * are drawn near the networks (one of the network's bits flipped), with
+ * IPv6 networks and IPv4-mapped IPv6 addresses among them.
+ */
+#define CIDR_RULES 120
+
+static void test_pattern__cidr_words(void)
+{
+	static relay_pattern *p[CIDR_RULES];
+	static uint32_t nets[CIDR_RULES];
+	char text[160];
+	relay_ruleset *rs;
+	relay_matcher *m;
+	relay_error err;
+	size_t np = 0, i, hits = 0, events = 0;
+	json_t *jp;
+
+	rng_state = 20261206;
+	RT_ASSERT(relay_ruleset_new(&rs) == 0);
+	for (i = 0; i < CIDR_RULES; i++) {
+		uint32_t bits = (uint32_t)(i % 33), a = rnd(0x10000) << 16 |
+			rnd(0x10000);
+
+		a &= bits ? 0xffffffffu << (32 - bits) : 0;
+		nets[i] = a;
+		if (i % 10 == 9)
+			snprintf(text, sizeof(text), "{\"ip\": [{\"cidr\": "
+				 "\"2001:db8:%x::/%u\"}]}", rnd(16) << 12,
+				 48 + bits % 17);
+		else
+			snprintf(text, sizeof(text), "{\"ip\": [{\"cidr\": "
+				 "\"%u.%u.%u.%u/%u\"}]}", a >> 24,
+				 a >> 16 & 255, a >> 8 & 255, a & 255, bits);
+		jp = json_loads(text, 0, NULL);
+		RT_ASSERT(jp);
+		if (relay_pattern_compile(&p[np], jp, &err))
+			RT_FAILF("%s: %s", text, err.text);
+		json_decref(jp);
+		RT_ASSERT(relay_ruleset_add(rs, p[np++], NULL) == 0);
+	}
+	RT_ASSERT(relay_ruleset_build(rs) == 0);
+	RT_ASSERT(relay_matcher_new(&m, rs) == 0);
+	for (i = 0; i < 3000; i++) {
+		uint32_t a = nets[rnd(CIDR_RULES)];
+
+		if (rnd(4))
+			a ^= 1u << rnd(32);
+		switch (rnd(8)) {
+		case 0:
+			snprintf(text, sizeof(text),
+				 "{\"ip\": \"::ffff:%u.%u.%u.%u\"}", a >> 24,
+				 a >> 16 & 255, a >> 8 & 255, a & 255);
+			break;
+		case 1:
+			snprintf(text, sizeof(text),
+				 "{\"ip\": \"2001:db8:%x::%x\"}", rnd(0x10000),
+				 rnd(0x10000));
+			break;
+		default:
+			snprintf(text, sizeof(text),
+				 "{\"ip\": \"%u.%u.%u.%u\"}", a >> 24,
+				 a >> 16 & 255, a >> 8 & 255, a & 255);
+			break;
+		}
+		hits += check_event(m, p, np, text);
+		events++;
+	}
+	printf("# %zu events x %zu rules, %zu matches\n", events, np, hits);
+	RT_CHECK(hits > events && hits < events * np / 2);
+	relay_matcher_free(m);
+	relay_ruleset_free(rs);
+	for (i = 0; i < np; i++)
+		relay_pattern_free(p[i]);
+}
+
 /* ------------------------------------------------------- corpus */
 
 static int cmp_str(const void *a, const void *b)
@@ -787,6 +864,7 @@ static const rt_case cases[] = {
 	RT_CASE(test_pattern__differential),
 	RT_CASE(test_pattern__thresholds),
 	RT_CASE(test_pattern__wild_split),
+	RT_CASE(test_pattern__cidr_words),
 	RT_CASE(test_pattern__corpus),
 	RT_CASE(test_pattern__no_alloc),
 	RT_CASE(test_pattern__chaos_alloc),

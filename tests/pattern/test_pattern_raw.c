@@ -560,6 +560,52 @@ static void test_pattern__key_words(void)
 	relay_ruleset_free(rs);
 }
 
+/*
+ * relay__ieq() (eight bytes at a time) against a byte-by-byte statement
+ * of it, on strings of 0-24 bytes drawn from the bytes around the ASCII
+ * capitals and lower case letters and their images above 0x80, at every
+ * alignment: only 'A'-'Z' may fold.
+ */
+static void test_pattern__ieq_words(void)
+{
+	static const unsigned char pool[] = {
+		0x00, 0x40, 0x41, 0x4d, 0x5a, 0x5b, 0x60, 0x61, 0x6d, 0x7a,
+		0x7b, 0x7f, 0x80, 0xc0, 0xc1, 0xda, 0xdb, 0xe1, 0xfa, 0xff,
+	};
+	char s[40], low[40];
+	uint64_t x = 88172645463325252ULL;
+	size_t len, i, k, off, diffs = 0;
+
+	for (k = 0; k < 20000; k++) {
+		bool want = true;
+
+		len = k % 25;
+		off = k % 7;
+		for (i = 0; i < len; i++) {
+			unsigned char c, l;
+
+			x ^= x << 13;
+			x ^= x >> 7;
+			x ^= x << 17;
+			c = pool[x % sizeof(pool)];
+			l = c >= 'A' && c <= 'Z' ? (unsigned char)(c | 0x20) :
+			    c;
+			/* now and then a lower side that differs */
+			if ((x >> 20) % 16 == 0)
+				l = pool[(x >> 24) % sizeof(pool)];
+			s[off + i] = (char)c;
+			low[i] = (char)l;
+			if ((c >= 'A' && c <= 'Z' ? (c | 0x20) : c) != l)
+				want = false;
+		}
+		diffs += !want;
+		if (relay__ieq(s + off, low, len) != want)
+			RT_FAILF("ieq differs at case %zu (length %zu)", k,
+				 len);
+	}
+	RT_CHECK(diffs > 2000 && diffs < 18000);
+}
+
 static const rt_case cases[] = {
 	RT_CASE(test_pattern__raw_errors),
 	RT_CASE(test_pattern__raw_non_object),
@@ -568,6 +614,7 @@ static const rt_case cases[] = {
 	RT_CASE(test_pattern__nul_in_key),
 	RT_CASE(test_pattern__ruleset_sizes),
 	RT_CASE(test_pattern__key_words),
+	RT_CASE(test_pattern__ieq_words),
 };
 
 int main(int argc, char **argv)
