@@ -403,18 +403,28 @@ size_t relay__match_end(relay_matcher *m)
 	}
 	for (i = 0; i < m->ncand; i++) {
 		uint32_t off;
-		bool ok;
+		bool ok, lazy;
 
 		r = m->cand[i];
-		if (rs->lazy_off && rs->lazy_off[r] != rs->lazy_off[r + 1])
-			relay__settle_lazy(m, r);
+		lazy = rs->lazy_off && rs->lazy_off[r] != rs->lazy_off[r + 1];
 		off = rs->cnf_start[r];
-		if (off != RELAY__NONE)
+		if (off != RELAY__NONE) {
+			/* the clauses without thresholds, then (if they
+			 * hold) the lazy thresholds and the others */
 			ok = relay__eval_cnf(rs->cnf + off, m->leaf_stamp,
 					     m->epoch);
-		else
+			if (ok) {
+				if (lazy)
+					relay__settle_lazy(m, r);
+				ok = relay__eval_cnf(rs->cnf + rs->cnf_late[r],
+						     m->leaf_stamp, m->epoch);
+			}
+		} else {
+			if (lazy)
+				relay__settle_lazy(m, r);
 			ok = eval(rs->prog, rs->prog_start[r], m->leaf_stamp,
 				  m->epoch);
+		}
 		if (ok)
 			m->ids[n++] = r;
 	}

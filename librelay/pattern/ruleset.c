@@ -606,19 +606,47 @@ static int flatten(relay_ruleset *rs, uint32_t i, leafvec *out)
 	}
 }
 
-static int cnf_rule(relay_ruleset *rs, uint32_t r, leafvec *lv)
+/* Whether clause [n, lits] tests a threshold (a leaf that may be lazy:
+ * thresh.c settles those only from the kept value). */
+static uint32_t clause_late(const relay_ruleset *rs, const uint32_t *c)
 {
 	uint32_t k;
+
+	for (k = 1; k <= c[0]; k++)
+		switch (rs->leaf_kind[c[k] >> 1]) {
+		case RELAY__PAT_CMP_NUM:
+		case RELAY__PAT_CMP_TIME:
+		case RELAY__PAT_RANGE:
+			return 1;
+		default:
+			break;
+		}
+	return 0;
+}
+
+static int cnf_rule(relay_ruleset *rs, uint32_t r, leafvec *lv)
+{
+	uint32_t k, j, late;
 	int rc;
 
 	lv->n = 0;
 	rc = flatten(rs, rs->prog_start[r], lv);
 	if (rc == 1)
 		return 0;
+	/* the clauses without a threshold first: only a rule that passes
+	 * them settles its lazy thresholds (relay__match_end) */
 	rs->cnf_start[r] = rs->ncnf;
-	for (k = 0; !rc && k < lv->n; k++)
-		rc = cnf_push(rs, lv->v[k]);
-	return rc ? rc : cnf_push(rs, 0);
+	for (late = 0; !rc && late < 2; late++) {
+		if (late)
+			rs->cnf_late[r] = rs->ncnf;
+		for (k = 0; !rc && k < lv->n; k += lv->v[k] + 1)
+			if (clause_late(rs, lv->v + k) == late)
+				for (j = 0; !rc && j <= lv->v[k]; j++)
+					rc = cnf_push(rs, lv->v[k + j]);
+		if (!rc)
+			rc = cnf_push(rs, 0);
+	}
+	return rc;
 }
 
 /*
@@ -635,7 +663,9 @@ static int build_cnf(relay_ruleset *rs)
 
 	rs->cnf_start = relay__calloc(rs->npats ? rs->npats : 1,
 				      sizeof(uint32_t));
-	if (!rs->cnf_start)
+	rs->cnf_late = relay__calloc(rs->npats ? rs->npats : 1,
+				     sizeof(uint32_t));
+	if (!rs->cnf_start || !rs->cnf_late)
 		return RELAY_ENOMEM;
 	memset(rs->cnf_start, 0xff, rs->npats * sizeof(uint32_t));
 	for (k = 0; !rc && k < rs->anchor_off[rs->nleaves]; k++) {
@@ -912,6 +942,7 @@ void relay_ruleset_free(relay_ruleset *rs)
 	relay__free(rs->prog);
 	relay__free(rs->prog_start);
 	relay__free(rs->cnf_start);
+	relay__free(rs->cnf_late);
 	relay__free(rs->cnf);
 	relay__free(rs->anchor_off);
 	relay__free(rs->anchor_rules);

@@ -164,6 +164,8 @@ struct relay_ruleset {
 	uint32_t nprog, cap_prog;
 	uint32_t *prog_start;     /* rule -> index of its root expr */
 	uint32_t *cnf_start;      /* rule -> offset in cnf, or NONE */
+	uint32_t *cnf_late;       /* rule -> offset of its clauses that
+				   * test thresholds (after the others) */
 	uint32_t *cnf;            /* flat clauses (see relay__eval_cnf) */
 	uint32_t ncnf, cap_cnf;
 	uint32_t *anchor_off;     /* leaf -> [off, off') into anchor_rules */
@@ -389,7 +391,9 @@ static inline uint32_t relay__smap_get(const relay__smap *m, const char *s,
  * Most rules are an AND of ORs of leaves (fields of literals and
  * operators; nested maps only add conjuncts). Such a rule is stored flat,
  * as clauses [n, lit_1 .. lit_n] ended by a 0, where lit = leaf << 1 |
- * negated, and evaluated without recursion. Rules with a nested map
+ * negated, and evaluated without recursion: two such lists per rule, the
+ * clauses without thresholds (cnf_start) and those with (cnf_late, read
+ * after the rule's lazy thresholds are settled). Rules with a nested map
  * inside an OR keep the expression program.
  */
 static inline bool relay__eval_cnf(const uint32_t *c, const uint32_t *stamp,
