@@ -38,6 +38,10 @@ int relay_matcher_new(relay_matcher **out, const relay_ruleset *rs)
 	m->time_stamp = relay__calloc(nn, sizeof(uint32_t));
 	m->val_num = relay__calloc(nn, sizeof(double));
 	m->val_t = relay__calloc(nn, sizeof(relay__instant));
+	m->time_raw = relay__calloc(nn, sizeof(*m->time_raw));
+	m->time_len = relay__calloc(nn, sizeof(size_t));
+	m->time_done = relay__calloc(nn, sizeof(uint32_t));
+	m->time_ok = relay__calloc(nn, 1);
 	m->cand = relay__calloc(nr, sizeof(uint32_t));
 	m->ids = relay__calloc(nr, sizeof(uint32_t));
 	/* Room for every leaf and node once: a repeated key needs more. */
@@ -46,6 +50,7 @@ int relay_matcher_new(relay_matcher **out, const relay_ruleset *rs)
 	if (!m->leaf_stamp || !m->rule_stamp || !m->node_seen || !m->cand ||
 	    !m->ids || !m->node_from || !m->node_to || !m->log ||
 	    !m->num_stamp || !m->time_stamp || !m->val_num || !m->val_t ||
+	    !m->time_raw || !m->time_len || !m->time_done || !m->time_ok ||
 	    relay__buf_reserve(&m->scratch, 1024)) {
 		relay_matcher_free(m);
 		return RELAY_ENOMEM;
@@ -68,6 +73,10 @@ void relay_matcher_free(relay_matcher *m)
 	relay__free(m->time_stamp);
 	relay__free(m->val_num);
 	relay__free(m->val_t);
+	relay__free(m->time_raw);
+	relay__free(m->time_len);
+	relay__free(m->time_done);
+	relay__free(m->time_ok);
 	relay__free(m->cand);
 	relay__free(m->ids);
 	relay__buf_free(&m->scratch);
@@ -90,6 +99,7 @@ void relay__match_begin(relay_matcher *m, relay_wall_ms now)
 		memset(m->node_seen, 0, rs->nnodes * sizeof(uint32_t));
 		memset(m->num_stamp, 0, rs->nnodes * sizeof(uint32_t));
 		memset(m->time_stamp, 0, rs->nnodes * sizeof(uint32_t));
+		memset(m->time_done, 0, rs->nnodes * sizeof(uint32_t));
 		m->epoch = 1;
 	}
 	m->ncand = 0;
@@ -227,7 +237,7 @@ void relay__eval_string(relay_matcher *m, const relay__tnode *n,
 {
 	const relay__sent *e;
 	relay__instant t;
-	uint32_t i, l;
+	uint32_t i, l, node;
 
 	if (n->eq_str.n) {
 		l = relay__smap_get(&n->eq_str, s, len);
@@ -259,16 +269,39 @@ void relay__eval_string(relay_matcher *m, const relay__tnode *n,
 	}
 	if (n->nxstr)
 		eval_xstr(m, n, s, len);
-	if (n->ncmp_time && relay__rfc3339_parse(s, len, &t) == 0) {
-		if (n->keep_time) {
-			uint32_t node = (uint32_t)(n - m->rs->nodes);
-
-			m->time_stamp[node] = m->epoch;
-			m->val_t[node] = t;
-		}
-		if (n->fire_time)
-			relay__eval_thr_time(m, n, &t);
+	if (!n->ncmp_time)
+		return;
+	node = (uint32_t)(n - m->rs->nodes);
+	if (!n->fire_time && s != m->scratch.data) {
+		/* lazy thresholds only, and @s outlives the scan (not
+		 * unescaped into the scratch buffer): parsed if a rule needs
+		 * it */
+		m->time_stamp[node] = m->epoch;
+		m->time_done[node] = 0;
+		m->time_raw[node] = s;
+		m->time_len[node] = len;
+		return;
 	}
+	if (relay__rfc3339_parse(s, len, &t) != 0)
+		return;
+	if (n->keep_time) {
+		m->time_stamp[node] = m->time_done[node] = m->epoch;
+		m->time_ok[node] = 1;
+		m->val_t[node] = t;
+	}
+	if (n->fire_time)
+		relay__eval_thr_time(m, n, &t);
+}
+
+const relay__instant *relay__lazy_time(relay_matcher *m, uint32_t node)
+{
+	if (m->time_done[node] != m->epoch) {
+		m->time_done[node] = m->epoch;
+		m->time_ok[node] = relay__rfc3339_parse(m->time_raw[node],
+							m->time_len[node],
+							&m->val_t[node]) == 0;
+	}
+	return m->time_ok[node] ? &m->val_t[node] : NULL;
 }
 
 void relay__eval_number(relay_matcher *m, const relay__tnode *n, double v)

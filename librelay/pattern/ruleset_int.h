@@ -205,6 +205,13 @@ struct relay_matcher {
 	/* the value at a node with lazy thresholds: a number iff num_stamp
 	 * == epoch, an RFC 3339 instant iff time_stamp == epoch */
 	uint32_t *num_stamp, *time_stamp;
+	/* a string kept at a node of lazy time thresholds only is parsed
+	 * when a rule first needs it (relay__lazy_time): time_raw/len, and
+	 * time_done == epoch once parsed, time_ok whether it parsed */
+	const char **time_raw;
+	size_t *time_len;
+	uint32_t *time_done;
+	uint8_t *time_ok;
 	double *val_num;
 	relay__instant *val_t;
 	uint32_t *cand;
@@ -440,6 +447,9 @@ void relay__eval_eq_num(relay_matcher *m, const relay__tnode *n, double v);
 void relay__eval_thr_num(relay_matcher *m, const relay__tnode *n, double v);
 void relay__eval_thr_time(relay_matcher *m, const relay__tnode *n,
 			  const relay__instant *t);
+/* The instant kept at @node (time_stamp == epoch), parsed on first use;
+ * NULL if it is not an RFC 3339 time. */
+const relay__instant *relay__lazy_time(relay_matcher *m, uint32_t node);
 /* Settle the lazy threshold leaves rule @r reads, from the values kept at
  * their nodes. */
 void relay__settle_lazy(relay_matcher *m, uint32_t r);

@@ -344,12 +344,13 @@ void relay__settle_lazy(relay_matcher *m, uint32_t r)
 
 	for (k = rs->lazy_off[r]; k < rs->lazy_off[r + 1]; k++) {
 		const relay__lazy *z = &rs->lazy[k];
+		const relay__instant *t;
 		bool held;
 
 		if (z->time)
 			held = m->time_stamp[z->node] == epoch &&
-			       relay__instant_cmp(&m->val_t[z->node],
-						  m->now + z->offset_ms,
+			       (t = relay__lazy_time(m, z->node)) != NULL &&
+			       relay__instant_cmp(t, m->now + z->offset_ms,
 						  (enum relay__pat_op)z->op);
 		else if (z->range)
 			held = m->num_stamp[z->node] == epoch &&

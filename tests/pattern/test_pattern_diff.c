@@ -304,14 +304,24 @@ static void iso_at(char *out, size_t len, int64_t ms, const char *sub)
  * a kept value of an earlier one must be forgotten). Raw, json_t and
  * reference matchers must agree on every rule.
  */
+/* @in (a quoted RFC 3339 text ending in Z) with the Z written \u005a. */
+static void esc_z(char *out, size_t len, const char *in)
+{
+	size_t n = strlen(in);
+
+	RT_ASSERT(n >= 2 && in[n - 2] == 'Z' && n + 6 < len);
+	memcpy(out, in, n - 2);
+	memcpy(out + n - 2, "\\u005a\"", 8);
+}
+
 static void test_pattern__thresholds(void)
 {
-	static relay_pattern *p[4 * THR_NUM + 4 * THR_TIME + 2];
+	static relay_pattern *p[4 * THR_NUM + 4 * THR_TIME + 2 + 12];
 	static const char *const vals[] = {
 		"-1e308", "-6", "-0", "0", "0.25", "1e308", "4.75", "5",
 		"-4.5", "2", "2.5", "3.0", "-3.25", "1e-300", "\"2\"", "null",
 	};
-	char text[512], a[64], b[64];
+	char text[512], a[64], b[64], ae[80];
 	relay_ruleset *rs;
 	relay_matcher *m;
 	size_t np = 0, i, j, k, hits = 0, events = 0;
@@ -362,6 +372,19 @@ static void test_pattern__thresholds(void)
 	RT_ASSERT(jp && !relay_pattern_compile(&p[np], jp, &err));
 	json_decref(jp);
 	RT_ASSERT(relay_ruleset_add(rs, p[np++], NULL) == 0);
+	/* u: lazy time thresholds only (the value is kept unparsed) */
+	for (i = 0; i < 4; i++)
+		for (j = 0; j < 3; j++) {
+			snprintf(text, sizeof(text),
+				 "{\"k\": [\"a\"], \"u\": [{\"%s\": "
+				 "\"now()-%zum\"}]}", ops[i], 40 * j + 20);
+			jp = json_loads(text, 0, NULL);
+			RT_ASSERT(jp);
+			if (relay_pattern_compile(&p[np], jp, &err))
+				RT_FAILF("%s: %s", text, err.text);
+			json_decref(jp);
+			RT_ASSERT(relay_ruleset_add(rs, p[np++], NULL) == 0);
+		}
 	RT_ASSERT(relay_ruleset_build(rs) == 0);
 	RT_ASSERT(relay_matcher_new(&m, rs) == 0);
 
@@ -398,7 +421,33 @@ static void test_pattern__thresholds(void)
 			snprintf(text, sizeof(text),
 				 "{\"t\": %s, \"t\": %s}", a, b);
 			hits += check_event(m, p, np, text);
-			events += 3;
+			/* escaped: unescaped into the scratch buffer, which
+			 * the escaped key after it reuses */
+			esc_z(ae, sizeof(ae), a);
+			snprintf(text, sizeof(text),
+				 "{\"t\": %s, \"\\u006b\": \"a\"}", ae);
+			hits += check_event(m, p, np, text);
+			snprintf(text, sizeof(text),
+				 "{\"t\": %s, \"k\": \"a\", \"t\": %s, "
+				 "\"\\u0078\": \"\\u0079\"}", b, ae);
+			hits += check_event(m, p, np, text);
+			/* u: kept unparsed, or parsed at once when escaped
+			 * (a later value of the key must replace it) */
+			snprintf(text, sizeof(text),
+				 "{\"k\": \"a\", \"u\": %s}", a);
+			hits += check_event(m, p, np, text);
+			snprintf(text, sizeof(text),
+				 "{\"u\": %s, \"\\u006b\": \"a\"}", ae);
+			hits += check_event(m, p, np, text);
+			snprintf(text, sizeof(text),
+				 "{\"u\": %s, \"k\": \"a\", \"u\": %s}", ae,
+				 b);
+			hits += check_event(m, p, np, text);
+			snprintf(text, sizeof(text),
+				 "{\"u\": %s, \"u\": %s, \"\\u006b\": "
+				 "\"a\"}", b, ae);
+			hits += check_event(m, p, np, text);
+			events += 9;
 		}
 	}
 	printf("# %zu events x %zu rules, %zu matches\n", events, np, hits);
