@@ -157,54 +157,51 @@ void relay__fire(relay_matcher *m, uint32_t leaf)
 static void eval_xstr(relay_matcher *m, const relay__tnode *n, const char *s,
 		      size_t len)
 {
+	const relay__xleaf *x = n->xstr, *end;
 	unsigned char ip[16];
 	int ver = 0;
-	uint32_t i, ip4 = 0;
+	uint32_t ip4;
 
-	if (n->want_ip) {
+	if (n->want_ip)
 		ver = relay__ip_parse(s, len, ip);
-		if (ver == 4)
-			ip4 = (uint32_t)ip[0] << 24 | (uint32_t)ip[1] << 16 |
-			      (uint32_t)ip[2] << 8 | ip[3];
+	if (ver == 4) {
+		ip4 = (uint32_t)ip[0] << 24 | (uint32_t)ip[1] << 16 |
+		      (uint32_t)ip[2] << 8 | ip[3];
+		for (end = n->xstr + n->xcut[0]; x < end; x++)
+			if ((ip4 & x->v4mask) == x->v4net)
+				relay__fire(m, x->leaf);
+		m->work += n->xcut[0];
 	}
-	for (i = 0; i < n->nxstr; i++) {
-		const relay__xleaf *x = &n->xstr[i];
+	if (ver == 6) {
+		for (x = n->xstr + n->xcut[0], end = n->xstr + n->xcut[1];
+		     x < end; x++)
+			if (relay__cidr_has(x->a, ver, ip))
+				relay__fire(m, x->leaf);
+		m->work += n->xcut[1] - n->xcut[0];
+	}
+	for (x = n->xstr + n->xcut[1], end = n->xstr + n->xcut[2]; x < end;
+	     x++) {
 		const relay__pat_alt *a = x->a;
-		bool hit;
 
 		m->work++;
-		switch (a->kind) {
-		case RELAY__PAT_IPREFIX:
-			hit = len >= a->len && relay__ieq(s, a->str, a->len);
-			break;
-		case RELAY__PAT_ISUFFIX:
-			hit = len >= a->len &&
-			      relay__ieq(s + len - a->len, a->str, a->len);
-			break;
-		case RELAY__PAT_WILDCARD:
-			hit = len >= (size_t)x->pre + x->suf &&
-			      relay__bytes_eq(s, a->str, x->pre) &&
-			      relay__bytes_eq(s + len - x->suf,
-					      a->str + a->len - x->suf,
-					      x->suf) &&
-			      (x->mid_any ||
-			       (x->mid_stars ? relay__wild_stars :
-				relay__wild_match)(a->str + x->pre,
-						   a->len - x->pre - x->suf,
-						   s + x->pre,
-						   len - x->pre - x->suf,
-						   &m->work));
-			break;
-		default:
-			if (a->ipver == 4)
-				hit = ver == 4 && (ip4 & x->v4mask) == x->v4net;
-			else
-				hit = ver && relay__cidr_has(a, ver, ip);
-			break;
-		}
-		if (hit)
+		if (len >= (size_t)x->pre + x->suf &&
+		    relay__bytes_eq(s, a->str, x->pre) &&
+		    relay__bytes_eq(s + len - x->suf, a->str + a->len - x->suf,
+				    x->suf) &&
+		    (x->mid_any ||
+		     (x->mid_stars ? relay__wild_stars : relay__wild_match)(
+			     a->str + x->pre, a->len - x->pre - x->suf,
+			     s + x->pre, len - x->pre - x->suf, &m->work)))
 			relay__fire(m, x->leaf);
 	}
+	for (end = n->xstr + n->xcut[3]; x < end; x++)
+		if (len >= x->a->len && relay__ieq(s, x->a->str, x->a->len))
+			relay__fire(m, x->leaf);
+	for (end = n->xstr + n->nxstr; x < end; x++)
+		if (len >= x->a->len &&
+		    relay__ieq(s + len - x->a->len, x->a->str, x->a->len))
+			relay__fire(m, x->leaf);
+	m->work += n->nxstr - n->xcut[2];
 }
 
 /*

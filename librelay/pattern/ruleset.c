@@ -866,6 +866,41 @@ int relay_ruleset_add(relay_ruleset *rs, const relay_pattern *p, uint32_t *id)
 	return 0;
 }
 
+static unsigned xstr_rank(const relay__xleaf *x)
+{
+	switch (x->a->kind) {
+	case RELAY__PAT_CIDR:
+		return x->a->ipver == 4 ? 0 : 1;
+	case RELAY__PAT_WILDCARD:
+		return 2;
+	case RELAY__PAT_IPREFIX:
+		return 3;
+	default:
+		return 4;
+	}
+}
+
+/* Group a node's one-by-one string tests by kind (stable), so that the
+ * matcher runs one loop per kind (relay__tnode.xcut). */
+static void sort_xstr(relay__tnode *n)
+{
+	uint32_t i, j, k;
+	relay__xleaf x;
+
+	for (i = 1; i < n->nxstr; i++) {
+		x = n->xstr[i];
+		for (j = i; j > 0 && xstr_rank(&n->xstr[j - 1]) >
+				     xstr_rank(&x); j--)
+			n->xstr[j] = n->xstr[j - 1];
+		n->xstr[j] = x;
+	}
+	for (k = 0, i = 0; k < 4; k++) {
+		while (i < n->nxstr && xstr_rank(&n->xstr[i]) <= k)
+			i++;
+		n->xcut[k] = i;
+	}
+}
+
 int relay_ruleset_build(relay_ruleset *rs)
 {
 	uint32_t r, root;
@@ -885,6 +920,7 @@ int relay_ruleset_build(relay_ruleset *rs)
 	for (r = 0; !rc && r < rs->nnodes; r++) {
 		relay__tnode *n = &rs->nodes[r];
 
+		sort_xstr(n);
 		rc = affix_lens(&n->prefix, &n->prefix_lens,
 				&n->nprefix_lens);
 		if (!rc)

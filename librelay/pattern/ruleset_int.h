@@ -127,6 +127,9 @@ typedef struct relay__tnode {
 	relay__xleaf *xnum;       /* RANGE leaves (after build: the firing
 				   * ones; the others are lazy) */
 	uint32_t nxstr, nxnum;
+	uint32_t xcut[4];         /* xstr by kind after build: IPv4 CIDRs
+				   * [0, xcut[0]), IPv6 CIDRs, wildcards,
+				   * IPREFIX, ISUFFIX [xcut[3], nxstr) */
 	uint8_t want_ip;          /* some CIDR leaf here */
 	uint32_t scalar;          /* leaf fired by a non-container, or NONE */
 	uint32_t present;         /* leaf fired by any value, or NONE */
