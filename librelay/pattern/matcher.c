@@ -390,6 +390,18 @@ static bool eval(const relay__expr *prog, uint32_t i, const uint32_t *stamp,
 	}
 }
 
+/* Whether every expression of [from, to) (siblings) holds. */
+static bool eval_and(const relay__expr *prog, uint32_t from, uint32_t to,
+		     const uint32_t *stamp, uint32_t epoch)
+{
+	uint32_t j;
+
+	for (j = from; j < to; j = prog[j].end)
+		if (!eval(prog, j, stamp, epoch))
+			return false;
+	return true;
+}
+
 static int cmp_u32(const void *a, const void *b)
 {
 	uint32_t x = *(const uint32_t *)a, y = *(const uint32_t *)b;
@@ -449,11 +461,24 @@ size_t relay__match_end(relay_matcher *m)
 				ok = relay__eval_cnf(rs->cnf + rs->cnf_late[r],
 						     m->leaf_stamp, m->epoch);
 			}
-		} else {
+		} else if (rs->prog_late[r] == RELAY__NONE) {
 			if (lazy)
 				relay__settle_lazy(m, r);
 			ok = eval(rs->prog, rs->prog_start[r], m->leaf_stamp,
 				  m->epoch);
+		} else {
+			/* the same split for the root AND of a program */
+			uint32_t root = rs->prog_start[r];
+
+			ok = eval_and(rs->prog, root + 1, rs->prog_late[r],
+				      m->leaf_stamp, m->epoch);
+			if (ok) {
+				if (lazy)
+					relay__settle_lazy(m, r);
+				ok = eval_and(rs->prog, rs->prog_late[r],
+					      rs->prog[root].end,
+					      m->leaf_stamp, m->epoch);
+			}
 		}
 		if (ok)
 			m->ids[n++] = r;

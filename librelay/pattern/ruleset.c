@@ -901,6 +901,60 @@ static void sort_xstr(relay__tnode *n)
 	}
 }
 
+/* Whether the subtree at @i tests a threshold (a leaf that may be lazy:
+ * see clause_late). */
+static bool expr_late(const relay_ruleset *rs, uint32_t i)
+{
+	uint32_t j;
+
+	for (j = i; j < rs->prog[i].end; j++)
+		if ((rs->prog[j].op == RELAY__X_LEAF ||
+		     rs->prog[j].op == RELAY__X_NLEAF) &&
+		    (rs->leaf_kind[rs->prog[j].arg] == RELAY__PAT_CMP_NUM ||
+		     rs->leaf_kind[rs->prog[j].arg] == RELAY__PAT_CMP_TIME ||
+		     rs->leaf_kind[rs->prog[j].arg] == RELAY__PAT_RANGE))
+			return true;
+	return false;
+}
+
+/*
+ * Rule @r's root AND with the conjuncts that test no threshold first:
+ * the matcher evaluates those, and settles the rule's lazy thresholds
+ * only when they hold (prog_late: the first conjunct that tests one, or
+ * NONE when the root is not an AND). Subtrees move whole; their end
+ * indices move with them.
+ */
+static int order_root(relay_ruleset *rs, uint32_t r)
+{
+	uint32_t root = rs->prog_start[r], end = rs->prog[root].end;
+	uint32_t j, k, at = 0, late;
+	relay__expr *tmp;
+
+	rs->prog_late[r] = RELAY__NONE;
+	if (rs->prog[root].op != RELAY__X_AND)
+		return 0;
+	tmp = relay__malloc((end - root) * sizeof(*tmp));
+	if (!tmp)
+		return RELAY_ENOMEM;
+	for (late = 0; late < 2; late++) {
+		if (late)
+			rs->prog_late[r] = root + 1 + at;
+		for (j = root + 1; j < end; j = rs->prog[j].end) {
+			uint32_t to = root + 1 + at;
+
+			if (expr_late(rs, j) != (late == 1))
+				continue;
+			for (k = j; k < rs->prog[j].end; k++) {
+				tmp[at] = rs->prog[k];
+				tmp[at++].end = rs->prog[k].end - j + to;
+			}
+		}
+	}
+	memcpy(rs->prog + root + 1, tmp, at * sizeof(*tmp));
+	relay__free(tmp);
+	return 0;
+}
+
 int relay_ruleset_build(relay_ruleset *rs)
 {
 	uint32_t r, root;
@@ -912,10 +966,16 @@ int relay_ruleset_build(relay_ruleset *rs)
 				       sizeof(uint32_t));
 	if (!rs->prog_start)
 		return RELAY_ENOMEM;
+	rs->prog_late = relay__calloc(rs->npats ? rs->npats : 1,
+				      sizeof(uint32_t));
+	if (!rs->prog_late)
+		return RELAY_ENOMEM;
 	rc = node_new(rs, &root);
 	for (r = 0; !rc && r < rs->npats; r++) {
 		rs->prog_start[r] = rs->nprog;
 		rc = gen_map(rs, &rs->pats[r]->root, root);
+		if (!rc)
+			rc = order_root(rs, r);
 	}
 	for (r = 0; !rc && r < rs->nnodes; r++) {
 		relay__tnode *n = &rs->nodes[r];
@@ -979,6 +1039,7 @@ void relay_ruleset_free(relay_ruleset *rs)
 	relay__free(rs->prog_start);
 	relay__free(rs->cnf_start);
 	relay__free(rs->cnf_late);
+	relay__free(rs->prog_late);
 	relay__free(rs->cnf);
 	relay__free(rs->anchor_off);
 	relay__free(rs->anchor_rules);

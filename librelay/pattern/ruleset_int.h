@@ -166,6 +166,9 @@ struct relay_ruleset {
 	relay__expr *prog;        /* all rule programs */
 	uint32_t nprog, cap_prog;
 	uint32_t *prog_start;     /* rule -> index of its root expr */
+	uint32_t *prog_late;      /* rule -> its root AND's first conjunct
+				   * that tests a threshold (the others come
+				   * first), or NONE: root not an AND */
 	uint32_t *cnf_start;      /* rule -> offset in cnf, or NONE */
 	uint32_t *cnf_late;       /* rule -> offset of its clauses that
 				   * test thresholds (after the others) */
