@@ -97,6 +97,10 @@ bool relay__wild_stars(const char *w, size_t wlen, const char *s, size_t len,
 	while (wi < wlen) {
 		st = memchr(w + wi, '*', wlen - wi);
 		seg = st ? (size_t)(st - w) - wi : wlen - wi;
+		if (!seg) {  /* "**" (the compiler refuses it) */
+			wi++;
+			continue;
+		}
 		/* the leftmost w[wi, wi + seg) in s[si, len) */
 		for (;;) {
 			n++;

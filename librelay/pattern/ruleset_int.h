@@ -446,6 +446,18 @@ static inline void relay__mlog(relay_matcher *m, uint32_t v)
 void relay__node_forget(relay_matcher *m, uint32_t node);
 void relay__match_begin(relay_matcher *m, relay_wall_ms now);
 
+/* ruleset.c: grow *p (elements of @size, capacity *cap) to hold @need;
+ * 0 or RELAY_ENOMEM. */
+int relay__grow(void **p, uint32_t *cap, uint32_t need, size_t size);
+
+/* ruleset_plan.c (steps of relay_ruleset_build, 0 or RELAY_ENOMEM): rule
+ * @r's root AND with its conjuncts without thresholds first (right after
+ * its program is generated); the anchors (after the also lists); the
+ * flat clause lists (after the anchors, whose order they follow). */
+int relay__order_root(relay_ruleset *rs, uint32_t r);
+int relay__build_anchors(relay_ruleset *rs);
+int relay__build_cnf(relay_ruleset *rs);
+
 /* thresh.c: the threshold index (built after the anchors and the also
  * lists, which decide which leaves are lazy). */
 int relay__build_thresholds(relay_ruleset *rs);

@@ -507,9 +507,13 @@ static void test_pattern__wild_split(void)
 		list = json_array();
 		if (k < 2) {
 			wild_text(w[0], sizeof(w[0]), 1);
-			jp = k ? json_pack("{s:[{s:{s:s}}]}", "p", "anything-but",
-					   "wildcard", w[0]) :
-				 json_pack("{s:[{s:s}]}", "p", "wildcard", w[0]);
+			if (k)
+				jp = json_pack("{s:[{s:{s:s}}]}", "p",
+					       "anything-but", "wildcard",
+					       w[0]);
+			else
+				jp = json_pack("{s:[{s:s}]}", "p", "wildcard",
+					       w[0]);
 		} else {
 			size_t nv = 1 + rnd(k == 2 ? 3 : 14);
 
@@ -517,7 +521,8 @@ static void test_pattern__wild_split(void)
 				wild_text(w[0], sizeof(w[0]), 0);
 				json_array_append_new(list, json_string(w[0]));
 			}
-			jp = json_pack("{s:[{s:O}]}", "p", "anything-but", list);
+			jp = json_pack("{s:[{s:O}]}", "p", "anything-but",
+				       list);
 		}
 		json_decref(list);
 		RT_ASSERT(jp);
