@@ -525,7 +525,7 @@ static void test_pattern__key_words(void)
 		relay_pattern *p = NULL;
 		json_t *pj;
 
-		snprintf(buf, sizeof(buf), "{\"%s\": [\"%s\"]}", keys[i],
+		snprintf(buf, sizeof(buf), "{\"%.47s\": [\"%.47s\"]}", keys[i],
 			 keys[(i + 1) % nk]);
 		pj = json_loads(buf, 0, NULL);
 		RT_ASSERT(pj && relay_pattern_compile(&p, pj, NULL) == 0);
@@ -537,7 +537,7 @@ static void test_pattern__key_words(void)
 	RT_ASSERT(relay_matcher_new(&m, rs) == 0);
 	for (i = 0; i < nk; i++) {
 		for (j = 0; j < nk; j++) {
-			snprintf(buf, sizeof(buf), "{\"%s\":\"%s\"}",
+			snprintf(buf, sizeof(buf), "{\"%.47s\":\"%.47s\"}",
 				 keys[i], keys[j]);
 			RT_EQ_INT(relay_matcher_match(m, buf, strlen(buf), NOW,
 						      &ids, &n), 0);
@@ -547,7 +547,7 @@ static void test_pattern__key_words(void)
 	}
 	RT_ASSERT(relay__buf_append(&all, "{", 1) == 0);
 	for (i = 0; i < nk; i++) {
-		snprintf(buf, sizeof(buf), "%s\"%s\":\"%s\"", i ? "," : "",
+		snprintf(buf, sizeof(buf), "%s\"%.47s\":\"%.47s\"", i ? "," : "",
 			 keys[i], keys[(i + 1) % nk]);
 		RT_ASSERT(relay__buf_append(&all, buf, strlen(buf)) == 0);
 	}
