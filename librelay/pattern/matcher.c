@@ -38,6 +38,10 @@ int relay_matcher_new(relay_matcher **out, const relay_ruleset *rs)
 	m->time_stamp = relay__calloc(nn, sizeof(uint32_t));
 	m->val_num = relay__calloc(nn, sizeof(double));
 	m->val_t = relay__calloc(nn, sizeof(relay__instant));
+	m->time_raw = relay__calloc(nn, sizeof(*m->time_raw));
+	m->time_len = relay__calloc(nn, sizeof(size_t));
+	m->time_done = relay__calloc(nn, sizeof(uint32_t));
+	m->time_ok = relay__calloc(nn, 1);
 	m->cand = relay__calloc(nr, sizeof(uint32_t));
 	m->ids = relay__calloc(nr, sizeof(uint32_t));
 	/* Room for every leaf and node once: a repeated key needs more. */
@@ -46,6 +50,7 @@ int relay_matcher_new(relay_matcher **out, const relay_ruleset *rs)
 	if (!m->leaf_stamp || !m->rule_stamp || !m->node_seen || !m->cand ||
 	    !m->ids || !m->node_from || !m->node_to || !m->log ||
 	    !m->num_stamp || !m->time_stamp || !m->val_num || !m->val_t ||
+	    !m->time_raw || !m->time_len || !m->time_done || !m->time_ok ||
 	    relay__buf_reserve(&m->scratch, 1024)) {
 		relay_matcher_free(m);
 		return RELAY_ENOMEM;
@@ -68,6 +73,10 @@ void relay_matcher_free(relay_matcher *m)
 	relay__free(m->time_stamp);
 	relay__free(m->val_num);
 	relay__free(m->val_t);
+	relay__free(m->time_raw);
+	relay__free(m->time_len);
+	relay__free(m->time_done);
+	relay__free(m->time_ok);
 	relay__free(m->cand);
 	relay__free(m->ids);
 	relay__buf_free(&m->scratch);
@@ -90,6 +99,7 @@ void relay__match_begin(relay_matcher *m, relay_wall_ms now)
 		memset(m->node_seen, 0, rs->nnodes * sizeof(uint32_t));
 		memset(m->num_stamp, 0, rs->nnodes * sizeof(uint32_t));
 		memset(m->time_stamp, 0, rs->nnodes * sizeof(uint32_t));
+		memset(m->time_done, 0, rs->nnodes * sizeof(uint32_t));
 		m->epoch = 1;
 	}
 	m->ncand = 0;
@@ -147,41 +157,56 @@ void relay__fire(relay_matcher *m, uint32_t leaf)
 static void eval_xstr(relay_matcher *m, const relay__tnode *n, const char *s,
 		      size_t len)
 {
+	const relay__xleaf *x = n->xstr, *end;
 	unsigned char ip[16];
 	int ver = 0;
-	uint32_t i;
+	uint32_t ip4;
 
 	if (n->want_ip)
 		ver = relay__ip_parse(s, len, ip);
-	for (i = 0; i < n->nxstr; i++) {
-		const relay__pat_alt *a = n->xstr[i].a;
-		bool hit;
+	if (ver == 4) {
+		ip4 = (uint32_t)ip[0] << 24 | (uint32_t)ip[1] << 16 |
+		      (uint32_t)ip[2] << 8 | ip[3];
+		for (end = n->xstr + n->xcut[0]; x < end; x++)
+			if ((ip4 & x->v4mask) == x->v4net)
+				relay__fire(m, x->leaf);
+		m->work += n->xcut[0];
+	}
+	if (ver == 6) {
+		for (x = n->xstr + n->xcut[0], end = n->xstr + n->xcut[1];
+		     x < end; x++)
+			if (relay__cidr_has(x->a, ver, ip))
+				relay__fire(m, x->leaf);
+		m->work += n->xcut[1] - n->xcut[0];
+	}
+	for (x = n->xstr + n->xcut[1], end = n->xstr + n->xcut[2]; x < end;
+	     x++) {
+		const relay__pat_alt *a = x->a;
 
 		m->work++;
-		switch (a->kind) {
-		case RELAY__PAT_IPREFIX:
-			hit = len >= a->len && relay__ieq(s, a->str, a->len);
-			break;
-		case RELAY__PAT_ISUFFIX:
-			hit = len >= a->len &&
-			      relay__ieq(s + len - a->len, a->str, a->len);
-			break;
-		case RELAY__PAT_WILDCARD:
-			hit = relay__wild_match(a->str, a->len, s, len,
-						&m->work);
-			break;
-		default:
-			hit = ver && relay__cidr_has(a, ver, ip);
-			break;
-		}
-		if (hit)
-			relay__fire(m, n->xstr[i].leaf);
+		if (len >= (size_t)x->pre + x->suf &&
+		    relay__bytes_eq(s, a->str, x->pre) &&
+		    relay__bytes_eq(s + len - x->suf, a->str + a->len - x->suf,
+				    x->suf) &&
+		    (x->mid_any ||
+		     (x->mid_stars ? relay__wild_stars : relay__wild_match)(
+			     a->str + x->pre, a->len - x->pre - x->suf,
+			     s + x->pre, len - x->pre - x->suf, &m->work)))
+			relay__fire(m, x->leaf);
 	}
+	for (end = n->xstr + n->xcut[3]; x < end; x++)
+		if (len >= x->a->len && relay__ieq(s, x->a->str, x->a->len))
+			relay__fire(m, x->leaf);
+	for (end = n->xstr + n->nxstr; x < end; x++)
+		if (len >= x->a->len &&
+		    relay__ieq(s + len - x->a->len, x->a->str, x->a->len))
+			relay__fire(m, x->leaf);
+	m->work += n->nxstr - n->xcut[2];
 }
 
 /*
- * Fire the prefixes (or suffixes) of @s found in @map: a few are compared
- * one by one; more are looked up once per distinct length, hashing @s
+ * Fire the prefixes (or suffixes) of @s found in @map, when there are
+ * more than 8: they are looked up once per distinct length, hashing @s
  * incrementally, so the cost is linear in @s whatever their number.
  */
 static void eval_affix(relay_matcher *m, const relay__smap *map,
@@ -192,15 +217,6 @@ static void eval_affix(relay_matcher *m, const relay__smap *map,
 	size_t at = 0, l;
 	uint32_t i, leaf;
 
-	if (map->n <= 8) {
-		for (i = 0; i < map->n; i++) {
-			l = map->ents[i].len;
-			if (len >= l && relay__bytes_eq(suffix ? s + len - l :
-							s, map->ents[i].s, l))
-				relay__fire(m, map->ents[i].val);
-		}
-		return;
-	}
 	for (i = 0; i < nlens && lens[i] <= len; i++) {
 		l = lens[i];
 		for (; at < l; at++)
@@ -216,20 +232,33 @@ static void eval_affix(relay_matcher *m, const relay__smap *map,
 void relay__eval_string(relay_matcher *m, const relay__tnode *n,
 			const char *s, size_t len)
 {
+	const relay__sent *e;
 	relay__instant t;
-	uint32_t l;
+	uint32_t i, l, node;
 
 	if (n->eq_str.n) {
 		l = relay__smap_get(&n->eq_str, s, len);
 		if (l != RELAY__NONE)
 			relay__fire(m, l);
 	}
-	if (n->prefix.n)
+	/* a few prefixes or suffixes (the usual case): compared in place */
+	if (n->prefix.n > 8) {
 		eval_affix(m, &n->prefix, n->prefix_lens, n->nprefix_lens,
 			   s, len, 0);
-	if (n->suffix.n)
+	} else {
+		for (i = 0, e = n->prefix.ents; i < n->prefix.n; i++, e++)
+			if (len >= e->len && relay__bytes_eq(s, e->s, e->len))
+				relay__fire(m, e->val);
+	}
+	if (n->suffix.n > 8) {
 		eval_affix(m, &n->suffix, n->suffix_lens, n->nsuffix_lens,
 			   s, len, 1);
+	} else {
+		for (i = 0, e = n->suffix.ents; i < n->suffix.n; i++, e++)
+			if (len >= e->len &&
+			    relay__bytes_eq(s + len - e->len, e->s, e->len))
+				relay__fire(m, e->val);
+	}
 	if (n->eic.n) {
 		l = relay__smap_find_ci(&n->eic, s, len);
 		if (l != RELAY__NONE)
@@ -237,8 +266,39 @@ void relay__eval_string(relay_matcher *m, const relay__tnode *n,
 	}
 	if (n->nxstr)
 		eval_xstr(m, n, s, len);
-	if (n->ncmp_time && relay__rfc3339_parse(s, len, &t) == 0)
+	if (!n->ncmp_time)
+		return;
+	node = (uint32_t)(n - m->rs->nodes);
+	if (!n->fire_time && s != m->scratch.data) {
+		/* lazy thresholds only, and @s outlives the scan (not
+		 * unescaped into the scratch buffer): parsed if a rule needs
+		 * it */
+		m->time_stamp[node] = m->epoch;
+		m->time_done[node] = 0;
+		m->time_raw[node] = s;
+		m->time_len[node] = len;
+		return;
+	}
+	if (relay__rfc3339_parse(s, len, &t) != 0)
+		return;
+	if (n->keep_time) {
+		m->time_stamp[node] = m->time_done[node] = m->epoch;
+		m->time_ok[node] = 1;
+		m->val_t[node] = t;
+	}
+	if (n->fire_time)
 		relay__eval_thr_time(m, n, &t);
+}
+
+const relay__instant *relay__lazy_time(relay_matcher *m, uint32_t node)
+{
+	if (m->time_done[node] != m->epoch) {
+		m->time_done[node] = m->epoch;
+		m->time_ok[node] = relay__rfc3339_parse(m->time_raw[node],
+							m->time_len[node],
+							&m->val_t[node]) == 0;
+	}
+	return m->time_ok[node] ? &m->val_t[node] : NULL;
 }
 
 void relay__eval_number(relay_matcher *m, const relay__tnode *n, double v)
@@ -247,7 +307,13 @@ void relay__eval_number(relay_matcher *m, const relay__tnode *n, double v)
 
 	if (n->neq_num)
 		relay__eval_eq_num(m, n, v);
-	if (n->ncmp_num || n->keep_num)
+	if (n->keep_num) {
+		uint32_t node = (uint32_t)(n - m->rs->nodes);
+
+		m->num_stamp[node] = m->epoch;
+		m->val_num[node] = v;
+	}
+	if (n->fire_num)
 		relay__eval_thr_num(m, n, v);
 	for (i = 0; i < n->nxnum; i++)
 		if (relay__range_has(n->xnum[i].a, v))
@@ -324,6 +390,18 @@ static bool eval(const relay__expr *prog, uint32_t i, const uint32_t *stamp,
 	}
 }
 
+/* Whether every expression of [from, to) (siblings) holds. */
+static bool eval_and(const relay__expr *prog, uint32_t from, uint32_t to,
+		     const uint32_t *stamp, uint32_t epoch)
+{
+	uint32_t j;
+
+	for (j = from; j < to; j = prog[j].end)
+		if (!eval(prog, j, stamp, epoch))
+			return false;
+	return true;
+}
+
 static int cmp_u32(const void *a, const void *b)
 {
 	uint32_t x = *(const uint32_t *)a, y = *(const uint32_t *)b;
@@ -367,18 +445,41 @@ size_t relay__match_end(relay_matcher *m)
 	}
 	for (i = 0; i < m->ncand; i++) {
 		uint32_t off;
-		bool ok;
+		bool ok, lazy;
 
 		r = m->cand[i];
-		if (rs->lazy_off)
-			relay__settle_lazy(m, r);
+		lazy = rs->lazy_off && rs->lazy_off[r] != rs->lazy_off[r + 1];
 		off = rs->cnf_start[r];
-		if (off != RELAY__NONE)
+		if (off != RELAY__NONE) {
+			/* the clauses without thresholds, then (if they
+			 * hold) the lazy thresholds and the others */
 			ok = relay__eval_cnf(rs->cnf + off, m->leaf_stamp,
 					     m->epoch);
-		else
+			if (ok) {
+				if (lazy)
+					relay__settle_lazy(m, r);
+				ok = relay__eval_cnf(rs->cnf + rs->cnf_late[r],
+						     m->leaf_stamp, m->epoch);
+			}
+		} else if (rs->prog_late[r] == RELAY__NONE) {
+			if (lazy)
+				relay__settle_lazy(m, r);
 			ok = eval(rs->prog, rs->prog_start[r], m->leaf_stamp,
 				  m->epoch);
+		} else {
+			/* the same split for the root AND of a program */
+			uint32_t root = rs->prog_start[r];
+
+			ok = eval_and(rs->prog, root + 1, rs->prog_late[r],
+				      m->leaf_stamp, m->epoch);
+			if (ok) {
+				if (lazy)
+					relay__settle_lazy(m, r);
+				ok = eval_and(rs->prog, rs->prog_late[r],
+					      rs->prog[root].end,
+					      m->leaf_stamp, m->epoch);
+			}
+		}
 		if (ok)
 			m->ids[n++] = r;
 	}

@@ -9,16 +9,6 @@
 
 #include "pattern_int.h"
 
-bool relay__ieq(const char *s, const char *lower, size_t len)
-{
-	size_t i;
-
-	for (i = 0; i < len; i++)
-		if (relay__lc((unsigned char)s[i]) != (unsigned char)lower[i])
-			return false;
-	return true;
-}
-
 /*
  * One pattern element at @w: returns its byte and sets *adv to the
  * pattern bytes it takes (2 for an escape). The compiler accepted only
@@ -72,6 +62,69 @@ bool relay__wild_match(const char *w, size_t wlen, const char *s, size_t len,
 		wi = star_w;
 		si = ++star_s;
 	}
+	if (steps)
+		*steps += n;
+	return ok;
+}
+
+bool relay__wild_split(const char *w, size_t wlen, size_t *pre, size_t *suf)
+{
+	size_t i = 0, first = wlen, last_end = 0;
+
+	while (i < wlen) {
+		if (w[i] == '*' || (w[i] == '\\' && i + 1 < wlen)) {
+			if (first == wlen)
+				first = i;
+			i += w[i] == '*' ? 1 : 2;
+			last_end = i;
+		} else {
+			i++;
+		}
+	}
+	*pre = first;
+	*suf = first == wlen ? 0 : wlen - last_end;
+	return wlen - *pre - *suf == 1 && w[*pre] == '*';
+}
+
+bool relay__wild_stars(const char *w, size_t wlen, const char *s, size_t len,
+		       uint64_t *steps)
+{
+	size_t wi = 1, si = 0, seg, k;
+	uint64_t n = 0;
+	const char *q, *st;
+	bool ok = true;
+
+	while (wi < wlen) {
+		st = memchr(w + wi, '*', wlen - wi);
+		seg = st ? (size_t)(st - w) - wi : wlen - wi;
+		if (!seg) {  /* "**" (the compiler refuses it) */
+			wi++;
+			continue;
+		}
+		/* the leftmost w[wi, wi + seg) in s[si, len) */
+		for (;;) {
+			n++;
+			if (len - si < seg) {
+				ok = false;
+				goto out;
+			}
+			q = memchr(s + si, w[wi], len - si - seg + 1);
+			if (!q) {
+				ok = false;
+				goto out;
+			}
+			n += (uint64_t)(q - (s + si)) + seg;
+			si = (size_t)(q - s);
+			for (k = 1; k < seg && q[k] == w[wi + k]; k++)
+				;
+			if (k == seg)
+				break;
+			si++;
+		}
+		si += seg;
+		wi += seg + 1;
+	}
+out:
 	if (steps)
 		*steps += n;
 	return ok;

@@ -14,6 +14,7 @@
 #include <stdbool.h>
 #include <stddef.h>
 #include <stdint.h>
+#include <string.h>
 
 #include "common.h"
 #include "relay/pattern.h"
@@ -144,13 +145,62 @@ static inline unsigned char relay__lc(unsigned char c)
 	return c >= 'A' && c <= 'Z' ? (unsigned char)(c | 0x20) : c;
 }
 
+/* The eight bytes of @x with ASCII capitals lowercased, other bytes
+ * (non-ASCII included) unchanged: a byte b < 0x80 is a capital iff
+ * b + 0x3f has its top bit set and b + 0x25 has not (no carry leaves a
+ * byte of x & 0x7f..). */
+static inline uint64_t relay__lc8(uint64_t x)
+{
+	uint64_t x7 = x & 0x7f7f7f7f7f7f7f7fULL;
+	uint64_t up = (x7 + 0x3f3f3f3f3f3f3f3fULL) &
+		      ~(x7 + 0x2525252525252525ULL) & ~x &
+		      0x8080808080808080ULL;
+
+	return x | (up >> 2);
+}
+
 /* Whether @s (@len bytes) equals @lower (already lowercased), ASCII
- * letters compared without case. */
-bool relay__ieq(const char *s, const char *lower, size_t len);
+ * letters compared without case; eight bytes at a time. */
+static inline bool relay__ieq(const char *s, const char *lower, size_t len)
+{
+	uint64_t x, y;
+	size_t i;
+
+	if (len >= 8) {
+		for (i = 0; i + 8 <= len; i += 8) {
+			memcpy(&x, s + i, 8);
+			memcpy(&y, lower + i, 8);
+			if (relay__lc8(x) != y)
+				return false;
+		}
+		if (i == len)
+			return true;
+		memcpy(&x, s + len - 8, 8);
+		memcpy(&y, lower + len - 8, 8);
+		return relay__lc8(x) == y;
+	}
+	for (i = 0; i < len; i++)
+		if (relay__lc((unsigned char)s[i]) != (unsigned char)lower[i])
+			return false;
+	return true;
+}
 /* Whether @s matches wildcard @w ('*' any run of bytes, "\\*" a star,
  * "\\\\" a backslash); linear in len(s) x len(w) at worst. @steps, if
  * not NULL, is increased by the comparisons made. */
 bool relay__wild_match(const char *w, size_t wlen, const char *s, size_t len,
+		       uint64_t *steps);
+/* Split wildcard @w at its literal ends: its first *pre and last *suf
+ * bytes hold no star and no escape, and the middle w[pre, wlen - suf) is
+ * whole pattern elements. So s matches w iff s is at least pre + suf
+ * bytes long, starts with w[0, pre), ends with w[wlen - suf, wlen), and
+ * s[pre, len - suf) matches the middle. Returns whether the middle is
+ * exactly one star (which matches anything). */
+bool relay__wild_split(const char *w, size_t wlen, size_t *pre, size_t *suf);
+/* relay__wild_match() for a wildcard that starts and ends with a star and
+ * holds no escape (the middle of most split wildcards): each literal run
+ * between stars is searched leftmost after the previous one. Same result,
+ * same bound. */
+bool relay__wild_stars(const char *w, size_t wlen, const char *s, size_t len,
 		       uint64_t *steps);
 /* Parse an IPv4 dotted quad or an IPv6 text address (RFC 4291 2.2, no
  * zone) into @ip (4 or 16 bytes). Returns 4, 6, or 0 when it is neither. */

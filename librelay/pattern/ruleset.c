@@ -28,7 +28,7 @@ static uint32_t affix_hash(const char *s, size_t len, int suffix)
 
 /* ---------------------------------------------------------------- nodes */
 
-static int grow(void **p, uint32_t *cap, uint32_t need, size_t size)
+int relay__grow(void **p, uint32_t *cap, uint32_t need, size_t size)
 {
 	uint32_t c = *cap ? *cap : 8;
 	void *np;
@@ -49,7 +49,7 @@ static int node_new(relay_ruleset *rs, uint32_t *out)
 {
 	relay__tnode *n;
 	void *p = rs->nodes;
-	int rc = grow(&p, &rs->cap_nodes, rs->nnodes + 1, sizeof(*n));
+	int rc = relay__grow(&p, &rs->cap_nodes, rs->nnodes + 1, sizeof(*n));
 
 	rs->nodes = p;
 	if (rc)
@@ -88,7 +88,7 @@ static int leaf_new(relay_ruleset *rs, uint32_t node,
 	int rc;
 
 	p = rs->leaf_node;
-	rc = grow(&p, &cap, rs->nleaves + 1, sizeof(uint32_t));
+	rc = relay__grow(&p, &cap, rs->nleaves + 1, sizeof(uint32_t));
 	rs->leaf_node = p;
 	if (rc)
 		return rc;
@@ -101,7 +101,7 @@ static int leaf_new(relay_ruleset *rs, uint32_t node,
 		rs->cap_leaves = cap;
 	}
 	p = n->leaves;
-	rc = grow(&p, &n->cap_leaves, n->nleaves + 1, sizeof(*nl));
+	rc = relay__grow(&p, &n->cap_leaves, n->nleaves + 1, sizeof(*nl));
 	n->leaves = p;
 	if (rc)
 		return rc;
@@ -318,8 +318,31 @@ static int x_leaf(relay_ruleset *rs, uint32_t node, const relay__pat_alt *a,
 	if (!na)
 		return RELAY_ENOMEM;
 	*arr = na;
+	memset(&na[*cnt], 0, sizeof(*na));
 	na[*cnt].a = a;
 	na[*cnt].leaf = *out;
+	if (a->kind == RELAY__PAT_CIDR && a->ipver == 4) {
+		na[*cnt].v4mask = a->bits ? 0xffffffffu << (32 - a->bits) : 0;
+		na[*cnt].v4net = ((uint32_t)a->ip[0] << 24 |
+				  (uint32_t)a->ip[1] << 16 |
+				  (uint32_t)a->ip[2] << 8 | a->ip[3]) &
+				 na[*cnt].v4mask;
+	}
+	if (a->kind == RELAY__PAT_WILDCARD) {
+		size_t pre, suf;
+
+		na[*cnt].mid_any = relay__wild_split(a->str, a->len, &pre,
+						     &suf);
+		if (pre > UINT32_MAX || suf > UINT32_MAX)
+			return RELAY_EINVAL;
+		na[*cnt].pre = (uint32_t)pre;
+		na[*cnt].suf = (uint32_t)suf;
+		na[*cnt].mid_stars = a->len - suf > pre + 1 &&
+				     a->str[pre] == '*' &&
+				     a->str[a->len - suf - 1] == '*' &&
+				     !memchr(a->str + pre, '\\',
+					     a->len - suf - pre);
+	}
 	(*cnt)++;
 	if (num)
 		n->want_num = 1;
@@ -372,7 +395,8 @@ static int alt_leaf(relay_ruleset *rs, uint32_t node, const relay__pat_alt *a,
 static int emit(relay_ruleset *rs, uint32_t op, uint32_t arg, uint32_t *at)
 {
 	void *p = rs->prog;
-	int rc = grow(&p, &rs->cap_prog, rs->nprog + 1, sizeof(relay__expr));
+	int rc = relay__grow(&p, &rs->cap_prog, rs->nprog + 1,
+			     sizeof(relay__expr));
 
 	rs->prog = p;
 	if (rc)
@@ -389,35 +413,47 @@ static int gen_map(relay_ruleset *rs, const relay__pat_map *m, uint32_t node);
 /*
  * anything-but: AND(a scalar is here, NOT hit), where "hit" is a leaf of
  * its own that every excluded test fires (the also lists): what a value
- * costs is the tests it passes, not the length of the list.
+ * costs is the tests it passes, not the length of the list. A short list
+ * (at most RELAY__NOT_INLINE tests, nearly all of them) is written
+ * AND(scalar, NOT test_1, ..., NOT test_n) instead: read only when a
+ * rule that holds it is evaluated, for what the rule costs anyway, and
+ * nothing fired on the way (a list's test that fires while scanning
+ * would otherwise mark every anything-but that lists it).
  */
 static int gen_not(relay_ruleset *rs, const relay__pat_alt *a, uint32_t node)
 {
-	uint32_t hit, inner, scalar, at, k;
+	uint32_t hit = 0, inner, scalar, at, k;
+	bool inl = a->nsub <= RELAY__NOT_INLINE;
 	void *p;
-	int rc;
+	int rc = 0;
 
-	rc = leaf_new(rs, node, RELAY__PAT_NOT, &hit);
+	if (!inl)
+		rc = leaf_new(rs, node, RELAY__PAT_NOT, &hit);
 	if (!rc)
 		rc = slot_leaf(rs, node, &rs->nodes[node].scalar,
 			       RELAY__PAT_EXISTS, &scalar);
+	if (!rc)
+		rc = emit(rs, RELAY__X_AND, 0, &at);
+	if (!rc)
+		rc = emit(rs, RELAY__X_LEAF, scalar, &k);
 	for (k = 0; !rc && k < a->nsub; k++) {
 		rc = alt_leaf(rs, node, &a->sub[k], &inner);
 		if (rc)
 			break;
+		if (inl) {
+			rc = emit(rs, RELAY__X_NLEAF, inner, &hit);
+			continue;
+		}
 		p = rs->pairs;
-		rc = grow(&p, &rs->cap_pairs, rs->npairs + 2, sizeof(uint32_t));
+		rc = relay__grow(&p, &rs->cap_pairs, rs->npairs + 2,
+				 sizeof(uint32_t));
 		rs->pairs = p;
 		if (rc)
 			break;
 		rs->pairs[rs->npairs++] = inner;
 		rs->pairs[rs->npairs++] = hit;
 	}
-	if (!rc)
-		rc = emit(rs, RELAY__X_AND, 0, &at);
-	if (!rc)
-		rc = emit(rs, RELAY__X_LEAF, scalar, &k);
-	if (!rc)
+	if (!rc && !inl)
 		rc = emit(rs, RELAY__X_NLEAF, hit, &k);
 	if (!rc)
 		rs->prog[at].end = rs->nprog;
@@ -503,272 +539,6 @@ static int gen_map(relay_ruleset *rs, const relay__pat_map *m, uint32_t node)
 	return rc;
 }
 
-typedef struct leafvec {
-	uint32_t *v;
-	uint32_t n, cap;
-} leafvec;
-
-static int lv_push(leafvec *lv, uint32_t x)
-{
-	void *p = lv->v;
-	int rc = grow(&p, &lv->cap, lv->n + 1, sizeof(uint32_t));
-
-	lv->v = p;
-	if (!rc)
-		lv->v[lv->n++] = x;
-	return rc;
-}
-
-/*
- * Flatten expression @i into clauses appended to @out (see
- * relay__eval_cnf). Returns 0, 1 when the expression is not an AND of
- * ORs of leaves, or RELAY_ENOMEM.
- */
-static int flatten(relay_ruleset *rs, uint32_t i, leafvec *out);
-
-static int cnf_push(relay_ruleset *rs, uint32_t x)
-{
-	void *p = rs->cnf;
-	int rc = grow(&p, &rs->cap_cnf, rs->ncnf + 1, sizeof(uint32_t));
-
-	rs->cnf = p;
-	if (!rc)
-		rs->cnf[rs->ncnf++] = x;
-	return rc;
-}
-
-static uint32_t lit_of(const relay__expr *e)
-{
-	return e->arg << 1 | (e->op == RELAY__X_NLEAF);
-}
-
-static int flatten(relay_ruleset *rs, uint32_t i, leafvec *out)
-{
-	const relay__expr *e = &rs->prog[i];
-	uint32_t j, n = 0;
-	int rc;
-
-	switch (e->op) {
-	case RELAY__X_LEAF:
-	case RELAY__X_NLEAF:
-		rc = lv_push(out, 1);
-		return rc ? rc : lv_push(out, lit_of(e));
-	case RELAY__X_OR:
-		for (j = i + 1; j < e->end; j = rs->prog[j].end, n++)
-			if (rs->prog[j].op != RELAY__X_LEAF &&
-			    rs->prog[j].op != RELAY__X_NLEAF)
-				return 1;
-		rc = lv_push(out, n);
-		for (j = i + 1; !rc && j < e->end; j = rs->prog[j].end)
-			rc = lv_push(out, lit_of(&rs->prog[j]));
-		return rc;
-	default:
-		for (j = i + 1; j < e->end; j = rs->prog[j].end) {
-			rc = flatten(rs, j, out);
-			if (rc)
-				return rc;
-		}
-		return 0;
-	}
-}
-
-static int cnf_rule(relay_ruleset *rs, uint32_t r, leafvec *lv)
-{
-	uint32_t k;
-	int rc;
-
-	lv->n = 0;
-	rc = flatten(rs, rs->prog_start[r], lv);
-	if (rc == 1)
-		return 0;
-	rs->cnf_start[r] = rs->ncnf;
-	for (k = 0; !rc && k < lv->n; k++)
-		rc = cnf_push(rs, lv->v[k]);
-	return rc ? rc : cnf_push(rs, 0);
-}
-
-/*
- * Flat programs are laid out in anchor order (the rules of anchor leaf 0,
- * then of leaf 1, ...; then the rules without an anchor), because a fired
- * leaf makes its rules candidates together: their programs are then read
- * from neighbouring cache lines. Needs the anchors built.
- */
-static int build_cnf(relay_ruleset *rs)
-{
-	leafvec lv = { 0 };
-	uint32_t r, k;
-	int rc = 0;
-
-	rs->cnf_start = relay__calloc(rs->npats ? rs->npats : 1,
-				      sizeof(uint32_t));
-	if (!rs->cnf_start)
-		return RELAY_ENOMEM;
-	memset(rs->cnf_start, 0xff, rs->npats * sizeof(uint32_t));
-	for (k = 0; !rc && k < rs->anchor_off[rs->nleaves]; k++) {
-		r = rs->anchor_rules[k];
-		if (rs->cnf_start[r] == RELAY__NONE)
-			rc = cnf_rule(rs, r, &lv);
-	}
-	for (k = 0; !rc && k < rs->nalways; k++)
-		rc = cnf_rule(rs, rs->always[k], &lv);
-	relay__free(lv.v);
-	return rc;
-}
-
-/* ---------------------------------------------------------------- anchors */
-
-/*
- * How likely a leaf is to fire on a random event, roughly. An equality at
- * a path where many distinct literals are tested is the best anchor (one
- * value fires at most one of them); presence is the worst.
- */
-static double leaf_cost(const relay_ruleset *rs, uint32_t leaf)
-{
-	const relay__tnode *n = &rs->nodes[rs->leaf_node[leaf]];
-
-	switch (rs->leaf_kind[leaf]) {
-	case RELAY__PAT_EQ_STR:
-		return 1.0 / (1.0 + n->eq_str.n);
-	case RELAY__PAT_EQ_NUM:
-		return 1.0 / (1.0 + n->neq_num);
-	case RELAY__PAT_EQ_BOOL:
-	case RELAY__PAT_EQ_NULL:
-	case RELAY__PAT_PREFIX:
-	case RELAY__PAT_SUFFIX:
-		return 0.3;
-	case RELAY__PAT_EIC:
-		return 1.0 / (1.0 + n->eic.n);
-	case RELAY__PAT_IPREFIX:
-	case RELAY__PAT_ISUFFIX:
-	case RELAY__PAT_WILDCARD:
-	case RELAY__PAT_CIDR:
-		return 0.3;
-	case RELAY__PAT_CMP_NUM:
-	case RELAY__PAT_CMP_TIME:
-	case RELAY__PAT_RANGE:
-		return 0.5;
-	default:
-		return 0.9;
-	}
-}
-
-/*
- * The cheapest anchor of expression @i: appends its leaves to @out and
- * returns its cost, or INFINITY when the expression can be true with no
- * leaf fired (NOT, or an OR with such a branch). An AND needs only one
- * conjunct's anchor; an OR needs all of its branches'.
- */
-static double anchor(const relay_ruleset *rs, uint32_t i, leafvec *out,
-		     int *oom)
-{
-	const relay__expr *e = &rs->prog[i];
-	leafvec best = { 0 }, tmp = { 0 };
-	double cost = 0, bc = INFINITY, c;
-	uint32_t j, k;
-
-	switch (e->op) {
-	case RELAY__X_LEAF:
-		*oom |= lv_push(out, e->arg) != 0;
-		return leaf_cost(rs, e->arg);
-	case RELAY__X_NLEAF:
-		return INFINITY;
-	case RELAY__X_OR:
-		for (j = i + 1; j < e->end; j = rs->prog[j].end) {
-			c = anchor(rs, j, out, oom);
-			if (isinf(c))
-				return INFINITY;
-			cost += c;
-		}
-		return cost;
-	default:
-		for (j = i + 1; j < e->end; j = rs->prog[j].end) {
-			tmp.n = 0;
-			c = anchor(rs, j, &tmp, oom);
-			if (c < bc) {
-				leafvec t = best;
-
-				bc = c;
-				best = tmp;
-				tmp = t;
-			}
-		}
-		for (k = 0; !isinf(bc) && k < best.n; k++)
-			*oom |= lv_push(out, best.v[k]) != 0;
-		relay__free(best.v);
-		relay__free(tmp.v);
-		return bc;
-	}
-}
-
-/* Sort a rule's anchor leaves and drop repeats ([a, a] names a twice). */
-static void lv_sort_unique(leafvec *lv)
-{
-	uint32_t i, j, n = 0;
-
-	for (i = 1; i < lv->n; i++) {
-		uint32_t x = lv->v[i];
-
-		for (j = i; j > 0 && lv->v[j - 1] > x; j--)
-			lv->v[j] = lv->v[j - 1];
-		lv->v[j] = x;
-	}
-	for (i = 0; i < lv->n; i++)
-		if (!n || lv->v[n - 1] != lv->v[i])
-			lv->v[n++] = lv->v[i];
-	lv->n = n;
-}
-
-static int build_anchors(relay_ruleset *rs)
-{
-	leafvec *per = NULL, lv = { 0 };
-	uint32_t r, k, *cursor = NULL;
-	int oom = 0, rc = RELAY_ENOMEM;
-
-	per = relay__calloc(rs->npats ? rs->npats : 1, sizeof(*per));
-	rs->anchor_off = relay__calloc((size_t)rs->nleaves + 1,
-				       sizeof(uint32_t));
-	rs->always = relay__calloc(rs->npats ? rs->npats : 1,
-				   sizeof(uint32_t));
-	cursor = relay__calloc((size_t)rs->nleaves + 1, sizeof(uint32_t));
-	if (!per || !rs->anchor_off || !rs->always || !cursor)
-		goto done;
-	for (r = 0; r < rs->npats; r++) {
-		lv.n = 0;
-		if (isinf(anchor(rs, rs->prog_start[r], &lv, &oom))) {
-			rs->always[rs->nalways++] = r;
-			continue;
-		}
-		lv_sort_unique(&lv);
-		per[r] = lv;
-		lv = (leafvec){ 0 };
-	}
-	if (oom)
-		goto done;
-	/* CSR lists leaf -> rules, each ascending by rule id */
-	for (r = 0; r < rs->npats; r++)
-		for (k = 0; k < per[r].n; k++)
-			rs->anchor_off[per[r].v[k] + 1]++;
-	for (k = 0; k < rs->nleaves; k++)
-		rs->anchor_off[k + 1] += rs->anchor_off[k];
-	memcpy(cursor, rs->anchor_off, (size_t)rs->nleaves * sizeof(*cursor));
-	k = rs->anchor_off[rs->nleaves];
-	rs->anchor_rules = relay__calloc(k ? k : 1, sizeof(uint32_t));
-	if (!rs->anchor_rules)
-		goto done;
-	for (r = 0; r < rs->npats; r++)
-		for (k = 0; k < per[r].n; k++)
-			rs->anchor_rules[cursor[per[r].v[k]]++] = r;
-	rc = 0;
-done:
-	if (per)
-		for (r = 0; r < rs->npats; r++)
-			relay__free(per[r].v);
-	relay__free(per);
-	relay__free(lv.v);
-	relay__free(cursor);
-	return rc;
-}
-
 /* ---------------------------------------------------------------- API */
 
 int relay_ruleset_new(relay_ruleset **out)
@@ -785,7 +555,8 @@ int relay_ruleset_add(relay_ruleset *rs, const relay_pattern *p, uint32_t *id)
 
 	if (!rs || !p || rs->built || rs->npats == UINT32_MAX - 1)
 		return RELAY_EINVAL;
-	rc = grow(&arr, &rs->cap, rs->npats + 1, sizeof(relay_pattern *));
+	rc = relay__grow(&arr, &rs->cap, rs->npats + 1,
+			 sizeof(relay_pattern *));
 	rs->pats = arr;
 	if (rc)
 		return rc;
@@ -802,6 +573,41 @@ int relay_ruleset_add(relay_ruleset *rs, const relay_pattern *p, uint32_t *id)
 	return 0;
 }
 
+static unsigned xstr_rank(const relay__xleaf *x)
+{
+	switch (x->a->kind) {
+	case RELAY__PAT_CIDR:
+		return x->a->ipver == 4 ? 0 : 1;
+	case RELAY__PAT_WILDCARD:
+		return 2;
+	case RELAY__PAT_IPREFIX:
+		return 3;
+	default:
+		return 4;
+	}
+}
+
+/* Group a node's one-by-one string tests by kind (stable), so that the
+ * matcher runs one loop per kind (relay__tnode.xcut). */
+static void sort_xstr(relay__tnode *n)
+{
+	uint32_t i, j, k;
+	relay__xleaf x;
+
+	for (i = 1; i < n->nxstr; i++) {
+		x = n->xstr[i];
+		for (j = i; j > 0 && xstr_rank(&n->xstr[j - 1]) >
+				     xstr_rank(&x); j--)
+			n->xstr[j] = n->xstr[j - 1];
+		n->xstr[j] = x;
+	}
+	for (k = 0, i = 0; k < 4; k++) {
+		while (i < n->nxstr && xstr_rank(&n->xstr[i]) <= k)
+			i++;
+		n->xcut[k] = i;
+	}
+}
+
 int relay_ruleset_build(relay_ruleset *rs)
 {
 	uint32_t r, root;
@@ -813,14 +619,21 @@ int relay_ruleset_build(relay_ruleset *rs)
 				       sizeof(uint32_t));
 	if (!rs->prog_start)
 		return RELAY_ENOMEM;
+	rs->prog_late = relay__calloc(rs->npats ? rs->npats : 1,
+				      sizeof(uint32_t));
+	if (!rs->prog_late)
+		return RELAY_ENOMEM;
 	rc = node_new(rs, &root);
 	for (r = 0; !rc && r < rs->npats; r++) {
 		rs->prog_start[r] = rs->nprog;
 		rc = gen_map(rs, &rs->pats[r]->root, root);
+		if (!rc)
+			rc = relay__order_root(rs, r);
 	}
 	for (r = 0; !rc && r < rs->nnodes; r++) {
 		relay__tnode *n = &rs->nodes[r];
 
+		sort_xstr(n);
 		rc = affix_lens(&n->prefix, &n->prefix_lens,
 				&n->nprefix_lens);
 		if (!rc)
@@ -830,9 +643,9 @@ int relay_ruleset_build(relay_ruleset *rs)
 	if (!rc)
 		rc = build_also(rs);
 	if (!rc)
-		rc = build_anchors(rs);
+		rc = relay__build_anchors(rs);
 	if (!rc)
-		rc = build_cnf(rs);
+		rc = relay__build_cnf(rs);
 	if (!rc)
 		rc = relay__build_thresholds(rs);
 	if (rc)
@@ -878,6 +691,8 @@ void relay_ruleset_free(relay_ruleset *rs)
 	relay__free(rs->prog);
 	relay__free(rs->prog_start);
 	relay__free(rs->cnf_start);
+	relay__free(rs->cnf_late);
+	relay__free(rs->prog_late);
 	relay__free(rs->cnf);
 	relay__free(rs->anchor_off);
 	relay__free(rs->anchor_rules);

@@ -24,12 +24,18 @@
 
 #define RELAY__NONE UINT32_MAX
 
+/* An anything-but of at most this many tests is compiled into its rule's
+ * program (NOT of each test), a longer one fires a hit leaf (ruleset.c
+ * gen_not). */
+#define RELAY__NOT_INLINE 8
+
 /* Deepest JSON nesting accepted by the raw matcher: a value nested in N
  * containers is at depth N + 1, at most this (as jansson's parser). */
 #define RELAY__JSON_MAX_DEPTH 2048
 
 /* A string keyed entry: a child node (val = node index) or a leaf. */
 typedef struct relay__sent {
+	uint64_t w0, w1;     /* relay__key_words() of the key */
 	const char *s;       /* borrowed from the ruleset's pattern copies */
 	uint32_t len;
 	uint32_t hash;
@@ -82,10 +88,18 @@ typedef struct relay__lazy {
 
 /* An operator leaf tested one by one (compile_ops.c operators whose value
  * test is not a lookup): the alternative is borrowed from the ruleset's
- * pattern copies. */
+ * pattern copies. A wildcard is split at build time (relay__wild_split)
+ * into a literal head and tail, compared as bytes, and the middle, the
+ * only part left to the wildcard matcher, skipped when it is one star. */
 typedef struct relay__xleaf {
 	const relay__pat_alt *a;
 	uint32_t leaf;
+	uint32_t pre, suf;        /* WILDCARD: literal head and tail bytes */
+	uint8_t mid_any;          /* WILDCARD: the middle is "*" */
+	uint8_t mid_stars;        /* WILDCARD: the middle is "*...*" with no
+				   * escape (relay__wild_stars) */
+	uint32_t v4net, v4mask;   /* CIDR of IPv4: the network and mask as
+				   * big-endian numbers */
 } relay__xleaf;
 
 typedef struct relay__tnode {
@@ -105,12 +119,17 @@ typedef struct relay__tnode {
 	relay__thr time_thr[4];   /* firing cmp_time leaves, by op */
 	uint8_t keep_num;         /* lazy cmp_num leaves here */
 	uint8_t keep_time;        /* lazy cmp_time leaves here */
+	uint8_t fire_num;         /* some num_thr group is not empty */
+	uint8_t fire_time;        /* some time_thr group is not empty */
 	relay__smap eic;          /* lowercased literal -> leaf; hashed and
 				   * compared ignoring ASCII case */
 	relay__xleaf *xstr;       /* IPREFIX ISUFFIX WILDCARD CIDR leaves */
 	relay__xleaf *xnum;       /* RANGE leaves (after build: the firing
 				   * ones; the others are lazy) */
 	uint32_t nxstr, nxnum;
+	uint32_t xcut[4];         /* xstr by kind after build: IPv4 CIDRs
+				   * [0, xcut[0]), IPv6 CIDRs, wildcards,
+				   * IPREFIX, ISUFFIX [xcut[3], nxstr) */
 	uint8_t want_ip;          /* some CIDR leaf here */
 	uint32_t scalar;          /* leaf fired by a non-container, or NONE */
 	uint32_t present;         /* leaf fired by any value, or NONE */
@@ -147,7 +166,12 @@ struct relay_ruleset {
 	relay__expr *prog;        /* all rule programs */
 	uint32_t nprog, cap_prog;
 	uint32_t *prog_start;     /* rule -> index of its root expr */
+	uint32_t *prog_late;      /* rule -> its root AND's first conjunct
+				   * that tests a threshold (the others come
+				   * first), or NONE: root not an AND */
 	uint32_t *cnf_start;      /* rule -> offset in cnf, or NONE */
+	uint32_t *cnf_late;       /* rule -> offset of its clauses that
+				   * test thresholds (after the others) */
 	uint32_t *cnf;            /* flat clauses (see relay__eval_cnf) */
 	uint32_t ncnf, cap_cnf;
 	uint32_t *anchor_off;     /* leaf -> [off, off') into anchor_rules */
@@ -187,6 +211,13 @@ struct relay_matcher {
 	/* the value at a node with lazy thresholds: a number iff num_stamp
 	 * == epoch, an RFC 3339 instant iff time_stamp == epoch */
 	uint32_t *num_stamp, *time_stamp;
+	/* a string kept at a node of lazy time thresholds only is parsed
+	 * when a rule first needs it (relay__lazy_time): time_raw/len, and
+	 * time_done == epoch once parsed, time_ok whether it parsed */
+	const char **time_raw;
+	size_t *time_len;
+	uint32_t *time_done;
+	uint8_t *time_ok;
 	double *val_num;
 	relay__instant *val_t;
 	uint32_t *cand;
@@ -272,9 +303,8 @@ uint32_t relay__ihash(const char *s, size_t len);
 /* Find @s ignoring ASCII case in a map of lowercased keys hashed by
  * relay__ihash(); RELAY__NONE if absent. */
 uint32_t relay__smap_find_ci(const relay__smap *m, const char *s, size_t len);
-uint32_t relay__smap_find(const relay__smap *m, const char *s, size_t len);
-/* Add s -> val (hash @hash, or relay__hash for _put); the caller checked
- * that s is absent. The map borrows @s. 0 or RELAY_ENOMEM/EINVAL. */
+/* Add s -> val (hash @hash, or relay__key_hash for _put); the caller
+ * checked that s is absent. The map borrows @s. 0 or RELAY_ENOMEM/EINVAL. */
 int relay__smap_put_h(relay__smap *m, const char *s, size_t len, uint32_t val,
 		      uint32_t hash);
 int relay__smap_put(relay__smap *m, const char *s, size_t len, uint32_t val);
@@ -282,6 +312,80 @@ void relay__smap_fini(relay__smap *m);
 /* As relay__smap_find() with the key's hash given (affix maps). */
 uint32_t relay__smap_find_h(const relay__smap *m, const char *s, size_t len,
 			    uint32_t hash);
+
+/*
+ * Two words that, with the length, identify a key of at most 16 bytes:
+ * two overlapping loads cover every byte (8-byte loads from 8 bytes on,
+ * 4-byte ones from 4, and bytes 0, len/2 and len-1 below that). Field
+ * names and literals are short, so a lookup compares these words and
+ * never the bytes; longer keys compare their bytes too.
+ */
+static inline void relay__key_words(const char *s, size_t len, uint64_t *w0,
+				    uint64_t *w1)
+{
+	uint32_t u, v;
+
+	if (len >= 8) {
+		memcpy(w0, s, 8);
+		memcpy(w1, s + len - 8, 8);
+	} else if (len >= 4) {
+		memcpy(&u, s, 4);
+		memcpy(&v, s + len - 4, 4);
+		*w0 = u;
+		*w1 = v;
+	} else {
+		*w0 = len ? (uint64_t)(unsigned char)s[0] |
+			    (uint64_t)(unsigned char)s[len >> 1] << 8 |
+			    (uint64_t)(unsigned char)s[len - 1] << 16 : 0;
+		*w1 = 0;
+	}
+}
+
+/*
+ * The hash of the plain maps (field names, literals): from the key words
+ * for keys of at most 16 bytes (they identify the key), relay__hash() of
+ * every byte for longer ones (so that long keys sharing their ends do not
+ * share a hash).
+ */
+static inline uint32_t relay__key_hash(const char *s, size_t len, uint64_t w0,
+				       uint64_t w1)
+{
+	uint64_t h;
+
+	if (len > 16)
+		return relay__hash(s, len);
+	h = (w0 * 0xbf58476d1ce4e5b9ULL) ^ (w1 * 0x94d049bb133111ebULL) ^ len;
+	h ^= h >> 32;
+	h *= 0x9e3779b97f4a7c15ULL;
+	return (uint32_t)(h >> 32);
+}
+
+/*
+ * The value of key @s in a plain map, or RELAY__NONE: one hash of at
+ * most three multiplications and, per probe, a compare of the stored
+ * key words (plus the bytes of a key over 16 bytes).
+ */
+static inline uint32_t relay__smap_find(const relay__smap *m, const char *s,
+					size_t len)
+{
+	const relay__sent *e;
+	uint64_t w0, w1;
+	uint32_t i, hash, j;
+
+	if (!m->tab)
+		return RELAY__NONE;
+	relay__key_words(s, len, &w0, &w1);
+	hash = relay__key_hash(s, len, w0, w1);
+	for (i = hash & m->mask;; i = (i + 1) & m->mask) {
+		j = m->tab[i];
+		if (j == RELAY__NONE)
+			return RELAY__NONE;
+		e = &m->ents[j];
+		if (e->w0 == w0 && e->w1 == w1 && e->len == len &&
+		    (len <= 16 || memcmp(e->s, s, len) == 0))
+			return e->val;
+	}
+}
 
 /*
  * The value of key @s, or RELAY__NONE. Most keys an event has are not in
@@ -300,7 +404,9 @@ static inline uint32_t relay__smap_get(const relay__smap *m, const char *s,
  * Most rules are an AND of ORs of leaves (fields of literals and
  * operators; nested maps only add conjuncts). Such a rule is stored flat,
  * as clauses [n, lit_1 .. lit_n] ended by a 0, where lit = leaf << 1 |
- * negated, and evaluated without recursion. Rules with a nested map
+ * negated, and evaluated without recursion: two such lists per rule, the
+ * clauses without thresholds (cnf_start) and those with (cnf_late, read
+ * after the rule's lazy thresholds are settled). Rules with a nested map
  * inside an OR keep the expression program.
  */
 static inline bool relay__eval_cnf(const uint32_t *c, const uint32_t *stamp,
@@ -340,6 +446,18 @@ static inline void relay__mlog(relay_matcher *m, uint32_t v)
 void relay__node_forget(relay_matcher *m, uint32_t node);
 void relay__match_begin(relay_matcher *m, relay_wall_ms now);
 
+/* ruleset.c: grow *p (elements of @size, capacity *cap) to hold @need;
+ * 0 or RELAY_ENOMEM. */
+int relay__grow(void **p, uint32_t *cap, uint32_t need, size_t size);
+
+/* ruleset_plan.c (steps of relay_ruleset_build, 0 or RELAY_ENOMEM): rule
+ * @r's root AND with its conjuncts without thresholds first (right after
+ * its program is generated); the anchors (after the also lists); the
+ * flat clause lists (after the anchors, whose order they follow). */
+int relay__order_root(relay_ruleset *rs, uint32_t r);
+int relay__build_anchors(relay_ruleset *rs);
+int relay__build_cnf(relay_ruleset *rs);
+
 /* thresh.c: the threshold index (built after the anchors and the also
  * lists, which decide which leaves are lazy). */
 int relay__build_thresholds(relay_ruleset *rs);
@@ -347,6 +465,9 @@ void relay__eval_eq_num(relay_matcher *m, const relay__tnode *n, double v);
 void relay__eval_thr_num(relay_matcher *m, const relay__tnode *n, double v);
 void relay__eval_thr_time(relay_matcher *m, const relay__tnode *n,
 			  const relay__instant *t);
+/* The instant kept at @node (time_stamp == epoch), parsed on first use;
+ * NULL if it is not an RFC 3339 time. */
+const relay__instant *relay__lazy_time(relay_matcher *m, uint32_t node);
 /* Settle the lazy threshold leaves rule @r reads, from the values kept at
  * their nodes. */
 void relay__settle_lazy(relay_matcher *m, uint32_t r);

@@ -82,12 +82,6 @@ uint32_t relay__smap_find_ci(const relay__smap *m, const char *s, size_t len)
 	}
 }
 
-uint32_t relay__smap_find(const relay__smap *m, const char *s, size_t len)
-{
-	return relay__smap_find_h(m, s, len,
-				  m->n <= 8 ? 0 : relay__hash(s, len));
-}
-
 static int smap_rehash(relay__smap *m, uint32_t size)
 {
 	uint32_t *tab = relay__malloc(size * sizeof(*tab)), i, j;
@@ -125,6 +119,7 @@ int relay__smap_put_h(relay__smap *m, const char *s, size_t len, uint32_t val,
 		m->ents = e;
 		m->cap = cap;
 	}
+	relay__key_words(s, len, &m->ents[m->n].w0, &m->ents[m->n].w1);
 	m->ents[m->n].s = s;
 	m->ents[m->n].len = (uint32_t)len;
 	m->ents[m->n].hash = hash;
@@ -143,7 +138,11 @@ int relay__smap_put_h(relay__smap *m, const char *s, size_t len, uint32_t val,
 
 int relay__smap_put(relay__smap *m, const char *s, size_t len, uint32_t val)
 {
-	return relay__smap_put_h(m, s, len, val, relay__hash(s, len));
+	uint64_t w0, w1;
+
+	relay__key_words(s, len, &w0, &w1);
+	return relay__smap_put_h(m, s, len, val,
+				 relay__key_hash(s, len, w0, w1));
 }
 
 void relay__smap_fini(relay__smap *m)

@@ -234,6 +234,8 @@ int relay__build_thresholds(relay_ruleset *rs)
 				  n->ncmp_num, op, &at);
 			add_group(rs, &n->time_thr[op], tmp, NULL, n->cmp_time,
 				  n->ncmp_time, op, &at);
+			n->fire_num |= n->num_thr[op].n != 0;
+			n->fire_time |= n->time_thr[op].n != 0;
 		}
 		/* equality: ascending, searched (values are distinct) */
 		if (n->neq_num > 1)
@@ -266,12 +268,6 @@ void relay__eval_thr_num(relay_matcher *m, const relay__tnode *n, double v)
 	const double *key = rs->thr_num;
 	unsigned op;
 
-	if (n->keep_num) {
-		uint32_t node = (uint32_t)(n - rs->nodes);
-
-		m->num_stamp[node] = m->epoch;
-		m->val_num[node] = v;
-	}
 	for (op = 0; op < 4; op++) {
 		const relay__thr *g = &n->num_thr[op];
 		bool pre = op <= RELAY__OP_GTE;
@@ -299,12 +295,6 @@ void relay__eval_thr_time(relay_matcher *m, const relay__tnode *n,
 	const int64_t *key = rs->thr_ms;
 	unsigned op;
 
-	if (n->keep_time) {
-		uint32_t node = (uint32_t)(n - rs->nodes);
-
-		m->time_stamp[node] = m->epoch;
-		m->val_t[node] = *t;
-	}
 	for (op = 0; op < 4; op++) {
 		const relay__thr *g = &n->time_thr[op];
 		bool pre = op <= RELAY__OP_GTE;
@@ -354,12 +344,13 @@ void relay__settle_lazy(relay_matcher *m, uint32_t r)
 
 	for (k = rs->lazy_off[r]; k < rs->lazy_off[r + 1]; k++) {
 		const relay__lazy *z = &rs->lazy[k];
+		const relay__instant *t;
 		bool held;
 
 		if (z->time)
 			held = m->time_stamp[z->node] == epoch &&
-			       relay__instant_cmp(&m->val_t[z->node],
-						  m->now + z->offset_ms,
+			       (t = relay__lazy_time(m, z->node)) != NULL &&
+			       relay__instant_cmp(t, m->now + z->offset_ms,
 						  (enum relay__pat_op)z->op);
 		else if (z->range)
 			held = m->num_stamp[z->node] == epoch &&

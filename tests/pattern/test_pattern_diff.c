@@ -304,14 +304,24 @@ static void iso_at(char *out, size_t len, int64_t ms, const char *sub)
  * a kept value of an earlier one must be forgotten). Raw, json_t and
  * reference matchers must agree on every rule.
  */
+/* @in (a quoted RFC 3339 text ending in Z) with the Z written \u005a. */
+static void esc_z(char *out, size_t len, const char *in)
+{
+	size_t n = strlen(in);
+
+	RT_ASSERT(n >= 2 && in[n - 2] == 'Z' && n + 6 < len);
+	memcpy(out, in, n - 2);
+	memcpy(out + n - 2, "\\u005a\"", 8);
+}
+
 static void test_pattern__thresholds(void)
 {
-	static relay_pattern *p[4 * THR_NUM + 4 * THR_TIME + 2];
+	static relay_pattern *p[4 * THR_NUM + 4 * THR_TIME + 2 + 12];
 	static const char *const vals[] = {
 		"-1e308", "-6", "-0", "0", "0.25", "1e308", "4.75", "5",
 		"-4.5", "2", "2.5", "3.0", "-3.25", "1e-300", "\"2\"", "null",
 	};
-	char text[512], a[64], b[64];
+	char text[512], a[64], b[64], ae[80];
 	relay_ruleset *rs;
 	relay_matcher *m;
 	size_t np = 0, i, j, k, hits = 0, events = 0;
@@ -362,6 +372,19 @@ static void test_pattern__thresholds(void)
 	RT_ASSERT(jp && !relay_pattern_compile(&p[np], jp, &err));
 	json_decref(jp);
 	RT_ASSERT(relay_ruleset_add(rs, p[np++], NULL) == 0);
+	/* u: lazy time thresholds only (the value is kept unparsed) */
+	for (i = 0; i < 4; i++)
+		for (j = 0; j < 3; j++) {
+			snprintf(text, sizeof(text),
+				 "{\"k\": [\"a\"], \"u\": [{\"%s\": "
+				 "\"now()-%zum\"}]}", ops[i], 40 * j + 20);
+			jp = json_loads(text, 0, NULL);
+			RT_ASSERT(jp);
+			if (relay_pattern_compile(&p[np], jp, &err))
+				RT_FAILF("%s: %s", text, err.text);
+			json_decref(jp);
+			RT_ASSERT(relay_ruleset_add(rs, p[np++], NULL) == 0);
+		}
 	RT_ASSERT(relay_ruleset_build(rs) == 0);
 	RT_ASSERT(relay_matcher_new(&m, rs) == 0);
 
@@ -398,11 +421,220 @@ static void test_pattern__thresholds(void)
 			snprintf(text, sizeof(text),
 				 "{\"t\": %s, \"t\": %s}", a, b);
 			hits += check_event(m, p, np, text);
-			events += 3;
+			/* escaped: unescaped into the scratch buffer, which
+			 * the escaped key after it reuses */
+			esc_z(ae, sizeof(ae), a);
+			snprintf(text, sizeof(text),
+				 "{\"t\": %s, \"\\u006b\": \"a\"}", ae);
+			hits += check_event(m, p, np, text);
+			snprintf(text, sizeof(text),
+				 "{\"t\": %s, \"k\": \"a\", \"t\": %s, "
+				 "\"\\u0078\": \"\\u0079\"}", b, ae);
+			hits += check_event(m, p, np, text);
+			/* u: kept unparsed, or parsed at once when escaped
+			 * (a later value of the key must replace it) */
+			snprintf(text, sizeof(text),
+				 "{\"k\": \"a\", \"u\": %s}", a);
+			hits += check_event(m, p, np, text);
+			snprintf(text, sizeof(text),
+				 "{\"u\": %s, \"\\u006b\": \"a\"}", ae);
+			hits += check_event(m, p, np, text);
+			snprintf(text, sizeof(text),
+				 "{\"u\": %s, \"k\": \"a\", \"u\": %s}", ae,
+				 b);
+			hits += check_event(m, p, np, text);
+			snprintf(text, sizeof(text),
+				 "{\"u\": %s, \"u\": %s, \"\\u006b\": "
+				 "\"a\"}", b, ae);
+			hits += check_event(m, p, np, text);
+			events += 9;
 		}
 	}
 	printf("# %zu events x %zu rules, %zu matches\n", events, np, hits);
 	RT_CHECK(hits > events * np / 10 && hits < events * np * 9 / 10);
+	relay_matcher_free(m);
+	relay_ruleset_free(rs);
+	for (i = 0; i < np; i++)
+		relay_pattern_free(p[i]);
+}
+
+/*
+ * Wildcards and anything-but lists, random, against the reference: the
+ * ruleset splits a wildcard into a literal head and tail compared as
+ * bytes and a middle left to the wildcard matcher (relay__wild_split),
+ * and writes a short anything-but as NOTs of its tests but a long one
+ * (more than RELAY__NOT_INLINE tests) through a hit leaf. Patterns and
+ * values are drawn from a, b, '*', "\*" and "\\" (so escapes sit at the
+ * ends and in the middle); events repeat the key (the last value wins).
+ */
+#define WS_RULES 160
+
+static void wild_text(char *o, size_t room, int pattern)
+{
+	static const char *const pel[] = { "a", "b", "*", "\\*", "\\\\" };
+	static const char *const vel[] = { "a", "b", "*", "\\" };
+	size_t n = rnd(8), i, at = 0, l;
+	int star = 0;
+
+	for (i = 0; i < n && at + 3 < room; i++) {
+		uint32_t k = rnd(pattern ? 5 : 4);
+		const char *e = pattern ? pel[k] : vel[k];
+
+		if (pattern && k == 2 && star)
+			continue; /* no "**" */
+		star = pattern && k == 2;
+		l = strlen(e);
+		memcpy(o + at, e, l);
+		at += l;
+	}
+	o[at] = '\0';
+}
+
+static void test_pattern__wild_split(void)
+{
+	static relay_pattern *p[WS_RULES];
+	char w[4][32], *text;
+	relay_ruleset *rs;
+	relay_matcher *m;
+	relay_error err;
+	size_t np = 0, i, k, hits = 0, events = 0;
+	json_t *jp, *list;
+
+	rng_state = 20261205;
+	RT_ASSERT(relay_ruleset_new(&rs) == 0);
+	while (np < WS_RULES) {
+		k = np % 4;
+		list = json_array();
+		if (k < 2) {
+			wild_text(w[0], sizeof(w[0]), 1);
+			if (k)
+				jp = json_pack("{s:[{s:{s:s}}]}", "p",
+					       "anything-but", "wildcard",
+					       w[0]);
+			else
+				jp = json_pack("{s:[{s:s}]}", "p", "wildcard",
+					       w[0]);
+		} else {
+			size_t nv = 1 + rnd(k == 2 ? 3 : 14);
+
+			for (i = 0; i < nv; i++) {
+				wild_text(w[0], sizeof(w[0]), 0);
+				json_array_append_new(list, json_string(w[0]));
+			}
+			jp = json_pack("{s:[{s:O}]}", "p", "anything-but",
+				       list);
+		}
+		json_decref(list);
+		RT_ASSERT(jp);
+		if (relay_pattern_compile(&p[np], jp, &err) == 0)
+			RT_ASSERT(relay_ruleset_add(rs, p[np++], NULL) == 0);
+		json_decref(jp);
+	}
+	RT_ASSERT(relay_ruleset_build(rs) == 0);
+	RT_ASSERT(relay_matcher_new(&m, rs) == 0);
+	for (i = 0; i < 600; i++) {
+		json_t *a, *b;
+		char *ta, *tb;
+
+		wild_text(w[1], sizeof(w[1]), 0);
+		wild_text(w[2], sizeof(w[2]), 0);
+		a = json_string(w[1]);
+		b = json_string(w[2]);
+		ta = json_dumps(a, JSON_ENCODE_ANY);
+		tb = json_dumps(b, JSON_ENCODE_ANY);
+		RT_ASSERT(ta && tb);
+		text = malloc(strlen(ta) + strlen(tb) + 32);
+		RT_ASSERT(text);
+		sprintf(text, "{\"p\": %s}", ta);
+		hits += check_event(m, p, np, text);
+		sprintf(text, "{\"p\": %s, \"q\": 1, \"p\": %s}", tb, ta);
+		hits += check_event(m, p, np, text);
+		events += 2;
+		free(text);
+		free(ta);
+		free(tb);
+		json_decref(a);
+		json_decref(b);
+	}
+	printf("# %zu events x %zu rules, %zu matches\n", events, np, hits);
+	RT_CHECK(hits > events * np / 20 && hits < events * np * 19 / 20);
+	relay_matcher_free(m);
+	relay_ruleset_free(rs);
+	for (i = 0; i < np; i++)
+		relay_pattern_free(p[i]);
+}
+
+/*
+ * CIDRs of every prefix length, random, against the reference: the
+ * ruleset tests an IPv4 network as a masked 32-bit compare. Addresses
+ * are drawn near the networks (one of the network's bits flipped), with
+ * IPv6 networks and IPv4-mapped IPv6 addresses among them.
+ */
+#define CIDR_RULES 120
+
+static void test_pattern__cidr_words(void)
+{
+	static relay_pattern *p[CIDR_RULES];
+	static uint32_t nets[CIDR_RULES];
+	char text[160];
+	relay_ruleset *rs;
+	relay_matcher *m;
+	relay_error err;
+	size_t np = 0, i, hits = 0, events = 0;
+	json_t *jp;
+
+	rng_state = 20261206;
+	RT_ASSERT(relay_ruleset_new(&rs) == 0);
+	for (i = 0; i < CIDR_RULES; i++) {
+		uint32_t bits = (uint32_t)(i % 33), a = rnd(0x10000) << 16 |
+			rnd(0x10000);
+
+		a &= bits ? 0xffffffffu << (32 - bits) : 0;
+		nets[i] = a;
+		if (i % 10 == 9)
+			snprintf(text, sizeof(text), "{\"ip\": [{\"cidr\": "
+				 "\"2001:db8:%x::/%u\"}]}", rnd(16) << 12,
+				 48 + bits % 17);
+		else
+			snprintf(text, sizeof(text), "{\"ip\": [{\"cidr\": "
+				 "\"%u.%u.%u.%u/%u\"}]}", a >> 24,
+				 a >> 16 & 255, a >> 8 & 255, a & 255, bits);
+		jp = json_loads(text, 0, NULL);
+		RT_ASSERT(jp);
+		if (relay_pattern_compile(&p[np], jp, &err))
+			RT_FAILF("%s: %s", text, err.text);
+		json_decref(jp);
+		RT_ASSERT(relay_ruleset_add(rs, p[np++], NULL) == 0);
+	}
+	RT_ASSERT(relay_ruleset_build(rs) == 0);
+	RT_ASSERT(relay_matcher_new(&m, rs) == 0);
+	for (i = 0; i < 3000; i++) {
+		uint32_t a = nets[rnd(CIDR_RULES)];
+
+		if (rnd(4))
+			a ^= 1u << rnd(32);
+		switch (rnd(8)) {
+		case 0:
+			snprintf(text, sizeof(text),
+				 "{\"ip\": \"::ffff:%u.%u.%u.%u\"}", a >> 24,
+				 a >> 16 & 255, a >> 8 & 255, a & 255);
+			break;
+		case 1:
+			snprintf(text, sizeof(text),
+				 "{\"ip\": \"2001:db8:%x::%x\"}", rnd(0x10000),
+				 rnd(0x10000));
+			break;
+		default:
+			snprintf(text, sizeof(text),
+				 "{\"ip\": \"%u.%u.%u.%u\"}", a >> 24,
+				 a >> 16 & 255, a >> 8 & 255, a & 255);
+			break;
+		}
+		hits += check_event(m, p, np, text);
+		events++;
+	}
+	printf("# %zu events x %zu rules, %zu matches\n", events, np, hits);
+	RT_CHECK(hits > events && hits < events * np / 2);
 	relay_matcher_free(m);
 	relay_ruleset_free(rs);
 	for (i = 0; i < np; i++)
@@ -685,6 +917,8 @@ static void test_pattern__chaos_alloc(void)
 static const rt_case cases[] = {
 	RT_CASE(test_pattern__differential),
 	RT_CASE(test_pattern__thresholds),
+	RT_CASE(test_pattern__wild_split),
+	RT_CASE(test_pattern__cidr_words),
 	RT_CASE(test_pattern__corpus),
 	RT_CASE(test_pattern__no_alloc),
 	RT_CASE(test_pattern__chaos_alloc),

@@ -479,6 +479,133 @@ static void test_pattern__ruleset_sizes(void)
 	relay_ruleset_free(rs);
 }
 
+/*
+ * Field names and string literals of every length from 0 to 40, in
+ * families that differ in one byte only: the middle one, the second one,
+ * and (from 17 bytes on) byte 8, which neither of the first and last
+ * eight bytes covers. Rule i is {key_i: [key_(i+1)]}: an event with
+ * key_i = key_(i+1) matches exactly rule i, and with any other value of
+ * the family none; an event with every member matches every rule.
+ */
+#define KW_MAX 160
+
+static void test_pattern__key_words(void)
+{
+	static char keys[KW_MAX][48];
+	relay_ruleset *rs = NULL;
+	relay_matcher *m = NULL;
+	const uint32_t *ids;
+	relay__buf all = { 0 };
+	size_t nk = 0, i, j, n, len, v;
+	char buf[160];
+
+	for (len = 0; len <= 40; len++) {
+		for (v = 0; v < 4; v++) {
+			char k[48];
+
+			memset(k, 'a', len);
+			k[len] = '\0';
+			if (v == 1 && len)
+				k[len / 2] = 'b';
+			else if (v == 2 && len > 1)
+				k[1] = 'c';
+			else if (v == 3 && len > 16)
+				k[8] = 'd';
+			else if (v)
+				continue;
+			for (j = 0; j < nk && strcmp(keys[j], k); j++)
+				;
+			if (j == nk && nk < KW_MAX)
+				memcpy(keys[nk++], k, len + 1);
+		}
+	}
+	RT_CHECK(nk > 120);
+	RT_ASSERT(relay_ruleset_new(&rs) == 0);
+	for (i = 0; i < nk; i++) {
+		relay_pattern *p = NULL;
+		json_t *pj;
+
+		snprintf(buf, sizeof(buf), "{\"%.47s\": [\"%.47s\"]}", keys[i],
+			 keys[(i + 1) % nk]);
+		pj = json_loads(buf, 0, NULL);
+		RT_ASSERT(pj && relay_pattern_compile(&p, pj, NULL) == 0);
+		RT_ASSERT(relay_ruleset_add(rs, p, NULL) == 0);
+		relay_pattern_free(p);
+		json_decref(pj);
+	}
+	RT_ASSERT(relay_ruleset_build(rs) == 0);
+	RT_ASSERT(relay_matcher_new(&m, rs) == 0);
+	for (i = 0; i < nk; i++) {
+		for (j = 0; j < nk; j++) {
+			snprintf(buf, sizeof(buf), "{\"%.47s\":\"%.47s\"}",
+				 keys[i], keys[j]);
+			RT_EQ_INT(relay_matcher_match(m, buf, strlen(buf), NOW,
+						      &ids, &n), 0);
+			if (j == (i + 1) % nk ? n != 1 || ids[0] != i : n != 0)
+				RT_FAILF("%s: %zu rules", buf, n);
+		}
+	}
+	RT_ASSERT(relay__buf_append(&all, "{", 1) == 0);
+	for (i = 0; i < nk; i++) {
+		snprintf(buf, sizeof(buf), "%s\"%.47s\":\"%.47s\"", i ? "," : "",
+			 keys[i], keys[(i + 1) % nk]);
+		RT_ASSERT(relay__buf_append(&all, buf, strlen(buf)) == 0);
+	}
+	RT_ASSERT(relay__buf_append(&all, "}", 1) == 0);
+	RT_EQ_INT(relay_matcher_match(m, all.data, all.len, NOW, &ids, &n),
+		  0);
+	RT_EQ_INT(n, nk);
+	relay__buf_free(&all);
+	relay_matcher_free(m);
+	relay_ruleset_free(rs);
+}
+
+/*
+ * relay__ieq() (eight bytes at a time) against a byte-by-byte statement
+ * of it, on strings of 0-24 bytes drawn from the bytes around the ASCII
+ * capitals and lower case letters and their images above 0x80, at every
+ * alignment: only 'A'-'Z' may fold.
+ */
+static void test_pattern__ieq_words(void)
+{
+	static const unsigned char pool[] = {
+		0x00, 0x40, 0x41, 0x4d, 0x5a, 0x5b, 0x60, 0x61, 0x6d, 0x7a,
+		0x7b, 0x7f, 0x80, 0xc0, 0xc1, 0xda, 0xdb, 0xe1, 0xfa, 0xff,
+	};
+	char s[40], low[40];
+	uint64_t x = 88172645463325252ULL;
+	size_t len, i, k, off, diffs = 0;
+
+	for (k = 0; k < 20000; k++) {
+		bool want = true;
+
+		len = k % 25;
+		off = k % 7;
+		for (i = 0; i < len; i++) {
+			unsigned char c, l;
+
+			x ^= x << 13;
+			x ^= x >> 7;
+			x ^= x << 17;
+			c = pool[x % sizeof(pool)];
+			l = c >= 'A' && c <= 'Z' ? (unsigned char)(c | 0x20) :
+			    c;
+			/* now and then a lower side that differs */
+			if ((x >> 20) % 16 == 0)
+				l = pool[(x >> 24) % sizeof(pool)];
+			s[off + i] = (char)c;
+			low[i] = (char)l;
+			if ((c >= 'A' && c <= 'Z' ? (c | 0x20) : c) != l)
+				want = false;
+		}
+		diffs += !want;
+		if (relay__ieq(s + off, low, len) != want)
+			RT_FAILF("ieq differs at case %zu (length %zu)", k,
+				 len);
+	}
+	RT_CHECK(diffs > 2000 && diffs < 18000);
+}
+
 static const rt_case cases[] = {
 	RT_CASE(test_pattern__raw_errors),
 	RT_CASE(test_pattern__raw_non_object),
@@ -486,6 +613,8 @@ static const rt_case cases[] = {
 	RT_CASE(test_pattern__raw_duplicates),
 	RT_CASE(test_pattern__nul_in_key),
 	RT_CASE(test_pattern__ruleset_sizes),
+	RT_CASE(test_pattern__key_words),
+	RT_CASE(test_pattern__ieq_words),
 };
 
 int main(int argc, char **argv)

@@ -1,0 +1,363 @@
+/*
+ * ruleset_plan.c - how a built ruleset evaluates its rules: the anchor
+ * leaves that make a rule a candidate, the flat clause lists of rules
+ * that are an AND of ORs of leaves, and the order that puts a rule's
+ * tests of thresholds after its other tests (so that lazy thresholds
+ * are settled only for a candidate whose other tests hold). Called by
+ * relay_ruleset_build() (ruleset.c).
+ */
+#include <math.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "ruleset_int.h"
+
+/* Whether the subtree at @i tests a threshold (a leaf that may be lazy:
+ * see clause_late). */
+static bool expr_late(const relay_ruleset *rs, uint32_t i)
+{
+	uint32_t j;
+
+	for (j = i; j < rs->prog[i].end; j++)
+		if ((rs->prog[j].op == RELAY__X_LEAF ||
+		     rs->prog[j].op == RELAY__X_NLEAF) &&
+		    (rs->leaf_kind[rs->prog[j].arg] == RELAY__PAT_CMP_NUM ||
+		     rs->leaf_kind[rs->prog[j].arg] == RELAY__PAT_CMP_TIME ||
+		     rs->leaf_kind[rs->prog[j].arg] == RELAY__PAT_RANGE))
+			return true;
+	return false;
+}
+
+/*
+ * Rule @r's root AND with the conjuncts that test no threshold first:
+ * the matcher evaluates those, and settles the rule's lazy thresholds
+ * only when they hold (prog_late: the first conjunct that tests one, or
+ * NONE when the root is not an AND). Subtrees move whole; their end
+ * indices move with them.
+ */
+int relay__order_root(relay_ruleset *rs, uint32_t r)
+{
+	uint32_t root = rs->prog_start[r], end = rs->prog[root].end;
+	uint32_t j, k, at = 0, late;
+	relay__expr *tmp;
+
+	rs->prog_late[r] = RELAY__NONE;
+	if (rs->prog[root].op != RELAY__X_AND)
+		return 0;
+	tmp = relay__malloc((end - root) * sizeof(*tmp));
+	if (!tmp)
+		return RELAY_ENOMEM;
+	for (late = 0; late < 2; late++) {
+		if (late)
+			rs->prog_late[r] = root + 1 + at;
+		for (j = root + 1; j < end; j = rs->prog[j].end) {
+			uint32_t to = root + 1 + at;
+
+			if (expr_late(rs, j) != (late == 1))
+				continue;
+			for (k = j; k < rs->prog[j].end; k++) {
+				tmp[at] = rs->prog[k];
+				tmp[at++].end = rs->prog[k].end - j + to;
+			}
+		}
+	}
+	memcpy(rs->prog + root + 1, tmp, at * sizeof(*tmp));
+	relay__free(tmp);
+	return 0;
+}
+
+typedef struct leafvec {
+	uint32_t *v;
+	uint32_t n, cap;
+} leafvec;
+
+static int lv_push(leafvec *lv, uint32_t x)
+{
+	void *p = lv->v;
+	int rc = relay__grow(&p, &lv->cap, lv->n + 1, sizeof(uint32_t));
+
+	lv->v = p;
+	if (!rc)
+		lv->v[lv->n++] = x;
+	return rc;
+}
+
+/*
+ * Flatten expression @i into clauses appended to @out (see
+ * relay__eval_cnf). Returns 0, 1 when the expression is not an AND of
+ * ORs of leaves, or RELAY_ENOMEM.
+ */
+static int flatten(relay_ruleset *rs, uint32_t i, leafvec *out);
+
+static int cnf_push(relay_ruleset *rs, uint32_t x)
+{
+	void *p = rs->cnf;
+	int rc = relay__grow(&p, &rs->cap_cnf, rs->ncnf + 1, sizeof(uint32_t));
+
+	rs->cnf = p;
+	if (!rc)
+		rs->cnf[rs->ncnf++] = x;
+	return rc;
+}
+
+static uint32_t lit_of(const relay__expr *e)
+{
+	return e->arg << 1 | (e->op == RELAY__X_NLEAF);
+}
+
+static int flatten(relay_ruleset *rs, uint32_t i, leafvec *out)
+{
+	const relay__expr *e = &rs->prog[i];
+	uint32_t j, n = 0;
+	int rc;
+
+	switch (e->op) {
+	case RELAY__X_LEAF:
+	case RELAY__X_NLEAF:
+		rc = lv_push(out, 1);
+		return rc ? rc : lv_push(out, lit_of(e));
+	case RELAY__X_OR:
+		for (j = i + 1; j < e->end; j = rs->prog[j].end, n++)
+			if (rs->prog[j].op != RELAY__X_LEAF &&
+			    rs->prog[j].op != RELAY__X_NLEAF)
+				return 1;
+		rc = lv_push(out, n);
+		for (j = i + 1; !rc && j < e->end; j = rs->prog[j].end)
+			rc = lv_push(out, lit_of(&rs->prog[j]));
+		return rc;
+	default:
+		for (j = i + 1; j < e->end; j = rs->prog[j].end) {
+			rc = flatten(rs, j, out);
+			if (rc)
+				return rc;
+		}
+		return 0;
+	}
+}
+
+/* Whether clause [n, lits] tests a threshold (a leaf that may be lazy:
+ * thresh.c settles those only from the kept value). */
+static uint32_t clause_late(const relay_ruleset *rs, const uint32_t *c)
+{
+	uint32_t k;
+
+	for (k = 1; k <= c[0]; k++)
+		switch (rs->leaf_kind[c[k] >> 1]) {
+		case RELAY__PAT_CMP_NUM:
+		case RELAY__PAT_CMP_TIME:
+		case RELAY__PAT_RANGE:
+			return 1;
+		default:
+			break;
+		}
+	return 0;
+}
+
+static int cnf_rule(relay_ruleset *rs, uint32_t r, leafvec *lv)
+{
+	uint32_t k, j, late;
+	int rc;
+
+	lv->n = 0;
+	rc = flatten(rs, rs->prog_start[r], lv);
+	if (rc == 1)
+		return 0;
+	/* the clauses without a threshold first: only a rule that passes
+	 * them settles its lazy thresholds (relay__match_end) */
+	rs->cnf_start[r] = rs->ncnf;
+	for (late = 0; !rc && late < 2; late++) {
+		if (late)
+			rs->cnf_late[r] = rs->ncnf;
+		for (k = 0; !rc && k < lv->n; k += lv->v[k] + 1)
+			if (clause_late(rs, lv->v + k) == late)
+				for (j = 0; !rc && j <= lv->v[k]; j++)
+					rc = cnf_push(rs, lv->v[k + j]);
+		if (!rc)
+			rc = cnf_push(rs, 0);
+	}
+	return rc;
+}
+
+/*
+ * Flat programs are laid out in anchor order (the rules of anchor leaf 0,
+ * then of leaf 1, ...; then the rules without an anchor), because a fired
+ * leaf makes its rules candidates together: their programs are then read
+ * from neighbouring cache lines. Needs the anchors built.
+ */
+int relay__build_cnf(relay_ruleset *rs)
+{
+	leafvec lv = { 0 };
+	uint32_t r, k;
+	int rc = 0;
+
+	rs->cnf_start = relay__calloc(rs->npats ? rs->npats : 1,
+				      sizeof(uint32_t));
+	rs->cnf_late = relay__calloc(rs->npats ? rs->npats : 1,
+				     sizeof(uint32_t));
+	if (!rs->cnf_start || !rs->cnf_late)
+		return RELAY_ENOMEM;
+	memset(rs->cnf_start, 0xff, rs->npats * sizeof(uint32_t));
+	for (k = 0; !rc && k < rs->anchor_off[rs->nleaves]; k++) {
+		r = rs->anchor_rules[k];
+		if (rs->cnf_start[r] == RELAY__NONE)
+			rc = cnf_rule(rs, r, &lv);
+	}
+	for (k = 0; !rc && k < rs->nalways; k++)
+		rc = cnf_rule(rs, rs->always[k], &lv);
+	relay__free(lv.v);
+	return rc;
+}
+
+/* ---------------------------------------------------------------- anchors */
+
+/*
+ * How likely a leaf is to fire on a random event, roughly. An equality at
+ * a path where many distinct literals are tested is the best anchor (one
+ * value fires at most one of them); presence is the worst.
+ */
+static double leaf_cost(const relay_ruleset *rs, uint32_t leaf)
+{
+	const relay__tnode *n = &rs->nodes[rs->leaf_node[leaf]];
+
+	switch (rs->leaf_kind[leaf]) {
+	case RELAY__PAT_EQ_STR:
+		return 1.0 / (1.0 + n->eq_str.n);
+	case RELAY__PAT_EQ_NUM:
+		return 1.0 / (1.0 + n->neq_num);
+	case RELAY__PAT_EQ_BOOL:
+	case RELAY__PAT_EQ_NULL:
+	case RELAY__PAT_PREFIX:
+	case RELAY__PAT_SUFFIX:
+		return 0.3;
+	case RELAY__PAT_EIC:
+		return 1.0 / (1.0 + n->eic.n);
+	case RELAY__PAT_IPREFIX:
+	case RELAY__PAT_ISUFFIX:
+	case RELAY__PAT_WILDCARD:
+	case RELAY__PAT_CIDR:
+		return 0.3;
+	case RELAY__PAT_CMP_NUM:
+	case RELAY__PAT_CMP_TIME:
+	case RELAY__PAT_RANGE:
+		return 0.5;
+	default:
+		return 0.9;
+	}
+}
+
+/*
+ * The cheapest anchor of expression @i: appends its leaves to @out and
+ * returns its cost, or INFINITY when the expression can be true with no
+ * leaf fired (NOT, or an OR with such a branch). An AND needs only one
+ * conjunct's anchor; an OR needs all of its branches'.
+ */
+static double anchor(const relay_ruleset *rs, uint32_t i, leafvec *out,
+		     int *oom)
+{
+	const relay__expr *e = &rs->prog[i];
+	leafvec best = { 0 }, tmp = { 0 };
+	double cost = 0, bc = INFINITY, c;
+	uint32_t j, k;
+
+	switch (e->op) {
+	case RELAY__X_LEAF:
+		*oom |= lv_push(out, e->arg) != 0;
+		return leaf_cost(rs, e->arg);
+	case RELAY__X_NLEAF:
+		return INFINITY;
+	case RELAY__X_OR:
+		for (j = i + 1; j < e->end; j = rs->prog[j].end) {
+			c = anchor(rs, j, out, oom);
+			if (isinf(c))
+				return INFINITY;
+			cost += c;
+		}
+		return cost;
+	default:
+		for (j = i + 1; j < e->end; j = rs->prog[j].end) {
+			tmp.n = 0;
+			c = anchor(rs, j, &tmp, oom);
+			if (c < bc) {
+				leafvec t = best;
+
+				bc = c;
+				best = tmp;
+				tmp = t;
+			}
+		}
+		for (k = 0; !isinf(bc) && k < best.n; k++)
+			*oom |= lv_push(out, best.v[k]) != 0;
+		relay__free(best.v);
+		relay__free(tmp.v);
+		return bc;
+	}
+}
+
+/* Sort a rule's anchor leaves and drop repeats ([a, a] names a twice). */
+static void lv_sort_unique(leafvec *lv)
+{
+	uint32_t i, j, n = 0;
+
+	for (i = 1; i < lv->n; i++) {
+		uint32_t x = lv->v[i];
+
+		for (j = i; j > 0 && lv->v[j - 1] > x; j--)
+			lv->v[j] = lv->v[j - 1];
+		lv->v[j] = x;
+	}
+	for (i = 0; i < lv->n; i++)
+		if (!n || lv->v[n - 1] != lv->v[i])
+			lv->v[n++] = lv->v[i];
+	lv->n = n;
+}
+
+int relay__build_anchors(relay_ruleset *rs)
+{
+	leafvec *per = NULL, lv = { 0 };
+	uint32_t r, k, *cursor = NULL;
+	int oom = 0, rc = RELAY_ENOMEM;
+
+	per = relay__calloc(rs->npats ? rs->npats : 1, sizeof(*per));
+	rs->anchor_off = relay__calloc((size_t)rs->nleaves + 1,
+				       sizeof(uint32_t));
+	rs->always = relay__calloc(rs->npats ? rs->npats : 1,
+				   sizeof(uint32_t));
+	cursor = relay__calloc((size_t)rs->nleaves + 1, sizeof(uint32_t));
+	if (!per || !rs->anchor_off || !rs->always || !cursor)
+		goto done;
+	for (r = 0; r < rs->npats; r++) {
+		lv.n = 0;
+		if (isinf(anchor(rs, rs->prog_start[r], &lv, &oom))) {
+			rs->always[rs->nalways++] = r;
+			continue;
+		}
+		lv_sort_unique(&lv);
+		per[r] = lv;
+		lv = (leafvec){ 0 };
+	}
+	if (oom)
+		goto done;
+	/* CSR lists leaf -> rules, each ascending by rule id */
+	for (r = 0; r < rs->npats; r++)
+		for (k = 0; k < per[r].n; k++)
+			rs->anchor_off[per[r].v[k] + 1]++;
+	for (k = 0; k < rs->nleaves; k++)
+		rs->anchor_off[k + 1] += rs->anchor_off[k];
+	memcpy(cursor, rs->anchor_off, (size_t)rs->nleaves * sizeof(*cursor));
+	k = rs->anchor_off[rs->nleaves];
+	rs->anchor_rules = relay__calloc(k ? k : 1, sizeof(uint32_t));
+	if (!rs->anchor_rules)
+		goto done;
+	for (r = 0; r < rs->npats; r++)
+		for (k = 0; k < per[r].n; k++)
+			rs->anchor_rules[cursor[per[r].v[k]]++] = r;
+	rc = 0;
+done:
+	if (per)
+		for (r = 0; r < rs->npats; r++)
+			relay__free(per[r].v);
+	relay__free(per);
+	relay__free(lv.v);
+	relay__free(cursor);
+	return rc;
+}
