@@ -462,34 +462,37 @@ static void test_node__unloadable_runs_cold(void)
 }
 
 /*
- * Known break, not yet fenced (doc/perf/warm.md, "node fork server"):
- * WebAssembly compiled in parallel (a tiny module is not). V8 posts a
- * compile job to node's platform worker threads,
- * which a fork does not have; the handler's own code completes, then
- * node waits for the job at the end of its event loop forever
- * (NodePlatform::DrainTasks). fetch parses HTTP with WebAssembly. The
- * invocation's timeout ends it (a warm timeout as any other) and the
- * server keeps serving; cold, the same handlers succeed.
+ * WebAssembly after the fork (doc/sandbox.md, "node: a fork server"):
+ * fetch, whose HTTP parser is a WebAssembly module undici compiles once
+ * per process (in a job for V8's platform worker threads, which a fork
+ * does not have: the server compiles it before its first fork), used
+ * hot enough to be tiered up were V8 allowed to; and a handler's own
+ * module, compiled synchronously and not. Each ends as its cold start
+ * does, output line for line, well inside its timeout (before the
+ * server compiled the parser, fetch waited for a job that never ran
+ * until the timeout ended it); the server keeps serving.
  */
-static void test_node__wasm_known_hang(void)
+static void test_node__fetch_and_wasm_same_as_cold(void)
 {
-	static const char *const handlers[] = { "handlers.fetch" };
+	static const char *const handlers[] = {
+		"handlers.fetch", "handlers.fetchMany", "handlers.wasm",
+	};
 	size_t i;
 
 	for (i = 0; i < sizeof(handlers) / sizeof(handlers[0]); i++) {
 		relay_exec_spec s = node_spec(handlers[i]);
 		struct job w, c;
 
-		s.timeout_ms = 4000;
+		printf("# %s\n", handlers[i]);
+		s.timeout_ms = 30000;
 		RT_CHECK(run1(&s, &w) == 0);
-		s.timeout_ms = 20000;
 		s.warm = RELAY_WARM_OFF;
 		RT_CHECK(run1(&s, &c) == 0);
 		RT_EQ_INT(c.o.status, RELAY_RUN_OK);
-		RT_CHECK(w.o.warm);
-		RT_EQ_INT(w.o.status, RELAY_RUN_TIMEOUT);
-		/* Its output came before the hang. */
-		RT_EQ_INT(w.c.n, c.c.n);
+		RT_CHECK(w.o.warm && !c.o.warm);
+		RT_EQ_INT(w.o.status, RELAY_RUN_OK);
+		RT_EQ_STR(w.o.reason, c.o.reason);
+		same_lines(&w, &c);
 		job_free(&w);
 		job_free(&c);
 	}
@@ -553,7 +556,7 @@ int main(int argc, char **argv)
 		RT_CASE(test_node__server_killed_runs_cold),
 		RT_CASE(test_node__server_wedged_runs_cold),
 		RT_CASE(test_node__unloadable_runs_cold),
-		RT_CASE(test_node__wasm_known_hang),
+		RT_CASE(test_node__fetch_and_wasm_same_as_cold),
 	};
 	int rc;
 
