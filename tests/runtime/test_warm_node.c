@@ -3,7 +3,8 @@
  * switched on with RELAY_WARM_NODE=fork): every invocation is a fresh
  * fork of a never-used node, one-shot and isolated, and behaves as a cold
  * start; what a handler uses works after the fork; a hang ends at the
- * timeout. Skips when bwrap or node cannot run here, or when the fork
+ * timeout (and one stuck after the fork replaces its server). Skips when
+ * bwrap or node cannot run here, or when the fork
  * server is not built (no node_api.h) or refused (the reason is printed).
  *
  * The handlers are tests/runtime/apps/nodewarm.
@@ -507,6 +508,57 @@ static void test_node__fetch_and_wasm_same_as_cold(void)
 	}
 }
 
+/*
+ * The hang watchdog (librelay/runtime/warm/warm_hang.c): an invocation
+ * stuck after the fork (its only thread waits on a futex nothing will
+ * wake, as fetch left one before the fork got a worker of its own) ends
+ * at its timeout, with the documented status and reason, and its warm
+ * parent is replaced: the next invocation is warm again, from a new
+ * server (another pid; one more parent started). A handler that spins
+ * until its timeout is slow, not stuck: its server stays.
+ */
+static void test_node__hang_replaces_parent(void)
+{
+	relay_runtime_warm_stats st0 = { .version = 1 };
+	relay_runtime_warm_stats st1 = { .version = 1 };
+	relay_exec_spec s = node_spec("handlers.ok");
+	pid_t before, after;
+	struct job j;
+
+	RT_CHECK(run1(&s, &j) == 0);
+	RT_CHECK(j.o.warm);
+	job_free(&j);
+	before = the_server();
+	RT_CHECK(before > 0);
+	relay_runtime_warm_stats_get(S.rt, &st0);
+	/* Spinning past the watchdog's looks: not stuck. */
+	s = node_spec("handlers.forever");
+	s.timeout_ms = 5000;
+	RT_CHECK(run1(&s, &j) == 0);
+	RT_EQ_INT(j.o.status, RELAY_RUN_TIMEOUT);
+	RT_CHECK(j.o.warm);
+	job_free(&j);
+	RT_EQ_INT((int)the_server(), (int)before);
+	/* Stuck: the timeout ends it, the parent is replaced. */
+	s = node_spec("handlers.stuck");
+	s.timeout_ms = 8000;
+	RT_CHECK(run1(&s, &j) == 0);
+	RT_EQ_INT(j.o.status, RELAY_RUN_TIMEOUT);
+	RT_EQ_STR(j.o.reason, "timed out after 8000ms");
+	RT_CHECK(j.o.warm);
+	RT_CHECK(cap_has(&j.c, "stuck"));
+	job_free(&j);
+	s = node_spec("handlers.ok");
+	RT_CHECK(run1(&s, &j) == 0);
+	RT_EQ_INT(j.o.status, RELAY_RUN_OK);
+	RT_CHECK(j.o.warm);
+	job_free(&j);
+	after = the_server();
+	RT_CHECK(after > 0 && after != before);
+	relay_runtime_warm_stats_get(S.rt, &st1);
+	RT_EQ_INT((int)(st1.parents_started - st0.parents_started), 1);
+}
+
 static int setup(void)
 {
 	relay_exec_spec s;
@@ -557,6 +609,7 @@ int main(int argc, char **argv)
 		RT_CASE(test_node__server_wedged_runs_cold),
 		RT_CASE(test_node__unloadable_runs_cold),
 		RT_CASE(test_node__fetch_and_wasm_same_as_cold),
+		RT_CASE(test_node__hang_replaces_parent),
 	};
 	int rc;
 

@@ -168,6 +168,7 @@ static void parent_teardown(warm_parent *p)
 	ev_io_stop(p->loop, &p->w_out);
 	ev_io_stop(p->loop, &p->w_err);
 	ev_timer_stop(p->loop, &p->w_watchdog);
+	relay__warm_hang_stop(p);
 	relay__warm_close_fd(&p->ctl);
 	relay__warm_close_fd(&p->out_fd);
 	relay__warm_close_fd(&p->err_fd);
@@ -197,8 +198,7 @@ void relay__warm_parent_free(warm_parent *p)
 	relay__free(p);
 }
 
-/* Retire: no new requests; free now if nothing runs on it. */
-static void parent_retire(warm_parent *p)
+void relay__warm_parent_retire(warm_parent *p)
 {
 	p->state = P_RETIRING;
 	relay__warm_count_states(p->w);
@@ -417,6 +417,7 @@ static void parent_watch(relay__warm *w, warm_parent *p)
 	ev_io_init(&p->w_out, out_cb, p->out_fd, EV_READ);
 	ev_io_init(&p->w_err, out_cb, p->err_fd, EV_READ);
 	ev_init(&p->w_watchdog, watchdog_cb);
+	relay__warm_hang_init(p);
 	p->w_ctl.data = p->w_exit.data = p->w_out.data = p->w_err.data = p;
 	p->w_watchdog.data = p;
 	ev_io_start(p->loop, &p->w_ctl);
@@ -443,6 +444,7 @@ static int spawn_parent(relay__warm *w, warm_parent *p,
 	 * small C server where it is built, else the python3 one. */
 	p->exec_server = spec->runtime == RELAY_RUNTIME_EXEC &&
 			 w->wi->exec_server;
+	p->node_server = spec->runtime == RELAY_RUNTIME_NODE;
 	if (parent_command(spec, p->exec_server, &inner, &penv) != 0) {
 		rc = relay__error_set(err, RELAY_ENOMEM, NULL, 0, 0,
 				      "out of memory");
@@ -565,7 +567,7 @@ static void idle_cb(struct ev_loop *loop, ev_timer *t, int revents)
 		next = p->next;
 		if (!p->reqs && p->state == P_READY &&
 		    now - p->last_used >= (uint64_t)w->idle_ms * 1000u)
-			parent_retire(p);
+			relay__warm_parent_retire(p);
 	}
 	for (q = w->pools; q; q = qnext) {
 		qnext = q->next;
@@ -797,7 +799,7 @@ static warm_parent *parent_for(relay__warm *w, struct ev_loop *loop,
 			break;
 		/* Another generation (or environment) of the same app. */
 		if (strcmp(p->app, spec->app) == 0)
-			parent_retire(p);
+			relay__warm_parent_retire(p);
 	}
 	if (!p) {
 		if (relay__warm_backoff_active(w, spec->app)) {
@@ -892,6 +894,6 @@ void relay_runtime_warm_retire(relay_runtime *rt, const char *app)
 	for (p = rt->warm->parents; p; p = next) {
 		next = p->next;
 		if (p->state != P_RETIRING && (!app || strcmp(p->app, app) == 0))
-			parent_retire(p);
+			relay__warm_parent_retire(p);
 	}
 }

@@ -230,3 +230,11 @@ exports.wasm = async () => {
 	const { instance } = await WebAssembly.instantiate(bytes);
 	console.log(`wasm async ${instance.exports.f2999()}`);
 };
+
+// Stuck as a fork-made hang leaves an invocation (test_warm_node.c,
+// test_node__hang_replaces_parent): its only thread waits on a futex,
+// with no timeout, that nothing will ever wake.
+exports.stuck = () => {
+	console.log('stuck');
+	Atomics.wait(new Int32Array(new SharedArrayBuffer(4)), 0, 0);
+};
