@@ -1,6 +1,6 @@
 /*
  * test_warm_node.c - the node warm fork server (warm_node.c under bwrap,
- * switched on with RELAY_WARM_NODE=fork): every invocation is a fresh
+ * the default where built; the tests set RELAY_WARM_NODE=fork): every invocation is a fresh
  * fork of a never-used node, one-shot and isolated, and behaves as a cold
  * start; what a handler uses works after the fork; a hang ends at the
  * timeout (and one stuck after the fork replaces its server). Skips when
@@ -410,7 +410,7 @@ static void test_node__server_wedged_runs_cold(void)
 
 /* A fork server that cannot load (the library is no node addon, as
  * where node's headers were missing at build): N, the runs go cold,
- * counted as unsupported; with RELAY_WARM_NODE unset node apps keep
+ * counted as unsupported; with RELAY_WARM_NODE=prestart node apps keep
  * the pre-started processes and no server starts. */
 static void test_node__unloadable_runs_cold(void)
 {
@@ -450,7 +450,7 @@ static void test_node__unloadable_runs_cold(void)
 	relay_runtime_free(r);
 	/* Switched off: the pool, never the server. */
 	relay_runtime_warm_retire(S.rt, NULL);
-	unsetenv("RELAY_WARM_NODE");
+	setenv("RELAY_WARM_NODE", "prestart", 1);
 	r = new_rt();
 	setenv("RELAY_WARM_NODE", "fork", 1);
 	RT_CHECK(r != NULL);

@@ -626,13 +626,23 @@ int relay__warm_new(relay_runtime *rt, const relay_runtime_options *opts,
 				      ? opts->warm_start_timeout_ms
 				      : WARM_START_TIMEOUT_MS;
 	w->st->version = RELAY_RUNTIME_WARM_STATS_VERSION;
-	/* Off by default until the node one-shot contract is complete
-	 * (doc/perf/warm.md, "node fork server"): node apps keep the
-	 * pre-started processes unless RELAY_WARM_NODE=fork. */
+	/* node apps: the node fork server where this build has it (its
+	 * addon needs node's headers), else pre-started processes;
+	 * RELAY_WARM_NODE=fork or prestart chooses. */
 	{
 		const char *v = getenv("RELAY_WARM_NODE");
 
-		w->node_fork = v && strcmp(v, "fork") == 0;
+		if (v && strcmp(v, "fork") == 0)
+			w->node_fork = true;
+		else if (v && strcmp(v, "prestart") == 0)
+			w->node_fork = false;
+		else
+			w->node_fork = RELAY_NODE_FORK_BUILT;
+		w->node_why = w->node_fork ? NULL
+			: v && strcmp(v, "prestart") == 0
+			? "RELAY_WARM_NODE=prestart"
+			: "this build has no node fork server (node's headers, "
+			  "node_api.h, were missing)";
 	}
 	rt->warm = w;
 	rt->starter = &w->base;
@@ -845,6 +855,13 @@ static int warm_start(relay__starter *s, void *loop,
 	}
 	start_idle_timer(w, loop);
 	if (spec->runtime == RELAY_RUNTIME_NODE && !w->node_fork) {
+		if (w->node_why) {
+			relay__log(&w->rt->logger, RELAY_LOG_INFO, "RELAY-RT07",
+				   "runtime: node apps start from pre-started "
+				   "processes, not the node fork server: %s",
+				   w->node_why);
+			w->node_why = NULL;
+		}
 		why = relay__warm_pool_claim(w, loop, spec, key, &env, out,
 					     prefix);
 		relay__strv_free(&env);

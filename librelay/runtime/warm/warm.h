@@ -146,7 +146,9 @@ struct relay__warm {
 	uint32_t max_parents, idle_ms, start_timeout_ms;
 	uint32_t next_id;
 	bool node_fork;        /* node apps: the node fork server
-				* (RELAY_WARM_NODE=fork), not the pool */
+				* (RELAY_WARM_NODE, default: where built),
+				* not the pool */
+	const char *node_why;  /* why not, said once (static), or NULL */
 	ev_timer w_idle;
 	struct ev_loop *idle_loop;
 	relay_runtime_warm_stats *st;  /* &rt->warm_st */
