@@ -24,7 +24,8 @@
  * are idle, parked in a futex or epoll wait, whenever the main thread is
  * here: quiet_threads() checks that before each fork of a slot, and a
  * slot is not made (the server says N, or stops making slots) when one
- * is not.
+ * is not. The threads a fork lacks would run V8's background tasks:
+ * warm_node_worker.c gives H a worker of its own (afterFork()).
  * V8 marks its own mappings MADV_DONTFORK; every mapping is marked
  * MADV_DOFORK again before a slot is forked, else N lacks the heap.
  *
@@ -55,10 +56,12 @@
 #include <sys/stat.h>
 #include <sys/syscall.h>
 #include <sys/wait.h>
+#include <time.h>
 #include <unistd.h>
 
 #include <node_api.h>
 
+#include "warm_node_worker.h"
 #include "warm_proto.h"
 
 #pragma weak napi_create_function
@@ -88,6 +91,8 @@ napi_value napi_register_module_v1(napi_env env, napi_value exports);
 #define NODE_MAX_SLOTS 256
 #define NODE_MAX_SETUP_FAILURES 3
 #define NODE_FIELDS_MAX 4096
+#define NODE_QUIET_TRIES 1000          /* up to 2 s for threads to park */
+#define NODE_QUIET_WAIT_NS 2000000L
 
 struct nslot {
 	pid_t pid;      /* 0: free entry */
@@ -217,6 +222,7 @@ static int quiet_threads(void)
 					return -1;
 				}
 				buf[r] = '\0';
+				buf[strcspn(buf, "\n")] = '\0';
 				if (!parked(strtol(buf, NULL, 10))) {
 					snprintf(why_not, sizeof(why_not),
 						 "thread %ld is not parked in "
@@ -371,7 +377,7 @@ static int slot_main(int ssock)
 static int new_slot(void)
 {
 	struct clone_args ca;
-	int sv[2], i, q;
+	int sv[2], i, q, tries;
 	long pid;
 
 	for (i = 0; i < NODE_MAX_SLOTS && slots[i].pid; i++)
@@ -381,6 +387,14 @@ static int new_slot(void)
 		return -1;
 	}
 	q = quiet_threads();
+	for (tries = 0; q < 0 && tries < NODE_QUIET_TRIES; tries++) {
+		/* A thread finishing its work (the warm-up's WebAssembly
+		 * compile job, a timer of node's): wait for it a little. */
+		struct timespec ts = { 0, NODE_QUIET_WAIT_NS };
+
+		nanosleep(&ts, NULL);
+		q = quiet_threads();
+	}
 	if (q < 0)
 		return -1;
 	mark_dofork();
@@ -637,31 +651,39 @@ static void exit_now(void *arg)
 	_exit(exit_code);
 }
 
-/* node::AtExit(GetCurrentEnvironment(isolate->GetCurrentContext())):
- * C++ functions node exports, called by their (Itanium ABI) names; each
- * takes and returns one pointer (v8::Local is one). 0, or -1 when this
- * node lacks one. */
-static int hook_at_exit(void)
+/* node::GetCurrentEnvironment(isolate->GetCurrentContext()): C++
+ * functions node exports, called by their (Itanium ABI) names; each
+ * takes and returns one pointer (v8::Local is one). NULL when this node
+ * lacks one. */
+static void *current_env(void)
 {
 	void *(*iso_cur)(void);
 	void *(*cur_ctx)(void *);
 	void *(*get_env)(void *);
-	void (*at_exit)(void *, void (*)(void *), void *);
-	void *iso, *ctx, *nenv;
+	void *iso, *ctx;
 
 	*(void **)&iso_cur = dlsym(RTLD_DEFAULT, "_ZN2v87Isolate10GetCurrentEv");
 	*(void **)&cur_ctx = dlsym(RTLD_DEFAULT,
 				   "_ZN2v87Isolate17GetCurrentContextEv");
 	*(void **)&get_env = dlsym(RTLD_DEFAULT,
 		"_ZN4node21GetCurrentEnvironmentEN2v85LocalINS0_7ContextEEE");
-	*(void **)&at_exit = dlsym(RTLD_DEFAULT,
-		"_ZN4node6AtExitEPNS_11EnvironmentEPFvPvES2_");
-	if (!iso_cur || !cur_ctx || !get_env || !at_exit)
-		return -1;
+	if (!iso_cur || !cur_ctx || !get_env)
+		return NULL;
 	iso = iso_cur();
 	ctx = iso ? cur_ctx(iso) : NULL;
-	nenv = ctx ? get_env(ctx) : NULL;
-	if (!nenv)
+	return ctx ? get_env(ctx) : NULL;
+}
+
+/* node::AtExit(current_env(), exit_now). 0, or -1 when this node lacks
+ * it. */
+static int hook_at_exit(void)
+{
+	void (*at_exit)(void *, void (*)(void *), void *);
+	void *nenv = current_env();
+
+	*(void **)&at_exit = dlsym(RTLD_DEFAULT,
+		"_ZN4node6AtExitEPNS_11EnvironmentEPFvPvES2_");
+	if (!at_exit || !nenv)
 		return -1;
 	at_exit(nenv, exit_now, NULL);
 	return 0;
@@ -687,6 +709,7 @@ static napi_value js_set_exit_code(napi_env env, napi_callback_info info)
 static napi_value js_after_fork(napi_env env, napi_callback_info info)
 {
 	struct uv_loop_s *loop = NULL;
+	char why[160];
 
 	(void)info;
 	if (restore_fds() != 0) {
@@ -704,6 +727,10 @@ static napi_value js_after_fork(napi_env env, napi_callback_info info)
 	if (hook_at_exit() != 0 ||
 	    napi_add_env_cleanup_hook(env, exit_now, NULL) != napi_ok) {
 		dprintf(2, "relay: node warm invocation: no exit hook\n");
+		_exit(255);
+	}
+	if (relay__node_worker_install(current_env(), why, sizeof(why)) != 0) {
+		dprintf(2, "relay: node warm invocation: %s\n", why);
 		_exit(255);
 	}
 	/* OpenSSL notices a fork by a new pid, but H is pid 2 of its

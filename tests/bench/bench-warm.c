@@ -15,7 +15,8 @@
  * created). Rounds alternate warm and cold so a noisy machine hurts both
  * alike. -g MS waits MS milliseconds before each start (give a node/exec
  * pool time to refill: the latency "when the pool is ready"); the rate
- * is then not meaningful. -p runs one path only (to profile it). Needs RELAY_BOOTSTRAP_DIR or an installed
+ * is then not meaningful. -p runs one path only (to profile it). node's
+ * warm path is RELAY_WARM_NODE's (default: the fork server where built). Needs RELAY_BOOTSTRAP_DIR or an installed
  * bootstrap.
  */
 #define _GNU_SOURCE

@@ -4,7 +4,8 @@ sandbox, warm parents on and off, in one run.
 
 usage: relayd-warm-bench.py RELAYD [EVENTS] [KINDS] [ROUNDS]
 
-For each kind (python3,node,exec by default; node-fork is node with
+For each kind (python3,node,exec by default; node is node with
+RELAY_WARM_NODE=prestart, pre-started processes, and node-fork node with
 RELAY_WARM_NODE=fork, the node warm fork server, in the warm mode) and each mode (RELAY_WARM=0,
 then 1; ROUNDS times, alternating, so machine noise hits both), a private
 redis-server and RELAYD at the default limits (MAX_CONCURRENCY 8,
@@ -111,6 +112,8 @@ def one(kind, warm, n):
     if kind == "node-fork":
         kind = "node"
         extra["RELAY_WARM_NODE"] = "fork"
+    elif kind == "node":
+        extra["RELAY_WARM_NODE"] = "prestart"
     with Env() as env:
         make_app(env, kind)
         d = env.relayd(RELAY_SANDBOX="bwrap", RELAY_WARM=str(warm),

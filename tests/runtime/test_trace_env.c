@@ -635,6 +635,11 @@ static void setup(void)
 	struct job j;
 
 	rtf_setup(&S, "trace");
+	/* One app runs every kind here, and an app has one warm parent:
+	 * node on pre-started processes (no parent) keeps python3's
+	 * (test_trace__warm counts parents; the node fork server, the
+	 * default where built, would replace it). */
+	setenv("RELAY_WARM_NODE", "prestart", 1);
 	rtf_write(S.app_dir, "handlers.py", PY_HANDLERS);
 	rtf_write(S.app_dir, "nodeh.js", NODE_HANDLERS);
 	rt_proc = new_rt("process", 0);

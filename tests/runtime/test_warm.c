@@ -1309,6 +1309,9 @@ static int setup(void)
 		return 0;
 	}
 	rtf_setup(&S, "warm");
+	/* node here: the pre-started processes (the fork server, the
+	 * default where built, is test_warm_node.c's). */
+	setenv("RELAY_WARM_NODE", "prestart", 1);
 	rtf_write(S.app_dir, "handlers.py", HANDLERS);
 	S.rt = new_rt(60000, 8);
 	if (!S.rt) {

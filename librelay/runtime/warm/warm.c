@@ -168,6 +168,7 @@ static void parent_teardown(warm_parent *p)
 	ev_io_stop(p->loop, &p->w_out);
 	ev_io_stop(p->loop, &p->w_err);
 	ev_timer_stop(p->loop, &p->w_watchdog);
+	relay__warm_hang_stop(p);
 	relay__warm_close_fd(&p->ctl);
 	relay__warm_close_fd(&p->out_fd);
 	relay__warm_close_fd(&p->err_fd);
@@ -197,8 +198,7 @@ void relay__warm_parent_free(warm_parent *p)
 	relay__free(p);
 }
 
-/* Retire: no new requests; free now if nothing runs on it. */
-static void parent_retire(warm_parent *p)
+void relay__warm_parent_retire(warm_parent *p)
 {
 	p->state = P_RETIRING;
 	relay__warm_count_states(p->w);
@@ -417,6 +417,7 @@ static void parent_watch(relay__warm *w, warm_parent *p)
 	ev_io_init(&p->w_out, out_cb, p->out_fd, EV_READ);
 	ev_io_init(&p->w_err, out_cb, p->err_fd, EV_READ);
 	ev_init(&p->w_watchdog, watchdog_cb);
+	relay__warm_hang_init(p);
 	p->w_ctl.data = p->w_exit.data = p->w_out.data = p->w_err.data = p;
 	p->w_watchdog.data = p;
 	ev_io_start(p->loop, &p->w_ctl);
@@ -443,6 +444,7 @@ static int spawn_parent(relay__warm *w, warm_parent *p,
 	 * small C server where it is built, else the python3 one. */
 	p->exec_server = spec->runtime == RELAY_RUNTIME_EXEC &&
 			 w->wi->exec_server;
+	p->node_server = spec->runtime == RELAY_RUNTIME_NODE;
 	if (parent_command(spec, p->exec_server, &inner, &penv) != 0) {
 		rc = relay__error_set(err, RELAY_ENOMEM, NULL, 0, 0,
 				      "out of memory");
@@ -565,7 +567,7 @@ static void idle_cb(struct ev_loop *loop, ev_timer *t, int revents)
 		next = p->next;
 		if (!p->reqs && p->state == P_READY &&
 		    now - p->last_used >= (uint64_t)w->idle_ms * 1000u)
-			parent_retire(p);
+			relay__warm_parent_retire(p);
 	}
 	for (q = w->pools; q; q = qnext) {
 		qnext = q->next;
@@ -624,13 +626,23 @@ int relay__warm_new(relay_runtime *rt, const relay_runtime_options *opts,
 				      ? opts->warm_start_timeout_ms
 				      : WARM_START_TIMEOUT_MS;
 	w->st->version = RELAY_RUNTIME_WARM_STATS_VERSION;
-	/* Off by default until the node one-shot contract is complete
-	 * (doc/perf/warm.md, "node fork server"): node apps keep the
-	 * pre-started processes unless RELAY_WARM_NODE=fork. */
+	/* node apps: the node fork server where this build has it (its
+	 * addon needs node's headers), else pre-started processes;
+	 * RELAY_WARM_NODE=fork or prestart chooses. */
 	{
 		const char *v = getenv("RELAY_WARM_NODE");
 
-		w->node_fork = v && strcmp(v, "fork") == 0;
+		if (v && strcmp(v, "fork") == 0)
+			w->node_fork = true;
+		else if (v && strcmp(v, "prestart") == 0)
+			w->node_fork = false;
+		else
+			w->node_fork = RELAY_NODE_FORK_BUILT;
+		w->node_why = w->node_fork ? NULL
+			: v && strcmp(v, "prestart") == 0
+			? "RELAY_WARM_NODE=prestart"
+			: "this build has no node fork server (node's headers, "
+			  "node_api.h, were missing)";
 	}
 	rt->warm = w;
 	rt->starter = &w->base;
@@ -797,7 +809,7 @@ static warm_parent *parent_for(relay__warm *w, struct ev_loop *loop,
 			break;
 		/* Another generation (or environment) of the same app. */
 		if (strcmp(p->app, spec->app) == 0)
-			parent_retire(p);
+			relay__warm_parent_retire(p);
 	}
 	if (!p) {
 		if (relay__warm_backoff_active(w, spec->app)) {
@@ -843,6 +855,13 @@ static int warm_start(relay__starter *s, void *loop,
 	}
 	start_idle_timer(w, loop);
 	if (spec->runtime == RELAY_RUNTIME_NODE && !w->node_fork) {
+		if (w->node_why) {
+			relay__log(&w->rt->logger, RELAY_LOG_INFO, "RELAY-RT07",
+				   "runtime: node apps start from pre-started "
+				   "processes, not the node fork server: %s",
+				   w->node_why);
+			w->node_why = NULL;
+		}
 		why = relay__warm_pool_claim(w, loop, spec, key, &env, out,
 					     prefix);
 		relay__strv_free(&env);
@@ -892,6 +911,6 @@ void relay_runtime_warm_retire(relay_runtime *rt, const char *app)
 	for (p = rt->warm->parents; p; p = next) {
 		next = p->next;
 		if (p->state != P_RETIRING && (!app || strcmp(p->app, app) == 0))
-			parent_retire(p);
+			relay__warm_parent_retire(p);
 	}
 }

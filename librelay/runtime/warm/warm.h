@@ -60,6 +60,8 @@ struct warm_req {
 	bool sent, started;
 	relay_mono_us sent_at; /* when the R went: the watchdog's origin */
 	pid_t pid;             /* the invocation's process, once started */
+	unsigned int hang_looks, hang_stuck; /* warm_hang.c's looks at it */
+	uint64_t hang_ticks;   /* its CPU ticks at the last look */
 };
 
 struct warm_parent {
@@ -82,6 +84,8 @@ struct warm_parent {
 	unsigned int inflight;
 	relay_mono_us last_used;
 	bool exec_server;      /* relay-warm-exec, not the python3 one */
+	bool node_server;      /* the node fork server (warm_node.c) */
+	ev_timer w_hang;       /* warm_hang.c: its invocations stuck? */
 	bool dead;
 	bool torn;             /* torn down (unlinked, watchers stopped,
 				* fds closed); memory kept while busy */
@@ -142,7 +146,9 @@ struct relay__warm {
 	uint32_t max_parents, idle_ms, start_timeout_ms;
 	uint32_t next_id;
 	bool node_fork;        /* node apps: the node fork server
-				* (RELAY_WARM_NODE=fork), not the pool */
+				* (RELAY_WARM_NODE, default: where built),
+				* not the pool */
+	const char *node_why;  /* why not, said once (static), or NULL */
 	ev_timer w_idle;
 	struct ev_loop *idle_loop;
 	relay_runtime_warm_stats *st;  /* &rt->warm_st */
@@ -176,6 +182,21 @@ uint64_t relay__warm_parent_mem(const warm_parent *p);
 /* warm.c: a parent's life, used by the control protocol. */
 void relay__warm_parent_fault(warm_parent *p, int why, const char *detail);
 void relay__warm_parent_free(warm_parent *p);
+
+/* Retire @p: no new requests; freed now when nothing runs on it (so @p
+ * may be gone on return unless it has requests). */
+void relay__warm_parent_retire(warm_parent *p);
+
+/*
+ * The node fork server's hang watchdog (warm_hang.c): _init once per
+ * parent; _watch when an invocation of it started (a no-op but for a
+ * node fork server); _stop when it is torn down. An invocation found
+ * stuck after the fork retires its parent (logged, RELAY-RT07) and is
+ * left to its timeout.
+ */
+void relay__warm_hang_init(warm_parent *p);
+void relay__warm_hang_watch(warm_parent *p);
+void relay__warm_hang_stop(warm_parent *p);
 void relay__warm_req_free(warm_req *q);
 void relay__warm_count_states(relay__warm *w);
 

@@ -161,6 +161,7 @@ static void on_started(warm_parent *p, warm_req *q, int pidfd)
 		relay__warm_close_fd(&q->go_w);
 	}
 	q->pid = pid;
+	relay__warm_hang_watch(p);
 	q->fn(RELAY__START_FORKED, (int)pid, NULL, q->payload);
 }
 

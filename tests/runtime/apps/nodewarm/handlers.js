@@ -153,7 +153,7 @@ exports.slow = async () => {
 };
 
 // fetch (undici parses HTTP with WebAssembly): see test_warm_node.c,
-// test_node__wasm_known_hang.
+// test_node__fetch_and_wasm_same_as_cold.
 exports.fetch = async () => {
 	const http = require('http');
 	const srv = http.createServer((req, res) => res.end('pong'));
@@ -162,4 +162,79 @@ exports.fetch = async () => {
 	console.log(`fetch ${await (await fetch(url)).text()}`);
 	srv.closeAllConnections();
 	await new Promise((r) => srv.close(r));
+};
+
+// fetch, many times, bodies of 64 KiB: hot enough for V8 to tier the
+// HTTP parser's WebAssembly up, were it allowed to.
+exports.fetchMany = async () => {
+	const http = require('http');
+	const body = 'x'.repeat(65536);
+	const srv = http.createServer((req, res) => res.end(body));
+	await new Promise((r) => srv.listen(0, '127.0.0.1', r));
+	const url = `http://127.0.0.1:${srv.address().port}/`;
+	let total = 0;
+	for (let i = 0; i < 200; i++)
+		total += (await (await fetch(url)).text()).length;
+	console.log(`fetched ${total}`);
+	srv.closeAllConnections();
+	await new Promise((r) => srv.close(r));
+};
+
+// A WebAssembly module of @n functions, function i returning i (each
+// exported as "f<i>").
+function wasmModule(n) {
+	const leb = (v) => {
+		const out = [];
+		do {
+			let b = v & 0x7f;
+			v >>>= 7;
+			if (v)
+				b |= 0x80;
+			out.push(b);
+		} while (v);
+		return out;
+	};
+	const sleb = (v) => {
+		const out = [];
+		for (;;) {
+			const b = v & 0x7f;
+			v >>= 7;
+			if ((v === 0 && !(b & 0x40)) || (v === -1 && (b & 0x40))) {
+				out.push(b);
+				return out;
+			}
+			out.push(b | 0x80);
+		}
+	};
+	const section = (id, body) => [id, ...leb(body.length), ...body];
+	const vec = (items) => [...leb(items.length), ...items.flat()];
+	const name = (s) => [...leb(s.length), ...Buffer.from(s)];
+	const idx = [...Array(n).keys()];
+	const code = idx.map((i) => {
+		const b = [0, 0x41, ...sleb(i), 0x0b];
+		return [...leb(b.length), ...b];
+	});
+	return new Uint8Array([0, 0x61, 0x73, 0x6d, 1, 0, 0, 0,
+		...section(1, vec([[0x60, 0, 1, 0x7f]])),
+		...section(3, vec(idx.map(() => [0]))),
+		...section(7, vec(idx.map((i) => [...name(`f${i}`), 0,
+						   ...leb(i)]))),
+		...section(10, vec(code))]);
+}
+
+// The handler's own WebAssembly, compiled synchronously and not.
+exports.wasm = async () => {
+	const bytes = wasmModule(3000);
+	const inst = new WebAssembly.Instance(new WebAssembly.Module(bytes));
+	console.log(`wasm sync ${inst.exports.f7()}`);
+	const { instance } = await WebAssembly.instantiate(bytes);
+	console.log(`wasm async ${instance.exports.f2999()}`);
+};
+
+// Stuck as a fork-made hang leaves an invocation (test_warm_node.c,
+// test_node__hang_replaces_parent): its only thread waits on a futex,
+// with no timeout, that nothing will ever wake.
+exports.stuck = () => {
+	console.log('stuck');
+	Atomics.wait(new Int32Array(new SharedArrayBuffer(4)), 0, 0);
 };
