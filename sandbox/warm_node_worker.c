@@ -74,6 +74,18 @@ static void task_run(void *t)
 	vt[1](t);
 }
 
+/* @v at the queue's tail, to run now. Under mu. */
+static void enqueue(struct vtask *v)
+{
+	v->next = NULL;
+	if (tail)
+		tail->next = v;
+	else
+		head = v;
+	tail = v;
+	outstanding++;
+}
+
 /* Due delayed tasks into the queue. Under mu. */
 static void promote(uint64_t now)
 {
@@ -87,13 +99,7 @@ static void promote(uint64_t now)
 			continue;
 		}
 		*pp = v->next;
-		v->next = NULL;
-		if (tail)
-			tail->next = v;
-		else
-			head = v;
-		tail = v;
-		outstanding++;
+		enqueue(v);
 	}
 }
 
@@ -170,12 +176,7 @@ static void post(void *task, double delay_s)
 		v->next = later;
 		later = v;
 	} else {
-		if (tail)
-			tail->next = v;
-		else
-			head = v;
-		tail = v;
-		outstanding++;
+		enqueue(v);
 	}
 	pthread_cond_signal(&more);
 	pthread_mutex_unlock(&mu);
