@@ -32,8 +32,8 @@
 #include "relay/relay_libev.h"
 #include "relay/runtime.h"
 #include "relaytest.h"
-#include "../runtime/rt_helpers.h"
-#include "../runtime/rt_job.h"
+#include "runtime/rt_helpers.h"
+#include "runtime/rt_job.h"
 
 static struct ev_loop *loop;
 static relay_runtime *rt;

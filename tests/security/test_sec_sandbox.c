@@ -14,7 +14,7 @@
 
 #include "relay/runtime.h"
 #include "relaytest.h"
-#include "../runtime/rt_helpers.h"
+#include "runtime/rt_helpers.h"
 
 /* A fresh app directory (mode @mode) holding a root-only "secret". */
 static void make_app(char *dir, mode_t mode)
