@@ -623,10 +623,13 @@ static napi_value undefined(napi_env env)
 	return v;
 }
 
+static void node_prepare(napi_env env);
+
 /* serve(): see the top of this file. Returns undefined, in an H only. */
 static napi_value js_serve(napi_env env, napi_callback_info info)
 {
 	(void)info;
+	node_prepare(env);
 	(void)serve_loop();
 	return undefined(env);
 }
@@ -650,6 +653,15 @@ static void exit_now(void *arg)
 	fflush(NULL);
 	_exit(exit_code);
 }
+
+/* node's environment and the functions of node's and OpenSSL's that an
+ * invocation calls, looked up once in the server (node_prepare()): a
+ * dlsym() in each fork costs page faults (copy-on-write of the loader's
+ * and the allocator's pages), not only time. */
+static void *node_env;
+static void (*node_at_exit)(void *, void (*)(void *), void *);
+static int (*ssl_rand_poll)(void);
+static int exit_hooked;         /* exit_now() hooked into node's exits */
 
 /* node::GetCurrentEnvironment(isolate->GetCurrentContext()): C++
  * functions node exports, called by their (Itanium ABI) names; each
@@ -678,15 +690,28 @@ static void *current_env(void)
  * it. */
 static int hook_at_exit(void)
 {
-	void (*at_exit)(void *, void (*)(void *), void *);
-	void *nenv = current_env();
-
-	*(void **)&at_exit = dlsym(RTLD_DEFAULT,
-		"_ZN4node6AtExitEPNS_11EnvironmentEPFvPvES2_");
-	if (!at_exit || !nenv)
+	if (!node_at_exit || !node_env)
 		return -1;
-	at_exit(nenv, exit_now, NULL);
+	node_at_exit(node_env, exit_now, NULL);
 	return 0;
+}
+
+/* In the server, before its first fork: what every fork's afterFork()
+ * needs looked up or made (see node_env). A lookup that fails leaves
+ * its pointer NULL, and afterFork() then fails as it would have. */
+static void node_prepare(napi_env env)
+{
+	char why[160];
+
+	node_env = current_env();
+	*(void **)&node_at_exit = dlsym(RTLD_DEFAULT,
+		"_ZN4node6AtExitEPNS_11EnvironmentEPFvPvES2_");
+	/* H's way out, registered here: the server itself never exits
+	 * through node (it _exit()s), so only a fork ever runs them. */
+	exit_hooked = hook_at_exit() == 0 &&
+		      napi_add_env_cleanup_hook(env, exit_now, NULL) == napi_ok;
+	*(void **)&ssl_rand_poll = dlsym(RTLD_DEFAULT, "RAND_poll");
+	(void)relay__node_worker_prepare(node_env, why, sizeof(why));
 }
 
 /* setExitCode(n): the code H ends with (see exit_now()). */
@@ -724,27 +749,21 @@ static napi_value js_after_fork(napi_env env, napi_callback_info info)
 		dprintf(2, "relay: node warm invocation: uv_loop_fork failed\n");
 		_exit(255);
 	}
-	if (hook_at_exit() != 0 ||
-	    napi_add_env_cleanup_hook(env, exit_now, NULL) != napi_ok) {
+	if (!exit_hooked) {
 		dprintf(2, "relay: node warm invocation: no exit hook\n");
 		_exit(255);
 	}
-	if (relay__node_worker_install(current_env(), why, sizeof(why)) != 0) {
+	if (relay__node_worker_install(node_env, why, sizeof(why)) != 0) {
 		dprintf(2, "relay: node warm invocation: %s\n", why);
 		_exit(255);
 	}
 	/* OpenSSL notices a fork by a new pid, but H is pid 2 of its
 	 * namespace as the server is of the sandbox's: reseed it (its
 	 * per-thread generators follow their parent's reseed). */
-	{
-		int (*rand_poll)(void);
-
-		*(void **)&rand_poll = dlsym(RTLD_DEFAULT, "RAND_poll");
-		if (!rand_poll || rand_poll() != 1) {
-			dprintf(2, "relay: node warm invocation: cannot "
-				   "reseed OpenSSL\n");
-			_exit(255);
-		}
+	if (!ssl_rand_poll || ssl_rand_poll() != 1) {
+		dprintf(2, "relay: node warm invocation: cannot reseed "
+			   "OpenSSL\n");
+		_exit(255);
 	}
 	return undefined(env);
 }

@@ -215,7 +215,12 @@ static void hook_drain(void *platform, void *isolate)
 	} while (flush_fg(platform, isolate));
 }
 
-int relay__node_worker_install(void *node_env, char *why, size_t why_len)
+/* What relay__node_worker_prepare() found: node's platform and the copy
+ * of its table, hooked (NULL: not prepared). */
+static void *ready_platform;
+static void **ready_table;
+
+int relay__node_worker_prepare(void *node_env, char *why, size_t why_len)
 {
 	static const char *const names[] = {
 		"_ZN4node12NodePlatform18CallOnWorkerThreadESt10unique_ptr"
@@ -235,6 +240,8 @@ int relay__node_worker_install(void *node_env, char *why, size_t why_len)
 	Dl_info info;
 	size_t n, i, k;
 
+	if (ready_table)
+		return 0;
 	*(void **)&get_platform = dlsym(RTLD_DEFAULT,
 		"_ZN4node23GetMultiIsolatePlatformEPNS_11EnvironmentE");
 	*(void **)&flush_fg = dlsym(RTLD_DEFAULT,
@@ -282,6 +289,16 @@ int relay__node_worker_install(void *node_env, char *why, size_t why_len)
 	pthread_cond_init(&more, &ca);
 	pthread_condattr_destroy(&ca);
 	pthread_cond_init(&drained, NULL);
-	*(void ***)platform = copy + 2;
+	ready_platform = platform;
+	ready_table = copy + 2;
+	return 0;
+}
+
+int relay__node_worker_install(void *node_env, char *why, size_t why_len)
+{
+	if (!ready_table &&
+	    relay__node_worker_prepare(node_env, why, why_len) != 0)
+		return -1;
+	*(void ***)ready_platform = ready_table;
 	return 0;
 }

@@ -127,18 +127,26 @@ function refuse(why) {
 // Math.random of a forked invocation: V8 seeded its generator once, in
 // the server, so every fork would draw the same sequence. This one draws
 // from OpenSSL's generator (reseeded per fork by afterFork()), 53 bits a
-// number as V8's.
+// number as V8's. Made and installed in the server (so that its code is
+// compiled there, once, not in each fork); each fork calls reset()
+// before anything of it can draw, so that no number the server might
+// have drawn into the pool is any fork's.
 function forkedMathRandom(crypto) {
 	const pool = new Uint32Array(256);
 	let next = pool.length;
-	return function random() {
-		if (next >= pool.length) {
-			crypto.randomFillSync(pool);
-			next = 0;
-		}
-		const hi = pool[next++] >>> 5;
-		const lo = pool[next++] >>> 6;
-		return (hi * 67108864 + lo) / 9007199254740992;
+	return {
+		random() {
+			if (next >= pool.length) {
+				crypto.randomFillSync(pool);
+				next = 0;
+			}
+			const hi = pool[next++] >>> 5;
+			const lo = pool[next++] >>> 6;
+			return (hi * 67108864 + lo) / 9007199254740992;
+		},
+		reset() {
+			next = pool.length;
+		},
 	};
 }
 
@@ -215,9 +223,11 @@ function serve(lib) {
 	void process.stdout;
 	void process.stderr;
 	warmPaths();
-	zy.serve();
-	// An invocation process, single-threaded, capabilities dropped.
-	zy.afterFork();
+	// What every fork did before its request, done here once, before
+	// the first fork: made in each fork, its functions were compiled
+	// and its objects and hidden classes made again in each, page
+	// faults all (doc/perf/warm.md, round 9). The server itself never
+	// emits 'exit', exits through node or draws a random number.
 	// The code node would exit with, for the fork's own exit (node's
 	// would join platform threads the fork does not have): set once
 	// the 'exit' listeners ran, and by process.exit().
@@ -233,7 +243,15 @@ function serve(lib) {
 		zy.setExitCode(code ?? 0);
 		return Reflect.apply(reallyExit, this, [code]);
 	};
-	Math.random = forkedMathRandom(crypto);
+	const rnd = forkedMathRandom(crypto);
+	Math.random = rnd.random;
+	rnd.reset();
+	// takeEnv() compiled (the server's environment set to itself).
+	takeEnv(Object.entries(process.env).map(([k, v]) => `${k}=${v}`));
+	zy.serve();
+	// An invocation process, single-threaded, capabilities dropped.
+	zy.afterFork();
+	rnd.reset();
 	process.execArgv = [];
 	const req = zy.request();
 	takeEnv(req.env);
