@@ -19,7 +19,8 @@ import sys
 import tempfile
 import time
 
-PKG = "@opentelemetry/otlp-transformer@0.52.1"
+import otlp_npm
+
 SECRET = "s3cr3t-T0KEN-42"
 MAX_GAP_MS = 250.0
 push, receiver = sys.argv[1], sys.argv[2]
@@ -30,27 +31,7 @@ results = []
 
 
 def install():
-	gen = os.path.join(mods, "node_modules", "@opentelemetry",
-			   "otlp-transformer", "build", "src", "generated",
-			   "root.js")
-	if os.path.exists(gen):
-		return None
-	if not shutil.which("node") or not shutil.which("npm"):
-		return "node or npm missing"
-	os.makedirs(mods, exist_ok=True)
-	try:
-		r = subprocess.run(["npm", "install", "--no-save",
-				    "--no-package-lock", "--no-audit",
-				    "--no-fund", "--ignore-scripts",
-				    "--prefix", mods, PKG],
-				   capture_output=True, text=True,
-				   timeout=300)
-	except subprocess.TimeoutExpired:
-		return "npm install timed out"
-	if r.returncode != 0 or not os.path.exists(gen):
-		last = (r.stderr.strip().splitlines() or ["?"])[-1]
-		return "npm cannot install %s: %s" % (PKG, last)
-	return None
+	return otlp_npm.install(mods)
 
 
 def check(ok, name, detail=""):

@@ -15,7 +15,6 @@ attempt's span through TRACEPARENT.
 """
 import json
 import os
-import shutil
 import subprocess
 import sys
 import tempfile
@@ -24,10 +23,10 @@ import time
 sys.path.insert(0, os.path.join(os.path.dirname(os.path.abspath(__file__)),
                                 os.pardir, "daemon"))
 import harness  # noqa: E402
+import otlp_npm  # noqa: E402
 from harness import (DEADLINE, Env, Skip, case, check, eq,  # noqa: E402
                      free_port, have_metrics, metrics, run_cases)
 
-PKG = "@opentelemetry/otlp-transformer@0.52.1"
 RECEIVER = sys.argv[3]
 BUILD = os.environ.get("RELAY_BUILD_ROOT", tempfile.gettempdir())
 MODS = os.path.join(BUILD, "tests", "otlp", "npm")
@@ -38,32 +37,12 @@ _install_error = []
 
 
 def need_decoder():
-    """Skip unless node and the OpenTelemetry generated code are there."""
-    gen = os.path.join(MODS, "node_modules", "@opentelemetry",
-                       "otlp-transformer", "build", "src", "generated",
-                       "root.js")
-    if os.path.exists(gen):
-        return
-    if _install_error:
+    """Skip unless node and the OpenTelemetry generated code are there
+    (installed once, under a lock shared with test_otlp.py)."""
+    if not _install_error:
+        _install_error.append(otlp_npm.install(MODS))
+    if _install_error[0]:
         raise Skip(_install_error[0])
-    why = None
-    if not shutil.which("node") or not shutil.which("npm"):
-        why = "node or npm missing"
-    else:
-        os.makedirs(MODS, exist_ok=True)
-        try:
-            r = subprocess.run(["npm", "install", "--no-save",
-                                "--no-package-lock", "--no-audit",
-                                "--no-fund", "--ignore-scripts",
-                                "--prefix", MODS, PKG],
-                               capture_output=True, text=True, timeout=300)
-            if r.returncode != 0 or not os.path.exists(gen):
-                why = "npm cannot install " + PKG
-        except subprocess.TimeoutExpired:
-            why = "npm install timed out"
-    if why:
-        _install_error.append(why)
-        raise Skip(why)
 
 
 class Receiver:
