@@ -444,44 +444,42 @@ size_t relay__match_end(relay_matcher *m)
 		}
 	}
 	for (i = 0; i < m->ncand; i++) {
-		uint32_t off;
+		const relay__rule *u;
 		bool ok, lazy;
 
 		r = m->cand[i];
-		lazy = rs->lazy_off && rs->lazy_off[r] != rs->lazy_off[r + 1];
-		off = rs->cnf_start[r];
-		if (off != RELAY__NONE) {
+		u = &rs->rules[r];
+		lazy = u->lazy_off != u->lazy_end;
+		if (u->cnf_start != RELAY__NONE) {
 			/* the clauses without thresholds, then (if they
 			 * hold) the lazy thresholds and the others */
-			ok = relay__eval_cnf(rs->cnf + off, m->leaf_stamp,
-					     m->epoch);
+			ok = relay__eval_cnf(rs->cnf + u->cnf_start,
+					     m->leaf_stamp, m->epoch);
 			if (ok) {
 				if (lazy)
-					relay__settle_lazy(m, r);
-				ok = relay__eval_cnf(rs->cnf + rs->cnf_late[r],
+					relay__settle_lazy(m, u);
+				ok = relay__eval_cnf(rs->cnf + u->cnf_late,
 						     m->leaf_stamp, m->epoch);
 			}
-		} else if (rs->prog_late[r] == RELAY__NONE) {
+		} else if (u->prog_late == RELAY__NONE) {
 			if (lazy)
-				relay__settle_lazy(m, r);
-			ok = eval(rs->prog, rs->prog_start[r], m->leaf_stamp,
+				relay__settle_lazy(m, u);
+			ok = eval(rs->prog, u->prog_start, m->leaf_stamp,
 				  m->epoch);
 		} else {
 			/* the same split for the root AND of a program */
-			uint32_t root = rs->prog_start[r];
-
-			ok = eval_and(rs->prog, root + 1, rs->prog_late[r],
-				      m->leaf_stamp, m->epoch);
+			ok = eval_and(rs->prog, u->prog_start + 1,
+				      u->prog_late, m->leaf_stamp, m->epoch);
 			if (ok) {
 				if (lazy)
-					relay__settle_lazy(m, r);
-				ok = eval_and(rs->prog, rs->prog_late[r],
-					      rs->prog[root].end,
+					relay__settle_lazy(m, u);
+				ok = eval_and(rs->prog, u->prog_late,
+					      rs->prog[u->prog_start].end,
 					      m->leaf_stamp, m->epoch);
 			}
 		}
 		if (ok)
-			m->ids[n++] = r;
+			m->ids[n++] = u->id;
 	}
 	sort_u32(m->ids, n);
 	return n;

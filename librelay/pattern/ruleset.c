@@ -615,17 +615,15 @@ int relay_ruleset_build(relay_ruleset *rs)
 
 	if (!rs || rs->built)
 		return RELAY_EINVAL;
-	rs->prog_start = relay__calloc(rs->npats ? rs->npats : 1,
-				       sizeof(uint32_t));
-	if (!rs->prog_start)
+	rs->rules = relay__calloc(rs->npats ? rs->npats : 1,
+				  sizeof(*rs->rules));
+	if (!rs->rules)
 		return RELAY_ENOMEM;
-	rs->prog_late = relay__calloc(rs->npats ? rs->npats : 1,
-				      sizeof(uint32_t));
-	if (!rs->prog_late)
-		return RELAY_ENOMEM;
+	for (r = 0; r < rs->npats; r++)
+		rs->rules[r].cnf_start = RELAY__NONE;
 	rc = node_new(rs, &root);
 	for (r = 0; !rc && r < rs->npats; r++) {
-		rs->prog_start[r] = rs->nprog;
+		rs->rules[r].prog_start = rs->nprog;
 		rc = gen_map(rs, &rs->pats[r]->root, root);
 		if (!rc)
 			rc = relay__order_root(rs, r);
@@ -648,6 +646,8 @@ int relay_ruleset_build(relay_ruleset *rs)
 		rc = relay__build_cnf(rs);
 	if (!rc)
 		rc = relay__build_thresholds(rs);
+	if (!rc)
+		rc = relay__order_rules(rs);
 	if (rc)
 		return rc;
 	rs->built = true;
@@ -689,10 +689,7 @@ void relay_ruleset_free(relay_ruleset *rs)
 	relay__free(rs->leaf_node);
 	relay__free(rs->leaf_kind);
 	relay__free(rs->prog);
-	relay__free(rs->prog_start);
-	relay__free(rs->cnf_start);
-	relay__free(rs->cnf_late);
-	relay__free(rs->prog_late);
+	relay__free(rs->rules);
 	relay__free(rs->cnf);
 	relay__free(rs->anchor_off);
 	relay__free(rs->anchor_rules);
@@ -703,7 +700,6 @@ void relay_ruleset_free(relay_ruleset *rs)
 	relay__free(rs->thr_num);
 	relay__free(rs->thr_ms);
 	relay__free(rs->thr_leaf);
-	relay__free(rs->lazy_off);
 	relay__free(rs->lazy);
 	relay__free(rs);
 }

@@ -153,6 +153,28 @@ typedef struct relay__expr {
 	uint32_t end;    /* index just past this subtree */
 } relay__expr;
 
+/*
+ * What evaluating one candidate rule reads, kept together so that a
+ * candidate costs one cache line, not one per array (relay__match_end).
+ * Built in rule id order; the last step of the build (relay__order_rules)
+ * moves them into anchor order (the rules of anchor leaf 0, then of leaf
+ * 1, ...), the order in which a fired leaf makes them candidates, and from
+ * then on a rule is named by its place there (its "slot") in
+ * anchor_rules, always, the matcher's rule_stamp and cand.
+ */
+typedef struct relay__rule {
+	uint32_t id;              /* the rule's id (set by the reorder) */
+	uint32_t prog_start;      /* index of its root expr in prog */
+	uint32_t prog_late;       /* its root AND's first conjunct that tests
+				   * a threshold (the others come first), or
+				   * NONE: root not an AND */
+	uint32_t cnf_start;       /* offset in cnf, or NONE: not flat */
+	uint32_t cnf_late;        /* offset of its clauses that test
+				   * thresholds (after the others) */
+	uint32_t lazy_off, lazy_end; /* its lazy threshold leaves: [off,
+				      * end) of lazy */
+} relay__rule;
+
 struct relay_ruleset {
 	bool built;
 	relay_pattern **pats;     /* owned copies, in id order */
@@ -165,16 +187,11 @@ struct relay_ruleset {
 	uint32_t cap_leaves;
 	relay__expr *prog;        /* all rule programs */
 	uint32_t nprog, cap_prog;
-	uint32_t *prog_start;     /* rule -> index of its root expr */
-	uint32_t *prog_late;      /* rule -> its root AND's first conjunct
-				   * that tests a threshold (the others come
-				   * first), or NONE: root not an AND */
-	uint32_t *cnf_start;      /* rule -> offset in cnf, or NONE */
-	uint32_t *cnf_late;       /* rule -> offset of its clauses that
-				   * test thresholds (after the others) */
+	relay__rule *rules;       /* per rule, what evaluation reads */
 	uint32_t *cnf;            /* flat clauses (see relay__eval_cnf) */
 	uint32_t ncnf, cap_cnf;
-	uint32_t *anchor_off;     /* leaf -> [off, off') into anchor_rules */
+	uint32_t *anchor_off;     /* leaf -> [off, off') into anchor_rules
+				   * (rule slots after the build) */
 	uint32_t *anchor_rules;
 	uint32_t *always;         /* rules without an anchor, ascending */
 	uint32_t nalways;
@@ -190,16 +207,14 @@ struct relay_ruleset {
 	double *thr_num;
 	int64_t *thr_ms;
 	uint32_t *thr_leaf;
-	/* lazy threshold leaves read by each rule: rule -> [off, off') */
-	uint32_t *lazy_off;       /* NULL when there are none */
-	relay__lazy *lazy;
+	relay__lazy *lazy;        /* lazy threshold leaves (relay__rule) */
 };
 
 struct relay_matcher {
 	const relay_ruleset *rs;
 	uint32_t epoch;
 	uint32_t *leaf_stamp;     /* leaf fired iff stamp == epoch */
-	uint32_t *rule_stamp;     /* rule already a candidate */
+	uint32_t *rule_stamp;     /* rule slot already a candidate */
 	uint32_t *node_seen;      /* node visited (duplicate keys) */
 	/* What this event fired and visited, in order: leaf ids, and node
 	 * ids with RELAY__LOG_NODE set. A repeated key forgets exactly what
@@ -220,7 +235,7 @@ struct relay_matcher {
 	uint8_t *time_ok;
 	double *val_num;
 	relay__instant *val_t;
-	uint32_t *cand;
+	uint32_t *cand;           /* candidate rule slots, in order found */
 	uint32_t ncand;
 	uint32_t *ids;            /* results */
 	relay__buf scratch;       /* unescaped strings */
@@ -457,6 +472,9 @@ int relay__grow(void **p, uint32_t *cap, uint32_t need, size_t size);
 int relay__order_root(relay_ruleset *rs, uint32_t r);
 int relay__build_anchors(relay_ruleset *rs);
 int relay__build_cnf(relay_ruleset *rs);
+/* The last step: rules[] into anchor order, anchor_rules and always
+ * naming slots (relay__rule). */
+int relay__order_rules(relay_ruleset *rs);
 
 /* thresh.c: the threshold index (built after the anchors and the also
  * lists, which decide which leaves are lazy). */
@@ -468,9 +486,9 @@ void relay__eval_thr_time(relay_matcher *m, const relay__tnode *n,
 /* The instant kept at @node (time_stamp == epoch), parsed on first use;
  * NULL if it is not an RFC 3339 time. */
 const relay__instant *relay__lazy_time(relay_matcher *m, uint32_t node);
-/* Settle the lazy threshold leaves rule @r reads, from the values kept at
+/* Settle the lazy threshold leaves rule @u reads, from the values kept at
  * their nodes. */
-void relay__settle_lazy(relay_matcher *m, uint32_t r);
+void relay__settle_lazy(relay_matcher *m, const relay__rule *u);
 size_t relay__match_end(relay_matcher *m);
 
 /* scan.c */

@@ -37,11 +37,11 @@ static bool expr_late(const relay_ruleset *rs, uint32_t i)
  */
 int relay__order_root(relay_ruleset *rs, uint32_t r)
 {
-	uint32_t root = rs->prog_start[r], end = rs->prog[root].end;
+	uint32_t root = rs->rules[r].prog_start, end = rs->prog[root].end;
 	uint32_t j, k, at = 0, late;
 	relay__expr *tmp;
 
-	rs->prog_late[r] = RELAY__NONE;
+	rs->rules[r].prog_late = RELAY__NONE;
 	if (rs->prog[root].op != RELAY__X_AND)
 		return 0;
 	tmp = relay__malloc((end - root) * sizeof(*tmp));
@@ -49,7 +49,7 @@ int relay__order_root(relay_ruleset *rs, uint32_t r)
 		return RELAY_ENOMEM;
 	for (late = 0; late < 2; late++) {
 		if (late)
-			rs->prog_late[r] = root + 1 + at;
+			rs->rules[r].prog_late = root + 1 + at;
 		for (j = root + 1; j < end; j = rs->prog[j].end) {
 			uint32_t to = root + 1 + at;
 
@@ -159,15 +159,15 @@ static int cnf_rule(relay_ruleset *rs, uint32_t r, leafvec *lv)
 	int rc;
 
 	lv->n = 0;
-	rc = flatten(rs, rs->prog_start[r], lv);
+	rc = flatten(rs, rs->rules[r].prog_start, lv);
 	if (rc == 1)
 		return 0;
 	/* the clauses without a threshold first: only a rule that passes
 	 * them settles its lazy thresholds (relay__match_end) */
-	rs->cnf_start[r] = rs->ncnf;
+	rs->rules[r].cnf_start = rs->ncnf;
 	for (late = 0; !rc && late < 2; late++) {
 		if (late)
-			rs->cnf_late[r] = rs->ncnf;
+			rs->rules[r].cnf_late = rs->ncnf;
 		for (k = 0; !rc && k < lv->n; k += lv->v[k] + 1)
 			if (clause_late(rs, lv->v + k) == late)
 				for (j = 0; !rc && j <= lv->v[k]; j++)
@@ -190,16 +190,9 @@ int relay__build_cnf(relay_ruleset *rs)
 	uint32_t r, k;
 	int rc = 0;
 
-	rs->cnf_start = relay__calloc(rs->npats ? rs->npats : 1,
-				      sizeof(uint32_t));
-	rs->cnf_late = relay__calloc(rs->npats ? rs->npats : 1,
-				     sizeof(uint32_t));
-	if (!rs->cnf_start || !rs->cnf_late)
-		return RELAY_ENOMEM;
-	memset(rs->cnf_start, 0xff, rs->npats * sizeof(uint32_t));
 	for (k = 0; !rc && k < rs->anchor_off[rs->nleaves]; k++) {
 		r = rs->anchor_rules[k];
-		if (rs->cnf_start[r] == RELAY__NONE)
+		if (rs->rules[r].cnf_start == RELAY__NONE)
 			rc = cnf_rule(rs, r, &lv);
 	}
 	for (k = 0; !rc && k < rs->nalways; k++)
@@ -327,7 +320,7 @@ int relay__build_anchors(relay_ruleset *rs)
 		goto done;
 	for (r = 0; r < rs->npats; r++) {
 		lv.n = 0;
-		if (isinf(anchor(rs, rs->prog_start[r], &lv, &oom))) {
+		if (isinf(anchor(rs, rs->rules[r].prog_start, &lv, &oom))) {
 			rs->always[rs->nalways++] = r;
 			continue;
 		}
@@ -360,4 +353,43 @@ done:
 	relay__free(lv.v);
 	relay__free(cursor);
 	return rc;
+}
+
+/*
+ * Rules in the order their anchors make them candidates (the first anchor
+ * leaf that names each, then the rules without an anchor), so that the
+ * candidates of one fired leaf are neighbours in rules[] and in the
+ * matcher's rule_stamp, as their flat clauses already are in cnf.
+ */
+int relay__order_rules(relay_ruleset *rs)
+{
+	uint32_t n = rs->npats, r, k, next = 0;
+	uint32_t *slot = relay__malloc((n ? n : 1) * sizeof(uint32_t));
+	relay__rule *to = relay__calloc(n ? n : 1, sizeof(*to));
+
+	if (!slot || !to) {
+		relay__free(slot);
+		relay__free(to);
+		return RELAY_ENOMEM;
+	}
+	memset(slot, 0xff, n * sizeof(uint32_t));
+	for (k = 0; k < rs->anchor_off[rs->nleaves]; k++) {
+		r = rs->anchor_rules[k];
+		if (slot[r] == RELAY__NONE)
+			slot[r] = next++;
+	}
+	for (k = 0; k < rs->nalways; k++)
+		slot[rs->always[k]] = next++;
+	for (r = 0; r < n; r++) {
+		to[slot[r]] = rs->rules[r];
+		to[slot[r]].id = r;
+	}
+	for (k = 0; k < rs->anchor_off[rs->nleaves]; k++)
+		rs->anchor_rules[k] = slot[rs->anchor_rules[k]];
+	for (k = 0; k < rs->nalways; k++)
+		rs->always[k] = slot[rs->always[k]];
+	relay__free(rs->rules);
+	rs->rules = to;
+	relay__free(slot);
+	return 0;
 }

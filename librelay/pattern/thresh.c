@@ -166,11 +166,6 @@ static int build_lazy(relay_ruleset *rs)
 		relay__free(by);
 		return rc;
 	}
-	rs->lazy_off = relay__calloc((size_t)rs->npats + 1, sizeof(uint32_t));
-	if (!rs->lazy_off) {
-		relay__free(by);
-		return RELAY_ENOMEM;
-	}
 	for (pass = 0; pass < 2; pass++) {
 		if (pass) {
 			rs->lazy = relay__calloc(total ? total : 1,
@@ -182,9 +177,9 @@ static int build_lazy(relay_ruleset *rs)
 			total = 0;
 		}
 		for (r = 0; r < rs->npats; r++) {
-			uint32_t i = rs->prog_start[r];
+			uint32_t i = rs->rules[r].prog_start;
 
-			rs->lazy_off[r] = total;
+			rs->rules[r].lazy_off = total;
 			for (j = i; j < rs->prog[i].end; j++) {
 				const relay__expr *e = &rs->prog[j];
 
@@ -196,8 +191,8 @@ static int build_lazy(relay_ruleset *rs)
 					rs->lazy[total] = by[e->arg];
 				total++;
 			}
+			rs->rules[r].lazy_end = total;
 		}
-		rs->lazy_off[rs->npats] = total;
 	}
 	relay__free(by);
 	return 0;
@@ -337,12 +332,12 @@ void relay__eval_eq_num(relay_matcher *m, const relay__tnode *n, double v)
  * unstamped reads as "did not fire", as when the one-by-one loop skipped
  * it.
  */
-void relay__settle_lazy(relay_matcher *m, uint32_t r)
+void relay__settle_lazy(relay_matcher *m, const relay__rule *u)
 {
 	const relay_ruleset *rs = m->rs;
 	uint32_t k, epoch = m->epoch;
 
-	for (k = rs->lazy_off[r]; k < rs->lazy_off[r + 1]; k++) {
+	for (k = u->lazy_off; k < u->lazy_end; k++) {
 		const relay__lazy *z = &rs->lazy[k];
 		const relay__instant *t;
 		bool held;
