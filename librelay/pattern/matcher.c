@@ -105,6 +105,7 @@ void relay__match_begin(relay_matcher *m, relay_wall_ms now)
 	m->ncand = 0;
 	m->work = 0;
 	m->nlog = 0;
+	m->logging = false;
 	m->log_lost = false;
 	m->now = now;
 	m->errstr[0] = '\0';

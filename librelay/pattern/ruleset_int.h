@@ -218,9 +218,13 @@ struct relay_matcher {
 	uint32_t *node_seen;      /* node visited (duplicate keys) */
 	/* What this event fired and visited, in order: leaf ids, and node
 	 * ids with RELAY__LOG_NODE set. A repeated key forgets exactly what
-	 * its previous value logged, in [node_from, node_to). */
+	 * its previous value logged, in [node_from, node_to). Kept only
+	 * when logging: a raw event is scanned without the log first, and
+	 * again with it if a key repeats (scan.c), since repeated keys are
+	 * rare and the log costs a store per fired leaf. */
 	uint32_t *log;
 	uint32_t nlog, cap_log;
+	bool logging;             /* keep the log (second scan) */
 	bool log_lost;            /* could not grow: full resets instead */
 	uint32_t *node_from, *node_to;
 	/* the value at a node with lazy thresholds: a number iff num_stamp
@@ -450,9 +454,12 @@ void relay__eval_number(relay_matcher *m, const relay__tnode *n, double v);
 void relay__node_reset(relay_matcher *m, uint32_t node);
 void relay__mlog_slow(relay_matcher *m, uint32_t v);
 
-/* Append @v to the event's log (inline: once per fired leaf). */
+/* Append @v to the event's log when logging (inline: once per fired
+ * leaf). */
 static inline void relay__mlog(relay_matcher *m, uint32_t v)
 {
+	if (!m->logging)
+		return;
 	if (m->nlog < m->cap_log && !m->log_lost)
 		m->log[m->nlog++] = v;
 	else

@@ -34,6 +34,7 @@ typedef struct scan {
 	relay_matcher *m;
 	const relay__tnode *nodes;
 	const uchar *base, *end;
+	bool again;               /* a key repeated while not logging */
 } scan;
 
 #define AT(s, p) ((p) < (s)->end ? *(p) : 0)
@@ -485,7 +486,8 @@ static const uchar *visit_value(scan *s, const uchar *p, uint32_t node,
  * Visit the value at p of the member that leads to trie node @node. A
  * repeated key first forgets what its previous value fired (the last
  * occurrence wins); what this value fires is logged in [node_from,
- * node_to) for the next repetition.
+ * node_to) for the next repetition. Without the log (the first scan), a
+ * repeated key stops the scan to start it again with the log.
  */
 static const uchar *visit(scan *s, const uchar *p, uint32_t node, int depth)
 {
@@ -493,13 +495,21 @@ static const uchar *visit(scan *s, const uchar *p, uint32_t node, int depth)
 
 	if (depth > RELAY__JSON_MAX_DEPTH)
 		return fail(s, p, "nesting too deep");
-	if (m->node_seen[node] == m->epoch)
+	if (m->node_seen[node] == m->epoch) {
+		if (!m->logging) {
+			s->again = true;
+			return NULL;
+		}
 		relay__node_forget(m, node);
+	}
 	m->node_seen[node] = m->epoch;
-	relay__mlog(m, node | RELAY__LOG_NODE);
-	m->node_from[node] = m->nlog;
+	if (m->logging) {
+		relay__mlog(m, node | RELAY__LOG_NODE);
+		m->node_from[node] = m->nlog;
+	}
 	p = visit_value(s, p, node, depth);
-	m->node_to[node] = m->nlog;
+	if (m->logging)
+		m->node_to[node] = m->nlog;
 	return p;
 }
 
@@ -614,7 +624,7 @@ static const uchar *scan_object(scan *s, const uchar *p, uint32_t node,
 int relay__scan_event(relay_matcher *m, const char *json, size_t len)
 {
 	scan s = { m, m->rs->nodes, (const uchar *)json,
-		   (const uchar *)json + len };
+		   (const uchar *)json + len, false };
 	const uchar *p = ws(&s, s.base);
 	int object = AT(&s, p) == '{';
 
@@ -623,8 +633,18 @@ int relay__scan_event(relay_matcher *m, const char *json, size_t len)
 		return RELAY_EPARSE;
 	}
 	if (object) {
+		const uchar *o = p;
+
 		m->node_seen[0] = m->epoch;
-		p = scan_object(&s, p, 0, 1);
+		p = scan_object(&s, o, 0, 1);
+		if (!p && s.again) {
+			/* a key repeated: once more, from a new epoch, with
+			 * the log that lets it forget the earlier value */
+			relay__match_begin(m, m->now);
+			m->logging = true;
+			m->node_seen[0] = m->epoch;
+			p = scan_object(&s, o, 0, 1);
+		}
 	} else {
 		p = skip_value(&s, p, 1);
 	}

@@ -354,6 +354,73 @@ static void test_pattern__raw_duplicates(void)
 }
 
 /*
+ * A raw event is scanned without the log of what it fired; a key that
+ * repeats (at a trie node) starts the scan again with the log. The second
+ * scan must give what one scan with the log gives: the same matches after
+ * what fired before the repeat, the same error after it, and the next
+ * event must not see either scan's stamps.
+ */
+static void test_pattern__raw_duplicate_rescan(void)
+{
+	static const struct {
+		const char *ev;
+		int rc;
+		const char *err;   /* the error, or NULL: n matches */
+		size_t n;
+	} cases[] = {
+		{ "{\"a\":1,\"b\":\"x\",\"a\":2}", 0, NULL, 1 },
+		{ "{\"a\":2,\"b\":\"x\",\"a\":1}", 0, NULL, 2 },
+		{ "{\"a\":1,\"a\":2,x}", RELAY_EPARSE,
+		  "expected string key at offset 13", 0 },
+		{ "{\"a\":1,\"c\":2,x}", RELAY_EPARSE,
+		  "expected string key at offset 13", 0 },
+		{ "{\"a\":1,\"a\":2,\"b\":\"x\"", RELAY_EPARSE,
+		  "expected ',' or '}' at offset 20", 0 },
+		{ "{\"o\":{\"a\":1,\"a\":1},\"b\":\"x\"}", 0, NULL, 2 },
+		{ "{\"b\":\"y\",\"a\":1}", 0, NULL, 1 },
+		{ "{\"a\":3}", 0, NULL, 0 },
+	};
+	static const char *pats[] = {
+		"{\"a\": [1], \"b\": [{\"exists\": false}]}",
+		"{\"b\": [\"x\"]}",
+		"{\"a\": [1]}",
+		"{\"o\": {\"a\": [1]}, \"b\": [\"x\"]}",
+	};
+	relay_ruleset *rs = NULL;
+	relay_matcher *m = NULL;
+	relay_pattern *p[RELAY__ARRAY_SIZE(pats)];
+	const uint32_t *ids;
+	size_t i, n;
+
+	RT_ASSERT(relay_ruleset_new(&rs) == 0);
+	for (i = 0; i < RELAY__ARRAY_SIZE(pats); i++) {
+		json_t *j = json_loads(pats[i], 0, NULL);
+
+		RT_ASSERT(j && relay_pattern_compile(&p[i], j, NULL) == 0);
+		RT_ASSERT(relay_ruleset_add(rs, p[i], NULL) == 0);
+		json_decref(j);
+	}
+	RT_ASSERT(relay_ruleset_build(rs) == 0);
+	RT_ASSERT(relay_matcher_new(&m, rs) == 0);
+	for (i = 0; i < RELAY__ARRAY_SIZE(cases); i++) {
+		const char *ev = cases[i].ev;
+		int rc = relay_matcher_match(m, ev, strlen(ev), NOW, &ids, &n);
+
+		if (rc != cases[i].rc)
+			RT_FAILF("%s: rc %d, want %d", ev, rc, cases[i].rc);
+		if (cases[i].err)
+			RT_EQ_STR(relay_matcher_errstr(m), cases[i].err);
+		else if (n != cases[i].n)
+			RT_FAILF("%s: %zu matches, want %zu", ev, n,
+				 cases[i].n);
+	}
+	relay_matcher_free(m);
+	relay_ruleset_free(rs);
+	for (i = 0; i < RELAY__ARRAY_SIZE(pats); i++)
+		relay_pattern_free(p[i]);
+}
+
+/*
  * A field name with a NUL byte (possible from a YAML template, or a json_t
  * built with json_object_setn()) is compared in full on every path, never
  * cut at the NUL.
@@ -611,6 +678,7 @@ static const rt_case cases[] = {
 	RT_CASE(test_pattern__raw_non_object),
 	RT_CASE(test_pattern__raw_valid),
 	RT_CASE(test_pattern__raw_duplicates),
+	RT_CASE(test_pattern__raw_duplicate_rescan),
 	RT_CASE(test_pattern__nul_in_key),
 	RT_CASE(test_pattern__ruleset_sizes),
 	RT_CASE(test_pattern__key_words),
