@@ -13,8 +13,11 @@
  *
  * Every function takes the current position and returns the position after
  * what it consumed, or NULL after recording an error ("invalid literal at
- * offset 12"). The end of input reads as byte 0, which is invalid
- * everywhere outside strings, so most bounds checks fold into the grammar.
+ * offset 12"). The text is scanned from a copy followed by SCAN_PAD zero
+ * bytes (the matcher's text buffer): byte 0 is invalid everywhere outside
+ * strings and stops a string as a control character, so reads need no
+ * bounds check (the end only names the error), and vector loads of 16
+ * bytes and word loads of 8 never leave the buffer.
  *
  * Recursion follows the trie only (bounded by the pattern depth); values
  * off the trie are skipped by an iterative loop with a bit stack.
@@ -35,9 +38,17 @@ typedef struct scan {
 	const relay__tnode *nodes;
 	const uchar *base, *end;
 	bool again;               /* a key repeated while not logging */
+	bool oom;                 /* an unescape could not allocate */
 } scan;
 
-#define AT(s, p) ((p) < (s)->end ? *(p) : 0)
+/* Zero bytes after the copy of the text: at least one vector load. */
+#define SCAN_PAD 32
+
+/* A copy larger than this is freed after the event (memory stays bounded
+ * by the usual event, not the largest ever seen). */
+#define SCAN_KEEP ((size_t)1 << 20)
+
+#define AT(s, p) (*(p))
 
 static const uchar *fail(scan *s, const uchar *p, const char *what)
 {
@@ -46,13 +57,22 @@ static const uchar *fail(scan *s, const uchar *p, const char *what)
 	return NULL;
 }
 
+/* Out of memory is not the event's fault: RELAY_ENOMEM, not a parse
+ * error (which would dead-letter a valid event). */
+static const uchar *oom(scan *s)
+{
+	snprintf(s->m->errstr, sizeof(s->m->errstr), "out of memory");
+	s->oom = true;
+	return NULL;
+}
+
 /* Skip whitespace. Compact JSON has none: one compare decides. */
 static inline const uchar *ws(const scan *s, const uchar *p)
 {
-	if (p < s->end && *p > ' ')
+	(void)s;
+	if (*p > ' ')
 		return p;
-	while (p < s->end &&
-	       (*p == ' ' || *p == '\n' || *p == '\r' || *p == '\t'))
+	while (*p == ' ' || *p == '\n' || *p == '\r' || *p == '\t')
 		p++;
 	return p;
 }
@@ -155,7 +175,6 @@ static const uchar *utf8(scan *s, const uchar *p)
  */
 static const uchar *string_end_slow(scan *s, const uchar *p, int *esc)
 {
-	const uchar *end = s->end;
 	uchar c;
 
 	for (;;) {
@@ -164,7 +183,8 @@ static const uchar *string_end_slow(scan *s, const uchar *p, int *esc)
 		const __m128i bslash = _mm_set1_epi8('\\');
 		const __m128i space = _mm_set1_epi8(0x20);
 
-		while (end - p >= 16) {
+		/* the zero bytes after the text stop it (p <= end) */
+		for (;;) {
 			__m128i v = _mm_loadu_si128((const __m128i *)p);
 			__m128i x = _mm_or_si128(
 				_mm_or_si128(_mm_cmpeq_epi8(v, quote),
@@ -174,18 +194,13 @@ static const uchar *string_end_slow(scan *s, const uchar *p, int *esc)
 
 			if (mask) {
 				p += __builtin_ctz((unsigned)mask);
-				goto special;
+				break;
 			}
 			p += 16;
 		}
-#endif
-		while (p < end && *p != '"' && *p != '\\' && *p >= 0x20 &&
-		       *p < 0x80)
+#else
+		while (*p != '"' && *p != '\\' && *p >= 0x20 && *p < 0x80)
 			p++;
-		if (p >= end)
-			return fail(s, p, "unterminated string");
-#if defined(__SSE2__)
-special:
 #endif
 		c = *p;
 		if (c == '"')
@@ -194,7 +209,8 @@ special:
 			*esc = 1;
 			p = escape(s, p);
 		} else if (c < 0x20) {
-			return fail(s, p, "control character in string");
+			return fail(s, p, p >= s->end ? "unterminated string" :
+				    "control character in string");
 		} else {
 			p = utf8(s, p);
 		}
@@ -211,7 +227,7 @@ special:
 static inline const uchar *string_end(scan *s, const uchar *p, int *esc)
 {
 #if defined(__SSE2__)
-	if (s->end - p >= 16) {
+	{
 		__m128i v = _mm_loadu_si128((const __m128i *)p);
 		__m128i x = _mm_or_si128(
 			_mm_or_si128(_mm_cmpeq_epi8(v, _mm_set1_epi8('"')),
@@ -301,7 +317,8 @@ static const char *unescape(scan *s, const uchar *p, const uchar *q,
 
 static inline int is_digit(const scan *s, const uchar *q)
 {
-	return q < s->end && (uchar)(*q - '0') < 10;
+	(void)s;
+	return (uchar)(*q - '0') < 10;
 }
 
 /*
@@ -316,7 +333,7 @@ static inline const uchar *digits_end(const scan *s, const uchar *q)
 {
 	uint64_t x, t;
 
-	while (s->end - q >= 8) {
+	for (;;) {  /* the zero bytes after the text stop it */
 		memcpy(&x, q, 8);
 		t = ((x - 0x3030303030303030ULL) |
 		     (x + 0x4646464646464646ULL)) & 0x8080808080808080ULL;
@@ -537,7 +554,7 @@ static const uchar *visit_value(scan *s, const uchar *p, uint32_t node,
 		if (esc) {
 			str = unescape(s, p + 1, q, &len);
 			if (!str)
-				return fail(s, p, "out of memory");
+				return oom(s);
 		}
 		relay__eval_string(m, n, str, len);
 		return q + 1;
@@ -595,7 +612,7 @@ static const uchar *scan_object(scan *s, const uchar *p, uint32_t node,
 		if (esc) {
 			key = unescape(s, k, kend, &klen);
 			if (!key)
-				return fail(s, p, "out of memory");
+				return oom(s);
 		}
 		kid = relay__smap_get(kids, key, klen);
 		if (kid != RELAY__NONE) {
@@ -621,10 +638,11 @@ static const uchar *scan_object(scan *s, const uchar *p, uint32_t node,
 	}
 }
 
-int relay__scan_event(relay_matcher *m, const char *json, size_t len)
+/* Scan @len bytes at @json, followed by SCAN_PAD zero bytes. */
+static int scan_text(relay_matcher *m, const char *json, size_t len)
 {
 	scan s = { m, m->rs->nodes, (const uchar *)json,
-		   (const uchar *)json + len, false };
+		   (const uchar *)json + len, false, false };
 	const uchar *p = ws(&s, s.base);
 	int object = AT(&s, p) == '{';
 
@@ -649,7 +667,7 @@ int relay__scan_event(relay_matcher *m, const char *json, size_t len)
 		p = skip_value(&s, p, 1);
 	}
 	if (!p)
-		return RELAY_EPARSE;
+		return s.oom ? RELAY_ENOMEM : RELAY_EPARSE;
 	p = ws(&s, p);
 	if (p != s.end) {
 		fail(&s, p, "trailing data");
@@ -660,4 +678,25 @@ int relay__scan_event(relay_matcher *m, const char *json, size_t len)
 		return RELAY_ETYPE;
 	}
 	return 0;
+}
+
+int relay__scan_event(relay_matcher *m, const char *json, size_t len)
+{
+	relay__buf *t = &m->text;
+
+	t->len = 0;
+	if (len > SIZE_MAX - SCAN_PAD - 1 ||
+	    relay__buf_reserve(t, len + SCAN_PAD)) {
+		snprintf(m->errstr, sizeof(m->errstr), "out of memory");
+		return RELAY_ENOMEM;
+	}
+	memcpy(t->data, json, len);
+	memset(t->data + len, 0, SCAN_PAD);
+	return scan_text(m, t->data, len);
+}
+
+void relay__scan_done(relay_matcher *m)
+{
+	if (m->text.cap > SCAN_KEEP)
+		relay__buf_free(&m->text);
 }
