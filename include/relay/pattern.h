@@ -159,15 +159,14 @@ RELAY_EXTERN void relay_matcher_free(relay_matcher *m);
  * @count: receives how many.
  *
  * The whole text is validated as JSON (RFC 8259, UTF-8) but only the parts
- * some rule looks at are decoded. It is scanned from a copy that @m keeps
- * for the next event, so no heap allocation happens in the steady state
- * (a copy over 1 MiB is freed after its event).
+ * some rule looks at are decoded; no heap allocation happens in the steady
+ * state.
  *
  * Returns: 0; RELAY_EPARSE if @json is not valid JSON
  * (relay_matcher_errstr() says why, with a byte offset); RELAY_ETYPE if it
- * is valid JSON but not an object; RELAY_ENOMEM if the copy, or a string
- * that must be unescaped, could not be allocated (not the event's fault:
- * do not dead-letter it). On error *count is 0.
+ * is valid JSON but not an object; RELAY_ENOMEM if a string that must be
+ * unescaped could not be (not the event's fault: do not dead-letter it).
+ * On error *count is 0.
  * Thread-safety: one thread at a time per matcher (use one matcher per
  * thread over a shared ruleset).
  */

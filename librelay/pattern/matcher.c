@@ -80,7 +80,6 @@ void relay_matcher_free(relay_matcher *m)
 	relay__free(m->cand);
 	relay__free(m->ids);
 	relay__buf_free(&m->scratch);
-	relay__buf_free(&m->text);
 	relay__free(m);
 }
 
@@ -560,8 +559,8 @@ int relay_matcher_match(relay_matcher *m, const char *json, size_t len,
 	*count = 0;
 	relay__match_begin(m, now);
 	rc = relay__scan_event(m, json, len);
-	if (!rc)
-		*count = relay__match_end(m);
-	relay__scan_done(m);
-	return rc;
+	if (rc)
+		return rc;
+	*count = relay__match_end(m);
+	return 0;
 }

@@ -245,9 +245,6 @@ struct relay_matcher {
 	relay__buf scratch;       /* unescaped strings */
 	relay_wall_ms now;
 	uint64_t work;            /* operator test steps (bound tests) */
-	relay__buf text;          /* the raw event, copied with zero bytes
-				   * after it (scan.c); strings kept for
-				   * lazy times point into it */
 	char errstr[96];
 };
 
@@ -500,9 +497,7 @@ void relay__settle_lazy(relay_matcher *m, const relay__rule *u);
 size_t relay__match_end(relay_matcher *m);
 
 /* scan.c: validate and walk a raw event (0, RELAY_EPARSE, RELAY_ETYPE or
- * RELAY_ENOMEM); relay__scan_done() after its relay__match_end() (frees an
- * unusually large copy of the text). */
+ * RELAY_ENOMEM). */
 int relay__scan_event(relay_matcher *m, const char *json, size_t len);
-void relay__scan_done(relay_matcher *m);
 
 #endif /* RELAY__RULESET_INT_H */

@@ -13,11 +13,8 @@
  *
  * Every function takes the current position and returns the position after
  * what it consumed, or NULL after recording an error ("invalid literal at
- * offset 12"). The text is scanned from a copy followed by SCAN_PAD zero
- * bytes (the matcher's text buffer): byte 0 is invalid everywhere outside
- * strings and stops a string as a control character, so reads need no
- * bounds check (the end only names the error), and vector loads of 16
- * bytes and word loads of 8 never leave the buffer.
+ * offset 12"). The end of input reads as byte 0, which is invalid
+ * everywhere outside strings, so most bounds checks fold into the grammar.
  *
  * Recursion follows the trie only (bounded by the pattern depth); values
  * off the trie are skipped by an iterative loop with a bit stack.
@@ -41,14 +38,7 @@ typedef struct scan {
 	bool oom;                 /* an unescape could not allocate */
 } scan;
 
-/* Zero bytes after the copy of the text: at least one vector load. */
-#define SCAN_PAD 32
-
-/* A copy larger than this is freed after the event (memory stays bounded
- * by the usual event, not the largest ever seen). */
-#define SCAN_KEEP ((size_t)1 << 20)
-
-#define AT(s, p) (*(p))
+#define AT(s, p) ((p) < (s)->end ? *(p) : 0)
 
 static const uchar *fail(scan *s, const uchar *p, const char *what)
 {
@@ -69,10 +59,10 @@ static const uchar *oom(scan *s)
 /* Skip whitespace. Compact JSON has none: one compare decides. */
 static inline const uchar *ws(const scan *s, const uchar *p)
 {
-	(void)s;
-	if (*p > ' ')
+	if (p < s->end && *p > ' ')
 		return p;
-	while (*p == ' ' || *p == '\n' || *p == '\r' || *p == '\t')
+	while (p < s->end &&
+	       (*p == ' ' || *p == '\n' || *p == '\r' || *p == '\t'))
 		p++;
 	return p;
 }
@@ -175,6 +165,7 @@ static const uchar *utf8(scan *s, const uchar *p)
  */
 static const uchar *string_end_slow(scan *s, const uchar *p, int *esc)
 {
+	const uchar *end = s->end;
 	uchar c;
 
 	for (;;) {
@@ -183,8 +174,7 @@ static const uchar *string_end_slow(scan *s, const uchar *p, int *esc)
 		const __m128i bslash = _mm_set1_epi8('\\');
 		const __m128i space = _mm_set1_epi8(0x20);
 
-		/* the zero bytes after the text stop it (p <= end) */
-		for (;;) {
+		while (end - p >= 16) {
 			__m128i v = _mm_loadu_si128((const __m128i *)p);
 			__m128i x = _mm_or_si128(
 				_mm_or_si128(_mm_cmpeq_epi8(v, quote),
@@ -194,13 +184,18 @@ static const uchar *string_end_slow(scan *s, const uchar *p, int *esc)
 
 			if (mask) {
 				p += __builtin_ctz((unsigned)mask);
-				break;
+				goto special;
 			}
 			p += 16;
 		}
-#else
-		while (*p != '"' && *p != '\\' && *p >= 0x20 && *p < 0x80)
+#endif
+		while (p < end && *p != '"' && *p != '\\' && *p >= 0x20 &&
+		       *p < 0x80)
 			p++;
+		if (p >= end)
+			return fail(s, p, "unterminated string");
+#if defined(__SSE2__)
+special:
 #endif
 		c = *p;
 		if (c == '"')
@@ -209,8 +204,7 @@ static const uchar *string_end_slow(scan *s, const uchar *p, int *esc)
 			*esc = 1;
 			p = escape(s, p);
 		} else if (c < 0x20) {
-			return fail(s, p, p >= s->end ? "unterminated string" :
-				    "control character in string");
+			return fail(s, p, "control character in string");
 		} else {
 			p = utf8(s, p);
 		}
@@ -227,7 +221,7 @@ static const uchar *string_end_slow(scan *s, const uchar *p, int *esc)
 static inline const uchar *string_end(scan *s, const uchar *p, int *esc)
 {
 #if defined(__SSE2__)
-	{
+	if (s->end - p >= 16) {
 		__m128i v = _mm_loadu_si128((const __m128i *)p);
 		__m128i x = _mm_or_si128(
 			_mm_or_si128(_mm_cmpeq_epi8(v, _mm_set1_epi8('"')),
@@ -317,8 +311,7 @@ static const char *unescape(scan *s, const uchar *p, const uchar *q,
 
 static inline int is_digit(const scan *s, const uchar *q)
 {
-	(void)s;
-	return (uchar)(*q - '0') < 10;
+	return q < s->end && (uchar)(*q - '0') < 10;
 }
 
 /*
@@ -333,7 +326,7 @@ static inline const uchar *digits_end(const scan *s, const uchar *q)
 {
 	uint64_t x, t;
 
-	for (;;) {  /* the zero bytes after the text stop it */
+	while (s->end - q >= 8) {
 		memcpy(&x, q, 8);
 		t = ((x - 0x3030303030303030ULL) |
 		     (x + 0x4646464646464646ULL)) & 0x8080808080808080ULL;
@@ -638,8 +631,7 @@ static const uchar *scan_object(scan *s, const uchar *p, uint32_t node,
 	}
 }
 
-/* Scan @len bytes at @json, followed by SCAN_PAD zero bytes. */
-static int scan_text(relay_matcher *m, const char *json, size_t len)
+int relay__scan_event(relay_matcher *m, const char *json, size_t len)
 {
 	scan s = { m, m->rs->nodes, (const uchar *)json,
 		   (const uchar *)json + len, false, false };
@@ -678,25 +670,4 @@ static int scan_text(relay_matcher *m, const char *json, size_t len)
 		return RELAY_ETYPE;
 	}
 	return 0;
-}
-
-int relay__scan_event(relay_matcher *m, const char *json, size_t len)
-{
-	relay__buf *t = &m->text;
-
-	t->len = 0;
-	if (len > SIZE_MAX - SCAN_PAD - 1 ||
-	    relay__buf_reserve(t, len + SCAN_PAD)) {
-		snprintf(m->errstr, sizeof(m->errstr), "out of memory");
-		return RELAY_ENOMEM;
-	}
-	memcpy(t->data, json, len);
-	memset(t->data + len, 0, SCAN_PAD);
-	return scan_text(m, t->data, len);
-}
-
-void relay__scan_done(relay_matcher *m)
-{
-	if (m->text.cap > SCAN_KEEP)
-		relay__buf_free(&m->text);
 }
