@@ -42,7 +42,7 @@ int relay_matcher_new(relay_matcher **out, const relay_ruleset *rs)
 	m->time_len = relay__calloc(nn, sizeof(size_t));
 	m->time_done = relay__calloc(nn, sizeof(uint32_t));
 	m->time_ok = relay__calloc(nn, 1);
-	m->cand = relay__calloc(nr, sizeof(uint32_t));
+	m->cand = relay__calloc(nr + 1, sizeof(uint32_t)); /* relay__fire */
 	m->ids = relay__calloc(nr, sizeof(uint32_t));
 	/* Room for every leaf and node once: a repeated key needs more. */
 	m->cap_log = (uint32_t)(nl + nn + 16);
@@ -135,19 +135,23 @@ void relay__mlog_slow(relay_matcher *m, uint32_t v)
 void relay__fire(relay_matcher *m, uint32_t leaf)
 {
 	const relay_ruleset *rs = m->rs;
-	uint32_t k, r, epoch = m->epoch;
+	uint32_t k, r, n, epoch = m->epoch;
 
 	if (m->leaf_stamp[leaf] == epoch)
 		return;
 	m->leaf_stamp[leaf] = epoch;
 	relay__mlog(m, leaf);
-	for (k = rs->anchor_off[leaf]; k < rs->anchor_off[leaf + 1]; k++) {
+	/* without a branch on whether the rule is new: that is as likely
+	 * as not, and a mispredicted branch costs more than the stores
+	 * (cand has one slot more than there are rules, for the last) */
+	for (k = rs->anchor_off[leaf], n = m->ncand;
+	     k < rs->anchor_off[leaf + 1]; k++) {
 		r = rs->anchor_rules[k];
-		if (m->rule_stamp[r] != epoch) {
-			m->rule_stamp[r] = epoch;
-			m->cand[m->ncand++] = r;
-		}
+		m->cand[n] = r;
+		n += m->rule_stamp[r] != epoch;
+		m->rule_stamp[r] = epoch;
 	}
+	m->ncand = n;
 	if (rs->also_off)
 		for (k = rs->also_off[leaf]; k < rs->also_off[leaf + 1]; k++)
 			relay__fire(m, rs->also[k]);
