@@ -153,25 +153,75 @@ static uint32_t clause_late(const relay_ruleset *rs, const uint32_t *c)
 	return 0;
 }
 
-static int cnf_rule(relay_ruleset *rs, uint32_t r, leafvec *lv)
+static double leaf_cost(const relay_ruleset *rs, uint32_t leaf);
+
+/*
+ * How likely clause [n, lits] is to hold, roughly (the sum of its
+ * literals' chances, at most 1); the clause that holds @anchor (the leaf
+ * that made the rule a candidate: it holds whenever the rule is
+ * evaluated) counts as certain.
+ */
+static double clause_cost(const relay_ruleset *rs, const uint32_t *c,
+			  uint32_t anchor)
 {
-	uint32_t k, j, late;
+	double p = 0, q;
+	uint32_t k;
+
+	for (k = 1; k <= c[0]; k++) {
+		if (c[k] == anchor << 1)
+			return 2;
+		q = leaf_cost(rs, c[k] >> 1);
+		p += (c[k] & 1) ? 1 - q : q;
+	}
+	return p < 1 ? p : 1;
+}
+
+/*
+ * Rule @r's flat clauses: those without a threshold first (only a rule
+ * that passes them settles its lazy thresholds, relay__match_end), each
+ * group the least likely to hold first, so that a candidate that fails
+ * fails at its first clause as often as possible. @anchor: the anchor
+ * leaf @r was found through, or NONE.
+ */
+static int cnf_rule(relay_ruleset *rs, uint32_t r, uint32_t anchor,
+		    leafvec *lv)
+{
+	uint32_t k, j, late, n, i, at[64];
+	double cost[64];
 	int rc;
 
 	lv->n = 0;
 	rc = flatten(rs, rs->rules[r].prog_start, lv);
 	if (rc == 1)
 		return 0;
-	/* the clauses without a threshold first: only a rule that passes
-	 * them settles its lazy thresholds (relay__match_end) */
 	rs->rules[r].cnf_start = rs->ncnf;
 	for (late = 0; !rc && late < 2; late++) {
 		if (late)
 			rs->rules[r].cnf_late = rs->ncnf;
-		for (k = 0; !rc && k < lv->n; k += lv->v[k] + 1)
-			if (clause_late(rs, lv->v + k) == late)
+		/* the group's clauses by cost (insertion sort, stable; past
+		 * 64 clauses the rest keep their order) */
+		for (n = 0, k = 0; !rc && k < lv->n; k += lv->v[k] + 1) {
+			double c;
+
+			if (clause_late(rs, lv->v + k) != late)
+				continue;
+			if (n == 64) {
 				for (j = 0; !rc && j <= lv->v[k]; j++)
 					rc = cnf_push(rs, lv->v[k + j]);
+				continue;
+			}
+			c = clause_cost(rs, lv->v + k, anchor);
+			for (i = n; i > 0 && cost[i - 1] > c; i--) {
+				cost[i] = cost[i - 1];
+				at[i] = at[i - 1];
+			}
+			cost[i] = c;
+			at[i] = k;
+			n++;
+		}
+		for (i = 0; !rc && i < n; i++)
+			for (j = 0; !rc && j <= lv->v[at[i]]; j++)
+				rc = cnf_push(rs, lv->v[at[i] + j]);
 		if (!rc)
 			rc = cnf_push(rs, 0);
 	}
@@ -187,16 +237,18 @@ static int cnf_rule(relay_ruleset *rs, uint32_t r, leafvec *lv)
 int relay__build_cnf(relay_ruleset *rs)
 {
 	leafvec lv = { 0 };
-	uint32_t r, k;
+	uint32_t r, k, leaf;
 	int rc = 0;
 
-	for (k = 0; !rc && k < rs->anchor_off[rs->nleaves]; k++) {
+	for (k = 0, leaf = 0; !rc && k < rs->anchor_off[rs->nleaves]; k++) {
+		while (rs->anchor_off[leaf + 1] <= k)
+			leaf++;
 		r = rs->anchor_rules[k];
 		if (rs->rules[r].cnf_start == RELAY__NONE)
-			rc = cnf_rule(rs, r, &lv);
+			rc = cnf_rule(rs, r, leaf, &lv);
 	}
 	for (k = 0; !rc && k < rs->nalways; k++)
-		rc = cnf_rule(rs, rs->always[k], &lv);
+		rc = cnf_rule(rs, rs->always[k], RELAY__NONE, &lv);
 	relay__free(lv.v);
 	return rc;
 }
