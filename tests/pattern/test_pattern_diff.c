@@ -14,6 +14,7 @@
 #include "pattern_int.h"
 #include "relay_config.h"
 #include "relaytest.h"
+#include "pt_rules.h"
 #include "rt_oom.h"
 
 #define NOW 1767268800000LL /* 2026-01-01T12:00:00Z */
@@ -849,20 +850,16 @@ static void test_pattern__no_alloc(void)
  */
 static void test_pattern__unescape_oom(void)
 {
+	static const char *pats[] = { "{\"a\": [{\"prefix\": \"y\"}]}" };
 	relay_ruleset *rs = NULL;
 	relay_matcher *m = NULL;
-	relay_pattern *p = NULL;
-	json_t *j = json_loads("{\"a\": [{\"prefix\": \"y\"}]}", 0, NULL);
+	relay_pattern *p[1];
 	const uint32_t *ids;
 	size_t n, at, i, room = 64 * 1024;
 	char *ev = malloc(room);
 
-	RT_ASSERT(j && ev);
-	RT_ASSERT(relay_pattern_compile(&p, j, NULL) == 0);
-	RT_ASSERT(relay_ruleset_new(&rs) == 0);
-	RT_ASSERT(relay_ruleset_add(rs, p, NULL) == 0);
-	RT_ASSERT(relay_ruleset_build(rs) == 0);
-	RT_ASSERT(relay_matcher_new(&m, rs) == 0);
+	RT_ASSERT(ev);
+	pt_rules(pats, 1, p, &rs, &m);
 	at = (size_t)snprintf(ev, room, "{\"a\":\"y");
 	for (i = 0; i < 4000; i++)
 		at += (size_t)snprintf(ev + at, room - at, "\\u0041");
@@ -876,10 +873,7 @@ static void test_pattern__unescape_oom(void)
 	rt_oom_uninstall();
 	RT_EQ_INT(relay_matcher_match(m, ev, at, NOW, &ids, &n), 0);
 	RT_EQ_INT(n, 1);
-	relay_matcher_free(m);
-	relay_ruleset_free(rs);
-	relay_pattern_free(p);
-	json_decref(j);
+	pt_rules_free(p, 1, rs, m);
 	free(ev);
 }
 

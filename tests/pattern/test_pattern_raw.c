@@ -10,6 +10,7 @@
 
 #include "pattern_int.h"
 #include "relaytest.h"
+#include "pt_rules.h"
 
 #define NOW 1767268800000LL /* 2026-01-01T12:00:00Z */
 
@@ -315,16 +316,7 @@ static void test_pattern__raw_duplicates(void)
 	const uint32_t *ids;
 	uint32_t raw[16];
 
-	RT_ASSERT(relay_ruleset_new(&rs) == 0);
-	for (i = 0; i < RELAY__ARRAY_SIZE(pats); i++) {
-		json_t *j = json_loads(pats[i], 0, NULL);
-
-		RT_ASSERT(j && relay_pattern_compile(&p[i], j, NULL) == 0);
-		RT_ASSERT(relay_ruleset_add(rs, p[i], NULL) == 0);
-		json_decref(j);
-	}
-	RT_ASSERT(relay_ruleset_build(rs) == 0);
-	RT_ASSERT(relay_matcher_new(&m, rs) == 0);
+	pt_rules(pats, RELAY__ARRAY_SIZE(pats), p, &rs, &m);
 	for (i = 0; i < RELAY__ARRAY_SIZE(evs); i++) {
 		json_t *ev = json_loads(evs[i], 0, NULL);
 
@@ -347,10 +339,7 @@ static void test_pattern__raw_duplicates(void)
 		}
 		json_decref(ev);
 	}
-	relay_matcher_free(m);
-	relay_ruleset_free(rs);
-	for (i = 0; i < RELAY__ARRAY_SIZE(pats); i++)
-		relay_pattern_free(p[i]);
+	pt_rules_free(p, RELAY__ARRAY_SIZE(pats), rs, m);
 }
 
 /*
@@ -392,16 +381,7 @@ static void test_pattern__raw_duplicate_rescan(void)
 	const uint32_t *ids;
 	size_t i, n;
 
-	RT_ASSERT(relay_ruleset_new(&rs) == 0);
-	for (i = 0; i < RELAY__ARRAY_SIZE(pats); i++) {
-		json_t *j = json_loads(pats[i], 0, NULL);
-
-		RT_ASSERT(j && relay_pattern_compile(&p[i], j, NULL) == 0);
-		RT_ASSERT(relay_ruleset_add(rs, p[i], NULL) == 0);
-		json_decref(j);
-	}
-	RT_ASSERT(relay_ruleset_build(rs) == 0);
-	RT_ASSERT(relay_matcher_new(&m, rs) == 0);
+	pt_rules(pats, RELAY__ARRAY_SIZE(pats), p, &rs, &m);
 	for (i = 0; i < RELAY__ARRAY_SIZE(cases); i++) {
 		const char *ev = cases[i].ev;
 		int rc = relay_matcher_match(m, ev, strlen(ev), NOW, &ids, &n);
@@ -414,10 +394,7 @@ static void test_pattern__raw_duplicate_rescan(void)
 			RT_FAILF("%s: %zu matches, want %zu", ev, n,
 				 cases[i].n);
 	}
-	relay_matcher_free(m);
-	relay_ruleset_free(rs);
-	for (i = 0; i < RELAY__ARRAY_SIZE(pats); i++)
-		relay_pattern_free(p[i]);
+	pt_rules_free(p, RELAY__ARRAY_SIZE(pats), rs, m);
 }
 
 /*

@@ -13,6 +13,7 @@
 
 #include "ruleset_int.h"
 #include "relaytest.h"
+#include "pt_rules.h"
 
 #define NOW 1767268800000LL
 
@@ -92,22 +93,10 @@ static void test_pattern__many_affixes_agree(void)
 	relay_matcher *m = NULL;
 	size_t i;
 
-	RT_ASSERT(relay_ruleset_new(&rs) == 0);
-	for (i = 0; i < RELAY__ARRAY_SIZE(pats); i++) {
-		json_t *j = json_loads(pats[i], 0, NULL);
-
-		RT_ASSERT(j && relay_pattern_compile(&p[i], j, NULL) == 0);
-		RT_ASSERT(relay_ruleset_add(rs, p[i], NULL) == 0);
-		json_decref(j);
-	}
-	RT_ASSERT(relay_ruleset_build(rs) == 0);
-	RT_ASSERT(relay_matcher_new(&m, rs) == 0);
+	pt_rules(pats, RELAY__ARRAY_SIZE(pats), p, &rs, &m);
 	for (i = 0; i < RELAY__ARRAY_SIZE(evs); i++)
 		agree(m, p, RELAY__ARRAY_SIZE(pats), evs[i]);
-	relay_matcher_free(m);
-	relay_ruleset_free(rs);
-	for (i = 0; i < RELAY__ARRAY_SIZE(pats); i++)
-		relay_pattern_free(p[i]);
+	pt_rules_free(p, RELAY__ARRAY_SIZE(pats), rs, m);
 }
 
 #define NALTS 30000
