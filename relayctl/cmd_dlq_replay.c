@@ -664,14 +664,7 @@ static int bulk(struct dlqcli *d)
 	if (!rc && (t.failed || t.bad || t.busy))
 		rc = RELAYCTL_FAIL;
 done:
-	if (dlqbulk_reporting()) {
-		int r2 = dlqbulk_report_close(0);
-
-		if (!rc)
-			rc = r2;
-	}
-	dlqbulk_free(&b);
-	return rc;
+	return dlqbulk_end(&b, rc);
 }
 
 int relayctl_cmd_dlq_replay(int argc, char **argv)

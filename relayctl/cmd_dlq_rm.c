@@ -165,14 +165,7 @@ static int bulk(struct dlqcli *d)
 	if (fflush(stdout))
 		rc = RELAYCTL_FAIL;
 done:
-	if (dlqbulk_reporting()) {
-		int r2 = dlqbulk_report_close(0);
-
-		if (!rc)
-			rc = r2;
-	}
-	dlqbulk_free(&b);
-	return rc;
+	return dlqbulk_end(&b, rc);
 }
 
 int relayctl_cmd_dlq_rm(int argc, char **argv)

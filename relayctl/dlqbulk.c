@@ -50,6 +50,18 @@ void dlqbulk_free(struct dlqbulk *b)
 	memset(b, 0, sizeof(*b));
 }
 
+int dlqbulk_end(struct dlqbulk *b, int rc)
+{
+	if (dlqbulk_reporting()) {
+		int r2 = dlqbulk_report_close(0);
+
+		if (!rc)
+			rc = r2;
+	}
+	dlqbulk_free(b);
+	return rc;
+}
+
 /* The item @it of the iterator as a callback sees it. */
 static void item_of(const relay_dlq_item *it, struct dlqbulk_item *out)
 {

@@ -65,6 +65,10 @@ struct dlqbulk {
  */
 int dlqbulk_collect(struct dlqcli *d, struct dlqbulk *b);
 void dlqbulk_free(struct dlqbulk *b);
+/* The end of a bulk command that returns @rc: closes a --json report left
+ * open by an early failure (its exit code counts only when @rc is OK),
+ * frees @b; returns the exit code. */
+int dlqbulk_end(struct dlqbulk *b, int rc);
 
 /*
  * Read the selection @b of @d again, in the same order, and call @fn for

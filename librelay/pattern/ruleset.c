@@ -240,42 +240,28 @@ static int time_leaf(relay_ruleset *rs, uint32_t node,
 	return 0;
 }
 
-static int str_leaf(relay_ruleset *rs, uint32_t node, const relay__pat_alt *a,
-		    uint32_t *out)
+/* The leaf of a string equality at @node (@ci: ignoring ASCII case, in
+ * the eic map), shared by every rule that tests the same literal. */
+static int lit_leaf(relay_ruleset *rs, uint32_t node, const relay__pat_alt *a,
+		    bool ci, uint32_t *out)
 {
 	relay__tnode *n = &rs->nodes[node];
-	uint32_t l = relay__smap_get(&n->eq_str, a->str, a->len);
+	uint32_t l = ci ? relay__smap_find_ci(&n->eic, a->str, a->len)
+			: relay__smap_get(&n->eq_str, a->str, a->len);
 	int rc;
 
 	if (l != RELAY__NONE) {
 		*out = l;
 		return 0;
 	}
-	rc = leaf_new(rs, node, a->kind, out);
+	rc = leaf_new(rs, node, a->kind, out); /* does not move rs->nodes */
 	if (rc)
 		return rc;
-	rs->nodes[node].want_str = 1;
-	return relay__smap_put(&rs->nodes[node].eq_str, a->str, a->len, *out);
-}
-
-static int eic_leaf(relay_ruleset *rs, uint32_t node, const relay__pat_alt *a,
-		    uint32_t *out)
-{
-	relay__tnode *n = &rs->nodes[node];
-	uint32_t l = relay__smap_find_ci(&n->eic, a->str, a->len);
-	int rc;
-
-	if (l != RELAY__NONE) {
-		*out = l;
-		return 0;
-	}
-	rc = leaf_new(rs, node, a->kind, out);
-	if (rc)
-		return rc;
-	n = &rs->nodes[node];
 	n->want_str = 1;
-	return relay__smap_put_h(&n->eic, a->str, a->len, *out,
-			  relay__ihash(a->str, a->len));
+	if (ci)
+		return relay__smap_put_h(&n->eic, a->str, a->len, *out,
+					 relay__ihash(a->str, a->len));
+	return relay__smap_put(&n->eq_str, a->str, a->len, *out);
 }
 
 static bool x_same(const relay__pat_alt *x, const relay__pat_alt *a)
@@ -361,7 +347,7 @@ static int alt_leaf(relay_ruleset *rs, uint32_t node, const relay__pat_alt *a,
 
 	switch (a->kind) {
 	case RELAY__PAT_EQ_STR:
-		return str_leaf(rs, node, a, out);
+		return lit_leaf(rs, node, a, false, out);
 	case RELAY__PAT_PREFIX:
 	case RELAY__PAT_SUFFIX:
 		return sent_leaf(rs, node, a->kind == RELAY__PAT_SUFFIX, a,
@@ -377,7 +363,7 @@ static int alt_leaf(relay_ruleset *rs, uint32_t node, const relay__pat_alt *a,
 	case RELAY__PAT_EQ_NULL:
 		return slot_leaf(rs, node, &n->eq_null, a->kind, out);
 	case RELAY__PAT_EIC:
-		return eic_leaf(rs, node, a, out);
+		return lit_leaf(rs, node, a, true, out);
 	case RELAY__PAT_IPREFIX:
 	case RELAY__PAT_ISUFFIX:
 	case RELAY__PAT_WILDCARD:
