@@ -611,8 +611,6 @@ int relay_ruleset_build(relay_ruleset *rs)
 	for (r = 0; !rc && r < rs->npats; r++) {
 		rs->rules[r].prog_start = rs->nprog;
 		rc = gen_map(rs, &rs->pats[r]->root, root);
-		if (!rc)
-			rc = relay__order_root(rs, r);
 	}
 	for (r = 0; !rc && r < rs->nnodes; r++) {
 		relay__tnode *n = &rs->nodes[r];

@@ -470,11 +470,9 @@ void relay__match_begin(relay_matcher *m, relay_wall_ms now);
  * 0 or RELAY_ENOMEM. */
 int relay__grow(void **p, uint32_t *cap, uint32_t need, size_t size);
 
-/* ruleset_plan.c (steps of relay_ruleset_build, 0 or RELAY_ENOMEM): rule
- * @r's root AND with its conjuncts without thresholds first (right after
- * its program is generated); the anchors (after the also lists); the
+/* ruleset_plan.c (steps of relay_ruleset_build, 0 or RELAY_ENOMEM): the
+ * anchors (after the also lists); the order of each rule's tests and its
  * flat clause lists (after the anchors, whose order they follow). */
-int relay__order_root(relay_ruleset *rs, uint32_t r);
 int relay__build_anchors(relay_ruleset *rs);
 int relay__build_cnf(relay_ruleset *rs);
 /* The last step: rules[] into anchor order, anchor_rules and always

@@ -28,33 +28,95 @@ static bool expr_late(const relay_ruleset *rs, uint32_t i)
 	return false;
 }
 
+static double leaf_cost(const relay_ruleset *rs, uint32_t leaf);
+
+/*
+ * A rough chance that the subtree at @i holds: a leaf's anchor cost (its
+ * complement when negated), at most 1 for an OR (the sum), the product
+ * for an AND; 2 when it tests @anchor, the leaf the rule was found
+ * through (it holds whenever the rule is evaluated, so it goes last).
+ */
+static double expr_chance(const relay_ruleset *rs, uint32_t i,
+			  uint32_t anchor)
+{
+	const relay__expr *e = &rs->prog[i];
+	double p, q;
+	uint32_t j;
+
+	switch (e->op) {
+	case RELAY__X_LEAF:
+		return e->arg == anchor ? 2 : leaf_cost(rs, e->arg);
+	case RELAY__X_NLEAF:
+		return 1 - leaf_cost(rs, e->arg);
+	case RELAY__X_OR:
+		for (p = 0, j = i + 1; j < e->end; j = rs->prog[j].end) {
+			q = expr_chance(rs, j, anchor);
+			if (q > 1)
+				return q;
+			p += q;
+		}
+		return p < 1 ? p : 1;
+	default:
+		for (p = 1, j = i + 1; j < e->end; j = rs->prog[j].end) {
+			q = expr_chance(rs, j, anchor);
+			if (q > 1)
+				return q;
+			p *= q;
+		}
+		return p;
+	}
+}
+
 /*
  * Rule @r's root AND with the conjuncts that test no threshold first:
  * the matcher evaluates those, and settles the rule's lazy thresholds
  * only when they hold (prog_late: the first conjunct that tests one, or
- * NONE when the root is not an AND). Subtrees move whole; their end
- * indices move with them.
+ * NONE when the root is not an AND). Within each group the conjuncts
+ * least likely to hold come first, the one with @anchor (or NONE) last,
+ * so that a candidate that fails fails early. Subtrees move whole; their
+ * end indices move with them.
  */
-int relay__order_root(relay_ruleset *rs, uint32_t r)
+static int order_root(relay_ruleset *rs, uint32_t r, uint32_t anchor)
 {
 	uint32_t root = rs->rules[r].prog_start, end = rs->prog[root].end;
-	uint32_t j, k, at = 0, late;
+	uint32_t j, k, at = 0, late, n, i, *sub;
 	relay__expr *tmp;
+	double *chance;
 
 	rs->rules[r].prog_late = RELAY__NONE;
 	if (rs->prog[root].op != RELAY__X_AND)
 		return 0;
 	tmp = relay__malloc((end - root) * sizeof(*tmp));
-	if (!tmp)
+	sub = relay__malloc((end - root) * sizeof(*sub));
+	chance = relay__malloc((end - root) * sizeof(*chance));
+	if (!tmp || !sub || !chance) {
+		relay__free(tmp);
+		relay__free(sub);
+		relay__free(chance);
 		return RELAY_ENOMEM;
+	}
 	for (late = 0; late < 2; late++) {
 		if (late)
 			rs->rules[r].prog_late = root + 1 + at;
-		for (j = root + 1; j < end; j = rs->prog[j].end) {
-			uint32_t to = root + 1 + at;
+		/* the group's conjuncts by chance (insertion sort, stable) */
+		for (n = 0, j = root + 1; j < end; j = rs->prog[j].end) {
+			double c;
 
 			if (expr_late(rs, j) != (late == 1))
 				continue;
+			c = expr_chance(rs, j, anchor);
+			for (i = n; i > 0 && chance[i - 1] > c; i--) {
+				chance[i] = chance[i - 1];
+				sub[i] = sub[i - 1];
+			}
+			chance[i] = c;
+			sub[i] = j;
+			n++;
+		}
+		for (i = 0; i < n; i++) {
+			uint32_t to = root + 1 + at;
+
+			j = sub[i];
 			for (k = j; k < rs->prog[j].end; k++) {
 				tmp[at] = rs->prog[k];
 				tmp[at++].end = rs->prog[k].end - j + to;
@@ -63,6 +125,8 @@ int relay__order_root(relay_ruleset *rs, uint32_t r)
 	}
 	memcpy(rs->prog + root + 1, tmp, at * sizeof(*tmp));
 	relay__free(tmp);
+	relay__free(sub);
+	relay__free(chance);
 	return 0;
 }
 
@@ -238,18 +302,30 @@ int relay__build_cnf(relay_ruleset *rs)
 {
 	leafvec lv = { 0 };
 	uint32_t r, k, leaf;
+	uint8_t *done;
 	int rc = 0;
 
+	done = relay__calloc(rs->npats ? rs->npats : 1, 1);
+	if (!done)
+		return RELAY_ENOMEM;
 	for (k = 0, leaf = 0; !rc && k < rs->anchor_off[rs->nleaves]; k++) {
 		while (rs->anchor_off[leaf + 1] <= k)
 			leaf++;
 		r = rs->anchor_rules[k];
-		if (rs->rules[r].cnf_start == RELAY__NONE)
+		if (done[r])
+			continue;
+		done[r] = 1;
+		rc = order_root(rs, r, leaf);
+		if (!rc)
 			rc = cnf_rule(rs, r, leaf, &lv);
 	}
-	for (k = 0; !rc && k < rs->nalways; k++)
-		rc = cnf_rule(rs, rs->always[k], RELAY__NONE, &lv);
+	for (k = 0; !rc && k < rs->nalways; k++) {
+		rc = order_root(rs, rs->always[k], RELAY__NONE);
+		if (!rc)
+			rc = cnf_rule(rs, rs->always[k], RELAY__NONE, &lv);
+	}
 	relay__free(lv.v);
+	relay__free(done);
 	return rc;
 }
 
