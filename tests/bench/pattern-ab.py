@@ -9,7 +9,11 @@ run and, at the end, per set the median events/s and rule-load ms of
 each binary and the ratio of each to the first binary's median.
 
 Usage: pattern-ab.py CORPUS SECONDS ROUNDS NAME=BENCH_MATCH ... \\
-                     [--sets common-10,numeric-1000,...]
+                     [--sets common-10,numeric-1000,...] [--cpu N]
+
+--cpu N runs every binary on CPU N only (taskset): on a small shared VM
+an unpinned run's rate depends on where the scheduler puts it, and the
+rounds of one binary then disagree by far more than the builds do.
 
 A set a binary cannot load (e.g. `mixed` with a build older than its
 operators) is reported as "-" for that binary.
@@ -24,8 +28,9 @@ DEFAULT_SETS = ["%s-%d" % (p, n) for p in ("common", "numeric", "full",
 		for n in (1, 10, 100, 1000)]
 
 
-def run(binary, corpus, profile, n, secs):
-	r = subprocess.run([binary, corpus, profile, str(n), str(secs)],
+def run(binary, corpus, profile, n, secs, cpu=None):
+	pin = ["taskset", "-c", cpu] if cpu is not None else []
+	r = subprocess.run(pin + [binary, corpus, profile, str(n), str(secs)],
 			   capture_output=True, text=True)
 	m = re.search(r"add_ms=([0-9.]+) mismatches=(\d+) "
 		      r"events_per_s=([0-9.]+)", r.stdout)
@@ -37,6 +42,11 @@ def run(binary, corpus, profile, n, secs):
 def main():
 	args = sys.argv[1:]
 	sets = DEFAULT_SETS
+	cpu = None
+	if "--cpu" in args:
+		i = args.index("--cpu")
+		cpu = args[i + 1]
+		del args[i:i + 2]
 	if "--sets" in args:
 		i = args.index("--sets")
 		sets = args[i + 1].split(",")
@@ -51,7 +61,8 @@ def main():
 			profile, n = s.rsplit("-", 1)
 			order = bins[r % len(bins):] + bins[:r % len(bins)]
 			for name, binary in order:
-				out = run(binary, corpus, profile, int(n), secs)
+				out = run(binary, corpus, profile, int(n), secs,
+					  cpu)
 				res[(s, name)].append(out)
 				print("round=%d set=%s bin=%s %s" % (
 					r + 1, s, name,
