@@ -29,7 +29,8 @@ int relay_matcher_new(relay_matcher **out, const relay_ruleset *rs)
 	nl = rs->nleaves ? rs->nleaves : 1;
 	nn = rs->nnodes ? rs->nnodes : 1;
 	m->rs = rs;
-	m->leaf_stamp = relay__calloc(nl, sizeof(uint32_t));
+	/* + RELAY__LIT_TRUE's leaf, never stamped */
+	m->leaf_stamp = relay__calloc(nl + 1, sizeof(uint32_t));
 	m->rule_stamp = relay__calloc(nr, sizeof(uint32_t));
 	m->node_seen = relay__calloc(nn, sizeof(uint32_t));
 	m->node_from = relay__calloc(nn, sizeof(uint32_t));
@@ -448,7 +449,19 @@ size_t relay__match_end(relay_matcher *m)
 			m->cand[m->ncand++] = r;
 		}
 	}
-	for (i = 0; i < m->ncand; i++) {
+	/* Drop the candidates whose first literal does not hold, without a
+	 * branch per candidate: most fail there, and which ones is as good
+	 * as random to the branch predictor. */
+	for (i = 0, n = 0; i < m->ncand; i++) {
+		uint32_t lit;
+
+		r = m->cand[i];
+		lit = rs->rules[r].first;
+		m->cand[n] = r;
+		n += (m->leaf_stamp[lit >> 1] == m->epoch) != (lit & 1);
+	}
+	m->ncand = n;
+	for (i = 0, n = 0; i < m->ncand; i++) {
 		const relay__rule *u;
 		bool ok, lazy;
 

@@ -173,7 +173,17 @@ typedef struct relay__rule {
 				   * thresholds (after the others) */
 	uint32_t lazy_off, lazy_end; /* its lazy threshold leaves: [off,
 				      * end) of lazy */
+	uint32_t first;           /* a literal (leaf << 1 | negated) that
+				   * holds whenever the rule does: its first
+				   * flat clause when that is one literal
+				   * without a threshold, else
+				   * RELAY__LIT_TRUE; tested for every
+				   * candidate before it is evaluated */
 } relay__rule;
+
+/* A literal that always holds: leaf id nleaves, negated (the matcher's
+ * leaf_stamp has one entry more, never stamped). */
+#define RELAY__LIT_TRUE(rs) ((rs)->nleaves << 1 | 1)
 
 struct relay_ruleset {
 	bool built;

@@ -255,6 +255,7 @@ static int cnf_rule(relay_ruleset *rs, uint32_t r, uint32_t anchor,
 	int rc;
 
 	lv->n = 0;
+	rs->rules[r].first = RELAY__LIT_TRUE(rs);
 	rc = flatten(rs, rs->rules[r].prog_start, lv);
 	if (rc == 1)
 		return 0;
@@ -288,6 +289,8 @@ static int cnf_rule(relay_ruleset *rs, uint32_t r, uint32_t anchor,
 				rc = cnf_push(rs, lv->v[at[i] + j]);
 		if (!rc)
 			rc = cnf_push(rs, 0);
+		if (!rc && !late && n && lv->v[at[0]] == 1)
+			rs->rules[r].first = lv->v[at[0] + 1];
 	}
 	return rc;
 }
