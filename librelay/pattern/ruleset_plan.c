@@ -257,8 +257,18 @@ static int cnf_rule(relay_ruleset *rs, uint32_t r, uint32_t anchor,
 	lv->n = 0;
 	rs->rules[r].first = RELAY__LIT_TRUE(rs);
 	rc = flatten(rs, rs->rules[r].prog_start, lv);
-	if (rc == 1)
+	if (rc == 1) {
+		/* a program: its root AND's first conjunct, when that is one
+		 * literal without a threshold (order_root put it first) */
+		const relay__rule *u = &rs->rules[r];
+		const relay__expr *e = &rs->prog[u->prog_start + 1];
+
+		if (rs->prog[u->prog_start].op == RELAY__X_AND &&
+		    u->prog_late != u->prog_start + 1 &&
+		    (e->op == RELAY__X_LEAF || e->op == RELAY__X_NLEAF))
+			rs->rules[r].first = lit_of(e);
 		return 0;
+	}
 	rs->rules[r].cnf_start = rs->ncnf;
 	for (late = 0; !rc && late < 2; late++) {
 		if (late)
