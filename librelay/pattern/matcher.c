@@ -453,12 +453,14 @@ size_t relay__match_end(relay_matcher *m)
 	 * branch per candidate: most fail there, and which ones is as good
 	 * as random to the branch predictor. */
 	for (i = 0, n = 0; i < m->ncand; i++) {
-		uint32_t lit;
+		uint32_t a, b;
 
 		r = m->cand[i];
-		lit = rs->rules[r].first;
+		a = rs->rules[r].first[0];
+		b = rs->rules[r].first[1];
 		m->cand[n] = r;
-		n += (m->leaf_stamp[lit >> 1] == m->epoch) != (lit & 1);
+		n += ((m->leaf_stamp[a >> 1] == m->epoch) != (a & 1)) &
+		     ((m->leaf_stamp[b >> 1] == m->epoch) != (b & 1));
 	}
 	m->ncand = n;
 	for (i = 0, n = 0; i < m->ncand; i++) {

@@ -173,10 +173,10 @@ typedef struct relay__rule {
 				   * thresholds (after the others) */
 	uint32_t lazy_off, lazy_end; /* its lazy threshold leaves: [off,
 				      * end) of lazy */
-	uint32_t first;           /* a literal (leaf << 1 | negated) that
-				   * holds whenever the rule does: its first
-				   * flat clause when that is one literal
-				   * without a threshold, else
+	uint32_t first[2];        /* literals (leaf << 1 | negated) that
+				   * hold whenever the rule does: its first
+				   * two flat clauses when they are one
+				   * literal without a threshold, else
 				   * RELAY__LIT_TRUE; tested for every
 				   * candidate before it is evaluated */
 } relay__rule;

@@ -255,7 +255,7 @@ static int cnf_rule(relay_ruleset *rs, uint32_t r, uint32_t anchor,
 	int rc;
 
 	lv->n = 0;
-	rs->rules[r].first = RELAY__LIT_TRUE(rs);
+	rs->rules[r].first[0] = rs->rules[r].first[1] = RELAY__LIT_TRUE(rs);
 	rc = flatten(rs, rs->rules[r].prog_start, lv);
 	if (rc == 1) {
 		/* a program: its root AND's first conjunct, when that is one
@@ -266,7 +266,7 @@ static int cnf_rule(relay_ruleset *rs, uint32_t r, uint32_t anchor,
 		if (rs->prog[u->prog_start].op == RELAY__X_AND &&
 		    u->prog_late != u->prog_start + 1 &&
 		    (e->op == RELAY__X_LEAF || e->op == RELAY__X_NLEAF))
-			rs->rules[r].first = lit_of(e);
+			rs->rules[r].first[0] = lit_of(e);
 		return 0;
 	}
 	rs->rules[r].cnf_start = rs->ncnf;
@@ -299,8 +299,9 @@ static int cnf_rule(relay_ruleset *rs, uint32_t r, uint32_t anchor,
 				rc = cnf_push(rs, lv->v[at[i] + j]);
 		if (!rc)
 			rc = cnf_push(rs, 0);
-		if (!rc && !late && n && lv->v[at[0]] == 1)
-			rs->rules[r].first = lv->v[at[0] + 1];
+		for (i = 0; !rc && !late && i < n && i < 2; i++)
+			if (lv->v[at[i]] == 1)
+				rs->rules[r].first[i] = lv->v[at[i] + 1];
 	}
 	return rc;
 }
