@@ -5,9 +5,10 @@
  * A match is three steps: relay__match_begin() starts a new epoch; the
  * event is walked along the trie (from raw bytes in scan.c, or from a
  * json_t here), firing leaves and collecting candidate rules from the
- * anchor lists of fired leaves; relay__match_end() evaluates the
- * candidates in ascending id order and writes the result ids. Nothing is
- * allocated or cleared per event: stamps compare against the epoch.
+ * anchor lists of fired leaves; relay__match_end() drops the candidates
+ * whose first literals fail, evaluates the rest and writes the ids of
+ * those that match, ascending. Nothing is allocated or cleared per event:
+ * stamps compare against the epoch.
  */
 #include <stdio.h>
 #include <stdlib.h>
