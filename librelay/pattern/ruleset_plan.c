@@ -30,6 +30,22 @@ static bool expr_late(const relay_ruleset *rs, uint32_t i)
 
 static double leaf_cost(const relay_ruleset *rs, uint32_t leaf);
 
+/* A test and its rough chance of holding, to be put in order. */
+typedef struct ranked {
+	double chance;
+	uint32_t at;  /* where it starts (prog index, or offset in a leafvec) */
+} ranked;
+
+/* Ascending chance; ties keep their order (at). */
+static int ranked_cmp(const void *a, const void *b)
+{
+	const ranked *x = a, *y = b;
+
+	if (x->chance != y->chance)
+		return x->chance < y->chance ? -1 : 1;
+	return (x->at > y->at) - (x->at < y->at);
+}
+
 /*
  * A rough chance that the subtree at @i holds: a leaf's anchor cost (its
  * complement when negated), at most 1 for an OR (the sum), the product
@@ -79,44 +95,32 @@ static double expr_chance(const relay_ruleset *rs, uint32_t i,
 static int order_root(relay_ruleset *rs, uint32_t r, uint32_t anchor)
 {
 	uint32_t root = rs->rules[r].prog_start, end = rs->prog[root].end;
-	uint32_t j, k, at = 0, late, n, i, *sub;
+	uint32_t j, k, at = 0, late, n, i;
 	relay__expr *tmp;
-	double *chance;
+	ranked *sub;
 
 	rs->rules[r].prog_late = RELAY__NONE;
 	if (rs->prog[root].op != RELAY__X_AND)
 		return 0;
 	tmp = relay__malloc((end - root) * sizeof(*tmp));
 	sub = relay__malloc((end - root) * sizeof(*sub));
-	chance = relay__malloc((end - root) * sizeof(*chance));
-	if (!tmp || !sub || !chance) {
+	if (!tmp || !sub) {
 		relay__free(tmp);
 		relay__free(sub);
-		relay__free(chance);
 		return RELAY_ENOMEM;
 	}
 	for (late = 0; late < 2; late++) {
 		if (late)
 			rs->rules[r].prog_late = root + 1 + at;
-		/* the group's conjuncts by chance (insertion sort, stable) */
-		for (n = 0, j = root + 1; j < end; j = rs->prog[j].end) {
-			double c;
-
-			if (expr_late(rs, j) != (late == 1))
-				continue;
-			c = expr_chance(rs, j, anchor);
-			for (i = n; i > 0 && chance[i - 1] > c; i--) {
-				chance[i] = chance[i - 1];
-				sub[i] = sub[i - 1];
-			}
-			chance[i] = c;
-			sub[i] = j;
-			n++;
-		}
+		for (n = 0, j = root + 1; j < end; j = rs->prog[j].end)
+			if (expr_late(rs, j) == (late == 1))
+				sub[n++] = (ranked){ expr_chance(rs, j, anchor),
+						     j };
+		qsort(sub, n, sizeof(*sub), ranked_cmp);
 		for (i = 0; i < n; i++) {
 			uint32_t to = root + 1 + at;
 
-			j = sub[i];
+			j = sub[i].at;
 			for (k = j; k < rs->prog[j].end; k++) {
 				tmp[at] = rs->prog[k];
 				tmp[at++].end = rs->prog[k].end - j + to;
@@ -126,7 +130,6 @@ static int order_root(relay_ruleset *rs, uint32_t r, uint32_t anchor)
 	memcpy(rs->prog + root + 1, tmp, at * sizeof(*tmp));
 	relay__free(tmp);
 	relay__free(sub);
-	relay__free(chance);
 	return 0;
 }
 
@@ -244,14 +247,16 @@ static double clause_cost(const relay_ruleset *rs, const uint32_t *c,
  * Rule @r's flat clauses: those without a threshold first (only a rule
  * that passes them settles its lazy thresholds, relay__match_end), each
  * group the least likely to hold first, so that a candidate that fails
- * fails at its first clause as often as possible. @anchor: the anchor
- * leaf @r was found through, or NONE.
+ * fails at its first clause as often as possible; the first two, when
+ * they are one literal, are also the rule's filter (relay__rule.first).
+ * A program gets its root AND's first conjunct as filter when that is
+ * one literal. @anchor: the anchor leaf @r was found through, or NONE.
  */
 static int cnf_rule(relay_ruleset *rs, uint32_t r, uint32_t anchor,
 		    leafvec *lv)
 {
-	uint32_t k, j, late, n, i, at[64];
-	double cost[64];
+	uint32_t k, j, late, n, i;
+	ranked *at;
 	int rc;
 
 	lv->n = 0;
@@ -269,40 +274,29 @@ static int cnf_rule(relay_ruleset *rs, uint32_t r, uint32_t anchor,
 			rs->rules[r].first[0] = lit_of(e);
 		return 0;
 	}
+	/* at most one clause per two entries of lv ([1, lit] at least) */
+	at = relay__malloc((lv->n / 2 + 1) * sizeof(*at));
+	if (!at)
+		return RELAY_ENOMEM;
 	rs->rules[r].cnf_start = rs->ncnf;
 	for (late = 0; !rc && late < 2; late++) {
 		if (late)
 			rs->rules[r].cnf_late = rs->ncnf;
-		/* the group's clauses by cost (insertion sort, stable; past
-		 * 64 clauses the rest keep their order) */
-		for (n = 0, k = 0; !rc && k < lv->n; k += lv->v[k] + 1) {
-			double c;
-
-			if (clause_late(rs, lv->v + k) != late)
-				continue;
-			if (n == 64) {
-				for (j = 0; !rc && j <= lv->v[k]; j++)
-					rc = cnf_push(rs, lv->v[k + j]);
-				continue;
-			}
-			c = clause_cost(rs, lv->v + k, anchor);
-			for (i = n; i > 0 && cost[i - 1] > c; i--) {
-				cost[i] = cost[i - 1];
-				at[i] = at[i - 1];
-			}
-			cost[i] = c;
-			at[i] = k;
-			n++;
-		}
+		for (n = 0, k = 0; k < lv->n; k += lv->v[k] + 1)
+			if (clause_late(rs, lv->v + k) == late)
+				at[n++] = (ranked){
+					clause_cost(rs, lv->v + k, anchor), k };
+		qsort(at, n, sizeof(*at), ranked_cmp);
 		for (i = 0; !rc && i < n; i++)
-			for (j = 0; !rc && j <= lv->v[at[i]]; j++)
-				rc = cnf_push(rs, lv->v[at[i] + j]);
+			for (j = 0; !rc && j <= lv->v[at[i].at]; j++)
+				rc = cnf_push(rs, lv->v[at[i].at + j]);
 		if (!rc)
 			rc = cnf_push(rs, 0);
 		for (i = 0; !rc && !late && i < n && i < 2; i++)
-			if (lv->v[at[i]] == 1)
-				rs->rules[r].first[i] = lv->v[at[i] + 1];
+			if (lv->v[at[i].at] == 1)
+				rs->rules[r].first[i] = lv->v[at[i].at + 1];
 	}
+	relay__free(at);
 	return rc;
 }
 
