@@ -168,6 +168,58 @@ static void test_pattern__worst_case_is_linear(void)
 	relay_pattern_free(p);
 }
 
+/*
+ * One rule of 40,000 fields (equalities count nothing towards the
+ * complexity cap): building it orders its clauses in n log n, and the
+ * event that has every field matches, the one that misses the last not.
+ */
+#define NFIELDS 40000
+static void test_pattern__many_fields_build(void)
+{
+	json_t *pj = json_object();
+	relay_pattern *p = NULL;
+	relay_ruleset *rs = NULL;
+	relay_matcher *m = NULL;
+	const uint32_t *ids;
+	char key[32], *ev, *o;
+	size_t n, i;
+	double t0, build_s;
+
+	RT_ASSERT(pj);
+	for (i = 0; i < NFIELDS; i++) {
+		snprintf(key, sizeof(key), "f%05zu", i);
+		json_object_set_new(pj, key, json_pack("[i]", (int)(i % 7)));
+	}
+	RT_ASSERT(relay_pattern_compile(&p, pj, NULL) == 0);
+	json_decref(pj);
+	t0 = now_s();
+	RT_ASSERT(relay_ruleset_new(&rs) == 0);
+	RT_ASSERT(relay_ruleset_add(rs, p, NULL) == 0);
+	RT_ASSERT(relay_ruleset_build(rs) == 0);
+	build_s = now_s() - t0;
+	RT_ASSERT(relay_matcher_new(&m, rs) == 0);
+	printf("# %d fields: build %.3f s\n", NFIELDS, build_s);
+	RT_CHECK(build_s < 2.0);
+	ev = malloc((size_t)NFIELDS * 16 + 16);
+	RT_ASSERT(ev);
+	o = ev;
+	*o++ = '{';
+	for (i = 0; i < NFIELDS; i++)
+		o += sprintf(o, "%s\"f%05zu\":%zu", i ? "," : "", i, i % 7);
+	*o++ = '}';
+	RT_EQ_INT(relay_matcher_match(m, ev, (size_t)(o - ev), NOW, &ids, &n),
+		  0);
+	RT_EQ_INT(n, 1);
+	o[-2] = '9';  /* the last field's value: 1 -> 9 */
+	RT_EQ_INT(relay_matcher_match(m, ev, (size_t)(o - ev), NOW, &ids, &n),
+		  0);
+	RT_EQ_INT(n, 0);
+	free(ev);
+	relay_matcher_free(m);
+	relay_ruleset_free(rs);
+	relay_pattern_free(p);
+}
+
 static relay_pattern *compile_text(const char *text, int *rc)
 {
 	json_t *j = json_loads(text, 0, NULL);
@@ -384,6 +436,7 @@ static const rt_case cases[] = {
 	RT_CASE(test_pattern__deep_or),
 	RT_CASE(test_pattern__many_affixes_agree),
 	RT_CASE(test_pattern__worst_case_is_linear),
+	RT_CASE(test_pattern__many_fields_build),
 };
 
 int main(int argc, char **argv)
