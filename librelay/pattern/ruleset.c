@@ -616,6 +616,8 @@ int relay_ruleset_build(relay_ruleset *rs)
 		relay__tnode *n = &rs->nodes[r];
 
 		sort_xstr(n);
+		n->eq_only = n->eq_str.n && !n->prefix.n && !n->suffix.n &&
+			     !n->eic.n && !n->nxstr && !n->ncmp_time;
 		rc = affix_lens(&n->prefix, &n->prefix_lens,
 				&n->nprefix_lens);
 		if (!rc)

@@ -137,6 +137,8 @@ typedef struct relay__tnode {
 	uint32_t *leaves;         /* every leaf of this node (for resets) */
 	uint32_t nleaves, cap_leaves;
 	uint8_t want_str;         /* some string predicate here */
+	uint8_t eq_only;          /* string literals are its only string
+				   * tests (scan.c looks them up inline) */
 	uint8_t want_num;         /* some number predicate here */
 } relay__tnode;
 

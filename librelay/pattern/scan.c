@@ -549,7 +549,14 @@ static const uchar *visit_value(scan *s, const uchar *p, uint32_t node,
 			if (!str)
 				return oom(s);
 		}
-		relay__eval_string(m, n, str, len);
+		if (n->eq_only) {
+			uint32_t l = relay__smap_get(&n->eq_str, str, len);
+
+			if (l != RELAY__NONE)
+				relay__fire(m, l);
+		} else {
+			relay__eval_string(m, n, str, len);
+		}
 		return q + 1;
 	case '{':
 		if (n->kids.n)
