@@ -53,7 +53,6 @@ struct prun {
 /* The plan: made in the server, inherited by every fork. */
 static struct prun plan[RELAY__NODE_PREFAULT_MAX_RUNS];
 static int nplan;
-static int populate_off;        /* the kernel lacks MADV_POPULATE_WRITE */
 
 /* In the learning fork only: the private writable mappings at the mark,
  * with a bit a page for "was this fork's own then". In a mapping of its
@@ -328,20 +327,31 @@ long relay__node_prefault_take(int fd, int timeout_ms)
 	return pages;
 }
 
+/* Has this kernel MADV_POPULATE_WRITE? Asked of a page of our own data
+ * (private, writable), since the call says EINVAL both when it does not
+ * know the advice and when a mapping does not permit it. */
+static int populate_known(void)
+{
+	uintptr_t pg = (uintptr_t)&nplan & ~(uintptr_t)(PAGE - 1);
+
+	return madvise((void *)pg, PAGE, MADV_POPULATE_WRITE) == 0 ||
+	       (errno != EINVAL && errno != ENOSYS);
+}
+
 long relay__node_prefault_run(void)
 {
 	long done = 0;
 	int i;
 
-	for (i = 0; i < nplan && !populate_off; i++) {
+	if (!nplan || !populate_known())
+		return 0;
+	for (i = 0; i < nplan; i++) {
+		/* A run that fails (no longer mapped, or not writable
+		 * here: ENOMEM, EINVAL, EFAULT) is skipped. */
 		if (madvise((void *)(uintptr_t)plan[i].lo,
 			    (size_t)(plan[i].pages * PAGE),
-			    MADV_POPULATE_WRITE) == 0) {
+			    MADV_POPULATE_WRITE) == 0)
 			done += (long)plan[i].pages;
-			continue;
-		}
-		if (errno == EINVAL || errno == ENOSYS)
-			populate_off = 1;
 	}
 	return done;
 }
