@@ -51,6 +51,7 @@
 #include <sys/ioctl.h>
 #include <sys/mman.h>
 #include <sys/mount.h>
+#include <sys/prctl.h>
 #include <sys/signalfd.h>
 #include <sys/socket.h>
 #include <sys/stat.h>
@@ -61,6 +62,7 @@
 
 #include <node_api.h>
 
+#include "warm_node_prefault.h"
 #include "warm_node_worker.h"
 #include "warm_proto.h"
 
@@ -77,6 +79,7 @@
 #pragma weak napi_get_cb_info
 #pragma weak napi_get_value_int32
 #pragma weak napi_add_env_cleanup_hook
+#pragma weak napi_get_boolean
 
 /* libuv's, exported by node: a new backend (epoll) and signal pipe for
  * the loop of a forked process. */
@@ -93,6 +96,7 @@ napi_value napi_register_module_v1(napi_env env, napi_value exports);
 #define NODE_FIELDS_MAX 4096
 #define NODE_QUIET_TRIES 1000          /* up to 2 s for threads to park */
 #define NODE_QUIET_WAIT_NS 2000000L
+#define NODE_LEARN_MS 3000              /* the learning fork's report */
 
 struct nslot {
 	pid_t pid;      /* 0: free entry */
@@ -108,6 +112,9 @@ static sigset_t start_mask;     /* the mask node runs with */
 static int sig_fd = -1;
 static int tmp_mode = -1;
 static char why_not[200];       /* why no slot can be forked */
+static int learn_fd = -1;       /* in the learning fork: its report */
+static long prefaulted;         /* in an H: pages populated before its
+				   request (warm_node_prefault.c) */
 
 static void send_fields(const char *const *f, int n, int fd)
 {
@@ -372,20 +379,12 @@ static int slot_main(int ssock)
 	return relay_warm_slot_run(&a);
 }
 
-/* Start a slot. 0 in its H, 1 in the server, -1 (why_not) when it
- * cannot. */
-static int new_slot(void)
+/* Before any fork: the other threads parked (quiet_threads(), waited
+ * for a little) and every mapping forkable. 0, or -1 (why_not). */
+static int ready_to_fork(void)
 {
-	struct clone_args ca;
-	int sv[2], i, q, tries;
-	long pid;
+	int q, tries;
 
-	for (i = 0; i < NODE_MAX_SLOTS && slots[i].pid; i++)
-		;
-	if (i == NODE_MAX_SLOTS) {
-		snprintf(why_not, sizeof(why_not), "too many slots");
-		return -1;
-	}
 	q = quiet_threads();
 	for (tries = 0; q < 0 && tries < NODE_QUIET_TRIES; tries++) {
 		/* A thread finishing its work (the warm-up's WebAssembly
@@ -398,6 +397,25 @@ static int new_slot(void)
 	if (q < 0)
 		return -1;
 	mark_dofork();
+	return 0;
+}
+
+/* Start a slot. 0 in its H, 1 in the server, -1 (why_not) when it
+ * cannot. */
+static int new_slot(void)
+{
+	struct clone_args ca;
+	int sv[2], i;
+	long pid;
+
+	for (i = 0; i < NODE_MAX_SLOTS && slots[i].pid; i++)
+		;
+	if (i == NODE_MAX_SLOTS) {
+		snprintf(why_not, sizeof(why_not), "too many slots");
+		return -1;
+	}
+	if (ready_to_fork() < 0)
+		return -1;
 	if (socketpair(AF_UNIX, SOCK_SEQPACKET | SOCK_CLOEXEC, 0, sv) != 0) {
 		snprintf(why_not, sizeof(why_not), "socketpair: %s",
 			 strerror(errno));
@@ -527,6 +545,55 @@ static int probe(void)
 	return -1;
 }
 
+/*
+ * Before the first slot: learn what every invocation process writes
+ * after its request (warm_node_prefault.c). A fork L of the server, in
+ * the server's sandbox with no descriptor of relayd's and its stdio on
+ * /dev/null, returns to the bootstrap as an H would, marks its pages
+ * after afterFork() (where an H prefaults), takes a made-up request for
+ * the bootstrap's built-in no-op handler (no application code) and, at
+ * its exit (exit_now()), reports the pages it wrote since. 0 in L, 1 in
+ * the server, with or without a plan (an invocation is the same without
+ * one, only slower).
+ */
+static int learn(void)
+{
+	struct clone_args ca;
+	int p[2], nul, st;
+	long pid, pages;
+
+	if (ready_to_fork() < 0 || pipe2(p, O_CLOEXEC) != 0)
+		return 1;
+	memset(&ca, 0, sizeof(ca));
+	ca.exit_signal = SIGCHLD;
+	pid = syscall(SYS_clone3, &ca, sizeof(ca));
+	if (pid == 0) {
+		nul = open("/dev/null", O_RDWR | O_CLOEXEC);
+		if (nul < 0 || dup2(nul, 0) < 0 || dup2(nul, 1) < 0 ||
+		    dup2(nul, 2) < 0 || dup2(nul, CTL) < 0)
+			_exit(255);
+		close(nul);
+		(void)prctl(PR_SET_PDEATHSIG, SIGKILL);
+		close(sig_fd);
+		sig_fd = -1;
+		close(p[0]);
+		learn_fd = p[1];
+		sigprocmask(SIG_SETMASK, &start_mask, NULL);
+		return 0;
+	}
+	close(p[1]);
+	pages = pid > 0 ? relay__node_prefault_take(p[0], NODE_LEARN_MS) : -1;
+	close(p[0]);
+	if (pid > 0) {
+		kill((pid_t)pid, SIGKILL);
+		while (waitpid((pid_t)pid, &st, 0) < 0 && errno == EINTR)
+			;
+	}
+	if (pages < 0)
+		dprintf(2, "relay: node warm server: no prefault plan\n");
+	return 1;
+}
+
 /* The server: returns 0 only in an H; exits when relayd hangs up. */
 static int serve_loop(void)
 {
@@ -550,6 +617,8 @@ static int serve_loop(void)
 		tmp_mode = (int)(st.st_mode & 07777);
 	fflush(stdout);
 	fflush(stderr);
+	if (learn() == 0)
+		return 0;
 	r = probe();
 	if (r == 0)
 		return 0;
@@ -651,6 +720,8 @@ static void exit_now(void *arg)
 {
 	(void)arg;
 	fflush(NULL);
+	if (learn_fd >= 0)
+		_exit(relay__node_prefault_report(learn_fd) == 0 ? 0 : 1);
 	_exit(exit_code);
 }
 
@@ -765,6 +836,12 @@ static napi_value js_after_fork(napi_env env, napi_callback_info info)
 			   "OpenSSL\n");
 		_exit(255);
 	}
+	/* The pages this process will write after its request, copied
+	 * now (learned by the learning fork, which marks them here). */
+	if (learn_fd >= 0)
+		(void)relay__node_prefault_mark();
+	else
+		prefaulted = relay__node_prefault_run();
 	return undefined(env);
 }
 
@@ -779,6 +856,19 @@ static napi_value js_request(napi_env env, napi_callback_info info)
 	int nf = 0, k;
 
 	(void)info;
+	if (learn_fd >= 0) {
+		/* The learning fork: the built-in handler, no environment
+		 * but PWD, stdin /dev/null (relay-bootstrap.js). */
+		napi_create_object(env, &o);
+		napi_create_string_utf8(env, "", 0, &s);
+		napi_set_named_property(env, o, "id", s);
+		napi_set_named_property(env, o, "handler", s);
+		napi_create_array_with_length(env, 0, &arr);
+		napi_set_named_property(env, o, "env", arr);
+		napi_get_boolean(env, true, &s);
+		napi_set_named_property(env, o, "learn", s);
+		return o;
+	}
 	len = relay_warm_slot_request(&msg);
 	if (len <= 0)
 		_exit(0);
@@ -814,6 +904,17 @@ static napi_value js_threads(napi_env env, napi_callback_info info)
 	return v;
 }
 
+/* prefaulted(): the pages this invocation process populated before its
+ * request (tests; 0 elsewhere). */
+static napi_value js_prefaulted(napi_env env, napi_callback_info info)
+{
+	napi_value v;
+
+	(void)info;
+	napi_create_int32(env, (int32_t)prefaulted, &v);
+	return v;
+}
+
 /* The warm protocol version (warm_proto.h) of this library. */
 static napi_value js_version(napi_env env, napi_callback_info info)
 {
@@ -835,6 +936,7 @@ napi_value napi_register_module_v1(napi_env env, napi_value exports)
 		{ "request", js_request },
 		{ "setExitCode", js_set_exit_code },
 		{ "threads", js_threads },
+		{ "prefaulted", js_prefaulted },
 		{ "protoVersion", js_version },
 	};
 	size_t i;

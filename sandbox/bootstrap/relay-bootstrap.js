@@ -43,7 +43,28 @@ function usage() {
 	process.exit(2);
 }
 
+// The learning fork of the node fork server (warm_node_prefault.c):
+// what every invocation writes after its request is learned from a fork
+// that runs this file's invocation path on a handler of its own, compiled
+// as a handler module is, from this file (in every sandbox); it writes a
+// line as a handler does. No application code runs in it.
+let learning = false;
+
+function learnModule() {
+	const Module = require('module');
+	const src = fs.readFileSync(__filename, 'utf8');
+	const m = new Module(__filename, null);
+	m.filename = __filename;
+	m.paths = Module._nodeModulePaths(__dirname);
+	m._compile('exports.noop = (event) => { process.stdout.write(' +
+		   `JSON.stringify({ event, n: ${src.length} }) + '\\n'); };`,
+		   __filename);
+	return m.exports;
+}
+
 async function load(base) {
+	if (learning)
+		return learnModule();
 	for (const ext of ['.js', '.cjs', '.mjs', '/index.js']) {
 		const file = base + ext;
 		if (!fs.existsSync(file))
@@ -256,7 +277,8 @@ function serve(lib) {
 	const req = zy.request();
 	takeEnv(req.env);
 	process.argv.length = 2;
-	process.argv.push(req.handler);
+	learning = req.learn === true;
+	process.argv.push(learning ? 'relay-learn.noop' : req.handler);
 	return zy;
 }
 

@@ -16,6 +16,7 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <sys/utsname.h>
 #include <time.h>
 #include <unistd.h>
 
@@ -229,6 +230,44 @@ static void test_node__exits_same_as_cold(void)
 		RT_EQ_INT(w.o.status, c.o.status);
 		RT_EQ_STR(w.o.reason, c.o.reason);
 		same_lines(&w, &c);
+		job_free(&w);
+		job_free(&c);
+	}
+}
+
+/* Every invocation process populates before its request the pages a
+ * learning fork of its server found written after one (at least one, at
+ * most the plan's bound, each time, where the kernel has
+ * MADV_POPULATE_WRITE: Linux 5.14); output and status are a cold
+ * start's; a cold start has no fork server. */
+static void test_node__prefaults_before_request(void)
+{
+	struct utsname u;
+	int major = 0, minor = 0, populate, k;
+
+	RT_CHECK(uname(&u) == 0);
+	(void)sscanf(u.release, "%d.%d", &major, &minor);
+	populate = major > 5 || (major == 5 && minor >= 14);
+	for (k = 0; k < 2; k++) {
+		struct job w, c;
+		const char *l;
+		long n;
+
+		RT_CHECK(warm_and_cold("handlers.prefault", &w, &c) == 0);
+		RT_CHECK(w.o.warm && !c.o.warm);
+		RT_EQ_INT(w.o.status, RELAY_RUN_OK);
+		RT_EQ_INT(w.o.status, c.o.status);
+		same_lines(&w, &c);
+		RT_CHECK(cap_has(&w.c, "sum 1024"));
+		RT_CHECK(cap_has(&c.c, "warm-prefaulted none"));
+		l = line_with(&w, "warm-prefaulted ");
+		RT_CHECK(*l != '\0');
+		n = strtol(l + strlen("warm-prefaulted "), NULL, 10);
+		printf("# warm-prefaulted %ld (kernel %s)\n", n, u.release);
+		if (populate)
+			RT_CHECK(n > 0 && n <= 1024);
+		else
+			RT_EQ_INT((int)n, 0);
 		job_free(&w);
 		job_free(&c);
 	}
@@ -610,6 +649,7 @@ int main(int argc, char **argv)
 		RT_CASE(test_node__unloadable_runs_cold),
 		RT_CASE(test_node__fetch_and_wasm_same_as_cold),
 		RT_CASE(test_node__hang_replaces_parent),
+		RT_CASE(test_node__prefaults_before_request),
 	};
 	int rc;
 

@@ -238,3 +238,20 @@ exports.stuck = () => {
 	console.log('stuck');
 	Atomics.wait(new Int32Array(new SharedArrayBuffer(4)), 0, 0);
 };
+
+// The pages this invocation process populated before its request (the
+// fork server's addon, bound in every warm sandbox; "none" cold), and a
+// page-sized object made and checked, as any handler's first writes.
+exports.prefault = (ev) => {
+	let n = 'none';
+	try {
+		const m = { exports: {} };
+		process.dlopen(m, '/run/relay-warm-slot.so');
+		n = m.exports.prefaulted();
+	} catch (e) {
+		n = 'none';
+	}
+	const a = new Array(1024).fill(ev.n);
+	console.log(`warm-prefaulted ${n}`);
+	console.log(`sum ${a.reduce((x, y) => x + y, 0)}`);
+};
