@@ -438,6 +438,12 @@ static void sort_u32(uint32_t *v, uint32_t n)
  * together (ruleset.c lays them out by anchor), so evaluation walks
  * memory mostly forward. Only the matches, usually few, are sorted.
  */
+/* Whether literal @lit (leaf << 1 | negated) holds now: 0 or 1. */
+static inline uint32_t lit_holds(const relay_matcher *m, uint32_t lit)
+{
+	return (m->leaf_stamp[lit >> 1] == m->epoch) != (lit & 1);
+}
+
 size_t relay__match_end(relay_matcher *m)
 {
 	const relay_ruleset *rs = m->rs;
@@ -454,14 +460,13 @@ size_t relay__match_end(relay_matcher *m)
 	 * branch per candidate: most fail there, and which ones is as good
 	 * as random to the branch predictor. */
 	for (i = 0, n = 0; i < m->ncand; i++) {
-		uint32_t a, b;
+		const uint32_t *f;
 
 		r = m->cand[i];
-		a = rs->rules[r].first[0];
-		b = rs->rules[r].first[1];
+		f = rs->rules[r].first;
 		m->cand[n] = r;
-		n += ((m->leaf_stamp[a >> 1] == m->epoch) != (a & 1)) &
-		     ((m->leaf_stamp[b >> 1] == m->epoch) != (b & 1));
+		n += (lit_holds(m, f[0]) | lit_holds(m, f[1])) &
+		     (lit_holds(m, f[2]) | lit_holds(m, f[3]));
 	}
 	m->ncand = n;
 	for (i = 0, n = 0; i < m->ncand; i++) {

@@ -175,17 +175,21 @@ typedef struct relay__rule {
 				   * thresholds (after the others) */
 	uint32_t lazy_off, lazy_end; /* its lazy threshold leaves: [off,
 				      * end) of lazy */
-	uint32_t first[2];        /* literals (leaf << 1 | negated) that
-				   * hold whenever the rule does: its first
-				   * two flat clauses when they are one
-				   * literal without a threshold, else
-				   * RELAY__LIT_TRUE; tested for every
+	uint32_t first[4];        /* two clauses that hold whenever the
+				   * rule does, each the OR of two literals
+				   * (leaf << 1 | negated): its first flat
+				   * clauses (or root conjuncts) of at most
+				   * two literals without a threshold, a
+				   * clause of one padded with
+				   * RELAY__LIT_FALSE, a missing one
+				   * RELAY__LIT_TRUE twice; tested for every
 				   * candidate before it is evaluated */
 } relay__rule;
 
-/* A literal that always holds: leaf id nleaves, negated (the matcher's
- * leaf_stamp has one entry more, never stamped). */
+/* Literals that always and never hold: leaf id nleaves, negated or not
+ * (the matcher's leaf_stamp has one entry more, never stamped). */
 #define RELAY__LIT_TRUE(rs) ((rs)->nleaves << 1 | 1)
+#define RELAY__LIT_FALSE(rs) ((rs)->nleaves << 1)
 
 struct relay_ruleset {
 	bool built;

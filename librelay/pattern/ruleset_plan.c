@@ -252,26 +252,66 @@ static double clause_cost(const relay_ruleset *rs, const uint32_t *c,
  * A program gets its root AND's first conjunct as filter when that is
  * one literal. @anchor: the anchor leaf @r was found through, or NONE.
  */
+/* Filter clause @k (0 or 1) of rule @r: literals @a and @b (OR). */
+static void set_filter(relay_ruleset *rs, uint32_t r, int k, uint32_t a,
+		       uint32_t b)
+{
+	rs->rules[r].first[2 * k] = a;
+	rs->rules[r].first[2 * k + 1] = b;
+}
+
+/* Root conjunct @j of a program as a filter clause: a literal, or an OR
+ * of two; 0, or -1 when it is neither. */
+static int prog_filter(relay_ruleset *rs, uint32_t r, int k, uint32_t j)
+{
+	const relay__expr *e = &rs->prog[j];
+	uint32_t x, y;
+
+	if (e->op == RELAY__X_LEAF || e->op == RELAY__X_NLEAF) {
+		set_filter(rs, r, k, lit_of(e), RELAY__LIT_FALSE(rs));
+		return 0;
+	}
+	if (e->op != RELAY__X_OR)
+		return -1;
+	x = j + 1;
+	y = x < e->end ? rs->prog[x].end : e->end;
+	if (x >= e->end || y >= e->end || rs->prog[y].end != e->end ||
+	    (rs->prog[x].op != RELAY__X_LEAF &&
+	     rs->prog[x].op != RELAY__X_NLEAF) ||
+	    (rs->prog[y].op != RELAY__X_LEAF &&
+	     rs->prog[y].op != RELAY__X_NLEAF))
+		return -1;
+	set_filter(rs, r, k, lit_of(&rs->prog[x]), lit_of(&rs->prog[y]));
+	return 0;
+}
+
 static int cnf_rule(relay_ruleset *rs, uint32_t r, uint32_t anchor,
 		    leafvec *lv)
 {
 	uint32_t k, j, late, n, i;
+	int nf;
 	ranked *at;
 	int rc;
 
 	lv->n = 0;
-	rs->rules[r].first[0] = rs->rules[r].first[1] = RELAY__LIT_TRUE(rs);
+	set_filter(rs, r, 0, RELAY__LIT_TRUE(rs), RELAY__LIT_TRUE(rs));
+	set_filter(rs, r, 1, RELAY__LIT_TRUE(rs), RELAY__LIT_TRUE(rs));
 	rc = flatten(rs, rs->rules[r].prog_start, lv);
 	if (rc == 1) {
-		/* a program: its root AND's first conjunct, when that is one
-		 * literal without a threshold (order_root put it first) */
+		/* a program: its root AND's first conjuncts that are a
+		 * literal or an OR of two, before the thresholds
+		 * (order_root put the least likely first) */
 		const relay__rule *u = &rs->rules[r];
-		const relay__expr *e = &rs->prog[u->prog_start + 1];
+		uint32_t root = u->prog_start, end;
 
-		if (rs->prog[u->prog_start].op == RELAY__X_AND &&
-		    u->prog_late != u->prog_start + 1 &&
-		    (e->op == RELAY__X_LEAF || e->op == RELAY__X_NLEAF))
-			rs->rules[r].first[0] = lit_of(e);
+		if (rs->prog[root].op != RELAY__X_AND)
+			return 0;
+		end = u->prog_late != RELAY__NONE ? u->prog_late
+						  : rs->prog[root].end;
+		for (nf = 0, j = root + 1; j < end && nf < 2;
+		     j = rs->prog[j].end)
+			if (prog_filter(rs, r, nf, j) == 0)
+				nf++;
 		return 0;
 	}
 	/* at most one clause per two entries of lv ([1, lit] at least) */
@@ -292,9 +332,17 @@ static int cnf_rule(relay_ruleset *rs, uint32_t r, uint32_t anchor,
 				rc = cnf_push(rs, lv->v[at[i].at + j]);
 		if (!rc)
 			rc = cnf_push(rs, 0);
-		for (i = 0; !rc && !late && i < n && i < 2; i++)
-			if (lv->v[at[i].at] == 1)
-				rs->rules[r].first[i] = lv->v[at[i].at + 1];
+		/* the first two clauses of at most two literals: the
+		 * candidate filter (relay__match_end) */
+		for (i = 0, nf = 0; !rc && !late && i < n && nf < 2; i++) {
+			const uint32_t *c = lv->v + at[i].at;
+
+			if (c[0] == 1)
+				set_filter(rs, r, nf++, c[1],
+					   RELAY__LIT_FALSE(rs));
+			else if (c[0] == 2)
+				set_filter(rs, r, nf++, c[1], c[2]);
+		}
 	}
 	relay__free(at);
 	return rc;
