@@ -86,6 +86,20 @@ bool relay__wild_split(const char *w, size_t wlen, size_t *pre, size_t *suf)
 	return wlen - *pre - *suf == 1 && w[*pre] == '*';
 }
 
+/* memchr() without its call for the short spans a wildcard segment's
+ * first byte is looked for in (event values), memchr() past 32 bytes. */
+static inline const char *find_byte(const char *s, char c, size_t n)
+{
+	size_t i;
+
+	if (n > 32)
+		return memchr(s, c, n);
+	for (i = 0; i < n; i++)
+		if (s[i] == c)
+			return s + i;
+	return NULL;
+}
+
 bool relay__wild_stars(const char *w, size_t wlen, const char *s, size_t len,
 		       uint64_t *steps)
 {
@@ -95,8 +109,10 @@ bool relay__wild_stars(const char *w, size_t wlen, const char *s, size_t len,
 	bool ok = true;
 
 	while (wi < wlen) {
-		st = memchr(w + wi, '*', wlen - wi);
-		seg = st ? (size_t)(st - w) - wi : wlen - wi;
+		/* patterns are short: no call to find the next star */
+		for (st = w + wi; st < w + wlen && *st != '*'; st++)
+			;
+		seg = (size_t)(st - w) - wi;
 		if (!seg) {  /* "**" (the compiler refuses it) */
 			wi++;
 			continue;
@@ -108,7 +124,7 @@ bool relay__wild_stars(const char *w, size_t wlen, const char *s, size_t len,
 				ok = false;
 				goto out;
 			}
-			q = memchr(s + si, w[wi], len - si - seg + 1);
+			q = find_byte(s + si, w[wi], len - si - seg + 1);
 			if (!q) {
 				ok = false;
 				goto out;
