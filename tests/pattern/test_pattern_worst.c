@@ -102,6 +102,24 @@ static void test_pattern__many_affixes_agree(void)
 #define NALTS 30000
 #define NDUPS 20000
 
+/* Compile @pj (released) as the only rule of a new ruleset, build it and
+ * a matcher; returns the seconds the ruleset took to build. */
+static double build_one(json_t *pj, relay_pattern **p, relay_ruleset **rs,
+			relay_matcher **m)
+{
+	double t0;
+
+	RT_ASSERT(pj && relay_pattern_compile(p, pj, NULL) == 0);
+	json_decref(pj);
+	t0 = now_s();
+	RT_ASSERT(relay_ruleset_new(rs) == 0);
+	RT_ASSERT(relay_ruleset_add(*rs, *p, NULL) == 0);
+	RT_ASSERT(relay_ruleset_build(*rs) == 0);
+	t0 = now_s() - t0;
+	RT_ASSERT(relay_matcher_new(m, *rs) == 0);
+	return t0;
+}
+
 /*
  * 30000 prefixes and 30000 suffixes: quadratic deduplication took
  * seconds (minutes under ASan) to build; an event repeating the key
@@ -128,14 +146,7 @@ static void test_pattern__worst_case_is_linear(void)
 						      item));
 	}
 	pj = json_pack("{s:o}", "k", alts);
-	RT_ASSERT(relay_pattern_compile(&p, pj, NULL) == 0);
-	json_decref(pj);
-	t0 = now_s();
-	RT_ASSERT(relay_ruleset_new(&rs) == 0);
-	RT_ASSERT(relay_ruleset_add(rs, p, NULL) == 0);
-	RT_ASSERT(relay_ruleset_build(rs) == 0);
-	build_s = now_s() - t0;
-	RT_ASSERT(relay_matcher_new(&m, rs) == 0);
+	build_s = build_one(pj, &p, &rs, &m);
 	/* Every value ends with one of the suffixes; only the last
 	 * occurrence counts, and it matches prefix "p0000042". */
 	ev = malloc(NDUPS * 48 + 64);
@@ -163,9 +174,7 @@ static void test_pattern__worst_case_is_linear(void)
 		  0);
 	RT_EQ_INT(n, 0);
 	free(ev);
-	relay_matcher_free(m);
-	relay_ruleset_free(rs);
-	relay_pattern_free(p);
+	pt_rules_free(&p, 1, rs, m);
 }
 
 /*
@@ -183,21 +192,14 @@ static void test_pattern__many_fields_build(void)
 	const uint32_t *ids;
 	char key[32], *ev, *o;
 	size_t n, i;
-	double t0, build_s;
+	double build_s;
 
 	RT_ASSERT(pj);
 	for (i = 0; i < NFIELDS; i++) {
 		snprintf(key, sizeof(key), "f%05zu", i);
 		json_object_set_new(pj, key, json_pack("[i]", (int)(i % 7)));
 	}
-	RT_ASSERT(relay_pattern_compile(&p, pj, NULL) == 0);
-	json_decref(pj);
-	t0 = now_s();
-	RT_ASSERT(relay_ruleset_new(&rs) == 0);
-	RT_ASSERT(relay_ruleset_add(rs, p, NULL) == 0);
-	RT_ASSERT(relay_ruleset_build(rs) == 0);
-	build_s = now_s() - t0;
-	RT_ASSERT(relay_matcher_new(&m, rs) == 0);
+	build_s = build_one(pj, &p, &rs, &m);
 	printf("# %d fields: build %.3f s\n", NFIELDS, build_s);
 	RT_CHECK(build_s < 2.0);
 	ev = malloc((size_t)NFIELDS * 16 + 16);
@@ -215,9 +217,7 @@ static void test_pattern__many_fields_build(void)
 		  0);
 	RT_EQ_INT(n, 0);
 	free(ev);
-	relay_matcher_free(m);
-	relay_ruleset_free(rs);
-	relay_pattern_free(p);
+	pt_rules_free(&p, 1, rs, m);
 }
 
 static relay_pattern *compile_text(const char *text, int *rc)
