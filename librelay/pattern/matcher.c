@@ -34,6 +34,10 @@ int relay_matcher_new(relay_matcher **out, const relay_ruleset *rs)
 	m->leaf_stamp = relay__calloc(nl + 1, sizeof(uint32_t));
 	m->rule_stamp = relay__calloc(nr, sizeof(uint32_t));
 	m->node_seen = relay__calloc(nn, sizeof(uint32_t));
+	m->kid_next = relay__malloc((rs->nkidslots ? rs->nkidslots : 1) *
+				    sizeof(uint32_t));
+	if (m->kid_next)
+		memset(m->kid_next, 0xff, rs->nkidslots * sizeof(uint32_t));
 	m->node_from = relay__calloc(nn, sizeof(uint32_t));
 	m->node_to = relay__calloc(nn, sizeof(uint32_t));
 	m->num_stamp = relay__calloc(nn, sizeof(uint32_t));
@@ -49,7 +53,8 @@ int relay_matcher_new(relay_matcher **out, const relay_ruleset *rs)
 	/* Room for every leaf and node once: a repeated key needs more. */
 	m->cap_log = (uint32_t)(nl + nn + 16);
 	m->log = relay__malloc(m->cap_log * sizeof(uint32_t));
-	if (!m->leaf_stamp || !m->rule_stamp || !m->node_seen || !m->cand ||
+	if (!m->leaf_stamp || !m->rule_stamp || !m->node_seen ||
+	    !m->kid_next || !m->cand ||
 	    !m->ids || !m->node_from || !m->node_to || !m->log ||
 	    !m->num_stamp || !m->time_stamp || !m->val_num || !m->val_t ||
 	    !m->time_raw || !m->time_len || !m->time_done || !m->time_ok ||
@@ -68,6 +73,7 @@ void relay_matcher_free(relay_matcher *m)
 	relay__free(m->leaf_stamp);
 	relay__free(m->rule_stamp);
 	relay__free(m->node_seen);
+	relay__free(m->kid_next);
 	relay__free(m->node_from);
 	relay__free(m->node_to);
 	relay__free(m->log);

@@ -615,6 +615,8 @@ int relay_ruleset_build(relay_ruleset *rs)
 	for (r = 0; !rc && r < rs->nnodes; r++) {
 		relay__tnode *n = &rs->nodes[r];
 
+		n->kbase = rs->nkidslots;
+		rs->nkidslots += n->kids.n + 1;
 		sort_xstr(n);
 		n->eq_only = n->eq_str.n && !n->prefix.n && !n->suffix.n &&
 			     !n->eic.n && !n->nxstr && !n->ncmp_time;

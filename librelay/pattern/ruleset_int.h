@@ -104,6 +104,8 @@ typedef struct relay__xleaf {
 
 typedef struct relay__tnode {
 	relay__smap kids;         /* field name -> child node index */
+	uint32_t kbase;           /* its kids' slots in the matcher's
+				   * kid_next: [kbase, kbase + kids.n + 1) */
 	relay__smap eq_str;       /* literal -> leaf */
 	relay__smap prefix;       /* prefix -> leaf, relay__affix hashes */
 	relay__smap suffix;       /* suffix -> leaf, hashed back to front */
@@ -197,6 +199,7 @@ struct relay_ruleset {
 	uint32_t npats, cap;
 	relay__tnode *nodes;      /* nodes[0] is the event object */
 	uint32_t nnodes, cap_nodes;
+	uint32_t nkidslots;       /* sum over nodes of kids.n + 1 */
 	uint32_t nleaves;
 	uint32_t *leaf_node;      /* leaf -> node (build statistics) */
 	uint8_t *leaf_kind;       /* leaf -> enum relay__pat_kind */
@@ -232,6 +235,11 @@ struct relay_matcher {
 	uint32_t *leaf_stamp;     /* leaf fired iff stamp == epoch */
 	uint32_t *rule_stamp;     /* rule slot already a candidate */
 	uint32_t *node_seen;      /* node visited (duplicate keys) */
+	/* The order of keys events have had, learned as they are scanned
+	 * (scan.c): at a node's kbase the kids entry its first key was last
+	 * time, at kbase + 1 + e the one that followed entry e; NONE when
+	 * not known. A key equal to the prediction is not hashed. */
+	uint32_t *kid_next;
 	/* What this event fired and visited, in order: leaf ids, and node
 	 * ids with RELAY__LOG_NODE set. A repeated key forgets exactly what
 	 * its previous value logged, in [node_from, node_to). Kept only
@@ -398,26 +406,41 @@ static inline uint32_t relay__key_hash(const char *s, size_t len, uint64_t w0,
  * most three multiplications and, per probe, a compare of the stored
  * key words (plus the bytes of a key over 16 bytes).
  */
-static inline uint32_t relay__smap_find(const relay__smap *m, const char *s,
-					size_t len)
+/* Whether entry @e is the key [s, len) of words @w0, @w1. */
+static inline bool relay__sent_is(const relay__sent *e, const char *s,
+				  size_t len, uint64_t w0, uint64_t w1)
 {
-	const relay__sent *e;
-	uint64_t w0, w1;
-	uint32_t i, hash, j;
+	return e->w0 == w0 && e->w1 == w1 && e->len == len &&
+	       (len <= 16 || memcmp(e->s, s, len) == 0);
+}
+
+/* The index in ents of the key [s, len) of words @w0, @w1, or NONE. */
+static inline uint32_t relay__smap_find_at(const relay__smap *m,
+					   const char *s, size_t len,
+					   uint64_t w0, uint64_t w1)
+{
+	uint32_t i, j;
 
 	if (!m->tab)
 		return RELAY__NONE;
-	relay__key_words(s, len, &w0, &w1);
-	hash = relay__key_hash(s, len, w0, w1);
-	for (i = hash & m->mask;; i = (i + 1) & m->mask) {
+	for (i = relay__key_hash(s, len, w0, w1) & m->mask;;
+	     i = (i + 1) & m->mask) {
 		j = m->tab[i];
-		if (j == RELAY__NONE)
-			return RELAY__NONE;
-		e = &m->ents[j];
-		if (e->w0 == w0 && e->w1 == w1 && e->len == len &&
-		    (len <= 16 || memcmp(e->s, s, len) == 0))
-			return e->val;
+		if (j == RELAY__NONE || relay__sent_is(&m->ents[j], s, len,
+						       w0, w1))
+			return j;
 	}
+}
+
+static inline uint32_t relay__smap_find(const relay__smap *m, const char *s,
+					size_t len)
+{
+	uint64_t w0, w1;
+	uint32_t j;
+
+	relay__key_words(s, len, &w0, &w1);
+	j = relay__smap_find_at(m, s, len, w0, w1);
+	return j == RELAY__NONE ? RELAY__NONE : m->ents[j].val;
 }
 
 /*

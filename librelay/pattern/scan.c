@@ -589,11 +589,38 @@ static const uchar *visit_value(scan *s, const uchar *p, uint32_t node,
 	}
 }
 
+/*
+ * The child of the member named [key, klen) through @kids, using and
+ * updating the prediction at *at (the matcher's kid_next): events of one
+ * producer keep their keys in one order, and a key equal to the one that
+ * came at this point last time is found by one compare instead of a hash.
+ */
+static inline uint32_t kid_of(const relay__smap *kids, uint32_t *next,
+			      uint32_t *at, const char *key, size_t klen)
+{
+	uint32_t e = next[*at];
+	uint64_t w0, w1;
+
+	relay__key_words(key, klen, &w0, &w1);
+	if (e >= kids->n || !relay__sent_is(&kids->ents[e], key, klen, w0,
+					    w1)) {
+		if (!((kids->lenmask >> (klen < 63 ? klen : 63)) & 1))
+			return RELAY__NONE;
+		e = relay__smap_find_at(kids, key, klen, w0, w1);
+		if (e == RELAY__NONE)
+			return RELAY__NONE;  /* not a trie key: keep the guess */
+		next[*at] = e;
+	}
+	*at = 1 + e;
+	return kids->ents[e].val;
+}
+
 /* p at '{' of an object that trie node @node describes. */
 static const uchar *scan_object(scan *s, const uchar *p, uint32_t node,
 				int depth)
 {
 	const relay__smap *kids = &s->nodes[node].kids;
+	uint32_t *next = s->m->kid_next + s->nodes[node].kbase, at = 0;
 	const uchar *k, *kend;
 	const char *key;
 	size_t klen;
@@ -614,7 +641,7 @@ static const uchar *scan_object(scan *s, const uchar *p, uint32_t node,
 			if (!key)
 				return oom(s);
 		}
-		kid = relay__smap_get(kids, key, klen);
+		kid = kid_of(kids, next, &at, key, klen);
 		if (kid != RELAY__NONE) {
 			p = visit(s, p, kid, depth + 1);
 		} else if (AT(s, p) == '"') {

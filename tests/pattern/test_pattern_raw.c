@@ -398,6 +398,65 @@ static void test_pattern__raw_duplicate_rescan(void)
 }
 
 /*
+ * The scanner predicts each key from the order of the events before
+ * (kid_next) and hashes only when the guess is wrong: events whose keys
+ * come in one order, then in others, with keys no rule names between
+ * them, keys missing, nested objects reordered and keys of the same
+ * length, must match as the jansson-decoded event does, every time.
+ */
+static void test_pattern__raw_key_order(void)
+{
+	static const char *pats[] = {
+		"{\"a\": [1], \"bb\": [2]}",
+		"{\"ab\": [2], \"o\": {\"x\": [\"y\"]}}",
+		"{\"c\": [3], \"o\": {\"z\": [{\"exists\": false}]}}",
+		"{\"a\": [9]}",
+	};
+	static const char *evs[] = {
+		"{\"a\":1,\"bb\":2,\"ab\":2,\"c\":3,\"o\":{\"x\":\"y\"}}",
+		"{\"c\":3,\"ab\":2,\"bb\":2,\"a\":1,\"o\":{\"x\":\"y\"}}",
+		"{\"a\":1,\"q\":0,\"bb\":2,\"zz\":1,\"ab\":2,\"c\":3}",
+		"{\"bb\":2,\"a\":9,\"o\":{\"z\":1,\"x\":\"y\"},\"c\":3}",
+		"{\"ab\":2,\"bb\":2,\"o\":{\"x\":\"y\",\"z\":1}}",
+		"{\"a\":1,\"bb\":2,\"ab\":2,\"c\":3,\"o\":{\"x\":\"y\"}}",
+		"{\"ba\":2,\"ab\":2,\"bb\":3,\"a\":1}",
+	};
+	relay_pattern *p[RELAY__ARRAY_SIZE(pats)];
+	relay_ruleset *rs = NULL;
+	relay_matcher *m = NULL;
+	const uint32_t *ids;
+	uint32_t raw[8];
+	size_t i, round, n, n2;
+
+	pt_rules(pats, RELAY__ARRAY_SIZE(pats), p, &rs, &m);
+	for (round = 0; round < 3; round++)
+		for (i = 0; i < RELAY__ARRAY_SIZE(evs); i++) {
+			size_t at = (i + round) % RELAY__ARRAY_SIZE(evs);
+			json_t *ev = json_loads(evs[at], 0, NULL);
+
+			RT_ASSERT(ev);
+			RT_EQ_INT(relay_matcher_match(m, evs[at],
+						      strlen(evs[at]), NOW,
+						      &ids, &n), 0);
+			memcpy(raw, ids, n * sizeof(*ids));
+			RT_EQ_INT(relay_matcher_match_json(m, ev, NOW, &ids,
+							   &n2), 0);
+			if (n != n2 || memcmp(raw, ids, n * sizeof(*ids)))
+				RT_FAILF("%s (round %zu): raw and json_t "
+					 "disagree", evs[at], round);
+			json_decref(ev);
+		}
+	/* and the first event's answer, after all of that */
+	RT_EQ_INT(relay_matcher_match(m, evs[0], strlen(evs[0]), NOW, &ids,
+				      &n), 0);
+	RT_EQ_INT(n, 3);
+	RT_EQ_INT(ids[0], 0);
+	RT_EQ_INT(ids[1], 1);
+	RT_EQ_INT(ids[2], 2);
+	pt_rules_free(p, RELAY__ARRAY_SIZE(pats), rs, m);
+}
+
+/*
  * A field name with a NUL byte (possible from a YAML template, or a json_t
  * built with json_object_setn()) is compared in full on every path, never
  * cut at the NUL.
@@ -656,6 +715,7 @@ static const rt_case cases[] = {
 	RT_CASE(test_pattern__raw_valid),
 	RT_CASE(test_pattern__raw_duplicates),
 	RT_CASE(test_pattern__raw_duplicate_rescan),
+	RT_CASE(test_pattern__raw_key_order),
 	RT_CASE(test_pattern__nul_in_key),
 	RT_CASE(test_pattern__ruleset_sizes),
 	RT_CASE(test_pattern__key_words),
