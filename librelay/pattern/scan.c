@@ -601,11 +601,12 @@ static inline uint32_t kid_of(const relay__smap *kids, uint32_t *next,
 	uint32_t e = next[*at];
 	uint64_t w0, w1;
 
+	/* no key of this length here (most keys where rules are few) */
+	if (!((kids->lenmask >> (klen < 63 ? klen : 63)) & 1))
+		return RELAY__NONE;
 	relay__key_words(key, klen, &w0, &w1);
 	if (e >= kids->n || !relay__sent_is(&kids->ents[e], key, klen, w0,
 					    w1)) {
-		if (!((kids->lenmask >> (klen < 63 ? klen : 63)) & 1))
-			return RELAY__NONE;
 		e = relay__smap_find_at(kids, key, klen, w0, w1);
 		if (e == RELAY__NONE)
 			return RELAY__NONE;  /* not a trie key: keep the guess */
