@@ -143,7 +143,9 @@ void relay__mlog_slow(relay_matcher *m, uint32_t v)
 void relay__fire(relay_matcher *m, uint32_t leaf)
 {
 	const relay_ruleset *rs = m->rs;
-	uint32_t k, r, n, epoch = m->epoch;
+	uint32_t k, r, n, end, epoch = m->epoch;
+	uint32_t *cand, *stamp;
+	const uint32_t *rules;
 
 	if (m->leaf_stamp[leaf] == epoch)
 		return;
@@ -151,13 +153,18 @@ void relay__fire(relay_matcher *m, uint32_t leaf)
 	relay__mlog(m, leaf);
 	/* without a branch on whether the rule is new: that is as likely
 	 * as not, and a mispredicted branch costs more than the stores
-	 * (cand has one slot more than there are rules, for the last) */
-	for (k = rs->anchor_off[leaf], n = m->ncand;
-	     k < rs->anchor_off[leaf + 1]; k++) {
-		r = rs->anchor_rules[k];
-		m->cand[n] = r;
-		n += m->rule_stamp[r] != epoch;
-		m->rule_stamp[r] = epoch;
+	 * (cand has one slot more than there are rules, for the last).
+	 * Everything the loop reads is in locals: the build does not
+	 * assume strict aliasing, so every store would reload them. */
+	cand = m->cand;
+	stamp = m->rule_stamp;
+	rules = rs->anchor_rules;
+	end = rs->anchor_off[leaf + 1];
+	for (k = rs->anchor_off[leaf], n = m->ncand; k < end; k++) {
+		r = rules[k];
+		cand[n] = r;
+		n += stamp[r] != epoch;
+		stamp[r] = epoch;
 	}
 	m->ncand = n;
 	if (rs->also_off)
@@ -444,10 +451,11 @@ static void sort_u32(uint32_t *v, uint32_t n)
  * together (ruleset.c lays them out by anchor), so evaluation walks
  * memory mostly forward. Only the matches, usually few, are sorted.
  */
-/* Whether literal @lit (leaf << 1 | negated) holds now: 0 or 1. */
-static inline uint32_t lit_holds(const relay_matcher *m, uint32_t lit)
+/* Whether literal @lit (leaf << 1 | negated) holds: 0 or 1. */
+static inline uint32_t lit_holds(const uint32_t *stamp, uint32_t epoch,
+				 uint32_t lit)
 {
-	return (m->leaf_stamp[lit >> 1] == m->epoch) != (lit & 1);
+	return (stamp[lit >> 1] == epoch) != (lit & 1);
 }
 
 size_t relay__match_end(relay_matcher *m)
@@ -465,16 +473,23 @@ size_t relay__match_end(relay_matcher *m)
 	/* Drop the candidates whose first literal does not hold, without a
 	 * branch per candidate: most fail there, and which ones is as good
 	 * as random to the branch predictor. */
-	for (i = 0, n = 0; i < m->ncand; i++) {
-		const uint32_t *f;
+	{
+		const uint32_t *stamp = m->leaf_stamp;
+		uint32_t *cand = m->cand, ncand = m->ncand, e = m->epoch;
 
-		r = m->cand[i];
-		f = rs->rules[r].first;
-		m->cand[n] = r;
-		n += (lit_holds(m, f[0]) | lit_holds(m, f[1])) &
-		     (lit_holds(m, f[2]) | lit_holds(m, f[3]));
+		for (i = 0, n = 0; i < ncand; i++) {
+			const uint32_t *f;
+
+			r = cand[i];
+			f = rs->rules[r].first;
+			cand[n] = r;
+			n += (lit_holds(stamp, e, f[0]) |
+			      lit_holds(stamp, e, f[1])) &
+			     (lit_holds(stamp, e, f[2]) |
+			      lit_holds(stamp, e, f[3]));
+		}
+		m->ncand = n;
 	}
-	m->ncand = n;
 	for (i = 0, n = 0; i < m->ncand; i++) {
 		const relay__rule *u;
 		bool ok, lazy;
