@@ -56,6 +56,18 @@ static int run1(const relay_exec_spec *s, struct job *j)
 	return job_run(S.rt, S.loop, s, j);
 }
 
+/* handlers.ok runs, warm, and ends OK: the server serves again. */
+static void ok_warm(void)
+{
+	relay_exec_spec s = node_spec("handlers.ok");
+	struct job j;
+
+	RT_CHECK(run1(&s, &j) == 0);
+	RT_EQ_INT(j.o.status, RELAY_RUN_OK);
+	RT_CHECK(j.o.warm);
+	job_free(&j);
+}
+
 /* Run @handler warm, then cold; 0 when both ran. */
 static int warm_and_cold(const char *handler, struct job *w, struct job *c)
 {
@@ -324,11 +336,7 @@ static void test_node__timeout_then_serving(void)
 	RT_EQ_INT(j.o.status, RELAY_RUN_TIMEOUT);
 	RT_CHECK(j.o.warm);
 	job_free(&j);
-	s = node_spec("handlers.ok");
-	RT_CHECK(run1(&s, &j) == 0);
-	RT_EQ_INT(j.o.status, RELAY_RUN_OK);
-	RT_CHECK(j.o.warm);
-	job_free(&j);
+	ok_warm();
 }
 
 /* @s (RELAY_WARM_REQUIRE) on @r once the app's backoff after a parent
@@ -536,15 +544,7 @@ static void test_node__fetch_and_wasm_same_as_cold(void)
 		job_free(&w);
 		job_free(&c);
 	}
-	{
-		relay_exec_spec s = node_spec("handlers.ok");
-		struct job j2;
-
-		RT_CHECK(run1(&s, &j2) == 0);
-		RT_EQ_INT(j2.o.status, RELAY_RUN_OK);
-		RT_CHECK(j2.o.warm);
-		job_free(&j2);
-	}
+	ok_warm();
 }
 
 /*
@@ -587,11 +587,7 @@ static void test_node__hang_replaces_parent(void)
 	RT_CHECK(j.o.warm);
 	RT_CHECK(cap_has(&j.c, "stuck"));
 	job_free(&j);
-	s = node_spec("handlers.ok");
-	RT_CHECK(run1(&s, &j) == 0);
-	RT_EQ_INT(j.o.status, RELAY_RUN_OK);
-	RT_CHECK(j.o.warm);
-	job_free(&j);
+	ok_warm();
 	after = the_server();
 	RT_CHECK(after > 0 && after != before);
 	relay_runtime_warm_stats_get(S.rt, &st1);
