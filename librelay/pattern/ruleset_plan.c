@@ -12,8 +12,21 @@
 
 #include "ruleset_int.h"
 
-/* Whether the subtree at @i tests a threshold (a leaf that may be lazy:
- * see clause_late). */
+/* Whether @leaf is a threshold (it may be lazy: thresh.c settles those
+ * only from the value kept at their node). */
+static bool leaf_late(const relay_ruleset *rs, uint32_t leaf)
+{
+	switch (rs->leaf_kind[leaf]) {
+	case RELAY__PAT_CMP_NUM:
+	case RELAY__PAT_CMP_TIME:
+	case RELAY__PAT_RANGE:
+		return true;
+	default:
+		return false;
+	}
+}
+
+/* Whether the subtree at @i tests a threshold. */
 static bool expr_late(const relay_ruleset *rs, uint32_t i)
 {
 	uint32_t j;
@@ -21,14 +34,45 @@ static bool expr_late(const relay_ruleset *rs, uint32_t i)
 	for (j = i; j < rs->prog[i].end; j++)
 		if ((rs->prog[j].op == RELAY__X_LEAF ||
 		     rs->prog[j].op == RELAY__X_NLEAF) &&
-		    (rs->leaf_kind[rs->prog[j].arg] == RELAY__PAT_CMP_NUM ||
-		     rs->leaf_kind[rs->prog[j].arg] == RELAY__PAT_CMP_TIME ||
-		     rs->leaf_kind[rs->prog[j].arg] == RELAY__PAT_RANGE))
+		    leaf_late(rs, rs->prog[j].arg))
 			return true;
 	return false;
 }
 
-static double leaf_cost(const relay_ruleset *rs, uint32_t leaf);
+/*
+ * How likely a leaf is to fire on a random event, roughly. An equality at
+ * a path where many distinct literals are tested is the best anchor (one
+ * value fires at most one of them); presence is the worst.
+ */
+static double leaf_cost(const relay_ruleset *rs, uint32_t leaf)
+{
+	const relay__tnode *n = &rs->nodes[rs->leaf_node[leaf]];
+
+	switch (rs->leaf_kind[leaf]) {
+	case RELAY__PAT_EQ_STR:
+		return 1.0 / (1.0 + n->eq_str.n);
+	case RELAY__PAT_EQ_NUM:
+		return 1.0 / (1.0 + n->neq_num);
+	case RELAY__PAT_EQ_BOOL:
+	case RELAY__PAT_EQ_NULL:
+	case RELAY__PAT_PREFIX:
+	case RELAY__PAT_SUFFIX:
+		return 0.3;
+	case RELAY__PAT_EIC:
+		return 1.0 / (1.0 + n->eic.n);
+	case RELAY__PAT_IPREFIX:
+	case RELAY__PAT_ISUFFIX:
+	case RELAY__PAT_WILDCARD:
+	case RELAY__PAT_CIDR:
+		return 0.3;
+	case RELAY__PAT_CMP_NUM:
+	case RELAY__PAT_CMP_TIME:
+	case RELAY__PAT_RANGE:
+		return 0.5;
+	default:
+		return 0.9;
+	}
+}
 
 /* A test and its rough chance of holding, to be put in order. */
 typedef struct ranked {
@@ -202,25 +246,16 @@ static int flatten(relay_ruleset *rs, uint32_t i, leafvec *out)
 	}
 }
 
-/* Whether clause [n, lits] tests a threshold (a leaf that may be lazy:
- * thresh.c settles those only from the kept value). */
+/* Whether clause [n, lits] tests a threshold. */
 static uint32_t clause_late(const relay_ruleset *rs, const uint32_t *c)
 {
 	uint32_t k;
 
 	for (k = 1; k <= c[0]; k++)
-		switch (rs->leaf_kind[c[k] >> 1]) {
-		case RELAY__PAT_CMP_NUM:
-		case RELAY__PAT_CMP_TIME:
-		case RELAY__PAT_RANGE:
+		if (leaf_late(rs, c[k] >> 1))
 			return 1;
-		default:
-			break;
-		}
 	return 0;
 }
-
-static double leaf_cost(const relay_ruleset *rs, uint32_t leaf);
 
 /*
  * How likely clause [n, lits] is to hold, roughly (the sum of its
@@ -386,41 +421,6 @@ int relay__build_cnf(relay_ruleset *rs)
 }
 
 /* ---------------------------------------------------------------- anchors */
-
-/*
- * How likely a leaf is to fire on a random event, roughly. An equality at
- * a path where many distinct literals are tested is the best anchor (one
- * value fires at most one of them); presence is the worst.
- */
-static double leaf_cost(const relay_ruleset *rs, uint32_t leaf)
-{
-	const relay__tnode *n = &rs->nodes[rs->leaf_node[leaf]];
-
-	switch (rs->leaf_kind[leaf]) {
-	case RELAY__PAT_EQ_STR:
-		return 1.0 / (1.0 + n->eq_str.n);
-	case RELAY__PAT_EQ_NUM:
-		return 1.0 / (1.0 + n->neq_num);
-	case RELAY__PAT_EQ_BOOL:
-	case RELAY__PAT_EQ_NULL:
-	case RELAY__PAT_PREFIX:
-	case RELAY__PAT_SUFFIX:
-		return 0.3;
-	case RELAY__PAT_EIC:
-		return 1.0 / (1.0 + n->eic.n);
-	case RELAY__PAT_IPREFIX:
-	case RELAY__PAT_ISUFFIX:
-	case RELAY__PAT_WILDCARD:
-	case RELAY__PAT_CIDR:
-		return 0.3;
-	case RELAY__PAT_CMP_NUM:
-	case RELAY__PAT_CMP_TIME:
-	case RELAY__PAT_RANGE:
-		return 0.5;
-	default:
-		return 0.9;
-	}
-}
 
 /*
  * The cheapest anchor of expression @i: appends its leaves to @out and
