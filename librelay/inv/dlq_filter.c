@@ -44,8 +44,8 @@ int relay_dlq_time_parse(const char *s, relay_wall_ms *out)
 	    digits(s + 11, 2, &h) || s[13] != ':' || digits(s + 14, 2, &mi) ||
 	    s[16] != ':' || digits(s + 17, 2, &sec))
 		return RELAY_EPARSE;
-	if (mo < 1 || mo > 12 || d < 1 || d > relay__days_in_month(y, mo) || h > 23 ||
-	    mi > 59 || sec > 60)
+	if (mo < 1 || mo > 12 || d < 1 || d > relay__days_in_month(y, mo) ||
+	    h > 23 || mi > 59 || sec > 60)
 		return RELAY_EPARSE;
 	p = s + 19;
 	if (*p == '.') {
