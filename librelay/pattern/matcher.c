@@ -256,11 +256,8 @@ void relay__eval_string(relay_matcher *m, const relay__tnode *n,
 	relay__instant t;
 	uint32_t i, l, node;
 
-	if (n->eq_str.n) {
-		l = relay__smap_get(&n->eq_str, s, len);
-		if (l != RELAY__NONE)
-			relay__fire(m, l);
-	}
+	if (n->eq_str.n)
+		relay__eval_eq_str(m, n, s, len);
 	/* a few prefixes or suffixes (the usual case): compared in place */
 	if (n->prefix.n > 8) {
 		eval_affix(m, &n->prefix, n->prefix_lens, n->nprefix_lens,

@@ -487,6 +487,18 @@ static inline bool relay__eval_cnf(const uint32_t *c, const uint32_t *stamp,
 void relay__fire(relay_matcher *m, uint32_t leaf);
 void relay__eval_string(relay_matcher *m, const relay__tnode *n,
 			const char *s, size_t len);
+
+/* The string literals of @n: fire the one @s equals, if any (all of
+ * relay__eval_string at a node whose only string tests they are,
+ * eq_only: the scanner calls this inline). */
+static inline void relay__eval_eq_str(relay_matcher *m, const relay__tnode *n,
+				      const char *s, size_t len)
+{
+	uint32_t l = relay__smap_get(&n->eq_str, s, len);
+
+	if (l != RELAY__NONE)
+		relay__fire(m, l);
+}
 void relay__eval_number(relay_matcher *m, const relay__tnode *n, double v);
 void relay__node_reset(relay_matcher *m, uint32_t node);
 void relay__mlog_slow(relay_matcher *m, uint32_t v);

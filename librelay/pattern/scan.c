@@ -549,14 +549,10 @@ static const uchar *visit_value(scan *s, const uchar *p, uint32_t node,
 			if (!str)
 				return oom(s);
 		}
-		if (n->eq_only) {
-			uint32_t l = relay__smap_get(&n->eq_str, str, len);
-
-			if (l != RELAY__NONE)
-				relay__fire(m, l);
-		} else {
+		if (n->eq_only)
+			relay__eval_eq_str(m, n, str, len);
+		else
 			relay__eval_string(m, n, str, len);
-		}
 		return q + 1;
 	case '{':
 		if (n->kids.n)
