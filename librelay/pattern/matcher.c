@@ -44,8 +44,13 @@ int relay_matcher_new(relay_matcher **out, const relay_ruleset *rs)
 	m->time_stamp = relay__calloc(nn, sizeof(uint32_t));
 	m->val_num = relay__calloc(nn, sizeof(double));
 	m->val_t = relay__calloc(nn, sizeof(relay__instant));
-	m->time_raw = relay__calloc(nn, sizeof(*m->time_raw));
-	m->time_len = relay__calloc(nn, sizeof(size_t));
+	m->str_stamp = relay__calloc(nn, sizeof(uint32_t));
+	m->str_raw = relay__calloc(nn, sizeof(*m->str_raw));
+	m->str_len = relay__calloc(nn, sizeof(size_t));
+	m->ip_done = relay__calloc(nn, sizeof(uint32_t));
+	m->ip_ver = relay__calloc(nn, 1);
+	m->ip = relay__calloc(nn, sizeof(*m->ip));
+	m->lazy_done = relay__calloc(nl, sizeof(uint32_t));
 	m->time_done = relay__calloc(nn, sizeof(uint32_t));
 	m->time_ok = relay__calloc(nn, 1);
 	m->cand = relay__calloc(nr + 1, sizeof(uint32_t)); /* relay__fire */
@@ -57,7 +62,9 @@ int relay_matcher_new(relay_matcher **out, const relay_ruleset *rs)
 	    !m->kid_next || !m->cand ||
 	    !m->ids || !m->node_from || !m->node_to || !m->log ||
 	    !m->num_stamp || !m->time_stamp || !m->val_num || !m->val_t ||
-	    !m->time_raw || !m->time_len || !m->time_done || !m->time_ok ||
+	    !m->str_stamp || !m->str_raw || !m->str_len || !m->ip_done ||
+	    !m->ip_ver || !m->ip || !m->lazy_done || !m->time_done ||
+	    !m->time_ok ||
 	    relay__buf_reserve(&m->scratch, 1024)) {
 		relay_matcher_free(m);
 		return RELAY_ENOMEM;
@@ -81,8 +88,13 @@ void relay_matcher_free(relay_matcher *m)
 	relay__free(m->time_stamp);
 	relay__free(m->val_num);
 	relay__free(m->val_t);
-	relay__free(m->time_raw);
-	relay__free(m->time_len);
+	relay__free(m->str_stamp);
+	relay__free(m->str_raw);
+	relay__free(m->str_len);
+	relay__free(m->ip_done);
+	relay__free(m->ip_ver);
+	relay__free(m->ip);
+	relay__free(m->lazy_done);
 	relay__free(m->time_done);
 	relay__free(m->time_ok);
 	relay__free(m->cand);
@@ -108,6 +120,9 @@ void relay__match_begin(relay_matcher *m, relay_wall_ms now)
 		memset(m->num_stamp, 0, rs->nnodes * sizeof(uint32_t));
 		memset(m->time_stamp, 0, rs->nnodes * sizeof(uint32_t));
 		memset(m->time_done, 0, rs->nnodes * sizeof(uint32_t));
+		memset(m->str_stamp, 0, rs->nnodes * sizeof(uint32_t));
+		memset(m->ip_done, 0, rs->nnodes * sizeof(uint32_t));
+		memset(m->lazy_done, 0, rs->nleaves * sizeof(uint32_t));
 		m->epoch = 1;
 	}
 	m->ncand = 0;
@@ -172,21 +187,80 @@ void relay__fire(relay_matcher *m, uint32_t leaf)
 			relay__fire(m, rs->also[k]);
 }
 
-/* The operators tested one by one: ignore-case affixes, wildcards and
- * CIDRs (the address is parsed once per value). */
-static void eval_xstr(relay_matcher *m, const relay__tnode *n, const char *s,
-		      size_t len)
+/* The address in the string [s, len) at @node, parsed once per event:
+ * 4 or 6 (its bytes in m->ip[node]), or 0 when it is none. */
+static int node_ip(relay_matcher *m, uint32_t node, const char *s,
+		   size_t len)
+{
+	if (m->ip_done[node] != m->epoch) {
+		m->ip_done[node] = m->epoch;
+		m->ip_ver[node] = (uint8_t)relay__ip_parse(s, len, m->ip[node]);
+	}
+	return m->ip_ver[node];
+}
+
+static inline uint32_t ip4_of(const unsigned char *ip)
+{
+	return (uint32_t)ip[0] << 24 | (uint32_t)ip[1] << 16 |
+	       (uint32_t)ip[2] << 8 | ip[3];
+}
+
+/* Whether wildcard leaf @x matches [s, len): its literal head and tail
+ * as bytes, then the middle, unless it is one star. */
+static inline bool wild_holds(const relay__xleaf *x, const char *s,
+			      size_t len, uint64_t *work)
+{
+	const relay__pat_alt *a = x->a;
+
+	return len >= (size_t)x->pre + x->suf &&
+	       relay__bytes_eq(s, a->str, x->pre) &&
+	       relay__bytes_eq(s + len - x->suf, a->str + a->len - x->suf,
+			       x->suf) &&
+	       (x->mid_any ||
+		(x->mid_stars ? relay__wild_stars : relay__wild_match)(
+			a->str + x->pre, a->len - x->pre - x->suf,
+			s + x->pre, len - x->pre - x->suf, work));
+}
+
+bool relay__xleaf_holds(relay_matcher *m, uint32_t node,
+			const relay__xleaf *x, const char *s, size_t len)
+{
+	const relay__pat_alt *a = x->a;
+	int ver;
+
+	m->work++;
+	switch (a->kind) {
+	case RELAY__PAT_CIDR:
+		ver = node_ip(m, node, s, len);
+		if (ver != a->ipver)
+			return false;
+		if (ver == 4)
+			return (ip4_of(m->ip[node]) & x->v4mask) == x->v4net;
+		return relay__cidr_has(a, ver, m->ip[node]);
+	case RELAY__PAT_WILDCARD:
+		return wild_holds(x, s, len, &m->work);
+	case RELAY__PAT_IPREFIX:
+		return len >= a->len && relay__ieq(s, a->str, a->len);
+	default:
+		return len >= a->len &&
+		       relay__ieq(s + len - a->len, a->str, a->len);
+	}
+}
+
+/* The operators that fire while scanning, tested one by one, a loop per
+ * kind: CIDRs (the address is parsed once per value), wildcards,
+ * ignore-case affixes. */
+static void eval_xstr(relay_matcher *m, const relay__tnode *n,
+		      uint32_t node, const char *s, size_t len)
 {
 	const relay__xleaf *x = n->xstr, *end;
-	unsigned char ip[16];
 	int ver = 0;
 	uint32_t ip4;
 
 	if (n->want_ip)
-		ver = relay__ip_parse(s, len, ip);
+		ver = node_ip(m, node, s, len);
 	if (ver == 4) {
-		ip4 = (uint32_t)ip[0] << 24 | (uint32_t)ip[1] << 16 |
-		      (uint32_t)ip[2] << 8 | ip[3];
+		ip4 = ip4_of(m->ip[node]);
 		for (end = n->xstr + n->xcut[0]; x < end; x++)
 			if ((ip4 & x->v4mask) == x->v4net)
 				relay__fire(m, x->leaf);
@@ -195,23 +269,14 @@ static void eval_xstr(relay_matcher *m, const relay__tnode *n, const char *s,
 	if (ver == 6) {
 		for (x = n->xstr + n->xcut[0], end = n->xstr + n->xcut[1];
 		     x < end; x++)
-			if (relay__cidr_has(x->a, ver, ip))
+			if (relay__cidr_has(x->a, ver, m->ip[node]))
 				relay__fire(m, x->leaf);
 		m->work += n->xcut[1] - n->xcut[0];
 	}
 	for (x = n->xstr + n->xcut[1], end = n->xstr + n->xcut[2]; x < end;
 	     x++) {
-		const relay__pat_alt *a = x->a;
-
 		m->work++;
-		if (len >= (size_t)x->pre + x->suf &&
-		    relay__bytes_eq(s, a->str, x->pre) &&
-		    relay__bytes_eq(s + len - x->suf, a->str + a->len - x->suf,
-				    x->suf) &&
-		    (x->mid_any ||
-		     (x->mid_stars ? relay__wild_stars : relay__wild_match)(
-			     a->str + x->pre, a->len - x->pre - x->suf,
-			     s + x->pre, len - x->pre - x->suf, &m->work)))
+		if (wild_holds(x, s, len, &m->work))
 			relay__fire(m, x->leaf);
 	}
 	for (end = n->xstr + n->xcut[3]; x < end; x++)
@@ -281,19 +346,31 @@ void relay__eval_string(relay_matcher *m, const relay__tnode *n,
 		if (l != RELAY__NONE)
 			relay__fire(m, l);
 	}
+	node = (uint32_t)(n - m->rs->nodes);
 	if (n->nxstr)
-		eval_xstr(m, n, s, len);
+		eval_xstr(m, n, node, s, len);
+	if (n->keep_str) {
+		if (s != m->scratch.data) {
+			/* @s outlives the scan: kept for the lazy leaves */
+			m->str_stamp[node] = m->epoch;
+			m->str_raw[node] = s;
+			m->str_len[node] = len;
+		} else {
+			/* unescaped into the scratch buffer, which the next
+			 * string reuses: the lazy operators are tested now */
+			for (i = 0; i < n->nxlazy; i++)
+				if (relay__xleaf_holds(m, node, &n->xlazy[i],
+						       s, len))
+					relay__fire(m, n->xlazy[i].leaf);
+		}
+	}
 	if (!n->ncmp_time)
 		return;
-	node = (uint32_t)(n - m->rs->nodes);
 	if (!n->fire_time && s != m->scratch.data) {
-		/* lazy thresholds only, and @s outlives the scan (not
-		 * unescaped into the scratch buffer): parsed if a rule needs
-		 * it */
+		/* lazy thresholds only, and @s is kept (above): parsed if
+		 * a rule needs it */
 		m->time_stamp[node] = m->epoch;
 		m->time_done[node] = 0;
-		m->time_raw[node] = s;
-		m->time_len[node] = len;
 		return;
 	}
 	if (relay__rfc3339_parse(s, len, &t) != 0)
@@ -311,8 +388,8 @@ const relay__instant *relay__lazy_time(relay_matcher *m, uint32_t node)
 {
 	if (m->time_done[node] != m->epoch) {
 		m->time_done[node] = m->epoch;
-		m->time_ok[node] = relay__rfc3339_parse(m->time_raw[node],
-							m->time_len[node],
+		m->time_ok[node] = relay__rfc3339_parse(m->str_raw[node],
+							m->str_len[node],
 							&m->val_t[node]) == 0;
 	}
 	return m->time_ok[node] ? &m->val_t[node] : NULL;
@@ -337,6 +414,13 @@ void relay__eval_number(relay_matcher *m, const relay__tnode *n, double v)
 			relay__fire(m, n->xnum[i].leaf);
 }
 
+/* Forget the values kept at @node (a key occurred again). */
+static void forget_values(relay_matcher *m, uint32_t node)
+{
+	m->num_stamp[node] = m->time_stamp[node] = 0;
+	m->str_stamp[node] = m->ip_done[node] = 0;
+}
+
 /*
  * A key occurred again in the same object: JSON says nothing, jansson
  * keeps the last occurrence, and so do we. Everything the earlier value
@@ -348,7 +432,7 @@ void relay__node_reset(relay_matcher *m, uint32_t node)
 	const relay__tnode *n = &m->rs->nodes[node];
 	uint32_t i;
 
-	m->num_stamp[node] = m->time_stamp[node] = 0;
+	forget_values(m, node);
 	for (i = 0; i < n->nleaves; i++)
 		m->leaf_stamp[n->leaves[i]] = 0;
 	for (i = 0; i < n->kids.n; i++) {
@@ -366,7 +450,7 @@ void relay__node_forget(relay_matcher *m, uint32_t node)
 {
 	uint32_t k, v;
 
-	m->num_stamp[node] = m->time_stamp[node] = 0;
+	forget_values(m, node);
 	if (m->log_lost) {
 		relay__node_reset(m, node);
 		return;
@@ -376,7 +460,7 @@ void relay__node_forget(relay_matcher *m, uint32_t node)
 		if (v & RELAY__LOG_NODE) {
 			v &= ~RELAY__LOG_NODE;
 			m->node_seen[v] = 0;
-			m->num_stamp[v] = m->time_stamp[v] = 0;
+			forget_values(m, v);
 		} else {
 			m->leaf_stamp[v] = 0;
 		}
@@ -402,6 +486,32 @@ static bool eval(const relay__expr *prog, uint32_t i, const uint32_t *stamp,
 	default:
 		for (j = i + 1; j < e->end; j = prog[j].end)
 			if (eval(prog, j, stamp, epoch))
+				return true;
+		return false;
+	}
+}
+
+/* eval() for expressions that read lazy leaves: each is settled just
+ * before it is read. */
+static bool eval_late(relay_matcher *m, const relay__expr *prog, uint32_t i)
+{
+	const relay__expr *e = &prog[i];
+	uint32_t j;
+
+	switch (e->op) {
+	case RELAY__X_LEAF:
+	case RELAY__X_NLEAF:
+		relay__settle_leaf(m, e->arg);
+		return (m->leaf_stamp[e->arg] == m->epoch) ==
+		       (e->op == RELAY__X_LEAF);
+	case RELAY__X_AND:
+		for (j = i + 1; j < e->end; j = prog[j].end)
+			if (!eval_late(m, prog, j))
+				return false;
+		return true;
+	default:
+		for (j = i + 1; j < e->end; j = prog[j].end)
+			if (eval_late(m, prog, j))
 				return true;
 		return false;
 	}
@@ -489,38 +599,27 @@ size_t relay__match_end(relay_matcher *m)
 	}
 	for (i = 0, n = 0; i < m->ncand; i++) {
 		const relay__rule *u;
-		bool ok, lazy;
+		uint32_t j, end;
+		bool ok;
 
 		r = m->cand[i];
 		u = &rs->rules[r];
-		lazy = u->lazy_off != u->lazy_end;
 		if (u->cnf_start != RELAY__NONE) {
-			/* the clauses without thresholds, then (if they
-			 * hold) the lazy thresholds and the others */
+			/* the clauses without late tests, then the others,
+			 * settling lazy leaves as they are read */
 			ok = relay__eval_cnf(rs->cnf + u->cnf_start,
-					     m->leaf_stamp, m->epoch);
-			if (ok) {
-				if (lazy)
-					relay__settle_lazy(m, u);
-				ok = relay__eval_cnf(rs->cnf + u->cnf_late,
-						     m->leaf_stamp, m->epoch);
-			}
+					     m->leaf_stamp, m->epoch) &&
+			     relay__eval_cnf_late(m, rs->cnf + u->cnf_late);
 		} else if (u->prog_late == RELAY__NONE) {
-			if (lazy)
-				relay__settle_lazy(m, u);
-			ok = eval(rs->prog, u->prog_start, m->leaf_stamp,
-				  m->epoch);
+			ok = eval_late(m, rs->prog, u->prog_start);
 		} else {
 			/* the same split for the root AND of a program */
 			ok = eval_and(rs->prog, u->prog_start + 1,
 				      u->prog_late, m->leaf_stamp, m->epoch);
-			if (ok) {
-				if (lazy)
-					relay__settle_lazy(m, u);
-				ok = eval_and(rs->prog, u->prog_late,
-					      rs->prog[u->prog_start].end,
-					      m->leaf_stamp, m->epoch);
-			}
+			end = rs->prog[u->prog_start].end;
+			for (j = u->prog_late; ok && j < end;
+			     j = rs->prog[j].end)
+				ok = eval_late(m, rs->prog, j);
 		}
 		if (ok)
 			m->ids[n++] = u->id;

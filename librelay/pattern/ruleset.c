@@ -334,8 +334,6 @@ static int x_leaf(relay_ruleset *rs, uint32_t node, const relay__pat_alt *a,
 		n->want_num = 1;
 	else
 		n->want_str = 1;
-	if (a->kind == RELAY__PAT_CIDR)
-		n->want_ip = 1;
 	return 0;
 }
 
@@ -577,7 +575,7 @@ static unsigned xstr_rank(const relay__xleaf *x)
  * matcher runs one loop per kind (relay__tnode.xcut). */
 static void sort_xstr(relay__tnode *n)
 {
-	uint32_t i, j, k;
+	uint32_t i, j;
 	relay__xleaf x;
 
 	for (i = 1; i < n->nxstr; i++) {
@@ -587,11 +585,19 @@ static void sort_xstr(relay__tnode *n)
 			n->xstr[j] = n->xstr[j - 1];
 		n->xstr[j] = x;
 	}
+	relay__xstr_cut(n);
+}
+
+void relay__xstr_cut(relay__tnode *n)
+{
+	uint32_t i, k;
+
 	for (k = 0, i = 0; k < 4; k++) {
 		while (i < n->nxstr && xstr_rank(&n->xstr[i]) <= k)
 			i++;
 		n->xcut[k] = i;
 	}
+	n->want_ip = n->xcut[1] != 0;
 }
 
 int relay_ruleset_build(relay_ruleset *rs)
@@ -670,6 +676,7 @@ void relay_ruleset_free(relay_ruleset *rs)
 		relay__free(n->leaves);
 		relay__smap_fini(&n->eic);
 		relay__free(n->xstr);
+		relay__free(n->xlazy);
 		relay__free(n->xnum);
 	}
 	relay__free(rs->pats);
@@ -688,6 +695,7 @@ void relay_ruleset_free(relay_ruleset *rs)
 	relay__free(rs->thr_num);
 	relay__free(rs->thr_ms);
 	relay__free(rs->thr_leaf);
-	relay__free(rs->lazy);
+	relay__free(rs->lazy_by);
+	relay__free(rs->leaf_lazy);
 	relay__free(rs);
 }

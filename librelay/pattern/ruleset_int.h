@@ -71,13 +71,18 @@ typedef struct relay__timeleaf {
  * satisfies a prefix of a GT or GTE group and a suffix of an LT or LTE
  * group, found by binary search. Every other threshold leaf is "lazy":
  * scanning only keeps the value at its node, and the leaf is settled when
- * a rule that reads it is evaluated (relay__lazy, per rule).
+ * a rule that reads it is evaluated (relay__lazy, relay__settle). So are
+ * the IPREFIX, ISUFFIX, WILDCARD and CIDR leaves that fire nothing
+ * (relay__tnode.xlazy).
  */
 typedef struct relay__thr {
 	uint32_t off, n;
 } relay__thr;
 
 typedef struct relay__lazy {
+	const struct relay__xleaf *x; /* an operator leaf settled from the
+				 * string kept at its node (borrowed from the
+				 * node's xlazy), or NULL: a threshold */
 	double num;             /* CMP_NUM: the threshold */
 	int64_t offset_ms;      /* CMP_TIME: cutoff = now + offset_ms */
 	const struct relay__pat_alt *range; /* RANGE (borrowed), or NULL */
@@ -132,7 +137,16 @@ typedef struct relay__tnode {
 	uint32_t xcut[4];         /* xstr by kind after build: IPv4 CIDRs
 				   * [0, xcut[0]), IPv6 CIDRs, wildcards,
 				   * IPREFIX, ISUFFIX [xcut[3], nxstr) */
-	uint8_t want_ip;          /* some CIDR leaf here */
+	uint8_t want_ip;          /* some CIDR leaf in xstr */
+	relay__xleaf *xlazy;      /* the IPREFIX ISUFFIX WILDCARD CIDR leaves
+				   * that fire nothing while scanning (they
+				   * anchor no rule, feed no anything-but;
+				   * thresh.c moves them out of xstr): tested
+				   * only when a rule that reads them is
+				   * evaluated, on the string kept here */
+	uint32_t nxlazy;
+	uint8_t keep_str;         /* keep a string value here: lazy time
+				   * thresholds or xlazy leaves */
 	uint32_t scalar;          /* leaf fired by a non-container, or NONE */
 	uint32_t present;         /* leaf fired by any value, or NONE */
 	uint32_t eq_true, eq_false, eq_null;  /* leaves or NONE */
@@ -169,19 +183,18 @@ typedef struct relay__expr {
 typedef struct relay__rule {
 	uint32_t id;              /* the rule's id (set by the reorder) */
 	uint32_t prog_start;      /* index of its root expr in prog */
-	uint32_t prog_late;       /* its root AND's first conjunct that tests
-				   * a threshold (the others come first), or
+	uint32_t prog_late;       /* its root AND's first conjunct with a
+				   * late test (a threshold or a lazy
+				   * operator; the others come first), or
 				   * NONE: root not an AND */
 	uint32_t cnf_start;       /* offset in cnf, or NONE: not flat */
-	uint32_t cnf_late;        /* offset of its clauses that test
-				   * thresholds (after the others) */
-	uint32_t lazy_off, lazy_end; /* its lazy threshold leaves: [off,
-				      * end) of lazy */
+	uint32_t cnf_late;        /* offset of its clauses with late tests
+				   * (after the others) */
 	uint32_t first[4];        /* two clauses that hold whenever the
 				   * rule does, each the OR of two literals
 				   * (leaf << 1 | negated): its first flat
 				   * clauses (or root conjuncts) of at most
-				   * two literals without a threshold, a
+				   * two literals without a late test, a
 				   * clause of one padded with
 				   * RELAY__LIT_FALSE, a missing one
 				   * RELAY__LIT_TRUE twice; tested for every
@@ -226,7 +239,10 @@ struct relay_ruleset {
 	double *thr_num;
 	int64_t *thr_ms;
 	uint32_t *thr_leaf;
-	relay__lazy *lazy;        /* lazy threshold leaves (relay__rule) */
+	relay__lazy *lazy_by;     /* leaf -> how to settle it when it is
+				   * lazy (node NONE: it is not) */
+	uint8_t *leaf_lazy;       /* leaf -> 1 when it is lazy, or NULL:
+				   * none is */
 };
 
 struct relay_matcher {
@@ -254,11 +270,20 @@ struct relay_matcher {
 	/* the value at a node with lazy thresholds: a number iff num_stamp
 	 * == epoch, an RFC 3339 instant iff time_stamp == epoch */
 	uint32_t *num_stamp, *time_stamp;
-	/* a string kept at a node of lazy time thresholds only is parsed
-	 * when a rule first needs it (relay__lazy_time): time_raw/len, and
-	 * time_done == epoch once parsed, time_ok whether it parsed */
-	const char **time_raw;
-	size_t *time_len;
+	/* the string value at a node that keeps one (keep_str) iff
+	 * str_stamp == epoch, pointing into the event: str_raw/len. Lazy
+	 * time thresholds parse it when a rule first needs it
+	 * (relay__lazy_time; time_done == epoch once parsed, time_ok
+	 * whether it parsed), lazy operator leaves test it
+	 * (relay__xleaf_holds; an address is parsed once: ip_done ==
+	 * epoch, ip_ver, ip) */
+	uint32_t *str_stamp;
+	const char **str_raw;
+	size_t *str_len;
+	uint32_t *ip_done;
+	uint8_t *ip_ver;
+	unsigned char (*ip)[16];
+	uint32_t *lazy_done;      /* lazy operator leaf tested (leaf ids) */
 	uint32_t *time_done;
 	uint8_t *time_ok;
 	double *val_num;
@@ -461,8 +486,9 @@ static inline uint32_t relay__smap_get(const relay__smap *m, const char *s,
  * operators; nested maps only add conjuncts). Such a rule is stored flat,
  * as clauses [n, lit_1 .. lit_n] ended by a 0, where lit = leaf << 1 |
  * negated, and evaluated without recursion: two such lists per rule, the
- * clauses without thresholds (cnf_start) and those with (cnf_late, read
- * after the rule's lazy thresholds are settled). Rules with a nested map
+ * clauses without late tests (cnf_start) and those with (cnf_late, read
+ * by relay__eval_cnf_late, which settles lazy leaves as it reads them).
+ * Rules with a nested map
  * inside an OR keep the expression program.
  */
 static inline bool relay__eval_cnf(const uint32_t *c, const uint32_t *stamp,
@@ -530,8 +556,25 @@ int relay__build_cnf(relay_ruleset *rs);
  * naming slots (relay__rule). */
 int relay__order_rules(relay_ruleset *rs);
 
-/* thresh.c: the threshold index (built after the anchors and the also
- * lists, which decide which leaves are lazy). */
+/*
+ * Whether @leaf must fire while an event is scanned: it anchors a rule or
+ * feeds an anything-but. Any other threshold or IPREFIX, ISUFFIX,
+ * WILDCARD or CIDR leaf is lazy (thresh.c), settled only for a rule that
+ * reads it. Valid once the anchors and the also lists are built.
+ */
+static inline bool relay__leaf_fires(const relay_ruleset *rs, uint32_t leaf)
+{
+	if (rs->anchor_off[leaf] != rs->anchor_off[leaf + 1])
+		return true;
+	return rs->also_off && rs->also_off[leaf] != rs->also_off[leaf + 1];
+}
+
+/* ruleset.c: group @n's xstr by kind again (xcut, want_ip) after some
+ * moved out (thresh.c). */
+void relay__xstr_cut(relay__tnode *n);
+
+/* thresh.c: the threshold index and the lazy leaves (built after the
+ * anchors and the also lists, which decide which leaves are lazy). */
 int relay__build_thresholds(relay_ruleset *rs);
 void relay__eval_eq_num(relay_matcher *m, const relay__tnode *n, double v);
 void relay__eval_thr_num(relay_matcher *m, const relay__tnode *n, double v);
@@ -540,9 +583,27 @@ void relay__eval_thr_time(relay_matcher *m, const relay__tnode *n,
 /* The instant kept at @node (time_stamp == epoch), parsed on first use;
  * NULL if it is not an RFC 3339 time. */
 const relay__instant *relay__lazy_time(relay_matcher *m, uint32_t node);
-/* Settle the lazy threshold leaves rule @u reads, from the values kept at
- * their nodes. */
-void relay__settle_lazy(relay_matcher *m, const relay__rule *u);
+/* Whether the string [s, len) at @node satisfies operator leaf @x (an
+ * IPREFIX, ISUFFIX, WILDCARD or CIDR leaf of that node); counts its steps
+ * in m->work. */
+bool relay__xleaf_holds(relay_matcher *m, uint32_t node,
+			const relay__xleaf *x, const char *s, size_t len);
+/* Settle lazy @leaf from the value kept at its node: stamped when the
+ * value satisfies it (lazy_done marks it settled). */
+void relay__settle(relay_matcher *m, uint32_t leaf);
+
+/* Settle @leaf if it is lazy and not yet settled in this event. */
+static inline void relay__settle_leaf(relay_matcher *m, uint32_t leaf)
+{
+	const uint8_t *lazy = m->rs->leaf_lazy;
+
+	if (lazy && lazy[leaf] && m->lazy_done[leaf] != m->epoch)
+		relay__settle(m, leaf);
+}
+/* relay__eval_cnf() for clauses that read lazy leaves: each is settled
+ * just before it is read, so a rule that fails at its first such clause
+ * settles only that clause's. */
+bool relay__eval_cnf_late(relay_matcher *m, const uint32_t *c);
 size_t relay__match_end(relay_matcher *m);
 
 /* scan.c: validate and walk a raw event (0, RELAY_EPARSE, RELAY_ETYPE or

@@ -2,8 +2,9 @@
  * ruleset_plan.c - how a built ruleset evaluates its rules: the anchor
  * leaves that make a rule a candidate, the flat clause lists of rules
  * that are an AND of ORs of leaves, and the order that puts a rule's
- * tests of thresholds after its other tests (so that lazy thresholds
- * are settled only for a candidate whose other tests hold). Called by
+ * late tests (thresholds, lazy operators) after its other tests, so that
+ * lazy leaves are settled only for a candidate whose other tests hold.
+ * Called by
  * relay_ruleset_build() (ruleset.c).
  */
 #include <math.h>
@@ -12,8 +13,9 @@
 
 #include "ruleset_int.h"
 
-/* Whether @leaf is a threshold (it may be lazy: thresh.c settles those
- * only from the value kept at their node). */
+/* Whether @leaf is tested late: a threshold (it may be lazy), or an
+ * operator leaf that is lazy (thresh.c settles those only from the value
+ * kept at their node, for a rule whose other tests hold). */
 static bool leaf_late(const relay_ruleset *rs, uint32_t leaf)
 {
 	switch (rs->leaf_kind[leaf]) {
@@ -21,12 +23,17 @@ static bool leaf_late(const relay_ruleset *rs, uint32_t leaf)
 	case RELAY__PAT_CMP_TIME:
 	case RELAY__PAT_RANGE:
 		return true;
+	case RELAY__PAT_IPREFIX:
+	case RELAY__PAT_ISUFFIX:
+	case RELAY__PAT_WILDCARD:
+	case RELAY__PAT_CIDR:
+		return !relay__leaf_fires(rs, leaf);
 	default:
 		return false;
 	}
 }
 
-/* Whether the subtree at @i tests a threshold. */
+/* Whether the subtree at @i has a late test (leaf_late). */
 static bool expr_late(const relay_ruleset *rs, uint32_t i)
 {
 	uint32_t j;
@@ -128,9 +135,9 @@ static double expr_chance(const relay_ruleset *rs, uint32_t i,
 }
 
 /*
- * Rule @r's root AND with the conjuncts that test no threshold first:
- * the matcher evaluates those, and settles the rule's lazy thresholds
- * only when they hold (prog_late: the first conjunct that tests one, or
+ * Rule @r's root AND with the conjuncts without a late test first: the
+ * matcher evaluates those, and settles the rule's lazy leaves only when
+ * they hold (prog_late: the first conjunct with a late test, or
  * NONE when the root is not an AND). Within each group the conjuncts
  * least likely to hold come first, the one with @anchor (or NONE) last,
  * so that a candidate that fails fails early. Subtrees move whole; their
@@ -246,7 +253,7 @@ static int flatten(relay_ruleset *rs, uint32_t i, leafvec *out)
 	}
 }
 
-/* Whether clause [n, lits] tests a threshold. */
+/* Whether clause [n, lits] has a late test (leaf_late). */
 static uint32_t clause_late(const relay_ruleset *rs, const uint32_t *c)
 {
 	uint32_t k;
@@ -279,8 +286,8 @@ static double clause_cost(const relay_ruleset *rs, const uint32_t *c,
 }
 
 /*
- * Rule @r's flat clauses: those without a threshold first (only a rule
- * that passes them settles its lazy thresholds, relay__match_end), each
+ * Rule @r's flat clauses: those without a late test first (only a rule
+ * that passes them settles its lazy leaves, relay__match_end), each
  * group the least likely to hold first, so that a candidate that fails
  * fails at its first clause as often as possible; the first two, when
  * they are one literal, are also the rule's filter (relay__rule.first).
@@ -334,7 +341,7 @@ static int cnf_rule(relay_ruleset *rs, uint32_t r, uint32_t anchor,
 	rc = flatten(rs, rs->rules[r].prog_start, lv);
 	if (rc == 1) {
 		/* a program: its root AND's first conjuncts that are a
-		 * literal or an OR of two, before the thresholds
+		 * literal or an OR of two, before the late tests
 		 * (order_root put the least likely first) */
 		const relay__rule *u = &rs->rules[r];
 		uint32_t root = u->prog_start, end;

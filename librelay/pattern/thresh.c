@@ -1,5 +1,6 @@
 /*
- * thresh.c - the threshold index: numeric and now()-relative cutoffs.
+ * thresh.c - the threshold index (numeric and now()-relative cutoffs)
+ * and the lazy leaves.
  *
  * Most threshold leaves anchor no rule: a rule is found through a
  * rarer leaf (a literal) and only then reads its thresholds. Such a leaf
@@ -18,6 +19,13 @@
  * Numeric equalities are sorted and searched too. Two-sided ranges
  * (numeric: [">", a, "<=", b]) that fire nothing are lazy as well; the
  * others are tested one by one (relay__eval_number).
+ *
+ * The operators tested one by one on strings (ignore-case prefix and
+ * suffix, wildcard, CIDR) are lazy on the same terms when they fire
+ * nothing: the string is kept (a pointer into the event), and a rule
+ * that reads one tests it, once per event whatever the number of rules
+ * that read it. A wildcard, which costs a scan of the value, is then
+ * paid for only by the events that reach a rule that reads it.
  */
 #include <stdlib.h>
 #include <string.h>
@@ -54,14 +62,6 @@ static int cmp_numleaf(const void *a, const void *b)
 	return (x > y) - (x < y);
 }
 
-/* Whether @leaf must fire while scanning (else it is lazy). */
-static bool leaf_fires(const relay_ruleset *rs, uint32_t leaf)
-{
-	if (rs->anchor_off[leaf] != rs->anchor_off[leaf + 1])
-		return true;
-	return rs->also_off && rs->also_off[leaf] != rs->also_off[leaf + 1];
-}
-
 /*
  * Append a node's firing thresholds of comparison @op to the thr_* arrays
  * at *at, ascending, as group @g. @tmp has room for all of the node's.
@@ -76,7 +76,7 @@ static void add_group(relay_ruleset *rs, relay__thr *g, thr_ent *tmp,
 		uint32_t leaf = num ? num[i].leaf : tim[i].leaf;
 		unsigned o = num ? (unsigned)num[i].op : (unsigned)tim[i].op;
 
-		if (o != op || !leaf_fires(rs, leaf))
+		if (o != op || !relay__leaf_fires(rs, leaf))
 			continue;
 		tmp[n].num = num ? num[i].num : 0;
 		tmp[n].ms = num ? 0 : tim[i].offset_ms;
@@ -96,6 +96,34 @@ static void add_group(relay_ruleset *rs, relay__thr *g, thr_ent *tmp,
 	}
 }
 
+/*
+ * Move @n's operator leaves that fire nothing from xstr to xlazy: they
+ * are tested on the string kept at @n when a rule that reads them is
+ * evaluated (relay__settle), not on every value.
+ */
+static int split_xstr(relay_ruleset *rs, relay__tnode *n)
+{
+	uint32_t k, j = 0, z = 0;
+
+	for (k = 0; k < n->nxstr; k++)
+		z += !relay__leaf_fires(rs, n->xstr[k].leaf);
+	if (!z)
+		return 0;
+	n->xlazy = relay__malloc(z * sizeof(*n->xlazy));
+	if (!n->xlazy)
+		return RELAY_ENOMEM;
+	for (k = 0; k < n->nxstr; k++) {
+		if (relay__leaf_fires(rs, n->xstr[k].leaf))
+			n->xstr[j++] = n->xstr[k];
+		else
+			n->xlazy[n->nxlazy++] = n->xstr[k];
+	}
+	n->nxstr = j;
+	n->keep_str = 1;
+	relay__xstr_cut(n);
+	return 0;
+}
+
 /* leaf -> its lazy description, for the leaves that are lazy */
 static int lazy_index(relay_ruleset *rs, relay__lazy **out, uint32_t *nlazy)
 {
@@ -110,10 +138,22 @@ static int lazy_index(relay_ruleset *rs, relay__lazy **out, uint32_t *nlazy)
 	for (i = 0; i < rs->nnodes; i++) {
 		relay__tnode *n = &rs->nodes[i];
 
+		if (split_xstr(rs, n)) {
+			relay__free(by);
+			return RELAY_ENOMEM;
+		}
+		for (k = 0; k < n->nxlazy; k++) {
+			relay__lazy *z = &by[n->xlazy[k].leaf];
+
+			z->x = &n->xlazy[k];
+			z->leaf = n->xlazy[k].leaf;
+			z->node = i;
+			(*nlazy)++;
+		}
 		for (k = 0; k < n->ncmp_num; k++) {
 			relay__lazy *z = &by[n->cmp_num[k].leaf];
 
-			if (leaf_fires(rs, n->cmp_num[k].leaf))
+			if (relay__leaf_fires(rs, n->cmp_num[k].leaf))
 				continue;
 			z->num = n->cmp_num[k].num;
 			z->op = (uint8_t)n->cmp_num[k].op;
@@ -125,7 +165,7 @@ static int lazy_index(relay_ruleset *rs, relay__lazy **out, uint32_t *nlazy)
 		for (k = 0, j = 0; k < n->nxnum; k++) {
 			relay__lazy *z = &by[n->xnum[k].leaf];
 
-			if (leaf_fires(rs, n->xnum[k].leaf)) {
+			if (relay__leaf_fires(rs, n->xnum[k].leaf)) {
 				n->xnum[j++] = n->xnum[k];
 				continue;
 			}
@@ -139,14 +179,14 @@ static int lazy_index(relay_ruleset *rs, relay__lazy **out, uint32_t *nlazy)
 		for (k = 0; k < n->ncmp_time; k++) {
 			relay__lazy *z = &by[n->cmp_time[k].leaf];
 
-			if (leaf_fires(rs, n->cmp_time[k].leaf))
+			if (relay__leaf_fires(rs, n->cmp_time[k].leaf))
 				continue;
 			z->offset_ms = n->cmp_time[k].offset_ms;
 			z->op = (uint8_t)n->cmp_time[k].op;
 			z->time = 1;
 			z->leaf = n->cmp_time[k].leaf;
 			z->node = i;
-			n->keep_time = 1;
+			n->keep_time = n->keep_str = 1;
 			(*nlazy)++;
 		}
 	}
@@ -154,47 +194,19 @@ static int lazy_index(relay_ruleset *rs, relay__lazy **out, uint32_t *nlazy)
 	return 0;
 }
 
-/* The lazy leaves of each rule's program, in CSR form (a leaf a rule
- * names twice is settled twice: harmless). */
+/* Which leaves are lazy, and how each is settled. */
 static int build_lazy(relay_ruleset *rs)
 {
-	relay__lazy *by = NULL;
-	uint32_t r, j, nlazy = 0, total = 0, pass;
-	int rc = lazy_index(rs, &by, &nlazy);
+	uint32_t j, nlazy = 0;
+	int rc = lazy_index(rs, &rs->lazy_by, &nlazy);
 
-	if (rc || !nlazy) {
-		relay__free(by);
+	if (rc || !nlazy)
 		return rc;
-	}
-	for (pass = 0; pass < 2; pass++) {
-		if (pass) {
-			rs->lazy = relay__calloc(total ? total : 1,
-						 sizeof(*rs->lazy));
-			if (!rs->lazy) {
-				relay__free(by);
-				return RELAY_ENOMEM;
-			}
-			total = 0;
-		}
-		for (r = 0; r < rs->npats; r++) {
-			uint32_t i = rs->rules[r].prog_start;
-
-			rs->rules[r].lazy_off = total;
-			for (j = i; j < rs->prog[i].end; j++) {
-				const relay__expr *e = &rs->prog[j];
-
-				if ((e->op != RELAY__X_LEAF &&
-				     e->op != RELAY__X_NLEAF) ||
-				    by[e->arg].node == RELAY__NONE)
-					continue;
-				if (pass)
-					rs->lazy[total] = by[e->arg];
-				total++;
-			}
-			rs->rules[r].lazy_end = total;
-		}
-	}
-	relay__free(by);
+	rs->leaf_lazy = relay__calloc((size_t)rs->nleaves + 1, 1);
+	if (!rs->leaf_lazy)
+		return RELAY_ENOMEM;
+	for (j = 0; j < rs->nleaves; j++)
+		rs->leaf_lazy[j] = rs->lazy_by[j].node != RELAY__NONE;
 	return 0;
 }
 
@@ -330,31 +342,55 @@ void relay__eval_eq_num(relay_matcher *m, const relay__tnode *n, double v)
  * A lazy leaf is stamped when its node's kept value satisfies it; it is
  * never stamped otherwise (nothing else fires it), so a leaf left
  * unstamped reads as "did not fire", as when the one-by-one loop skipped
- * it.
+ * it. Each is settled at most once per event (lazy_done), however many
+ * candidates read it, so the lazy tests of an event never cost more than
+ * testing every value while scanning did.
  */
-void relay__settle_lazy(relay_matcher *m, const relay__rule *u)
+void relay__settle(relay_matcher *m, uint32_t leaf)
 {
-	const relay_ruleset *rs = m->rs;
-	uint32_t k, epoch = m->epoch;
+	const relay__lazy *z = &m->rs->lazy_by[leaf];
+	const relay__instant *t;
+	uint32_t epoch = m->epoch;
+	bool held;
 
-	for (k = u->lazy_off; k < u->lazy_end; k++) {
-		const relay__lazy *z = &rs->lazy[k];
-		const relay__instant *t;
-		bool held;
+	m->lazy_done[leaf] = epoch;
+	if (z->x)
+		held = m->str_stamp[z->node] == epoch &&
+		       relay__xleaf_holds(m, z->node, z->x,
+					  m->str_raw[z->node],
+					  m->str_len[z->node]);
+	else if (z->time)
+		held = m->time_stamp[z->node] == epoch &&
+		       (t = relay__lazy_time(m, z->node)) != NULL &&
+		       relay__instant_cmp(t, m->now + z->offset_ms,
+					  (enum relay__pat_op)z->op);
+	else if (z->range)
+		held = m->num_stamp[z->node] == epoch &&
+		       relay__range_has(z->range, m->val_num[z->node]);
+	else
+		held = m->num_stamp[z->node] == epoch &&
+		       relay__num_cmp(m->val_num[z->node], z->num,
+				      (enum relay__pat_op)z->op);
+	if (held)
+		m->leaf_stamp[leaf] = epoch;
+}
 
-		if (z->time)
-			held = m->time_stamp[z->node] == epoch &&
-			       (t = relay__lazy_time(m, z->node)) != NULL &&
-			       relay__instant_cmp(t, m->now + z->offset_ms,
-						  (enum relay__pat_op)z->op);
-		else if (z->range)
-			held = m->num_stamp[z->node] == epoch &&
-			       relay__range_has(z->range, m->val_num[z->node]);
-		else
-			held = m->num_stamp[z->node] == epoch &&
-			       relay__num_cmp(m->val_num[z->node], z->num,
-					      (enum relay__pat_op)z->op);
-		if (held)
-			m->leaf_stamp[z->leaf] = epoch;
+
+bool relay__eval_cnf_late(relay_matcher *m, const uint32_t *c)
+{
+	const uint32_t *stamp = m->leaf_stamp;
+	uint32_t n, k, lit, epoch = m->epoch;
+
+	while ((n = *c++) != 0) {
+		for (k = 0; k < n; k++) {
+			lit = c[k];
+			relay__settle_leaf(m, lit >> 1);
+			if ((stamp[lit >> 1] == epoch) != (lit & 1))
+				break;
+		}
+		if (k == n)
+			return false;
+		c += n;
 	}
+	return true;
 }

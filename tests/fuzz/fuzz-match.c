@@ -3,7 +3,9 @@
  *
  * A fixed ruleset that uses every kind of leaf (literals of every type,
  * prefix, suffix, exists both ways, numeric and temporal cutoffs, nested
- * maps, alternatives) matches the input with relay_matcher_match(). The
+ * maps, alternatives, the EventBridge operators both as anchors and as
+ * lazy tests read only by candidates) matches the input with
+ * relay_matcher_match(). The
  * properties:
  *   - the result is 0, RELAY_EPARSE or RELAY_ETYPE; on error the count is
  *     0 and the message is a non-empty line ("... at offset N" for
@@ -36,6 +38,19 @@ static const char *const pats[] = {
 	 "[{\"lte\": \"now()+10m\"}]}}}"),
 	"{\"\": [\"\"], \"a\\\"b\": [{\"exists\": true}]}",
 	"{\"a\": [{\"exists\": false}]}",
+	/* literals enough at a that it anchors the rules below, whose
+	 * operators are then lazy */
+	"{\"a\": [\"p\", \"q\", \"r\", \"s\", \"u\"]}",
+	("{\"a\": [\"x\"], \"w\": [{\"wildcard\": \"*a*b\"}], \"i\": "
+	 "[{\"cidr\": \"10.0.0.0/8\"}, {\"cidr\": \"2001:db8::/32\"}]}"),
+	("{\"a\": [\"x\", \"p\"], \"s\": [{\"prefix\": "
+	 "{\"equals-ignore-case\": \"Ab\"}}, {\"suffix\": "
+	 "{\"equals-ignore-case\": \"z\"}}]}"),
+	("{\"a\": [\"q\"], \"$or\": [{\"w\": [{\"wildcard\": \"*c\"}]}, "
+	 "{\"n\": [{\"numeric\": [\">\", 0, \"<=\", 5]}]}]}"),
+	("{\"a\": [\"x\"], \"w\": [{\"anything-but\": {\"wildcard\": "
+	 "\"*q*\"}}], \"e\": [{\"equals-ignore-case\": \"Hi\"}]}"),
+	"{\"w\": [{\"wildcard\": \"x*y\"}], \"i\": [{\"cidr\": \"::/0\"}]}",
 };
 
 #define NPATS (sizeof(pats) / sizeof(pats[0]))

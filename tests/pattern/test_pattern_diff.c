@@ -12,6 +12,7 @@
 #include <unistd.h>
 
 #include "pattern_int.h"
+#include "ruleset_int.h"
 #include "relay_config.h"
 #include "relaytest.h"
 #include "pt_rules.h"
@@ -566,6 +567,94 @@ static void test_pattern__wild_split(void)
 }
 
 /*
+ * Operators that anchor no rule are lazy (thresh.c): a string is kept at
+ * their node and tested only when a rule that reads them is evaluated,
+ * once per event. Against the reference: values plain and escaped (an
+ * escaped value lives in the scratch buffer, so its operators are tested
+ * at once), keys repeated (the last value wins, also when it is no
+ * string), addresses of both families, operators inside $or and inside
+ * anything-but, rules that fail before their operators are read.
+ */
+static void test_pattern__lazy_operators(void)
+{
+	static const char *const pats[] = {
+		"{\"t\": [\"x\"], \"p\": [{\"wildcard\": \"/srv/*/logs/*\"}]}",
+		"{\"t\": [\"x\"], \"p\": [{\"wildcard\": \"*.gz\"}], "
+		"\"k\": [\"a\"]}",
+		"{\"t\": [\"x\"], \"ip\": [{\"cidr\": \"10.0.0.0/8\"}, "
+		"{\"cidr\": \"2001:db8::/32\"}]}",
+		"{\"t\": [\"y\"], \"ip\": [{\"cidr\": \"10.1.0.0/16\"}]}",
+		"{\"t\": [\"x\", \"y\"], \"n\": [{\"prefix\": "
+		"{\"equals-ignore-case\": \"ab\"}}]}",
+		"{\"t\": [\"x\"], \"n\": [{\"suffix\": "
+		"{\"equals-ignore-case\": \"YZ\"}}], \"p\": "
+		"[{\"wildcard\": \"/srv/*\"}]}",
+		"{\"t\": [\"y\"], \"$or\": [{\"p\": [{\"wildcard\": "
+		"\"*/tmp/*\"}]}, {\"ip\": [{\"cidr\": \"192.168.0.0/16\"}]}]}",
+		"{\"t\": [\"x\"], \"p\": [{\"anything-but\": {\"wildcard\": "
+		"\"*/tmp/x*\"}}]}",
+		"{\"p\": [{\"wildcard\": \"/srv/*/tmp/*\"}]}",
+		/* literals enough at t that one is a better anchor */
+		"{\"t\": [\"a\", \"b\", \"c\", \"d\", \"e\", \"f\"]}",
+	};
+	static const char *const pv[] = {
+		"\"/srv/a/logs/b.gz\"", "\"\\/srv\\/a\\/logs\\/b\"",
+		"\"/srv/a/tmp/c\"", "\"\\u002fsrv/q/tmp/x.gz\"", "\"/x\"", "7",
+		"null",
+	};
+	static const char *const iv[] = {
+		"\"10.1.2.3\"", "\"10.2.0.1\"", "\"2001:db8::1\"",
+		"\"192.168.7.7\"", "\"\\u0031\\u0030.1.0.9\"", "\"x\"", "8",
+	};
+	static const char *const nv[] = {
+		"\"ABxYZ\"", "\"abyz\"", "\"a\\u0062c\"", "\"xyz\"", "1",
+	};
+	static const char *const tv[] = { "\"x\"", "\"y\"", "\"z\"" };
+	relay_ruleset *rs = NULL;
+	relay_matcher *m = NULL;
+	relay_pattern *p[RELAY__ARRAY_SIZE(pats)];
+	size_t np = RELAY__ARRAY_SIZE(pats), i, j, k, t, nlazy = 0;
+	size_t events = 0, hits = 0;
+	char text[512];
+
+	pt_rules(pats, np, p, &rs, &m);
+	for (i = 0; i < rs->nnodes; i++)
+		nlazy += rs->nodes[i].nxlazy;
+	/* every operator but the wildcard that anchors its rule (the one
+	 * inside anything-but is read negated, settled all the same) */
+	RT_EQ_INT(nlazy, 11);
+	for (t = 0; t < RELAY__ARRAY_SIZE(tv); t++)
+		for (i = 0; i < RELAY__ARRAY_SIZE(pv); i++)
+			for (j = 0; j < RELAY__ARRAY_SIZE(iv); j++) {
+				k = (i + j) % RELAY__ARRAY_SIZE(nv);
+				snprintf(text, sizeof(text),
+					 "{\"t\": %s, \"p\": %s, \"ip\": %s, "
+					 "\"n\": %s, \"k\": \"a\"}", tv[t],
+					 pv[i], iv[j], nv[k]);
+				hits += check_event(m, p, np, text);
+				/* repeated: the last value wins */
+				snprintf(text, sizeof(text),
+					 "{\"p\": %s, \"ip\": %s, \"t\": %s, "
+					 "\"p\": %s, \"n\": %s, \"ip\": %s}",
+					 pv[i], iv[j], tv[t],
+					 pv[(i + 1) % RELAY__ARRAY_SIZE(pv)],
+					 nv[k], iv[(j + 3) % RELAY__ARRAY_SIZE(iv)]);
+				hits += check_event(m, p, np, text);
+				snprintf(text, sizeof(text),
+					 "{\"ip\": %s, \"p\": %s, \"ip\": %s, "
+					 "\"n\": %s, \"n\": %s, \"t\": %s}",
+					 iv[(j + 1) % RELAY__ARRAY_SIZE(iv)],
+					 pv[i], iv[j], nv[(k + 2) %
+					 RELAY__ARRAY_SIZE(nv)], nv[k], tv[t]);
+				hits += check_event(m, p, np, text);
+				events += 3;
+			}
+	printf("# %zu events x %zu rules, %zu matches\n", events, np, hits);
+	RT_CHECK(hits > events / 2);
+	pt_rules_free(p, np, rs, m);
+}
+
+/*
  * CIDRs of every prefix length, random, against the reference: the
  * ruleset tests an IPv4 network as a masked 32-bit compare. Addresses
  * are drawn near the networks (one of the network's bits flipped), with
@@ -952,6 +1041,7 @@ static const rt_case cases[] = {
 	RT_CASE(test_pattern__thresholds),
 	RT_CASE(test_pattern__wild_split),
 	RT_CASE(test_pattern__cidr_words),
+	RT_CASE(test_pattern__lazy_operators),
 	RT_CASE(test_pattern__corpus),
 	RT_CASE(test_pattern__no_alloc),
 	RT_CASE(test_pattern__chaos_alloc),

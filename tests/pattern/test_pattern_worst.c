@@ -358,6 +358,65 @@ static void test_pattern__wildcards_bounded(void)
 		relay_pattern_free(p[i]);
 }
 
+#define NSHARE 1000
+
+/*
+ * One lazy wildcard (it anchors no rule: t does) read by NSHARE rules,
+ * all candidates: it is tested once per event, not once per rule. Its
+ * stars each find an 'a' at once, so one test takes fewer steps than
+ * len(w) + len(value); NSHARE tests would take NSHARE times as many.
+ */
+static void test_pattern__lazy_wildcard_once(void)
+{
+	relay_ruleset *rs = NULL;
+	relay_matcher *m = NULL;
+	relay_pattern *p[NSHARE + 1];
+	const uint32_t *ids;
+	char w[NSTARS * 2 + 16], *ev, pat[256];
+	size_t i, k, n, bound;
+	int rc;
+
+	RT_ASSERT(relay_ruleset_new(&rs) == 0);
+	for (k = 0, i = 0; i < NSTARS; i++)
+		w[k++] = '*', w[k++] = 'a';
+	memcpy(w + k, "*b", 3);
+	bound = strlen(w) + VLEN + 16;
+	for (i = 0; i < NSHARE; i++) {
+		snprintf(pat, sizeof(pat), "{\"t\": [\"x\"], \"k\": "
+			 "[{\"wildcard\": \"%s\"}]}", w);
+		p[i] = compile_text(pat, &rc);
+		RT_EQ_INT(rc, 0);
+		RT_EQ_INT(relay_ruleset_add(rs, p[i], NULL), 0);
+	}
+	/* literals enough at t that t is the better anchor */
+	p[NSHARE] = compile_text("{\"t\": [\"a\", \"b\", \"c\", \"d\", \"e\"]}",
+				 &rc);
+	RT_EQ_INT(rc, 0);
+	RT_EQ_INT(relay_ruleset_add(rs, p[NSHARE], NULL), 0);
+	RT_ASSERT(relay_ruleset_build(rs) == 0);
+	RT_ASSERT(relay_matcher_new(&m, rs) == 0);
+	ev = malloc(VLEN + 64);
+	RT_ASSERT(ev);
+	k = (size_t)sprintf(ev, "{\"t\": \"x\", \"k\": \"");
+	memset(ev + k, 'a', VLEN);
+	k += VLEN;
+	k += (size_t)sprintf(ev + k, "b\"}");
+	RT_EQ_INT(relay_matcher_match(m, ev, k, NOW, &ids, &n), 0);
+	RT_EQ_INT(n, NSHARE);
+	printf("# %llu wildcard steps for %d rules, bound %zu\n",
+	       (unsigned long long)m->work, NSHARE, bound);
+	RT_CHECK(m->work <= bound);
+	ev[k - 3] = 'a';  /* no b: every rule fails, still one test */
+	RT_EQ_INT(relay_matcher_match(m, ev, k, NOW, &ids, &n), 0);
+	RT_EQ_INT(n, 0);
+	RT_CHECK(m->work <= bound);
+	free(ev);
+	relay_matcher_free(m);
+	relay_ruleset_free(rs);
+	for (i = 0; i <= NSHARE; i++)
+		relay_pattern_free(p[i]);
+}
+
 #define NCIDR 1000
 
 /* Many CIDRs: one address parse per value, one test per distinct CIDR. */
@@ -432,6 +491,7 @@ static void test_pattern__deep_or(void)
 static const rt_case cases[] = {
 	RT_CASE(test_pattern__cap_and_anything_but),
 	RT_CASE(test_pattern__wildcards_bounded),
+	RT_CASE(test_pattern__lazy_wildcard_once),
 	RT_CASE(test_pattern__cidrs_bounded),
 	RT_CASE(test_pattern__deep_or),
 	RT_CASE(test_pattern__many_affixes_agree),
