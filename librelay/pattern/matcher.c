@@ -346,6 +346,8 @@ void relay__eval_string(relay_matcher *m, const relay__tnode *n,
 		if (l != RELAY__NONE)
 			relay__fire(m, l);
 	}
+	if (!n->nxstr && !n->keep_str && !n->ncmp_time)
+		return;
 	node = (uint32_t)(n - m->rs->nodes);
 	if (n->nxstr)
 		eval_xstr(m, n, node, s, len);

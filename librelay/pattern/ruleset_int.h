@@ -603,7 +603,24 @@ static inline void relay__settle_leaf(relay_matcher *m, uint32_t leaf)
 /* relay__eval_cnf() for clauses that read lazy leaves: each is settled
  * just before it is read, so a rule that fails at its first such clause
  * settles only that clause's. */
-bool relay__eval_cnf_late(relay_matcher *m, const uint32_t *c);
+static inline bool relay__eval_cnf_late(relay_matcher *m, const uint32_t *c)
+{
+	const uint32_t *stamp = m->leaf_stamp;
+	uint32_t n, k, lit, epoch = m->epoch;
+
+	while ((n = *c++) != 0) {
+		for (k = 0; k < n; k++) {
+			lit = c[k];
+			relay__settle_leaf(m, lit >> 1);
+			if ((stamp[lit >> 1] == epoch) != (lit & 1))
+				break;
+		}
+		if (k == n)
+			return false;
+		c += n;
+	}
+	return true;
+}
 size_t relay__match_end(relay_matcher *m);
 
 /* scan.c: validate and walk a raw event (0, RELAY_EPARSE, RELAY_ETYPE or

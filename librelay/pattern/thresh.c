@@ -374,23 +374,3 @@ void relay__settle(relay_matcher *m, uint32_t leaf)
 	if (held)
 		m->leaf_stamp[leaf] = epoch;
 }
-
-
-bool relay__eval_cnf_late(relay_matcher *m, const uint32_t *c)
-{
-	const uint32_t *stamp = m->leaf_stamp;
-	uint32_t n, k, lit, epoch = m->epoch;
-
-	while ((n = *c++) != 0) {
-		for (k = 0; k < n; k++) {
-			lit = c[k];
-			relay__settle_leaf(m, lit >> 1);
-			if ((stamp[lit >> 1] == epoch) != (lit & 1))
-				break;
-		}
-		if (k == n)
-			return false;
-		c += n;
-	}
-	return true;
-}
