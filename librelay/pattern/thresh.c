@@ -323,19 +323,24 @@ void relay__eval_thr_time(relay_matcher *m, const relay__tnode *n,
 	}
 }
 
+/* The equality searched without a branch on the comparisons (which way
+ * they go is data, as good as random to the branch predictor): @base
+ * ends at the last key below @v, or the first key. */
 void relay__eval_eq_num(relay_matcher *m, const relay__tnode *n, double v)
 {
-	uint32_t lo = 0, hi = n->neq_num, mid;
+	const relay__numleaf *base = n->eq_num, *end = base + n->neq_num;
+	uint32_t len = n->neq_num, half;
 
-	while (lo < hi) {
-		mid = lo + (hi - lo) / 2;
-		if (n->eq_num[mid].num < v)
-			lo = mid + 1;
-		else
-			hi = mid;
+	if (!len)
+		return;
+	while (len > 1) {
+		half = len / 2;
+		base = base[half].num < v ? base + half : base;
+		len -= half;
 	}
-	if (lo < n->neq_num && n->eq_num[lo].num == v)
-		relay__fire(m, n->eq_num[lo].leaf);
+	base += base->num < v;
+	if (base < end && base->num == v)
+		relay__fire(m, base->leaf);
 }
 
 /*
