@@ -396,6 +396,9 @@ static inline const uchar *member_key(scan *s, const uchar *p, const uchar **k,
 	if (!p)
 		return NULL;
 	*kend = p;
+	/* compact JSON: the colon, then the value */
+	if (s->end - p > 2 && p[1] == ':' && p[2] > ' ')
+		return p + 2;
 	p = ws(s, p + 1);
 	if (AT(s, p) != ':')
 		return fail(s, p, "expected ':'");
@@ -651,6 +654,11 @@ static const uchar *scan_object(scan *s, const uchar *p, uint32_t node,
 		}
 		if (!p)
 			return NULL;
+		/* compact JSON: the comma, then the next key */
+		if (s->end - p > 1 && p[0] == ',' && p[1] > ' ') {
+			p++;
+			continue;
+		}
 		p = ws(s, p);
 		if (AT(s, p) == ',') {
 			p = ws(s, p + 1);
