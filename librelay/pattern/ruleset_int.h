@@ -483,13 +483,15 @@ static inline uint32_t relay__smap_get(const relay__smap *m, const char *s,
 
 /*
  * Most rules are an AND of ORs of leaves (fields of literals and
- * operators; nested maps only add conjuncts). Such a rule is stored flat,
+ * operators; nested maps only add conjuncts; a $or whose branches are one
+ * field each is one OR, however many alternatives those fields have).
+ * Such a rule is stored flat,
  * as clauses [n, lit_1 .. lit_n] ended by a 0, where lit = leaf << 1 |
  * negated, and evaluated without recursion: two such lists per rule, the
  * clauses without late tests (cnf_start) and those with (cnf_late, read
  * by relay__eval_cnf_late, which settles lazy leaves as it reads them).
- * Rules with a nested map
- * inside an OR keep the expression program.
+ * Rules with an AND inside an OR (a $or branch of two fields, an
+ * anything-but, a range) keep the expression program.
  */
 static inline bool relay__eval_cnf(const uint32_t *c, const uint32_t *stamp,
 				   uint32_t epoch)

@@ -223,6 +223,38 @@ static uint32_t lit_of(const relay__expr *e)
 	return e->arg << 1 | (e->op == RELAY__X_NLEAF);
 }
 
+/* Whether the OR at @i has only literals and ORs below it (one clause);
+ * *n counts its literals. */
+static bool or_of_lits(const relay_ruleset *rs, uint32_t i, uint32_t *n)
+{
+	uint32_t j;
+
+	for (j = i + 1; j < rs->prog[i].end; j = rs->prog[j].end) {
+		if (rs->prog[j].op == RELAY__X_OR) {
+			if (!or_of_lits(rs, j, n))
+				return false;
+		} else if (rs->prog[j].op == RELAY__X_LEAF ||
+			   rs->prog[j].op == RELAY__X_NLEAF) {
+			(*n)++;
+		} else {
+			return false;
+		}
+	}
+	return true;
+}
+
+static int push_lits(relay_ruleset *rs, uint32_t i, leafvec *out)
+{
+	uint32_t j;
+	int rc = 0;
+
+	for (j = i + 1; !rc && j < rs->prog[i].end; j = rs->prog[j].end)
+		rc = rs->prog[j].op == RELAY__X_OR ?
+			     push_lits(rs, j, out) :
+			     lv_push(out, lit_of(&rs->prog[j]));
+	return rc;
+}
+
 static int flatten(relay_ruleset *rs, uint32_t i, leafvec *out)
 {
 	const relay__expr *e = &rs->prog[i];
@@ -235,14 +267,12 @@ static int flatten(relay_ruleset *rs, uint32_t i, leafvec *out)
 		rc = lv_push(out, 1);
 		return rc ? rc : lv_push(out, lit_of(e));
 	case RELAY__X_OR:
-		for (j = i + 1; j < e->end; j = rs->prog[j].end, n++)
-			if (rs->prog[j].op != RELAY__X_LEAF &&
-			    rs->prog[j].op != RELAY__X_NLEAF)
-				return 1;
+		/* an OR of literals, ORs among them (a $or branch whose
+		 * field has several alternatives) included: one clause */
+		if (!or_of_lits(rs, i, &n))
+			return 1;
 		rc = lv_push(out, n);
-		for (j = i + 1; !rc && j < e->end; j = rs->prog[j].end)
-			rc = lv_push(out, lit_of(&rs->prog[j]));
-		return rc;
+		return rc ? rc : push_lits(rs, i, out);
 	default:
 		for (j = i + 1; j < e->end; j = rs->prog[j].end) {
 			rc = flatten(rs, j, out);

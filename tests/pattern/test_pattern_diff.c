@@ -572,8 +572,9 @@ static void test_pattern__wild_split(void)
  * once per event. Against the reference: values plain and escaped (an
  * escaped value lives in the scratch buffer, so its operators are tested
  * at once), keys repeated (the last value wins, also when it is no
- * string), addresses of both families, operators inside $or and inside
- * anything-but, rules that fail before their operators are read.
+ * string), addresses of both families, operators inside $or (also as a
+ * flat clause: an OR of a field's alternatives and another field) and
+ * inside anything-but, rules that fail before their operators are read.
  */
 static void test_pattern__lazy_operators(void)
 {
@@ -596,6 +597,9 @@ static void test_pattern__lazy_operators(void)
 		"{\"p\": [{\"wildcard\": \"/srv/*/tmp/*\"}]}",
 		/* literals enough at t that one is a better anchor */
 		"{\"t\": [\"a\", \"b\", \"c\", \"d\", \"e\", \"f\"]}",
+		/* an OR of ORs: one flat clause */
+		"{\"t\": [\"x\"], \"$or\": [{\"p\": [{\"wildcard\": \"*.gz\"}, "
+		"{\"prefix\": \"/x\"}]}, {\"n\": [\"xyz\", \"abyz\"]}]}",
 	};
 	static const char *const pv[] = {
 		"\"/srv/a/logs/b.gz\"", "\"\\/srv\\/a\\/logs\\/b\"",
@@ -623,6 +627,9 @@ static void test_pattern__lazy_operators(void)
 	/* every operator but the wildcard that anchors its rule (the one
 	 * inside anything-but is read negated, settled all the same) */
 	RT_EQ_INT(nlazy, 11);
+	for (i = 0; i < np; i++)
+		if (rs->rules[i].id == np - 1)
+			RT_CHECK(rs->rules[i].cnf_start != RELAY__NONE);
 	for (t = 0; t < RELAY__ARRAY_SIZE(tv); t++)
 		for (i = 0; i < RELAY__ARRAY_SIZE(pv); i++)
 			for (j = 0; j < RELAY__ARRAY_SIZE(iv); j++) {
