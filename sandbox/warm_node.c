@@ -9,7 +9,7 @@
  * (relay_warm_server.py) in C, run on node's main thread without ever
  * returning to the event loop: it starts invocation slots N (clone3, pid
  * 1 of a new pid and mount namespace, a private /tmp and /proc), each
- * running relay_warm_slot_run() exactly as for python3, keeps one slot
+ * running relay_warm_slot_run() exactly as for python3, keeps two slots
  * free, tells relayd Y/N/E on the control socket (fd 3, warm_proto.h)
  * and exits when relayd hangs up. It returns only in an invocation
  * process H, with its capabilities dropped and a single thread; the
@@ -97,6 +97,12 @@ napi_value napi_register_module_v1(napi_env env, napi_value exports);
 #define NODE_QUIET_TRIES 1000          /* up to 2 s for threads to park */
 #define NODE_QUIET_WAIT_NS 2000000L
 #define NODE_LEARN_MS 3000              /* the learning fork's report */
+/* Slots kept free: each holds an invocation process forked, prepared
+ * and rehearsed ahead of its request; the kernel hands relayd's requests
+ * to the slot waiting longest, so with two free a process has the time
+ * of two invocations, not one, to be ready (doc/perf/warm.md, round
+ * 11). */
+#define NODE_FREE_SLOTS 2
 
 struct nslot {
 	pid_t pid;      /* 0: free entry */
@@ -115,6 +121,7 @@ static char why_not[200];       /* why no slot can be forked */
 static int learn_fd = -1;       /* in the learning fork: its report */
 static long prefaulted;         /* in an H: pages populated before its
 				   request (warm_node_prefault.c) */
+static int rehearsed;           /* in an H: rehearsed before its request */
 
 static void send_fields(const char *const *f, int n, int fd)
 {
@@ -633,6 +640,21 @@ static int serve_loop(void)
 	if (me >= 0)
 		close(me);
 	for (;;) {
+		/* NODE_FREE_SLOTS free (or on their way) for the next
+		 * requests; not after NODE_MAX_SETUP_FAILURES in a row (no
+		 * fork loop). */
+		while (idle_slots + starting_slots < NODE_FREE_SLOTS &&
+		       failed_slots < NODE_MAX_SETUP_FAILURES) {
+			r = new_slot();
+			if (r == 0)
+				return 0;
+			if (r < 0) {
+				dprintf(2, "relay: node warm server: no new "
+					   "slot: %s\n", why_not);
+				failed_slots++;
+				break;   /* again at the next event */
+			}
+		}
 		n = 0;
 		pfd[n].fd = CTL;
 		pfd[n].events = POLLRDHUP;
@@ -659,19 +681,6 @@ static int serve_loop(void)
 				from_slot(by[i]);
 		if (pfd[1].revents)
 			reap();
-		/* One slot free (or on its way) for the next request; not
-		 * after NODE_MAX_SETUP_FAILURES in a row (no fork loop). */
-		if (idle_slots + starting_slots <= 0 &&
-		    failed_slots < NODE_MAX_SETUP_FAILURES) {
-			r = new_slot();
-			if (r == 0)
-				return 0;
-			if (r < 0) {
-				dprintf(2, "relay: node warm server: no new "
-					   "slot: %s\n", why_not);
-				failed_slots++;
-			}
-		}
 	}
 refuse:
 	{
@@ -845,6 +854,27 @@ static napi_value js_after_fork(napi_env env, napi_callback_info info)
 	return undefined(env);
 }
 
+/* { id, handler, env: ["K=V", ...] } of request fields @f (R id wait_go
+ * as nproc handler env...; @nf >= 6). */
+static napi_value request_object(napi_env env, const char *const *f, int nf)
+{
+	napi_value o, arr, s;
+	int k;
+
+	napi_create_object(env, &o);
+	napi_create_string_utf8(env, f[1], NAPI_AUTO_LENGTH, &s);
+	napi_set_named_property(env, o, "id", s);
+	napi_create_string_utf8(env, f[5], NAPI_AUTO_LENGTH, &s);
+	napi_set_named_property(env, o, "handler", s);
+	napi_create_array_with_length(env, (size_t)(nf - 6), &arr);
+	for (k = 6; k < nf; k++) {
+		napi_create_string_utf8(env, f[k], NAPI_AUTO_LENGTH, &s);
+		napi_set_element(env, arr, (uint32_t)(k - 6), s);
+	}
+	napi_set_named_property(env, o, "env", arr);
+	return o;
+}
+
 /* request(): in H, the invocation's request (relay_warm_slot_request()):
  * { id, handler, env: ["K=V", ...] }, its stdio in place. Exits when
  * there is none (the probe). */
@@ -853,7 +883,7 @@ static napi_value js_request(napi_env env, napi_callback_info info)
 	const char *msg = NULL, *f[NODE_FIELDS_MAX];
 	napi_value o, arr, s;
 	long len, i = 0;
-	int nf = 0, k;
+	int nf = 0;
 
 	(void)info;
 	if (learn_fd >= 0) {
@@ -878,18 +908,34 @@ static napi_value js_request(napi_env env, napi_callback_info info)
 	}
 	if (nf < 6)
 		_exit(1);
-	napi_create_object(env, &o);
-	napi_create_string_utf8(env, f[1], NAPI_AUTO_LENGTH, &s);
-	napi_set_named_property(env, o, "id", s);
-	napi_create_string_utf8(env, f[5], NAPI_AUTO_LENGTH, &s);
-	napi_set_named_property(env, o, "handler", s);
-	napi_create_array_with_length(env, (size_t)(nf - 6), &arr);
-	for (k = 6; k < nf; k++) {
-		napi_create_string_utf8(env, f[k], NAPI_AUTO_LENGTH, &s);
-		napi_set_element(env, arr, (uint32_t)(k - 6), s);
-	}
-	napi_set_named_property(env, o, "env", arr);
-	return o;
+	return request_object(env, f, nf);
+}
+
+/* rehearse(): in H, before its request (relay-bootstrap.js rehearse()):
+ * a request object made as request() makes one, from made-up fields,
+ * for nothing but the pages its making touches. */
+static napi_value js_rehearse(napi_env env, napi_callback_info info)
+{
+	static const char *const f[] = {
+		"R", "0", "0", "0", "0", "relay-rehearsal.none",
+		"RELAY_HANDLER=relay-rehearsal.none", "RELAY_MESSAGE_ID=0-0",
+		"PATH=/usr/bin:/bin", "HOME=/nonexistent", "LANG=C.UTF-8",
+	};
+
+	(void)info;
+	rehearsed = 1;
+	return request_object(env, f, (int)(sizeof(f) / sizeof(f[0])));
+}
+
+/* rehearsed(): 1 in an H that rehearsed before its request (tests; 0
+ * elsewhere). */
+static napi_value js_rehearsed(napi_env env, napi_callback_info info)
+{
+	napi_value v;
+
+	(void)info;
+	napi_create_int32(env, rehearsed, &v);
+	return v;
 }
 
 /* threads(): the threads of this process (tests: 1 in an H). */
@@ -937,6 +983,8 @@ napi_value napi_register_module_v1(napi_env env, napi_value exports)
 		{ "setExitCode", js_set_exit_code },
 		{ "threads", js_threads },
 		{ "prefaulted", js_prefaulted },
+		{ "rehearse", js_rehearse },
+		{ "rehearsed", js_rehearsed },
 		{ "protoVersion", js_version },
 	};
 	size_t i;

@@ -285,6 +285,30 @@ static void test_node__prefaults_before_request(void)
 	}
 }
 
+/* The invocation process rehearsed its request's steps before its
+ * request (relay-bootstrap.js rehearse()), and nothing it did shows:
+ * stdout's bytes, the environment, the module cache, the main module's
+ * children and the descriptors are the cold start's. */
+static void test_node__rehearses_before_request(void)
+{
+	int k;
+
+	for (k = 0; k < 2; k++) {
+		struct job w, c;
+
+		RT_CHECK(warm_and_cold("handlers.rehearsed", &w, &c) == 0);
+		RT_CHECK(w.o.warm && !c.o.warm);
+		RT_EQ_INT(w.o.status, RELAY_RUN_OK);
+		RT_EQ_INT(w.o.status, c.o.status);
+		same_lines(&w, &c);
+		RT_CHECK(cap_has(&w.c, "warm-rehearsed 1"));
+		RT_CHECK(cap_has(&c.c, "warm-rehearsed none"));
+		RT_CHECK(cap_has(&w.c, "stdout written 0"));
+		job_free(&w);
+		job_free(&c);
+	}
+}
+
 /* fs, timers, zlib, crypto, dns, worker_threads, child processes and
  * ES modules work after the fork, as cold. */
 static void test_node__features_after_fork(void)
@@ -646,6 +670,7 @@ int main(int argc, char **argv)
 		RT_CASE(test_node__fetch_and_wasm_same_as_cold),
 		RT_CASE(test_node__hang_replaces_parent),
 		RT_CASE(test_node__prefaults_before_request),
+		RT_CASE(test_node__rehearses_before_request),
 	};
 	int rc;
 

@@ -255,3 +255,30 @@ exports.prefault = (ev) => {
 	console.log(`warm-prefaulted ${n}`);
 	console.log(`sum ${a.reduce((x, y) => x + y, 0)}`);
 };
+
+// Whether this invocation process rehearsed its request's steps before
+// the request came (the fork server's addon; "none" cold), and what a
+// rehearsal could have left behind, each line compared with cold's: the
+// bytes written to stdout before the handler's own, the environment,
+// the module cache, the main module's children, the descriptors.
+exports.rehearsed = (ev) => {
+	const bytes = process.stdout.bytesWritten;
+	const path = require('path');
+	let n = 'none';
+	try {
+		const m = { exports: {} };
+		process.dlopen(m, '/run/relay-warm-slot.so');
+		n = m.exports.rehearsed();
+	} catch (e) {
+		n = 'none';
+	}
+	console.log(`stdout written ${bytes}`);
+	console.log(`event ${JSON.stringify(ev)}`);
+	console.log(`env ${JSON.stringify(Object.keys(process.env).sort())}`);
+	console.log(`cache ${JSON.stringify(Object.keys(require.cache)
+		.map((k) => path.basename(k)))}`);
+	console.log(`children ${JSON.stringify(require.main.children
+		.map((c) => path.basename(c.id)))}`);
+	console.log(`fds ${JSON.stringify(fs.readdirSync('/proc/self/fd'))}`);
+	console.log(`warm-rehearsed ${n}`);
+};
