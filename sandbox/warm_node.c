@@ -62,6 +62,7 @@
 
 #include <node_api.h>
 
+#include "warm_node_huge.h"
 #include "warm_node_prefault.h"
 #include "warm_node_worker.h"
 #include "warm_proto.h"
@@ -122,6 +123,7 @@ static int learn_fd = -1;       /* in the learning fork: its report */
 static long prefaulted;         /* in an H: pages populated before its
 				   request (warm_node_prefault.c) */
 static int rehearsed;           /* in an H: rehearsed before its request */
+static long huge_mib;           /* node's mappings on huge pages (MiB) */
 
 static void send_fields(const char *const *f, int n, int fd)
 {
@@ -624,6 +626,16 @@ static int serve_loop(void)
 		tmp_mode = (int)(st.st_mode & 07777);
 	fflush(stdout);
 	fflush(stderr);
+	/* Node's code and read-only data on huge pages, for every fork
+	 * (the learning fork's too); the other threads are parked. */
+	if (ready_to_fork() == 0) {
+		char why[160];
+
+		huge_mib = relay__node_huge_text(why, sizeof(why));
+		if (huge_mib == 0)
+			dprintf(2, "relay: node warm server: node's code stays "
+				   "on small pages: %s\n", why);
+	}
 	if (learn() == 0)
 		return 0;
 	r = probe();
@@ -927,6 +939,17 @@ static napi_value js_rehearse(napi_env env, napi_callback_info info)
 	return request_object(env, f, (int)(sizeof(f) / sizeof(f[0])));
 }
 
+/* hugeText(): MiB of node's code and read-only data the server put on
+ * huge pages (warm_node_huge.c; tests). */
+static napi_value js_huge_text(napi_env env, napi_callback_info info)
+{
+	napi_value v;
+
+	(void)info;
+	napi_create_int32(env, (int32_t)huge_mib, &v);
+	return v;
+}
+
 /* rehearsed(): 1 in an H that rehearsed before its request (tests; 0
  * elsewhere). */
 static napi_value js_rehearsed(napi_env env, napi_callback_info info)
@@ -985,6 +1008,7 @@ napi_value napi_register_module_v1(napi_env env, napi_value exports)
 		{ "prefaulted", js_prefaulted },
 		{ "rehearse", js_rehearse },
 		{ "rehearsed", js_rehearsed },
+		{ "hugeText", js_huge_text },
 		{ "protoVersion", js_version },
 	};
 	size_t i;
