@@ -28,6 +28,10 @@
  * warm_node_worker.c gives H a worker of its own (afterFork()).
  * V8 marks its own mappings MADV_DONTFORK; every mapping is marked
  * MADV_DOFORK again before a slot is forked, else N lacks the heap.
+ * Before its first fork the server moves node's code and read-only data
+ * onto huge pages (warm_node_huge.c), and each H rehearses its request's
+ * steps while it waits for it (relay-bootstrap.js rehearse()): a fork's
+ * first touch of each page is what its start mostly costs.
  *
  * The napi_* functions are weak references: python3's ctypes loads this
  * library too (RTLD_NOW) and has no node to resolve them; only node ever
@@ -38,7 +42,6 @@
  */
 #define _GNU_SOURCE
 #include <dlfcn.h>
-#include <dirent.h>
 #include <errno.h>
 #include <fcntl.h>
 #include <linux/sched.h>
@@ -48,7 +51,6 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
-#include <sys/ioctl.h>
 #include <sys/mman.h>
 #include <sys/mount.h>
 #include <sys/prctl.h>
@@ -62,6 +64,7 @@
 
 #include <node_api.h>
 
+#include "warm_node_fds.h"
 #include "warm_node_huge.h"
 #include "warm_node_prefault.h"
 #include "warm_node_worker.h"
@@ -252,90 +255,6 @@ static int quiet_threads(void)
 	}
 	close(dfd);
 	return n;
-}
-
-/*
- * The server's own descriptors (past the control socket) when it began
- * to serve: node's event loops' epoll instances, eventfds and signal
- * pipes, and libuv's process-wide signal lock (a pipe holding one byte
- * when free). H starts without them (the slot loop closes every
- * descriptor of N's), but node still holds their numbers, and libuv
- * closes the old ones as it makes its loop anew (uv_loop_fork()): each
- * number is held again by /dev/null first, so that no close of libuv's
- * hits a descriptor of H's, and the lock gets a new pipe with its byte
- * (what libuv's own after-fork hook, which a raw clone3() never runs,
- * would make).
- */
-#define NODE_MAX_SAVED_FDS 64
-static int saved_fd[NODE_MAX_SAVED_FDS], nsaved;
-static int lock_r = -1, lock_w = -1;
-
-static void save_fds(void)
-{
-	struct stat st[NODE_MAX_SAVED_FDS];
-	int dfd, i, k;
-	DIR *d;
-	struct dirent *e;
-
-	d = opendir("/proc/self/fd");
-	if (!d)
-		return;
-	dfd = dirfd(d);
-	while ((e = readdir(d)) && nsaved < NODE_MAX_SAVED_FDS) {
-		int fd = atoi(e->d_name);
-
-		if (fd <= CTL || fd == dfd || fstat(fd, &st[nsaved]) != 0)
-			continue;
-		saved_fd[nsaved++] = fd;
-	}
-	closedir(d);
-	for (i = 0; i < nsaved; i++) {
-		int avail = 0;
-
-		if (!S_ISFIFO(st[i].st_mode) ||
-		    (fcntl(saved_fd[i], F_GETFL) & O_ACCMODE) != O_RDONLY ||
-		    ioctl(saved_fd[i], FIONREAD, &avail) != 0 || avail != 1)
-			continue;
-		for (k = 0; k < nsaved; k++)
-			if (k != i && S_ISFIFO(st[k].st_mode) &&
-			    st[k].st_ino == st[i].st_ino &&
-			    (fcntl(saved_fd[k], F_GETFL) & O_ACCMODE) ==
-				    O_WRONLY)
-				break;
-		if (k < nsaved && lock_r < 0) {
-			lock_r = saved_fd[i];
-			lock_w = saved_fd[k];
-		}
-	}
-}
-
-/* In H: see save_fds(). 0, or -1. */
-static int restore_fds(void)
-{
-	int nul = open("/dev/null", O_RDWR | O_CLOEXEC), p[2], i, keep = 0;
-
-	if (nul < 0)
-		return -1;
-	for (i = 0; i < nsaved; i++) {
-		if (saved_fd[i] == nul)
-			keep = 1;
-		else if (dup3(nul, saved_fd[i], O_CLOEXEC) < 0)
-			return -1;
-	}
-	if (lock_r >= 0) {
-		if (pipe2(p, O_CLOEXEC) != 0)
-			return -1;
-		if (dup3(p[0], lock_r, O_CLOEXEC) < 0 ||
-		    dup3(p[1], lock_w, O_CLOEXEC) < 0)
-			return -1;
-		close(p[0]);
-		close(p[1]);
-		if (write(lock_w, "*", 1) != 1)
-			return -1;
-	}
-	if (!keep)
-		close(nul);
-	return 0;
 }
 
 /* In N: tell the server why the slot cannot run and exit. */
@@ -612,7 +531,7 @@ static int serve_loop(void)
 	sigset_t chld;
 	int r, me, i, n;
 
-	save_fds();
+	relay__node_save_fds(CTL);
 	sigemptyset(&chld);
 	sigaddset(&chld, SIGCHLD);
 	sigprocmask(SIG_BLOCK, &chld, &start_mask);
@@ -829,7 +748,7 @@ static napi_value js_after_fork(napi_env env, napi_callback_info info)
 	char why[160];
 
 	(void)info;
-	if (restore_fds() != 0) {
+	if (relay__node_restore_fds() != 0) {
 		dprintf(2, "relay: node warm invocation: descriptors: %s\n",
 			strerror(errno));
 		_exit(255);
