@@ -9,7 +9,7 @@
  * (relay_warm_server.py) in C, run on node's main thread without ever
  * returning to the event loop: it starts invocation slots N (clone3, pid
  * 1 of a new pid and mount namespace, a private /tmp and /proc), each
- * running relay_warm_slot_run() exactly as for python3, keeps one slot
+ * running relay_warm_slot_run() exactly as for python3, keeps two slots
  * free, tells relayd Y/N/E on the control socket (fd 3, warm_proto.h)
  * and exits when relayd hangs up. It returns only in an invocation
  * process H, with its capabilities dropped and a single thread; the
@@ -28,6 +28,10 @@
  * warm_node_worker.c gives H a worker of its own (afterFork()).
  * V8 marks its own mappings MADV_DONTFORK; every mapping is marked
  * MADV_DOFORK again before a slot is forked, else N lacks the heap.
+ * Before its first fork the server moves node's code and read-only data
+ * onto huge pages (warm_node_huge.c), and each H rehearses its request's
+ * steps while it waits for it (relay-bootstrap.js rehearse()): a fork's
+ * first touch of each page is what its start mostly costs.
  *
  * The napi_* functions are weak references: python3's ctypes loads this
  * library too (RTLD_NOW) and has no node to resolve them; only node ever
@@ -38,7 +42,6 @@
  */
 #define _GNU_SOURCE
 #include <dlfcn.h>
-#include <dirent.h>
 #include <errno.h>
 #include <fcntl.h>
 #include <linux/sched.h>
@@ -48,7 +51,6 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
-#include <sys/ioctl.h>
 #include <sys/mman.h>
 #include <sys/mount.h>
 #include <sys/prctl.h>
@@ -62,6 +64,8 @@
 
 #include <node_api.h>
 
+#include "warm_node_fds.h"
+#include "warm_node_huge.h"
 #include "warm_node_prefault.h"
 #include "warm_node_worker.h"
 #include "warm_proto.h"
@@ -97,6 +101,12 @@ napi_value napi_register_module_v1(napi_env env, napi_value exports);
 #define NODE_QUIET_TRIES 1000          /* up to 2 s for threads to park */
 #define NODE_QUIET_WAIT_NS 2000000L
 #define NODE_LEARN_MS 3000              /* the learning fork's report */
+/* Slots kept free: each holds an invocation process forked, prepared
+ * and rehearsed ahead of its request; the kernel hands relayd's requests
+ * to the slot waiting longest, so with two free a process has the time
+ * of two invocations, not one, to be ready (doc/perf/warm.md, round
+ * 11). */
+#define NODE_FREE_SLOTS 2
 
 struct nslot {
 	pid_t pid;      /* 0: free entry */
@@ -115,6 +125,8 @@ static char why_not[200];       /* why no slot can be forked */
 static int learn_fd = -1;       /* in the learning fork: its report */
 static long prefaulted;         /* in an H: pages populated before its
 				   request (warm_node_prefault.c) */
+static int rehearsed;           /* in an H: rehearsed before its request */
+static long huge_mib;           /* node's mappings on huge pages (MiB) */
 
 static void send_fields(const char *const *f, int n, int fd)
 {
@@ -243,90 +255,6 @@ static int quiet_threads(void)
 	}
 	close(dfd);
 	return n;
-}
-
-/*
- * The server's own descriptors (past the control socket) when it began
- * to serve: node's event loops' epoll instances, eventfds and signal
- * pipes, and libuv's process-wide signal lock (a pipe holding one byte
- * when free). H starts without them (the slot loop closes every
- * descriptor of N's), but node still holds their numbers, and libuv
- * closes the old ones as it makes its loop anew (uv_loop_fork()): each
- * number is held again by /dev/null first, so that no close of libuv's
- * hits a descriptor of H's, and the lock gets a new pipe with its byte
- * (what libuv's own after-fork hook, which a raw clone3() never runs,
- * would make).
- */
-#define NODE_MAX_SAVED_FDS 64
-static int saved_fd[NODE_MAX_SAVED_FDS], nsaved;
-static int lock_r = -1, lock_w = -1;
-
-static void save_fds(void)
-{
-	struct stat st[NODE_MAX_SAVED_FDS];
-	int dfd, i, k;
-	DIR *d;
-	struct dirent *e;
-
-	d = opendir("/proc/self/fd");
-	if (!d)
-		return;
-	dfd = dirfd(d);
-	while ((e = readdir(d)) && nsaved < NODE_MAX_SAVED_FDS) {
-		int fd = atoi(e->d_name);
-
-		if (fd <= CTL || fd == dfd || fstat(fd, &st[nsaved]) != 0)
-			continue;
-		saved_fd[nsaved++] = fd;
-	}
-	closedir(d);
-	for (i = 0; i < nsaved; i++) {
-		int avail = 0;
-
-		if (!S_ISFIFO(st[i].st_mode) ||
-		    (fcntl(saved_fd[i], F_GETFL) & O_ACCMODE) != O_RDONLY ||
-		    ioctl(saved_fd[i], FIONREAD, &avail) != 0 || avail != 1)
-			continue;
-		for (k = 0; k < nsaved; k++)
-			if (k != i && S_ISFIFO(st[k].st_mode) &&
-			    st[k].st_ino == st[i].st_ino &&
-			    (fcntl(saved_fd[k], F_GETFL) & O_ACCMODE) ==
-				    O_WRONLY)
-				break;
-		if (k < nsaved && lock_r < 0) {
-			lock_r = saved_fd[i];
-			lock_w = saved_fd[k];
-		}
-	}
-}
-
-/* In H: see save_fds(). 0, or -1. */
-static int restore_fds(void)
-{
-	int nul = open("/dev/null", O_RDWR | O_CLOEXEC), p[2], i, keep = 0;
-
-	if (nul < 0)
-		return -1;
-	for (i = 0; i < nsaved; i++) {
-		if (saved_fd[i] == nul)
-			keep = 1;
-		else if (dup3(nul, saved_fd[i], O_CLOEXEC) < 0)
-			return -1;
-	}
-	if (lock_r >= 0) {
-		if (pipe2(p, O_CLOEXEC) != 0)
-			return -1;
-		if (dup3(p[0], lock_r, O_CLOEXEC) < 0 ||
-		    dup3(p[1], lock_w, O_CLOEXEC) < 0)
-			return -1;
-		close(p[0]);
-		close(p[1]);
-		if (write(lock_w, "*", 1) != 1)
-			return -1;
-	}
-	if (!keep)
-		close(nul);
-	return 0;
 }
 
 /* In N: tell the server why the slot cannot run and exit. */
@@ -603,7 +531,7 @@ static int serve_loop(void)
 	sigset_t chld;
 	int r, me, i, n;
 
-	save_fds();
+	relay__node_save_fds(CTL);
 	sigemptyset(&chld);
 	sigaddset(&chld, SIGCHLD);
 	sigprocmask(SIG_BLOCK, &chld, &start_mask);
@@ -617,6 +545,16 @@ static int serve_loop(void)
 		tmp_mode = (int)(st.st_mode & 07777);
 	fflush(stdout);
 	fflush(stderr);
+	/* Node's code and read-only data on huge pages, for every fork
+	 * (the learning fork's too); the other threads are parked. */
+	if (ready_to_fork() == 0) {
+		char why[160];
+
+		huge_mib = relay__node_huge_text(why, sizeof(why));
+		if (huge_mib == 0)
+			dprintf(2, "relay: node warm server: node's code stays "
+				   "on small pages: %s\n", why);
+	}
 	if (learn() == 0)
 		return 0;
 	r = probe();
@@ -633,6 +571,21 @@ static int serve_loop(void)
 	if (me >= 0)
 		close(me);
 	for (;;) {
+		/* NODE_FREE_SLOTS free (or on their way) for the next
+		 * requests; not after NODE_MAX_SETUP_FAILURES in a row (no
+		 * fork loop). */
+		while (idle_slots + starting_slots < NODE_FREE_SLOTS &&
+		       failed_slots < NODE_MAX_SETUP_FAILURES) {
+			r = new_slot();
+			if (r == 0)
+				return 0;
+			if (r < 0) {
+				dprintf(2, "relay: node warm server: no new "
+					   "slot: %s\n", why_not);
+				failed_slots++;
+				break;   /* again at the next event */
+			}
+		}
 		n = 0;
 		pfd[n].fd = CTL;
 		pfd[n].events = POLLRDHUP;
@@ -659,19 +612,6 @@ static int serve_loop(void)
 				from_slot(by[i]);
 		if (pfd[1].revents)
 			reap();
-		/* One slot free (or on its way) for the next request; not
-		 * after NODE_MAX_SETUP_FAILURES in a row (no fork loop). */
-		if (idle_slots + starting_slots <= 0 &&
-		    failed_slots < NODE_MAX_SETUP_FAILURES) {
-			r = new_slot();
-			if (r == 0)
-				return 0;
-			if (r < 0) {
-				dprintf(2, "relay: node warm server: no new "
-					   "slot: %s\n", why_not);
-				failed_slots++;
-			}
-		}
 	}
 refuse:
 	{
@@ -808,7 +748,7 @@ static napi_value js_after_fork(napi_env env, napi_callback_info info)
 	char why[160];
 
 	(void)info;
-	if (restore_fds() != 0) {
+	if (relay__node_restore_fds() != 0) {
 		dprintf(2, "relay: node warm invocation: descriptors: %s\n",
 			strerror(errno));
 		_exit(255);
@@ -845,6 +785,27 @@ static napi_value js_after_fork(napi_env env, napi_callback_info info)
 	return undefined(env);
 }
 
+/* { id, handler, env: ["K=V", ...] } of request fields @f (R id wait_go
+ * as nproc handler env...; @nf >= 6). */
+static napi_value request_object(napi_env env, const char *const *f, int nf)
+{
+	napi_value o, arr, s;
+	int k;
+
+	napi_create_object(env, &o);
+	napi_create_string_utf8(env, f[1], NAPI_AUTO_LENGTH, &s);
+	napi_set_named_property(env, o, "id", s);
+	napi_create_string_utf8(env, f[5], NAPI_AUTO_LENGTH, &s);
+	napi_set_named_property(env, o, "handler", s);
+	napi_create_array_with_length(env, (size_t)(nf - 6), &arr);
+	for (k = 6; k < nf; k++) {
+		napi_create_string_utf8(env, f[k], NAPI_AUTO_LENGTH, &s);
+		napi_set_element(env, arr, (uint32_t)(k - 6), s);
+	}
+	napi_set_named_property(env, o, "env", arr);
+	return o;
+}
+
 /* request(): in H, the invocation's request (relay_warm_slot_request()):
  * { id, handler, env: ["K=V", ...] }, its stdio in place. Exits when
  * there is none (the probe). */
@@ -853,7 +814,7 @@ static napi_value js_request(napi_env env, napi_callback_info info)
 	const char *msg = NULL, *f[NODE_FIELDS_MAX];
 	napi_value o, arr, s;
 	long len, i = 0;
-	int nf = 0, k;
+	int nf = 0;
 
 	(void)info;
 	if (learn_fd >= 0) {
@@ -878,18 +839,45 @@ static napi_value js_request(napi_env env, napi_callback_info info)
 	}
 	if (nf < 6)
 		_exit(1);
-	napi_create_object(env, &o);
-	napi_create_string_utf8(env, f[1], NAPI_AUTO_LENGTH, &s);
-	napi_set_named_property(env, o, "id", s);
-	napi_create_string_utf8(env, f[5], NAPI_AUTO_LENGTH, &s);
-	napi_set_named_property(env, o, "handler", s);
-	napi_create_array_with_length(env, (size_t)(nf - 6), &arr);
-	for (k = 6; k < nf; k++) {
-		napi_create_string_utf8(env, f[k], NAPI_AUTO_LENGTH, &s);
-		napi_set_element(env, arr, (uint32_t)(k - 6), s);
-	}
-	napi_set_named_property(env, o, "env", arr);
-	return o;
+	return request_object(env, f, nf);
+}
+
+/* rehearse(): in H, before its request (relay-bootstrap.js rehearse()):
+ * a request object made as request() makes one, from made-up fields,
+ * for nothing but the pages its making touches. */
+static napi_value js_rehearse(napi_env env, napi_callback_info info)
+{
+	static const char *const f[] = {
+		"R", "0", "0", "0", "0", "relay-rehearsal.none",
+		"RELAY_HANDLER=relay-rehearsal.none", "RELAY_MESSAGE_ID=0-0",
+		"PATH=/usr/bin:/bin", "HOME=/nonexistent", "LANG=C.UTF-8",
+	};
+
+	(void)info;
+	rehearsed = 1;
+	return request_object(env, f, (int)(sizeof(f) / sizeof(f[0])));
+}
+
+/* hugeText(): MiB of node's code and read-only data the server put on
+ * huge pages (warm_node_huge.c; tests). */
+static napi_value js_huge_text(napi_env env, napi_callback_info info)
+{
+	napi_value v;
+
+	(void)info;
+	napi_create_int32(env, (int32_t)huge_mib, &v);
+	return v;
+}
+
+/* rehearsed(): 1 in an H that rehearsed before its request (tests; 0
+ * elsewhere). */
+static napi_value js_rehearsed(napi_env env, napi_callback_info info)
+{
+	napi_value v;
+
+	(void)info;
+	napi_create_int32(env, rehearsed, &v);
+	return v;
 }
 
 /* threads(): the threads of this process (tests: 1 in an H). */
@@ -937,6 +925,9 @@ napi_value napi_register_module_v1(napi_env env, napi_value exports)
 		{ "setExitCode", js_set_exit_code },
 		{ "threads", js_threads },
 		{ "prefaulted", js_prefaulted },
+		{ "rehearse", js_rehearse },
+		{ "rehearsed", js_rehearsed },
+		{ "hugeText", js_huge_text },
 		{ "protoVersion", js_version },
 	};
 	size_t i;

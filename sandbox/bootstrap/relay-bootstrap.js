@@ -62,13 +62,22 @@ function learnModule() {
 	return m.exports;
 }
 
+// The file of handler module @base and its extension, or null.
+function findModule(base) {
+	for (const ext of ['.js', '.cjs', '.mjs', '/index.js']) {
+		const file = base + ext;
+		if (fs.existsSync(file))
+			return { file, ext };
+	}
+	return null;
+}
+
 async function load(base) {
 	if (learning)
 		return learnModule();
-	for (const ext of ['.js', '.cjs', '.mjs', '/index.js']) {
-		const file = base + ext;
-		if (!fs.existsSync(file))
-			continue;
+	const found = findModule(base);
+	if (found) {
+		const { file, ext } = found;
 		if (ext === '.mjs')
 			return import(pathToFileURL(file).href);
 		try {
@@ -90,8 +99,8 @@ async function load(base) {
 // rather than allocating 64 KiB per read as fs.readFileSync(0) does).
 let inbuf = null;
 
-// All of stdin (fd 0), up to its end, as a Buffer.
-function readStdin() {
+// All of stdin (fd 0; @fd in a rehearsal), up to its end, as a Buffer.
+function readStdin(fd = 0) {
 	if (inbuf === null)
 		inbuf = Buffer.allocUnsafe(65536);
 	let len = 0;
@@ -101,7 +110,7 @@ function readStdin() {
 			inbuf.copy(bigger, 0, 0, len);
 			inbuf = bigger;
 		}
-		const n = fs.readSync(0, inbuf, len, inbuf.length - len, null);
+		const n = fs.readSync(fd, inbuf, len, inbuf.length - len, null);
 		if (n === 0)
 			break;
 		len += n;
@@ -215,6 +224,40 @@ function warmPaths() {
 	path.relative(process.cwd(), __filename);
 }
 
+// An invocation process's rehearsal, before its request (doc/sandbox.md,
+// "node: a fork server", "Rehearsed before the request"): the steps its
+// request will take, on made-up input of this file's own, so that the
+// pages they read and write (node's and V8's code, the heap, the
+// allocator's) are this process's before the request comes, not after
+// it. A fork touching a page for the first time is what a forked
+// invocation's start mostly costs on a host whose page tables the
+// hypervisor shadows, fault or no fault (doc/perf/warm.md, round 11).
+// It runs no application code, reads only /dev/null and this file,
+// writes nothing (an empty write to the server's stdout), changes
+// nothing the invocation can see (the environment is set to what it
+// is, no module is cached, no thread started, no random number drawn)
+// and is skipped at the first error: the invocation is the same without
+// it, only slower.
+function rehearse(zy) {
+	let fd = -1;
+	try {
+		zy.rehearse();
+		takeEnv(Object.entries(process.env).map(([k, v]) => `${k}=${v}`));
+		fd = fs.openSync('/dev/null', 'r');
+		parseEvent(readStdin(fd));
+		parseEvent(Buffer.from('{"relay":[1,"x",null,true]}'));
+		findModule(path.join(process.cwd(), ...'relay-rehearsal.none'.split('.')));
+		path.relative(process.cwd(), __filename);
+		void learnModule().noop;
+		process.stdout.write('');
+	} catch (e) {
+		// Only slower.
+	} finally {
+		if (fd >= 0)
+			fs.closeSync(fd);
+	}
+}
+
 // --serve: returns (with process.argv[2] the handler) only in an
 // invocation process.
 function serve(lib) {
@@ -273,6 +316,7 @@ function serve(lib) {
 	// An invocation process, single-threaded, capabilities dropped.
 	zy.afterFork();
 	rnd.reset();
+	rehearse(zy);
 	process.execArgv = [];
 	const req = zy.request();
 	takeEnv(req.env);
@@ -280,6 +324,12 @@ function serve(lib) {
 	learning = req.learn === true;
 	process.argv.push(learning ? 'relay-learn.noop' : req.handler);
 	return zy;
+}
+
+// The event in @raw (null when blank); throws when it is not JSON.
+function parseEvent(raw) {
+	const text = raw.toString('utf8');
+	return text.trim() !== '' ? JSON.parse(text) : null;
 }
 
 async function main() {
@@ -301,14 +351,12 @@ async function main() {
 	const modName = target.slice(0, dot);
 	const fnName = target.slice(dot + 1);
 	let event = null;
-	if (raw.toString('utf8').trim() !== '') {
-		try {
-			event = JSON.parse(raw.toString('utf8'));
-		} catch (e) {
-			process.stderr.write(
-				`relay-bootstrap: event is not valid JSON: ${e.message}\n`);
-			process.exit(1);
-		}
+	try {
+		event = parseEvent(raw);
+	} catch (e) {
+		process.stderr.write(
+			`relay-bootstrap: event is not valid JSON: ${e.message}\n`);
+		process.exit(1);
 	}
 	let fn;
 	try {

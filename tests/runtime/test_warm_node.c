@@ -285,6 +285,78 @@ static void test_node__prefaults_before_request(void)
 	}
 }
 
+/* The invocation process rehearsed its request's steps before its
+ * request (relay-bootstrap.js rehearse()), and nothing it did shows:
+ * stdout's bytes, the environment, the module cache, the main module's
+ * children and the descriptors are the cold start's. */
+static void test_node__rehearses_before_request(void)
+{
+	int k;
+
+	for (k = 0; k < 2; k++) {
+		struct job w, c;
+
+		RT_CHECK(warm_and_cold("handlers.rehearsed", &w, &c) == 0);
+		RT_CHECK(w.o.warm && !c.o.warm);
+		RT_EQ_INT(w.o.status, RELAY_RUN_OK);
+		RT_EQ_INT(w.o.status, c.o.status);
+		same_lines(&w, &c);
+		RT_CHECK(cap_has(&w.c, "warm-rehearsed 1"));
+		RT_CHECK(cap_has(&c.c, "warm-rehearsed none"));
+		RT_CHECK(cap_has(&w.c, "stdout written 0"));
+		job_free(&w);
+		job_free(&c);
+	}
+}
+
+/* Transparent huge pages on this host ("[never]" not chosen in
+ * /sys/kernel/mm/transparent_hugepage/enabled): 1, 0, or -1 unknown. */
+static int thp_on(void)
+{
+	char buf[128] = "";
+	FILE *f = fopen("/sys/kernel/mm/transparent_hugepage/enabled", "r");
+
+	if (!f)
+		return -1;
+	if (!fgets(buf, sizeof(buf), f))
+		buf[0] = '\0';
+	fclose(f);
+	return buf[0] ? strstr(buf, "[never]") == NULL : -1;
+}
+
+/* The server moved node's code and read-only data onto huge pages
+ * (warm_node_huge.c) where the host has transparent huge pages, and its
+ * forks run on them as cold: the same output. */
+static void test_node__code_on_huge_pages(void)
+{
+	int thp = thp_on(), k;
+
+	for (k = 0; k < 2; k++) {
+		struct job w, c;
+		const char *l;
+		long n;
+
+		RT_CHECK(warm_and_cold("handlers.hugeText", &w, &c) == 0);
+		RT_CHECK(w.o.warm && !c.o.warm);
+		RT_EQ_INT(w.o.status, RELAY_RUN_OK);
+		RT_EQ_INT(w.o.status, c.o.status);
+		same_lines(&w, &c);
+		RT_CHECK(cap_has(&c.c, "warm-huge none none"));
+		l = line_with(&w, "warm-huge ");
+		RT_CHECK(*l != '\0');
+		n = strtol(l + strlen("warm-huge "), NULL, 10);
+		printf("# %s (transparent huge pages: %d)\n", l, thp);
+		if (thp == 1) {
+			RT_CHECK(n >= 2);
+			RT_CHECK(strstr(l, " mapped") != NULL);
+		} else if (thp == 0) {
+			RT_EQ_INT((int)n, 0);
+		}
+		job_free(&w);
+		job_free(&c);
+	}
+}
+
 /* fs, timers, zlib, crypto, dns, worker_threads, child processes and
  * ES modules work after the fork, as cold. */
 static void test_node__features_after_fork(void)
@@ -646,6 +718,8 @@ int main(int argc, char **argv)
 		RT_CASE(test_node__fetch_and_wasm_same_as_cold),
 		RT_CASE(test_node__hang_replaces_parent),
 		RT_CASE(test_node__prefaults_before_request),
+		RT_CASE(test_node__rehearses_before_request),
+		RT_CASE(test_node__code_on_huge_pages),
 	};
 	int rc;
 

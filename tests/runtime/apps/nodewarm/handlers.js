@@ -255,3 +255,53 @@ exports.prefault = (ev) => {
 	console.log(`warm-prefaulted ${n}`);
 	console.log(`sum ${a.reduce((x, y) => x + y, 0)}`);
 };
+
+// Whether this invocation process rehearsed its request's steps before
+// the request came (the fork server's addon; "none" cold), and what a
+// rehearsal could have left behind, each line compared with cold's: the
+// bytes written to stdout before the handler's own, the environment,
+// the module cache, the main module's children, the descriptors.
+exports.rehearsed = (ev) => {
+	const bytes = process.stdout.bytesWritten;
+	const path = require('path');
+	let n = 'none';
+	try {
+		const m = { exports: {} };
+		process.dlopen(m, '/run/relay-warm-slot.so');
+		n = m.exports.rehearsed();
+	} catch (e) {
+		n = 'none';
+	}
+	console.log(`stdout written ${bytes}`);
+	console.log(`event ${JSON.stringify(ev)}`);
+	console.log(`env ${JSON.stringify(Object.keys(process.env).sort())}`);
+	console.log(`cache ${JSON.stringify(Object.keys(require.cache)
+		.map((k) => path.basename(k)))}`);
+	console.log(`children ${JSON.stringify(require.main.children
+		.map((c) => path.basename(c.id)))}`);
+	console.log(`fds ${JSON.stringify(fs.readdirSync('/proc/self/fd'))}`);
+	console.log(`warm-rehearsed ${n}`);
+};
+
+// MiB of node's code and read-only data the fork server put on huge
+// pages (the addon; "none" cold), whether this process's own memory map
+// shows huge pages, and some of node's code at work (a hash, a deflate,
+// a stack trace), output compared with cold's.
+exports.hugeText = () => {
+	let n = 'none';
+	try {
+		const m = { exports: {} };
+		process.dlopen(m, '/run/relay-warm-slot.so');
+		n = m.exports.hugeText();
+	} catch (e) {
+		n = 'none';
+	}
+	const rollup = fs.readFileSync('/proc/self/smaps_rollup', 'utf8');
+	const kb = Number((rollup.match(/AnonHugePages:\s+(\d+)/) || [0, 0])[1]);
+	const data = Buffer.alloc(4096, 'relay');
+	console.log(`sha256 ${require('crypto').createHash('sha256')
+		.update(data).digest('hex')}`);
+	console.log(`deflated ${require('zlib').deflateSync(data).length}`);
+	console.log(`stack ${new Error('x').stack.split('\n').length > 1}`);
+	console.log(`warm-huge ${n} ${kb > 0 ? 'mapped' : 'none'}`);
+};
