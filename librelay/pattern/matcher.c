@@ -225,25 +225,26 @@ static inline bool wild_holds(const relay__xleaf *x, const char *s,
 bool relay__xleaf_holds(relay_matcher *m, uint32_t node,
 			const relay__xleaf *x, const char *s, size_t len)
 {
-	const relay__pat_alt *a = x->a;
 	int ver;
 
 	m->work++;
-	switch (a->kind) {
+	switch (x->kind) {
+	case RELAY__PAT_EIC:
+		return len == x->len && relay__ieq(s, x->s, len);
+	case RELAY__PAT_IPREFIX:
+		return len >= x->len && relay__ieq(s, x->s, x->len);
+	case RELAY__PAT_ISUFFIX:
+		return len >= x->len &&
+		       relay__ieq(s + len - x->len, x->s, x->len);
 	case RELAY__PAT_CIDR:
 		ver = node_ip(m, node, s, len);
-		if (ver != a->ipver)
+		if (ver != x->a->ipver)
 			return false;
 		if (ver == 4)
 			return (ip4_of(m->ip[node]) & x->v4mask) == x->v4net;
-		return relay__cidr_has(a, ver, m->ip[node]);
-	case RELAY__PAT_WILDCARD:
-		return wild_holds(x, s, len, &m->work);
-	case RELAY__PAT_IPREFIX:
-		return len >= a->len && relay__ieq(s, a->str, a->len);
+		return relay__cidr_has(x->a, ver, m->ip[node]);
 	default:
-		return len >= a->len &&
-		       relay__ieq(s + len - a->len, a->str, a->len);
+		return wild_holds(x, s, len, &m->work);
 	}
 }
 

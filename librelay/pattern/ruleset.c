@@ -290,6 +290,8 @@ static int x_leaf(relay_ruleset *rs, uint32_t node, const relay__pat_alt *a,
 	uint32_t *cnt = num ? &n->nxnum : &n->nxstr, i;
 	int rc;
 
+	if (a->len > UINT32_MAX)
+		return RELAY_EINVAL;
 	for (i = 0; i < *cnt; i++)
 		if (x_same((*arr)[i].a, a)) {
 			*out = (*arr)[i].leaf;
@@ -306,6 +308,9 @@ static int x_leaf(relay_ruleset *rs, uint32_t node, const relay__pat_alt *a,
 	*arr = na;
 	memset(&na[*cnt], 0, sizeof(*na));
 	na[*cnt].a = a;
+	na[*cnt].s = a->str;
+	na[*cnt].len = (uint32_t)a->len;
+	na[*cnt].kind = (uint8_t)a->kind;
 	na[*cnt].leaf = *out;
 	if (a->kind == RELAY__PAT_CIDR && a->ipver == 4) {
 		na[*cnt].v4mask = a->bits ? 0xffffffffu << (32 - a->bits) : 0;

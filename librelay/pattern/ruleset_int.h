@@ -72,7 +72,7 @@ typedef struct relay__timeleaf {
  * group, found by binary search. Every other threshold leaf is "lazy":
  * scanning only keeps the value at its node, and the leaf is settled when
  * a rule that reads it is evaluated (relay__lazy, relay__settle). So are
- * the IPREFIX, ISUFFIX, WILDCARD and CIDR leaves that fire nothing
+ * the EIC, IPREFIX, ISUFFIX, WILDCARD and CIDR leaves that fire nothing
  * (relay__tnode.xlazy).
  */
 typedef struct relay__thr {
@@ -97,8 +97,13 @@ typedef struct relay__lazy {
  * into a literal head and tail, compared as bytes, and the middle, the
  * only part left to the wildcard matcher, skipped when it is one star. */
 typedef struct relay__xleaf {
-	const relay__pat_alt *a;
+	const relay__pat_alt *a;  /* NULL for a lazy EIC leaf (moved out of
+				   * its node's eic map) */
+	const char *s;            /* the literal (a->str, or the map's key;
+				   * borrowed from the pattern copies) */
+	uint32_t len;
 	uint32_t leaf;
+	uint8_t kind;             /* enum relay__pat_kind */
 	uint32_t pre, suf;        /* WILDCARD: literal head and tail bytes */
 	uint8_t mid_any;          /* WILDCARD: the middle is "*" */
 	uint8_t mid_stars;        /* WILDCARD: the middle is "*...*" with no
@@ -138,10 +143,11 @@ typedef struct relay__tnode {
 				   * [0, xcut[0]), IPv6 CIDRs, wildcards,
 				   * IPREFIX, ISUFFIX [xcut[3], nxstr) */
 	uint8_t want_ip;          /* some CIDR leaf in xstr */
-	relay__xleaf *xlazy;      /* the IPREFIX ISUFFIX WILDCARD CIDR leaves
-				   * that fire nothing while scanning (they
-				   * anchor no rule, feed no anything-but;
-				   * thresh.c moves them out of xstr): tested
+	relay__xleaf *xlazy;      /* the EIC IPREFIX ISUFFIX WILDCARD CIDR
+				   * leaves that fire nothing while scanning
+				   * (they anchor no rule, feed no
+				   * anything-but; thresh.c moves them out
+				   * of eic and xstr): tested
 				   * only when a rule that reads them is
 				   * evaluated, on the string kept here */
 	uint32_t nxlazy;
@@ -560,7 +566,7 @@ int relay__order_rules(relay_ruleset *rs);
 
 /*
  * Whether @leaf must fire while an event is scanned: it anchors a rule or
- * feeds an anything-but. Any other threshold or IPREFIX, ISUFFIX,
+ * feeds an anything-but. Any other threshold or EIC, IPREFIX, ISUFFIX,
  * WILDCARD or CIDR leaf is lazy (thresh.c), settled only for a rule that
  * reads it. Valid once the anchors and the also lists are built.
  */
@@ -586,8 +592,8 @@ void relay__eval_thr_time(relay_matcher *m, const relay__tnode *n,
  * NULL if it is not an RFC 3339 time. */
 const relay__instant *relay__lazy_time(relay_matcher *m, uint32_t node);
 /* Whether the string [s, len) at @node satisfies operator leaf @x (an
- * IPREFIX, ISUFFIX, WILDCARD or CIDR leaf of that node); counts its steps
- * in m->work. */
+ * EIC, IPREFIX, ISUFFIX, WILDCARD or CIDR leaf of that node); counts its
+ * steps in m->work. */
 bool relay__xleaf_holds(relay_matcher *m, uint32_t node,
 			const relay__xleaf *x, const char *s, size_t len);
 /* Settle lazy @leaf from the value kept at its node: stamped when the

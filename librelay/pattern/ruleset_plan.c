@@ -23,6 +23,7 @@ static bool leaf_late(const relay_ruleset *rs, uint32_t leaf)
 	case RELAY__PAT_CMP_TIME:
 	case RELAY__PAT_RANGE:
 		return true;
+	case RELAY__PAT_EIC:
 	case RELAY__PAT_IPREFIX:
 	case RELAY__PAT_ISUFFIX:
 	case RELAY__PAT_WILDCARD:

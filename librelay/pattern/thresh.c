@@ -21,11 +21,12 @@
  * others are tested one by one (relay__eval_number).
  *
  * The operators tested one by one on strings (ignore-case prefix and
- * suffix, wildcard, CIDR) are lazy on the same terms when they fire
- * nothing: the string is kept (a pointer into the event), and a rule
- * that reads one tests it, once per event whatever the number of rules
- * that read it. A wildcard, which costs a scan of the value, is then
- * paid for only by the events that reach a rule that reads it.
+ * suffix, wildcard, CIDR) and the ignore-case literals are lazy on the
+ * same terms when they fire nothing: the string is kept (a pointer into
+ * the event), and a rule that reads one tests it, once per event
+ * whatever the number of rules that read it. A wildcard, which costs a
+ * scan of the value, is then paid for only by the events that reach a
+ * rule that reads it.
  */
 #include <stdlib.h>
 #include <string.h>
@@ -96,22 +97,57 @@ static void add_group(relay_ruleset *rs, relay__thr *g, thr_ent *tmp,
 	}
 }
 
+/* Move the entries of @n's ignore-case literals whose leaf fires nothing
+ * to its xlazy; the others stay, in a new map. */
+static int split_eic(const relay_ruleset *rs, relay__tnode *n)
+{
+	relay__smap keep = { 0 };
+	uint32_t k;
+	int rc = 0;
+
+	for (k = 0; k < n->eic.n && !rc; k++) {
+		const relay__sent *e = &n->eic.ents[k];
+
+		if (relay__leaf_fires(rs, e->val))
+			rc = relay__smap_put_h(&keep, e->s, e->len, e->val,
+					       e->hash);
+		else
+			n->xlazy[n->nxlazy++] = (relay__xleaf){
+				.s = e->s, .len = e->len, .leaf = e->val,
+				.kind = RELAY__PAT_EIC };
+	}
+	if (rc) {
+		relay__smap_fini(&keep);
+		return rc;
+	}
+	relay__smap_fini(&n->eic);
+	n->eic = keep;
+	return 0;
+}
+
 /*
- * Move @n's operator leaves that fire nothing from xstr to xlazy: they
- * are tested on the string kept at @n when a rule that reads them is
- * evaluated (relay__settle), not on every value.
+ * Move @n's operator leaves that fire nothing from xstr and from its
+ * ignore-case literals to xlazy: they are tested on the string kept at
+ * @n when a rule that reads them is evaluated (relay__settle), not on
+ * every value.
  */
 static int split_xstr(relay_ruleset *rs, relay__tnode *n)
 {
 	uint32_t k, j = 0, z = 0;
+	int rc;
 
 	for (k = 0; k < n->nxstr; k++)
 		z += !relay__leaf_fires(rs, n->xstr[k].leaf);
+	for (k = 0; k < n->eic.n; k++)
+		z += !relay__leaf_fires(rs, n->eic.ents[k].val);
 	if (!z)
 		return 0;
 	n->xlazy = relay__malloc(z * sizeof(*n->xlazy));
 	if (!n->xlazy)
 		return RELAY_ENOMEM;
+	rc = split_eic(rs, n);
+	if (rc)
+		return rc;
 	for (k = 0; k < n->nxstr; k++) {
 		if (relay__leaf_fires(rs, n->xstr[k].leaf))
 			n->xstr[j++] = n->xstr[k];

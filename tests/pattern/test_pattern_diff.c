@@ -597,6 +597,8 @@ static void test_pattern__lazy_operators(void)
 		"{\"p\": [{\"wildcard\": \"/srv/*/tmp/*\"}]}",
 		/* literals enough at t that one is a better anchor */
 		"{\"t\": [\"a\", \"b\", \"c\", \"d\", \"e\", \"f\"]}",
+		"{\"t\": [\"x\", \"z\"], \"n\": [{\"equals-ignore-case\": "
+		"\"abXyz\"}, {\"equals-ignore-case\": \"ABYZ\"}]}",
 		/* an OR of ORs: one flat clause */
 		"{\"t\": [\"x\"], \"$or\": [{\"p\": [{\"wildcard\": \"*.gz\"}, "
 		"{\"prefix\": \"/x\"}]}, {\"n\": [\"xyz\", \"abyz\"]}]}",
@@ -626,7 +628,7 @@ static void test_pattern__lazy_operators(void)
 		nlazy += rs->nodes[i].nxlazy;
 	/* every operator but the wildcard that anchors its rule (the one
 	 * inside anything-but is read negated, settled all the same) */
-	RT_EQ_INT(nlazy, 11);
+	RT_EQ_INT(nlazy, 13);
 	for (i = 0; i < np; i++)
 		if (rs->rules[i].id == np - 1)
 			RT_CHECK(rs->rules[i].cnf_start != RELAY__NONE);
