@@ -611,8 +611,9 @@ size_t relay__match_end(relay_matcher *m)
 			/* the clauses without late tests, then the others,
 			 * settling lazy leaves as they are read */
 			ok = relay__eval_cnf(rs->cnf + u->cnf_start,
-					     m->leaf_stamp, m->epoch) &&
-			     relay__eval_cnf_late(m, rs->cnf + u->cnf_late);
+					     m->leaf_stamp, m->epoch, NULL) &&
+			     relay__eval_cnf(rs->cnf + u->cnf_late,
+					     m->leaf_stamp, m->epoch, m);
 		} else if (u->prog_late == RELAY__NONE) {
 			ok = eval_late(m, rs->prog, u->prog_start);
 		} else {

@@ -487,36 +487,6 @@ static inline uint32_t relay__smap_get(const relay__smap *m, const char *s,
 	return relay__smap_find(m, s, len);
 }
 
-/*
- * Most rules are an AND of ORs of leaves (fields of literals and
- * operators; nested maps only add conjuncts; a $or whose branches are one
- * field each is one OR, however many alternatives those fields have).
- * Such a rule is stored flat,
- * as clauses [n, lit_1 .. lit_n] ended by a 0, where lit = leaf << 1 |
- * negated, and evaluated without recursion: two such lists per rule, the
- * clauses without late tests (cnf_start) and those with (cnf_late, read
- * by relay__eval_cnf_late, which settles lazy leaves as it reads them).
- * Rules with an AND inside an OR (a $or branch of two fields, an
- * anything-but, a range) keep the expression program.
- */
-static inline bool relay__eval_cnf(const uint32_t *c, const uint32_t *stamp,
-				   uint32_t epoch)
-{
-	uint32_t n, k, lit;
-
-	while ((n = *c++) != 0) {
-		for (k = 0; k < n; k++) {
-			lit = c[k];
-			if ((stamp[lit >> 1] == epoch) != (lit & 1))
-				break;
-		}
-		if (k == n)
-			return false;
-		c += n;
-	}
-	return true;
-}
-
 /* matcher.c: leaf evaluation shared by the raw and json_t paths. */
 void relay__fire(relay_matcher *m, uint32_t leaf);
 void relay__eval_string(relay_matcher *m, const relay__tnode *n,
@@ -608,18 +578,29 @@ static inline void relay__settle_leaf(relay_matcher *m, uint32_t leaf)
 	if (lazy && lazy[leaf] && m->lazy_done[leaf] != m->epoch)
 		relay__settle(m, leaf);
 }
-/* relay__eval_cnf() for clauses that read lazy leaves: each is settled
- * just before it is read, so a rule that fails at its first such clause
- * settles only that clause's. */
-static inline bool relay__eval_cnf_late(relay_matcher *m, const uint32_t *c)
+/*
+ * Most rules are an AND of ORs of leaves (fields of literals and
+ * operators; nested maps only add conjuncts; a $or whose branches are one
+ * field each is one OR, however many alternatives those fields have).
+ * Such a rule is stored flat, as clauses [n, lit_1 .. lit_n] ended by a
+ * 0, where lit = leaf << 1 | negated, and evaluated without recursion:
+ * two such lists per rule, the clauses without late tests (cnf_start;
+ * @m NULL) and those with (cnf_late; @m the matcher, whose lazy leaves
+ * are settled as they are read, so that a rule that fails at its first
+ * such clause settles only that clause's). Rules with an AND inside an
+ * OR (a $or branch of two fields, an anything-but) keep the expression
+ * program.
+ */
+static inline bool relay__eval_cnf(const uint32_t *c, const uint32_t *stamp,
+				   uint32_t epoch, relay_matcher *m)
 {
-	const uint32_t *stamp = m->leaf_stamp;
-	uint32_t n, k, lit, epoch = m->epoch;
+	uint32_t n, k, lit;
 
 	while ((n = *c++) != 0) {
 		for (k = 0; k < n; k++) {
 			lit = c[k];
-			relay__settle_leaf(m, lit >> 1);
+			if (m)
+				relay__settle_leaf(m, lit >> 1);
 			if ((stamp[lit >> 1] == epoch) != (lit & 1))
 				break;
 		}
