@@ -858,59 +858,53 @@ static napi_value js_rehearse(napi_env env, napi_callback_info info)
 	return request_object(env, f, (int)(sizeof(f) / sizeof(f[0])));
 }
 
+/* @x as a JavaScript number. */
+static napi_value int32_value(napi_env env, int32_t x)
+{
+	napi_value v;
+
+	napi_create_int32(env, x, &v);
+	return v;
+}
+
 /* hugeText(): MiB of node's code and read-only data the server put on
  * huge pages (warm_node_huge.c; tests). */
 static napi_value js_huge_text(napi_env env, napi_callback_info info)
 {
-	napi_value v;
-
 	(void)info;
-	napi_create_int32(env, (int32_t)huge_mib, &v);
-	return v;
+	return int32_value(env, (int32_t)huge_mib);
 }
 
 /* rehearsed(): 1 in an H that rehearsed before its request (tests; 0
  * elsewhere). */
 static napi_value js_rehearsed(napi_env env, napi_callback_info info)
 {
-	napi_value v;
-
 	(void)info;
-	napi_create_int32(env, rehearsed, &v);
-	return v;
+	return int32_value(env, rehearsed);
 }
 
 /* threads(): the threads of this process (tests: 1 in an H). */
 static napi_value js_threads(napi_env env, napi_callback_info info)
 {
-	napi_value v;
-	int q;
+	int q = quiet_threads();
 
 	(void)info;
-	q = quiet_threads();
-	napi_create_int32(env, q < 0 ? -1 : q + 1, &v);
-	return v;
+	return int32_value(env, q < 0 ? -1 : q + 1);
 }
 
 /* prefaulted(): the pages this invocation process populated before its
  * request (tests; 0 elsewhere). */
 static napi_value js_prefaulted(napi_env env, napi_callback_info info)
 {
-	napi_value v;
-
 	(void)info;
-	napi_create_int32(env, (int32_t)prefaulted, &v);
-	return v;
+	return int32_value(env, (int32_t)prefaulted);
 }
 
 /* The warm protocol version (warm_proto.h) of this library. */
 static napi_value js_version(napi_env env, napi_callback_info info)
 {
-	napi_value v;
-
 	(void)info;
-	napi_create_int32(env, RELAY_WARM_PROTO_VERSION, &v);
-	return v;
+	return int32_value(env, RELAY_WARM_PROTO_VERSION);
 }
 
 napi_value napi_register_module_v1(napi_env env, napi_value exports)
