@@ -128,6 +128,18 @@ static void same_lines(const struct job *a, const struct job *b)
 	}
 }
 
+/* @handler run warm and cold (warm_and_cold), both OK, with the same
+ * lines (same_lines). */
+static void ok_warm_and_cold(const char *handler, struct job *w,
+			     struct job *c)
+{
+	RT_CHECK(warm_and_cold(handler, w, c) == 0);
+	RT_CHECK(w->o.warm && !c->o.warm);
+	RT_EQ_INT(w->o.status, RELAY_RUN_OK);
+	RT_EQ_INT(w->o.status, c->o.status);
+	same_lines(w, c);
+}
+
 static const char *line_with(const struct job *j, const char *prefix)
 {
 	size_t i;
@@ -265,11 +277,7 @@ static void test_node__prefaults_before_request(void)
 		const char *l;
 		long n;
 
-		RT_CHECK(warm_and_cold("handlers.prefault", &w, &c) == 0);
-		RT_CHECK(w.o.warm && !c.o.warm);
-		RT_EQ_INT(w.o.status, RELAY_RUN_OK);
-		RT_EQ_INT(w.o.status, c.o.status);
-		same_lines(&w, &c);
+		ok_warm_and_cold("handlers.prefault", &w, &c);
 		RT_CHECK(cap_has(&w.c, "sum 1024"));
 		RT_CHECK(cap_has(&c.c, "warm-prefaulted none"));
 		l = line_with(&w, "warm-prefaulted ");
@@ -296,11 +304,7 @@ static void test_node__rehearses_before_request(void)
 	for (k = 0; k < 2; k++) {
 		struct job w, c;
 
-		RT_CHECK(warm_and_cold("handlers.rehearsed", &w, &c) == 0);
-		RT_CHECK(w.o.warm && !c.o.warm);
-		RT_EQ_INT(w.o.status, RELAY_RUN_OK);
-		RT_EQ_INT(w.o.status, c.o.status);
-		same_lines(&w, &c);
+		ok_warm_and_cold("handlers.rehearsed", &w, &c);
 		RT_CHECK(cap_has(&w.c, "warm-rehearsed 1"));
 		RT_CHECK(cap_has(&c.c, "warm-rehearsed none"));
 		RT_CHECK(cap_has(&w.c, "stdout written 0"));
@@ -336,11 +340,7 @@ static void test_node__code_on_huge_pages(void)
 		const char *l;
 		long n;
 
-		RT_CHECK(warm_and_cold("handlers.hugeText", &w, &c) == 0);
-		RT_CHECK(w.o.warm && !c.o.warm);
-		RT_EQ_INT(w.o.status, RELAY_RUN_OK);
-		RT_EQ_INT(w.o.status, c.o.status);
-		same_lines(&w, &c);
+		ok_warm_and_cold("handlers.hugeText", &w, &c);
 		RT_CHECK(cap_has(&c.c, "warm-huge none none"));
 		l = line_with(&w, "warm-huge ");
 		RT_CHECK(*l != '\0');
