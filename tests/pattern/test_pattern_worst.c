@@ -234,6 +234,17 @@ static relay_pattern *compile_text(const char *text, int *rc)
 	return p;
 }
 
+/* Compile @text (it must compile) and add it to @rs. */
+static relay_pattern *add_text(relay_ruleset *rs, const char *text)
+{
+	int rc;
+	relay_pattern *p = compile_text(text, &rc);
+
+	RT_EQ_INT(rc, 0);
+	RT_EQ_INT(relay_ruleset_add(rs, p, NULL), 0);
+	return p;
+}
+
 /* A JSON pattern {"k": [{"anything-but": ["v0", ... "v<n-1>"]}]}. */
 static char *anything_but(size_t n)
 {
@@ -300,6 +311,20 @@ static void test_pattern__cap_and_anything_but(void)
 #define NSTARS 40
 #define VLEN 4000
 
+/* An event @head, VLEN 'a's, @tail (malloc'd; its length in *len). */
+static char *a_run_event(const char *head, const char *tail, size_t *len)
+{
+	char *ev = malloc(strlen(head) + VLEN + strlen(tail) + 1);
+	size_t k = strlen(head);
+
+	RT_ASSERT(ev);
+	memcpy(ev, head, k);
+	memset(ev + k, 'a', VLEN);
+	memcpy(ev + k + VLEN, tail, strlen(tail) + 1);
+	*len = k + VLEN + strlen(tail);
+	return ev;
+}
+
 /*
  * Many wildcards with overlapping stars against a long value that almost
  * matches each: the steps stay within sum(len(w)) x len(value) (greedy
@@ -314,7 +339,6 @@ static void test_pattern__wildcards_bounded(void)
 	const uint32_t *ids;
 	char w[NSTARS * 2 + 16], *ev, pat[256];
 	size_t i, k, n, wlen = 0, bound = 0;
-	int rc;
 
 	RT_ASSERT(relay_ruleset_new(&rs) == 0);
 	for (i = 0; i < NWILD; i++) {
@@ -328,18 +352,11 @@ static void test_pattern__wildcards_bounded(void)
 		bound += wlen * (VLEN + 16) + wlen + VLEN + 16;
 		snprintf(pat, sizeof(pat), "{\"k\": [{\"wildcard\": \"%s\"}]}",
 			 w);
-		p[i] = compile_text(pat, &rc);
-		RT_EQ_INT(rc, 0);
-		RT_EQ_INT(relay_ruleset_add(rs, p[i], NULL), 0);
+		p[i] = add_text(rs, pat);
 	}
 	RT_ASSERT(relay_ruleset_build(rs) == 0);
 	RT_ASSERT(relay_matcher_new(&m, rs) == 0);
-	ev = malloc(VLEN + 64);
-	RT_ASSERT(ev);
-	k = (size_t)sprintf(ev, "{\"k\": \"");
-	memset(ev + k, 'a', VLEN);
-	k += VLEN;
-	k += (size_t)sprintf(ev + k, "b3\"}");
+	ev = a_run_event("{\"k\": \"", "b3\"}", &k);
 	RT_EQ_INT(relay_matcher_match(m, ev, k, NOW, &ids, &n), 0);
 	/* only the 10 distinct wildcards (deduplicated) ending in b3 */
 	RT_EQ_INT(n, NWILD / 10);
@@ -374,7 +391,6 @@ static void test_pattern__lazy_wildcard_once(void)
 	const uint32_t *ids;
 	char w[NSTARS * 2 + 16], *ev, pat[256];
 	size_t i, k, n, bound;
-	int rc;
 
 	RT_ASSERT(relay_ruleset_new(&rs) == 0);
 	for (k = 0, i = 0; i < NSTARS; i++)
@@ -384,23 +400,14 @@ static void test_pattern__lazy_wildcard_once(void)
 	for (i = 0; i < NSHARE; i++) {
 		snprintf(pat, sizeof(pat), "{\"t\": [\"x\"], \"k\": "
 			 "[{\"wildcard\": \"%s\"}]}", w);
-		p[i] = compile_text(pat, &rc);
-		RT_EQ_INT(rc, 0);
-		RT_EQ_INT(relay_ruleset_add(rs, p[i], NULL), 0);
+		p[i] = add_text(rs, pat);
 	}
 	/* literals enough at t that t is the better anchor */
-	p[NSHARE] = compile_text("{\"t\": [\"a\", \"b\", \"c\", \"d\", \"e\"]}",
-				 &rc);
-	RT_EQ_INT(rc, 0);
-	RT_EQ_INT(relay_ruleset_add(rs, p[NSHARE], NULL), 0);
+	p[NSHARE] = add_text(rs, "{\"t\": [\"a\", \"b\", \"c\", \"d\", "
+			     "\"e\"]}");
 	RT_ASSERT(relay_ruleset_build(rs) == 0);
 	RT_ASSERT(relay_matcher_new(&m, rs) == 0);
-	ev = malloc(VLEN + 64);
-	RT_ASSERT(ev);
-	k = (size_t)sprintf(ev, "{\"t\": \"x\", \"k\": \"");
-	memset(ev + k, 'a', VLEN);
-	k += VLEN;
-	k += (size_t)sprintf(ev + k, "b\"}");
+	ev = a_run_event("{\"t\": \"x\", \"k\": \"", "b\"}", &k);
 	RT_EQ_INT(relay_matcher_match(m, ev, k, NOW, &ids, &n), 0);
 	RT_EQ_INT(n, NSHARE);
 	printf("# %llu wildcard steps for %d rules, bound %zu\n",
