@@ -345,6 +345,42 @@ static inline const uchar *digits_end(const scan *s, const uchar *q)
 }
 
 /* RFC 8259 number grammar: -?(0|[1-9][0-9]*)(.[0-9]+)?([eE][+-]?[0-9]+)? */
+/*
+ * A plain integer at p, -?(0|[1-9][0-9]*) of at most 15 digits with no
+ * fraction or exponent after it (most numbers events carry): its end,
+ * with *v its value (exact, as relay__json_number() gives it), in one
+ * pass; NULL for anything else, which number_end() then validates and
+ * relay__json_number() converts.
+ */
+static inline const uchar *int_value(const scan *s, const uchar *p,
+				     double *v)
+{
+	const uchar *q = p, *end = s->end;
+	uint64_t mant = 0;
+	int neg = 0, nd = 0;
+
+	if (q < end && *q == '-') {
+		neg = 1;
+		q++;
+	}
+	if (q < end && *q == '0') {
+		q++;
+	} else {
+		while (q < end && (uchar)(*q - '0') < 10 && nd < 16) {
+			mant = mant * 10 + (uint64_t)(*q - '0');
+			q++;
+			nd++;
+		}
+		if (nd == 0 || nd > 15)
+			return NULL;
+	}
+	if (q < end && ((uchar)(*q - '0') < 10 || *q == '.' ||
+			(*q | 0x20) == 'e'))
+		return NULL;
+	*v = neg ? -(double)mant : (double)mant;
+	return q;
+}
+
 static const uchar *number_end(scan *s, const uchar *p)
 {
 	const uchar *q = p;
@@ -529,6 +565,7 @@ static const uchar *visit(scan *s, const uchar *p, uint32_t node, int depth)
 static const uchar *visit_value(scan *s, const uchar *p, uint32_t node,
 				 int depth)
 {
+	double num;
 	relay_matcher *m = s->m;
 	const relay__tnode *n = &s->nodes[node];
 	const uchar *q;
@@ -578,10 +615,17 @@ static const uchar *visit_value(scan *s, const uchar *p, uint32_t node,
 		return q;
 	case '-': case '0': case '1': case '2': case '3': case '4': case '5':
 	case '6': case '7': case '8': case '9':
-		q = number_end(s, p);
-		if (q && n->want_num)
-			relay__eval_number(m, n, relay__json_number(
-				(const char *)p, (size_t)(q - p)));
+		if (!n->want_num)
+			return number_end(s, p);
+		q = int_value(s, p, &num);
+		if (!q) {
+			q = number_end(s, p);
+			if (!q)
+				return NULL;
+			num = relay__json_number((const char *)p,
+						 (size_t)(q - p));
+		}
+		relay__eval_number(m, n, num);
 		return q;
 	default:
 		return skip_value(s, p, depth);

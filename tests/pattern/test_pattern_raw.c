@@ -398,6 +398,68 @@ static void test_pattern__raw_duplicate_rescan(void)
 }
 
 /*
+ * Numbers at a path rules compare: a plain integer of up to 15 digits is
+ * converted as it is validated (scan.c int_value), anything else by the
+ * general path; both must give the same value and the same errors.
+ */
+static void test_pattern__raw_numbers(void)
+{
+	static const struct {
+		const char *ev;
+		int rc;
+		uint32_t ids;   /* bit i: rule i matches */
+	} cases[] = {
+		{ "{\"n\":0}", 0, 1u << 0 },
+		{ "{\"n\":-0}", 0, 1u << 0 },
+		{ "{\"n\":0.0}", 0, 1u << 0 },
+		{ "{\"n\":-12}", 0, 1u << 1 },
+		{ "{\"n\":-12.0e0}", 0, 1u << 1 },
+		{ "{\"n\":123456789012345}", 0, 1u << 2 },
+		{ "{\"n\":1234567890123456}", 0, 1u << 3 },
+		{ "{\"n\":100}", 0, 1u << 4 | 1u << 5 },
+		{ "{\"n\":1e2}", 0, 1u << 4 | 1u << 5 },
+		{ "{\"n\":100.5}", 0, 1u << 5 },
+		{ "{\"n\":99}", 0, 0 },
+		{ "{\"n\": 100 }", 0, 1u << 4 | 1u << 5 },
+		{ "{\"n\":100", RELAY_EPARSE, 0 },
+		{ "{\"n\":01}", RELAY_EPARSE, 0 },
+		{ "{\"n\":-}", RELAY_EPARSE, 0 },
+		{ "{\"n\":1.}", RELAY_EPARSE, 0 },
+		{ "{\"n\":1e}", RELAY_EPARSE, 0 },
+		{ "{\"n\":-a}", RELAY_EPARSE, 0 },
+	};
+	static const char *pats[] = {
+		"{\"n\": [0]}",
+		"{\"n\": [-12]}",
+		"{\"n\": [123456789012345]}",
+		"{\"n\": [1234567890123456]}",
+		"{\"n\": [100]}",
+		"{\"n\": [{\"numeric\": [\">\", 99, \"<\", 101]}]}",
+	};
+	relay_ruleset *rs = NULL;
+	relay_matcher *m = NULL;
+	relay_pattern *p[RELAY__ARRAY_SIZE(pats)];
+	const uint32_t *ids;
+	size_t i, k, n;
+
+	pt_rules(pats, RELAY__ARRAY_SIZE(pats), p, &rs, &m);
+	for (i = 0; i < RELAY__ARRAY_SIZE(cases); i++) {
+		const char *ev = cases[i].ev;
+		uint32_t got = 0;
+		int rc = relay_matcher_match(m, ev, strlen(ev), NOW, &ids, &n);
+
+		if (rc != cases[i].rc)
+			RT_FAILF("%s: rc %d, want %d", ev, rc, cases[i].rc);
+		for (k = 0; k < n; k++)
+			got |= 1u << ids[k];
+		if (got != cases[i].ids)
+			RT_FAILF("%s: rules %#x, want %#x", ev, got,
+				 cases[i].ids);
+	}
+	pt_rules_free(p, RELAY__ARRAY_SIZE(pats), rs, m);
+}
+
+/*
  * The scanner predicts each key from the order of the events before
  * (kid_next) and hashes only when the guess is wrong: events whose keys
  * come in one order, then in others, with keys no rule names between
@@ -715,6 +777,7 @@ static const rt_case cases[] = {
 	RT_CASE(test_pattern__raw_valid),
 	RT_CASE(test_pattern__raw_duplicates),
 	RT_CASE(test_pattern__raw_duplicate_rescan),
+	RT_CASE(test_pattern__raw_numbers),
 	RT_CASE(test_pattern__raw_key_order),
 	RT_CASE(test_pattern__nul_in_key),
 	RT_CASE(test_pattern__ruleset_sizes),
