@@ -73,10 +73,11 @@ RELAY_EXTERN void relay_cron_free(relay_cron *c);
  * @after_s: Unix seconds (UTC).
  * @next_s: receives the instant (Unix seconds) on success.
  *
- * Returns: 0; RELAY_ENOTFOUND when the expression does not fire within
- * about 11 years after @after_s (e.g. "0 0 30 2 *"; Feb 29 schedules do
- * fire, the longest leap-year gap being 8 years); RELAY_EINVAL when
- * @after_s is outside years 1-9999.
+ * Returns: 0; RELAY_ENOTFOUND when the expression never fires (e.g.
+ * "0 0 30 2 *"; the search looks about 40 years ahead, past the longest
+ * gap any expression has: Feb 29 on one weekday, a day of month 29 in
+ * February with a "*"-led day of week, 40 years across 2100);
+ * RELAY_EINVAL when @after_s is outside years 1-9999.
  * Thread-safety: safe on a shared @c.
  */
 RELAY_EXTERN int relay_cron_next(const relay_cron *c, int64_t after_s,
@@ -90,7 +91,7 @@ RELAY_EXTERN int relay_cron_next(const relay_cron *c, int64_t after_s,
  *
  * For every instant t that relay_cron_next() can return,
  * relay_cron_prev(c, t) returns t, and relay_cron_next(c, t - 1) returns t.
- * Returns: as relay_cron_next() (searching about 11 years back).
+ * Returns: as relay_cron_next() (searching about 40 years back).
  * Thread-safety: safe on a shared @c.
  */
 RELAY_EXTERN int relay_cron_prev(const relay_cron *c, int64_t at_s,

@@ -15,7 +15,16 @@
  */
 #include "sched.h"
 
-#define SEARCH_DAYS 4020 /* 11 years: Feb 29 recurs within 8 */
+/*
+ * How far a search looks: past the longest gap between two firings of
+ * any expression, plus the days REACH adds at either end. That gap is
+ * Feb 29 on one weekday (a restricted day of month with a "*"-led day of
+ * week, so both must hold): 28 years, 40 across a century that is not a
+ * leap year (2088 -> 2128 for Sundays). With a shorter search, next()
+ * from just after a firing could miss the following one that prev() from
+ * it had found (and report "never" for an expression that does fire).
+ */
+#define SEARCH_DAYS 14660 /* 40 years and 50 days */
 #define REACH (27 * 3600)
 
 static bool day_matches(const relay_cron *c, int64_t day)

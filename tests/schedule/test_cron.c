@@ -152,11 +152,24 @@ static void test_cron__feb29_and_never(void)
 		  "none" },
 		{ "0 0 31 * *", "UTC", "2026-01-31T00:00:00Z", 2,
 		  "2026-03-31T00:00:00Z 2026-05-31T00:00:00Z" },
+		/* Feb 29 on a Sunday (both must hold: the day of week is
+		 * "*"-led): 28 years apart, 40 across 2100 */
+		{ "0 0 29 2 */7", "UTC", "2005-01-01T00:00:00Z", 3,
+		  "2032-02-29T00:00:00Z 2060-02-29T00:00:00Z "
+		  "2088-02-29T00:00:00Z" },
+		{ "0 0 29 2 */7", "UTC", "2088-02-29T00:00:00Z", 1,
+		  "2128-02-29T00:00:00Z" },
+		/* Mar 1 on a Saturday, 11 years apart, from just after a
+		 * firing (what fuzz-cron found: 02:59 was the last minute) */
+		{ "* 2 */31 3 6", "Europe/Berlin", "1986-03-01T02:59:00+01:00",
+		  1, "1997-03-01T02:00:00+01:00" },
 	};
 	static const seq_case pv[] = {
 		{ "0 0 29 2 *", "UTC", "2103-12-31T00:00:00Z", 2,
 		  "2096-02-29T00:00:00Z 2092-02-29T00:00:00Z" },
 		{ "0 0 30 2 *", "UTC", "2026-01-01T00:00:00Z", 1, "none" },
+		{ "0 0 29 2 */7", "UTC", "2127-12-31T00:00:00Z", 2,
+		  "2088-02-29T00:00:00Z 2060-02-29T00:00:00Z" },
 	};
 
 	RUN_NEXT(nx);
