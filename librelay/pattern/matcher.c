@@ -470,33 +470,10 @@ void relay__node_forget(relay_matcher *m, uint32_t node)
 	}
 }
 
+/* Whether expression @i of @prog holds; with @m (late tests) each lazy
+ * leaf is settled just before it is read (relay__eval_cnf likewise). */
 static bool eval(const relay__expr *prog, uint32_t i, const uint32_t *stamp,
-		 uint32_t epoch)
-{
-	const relay__expr *e = &prog[i];
-	uint32_t j;
-
-	switch (e->op) {
-	case RELAY__X_LEAF:
-		return stamp[e->arg] == epoch;
-	case RELAY__X_NLEAF:
-		return stamp[e->arg] != epoch;
-	case RELAY__X_AND:
-		for (j = i + 1; j < e->end; j = prog[j].end)
-			if (!eval(prog, j, stamp, epoch))
-				return false;
-		return true;
-	default:
-		for (j = i + 1; j < e->end; j = prog[j].end)
-			if (eval(prog, j, stamp, epoch))
-				return true;
-		return false;
-	}
-}
-
-/* eval() for expressions that read lazy leaves: each is settled just
- * before it is read. */
-static bool eval_late(relay_matcher *m, const relay__expr *prog, uint32_t i)
+		 uint32_t epoch, relay_matcher *m)
 {
 	const relay__expr *e = &prog[i];
 	uint32_t j;
@@ -504,30 +481,30 @@ static bool eval_late(relay_matcher *m, const relay__expr *prog, uint32_t i)
 	switch (e->op) {
 	case RELAY__X_LEAF:
 	case RELAY__X_NLEAF:
-		relay__settle_leaf(m, e->arg);
-		return (m->leaf_stamp[e->arg] == m->epoch) ==
-		       (e->op == RELAY__X_LEAF);
+		if (m)
+			relay__settle_leaf(m, e->arg);
+		return (stamp[e->arg] == epoch) == (e->op == RELAY__X_LEAF);
 	case RELAY__X_AND:
 		for (j = i + 1; j < e->end; j = prog[j].end)
-			if (!eval_late(m, prog, j))
+			if (!eval(prog, j, stamp, epoch, m))
 				return false;
 		return true;
 	default:
 		for (j = i + 1; j < e->end; j = prog[j].end)
-			if (eval_late(m, prog, j))
+			if (eval(prog, j, stamp, epoch, m))
 				return true;
 		return false;
 	}
 }
 
-/* Whether every expression of [from, to) (siblings) holds. */
+/* Whether every expression of [from, to) (siblings) holds (@m: eval). */
 static bool eval_and(const relay__expr *prog, uint32_t from, uint32_t to,
-		     const uint32_t *stamp, uint32_t epoch)
+		     const uint32_t *stamp, uint32_t epoch, relay_matcher *m)
 {
 	uint32_t j;
 
 	for (j = from; j < to; j = prog[j].end)
-		if (!eval(prog, j, stamp, epoch))
+		if (!eval(prog, j, stamp, epoch, m))
 			return false;
 	return true;
 }
@@ -602,7 +579,6 @@ size_t relay__match_end(relay_matcher *m)
 	}
 	for (i = 0, n = 0; i < m->ncand; i++) {
 		const relay__rule *u;
-		uint32_t j, end;
 		bool ok;
 
 		r = m->cand[i];
@@ -615,15 +591,16 @@ size_t relay__match_end(relay_matcher *m)
 			     relay__eval_cnf(rs->cnf + u->cnf_late,
 					     m->leaf_stamp, m->epoch, m);
 		} else if (u->prog_late == RELAY__NONE) {
-			ok = eval_late(m, rs->prog, u->prog_start);
+			ok = eval(rs->prog, u->prog_start, m->leaf_stamp,
+				  m->epoch, m);
 		} else {
 			/* the same split for the root AND of a program */
 			ok = eval_and(rs->prog, u->prog_start + 1,
-				      u->prog_late, m->leaf_stamp, m->epoch);
-			end = rs->prog[u->prog_start].end;
-			for (j = u->prog_late; ok && j < end;
-			     j = rs->prog[j].end)
-				ok = eval_late(m, rs->prog, j);
+				      u->prog_late, m->leaf_stamp, m->epoch,
+				      NULL) &&
+			     eval_and(rs->prog, u->prog_late,
+				      rs->prog[u->prog_start].end,
+				      m->leaf_stamp, m->epoch, m);
 		}
 		if (ok)
 			m->ids[n++] = u->id;

@@ -86,7 +86,8 @@ typedef struct relay__lazy {
 	double num;             /* CMP_NUM: the threshold */
 	int64_t offset_ms;      /* CMP_TIME: cutoff = now + offset_ms */
 	const struct relay__pat_alt *range; /* RANGE (borrowed), or NULL */
-	uint32_t leaf, node;
+	uint32_t node;          /* where its value is kept, or NONE: the
+				 * leaf (the index in lazy_by) is not lazy */
 	uint8_t op;             /* enum relay__pat_op */
 	uint8_t time;           /* CMP_TIME, else CMP_NUM or RANGE */
 } relay__lazy;
@@ -247,8 +248,10 @@ struct relay_ruleset {
 	uint32_t *thr_leaf;
 	relay__lazy *lazy_by;     /* leaf -> how to settle it when it is
 				   * lazy (node NONE: it is not) */
-	uint8_t *leaf_lazy;       /* leaf -> 1 when it is lazy, or NULL:
-				   * none is */
+	uint8_t *leaf_lazy;       /* leaf -> 1 when it is lazy (lazy_by's
+				   * node is not NONE; a byte a leaf, for
+				   * the check on every clause literal), or
+				   * NULL: none is */
 };
 
 struct relay_matcher {

@@ -182,7 +182,6 @@ static int lazy_index(relay_ruleset *rs, relay__lazy **out, uint32_t *nlazy)
 			relay__lazy *z = &by[n->xlazy[k].leaf];
 
 			z->x = &n->xlazy[k];
-			z->leaf = n->xlazy[k].leaf;
 			z->node = i;
 			(*nlazy)++;
 		}
@@ -193,7 +192,6 @@ static int lazy_index(relay_ruleset *rs, relay__lazy **out, uint32_t *nlazy)
 				continue;
 			z->num = n->cmp_num[k].num;
 			z->op = (uint8_t)n->cmp_num[k].op;
-			z->leaf = n->cmp_num[k].leaf;
 			z->node = i;
 			n->keep_num = 1;
 			(*nlazy)++;
@@ -206,7 +204,6 @@ static int lazy_index(relay_ruleset *rs, relay__lazy **out, uint32_t *nlazy)
 				continue;
 			}
 			z->range = n->xnum[k].a;
-			z->leaf = n->xnum[k].leaf;
 			z->node = i;
 			n->keep_num = 1;
 			(*nlazy)++;
@@ -220,7 +217,6 @@ static int lazy_index(relay_ruleset *rs, relay__lazy **out, uint32_t *nlazy)
 			z->offset_ms = n->cmp_time[k].offset_ms;
 			z->op = (uint8_t)n->cmp_time[k].op;
 			z->time = 1;
-			z->leaf = n->cmp_time[k].leaf;
 			z->node = i;
 			n->keep_time = n->keep_str = 1;
 			(*nlazy)++;
