@@ -344,7 +344,6 @@ static inline const uchar *digits_end(const scan *s, const uchar *q)
 	return q;
 }
 
-/* RFC 8259 number grammar: -?(0|[1-9][0-9]*)(.[0-9]+)?([eE][+-]?[0-9]+)? */
 /*
  * A plain integer at p, -?(0|[1-9][0-9]*) of at most 15 digits with no
  * fraction or exponent after it (most numbers events carry): its end,
@@ -381,6 +380,7 @@ static inline const uchar *int_value(const scan *s, const uchar *p,
 	return q;
 }
 
+/* RFC 8259 number grammar: -?(0|[1-9][0-9]*)(.[0-9]+)?([eE][+-]?[0-9]+)? */
 static const uchar *number_end(scan *s, const uchar *p)
 {
 	const uchar *q = p;
