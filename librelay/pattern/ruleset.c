@@ -676,6 +676,7 @@ void relay_ruleset_free(relay_ruleset *rs)
 		relay__free(n->prefix_lens);
 		relay__free(n->suffix_lens);
 		relay__free(n->eq_num);
+		relay__free(n->eq_tab);
 		relay__free(n->cmp_num);
 		relay__free(n->cmp_time);
 		relay__free(n->leaves);

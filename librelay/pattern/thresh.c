@@ -226,6 +226,47 @@ static int lazy_index(relay_ruleset *rs, relay__lazy **out, uint32_t *nlazy)
 	return 0;
 }
 
+/* From this many number literals at a node on, equality is a hash probe
+ * (relay__tnode.eq_tab); below it, a search of a line or two. */
+#define EQ_TAB_MIN 8
+
+/* The slot where number @v is looked for first in a table of @mask + 1:
+ * from the bits of the double, -0 read as 0 (they are equal). */
+static inline uint32_t num_slot(double v, uint32_t mask)
+{
+	uint64_t b;
+
+	if (v == 0)
+		v = 0;
+	memcpy(&b, &v, sizeof(b));
+	/* the bits of a small integer are all high ones: folded down */
+	b ^= b >> 32;
+	return (uint32_t)((b * 0x9e3779b97f4a7c15ULL) >> 32) & mask;
+}
+
+/* Hash @n's eq_num (distinct values) into eq_tab, at most half full. */
+static int eq_table(relay__tnode *n)
+{
+	uint32_t size = 16, i, j;
+
+	while (size < 2 * n->neq_num)
+		size *= 2;
+	n->eq_tab = relay__malloc(size * sizeof(*n->eq_tab));
+	if (!n->eq_tab)
+		return RELAY_ENOMEM;
+	for (i = 0; i < size; i++)
+		n->eq_tab[i].leaf = RELAY__NONE;
+	n->eq_tab_mask = size - 1;
+	for (j = 0; j < n->neq_num; j++) {
+		for (i = num_slot(n->eq_num[j].num, n->eq_tab_mask);
+		     n->eq_tab[i].leaf != RELAY__NONE;
+		     i = (i + 1) & n->eq_tab_mask)
+			;
+		n->eq_tab[i] = n->eq_num[j];
+	}
+	return 0;
+}
+
 /* Which leaves are lazy, and how each is settled. */
 static int build_lazy(relay_ruleset *rs)
 {
@@ -280,6 +321,10 @@ int relay__build_thresholds(relay_ruleset *rs)
 		if (n->neq_num > 1)
 			qsort(n->eq_num, n->neq_num, sizeof(*n->eq_num),
 			      cmp_numleaf);
+		if (n->neq_num >= EQ_TAB_MIN && eq_table(n)) {
+			relay__free(tmp);
+			return RELAY_ENOMEM;
+		}
 	}
 	relay__free(tmp);
 	return build_lazy(rs);
@@ -355,14 +400,25 @@ void relay__eval_thr_time(relay_matcher *m, const relay__tnode *n,
 	}
 }
 
-/* The equality searched without a branch on the comparisons (which way
+/* The number literal @v equals, by one probe of eq_tab where there are
+ * many; else searched without a branch on the comparisons (which way
  * they go is data, as good as random to the branch predictor): @base
  * ends at the last key below @v, or the first key. */
 void relay__eval_eq_num(relay_matcher *m, const relay__tnode *n, double v)
 {
 	const relay__numleaf *base = n->eq_num, *end = base + n->neq_num;
-	uint32_t len = n->neq_num, half;
+	uint32_t len = n->neq_num, half, i;
 
+	if (n->eq_tab) {
+		for (i = num_slot(v, n->eq_tab_mask);
+		     n->eq_tab[i].leaf != RELAY__NONE;
+		     i = (i + 1) & n->eq_tab_mask)
+			if (n->eq_tab[i].num == v) {
+				relay__fire(m, n->eq_tab[i].leaf);
+				return;
+			}
+		return;
+	}
 	if (!len)
 		return;
 	while (len > 1) {

@@ -460,6 +460,72 @@ static void test_pattern__raw_numbers(void)
 }
 
 /*
+ * Numeric equality at a field with many literals (8 or more: a hash probe,
+ * relay__tnode.eq_tab) agrees with a field with few (a search): every
+ * literal is found, written in other forms too (-0 for 0, 1.50, 2e0), and
+ * numbers between them are not. Small integers are the hash's hard case
+ * (their low bits are all zero).
+ */
+static void test_pattern__eq_numbers_hashed(void)
+{
+	static const char *const lits[] = {
+		"0", "-1", "1.5", "2", "3", "4", "5", "6", "7", "8", "16",
+		"32", "64", "1024", "65536", "-65536", "0.1", "1e300",
+		"-2.5e-300", "9007199254740992", "123456789", "-7", "100",
+		"1000",
+	};
+	static const struct {
+		const char *v;
+		int hit;
+	} ev[] = {
+		{ "0", 1 }, { "-0", 1 }, { "0.0", 1 }, { "-1", 1 },
+		{ "1.50", 1 }, { "2e0", 1 }, { "1024", 1 }, { "1e3", 1 },
+		{ "1E300", 1 }, { "-2.5e-300", 1 }, { "0.1", 1 },
+		{ "9007199254740993", 1 },  /* rounds to ...992 */
+		{ "65536", 1 }, { "-65536", 1 }, { "-7", 1 },
+		{ "1", 0 }, { "9", 0 }, { "-2", 0 }, { "1.25", 0 },
+		{ "1e299", 0 }, { "0.2", 0 }, { "65537", 0 }, { "1001", 0 },
+		{ "123456788", 0 },
+	};
+	char pat[1024], text[128];
+	const uint32_t *ids;
+	size_t i, n, at;
+	one many, few;
+
+	at = (size_t)snprintf(pat, sizeof(pat), "{\"n\": [");
+	for (i = 0; i < RELAY__ARRAY_SIZE(lits); i++)
+		at += (size_t)snprintf(pat + at, sizeof(pat) - at, "%s%s",
+				       i ? ", " : "", lits[i]);
+	snprintf(pat + at, sizeof(pat) - at, "]}");
+	one_init(&many, pat);
+	for (i = 0; i < RELAY__ARRAY_SIZE(ev); i++) {
+		int len = snprintf(text, sizeof(text), "{\"n\": %s}", ev[i].v);
+
+		RT_EQ_INT(relay_matcher_match(many.m, text, (size_t)len, NOW,
+					      &ids, &n), 0);
+		if ((int)n != ev[i].hit)
+			RT_FAILF("%s: %zu matches, want %d", ev[i].v, n,
+				 ev[i].hit);
+		/* the same value against a field of three literals */
+		snprintf(pat, sizeof(pat), "{\"n\": [%s, 11, 12]}", ev[i].v);
+		one_init(&few, pat);
+		RT_EQ_INT(relay_matcher_match(few.m, text, (size_t)len, NOW,
+					      &ids, &n), 0);
+		RT_EQ_INT(n, 1);
+		one_fini(&few);
+	}
+	for (i = 0; i < RELAY__ARRAY_SIZE(lits); i++) {
+		int len = snprintf(text, sizeof(text), "{\"n\": %s}", lits[i]);
+
+		RT_EQ_INT(relay_matcher_match(many.m, text, (size_t)len, NOW,
+					      &ids, &n), 0);
+		if (n != 1)
+			RT_FAILF("literal %s: %zu matches", lits[i], n);
+	}
+	one_fini(&many);
+}
+
+/*
  * The scanner predicts each key from the order of the events before
  * (kid_next) and hashes only when the guess is wrong: events whose keys
  * come in one order, then in others, with keys no rule names between
@@ -778,6 +844,7 @@ static const rt_case cases[] = {
 	RT_CASE(test_pattern__raw_duplicates),
 	RT_CASE(test_pattern__raw_duplicate_rescan),
 	RT_CASE(test_pattern__raw_numbers),
+	RT_CASE(test_pattern__eq_numbers_hashed),
 	RT_CASE(test_pattern__raw_key_order),
 	RT_CASE(test_pattern__nul_in_key),
 	RT_CASE(test_pattern__ruleset_sizes),
