@@ -19,7 +19,15 @@
 #define RELAY__PRINTF(f, a) __attribute__((format(printf, f, a)))
 #define RELAY__LIKELY(x) __builtin_expect(!!(x), 1)
 #define RELAY__UNLIKELY(x) __builtin_expect(!!(x), 0)
+/* out of line and laid out apart: a rare path kept from costing the
+ * common one its registers */
+#define RELAY__COLD __attribute__((noinline, cold))
+/* inlined even where the compiler would call it (a hot path that would
+ * otherwise pay a call and its saved registers) */
+#define RELAY__ALWAYS_INLINE inline __attribute__((always_inline))
 #else
+#define RELAY__COLD
+#define RELAY__ALWAYS_INLINE inline
 #define RELAY__PRINTF(f, a)
 #define RELAY__LIKELY(x) (x)
 #define RELAY__UNLIKELY(x) (x)

@@ -114,9 +114,18 @@ typedef struct relay__xleaf {
 } relay__xleaf;
 
 typedef struct relay__tnode {
+	/* what the scanner reads at every member it visits, first: the
+	 * first of the node's seven cache lines */
 	relay__smap kids;         /* field name -> child node index */
 	uint32_t kbase;           /* its kids' slots in the matcher's
 				   * kid_next: [kbase, kbase + kids.n + 1) */
+	uint32_t scalar;          /* leaf fired by a non-container, or NONE */
+	uint32_t present;         /* leaf fired by any value, or NONE */
+	uint32_t eq_true, eq_false, eq_null;  /* leaves or NONE */
+	uint8_t want_str;         /* some string predicate here */
+	uint8_t eq_only;          /* string literals are its only string
+				   * tests (scan.c looks them up inline) */
+	uint8_t want_num;         /* some number predicate here */
 	relay__smap eq_str;       /* literal -> leaf */
 	relay__smap prefix;       /* prefix -> leaf, relay__affix hashes */
 	relay__smap suffix;       /* suffix -> leaf, hashed back to front */
@@ -159,15 +168,8 @@ typedef struct relay__tnode {
 	uint32_t nxlazy;
 	uint8_t keep_str;         /* keep a string value here: lazy time
 				   * thresholds or xlazy leaves */
-	uint32_t scalar;          /* leaf fired by a non-container, or NONE */
-	uint32_t present;         /* leaf fired by any value, or NONE */
-	uint32_t eq_true, eq_false, eq_null;  /* leaves or NONE */
 	uint32_t *leaves;         /* every leaf of this node (for resets) */
 	uint32_t nleaves, cap_leaves;
-	uint8_t want_str;         /* some string predicate here */
-	uint8_t eq_only;          /* string literals are its only string
-				   * tests (scan.c looks them up inline) */
-	uint8_t want_num;         /* some number predicate here */
 } relay__tnode;
 
 enum relay__expr_op {
@@ -497,8 +499,9 @@ static inline uint32_t relay__smap_get(const relay__smap *m, const char *s,
 
 /* matcher.c: leaf evaluation shared by the raw and json_t paths. */
 void relay__fire(relay_matcher *m, uint32_t leaf);
+/* @n is trie node number @node (both given: the callers have both). */
 void relay__eval_string(relay_matcher *m, const relay__tnode *n,
-			const char *s, size_t len);
+			uint32_t node, const char *s, size_t len);
 
 /* The string literals of @n: fire the one @s equals, if any (all of
  * relay__eval_string at a node whose only string tests they are,
@@ -511,7 +514,8 @@ static inline void relay__eval_eq_str(relay_matcher *m, const relay__tnode *n,
 	if (l != RELAY__NONE)
 		relay__fire(m, l);
 }
-void relay__eval_number(relay_matcher *m, const relay__tnode *n, double v);
+void relay__eval_number(relay_matcher *m, const relay__tnode *n,
+			uint32_t node, double v);
 void relay__node_reset(relay_matcher *m, uint32_t node);
 void relay__mlog_slow(relay_matcher *m, uint32_t v);
 

@@ -242,6 +242,72 @@ static inline const uchar *string_end(scan *s, const uchar *p, int *esc)
 	return string_end_slow(s, p, esc);
 }
 
+/*
+ * A window: 64 bytes of input and which of them are special to a string
+ * (quote, backslash, control, non-ASCII), a bit each. Finding a string's
+ * end from the bytes alone makes each string wait for the previous one:
+ * its position, a load, compares, a mask. With a window, the strings of
+ * the next 64 bytes (a member or three in compact JSON) end by bit
+ * operations on one mask, and the loads of the next window do not wait
+ * for the compares of this one. The scanner keeps one in registers per
+ * object (scan_object) and reloads it where a string starts outside it.
+ */
+typedef struct window {
+	uintptr_t at;        /* address of its first byte */
+	uint64_t special;    /* bit i: the byte at + i is special */
+} window;
+
+/* A window that holds nothing: every position is outside it. */
+#define WINDOW_NONE ((window){ (uintptr_t)0 - 64, 0 })
+
+#if defined(__SSE2__)
+static inline uint64_t special16(const uchar *p)
+{
+	__m128i v = _mm_loadu_si128((const __m128i *)p);
+	__m128i x = _mm_or_si128(
+		_mm_or_si128(_mm_cmpeq_epi8(v, _mm_set1_epi8('"')),
+			     _mm_cmpeq_epi8(v, _mm_set1_epi8('\\'))),
+		_mm_cmplt_epi8(v, _mm_set1_epi8(0x20)));
+
+	return (uint64_t)(unsigned)_mm_movemask_epi8(x);
+}
+#endif
+
+/*
+ * As string_end(), through window @w: p just after an opening quote. A
+ * string starting outside the window reloads it at p when 64 bytes are
+ * left (nearer the end, string_end() does).
+ */
+static inline const uchar *string_end_w(scan *s, window *w, const uchar *p,
+					int *esc)
+{
+#if defined(__SSE2__)
+	uintptr_t off = (uintptr_t)p - w->at;
+	uint64_t m;
+
+	if (off >= 64) {
+		if (s->end - p < 64)
+			return string_end(s, p, esc);
+		w->at = (uintptr_t)p;
+		w->special = special16(p) | special16(p + 16) << 16 |
+			     special16(p + 32) << 32 | special16(p + 48) << 48;
+		off = 0;
+	}
+	m = w->special >> off;
+	if (m) {
+		const uchar *q = p + __builtin_ctzll(m);
+
+		if (*q == '"')
+			return q;
+		return string_end_slow(s, q, esc);
+	}
+	return string_end_slow(s, (const uchar *)(w->at + 64), esc);
+#else
+	(void)w;
+	return string_end(s, p, esc);
+#endif
+}
+
 static void put_utf8(char *o, size_t *n, unsigned long cp)
 {
 	if (cp < 0x80) {
@@ -421,14 +487,15 @@ static const uchar *literal(scan *s, const uchar *p, const char *word,
 
 /* p at a string key's opening quote: validate key and ':'; returns the
  * position of the value (whitespace skipped). */
-static inline const uchar *member_key(scan *s, const uchar *p, const uchar **k,
-			       const uchar **kend, int *esc)
+static inline const uchar *member_key_w(scan *s, window *w, const uchar *p,
+					const uchar **k, const uchar **kend,
+					int *esc)
 {
 	if (AT(s, p) != '"')
 		return fail(s, p, "expected string key");
 	*k = p + 1;
 	*esc = 0;
-	p = string_end(s, p + 1, esc);
+	p = string_end_w(s, w, p + 1, esc);
 	if (!p)
 		return NULL;
 	*kend = p;
@@ -449,6 +516,7 @@ static inline const uchar *member_key(scan *s, const uchar *p, const uchar **k,
 static const uchar *skip_value(scan *s, const uchar *p, int depth)
 {
 	uint64_t stack[RELAY__JSON_MAX_DEPTH / 64 + 1];
+	window w = WINDOW_NONE;
 	const uchar *k, *kend;
 	int sp = 0, esc, obj;
 
@@ -458,7 +526,7 @@ value:
 	switch (AT(s, p)) {
 	case '"':
 		esc = 0;
-		p = string_end(s, p + 1, &esc);
+		p = string_end_w(s, &w, p + 1, &esc);
 		if (!p)
 			return NULL;
 		p++;
@@ -478,7 +546,7 @@ value:
 			break;
 		}
 		if (obj) {
-			p = member_key(s, p, &k, &kend, &esc);
+			p = member_key_w(s, &w, p, &k, &kend, &esc);
 			if (!p)
 				return NULL;
 		}
@@ -510,7 +578,7 @@ value:
 		if (AT(s, p) == ',') {
 			p = ws(s, p + 1);
 			if (obj) {
-				p = member_key(s, p, &k, &kend, &esc);
+				p = member_key_w(s, &w, p, &k, &kend, &esc);
 				if (!p)
 					return NULL;
 			}
@@ -528,8 +596,10 @@ value:
 static const uchar *scan_object(scan *s, const uchar *p, uint32_t node,
 				int depth);
 
-static const uchar *visit_value(scan *s, const uchar *p, uint32_t node,
-				 int depth);
+static RELAY__ALWAYS_INLINE const uchar *visit_value(scan *s, window *w,
+							const uchar *p,
+							uint32_t node,
+							int depth);
 
 /*
  * Visit the value at p of the member that leads to trie node @node. A
@@ -537,13 +607,19 @@ static const uchar *visit_value(scan *s, const uchar *p, uint32_t node,
  * occurrence wins); what this value fires is logged in [node_from,
  * node_to) for the next repetition. Without the log (the first scan), a
  * repeated key stops the scan to start it again with the log.
+ *
+ * Nesting needs no test here: trie nodes are at most
+ * RELAY__PATTERN_MAX_DEPTH deep, and skip_value() tests what lies below.
  */
-static const uchar *visit(scan *s, const uchar *p, uint32_t node, int depth)
+_Static_assert(RELAY__PATTERN_MAX_DEPTH + 2 < RELAY__JSON_MAX_DEPTH,
+	       "the trie's depth bounds the scanner's recursion");
+
+RELAY__COLD static const uchar *visit_logged(scan *s, const uchar *p,
+					     uint32_t node, int depth)
 {
 	relay_matcher *m = s->m;
+	window w = WINDOW_NONE;  /* not the caller's: its stays in registers */
 
-	if (depth > RELAY__JSON_MAX_DEPTH)
-		return fail(s, p, "nesting too deep");
 	if (m->node_seen[node] == m->epoch) {
 		if (!m->logging) {
 			s->again = true;
@@ -552,18 +628,28 @@ static const uchar *visit(scan *s, const uchar *p, uint32_t node, int depth)
 		relay__node_forget(m, node);
 	}
 	m->node_seen[node] = m->epoch;
-	if (m->logging) {
-		relay__mlog(m, node | RELAY__LOG_NODE);
-		m->node_from[node] = m->nlog;
-	}
-	p = visit_value(s, p, node, depth);
-	if (m->logging)
-		m->node_to[node] = m->nlog;
+	relay__mlog(m, node | RELAY__LOG_NODE);
+	m->node_from[node] = m->nlog;
+	p = visit_value(s, &w, p, node, depth);
+	m->node_to[node] = m->nlog;
 	return p;
 }
 
-static const uchar *visit_value(scan *s, const uchar *p, uint32_t node,
-				 int depth)
+static inline const uchar *visit(scan *s, window *w, const uchar *p,
+				 uint32_t node, int depth)
+{
+	relay_matcher *m = s->m;
+
+	if (m->node_seen[node] == m->epoch || m->logging)
+		return visit_logged(s, p, node, depth);
+	m->node_seen[node] = m->epoch;
+	return visit_value(s, w, p, node, depth);
+}
+
+static RELAY__ALWAYS_INLINE const uchar *visit_value(scan *s, window *w,
+							const uchar *p,
+							uint32_t node,
+							int depth)
 {
 	double num;
 	relay_matcher *m = s->m;
@@ -573,13 +659,17 @@ static const uchar *visit_value(scan *s, const uchar *p, uint32_t node,
 	size_t len;
 	int esc = 0;
 
-	if (n->present != RELAY__NONE)
-		relay__fire(m, n->present);
-	if (n->scalar != RELAY__NONE && AT(s, p) != '{' && AT(s, p) != '[')
-		relay__fire(m, n->scalar);
+	/* one test for the usual case, neither (NONE is all ones) */
+	if ((n->present & n->scalar) != RELAY__NONE) {
+		if (n->present != RELAY__NONE)
+			relay__fire(m, n->present);
+		if (n->scalar != RELAY__NONE && AT(s, p) != '{' &&
+		    AT(s, p) != '[')
+			relay__fire(m, n->scalar);
+	}
 	switch (AT(s, p)) {
 	case '"':
-		q = string_end(s, p + 1, &esc);
+		q = string_end_w(s, w, p + 1, &esc);
 		if (!q || !n->want_str)
 			return q ? q + 1 : NULL;
 		str = (const char *)p + 1;
@@ -592,7 +682,7 @@ static const uchar *visit_value(scan *s, const uchar *p, uint32_t node,
 		if (n->eq_only)
 			relay__eval_eq_str(m, n, str, len);
 		else
-			relay__eval_string(m, n, str, len);
+			relay__eval_string(m, n, node, str, len);
 		return q + 1;
 	case '{':
 		if (n->kids.n)
@@ -625,7 +715,7 @@ static const uchar *visit_value(scan *s, const uchar *p, uint32_t node,
 			num = relay__json_number((const char *)p,
 						 (size_t)(q - p));
 		}
-		relay__eval_number(m, n, num);
+		relay__eval_number(m, n, node, num);
 		return q;
 	default:
 		return skip_value(s, p, depth);
@@ -669,13 +759,14 @@ static const uchar *scan_object(scan *s, const uchar *p, uint32_t node,
 	const char *key;
 	size_t klen;
 	uint32_t kid;
+	window w = WINDOW_NONE;
 	int esc;
 
 	p = ws(s, p + 1);
 	if (AT(s, p) == '}')
 		return p + 1;
 	for (;;) {
-		p = member_key(s, p, &k, &kend, &esc);
+		p = member_key_w(s, &w, p, &k, &kend, &esc);
 		if (!p)
 			return NULL;
 		key = (const char *)k;
@@ -687,10 +778,10 @@ static const uchar *scan_object(scan *s, const uchar *p, uint32_t node,
 		}
 		kid = kid_of(kids, next, &at, key, klen);
 		if (kid != RELAY__NONE) {
-			p = visit(s, p, kid, depth + 1);
+			p = visit(s, &w, p, kid, depth + 1);
 		} else if (AT(s, p) == '"') {
 			/* most skipped members are strings: no call */
-			p = string_end(s, p + 1, &esc);
+			p = string_end_w(s, &w, p + 1, &esc);
 			if (p)
 				p++;
 		} else {

@@ -42,6 +42,110 @@ static void one_fini(one *o)
 	relay_pattern_free(o->p);
 }
 
+/* Invalid JSON texts, one or more of every error class: the text
+ * (NUL-free unless len is given), the error's offset and its message. */
+static const struct raw_error {
+	const char *s;
+	size_t len;   /* 0: strlen */
+	size_t off;
+	const char *what;
+} raw_errors[] = {
+	/* empty input, whitespace only */
+	{ "", 0, 0, "empty input" },
+	{ " \n\t\r ", 0, 5, "empty input" },
+	/* structure */
+	{ "{", 0, 1, "expected string key" },
+	{ "{\"a\"", 0, 4, "expected ':'" },
+	{ "{\"a\":", 0, 5, "unexpected end of input" },
+	{ "{\"a\":1", 0, 6, "expected ',' or '}'" },
+	{ "{\"a\":1,}", 0, 7, "expected string key" },
+	{ "{\"a\" 1}", 0, 5, "expected ':'" },
+	{ "{a:1}", 0, 1, "expected string key" },
+	{ "{'a':1}", 0, 1, "expected string key" },
+	{ "{\"a\":1 \"b\":2}", 0, 7, "expected ',' or '}'" },
+	{ "{\"a\":[1,]}", 0, 8, "unexpected character" },
+	{ "{\"a\":[1 2]}", 0, 8, "expected ',' or ']'" },
+	{ "{\"a\":[}", 0, 6, "unexpected character" },
+	{ "{\"a\":{\"b\":1]}", 0, 11, "expected ',' or '}'" },
+	{ "{\"x\":{\"b\":1]}", 0, 11, "expected ',' or '}'" },
+	{ "{\"a\":{\"b\"}}", 0, 9, "expected ':'" },
+	{ "}", 0, 0, "unexpected character" },
+	{ "{}}", 0, 2, "trailing data" },
+	{ "{} {}", 0, 3, "trailing data" },
+	{ "{}x", 0, 2, "trailing data" },
+	{ "{}\0", 3, 2, "trailing data" },
+	{ "\xef\xbb\xbf{}", 0, 0, "unexpected character" },
+	/* literals */
+	{ "{\"a\":tru}", 0, 5, "invalid literal" },
+	{ "{\"a\":True}", 0, 5, "unexpected character" },
+	{ "{\"a\":nul", 0, 5, "invalid literal" },
+	{ "{\"a\":fals}", 0, 5, "invalid literal" },
+	{ "{\"x\":nulll}", 0, 9, "expected ',' or '}'" },
+	{ "{\"a\":undefined}", 0, 5, "unexpected character" },
+	{ "{\"a\":NaN}", 0, 5, "unexpected character" },
+	{ "{\"a\":Infinity}", 0, 5, "unexpected character" },
+	/* number grammar, on and off the trie */
+	{ "{\"a\":01}", 0, 6, "expected ',' or '}'" },
+	{ "{\"x\":01}", 0, 6, "expected ',' or '}'" },
+	{ "{\"a\":-}", 0, 5, "invalid number" },
+	{ "{\"a\":+1}", 0, 5, "unexpected character" },
+	{ "{\"a\":.5}", 0, 5, "unexpected character" },
+	{ "{\"a\":1.}", 0, 5, "invalid number" },
+	{ "{\"x\":1.e5}", 0, 5, "invalid number" },
+	{ "{\"a\":1e}", 0, 5, "invalid number" },
+	{ "{\"a\":1e+}", 0, 5, "invalid number" },
+	{ "{\"a\":0x10}", 0, 6, "expected ',' or '}'" },
+	{ "{\"a\":-01}", 0, 7, "expected ',' or '}'" },
+	{ "{\"a\":1", 0, 6, "expected ',' or '}'" },
+	/* escapes */
+	{ "{\"a\":\"\\x\"}", 0, 6, "invalid escape" },
+	{ "{\"x\":\"\\'\"}", 0, 6, "invalid escape" },
+	{ "{\"a\":\"\\u12\"}", 0, 6, "invalid \\u escape" },
+	{ "{\"a\":\"\\u12G4\"}", 0, 6, "invalid \\u escape" },
+	{ "{\"a\":\"\\U0041\"}", 0, 6, "invalid escape" },
+	{ "{\"a\":\"\\ud800\"}", 0, 6, "lone high surrogate" },
+	{ "{\"a\":\"\\ud800x\"}", 0, 6, "lone high surrogate" },
+	{ "{\"a\":\"\\ud800\\u0041\"}", 0, 6, "lone high surrogate" },
+	{ "{\"a\":\"\\ud800\\ud800\"}", 0, 6, "lone high surrogate" },
+	{ "{\"a\":\"\\udc00\"}", 0, 6, "lone low surrogate" },
+	{ "{\"\\udfff\":1}", 0, 2, "lone low surrogate" },
+	{ "{\"a\":\"\\", 0, 6, "invalid escape" },
+	/* control characters (raw) in strings and keys */
+	{ "{\"a\":\"x\ny\"}", 0, 7, "control character in string" },
+	{ "{\"a\":\"\t\"}", 0, 6, "control character in string" },
+	{ "{\"a\x01\":1}", 0, 3, "control character in string" },
+	{ "{\"a\":\"\0\"}", 9, 6, "control character in string" },
+	{ "{\"x\":\"0123456789abcdef\x1f\"}", 0, 22,
+	  "control character in string" },
+	/* invalid UTF-8 */
+	{ "{\"a\":\"\x80\"}", 0, 6, "invalid UTF-8" },
+	{ "{\"a\":\"\xc0\xaf\"}", 0, 6, "invalid UTF-8" },
+	{ "{\"a\":\"\xc1\xbf\"}", 0, 6, "invalid UTF-8" },
+	{ "{\"a\":\"\xe0\x80\xaf\"}", 0, 6, "invalid UTF-8" },
+	{ "{\"a\":\"\xed\xa0\x80\"}", 0, 6, "invalid UTF-8" },
+	{ "{\"a\":\"\xf0\x80\x80\xaf\"}", 0, 6, "invalid UTF-8" },
+	{ "{\"a\":\"\xf4\x90\x80\x80\"}", 0, 6, "invalid UTF-8" },
+	{ "{\"a\":\"\xf5\x80\x80\x80\"}", 0, 6, "invalid UTF-8" },
+	{ "{\"a\":\"\xc3\"}", 0, 6, "invalid UTF-8" },
+	{ "{\"a\":\"\xe2\x82\"}", 0, 6, "invalid UTF-8" },
+	{ "{\"a\":\"\xff\"}", 0, 6, "invalid UTF-8" },
+	{ "{\"\xc3\x28\":1}", 0, 2, "invalid UTF-8" },
+	{ "{\"x\":\"0123456789abcdef\xfe\"}", 0, 22, "invalid UTF-8" },
+	{ "{\"a\":\"\xc3", 0, 6, "invalid UTF-8" },
+	/* unterminated strings */
+	{ "{\"a\":\"abc", 0, 9, "unterminated string" },
+	{ "{\"abc", 0, 5, "unterminated string" },
+	{ "{\"x\":\"0123456789abcdef0123", 0, 26,
+	  "unterminated string" },
+	/* past the first 64 bytes of a string */
+	{ "{\"x\":\"0123456789abcdef0123456789abcdef0123456789abcdef"
+	  "0123456789abcdef0123\x01\"}", 0, 74, "control character in string" },
+	{ "{\"a\":\"0123456789abcdef0123456789abcdef0123456789abcdef"
+	  "0123456789abcdef0123\\q\"}", 0, 74, "invalid escape" },
+	{ "{\"x\":\"0123456789abcdef0123456789abcdef0123456789abcdef"
+	  "0123456789abcdef0123\xc3(\"}", 0, 74, "invalid UTF-8" },
+};
+
 /*
  * Every class of invalid JSON is RELAY_EPARSE with "... at offset N", and
  * jansson rejects the same text (so both decoders agree on what is JSON).
@@ -49,121 +153,28 @@ static void one_fini(one *o)
  */
 static void test_pattern__raw_errors(void)
 {
-	static const struct {
-		const char *s;
-		size_t len;   /* 0: strlen */
-		size_t off;
-		const char *what;
-	} t[] = {
-		/* empty input, whitespace only */
-		{ "", 0, 0, "empty input" },
-		{ " \n\t\r ", 0, 5, "empty input" },
-		/* structure */
-		{ "{", 0, 1, "expected string key" },
-		{ "{\"a\"", 0, 4, "expected ':'" },
-		{ "{\"a\":", 0, 5, "unexpected end of input" },
-		{ "{\"a\":1", 0, 6, "expected ',' or '}'" },
-		{ "{\"a\":1,}", 0, 7, "expected string key" },
-		{ "{\"a\" 1}", 0, 5, "expected ':'" },
-		{ "{a:1}", 0, 1, "expected string key" },
-		{ "{'a':1}", 0, 1, "expected string key" },
-		{ "{\"a\":1 \"b\":2}", 0, 7, "expected ',' or '}'" },
-		{ "{\"a\":[1,]}", 0, 8, "unexpected character" },
-		{ "{\"a\":[1 2]}", 0, 8, "expected ',' or ']'" },
-		{ "{\"a\":[}", 0, 6, "unexpected character" },
-		{ "{\"a\":{\"b\":1]}", 0, 11, "expected ',' or '}'" },
-		{ "{\"x\":{\"b\":1]}", 0, 11, "expected ',' or '}'" },
-		{ "{\"a\":{\"b\"}}", 0, 9, "expected ':'" },
-		{ "}", 0, 0, "unexpected character" },
-		{ "{}}", 0, 2, "trailing data" },
-		{ "{} {}", 0, 3, "trailing data" },
-		{ "{}x", 0, 2, "trailing data" },
-		{ "{}\0", 3, 2, "trailing data" },
-		{ "\xef\xbb\xbf{}", 0, 0, "unexpected character" },
-		/* literals */
-		{ "{\"a\":tru}", 0, 5, "invalid literal" },
-		{ "{\"a\":True}", 0, 5, "unexpected character" },
-		{ "{\"a\":nul", 0, 5, "invalid literal" },
-		{ "{\"a\":fals}", 0, 5, "invalid literal" },
-		{ "{\"x\":nulll}", 0, 9, "expected ',' or '}'" },
-		{ "{\"a\":undefined}", 0, 5, "unexpected character" },
-		{ "{\"a\":NaN}", 0, 5, "unexpected character" },
-		{ "{\"a\":Infinity}", 0, 5, "unexpected character" },
-		/* number grammar, on and off the trie */
-		{ "{\"a\":01}", 0, 6, "expected ',' or '}'" },
-		{ "{\"x\":01}", 0, 6, "expected ',' or '}'" },
-		{ "{\"a\":-}", 0, 5, "invalid number" },
-		{ "{\"a\":+1}", 0, 5, "unexpected character" },
-		{ "{\"a\":.5}", 0, 5, "unexpected character" },
-		{ "{\"a\":1.}", 0, 5, "invalid number" },
-		{ "{\"x\":1.e5}", 0, 5, "invalid number" },
-		{ "{\"a\":1e}", 0, 5, "invalid number" },
-		{ "{\"a\":1e+}", 0, 5, "invalid number" },
-		{ "{\"a\":0x10}", 0, 6, "expected ',' or '}'" },
-		{ "{\"a\":-01}", 0, 7, "expected ',' or '}'" },
-		{ "{\"a\":1", 0, 6, "expected ',' or '}'" },
-		/* escapes */
-		{ "{\"a\":\"\\x\"}", 0, 6, "invalid escape" },
-		{ "{\"x\":\"\\'\"}", 0, 6, "invalid escape" },
-		{ "{\"a\":\"\\u12\"}", 0, 6, "invalid \\u escape" },
-		{ "{\"a\":\"\\u12G4\"}", 0, 6, "invalid \\u escape" },
-		{ "{\"a\":\"\\U0041\"}", 0, 6, "invalid escape" },
-		{ "{\"a\":\"\\ud800\"}", 0, 6, "lone high surrogate" },
-		{ "{\"a\":\"\\ud800x\"}", 0, 6, "lone high surrogate" },
-		{ "{\"a\":\"\\ud800\\u0041\"}", 0, 6, "lone high surrogate" },
-		{ "{\"a\":\"\\ud800\\ud800\"}", 0, 6, "lone high surrogate" },
-		{ "{\"a\":\"\\udc00\"}", 0, 6, "lone low surrogate" },
-		{ "{\"\\udfff\":1}", 0, 2, "lone low surrogate" },
-		{ "{\"a\":\"\\", 0, 6, "invalid escape" },
-		/* control characters (raw) in strings and keys */
-		{ "{\"a\":\"x\ny\"}", 0, 7, "control character in string" },
-		{ "{\"a\":\"\t\"}", 0, 6, "control character in string" },
-		{ "{\"a\x01\":1}", 0, 3, "control character in string" },
-		{ "{\"a\":\"\0\"}", 9, 6, "control character in string" },
-		{ "{\"x\":\"0123456789abcdef\x1f\"}", 0, 22,
-		  "control character in string" },
-		/* invalid UTF-8 */
-		{ "{\"a\":\"\x80\"}", 0, 6, "invalid UTF-8" },
-		{ "{\"a\":\"\xc0\xaf\"}", 0, 6, "invalid UTF-8" },
-		{ "{\"a\":\"\xc1\xbf\"}", 0, 6, "invalid UTF-8" },
-		{ "{\"a\":\"\xe0\x80\xaf\"}", 0, 6, "invalid UTF-8" },
-		{ "{\"a\":\"\xed\xa0\x80\"}", 0, 6, "invalid UTF-8" },
-		{ "{\"a\":\"\xf0\x80\x80\xaf\"}", 0, 6, "invalid UTF-8" },
-		{ "{\"a\":\"\xf4\x90\x80\x80\"}", 0, 6, "invalid UTF-8" },
-		{ "{\"a\":\"\xf5\x80\x80\x80\"}", 0, 6, "invalid UTF-8" },
-		{ "{\"a\":\"\xc3\"}", 0, 6, "invalid UTF-8" },
-		{ "{\"a\":\"\xe2\x82\"}", 0, 6, "invalid UTF-8" },
-		{ "{\"a\":\"\xff\"}", 0, 6, "invalid UTF-8" },
-		{ "{\"\xc3\x28\":1}", 0, 2, "invalid UTF-8" },
-		{ "{\"x\":\"0123456789abcdef\xfe\"}", 0, 22, "invalid UTF-8" },
-		{ "{\"a\":\"\xc3", 0, 6, "invalid UTF-8" },
-		/* unterminated strings */
-		{ "{\"a\":\"abc", 0, 9, "unterminated string" },
-		{ "{\"abc", 0, 5, "unterminated string" },
-		{ "{\"x\":\"0123456789abcdef0123", 0, 26,
-		  "unterminated string" },
-	};
 	const uint32_t *ids;
 	size_t i, n;
 	json_t *j;
 	one o;
 
 	one_init(&o, "{\"a\": [1, {\"prefix\": \"\"}, {\"b\": [2]}]}");
-	for (i = 0; i < RELAY__ARRAY_SIZE(t); i++) {
-		size_t len = t[i].len ? t[i].len : strlen(t[i].s);
+	for (i = 0; i < RELAY__ARRAY_SIZE(raw_errors); i++) {
+		const struct raw_error *t = &raw_errors[i];
+		size_t len = t->len ? t->len : strlen(t->s);
 		char want[64];
 		int rc;
 
 		n = 7;
-		rc = relay_matcher_match(o.m, t[i].s, len, NOW, &ids, &n);
-		snprintf(want, sizeof(want), "%s at offset %zu", t[i].what,
-			 t[i].off);
+		rc = relay_matcher_match(o.m, t->s, len, NOW, &ids, &n);
+		snprintf(want, sizeof(want), "%s at offset %zu", t->what,
+			 t->off);
 		if (rc != RELAY_EPARSE || n != 0)
 			RT_FAILF("case %zu: rc %d n %zu", i, rc, n);
 		else if (strcmp(relay_matcher_errstr(o.m), want) != 0)
 			RT_FAILF("case %zu: \"%s\", want \"%s\"", i,
 				 relay_matcher_errstr(o.m), want);
-		j = json_loadb(t[i].s, len, 0, NULL);
+		j = json_loadb(t->s, len, 0, NULL);
 		if (j)
 			RT_FAILF("case %zu: jansson accepts it", i);
 		json_decref(j);
@@ -175,6 +186,66 @@ static void test_pattern__raw_errors(void)
 	RT_EQ_STR(relay_matcher_errstr(o.m), "expected ',' or '}' at offset 6");
 	RT_EQ_INT(relay_matcher_match(o.m, "{\"a\":null\0}", 11, NOW, &ids,
 				      &n), RELAY_EPARSE);
+	one_fini(&o);
+}
+
+/*
+ * The same errors where the scanner reads through its 64-byte windows:
+ * after a first member of 8 to 87 bytes, so that each error falls at
+ * every place of a window, and, where the text ends with a whole object,
+ * before 80 bytes of whitespace (a window is used only with 64 bytes
+ * left). The trie has "a" and "x" is skipped: both paths.
+ */
+static void test_pattern__raw_errors_windowed(void)
+{
+	char text[512];
+	const uint32_t *ids;
+	size_t i, k, n, len, shift, tested = 0;
+	one o;
+
+	one_init(&o, "{\"a\": [1, {\"prefix\": \"\"}, {\"b\": [2]}]}");
+	for (i = 0; i < RELAY__ARRAY_SIZE(raw_errors); i++) {
+		const struct raw_error *t = &raw_errors[i];
+		size_t tlen = t->len ? t->len : strlen(t->s);
+		bool whole = tlen && t->s[tlen - 1] == '}';
+
+		/* only texts that start with a member, errors after it */
+		if (tlen < 2 || t->s[0] != '{' || t->s[1] != '"' || !t->off)
+			continue;
+		for (k = 0; k < 80; k++) {
+			char want[64];
+			int rc;
+
+			/* {"_":"yyy", then the text after its '{' */
+			len = 0;
+			memcpy(text, "{\"_\":\"", 6);
+			len = 6;
+			memset(text + len, 'y', k);
+			len += k;
+			memcpy(text + len, "\",", 2);
+			len += 2;
+			shift = len - 1;
+			memcpy(text + len, t->s + 1, tlen - 1);
+			len += tlen - 1;
+			if (whole) {
+				memset(text + len, ' ', 80);
+				len += 80;
+			}
+			n = 7;
+			rc = relay_matcher_match(o.m, text, len, NOW, &ids,
+						 &n);
+			snprintf(want, sizeof(want), "%s at offset %zu",
+				 t->what, t->off + shift);
+			if (rc != RELAY_EPARSE || n != 0)
+				RT_FAILF("case %zu+%zu: rc %d n %zu", i, k, rc,
+					 n);
+			else if (strcmp(relay_matcher_errstr(o.m), want) != 0)
+				RT_FAILF("case %zu+%zu: \"%s\", want \"%s\"",
+					 i, k, relay_matcher_errstr(o.m), want);
+			tested++;
+		}
+	}
+	RT_CHECK(tested > 60 * 80);
 	one_fini(&o);
 }
 
@@ -839,6 +910,7 @@ static void test_pattern__ieq_words(void)
 
 static const rt_case cases[] = {
 	RT_CASE(test_pattern__raw_errors),
+	RT_CASE(test_pattern__raw_errors_windowed),
 	RT_CASE(test_pattern__raw_non_object),
 	RT_CASE(test_pattern__raw_valid),
 	RT_CASE(test_pattern__raw_duplicates),
