@@ -599,9 +599,10 @@ static inline void relay__settle_leaf(relay_matcher *m, uint32_t leaf)
  * two such lists per rule, the clauses without late tests (cnf_start;
  * @m NULL) and those with (cnf_late; @m the matcher, whose lazy leaves
  * are settled as they are read, so that a rule that fails at its first
- * such clause settles only that clause's). Rules with an AND inside an
- * OR (a $or branch of two fields, an anything-but) keep the expression
- * program.
+ * such clause settles only that clause's). An AND inside an OR (a $or
+ * branch of two fields, a map among alternatives) is distributed into
+ * such clauses; only a rule that would need more than 16 of them keeps
+ * its expression program (ruleset_plan.c, CNF_MAX_CLAUSES).
  */
 static inline bool relay__eval_cnf(const uint32_t *c, const uint32_t *stamp,
 				   uint32_t epoch, relay_matcher *m)

@@ -664,6 +664,97 @@ static void test_pattern__lazy_operators(void)
 }
 
 /*
+ * An AND inside an OR (a $or branch of two fields, a map among a field's
+ * alternatives, anything-but) is distributed into flat clauses while the
+ * rule stays within 16 clauses (ruleset_plan.c, CNF_MAX_CLAUSES); past
+ * that it stays a program. Both kinds against the reference, with lazy
+ * operators and thresholds, negations (exists false, anything-but) and
+ * absent fields in the distributed clauses.
+ */
+static void test_pattern__distributed_cnf(void)
+{
+	static const char *const pats[] = {
+		"{\"t\": [\"x\"], \"$or\": [{\"a\": [\"1\"], \"b\": [\"2\"]}, "
+		"{\"c\": [\"3\"]}]}",
+		"{\"o\": [{\"p\": [\"x\"], \"q\": [{\"gt\": 1}]}, {\"r\": [\"y\"]}]}",
+		"{\"t\": [\"y\"], \"$or\": [{\"a\": [{\"anything-but\": [\"1\"]}], "
+		"\"c\": [{\"exists\": false}]}, {\"b\": [{\"wildcard\": \"2*\"}], "
+		"\"w\": [{\"gt\": \"now()-5m\"}]}]}",
+		"{\"$or\": [{\"a\": [\"1\"], \"b\": [{\"numeric\": [\">\", 0, \"<\", 3]}]}, "
+		"{\"c\": [\"3\"], \"ip\": [{\"cidr\": \"10.0.0.0/8\"}]}, "
+		"{\"t\": [\"x\"]}]}",
+		/* twenty clauses, none distributed: flat */
+		"{\"t\": [\"x\"], \"a\": [\"1\"], \"f2\": [1], \"f3\": [1], "
+		"\"f4\": [1], \"f5\": [1], \"f6\": [1], \"f7\": [1], \"f8\": [1], "
+		"\"f9\": [1], \"f10\": [1], \"f11\": [1], \"f12\": [1], "
+		"\"f13\": [1], \"f14\": [1], \"f15\": [1], \"f16\": [1], "
+		"\"f17\": [1], \"f18\": [1], \"f19\": [{\"exists\": false}]}",
+		/* 2^5 = 32 clauses: a program */
+		"{\"$or\": [{\"a\": [\"1\"], \"b\": [\"2\"]}, {\"c\": [\"3\"], "
+		"\"t\": [\"x\"]}, {\"a\": [\"2\"], \"c\": [\"4\"]}, {\"b\": [\"1\"], "
+		"\"t\": [\"y\"]}, {\"w\": [{\"exists\": true}], \"ip\": "
+		"[{\"cidr\": \"10.1.0.0/16\"}]}]}",
+	};
+	static const char *const tv[] = { "\"x\"", "\"y\"", NULL };
+	static const char *const av[] = { "\"1\"", "\"2\"", NULL };
+	static const char *const bv[] = { "\"2\"", "\"2b\"", "\"1\"", "1", "2.5",
+					  NULL };
+	static const char *const cv[] = { "\"3\"", "\"4\"", NULL };
+	static const char *const ov[] = {
+		"{\"p\": \"x\", \"q\": 2}", "{\"p\": \"x\", \"q\": 1}",
+		"{\"r\": \"y\"}", "{\"p\": \"z\", \"r\": \"y\"}", NULL,
+	};
+	static const char *const wv[] = {
+		"\"2026-01-01T11:58:00Z\"", "\"2026-01-01T11:50:00Z\"", NULL,
+	};
+	static const char *const iv[] = { "\"10.1.2.3\"", "\"11.0.0.1\"", NULL };
+	const char *const *vals[] = { tv, av, bv, cv, ov, wv, iv };
+	static const char *const fields[] = { "t", "a", "b", "c", "o", "w", "ip" };
+	relay_ruleset *rs = NULL;
+	relay_matcher *m = NULL;
+	relay_pattern *p[RELAY__ARRAY_SIZE(pats)];
+	size_t np = RELAY__ARRAY_SIZE(pats), i, k, e, events = 0, hits = 0;
+	char text[512];
+
+	pt_rules(pats, np, p, &rs, &m);
+	for (i = 0; i < np; i++) {
+		bool flat = rs->rules[i].cnf_start != RELAY__NONE;
+
+		if (flat != (rs->rules[i].id != np - 1))
+			RT_FAILF("rule %u: %s", rs->rules[i].id,
+				 flat ? "flat" : "a program");
+	}
+	/* every combination, each field's NULL meaning absent */
+	for (e = 0;; e++) {
+		size_t at = 0, x = e, nv;
+		int any = 0;
+
+		at += (size_t)snprintf(text, sizeof(text), "{");
+		for (k = 0; k < RELAY__ARRAY_SIZE(fields); k++) {
+			for (nv = 0; vals[k][nv]; nv++)
+				;
+			nv++;  /* absent */
+			i = x % nv;
+			x /= nv;
+			if (!vals[k][i])
+				continue;
+			at += (size_t)snprintf(text + at, sizeof(text) - at,
+					       "%s\"%s\": %s", any ? ", " : "",
+					       fields[k], vals[k][i]);
+			any = 1;
+		}
+		if (x)
+			break;  /* every combination done */
+		snprintf(text + at, sizeof(text) - at, "}");
+		hits += check_event(m, p, np, text);
+		events++;
+	}
+	printf("# %zu events x %zu rules, %zu matches\n", events, np, hits);
+	RT_CHECK(hits > events / 4);
+	pt_rules_free(p, np, rs, m);
+}
+
+/*
  * CIDRs of every prefix length, random, against the reference: the
  * ruleset tests an IPv4 network as a masked 32-bit compare. Addresses
  * are drawn near the networks (one of the network's bits flipped), with
@@ -1051,6 +1142,7 @@ static const rt_case cases[] = {
 	RT_CASE(test_pattern__wild_split),
 	RT_CASE(test_pattern__cidr_words),
 	RT_CASE(test_pattern__lazy_operators),
+	RT_CASE(test_pattern__distributed_cnf),
 	RT_CASE(test_pattern__corpus),
 	RT_CASE(test_pattern__no_alloc),
 	RT_CASE(test_pattern__chaos_alloc),
