@@ -212,7 +212,8 @@ typedef struct relay__rule {
 				   * clause of one padded with
 				   * RELAY__LIT_FALSE, a missing one
 				   * RELAY__LIT_TRUE twice; tested for every
-				   * candidate before it is evaluated */
+				   * candidate before it is evaluated, so
+				   * its flat clauses do not repeat them */
 } relay__rule;
 
 /* Literals that always and never hold: leaf id nleaves, negated or not

@@ -448,14 +448,11 @@ static int cnf_rule(relay_ruleset *rs, uint32_t r, uint32_t anchor,
 				at[n++] = (ranked){
 					clause_cost(rs, lv->v + k, anchor), k };
 		qsort(at, n, sizeof(*at), ranked_cmp);
-		for (i = 0; !rc && i < n; i++)
-			for (j = 0; !rc && j <= lv->v[at[i].at]; j++)
-				rc = cnf_push(rs, lv->v[at[i].at + j]);
-		if (!rc)
-			rc = cnf_push(rs, 0);
 		/* the first two clauses of at most two literals: the
-		 * candidate filter (relay__match_end) */
-		for (i = 0, nf = 0; !rc && !late && i < n && nf < 2; i++) {
+		 * candidate filter (relay__match_end), which every
+		 * candidate passes before its clauses are read, so they
+		 * are not stored again (marked by a chance of -1) */
+		for (i = 0, nf = 0; !late && i < n && nf < 2; i++) {
 			const uint32_t *c = lv->v + at[i].at;
 
 			if (c[0] == 1)
@@ -463,7 +460,16 @@ static int cnf_rule(relay_ruleset *rs, uint32_t r, uint32_t anchor,
 					   RELAY__LIT_FALSE(rs));
 			else if (c[0] == 2)
 				set_filter(rs, r, nf++, c[1], c[2]);
+			else
+				continue;
+			at[i].chance = -1;
 		}
+		for (i = 0; !rc && i < n; i++)
+			for (j = 0; !rc && at[i].chance >= 0 &&
+			     j <= lv->v[at[i].at]; j++)
+				rc = cnf_push(rs, lv->v[at[i].at + j]);
+		if (!rc)
+			rc = cnf_push(rs, 0);
 	}
 	relay__free(at);
 	return rc;
