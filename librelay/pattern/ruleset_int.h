@@ -40,13 +40,20 @@ typedef struct relay__sent {
 	uint32_t len;
 	uint32_t hash;
 	uint32_t val;
+	uint32_t idx;        /* its index in ents (RELAY__NONE: an empty
+			      * slot of the table) */
 } relay__sent;
 
-/* String -> uint32 map: insertion-ordered entries plus a hash index. */
+/*
+ * String -> uint32 map: insertion-ordered entries plus a hash table of
+ * copies of them (open addressing, load at most 1/2). A lookup compares
+ * the key words in the slot it probes, with no second load from ents:
+ * most lookups are of an event's values and keys, at random.
+ */
 typedef struct relay__smap {
 	relay__sent *ents;
 	uint32_t n, cap;
-	uint32_t *tab;       /* indices into ents; RELAY__NONE = empty */
+	relay__sent *slot;   /* the table: copies of ents, idx NONE empty */
 	uint32_t mask;       /* table size - 1 */
 	uint64_t lenmask;    /* bit min(len, 63) set for every key length */
 } relay__smap;
@@ -456,33 +463,45 @@ static inline bool relay__sent_is(const relay__sent *e, const char *s,
 	       (len <= 16 || memcmp(e->s, s, len) == 0);
 }
 
+/* The table slot of the key [s, len) of words @w0, @w1, or NULL. */
+static inline const relay__sent *relay__smap_slot(const relay__smap *m,
+						  const char *s, size_t len,
+						  uint64_t w0, uint64_t w1)
+{
+	const relay__sent *e;
+	uint32_t i;
+
+	if (!m->slot)
+		return NULL;
+	for (i = relay__key_hash(s, len, w0, w1) & m->mask;;
+	     i = (i + 1) & m->mask) {
+		e = &m->slot[i];
+		if (e->idx == RELAY__NONE)
+			return NULL;
+		if (relay__sent_is(e, s, len, w0, w1))
+			return e;
+	}
+}
+
 /* The index in ents of the key [s, len) of words @w0, @w1, or NONE. */
 static inline uint32_t relay__smap_find_at(const relay__smap *m,
 					   const char *s, size_t len,
 					   uint64_t w0, uint64_t w1)
 {
-	uint32_t i, j;
+	const relay__sent *e = relay__smap_slot(m, s, len, w0, w1);
 
-	if (!m->tab)
-		return RELAY__NONE;
-	for (i = relay__key_hash(s, len, w0, w1) & m->mask;;
-	     i = (i + 1) & m->mask) {
-		j = m->tab[i];
-		if (j == RELAY__NONE || relay__sent_is(&m->ents[j], s, len,
-						       w0, w1))
-			return j;
-	}
+	return e ? e->idx : RELAY__NONE;
 }
 
 static inline uint32_t relay__smap_find(const relay__smap *m, const char *s,
 					size_t len)
 {
+	const relay__sent *e;
 	uint64_t w0, w1;
-	uint32_t j;
 
 	relay__key_words(s, len, &w0, &w1);
-	j = relay__smap_find_at(m, s, len, w0, w1);
-	return j == RELAY__NONE ? RELAY__NONE : m->ents[j].val;
+	e = relay__smap_slot(m, s, len, w0, w1);
+	return e ? e->val : RELAY__NONE;
 }
 
 /*

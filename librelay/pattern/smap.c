@@ -31,7 +31,7 @@ uint32_t relay__hash(const char *s, size_t len)
 uint32_t relay__smap_find_h(const relay__smap *m, const char *s, size_t len,
 			    uint32_t hash)
 {
-	uint32_t i, e;
+	uint32_t i;
 
 	if (m->n <= 8) {
 		for (i = 0; i < m->n; i++)
@@ -41,12 +41,13 @@ uint32_t relay__smap_find_h(const relay__smap *m, const char *s, size_t len,
 		return RELAY__NONE;
 	}
 	for (i = hash & m->mask;; i = (i + 1) & m->mask) {
-		e = m->tab[i];
-		if (e == RELAY__NONE)
+		const relay__sent *e = &m->slot[i];
+
+		if (e->idx == RELAY__NONE)
 			return RELAY__NONE;
-		if (m->ents[e].hash == hash && m->ents[e].len == len &&
-		    relay__bytes_eq(m->ents[e].s, s, len))
-			return m->ents[e].val;
+		if (e->hash == hash && e->len == len &&
+		    relay__bytes_eq(e->s, s, len))
+			return e->val;
 	}
 }
 
@@ -62,7 +63,7 @@ uint32_t relay__ihash(const char *s, size_t len)
 
 uint32_t relay__smap_find_ci(const relay__smap *m, const char *s, size_t len)
 {
-	uint32_t i, e, hash;
+	uint32_t i, hash;
 
 	if (m->n <= 8) {
 		for (i = 0; i < m->n; i++)
@@ -73,30 +74,40 @@ uint32_t relay__smap_find_ci(const relay__smap *m, const char *s, size_t len)
 	}
 	hash = relay__ihash(s, len);
 	for (i = hash & m->mask;; i = (i + 1) & m->mask) {
-		e = m->tab[i];
-		if (e == RELAY__NONE)
+		const relay__sent *e = &m->slot[i];
+
+		if (e->idx == RELAY__NONE)
 			return RELAY__NONE;
-		if (m->ents[e].hash == hash && m->ents[e].len == len &&
-		    relay__ieq(s, m->ents[e].s, len))
-			return m->ents[e].val;
+		if (e->hash == hash && e->len == len &&
+		    relay__ieq(s, e->s, len))
+			return e->val;
 	}
+}
+
+/* Place entry @e in the table of @m (a free slot is certain). */
+static void smap_place(relay__sent *slot, uint32_t mask, const relay__sent *e)
+{
+	uint32_t i;
+
+	for (i = e->hash & mask; slot[i].idx != RELAY__NONE;
+	     i = (i + 1) & mask)
+		;
+	slot[i] = *e;
 }
 
 static int smap_rehash(relay__smap *m, uint32_t size)
 {
-	uint32_t *tab = relay__malloc(size * sizeof(*tab)), i, j;
+	relay__sent *slot = relay__malloc(size * sizeof(*slot));
+	uint32_t i;
 
-	if (!tab)
+	if (!slot)
 		return RELAY_ENOMEM;
-	memset(tab, 0xff, size * sizeof(*tab));
-	for (i = 0; i < m->n; i++) {
-		for (j = m->ents[i].hash & (size - 1); tab[j] != RELAY__NONE;
-		     j = (j + 1) & (size - 1))
-			;
-		tab[j] = i;
-	}
-	relay__free(m->tab);
-	m->tab = tab;
+	for (i = 0; i < size; i++)
+		slot[i].idx = RELAY__NONE;
+	for (i = 0; i < m->n; i++)
+		smap_place(slot, size - 1, &m->ents[i]);
+	relay__free(m->slot);
+	m->slot = slot;
 	m->mask = size - 1;
 	return 0;
 }
@@ -106,8 +117,6 @@ static int smap_rehash(relay__smap *m, uint32_t size)
 int relay__smap_put_h(relay__smap *m, const char *s, size_t len, uint32_t val,
 		      uint32_t hash)
 {
-	uint32_t i;
-
 	if (len > UINT32_MAX)
 		return RELAY_EINVAL;
 	if (m->n == m->cap) {
@@ -124,15 +133,13 @@ int relay__smap_put_h(relay__smap *m, const char *s, size_t len, uint32_t val,
 	m->ents[m->n].len = (uint32_t)len;
 	m->ents[m->n].hash = hash;
 	m->ents[m->n].val = val;
+	m->ents[m->n].idx = m->n;
 	m->n++;
 	m->lenmask |= 1ULL << (len < 63 ? len : 63);
 	/* keep the load factor at most 1/2 */
-	if (!m->tab || m->n * 2 > m->mask + 1)
-		return smap_rehash(m, m->tab ? (m->mask + 1) * 2 : 16);
-	for (i = hash & m->mask; m->tab[i] != RELAY__NONE;
-	     i = (i + 1) & m->mask)
-		;
-	m->tab[i] = m->n - 1;
+	if (!m->slot || m->n * 2 > m->mask + 1)
+		return smap_rehash(m, m->slot ? (m->mask + 1) * 2 : 16);
+	smap_place(m->slot, m->mask, &m->ents[m->n - 1]);
 	return 0;
 }
 
@@ -148,6 +155,6 @@ int relay__smap_put(relay__smap *m, const char *s, size_t len, uint32_t val)
 void relay__smap_fini(relay__smap *m)
 {
 	relay__free(m->ents);
-	relay__free(m->tab);
+	relay__free(m->slot);
 }
 
