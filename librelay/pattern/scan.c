@@ -275,8 +275,8 @@ static inline uint64_t special16(const uchar *p)
 
 /*
  * As string_end(), through window @w: p just after an opening quote. A
- * string starting outside the window reloads it at p when 64 bytes are
- * left (nearer the end, string_end() does).
+ * string starting outside the window reloads it at p; within 64 bytes of
+ * the end, from a copy of what is left (the bits past the end cleared).
  */
 static inline const uchar *string_end_w(scan *s, window *w, const uchar *p,
 					int *esc)
@@ -286,11 +286,24 @@ static inline const uchar *string_end_w(scan *s, window *w, const uchar *p,
 	uint64_t m;
 
 	if (off >= 64) {
-		if (s->end - p < 64)
-			return string_end(s, p, esc);
+		size_t left = (size_t)(s->end - p);
+
+		if (left >= 64) {
+			w->special = special16(p) | special16(p + 16) << 16 |
+				     special16(p + 32) << 32 |
+				     special16(p + 48) << 48;
+		} else {
+			uchar tail[64];
+
+			memset(tail, 0, sizeof(tail));
+			memcpy(tail, p, left);
+			w->special = (special16(tail) |
+				      special16(tail + 16) << 16 |
+				      special16(tail + 32) << 32 |
+				      special16(tail + 48) << 48) &
+				     ((1ULL << left) - 1);
+		}
 		w->at = (uintptr_t)p;
-		w->special = special16(p) | special16(p + 16) << 16 |
-			     special16(p + 32) << 32 | special16(p + 48) << 48;
 		off = 0;
 	}
 	m = w->special >> off;
@@ -301,7 +314,11 @@ static inline const uchar *string_end_w(scan *s, window *w, const uchar *p,
 			return q;
 		return string_end_slow(s, q, esc);
 	}
-	return string_end_slow(s, (const uchar *)(w->at + 64), esc);
+	/* nothing special up to the window's end (or the input's) */
+	off = 64 - off;
+	if (off > (uintptr_t)(s->end - p))
+		off = (uintptr_t)(s->end - p);
+	return string_end_slow(s, p + off, esc);
 #else
 	(void)w;
 	return string_end(s, p, esc);
