@@ -346,7 +346,7 @@ void relay__eval_string(relay_matcher *m, const relay__tnode *n,
 			   s, len, 0);
 	} else {
 		for (i = 0, e = n->prefix.ents; i < n->prefix.n; i++, e++)
-			if (len >= e->len && relay__bytes_eq(s, e->s, e->len))
+			if (len >= e->len && relay__sent_at(e, s))
 				relay__fire(m, e->val);
 	}
 	if (n->suffix.n > 8) {
@@ -354,8 +354,7 @@ void relay__eval_string(relay_matcher *m, const relay__tnode *n,
 			   s, len, 1);
 	} else {
 		for (i = 0, e = n->suffix.ents; i < n->suffix.n; i++, e++)
-			if (len >= e->len &&
-			    relay__bytes_eq(s + len - e->len, e->s, e->len))
+			if (len >= e->len && relay__sent_at(e, s + len - e->len))
 				relay__fire(m, e->val);
 	}
 	if (n->eic.n) {

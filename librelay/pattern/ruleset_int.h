@@ -455,6 +455,19 @@ static inline uint32_t relay__key_hash(const char *s, size_t len, uint64_t w0,
  * most three multiplications and, per probe, a compare of the stored
  * key words (plus the bytes of a key over 16 bytes).
  */
+/* Whether the @e->len bytes at @s are entry @e's key: from its key words
+ * when it is at most 16 bytes (no load of the key itself, which lives
+ * apart, in the pattern copies), else from the bytes. */
+static inline bool relay__sent_at(const relay__sent *e, const char *s)
+{
+	uint64_t w0, w1;
+
+	if (e->len > 16)
+		return memcmp(e->s, s, e->len) == 0;
+	relay__key_words(s, e->len, &w0, &w1);
+	return w0 == e->w0 && w1 == e->w1;
+}
+
 /* Whether entry @e is the key [s, len) of words @w0, @w1. */
 static inline bool relay__sent_is(const relay__sent *e, const char *s,
 				  size_t len, uint64_t w0, uint64_t w1)
