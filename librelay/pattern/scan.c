@@ -214,35 +214,6 @@ special:
 }
 
 /*
- * The common case inline: a plain ASCII string that ends within the next
- * 16 bytes (most keys and many values) costs one vector compare and no
- * call.
- */
-static inline const uchar *string_end(scan *s, const uchar *p, int *esc)
-{
-#if defined(__SSE2__)
-	if (s->end - p >= 16) {
-		__m128i v = _mm_loadu_si128((const __m128i *)p);
-		__m128i x = _mm_or_si128(
-			_mm_or_si128(_mm_cmpeq_epi8(v, _mm_set1_epi8('"')),
-				     _mm_cmpeq_epi8(v, _mm_set1_epi8('\\'))),
-			_mm_cmplt_epi8(v, _mm_set1_epi8(0x20)));
-		int mask = _mm_movemask_epi8(x);
-
-		if (mask) {
-			const uchar *q = p + __builtin_ctz((unsigned)mask);
-
-			if (*q == '"')
-				return q;
-			return string_end_slow(s, q, esc);
-		}
-		return string_end_slow(s, p + 16, esc);
-	}
-#endif
-	return string_end_slow(s, p, esc);
-}
-
-/*
  * A window: 64 bytes of input and which of them are special to a string
  * (quote, backslash, control, non-ASCII), a bit each. Finding a string's
  * end from the bytes alone makes each string wait for the previous one:
@@ -274,9 +245,11 @@ static inline uint64_t special16(const uchar *p)
 #endif
 
 /*
- * As string_end(), through window @w: p just after an opening quote. A
- * string starting outside the window reloads it at p; within 64 bytes of
- * the end, from a copy of what is left (the bits past the end cleared).
+ * p just after an opening quote: the closing quote, found through window
+ * @w (string_end_slow() from the first special byte, or past the
+ * window). A string starting outside the window reloads it at p; within
+ * 64 bytes of the end, from a copy of what is left (the bits past the
+ * end cleared).
  */
 static inline const uchar *string_end_w(scan *s, window *w, const uchar *p,
 					int *esc)
@@ -321,7 +294,7 @@ static inline const uchar *string_end_w(scan *s, window *w, const uchar *p,
 	return string_end_slow(s, p + off, esc);
 #else
 	(void)w;
-	return string_end(s, p, esc);
+	return string_end_slow(s, p, esc);
 #endif
 }
 
