@@ -121,8 +121,8 @@ typedef struct relay__xleaf {
 } relay__xleaf;
 
 typedef struct relay__tnode {
-	/* what the scanner reads at every member it visits, first: the
-	 * first of the node's seven cache lines */
+	/* what the scanner reads at every member it visits, first: one
+	 * cache line or two of a node of about 460 bytes */
 	relay__smap kids;         /* field name -> child node index */
 	uint32_t kbase;           /* its kids' slots in the matcher's
 				   * kid_next: [kbase, kbase + kids.n + 1) */

@@ -608,7 +608,7 @@ RELAY__COLD static const uchar *visit_logged(scan *s, const uchar *p,
 					     uint32_t node, int depth)
 {
 	relay_matcher *m = s->m;
-	window w = WINDOW_NONE;  /* not the caller's: its stays in registers */
+	window w = WINDOW_NONE;  /* its own: the caller's stays in registers */
 
 	if (m->node_seen[node] == m->epoch) {
 		if (!m->logging) {
