@@ -271,7 +271,7 @@ static int cnf_or(const leafvec *a, const leafvec *b, leafvec *out)
 static int flatten_or(relay_ruleset *rs, uint32_t i, leafvec *out)
 {
 	leafvec acc = { 0 }, br = { 0 }, tmp = { 0 };
-	uint32_t j, nc, nl, k;
+	uint32_t j, nc, nl, bc, bl, k;
 	int rc = 0, first = 1;
 
 	for (j = i + 1; !rc && j < rs->prog[i].end; j = rs->prog[j].end) {
@@ -287,14 +287,19 @@ static int flatten_or(relay_ruleset *rs, uint32_t i, leafvec *out)
 			first = 0;
 			continue;
 		}
-		rc = cnf_or(&acc, &br, &tmp);
-		if (rc)
-			break;
-		cnf_size(&tmp, &nc, &nl);
-		if (nc > CNF_MAX_CLAUSES || nl > CNF_MAX_LITS) {
+		/* the product's size, known before it is made (a branch
+		 * of many fields is many clauses: the product would be
+		 * their square) */
+		cnf_size(&acc, &nc, &nl);
+		cnf_size(&br, &bc, &bl);
+		if ((uint64_t)nc * bc > CNF_MAX_CLAUSES ||
+		    (uint64_t)nl * bc + (uint64_t)bl * nc > CNF_MAX_LITS) {
 			rc = 1;
 			break;
 		}
+		rc = cnf_or(&acc, &br, &tmp);
+		if (rc)
+			break;
 		{
 			leafvec t = acc;
 

@@ -495,12 +495,88 @@ static void test_pattern__deep_or(void)
 	relay_pattern_free(p);
 }
 
+/*
+ * A $or of two branches of 3,000 fields each: distributed it would be
+ * 9,000,000 clauses. Its size is known before the product is made, so
+ * the rule stays a program and loads at once (an OR's flat clauses are
+ * bounded by CNF_MAX_CLAUSES and CNF_MAX_LITS, ruleset_plan.c).
+ */
+#define WIDE_FIELDS 3000
+
+static size_t wide_bytes;  /* asked of the allocator */
+
+static void *wide_malloc(size_t n)
+{
+	wide_bytes += n;
+	return malloc(n);
+}
+
+static void *wide_realloc(void *q, size_t n)
+{
+	wide_bytes += n;
+	return realloc(q, n);
+}
+
+static void test_pattern__wide_or_branches(void)
+{
+	size_t cap = WIDE_FIELDS * 2 * 24 + 64, i, n;
+	char *pat = malloc(cap), *ev = malloc(cap), *o;
+	relay_ruleset *rs = NULL;
+	relay_matcher *m;
+	relay_pattern *p;
+	const uint32_t *ids;
+	int rc, b;
+
+	RT_ASSERT(pat && ev);
+	/* no librelay object is alive here */
+	relay_set_allocator(wide_malloc, wide_realloc, free);
+	o = pat + sprintf(pat, "{\"$or\": [");
+	for (b = 0; b < 2; b++) {
+		o += sprintf(o, "%s{", b ? ", " : "");
+		for (i = 0; i < WIDE_FIELDS; i++)
+			o += sprintf(o, "%s\"%c%zu\": [1]", i ? ", " : "",
+				     b ? 'g' : 'f', i);
+		o += sprintf(o, "}");
+	}
+	sprintf(o, "]}");
+	p = compile_text(pat, &rc);
+	RT_EQ_INT(rc, 0);
+	wide_bytes = 0;
+	m = one_rule_matcher(p, &rs);
+	RT_EQ_INT(rs->rules[0].cnf_start, RELAY__NONE);
+	/* the build's own structures, not a product of the branches (which
+	 * made would ask for hundreds of MB) */
+	if (wide_bytes > (size_t)16 << 20)
+		RT_FAILF("the build asked for %zu bytes", wide_bytes);
+	/* every g field: the second branch holds */
+	o = ev + sprintf(ev, "{");
+	for (i = 0; i < WIDE_FIELDS; i++)
+		o += sprintf(o, "%s\"g%zu\": 1", i ? ", " : "", i);
+	sprintf(o, ", \"f0\": 1}");
+	RT_EQ_INT(relay_matcher_match(m, ev, strlen(ev), NOW, &ids, &n), 0);
+	RT_EQ_INT(n, 1);
+	/* one g missing and one f only: neither */
+	o = ev + sprintf(ev, "{\"f0\": 1");
+	for (i = 1; i < WIDE_FIELDS; i++)
+		o += sprintf(o, ", \"g%zu\": 1", i);
+	sprintf(o, "}");
+	RT_EQ_INT(relay_matcher_match(m, ev, strlen(ev), NOW, &ids, &n), 0);
+	RT_EQ_INT(n, 0);
+	relay_matcher_free(m);
+	relay_ruleset_free(rs);
+	relay_pattern_free(p);
+	relay_set_allocator(NULL, NULL, NULL);
+	free(pat);
+	free(ev);
+}
+
 static const rt_case cases[] = {
 	RT_CASE(test_pattern__cap_and_anything_but),
 	RT_CASE(test_pattern__wildcards_bounded),
 	RT_CASE(test_pattern__lazy_wildcard_once),
 	RT_CASE(test_pattern__cidrs_bounded),
 	RT_CASE(test_pattern__deep_or),
+	RT_CASE(test_pattern__wide_or_branches),
 	RT_CASE(test_pattern__many_affixes_agree),
 	RT_CASE(test_pattern__worst_case_is_linear),
 	RT_CASE(test_pattern__many_fields_build),
