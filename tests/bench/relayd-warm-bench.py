@@ -13,7 +13,9 @@ MAX_BUFFERED_EVENTS 16, app concurrency 8) with one app whose no-op
 handler matches every event:
 
   throughput  EVENTS events XADDed at once (pipelined); invocations/s is
-              EVENTS / (time until every one is acknowledged)
+              EVENTS / (time until every one is acknowledged); before
+              it, one event starts the app's warm parent and, warm, the
+              bench waits until relayd's stats file shows it ready
   latency     200 events XADDed one at a time, 20 ms apart; each carries
               CLOCK_MONOTONIC at its XADD and the handler prints "L
               <now - then>" as its first act (python3, node): XADD ->
