@@ -251,8 +251,8 @@ static inline uint64_t special16(const uchar *p)
  * 64 bytes of the end, from a copy of what is left (the bits past the
  * end cleared).
  */
-static inline const uchar *string_end_w(scan *s, window *w, const uchar *p,
-					int *esc)
+static inline const uchar *string_end(scan *s, window *w, const uchar *p,
+				      int *esc)
 {
 #if defined(__SSE2__)
 	uintptr_t off = (uintptr_t)p - w->at;
@@ -477,15 +477,15 @@ static const uchar *literal(scan *s, const uchar *p, const char *word,
 
 /* p at a string key's opening quote: validate key and ':'; returns the
  * position of the value (whitespace skipped). */
-static inline const uchar *member_key_w(scan *s, window *w, const uchar *p,
-					const uchar **k, const uchar **kend,
-					int *esc)
+static inline const uchar *member_key(scan *s, window *w, const uchar *p,
+				      const uchar **k, const uchar **kend,
+				      int *esc)
 {
 	if (AT(s, p) != '"')
 		return fail(s, p, "expected string key");
 	*k = p + 1;
 	*esc = 0;
-	p = string_end_w(s, w, p + 1, esc);
+	p = string_end(s, w, p + 1, esc);
 	if (!p)
 		return NULL;
 	*kend = p;
@@ -516,7 +516,7 @@ value:
 	switch (AT(s, p)) {
 	case '"':
 		esc = 0;
-		p = string_end_w(s, &w, p + 1, &esc);
+		p = string_end(s, &w, p + 1, &esc);
 		if (!p)
 			return NULL;
 		p++;
@@ -536,7 +536,7 @@ value:
 			break;
 		}
 		if (obj) {
-			p = member_key_w(s, &w, p, &k, &kend, &esc);
+			p = member_key(s, &w, p, &k, &kend, &esc);
 			if (!p)
 				return NULL;
 		}
@@ -568,7 +568,7 @@ value:
 		if (AT(s, p) == ',') {
 			p = ws(s, p + 1);
 			if (obj) {
-				p = member_key_w(s, &w, p, &k, &kend, &esc);
+				p = member_key(s, &w, p, &k, &kend, &esc);
 				if (!p)
 					return NULL;
 			}
@@ -659,7 +659,7 @@ static RELAY__ALWAYS_INLINE const uchar *visit_value(scan *s, window *w,
 	}
 	switch (AT(s, p)) {
 	case '"':
-		q = string_end_w(s, w, p + 1, &esc);
+		q = string_end(s, w, p + 1, &esc);
 		if (!q || !n->want_str)
 			return q ? q + 1 : NULL;
 		str = (const char *)p + 1;
@@ -756,7 +756,7 @@ static const uchar *scan_object(scan *s, const uchar *p, uint32_t node,
 	if (AT(s, p) == '}')
 		return p + 1;
 	for (;;) {
-		p = member_key_w(s, &w, p, &k, &kend, &esc);
+		p = member_key(s, &w, p, &k, &kend, &esc);
 		if (!p)
 			return NULL;
 		key = (const char *)k;
@@ -771,7 +771,7 @@ static const uchar *scan_object(scan *s, const uchar *p, uint32_t node,
 			p = visit(s, &w, p, kid, depth + 1);
 		} else if (AT(s, p) == '"') {
 			/* most skipped members are strings: no call */
-			p = string_end_w(s, &w, p + 1, &esc);
+			p = string_end(s, &w, p + 1, &esc);
 			if (p)
 				p++;
 		} else {
