@@ -142,12 +142,11 @@ typedef struct relay__tnode {
 	relay__numleaf *eq_num;
 	relay__numleaf *cmp_num;
 	relay__timeleaf *cmp_time;
-	uint32_t neq_num, ncmp_num, ncmp_time;  /* eq_num: ascending
-						   * after build */
+	uint32_t neq_num, ncmp_num, ncmp_time;
 	relay__numleaf *eq_tab;   /* eq_num hashed by value (open
-				   * addressing, empty: leaf NONE), or NULL
-				   * when there are few: one probe where a
-				   * search waits on a load per halving */
+				   * addressing, empty: leaf NONE; NULL when
+				   * neq_num is 0): one probe where a search
+				   * waits on a load per halving */
 	uint32_t eq_tab_mask;
 	relay__thr num_thr[4];    /* firing cmp_num leaves, by op */
 	relay__thr time_thr[4];   /* firing cmp_time leaves, by op */

@@ -16,7 +16,7 @@
  * comparison and sorted, and a value fires a prefix (GT, GTE) or a suffix
  * (LT, LTE) of each group, found by binary search with the same
  * comparison, so the set of holding leaves is exactly what it was.
- * Numeric equalities are sorted and searched too. Two-sided ranges
+ * Numeric equalities are hashed (eq_tab). Two-sided ranges
  * (numeric: [">", a, "<=", b]) that fire nothing are lazy as well; the
  * others are tested one by one (relay__eval_number).
  *
@@ -51,14 +51,6 @@ static int cmp_ent_num(const void *a, const void *b)
 static int cmp_ent_ms(const void *a, const void *b)
 {
 	int64_t x = ((const thr_ent *)a)->ms, y = ((const thr_ent *)b)->ms;
-
-	return (x > y) - (x < y);
-}
-
-static int cmp_numleaf(const void *a, const void *b)
-{
-	double x = ((const relay__numleaf *)a)->num;
-	double y = ((const relay__numleaf *)b)->num;
 
 	return (x > y) - (x < y);
 }
@@ -226,10 +218,6 @@ static int lazy_index(relay_ruleset *rs, relay__lazy **out, uint32_t *nlazy)
 	return 0;
 }
 
-/* From this many number literals at a node on, equality is a hash probe
- * (relay__tnode.eq_tab); below it, a search of a line or two. */
-#define EQ_TAB_MIN 8
-
 /* The slot where number @v is looked for first in a table of @mask + 1:
  * from the bits of the double, -0 read as 0 (they are equal). */
 static inline uint32_t num_slot(double v, uint32_t mask)
@@ -247,7 +235,7 @@ static inline uint32_t num_slot(double v, uint32_t mask)
 /* Hash @n's eq_num (distinct values) into eq_tab, at most half full. */
 static int eq_table(relay__tnode *n)
 {
-	uint32_t size = 16, i, j;
+	uint32_t size = 2, i, j;
 
 	while (size < 2 * n->neq_num)
 		size *= 2;
@@ -317,11 +305,8 @@ int relay__build_thresholds(relay_ruleset *rs)
 			n->fire_num |= n->num_thr[op].n != 0;
 			n->fire_time |= n->time_thr[op].n != 0;
 		}
-		/* equality: ascending, searched (values are distinct) */
-		if (n->neq_num > 1)
-			qsort(n->eq_num, n->neq_num, sizeof(*n->eq_num),
-			      cmp_numleaf);
-		if (n->neq_num >= EQ_TAB_MIN && eq_table(n)) {
+		/* equality: one hash probe (values are distinct) */
+		if (n->neq_num && eq_table(n)) {
 			relay__free(tmp);
 			return RELAY_ENOMEM;
 		}
@@ -400,35 +385,19 @@ void relay__eval_thr_time(relay_matcher *m, const relay__tnode *n,
 	}
 }
 
-/* The number literal @v equals, by one probe of eq_tab where there are
- * many; else searched without a branch on the comparisons (which way
- * they go is data, as good as random to the branch predictor): @base
- * ends at the last key below @v, or the first key. */
+/* The number literal @v equals, found by one probe of eq_tab: a value
+ * at a field of number literals costs one hash and (at most half full)
+ * about one load, however many literals the field has. */
 void relay__eval_eq_num(relay_matcher *m, const relay__tnode *n, double v)
 {
-	const relay__numleaf *base = n->eq_num, *end = base + n->neq_num;
-	uint32_t len = n->neq_num, half, i;
+	uint32_t i;
 
-	if (n->eq_tab) {
-		for (i = num_slot(v, n->eq_tab_mask);
-		     n->eq_tab[i].leaf != RELAY__NONE;
-		     i = (i + 1) & n->eq_tab_mask)
-			if (n->eq_tab[i].num == v) {
-				relay__fire(m, n->eq_tab[i].leaf);
-				return;
-			}
-		return;
-	}
-	if (!len)
-		return;
-	while (len > 1) {
-		half = len / 2;
-		base = base[half].num < v ? base + half : base;
-		len -= half;
-	}
-	base += base->num < v;
-	if (base < end && base->num == v)
-		relay__fire(m, base->leaf);
+	for (i = num_slot(v, n->eq_tab_mask); n->eq_tab[i].leaf != RELAY__NONE;
+	     i = (i + 1) & n->eq_tab_mask)
+		if (n->eq_tab[i].num == v) {
+			relay__fire(m, n->eq_tab[i].leaf);
+			return;
+		}
 }
 
 /*

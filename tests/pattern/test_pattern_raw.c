@@ -531,8 +531,8 @@ static void test_pattern__raw_numbers(void)
 }
 
 /*
- * Numeric equality at a field with many literals (8 or more: a hash probe,
- * relay__tnode.eq_tab) agrees with a field with few (a search): every
+ * Numeric equality (a hash probe, relay__tnode.eq_tab) at a field of 24
+ * literals agrees with a field of three (a table of another size): every
  * literal is found, written in other forms too (-0 for 0, 1.50, 2e0), and
  * numbers between them are not. Small integers are the hash's hard case
  * (their low bits are all zero).
