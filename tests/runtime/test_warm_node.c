@@ -313,6 +313,35 @@ static void test_node__rehearses_before_request(void)
 	}
 }
 
+/* The fork server binds node's symbols at start (LD_BIND_NOW=1 in its
+ * own environment), the handler's environment is still exactly cold's;
+ * an app that sets LD_BIND_NOW itself keeps its value, server and
+ * handler alike. */
+static void test_node__binds_now_env_unchanged(void)
+{
+	static const char *const app_env[] = { "LD_BIND_NOW=", NULL };
+	relay_exec_spec s = node_spec("handlers.bindNow");
+	struct job w, c;
+
+	ok_warm_and_cold("handlers.bindNow", &w, &c);
+	RT_CHECK(cap_has(&w.c, "warm-initial LD_BIND_NOW=1"));
+	RT_CHECK(cap_has(&c.c, "warm-initial none"));
+	RT_CHECK(cap_has(&w.c, "env LD_BIND_NOW undefined"));
+	job_free(&w);
+	job_free(&c);
+
+	s.env = app_env;
+	RT_CHECK(run1(&s, &w) == 0);
+	s.warm = RELAY_WARM_OFF;
+	RT_CHECK(run1(&s, &c) == 0);
+	RT_CHECK(w.o.warm && !c.o.warm);
+	RT_CHECK(cap_has(&w.c, "warm-initial LD_BIND_NOW="));
+	RT_CHECK(cap_has(&w.c, "env LD_BIND_NOW "));
+	same_lines(&w, &c);
+	job_free(&w);
+	job_free(&c);
+}
+
 /* Transparent huge pages on this host ("[never]" not chosen in
  * /sys/kernel/mm/transparent_hugepage/enabled): 1, 0, or -1 unknown. */
 static int thp_on(void)
@@ -719,6 +748,7 @@ int main(int argc, char **argv)
 		RT_CASE(test_node__hang_replaces_parent),
 		RT_CASE(test_node__prefaults_before_request),
 		RT_CASE(test_node__rehearses_before_request),
+		RT_CASE(test_node__binds_now_env_unchanged),
 		RT_CASE(test_node__code_on_huge_pages),
 	};
 	int rc;

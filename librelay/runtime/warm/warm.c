@@ -361,12 +361,17 @@ static void out_cb(struct ev_loop *loop, ev_io *wio, int revents)
 		   buf);
 }
 
+#define BIND_NOW "LD_BIND_NOW="
+
 /*
  * What a warm parent's sandbox runs (@inner): relay-warm-exec when
  * @exec_server, the node fork server for a node app, else the python3
- * server; for an exec app, "--" and its command. And the environment it gets (@penv): the handler's, without
- * the per-invocation variables. 0 or RELAY_ENOMEM.
+ * server; for an exec app, "--" and its command. And the environment it
+ * gets (@penv): the handler's, without the per-invocation variables (a
+ * node server's with LD_BIND_NOW=1 unless the app sets it). 0 or
+ * RELAY_ENOMEM.
  */
+
 static int parent_command(const relay_exec_spec *spec, bool exec_server,
 			  relay__strv *inner, relay__strv *penv)
 {
@@ -382,6 +387,7 @@ static int parent_command(const relay_exec_spec *spec, bool exec_server,
 		RELAY__SANDBOX_BOOTSTRAP_DIR "/relay-bootstrap.js", "--serve",
 	};
 	relay__strv env = { 0 };
+	bool bind_now = true;
 	int rc = 0;
 	size_t i;
 
@@ -401,10 +407,21 @@ static int parent_command(const relay_exec_spec *spec, bool exec_server,
 	if (rc != 0)
 		return RELAY_ENOMEM;
 	rc = relay__runtime_env(spec, &env);
-	for (i = 0; rc == 0 && i < env.n; i++)
+	for (i = 0; rc == 0 && i < env.n; i++) {
+		if (strncmp(env.v[i], BIND_NOW, strlen(BIND_NOW)) == 0)
+			bind_now = false;   /* the app's own setting stands */
 		if (!per_invocation_var(env.v[i]))
 			rc = relay__strv_push(penv, env.v[i]);
+	}
 	relay__strv_free(&env);
+	/* A node fork server binds every symbol at start: a symbol bound
+	 * lazily is bound again in each fork (ld.so's lookup, and the
+	 * pages it touches copied), 3 % of a warm invocation's CPU at
+	 * saturation (doc/perf/warm.md, round 13). Each invocation's
+	 * environment is its request's, so no handler sees it. */
+	if (rc == 0 && bind_now && spec->runtime == RELAY_RUNTIME_NODE &&
+	    !exec_server)
+		rc = relay__strv_push(penv, BIND_NOW "1");
 	return rc != 0 ? RELAY_ENOMEM : 0;
 }
 

@@ -305,3 +305,13 @@ exports.hugeText = () => {
 	console.log(`stack ${new Error('x').stack.split('\n').length > 1}`);
 	console.log(`warm-huge ${n} ${kb > 0 ? 'mapped' : 'none'}`);
 };
+
+// LD_BIND_NOW in this process's initial environment (/proc/self/environ:
+// the node fork server's, for a forked invocation; "none" when absent)
+// and in the handler's (process.env), compared with cold's.
+exports.bindNow = () => {
+	const initial = fs.readFileSync('/proc/self/environ', 'latin1')
+		.split('\0').find((kv) => kv.startsWith('LD_BIND_NOW='));
+	console.log(`warm-initial ${initial === undefined ? 'none' : initial}`);
+	console.log(`env LD_BIND_NOW ${process.env.LD_BIND_NOW}`);
+};
