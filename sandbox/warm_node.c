@@ -126,6 +126,9 @@ static int learn_fd = -1;       /* in the learning fork: its report */
 static long prefaulted;         /* in an H: pages populated before its
 				   request (warm_node_prefault.c) */
 static int rehearsed;           /* in an H: rehearsed before its request */
+static int server_rehearsed;    /* the server rehearsed before its first
+				   fork (every H inherits 1) */
+static int in_invocation;       /* afterFork() ran: this is an H */
 static long huge_mib;           /* node's mappings on huge pages (MiB) */
 
 static void send_fields(const char *const *f, int n, int fd)
@@ -748,6 +751,7 @@ static napi_value js_after_fork(napi_env env, napi_callback_info info)
 	char why[160];
 
 	(void)info;
+	in_invocation = 1;
 	if (relay__node_restore_fds() != 0) {
 		dprintf(2, "relay: node warm invocation: descriptors: %s\n",
 			strerror(errno));
@@ -842,9 +846,10 @@ static napi_value js_request(napi_env env, napi_callback_info info)
 	return request_object(env, f, nf);
 }
 
-/* rehearse(): in H, before its request (relay-bootstrap.js rehearse()):
- * a request object made as request() makes one, from made-up fields,
- * for nothing but the pages its making touches. */
+/* rehearse(): in H, before its request, and once in the server before
+ * its first fork (relay-bootstrap.js rehearse()): a request object made
+ * as request() makes one, from made-up fields, for nothing but the
+ * pages its making touches (and, in the server, the code it compiles). */
 static napi_value js_rehearse(napi_env env, napi_callback_info info)
 {
 	static const char *const f[] = {
@@ -854,7 +859,10 @@ static napi_value js_rehearse(napi_env env, napi_callback_info info)
 	};
 
 	(void)info;
-	rehearsed = 1;
+	if (in_invocation)
+		rehearsed = 1;
+	else
+		server_rehearsed = 1;
 	return request_object(env, f, (int)(sizeof(f) / sizeof(f[0])));
 }
 
@@ -881,6 +889,14 @@ static napi_value js_rehearsed(napi_env env, napi_callback_info info)
 {
 	(void)info;
 	return int32_value(env, rehearsed);
+}
+
+/* serverRehearsed(): 1 where the server rehearsed before its first
+ * fork (tests; 0 elsewhere). */
+static napi_value js_server_rehearsed(napi_env env, napi_callback_info info)
+{
+	(void)info;
+	return int32_value(env, server_rehearsed);
 }
 
 /* threads(): the threads of this process (tests: 1 in an H). */
@@ -921,6 +937,7 @@ napi_value napi_register_module_v1(napi_env env, napi_value exports)
 		{ "prefaulted", js_prefaulted },
 		{ "rehearse", js_rehearse },
 		{ "rehearsed", js_rehearsed },
+		{ "serverRehearsed", js_server_rehearsed },
 		{ "hugeText", js_huge_text },
 		{ "protoVersion", js_version },
 	};

@@ -237,7 +237,8 @@ function warmPaths() {
 // nothing the invocation can see (the environment is set to what it
 // is, no module is cached, no thread started, no random number drawn)
 // and is skipped at the first error: the invocation is the same without
-// it, only slower.
+// it, only slower. The server runs it once too, before its first fork
+// (serve()), for the code it compiles.
 function rehearse(zy) {
 	let fd = -1;
 	try {
@@ -312,6 +313,13 @@ function serve(lib) {
 	rnd.reset();
 	// takeEnv() compiled (the server's environment set to itself).
 	takeEnv(Object.entries(process.env).map(([k, v]) => `${k}=${v}`));
+	// The rehearsal once here: every function it calls for the first
+	// time is compiled here, once, instead of in each invocation
+	// process's own rehearsal (lazy compilation was 13 % of a warm
+	// invocation's CPU at concurrency 8; doc/perf/warm.md, round 13).
+	// Called once only: run more often, V8 gives the functions
+	// feedback vectors, which every fork then writes (copies).
+	rehearse(zy);
 	zy.serve();
 	// An invocation process, single-threaded, capabilities dropped.
 	zy.afterFork();

@@ -294,7 +294,8 @@ static void test_node__prefaults_before_request(void)
 }
 
 /* The invocation process rehearsed its request's steps before its
- * request (relay-bootstrap.js rehearse()), and nothing it did shows:
+ * request (relay-bootstrap.js rehearse()), the server once before its
+ * first fork, and nothing either did shows:
  * stdout's bytes, the environment, the module cache, the main module's
  * children and the descriptors are the cold start's. */
 static void test_node__rehearses_before_request(void)
@@ -305,7 +306,7 @@ static void test_node__rehearses_before_request(void)
 		struct job w, c;
 
 		ok_warm_and_cold("handlers.rehearsed", &w, &c);
-		RT_CHECK(cap_has(&w.c, "warm-rehearsed 1"));
+		RT_CHECK(cap_has(&w.c, "warm-rehearsed 1 server 1"));
 		RT_CHECK(cap_has(&c.c, "warm-rehearsed none"));
 		RT_CHECK(cap_has(&w.c, "stdout written 0"));
 		job_free(&w);

@@ -257,7 +257,8 @@ exports.prefault = (ev) => {
 };
 
 // Whether this invocation process rehearsed its request's steps before
-// the request came (the fork server's addon; "none" cold), and what a
+// the request came and the server before its first fork (the fork
+// server's addon; "none" cold), and what a
 // rehearsal could have left behind, each line compared with cold's: the
 // bytes written to stdout before the handler's own, the environment,
 // the module cache, the main module's children, the descriptors.
@@ -268,7 +269,8 @@ exports.rehearsed = (ev) => {
 	try {
 		const m = { exports: {} };
 		process.dlopen(m, '/run/relay-warm-slot.so');
-		n = m.exports.rehearsed();
+		n = `${m.exports.rehearsed()} server ` +
+			`${m.exports.serverRehearsed()}`;
 	} catch (e) {
 		n = 'none';
 	}
