@@ -371,7 +371,6 @@ static void out_cb(struct ev_loop *loop, ev_io *wio, int revents)
  * node server's with LD_BIND_NOW=1 unless the app sets it). 0 or
  * RELAY_ENOMEM.
  */
-
 static int parent_command(const relay_exec_spec *spec, bool exec_server,
 			  relay__strv *inner, relay__strv *penv)
 {
@@ -417,10 +416,10 @@ static int parent_command(const relay_exec_spec *spec, bool exec_server,
 	/* A node fork server binds every symbol at start: a symbol bound
 	 * lazily is bound again in each fork (ld.so's lookup, and the
 	 * pages it touches copied), 3 % of a warm invocation's CPU at
-	 * saturation (doc/perf/warm.md, round 13). Each invocation's
-	 * environment is its request's, so no handler sees it. */
-	if (rc == 0 && bind_now && spec->runtime == RELAY_RUNTIME_NODE &&
-	    !exec_server)
+	 * saturation, 1.11x the warm rate there (doc/perf/warm.md,
+	 * round 13). Each invocation's environment is its request's, so
+	 * no handler sees it. */
+	if (rc == 0 && bind_now && spec->runtime == RELAY_RUNTIME_NODE)
 		rc = relay__strv_push(penv, BIND_NOW "1");
 	return rc != 0 ? RELAY_ENOMEM : 0;
 }
