@@ -449,11 +449,6 @@ static inline uint32_t relay__key_hash(const char *s, size_t len, uint64_t w0,
 	return (uint32_t)(h >> 32);
 }
 
-/*
- * The value of key @s in a plain map, or RELAY__NONE: one hash of at
- * most three multiplications and, per probe, a compare of the stored
- * key words (plus the bytes of a key over 16 bytes).
- */
 /* Whether the @e->len bytes at @s are entry @e's key: from its key words
  * when it is at most 16 bytes (no load of the key itself, which lives
  * apart, in the pattern copies), else from the bytes. */
@@ -505,6 +500,11 @@ static inline uint32_t relay__smap_find_at(const relay__smap *m,
 	return e ? e->idx : RELAY__NONE;
 }
 
+/*
+ * The value of key @s in a plain map, or RELAY__NONE: one hash of at
+ * most three multiplications and, per probe, a compare of the stored
+ * key words (plus the bytes of a key over 16 bytes).
+ */
 static inline uint32_t relay__smap_find(const relay__smap *m, const char *s,
 					size_t len)
 {

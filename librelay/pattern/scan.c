@@ -242,6 +242,13 @@ static inline uint64_t special16(const uchar *p)
 
 	return (uint64_t)(unsigned)_mm_movemask_epi8(x);
 }
+
+/* The window's mask of the 64 bytes at p. */
+static inline uint64_t special64(const uchar *p)
+{
+	return special16(p) | special16(p + 16) << 16 |
+	       special16(p + 32) << 32 | special16(p + 48) << 48;
+}
 #endif
 
 /*
@@ -262,19 +269,13 @@ static inline const uchar *string_end(scan *s, window *w, const uchar *p,
 		size_t left = (size_t)(s->end - p);
 
 		if (left >= 64) {
-			w->special = special16(p) | special16(p + 16) << 16 |
-				     special16(p + 32) << 32 |
-				     special16(p + 48) << 48;
+			w->special = special64(p);
 		} else {
 			uchar tail[64];
 
 			memset(tail, 0, sizeof(tail));
 			memcpy(tail, p, left);
-			w->special = (special16(tail) |
-				      special16(tail + 16) << 16 |
-				      special16(tail + 32) << 32 |
-				      special16(tail + 48) << 48) &
-				     ((1ULL << left) - 1);
+			w->special = special64(tail) & ((1ULL << left) - 1);
 		}
 		w->at = (uintptr_t)p;
 		off = 0;
