@@ -139,7 +139,8 @@ typedef struct relay__tnode {
 	uint32_t *prefix_lens;    /* distinct prefix lengths, ascending */
 	uint32_t *suffix_lens;
 	uint32_t nprefix_lens, nsuffix_lens;
-	relay__numleaf *eq_num;
+	relay__numleaf *eq_num;   /* while rules are added; freed (NULL)
+				   * once eq_tab holds them */
 	relay__numleaf *cmp_num;
 	relay__timeleaf *cmp_time;
 	uint32_t neq_num, ncmp_num, ncmp_time;

@@ -232,7 +232,8 @@ static inline uint32_t num_slot(double v, uint32_t mask)
 	return (uint32_t)((b * 0x9e3779b97f4a7c15ULL) >> 32) & mask;
 }
 
-/* Hash @n's eq_num (distinct values) into eq_tab, at most half full. */
+/* Hash @n's eq_num (distinct values) into eq_tab, at most half full;
+ * eq_num is freed (the table is all the match reads). */
 static int eq_table(relay__tnode *n)
 {
 	uint32_t size = 2, i, j;
@@ -252,6 +253,8 @@ static int eq_table(relay__tnode *n)
 			;
 		n->eq_tab[i] = n->eq_num[j];
 	}
+	relay__free(n->eq_num);
+	n->eq_num = NULL;
 	return 0;
 }
 
