@@ -138,10 +138,11 @@ typedef struct relay_redis_options {
  *   server's certificate is verified unless opts->tls_no_verify.
  *   "redis+sentinel://[user:pass@]host:port[,host:port...]/master[/db]"
  *   names Redis Sentinels and the master they watch: every connection
- *   first asks a sentinel where the master is (the next sentinel when
- *   one does not answer), checks with ROLE that the node is a master
- *   (a replica is refused), and asks again after a lost connection or a
- *   READONLY reply (doc/operations.md, "Redis Sentinel").
+ *   first asks every sentinel where the master is and connects only to
+ *   an address a majority of them names, checks with ROLE (right after
+ *   AUTH, before anything else) that the node is a master (a replica is
+ *   refused), and asks again after a lost connection or a READONLY
+ *   reply (doc/operations.md, "Redis Sentinel").
  * @opts: options, or NULL for defaults.
  * @err: optional error detail.
  *

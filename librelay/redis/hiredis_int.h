@@ -4,7 +4,8 @@
  * lifetime), redis_cluster.c (Redis Cluster: known nodes, MOVED/ASK,
  * TRYAGAIN/CLUSTERDOWN resends), cluster_topology.c (reading a
  * CLUSTER SLOTS reply) and redis_sentinel.c (Redis Sentinel: asking
- * where the master is, refusing a replica). Never installed.
+ * every sentinel where the master is, trusting what a majority says,
+ * refusing a replica). Never installed.
  */
 #ifndef RELAY__REDIS_HIREDIS_INT_H
 #define RELAY__REDIS_HIREDIS_INT_H
@@ -14,6 +15,10 @@
 #include "hiredis_compat.h"
 
 #include "backend.h"
+
+/* The longest host name accepted from a CLUSTER SLOTS or MOVED/ASK reply
+ * (a DNS name has at most 253 bytes). */
+#define HR_MAX_HOST 255
 
 enum hr_state { HR_DISCONNECTED, HR_CONNECTING, HR_CONNECTED };
 
@@ -49,12 +54,18 @@ typedef struct hr_backend {
 	char errstr[256];
 	/* Sentinel (redis_sentinel.c; uri.master set): nodes are the
 	 * sentinels. */
-	redisAsyncContext *sent_ac;     /* the sentinel being asked */
-	ev_timer sent_timer;            /* its connect + answer time */
-	char *mhost;                    /* the master last named */
+	struct hr_sent *sent;           /* a round: one per sentinel */
+	size_t nsent;                   /* (nnodes when it started) */
+	int sent_batch;                 /* decide the round after a batch */
+	ev_timer sent_timer;            /* the round's connect + answer time */
+	/* The last sentinel of the list that failed this round (-1:
+	 * none yet) and why, for messages. */
+	long sent_why_i;
+	char sent_why[HR_MAX_HOST + 300];
+	char *mhost;                    /* the master a majority named */
 	int mport;
 	int sent_ready;                 /* named for the next connect */
-	size_t sent_tried;              /* failed in a row this round */
+	int master_ok;                  /* ac's ROLE said master */
 	int sent_fail_logged;           /* RELAY-REDIS10 said, this streak */
 	/* TLS (redis_tls.c; uri.tls set, a build with TLS) */
 	void *tls_ctx;                  /* SSL_CTX, shared by connections */
@@ -95,9 +106,6 @@ typedef struct hr_cmd {
 /* A CLUSTER SLOTS reply naming more distinct nodes is refused (Redis
  * Cluster is meant for up to about 1000 nodes). */
 #define HR_MAX_NODES 1024
-/* The longest host name accepted from a CLUSTER SLOTS or MOVED/ASK reply
- * (a DNS name has at most 253 bytes). */
-#define HR_MAX_HOST 255
 
 /* ---- redis_async.c ---- */
 
@@ -105,9 +113,15 @@ typedef struct hr_cmd {
  * AUTH queued, holding a reference on @b; NULL on failure (errstr). */
 redisAsyncContext *relay__hr_open_ctx(hr_backend *b, const char *host,
 				      int port);
-/* Open the main connection to nodes[cur] (or the unix socket). */
+/* Open the main connection to nodes[cur] (or the unix socket; in
+ * sentinel mode, to the master a round of the sentinels named, starting
+ * the round first). */
 void relay__hr_connect(hr_backend *b);
-/* Connected or connecting (0), or RELAY_ECLOSED. */
+/* Queue SELECT of the URI's db on @ac (nothing for db 0). */
+void relay__hr_select_db(hr_backend *b, redisAsyncContext *ac);
+/* Connected or connecting (0), or RELAY_ECLOSED. In sentinel mode 0
+ * only once ROLE said master: a private loop waits for that here, a
+ * host loop's commands fail until then. */
 int relay__hr_ensure_connection(hr_backend *b);
 /* Leave the main connection after a MOVED: it drains, then closes. */
 void relay__hr_retire(hr_backend *b);
@@ -185,13 +199,20 @@ void relay__hr_nodes_free(relay__redis_node *nodes, size_t n);
 
 /* Set up the sentinel timer (every backend). */
 void relay__hr_sentinel_init(hr_backend *b);
-/* Ask sentinel nodes[cur] where the master is (a no-op while one is
- * asked): on an answer relay__hr_connect() runs with sent_ready set;
- * after every sentinel failed, the reconnect backoff runs. */
+/* Start a round: ask every sentinel where the master is (a no-op while
+ * a round runs). When a majority of them names one address,
+ * relay__hr_connect() runs with sent_ready set (mhost, mport); when no
+ * address can have a majority, errstr says why and the reconnect
+ * backoff runs. */
 void relay__hr_sentinel_ask(hr_backend *b);
-/* Let go of the sentinel being asked (backend freed). */
+/* 1 while a round runs, else 0. */
+int relay__hr_sentinel_asking(const hr_backend *b);
+/* End the round, if one runs (backend freed). */
 void relay__hr_sentinel_free(hr_backend *b);
-/* The ROLE reply callback of a main connection in sentinel mode. */
+/* The ROLE reply callback of a main connection in sentinel mode, the
+ * only command sent after AUTH: on "master" it queues SELECT
+ * (relay__hr_select_db()) and sets master_ok; else the connection is
+ * dropped (RELAY-REDIS12). */
 void relay__hr_on_role(redisAsyncContext *ac, void *reply, void *priv);
 /* Reply @r to a command on @ac: 1 when it is READONLY/LOADING from the
  * main connection in sentinel mode (the connection was dropped: the

@@ -375,8 +375,9 @@ static void on_connect(const redisAsyncContext *ac, int status)
 		return;
 	}
 	/* TLS: the connect timeout covers the handshake, up to the first
-	 * answer (relay__hr_on_slots). */
-	if (status != REDIS_OK || !b->uri.tls)
+	 * answer (relay__hr_on_slots); Sentinel: up to ROLE's answer
+	 * (relay__hr_on_role), which commands wait for. */
+	if (status != REDIS_OK || (!b->uri.tls && !b->uri.master))
 		ev_timer_stop(b->loop, &b->connect_timer);
 	if (status != REDIS_OK) {
 		relay__hr_set_err(b, ac->errstr);
@@ -521,16 +522,17 @@ redisAsyncContext *relay__hr_open_ctx(hr_backend *b, const char *host,
 void relay__hr_connect(hr_backend *b)
 {
 	redisAsyncContext *ac;
-	char db[8];
 
 	if (b->uri.master && !b->sent_ready) {
-		/* Sentinel: where the master is first, on every connect
-		 * (redis_sentinel.c), which calls back here. */
+		/* Sentinel: where the master is first, on every connect: a
+		 * round of the sentinels (redis_sentinel.c), which calls back
+		 * here once a majority named one address. */
 		relay__hr_sentinel_ask(b);
 		return;
 	}
 	b->sent_ready = 0;
 	b->answered = 0;
+	b->master_ok = 0;
 	if (b->uri.master)
 		ac = relay__hr_open_ctx(b, b->mhost, b->mport);
 	else
@@ -551,13 +553,24 @@ void relay__hr_connect(hr_backend *b)
 	ev_timer_set(&b->connect_timer, b->opts.connect_timeout_ms / 1000.0,
 		     0.);
 	ev_timer_start(b->loop, &b->connect_timer);
-	if (b->uri.db) {
-		snprintf(db, sizeof(db), "%d", b->uri.db);
-		redisAsyncCommand(ac, on_setup_reply, NULL, "SELECT %s", db);
-	}
-	if (b->uri.master)  /* a master, not a replica (redis_sentinel.c) */
+	if (b->uri.master) {
+		/* A master, not a replica: after AUTH nothing but ROLE until
+		 * it said so (redis_sentinel.c). */
 		redisAsyncCommand(ac, relay__hr_on_role, NULL, "ROLE");
+		return;
+	}
+	relay__hr_select_db(b, ac);
 	redisAsyncCommand(ac, relay__hr_on_slots, NULL, "CLUSTER SLOTS");
+}
+
+void relay__hr_select_db(hr_backend *b, redisAsyncContext *ac)
+{
+	char db[8];
+
+	if (!b->uri.db)
+		return;
+	snprintf(db, sizeof(db), "%d", b->uri.db);
+	redisAsyncCommand(ac, on_setup_reply, NULL, "SELECT %s", db);
 }
 
 /* Connected or connecting, or fail with RELAY_ECLOSED. */
@@ -565,15 +578,20 @@ int relay__hr_ensure_connection(hr_backend *b)
 {
 	if (b->closing)
 		return RELAY_ECLOSED;
-	if (b->ac)
-		return 0;
-	if (ev_is_active(&b->reconnect_timer) || b->sent_ac)
-		return RELAY_ECLOSED;
-	relay__hr_connect(b);
-	/* A private loop (relayctl) waits for the sentinels' answer here;
-	 * a host loop's commands fail until the connection is there. */
-	while (b->own_loop && b->sent_ac && !b->ac)
+	if (!b->ac) {
+		if (ev_is_active(&b->reconnect_timer) ||
+		    relay__hr_sentinel_asking(b))
+			return RELAY_ECLOSED;
+		relay__hr_connect(b);
+	}
+	/* Sentinel: no command goes to a node before its ROLE said master.
+	 * A private loop (relayctl) waits here for the sentinels' round and
+	 * ROLE's answer; a host loop's commands fail until then. */
+	while (b->own_loop && !b->closing && b->uri.master &&
+	       (relay__hr_sentinel_asking(b) || (b->ac && !b->master_ok)))
 		ev_run(b->loop, EVRUN_ONCE);
+	if (b->ac && b->uri.master && !b->master_ok)
+		return RELAY_ECLOSED;
 	return b->ac ? 0 : RELAY_ECLOSED;
 }
 
