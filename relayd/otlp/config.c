@@ -80,6 +80,61 @@ static char *endpoint(char *(*get)(const char *))
 	return e;
 }
 
+#define REDACTED "<redacted>"
+
+char *relay_otlp_endpoint_redact(const char *url)
+{
+	const char *s = strstr(url, "://"), *auth, *end, *at, *p;
+	size_t n = strlen(url), room;
+	char *r, *o;
+
+	/* Every query or fragment byte may become "<redacted>" at worst
+	 * once per separator: bounded by n * (1 + sizeof REDACTED). */
+	room = n * sizeof(REDACTED) + sizeof(REDACTED) + 2;
+	r = malloc(room);
+	if (!r)
+		return NULL;
+	auth = s && strcspn(url, "/?#") > (size_t)(s - url) ? s + 3 : url;
+	end = auth + strcspn(auth, "/?#");
+	for (at = NULL, p = auth; p < end; p++)
+		if (*p == '@')
+			at = p;
+	o = r;
+	memcpy(o, url, (size_t)(auth - url));
+	o += auth - url;
+	p = at ? at + 1 : auth;
+	end = p + strcspn(p, "?#");  /* host, port and path */
+	memcpy(o, p, (size_t)(end - p));
+	o += end - p;
+	p = end;
+	if (*p == '?') {
+		*o++ = '?';
+		p++;
+		while (*p && *p != '#') {
+			size_t item = strcspn(p, "&#"), key;
+
+			key = strcspn(p, "=&#");
+			if (key < item) {
+				memcpy(o, p, key + 1);   /* "key=" */
+				o += key + 1;
+			}
+			if (item > 0) {
+				memcpy(o, REDACTED, sizeof(REDACTED) - 1);
+				o += sizeof(REDACTED) - 1;
+			}
+			p += item;
+			if (*p == '&')
+				*o++ = *p++;
+		}
+	}
+	if (*p == '#') {
+		memcpy(o, "#" REDACTED, sizeof(REDACTED));
+		o += sizeof(REDACTED);
+	}
+	*o = '\0';
+	return r;
+}
+
 int relay_otlp_config_load(relay_otlp_config *c,
 			   char *(*get)(const char *),
 			   char *errbuf, size_t size)

@@ -21,8 +21,9 @@
  * of a batch given up count as dropped.
  *
  * Logging: WARN once when exporting starts failing, INFO when it works
- * again; the URL is logged without any user:password, header values
- * never (libcurl's verbose mode stays off).
+ * again; the URL is logged without its userinfo, query values and
+ * fragment (relay_otlp_endpoint_redact), header values never (libcurl's
+ * verbose mode stays off).
  */
 #include <stdarg.h>
 #include <stdio.h>
@@ -38,7 +39,8 @@ struct relay_otlp {
 	struct ev_loop *loop;
 	relay_logger log;
 	char *endpoint;
-	char *endpoint_safe;            /* without user:password@ */
+	char *endpoint_safe;            /* to log: no userinfo, no query
+					   values, no fragment */
 	relay_trace_attr *resource;     /* service.name first */
 	size_t nresource;
 	relay_otlp_kv *resource_kv;     /* owns the resource's strings */
@@ -109,27 +111,6 @@ static void logf_(relay_otlp *x, relay_log_level lvl, const char *id,
 	vsnprintf(msg, sizeof(msg), fmt, ap);
 	va_end(ap);
 	x->log.fn(x->log.payload, lvl, id, msg);
-}
-
-/* scheme://user:pass@host/… → scheme://host/… */
-static char *redact(const char *url)
-{
-	const char *s = strstr(url, "://"), *at, *slash;
-	char *r;
-
-	if (!s)
-		return strdup(url);
-	s += 3;
-	slash = strchr(s, '/');
-	at = memchr(s, '@', slash ? (size_t)(slash - s) : strlen(s));
-	if (!at)
-		return strdup(url);
-	r = malloc(strlen(url) + 1);
-	if (!r)
-		return NULL;
-	memcpy(r, url, (size_t)(s - url));
-	strcpy(r + (s - url), at + 1);
-	return r;
 }
 
 /* ---- libcurl on libev ------------------------------------------------- */
@@ -467,7 +448,7 @@ int relay_otlp_new(relay_otlp **out, struct ev_loop *loop,
 	x->loop = loop;
 	x->log = lg;
 	x->endpoint = strdup(c->endpoint);
-	x->endpoint_safe = redact(c->endpoint);
+	x->endpoint_safe = relay_otlp_endpoint_redact(c->endpoint);
 	x->service_name = strdup(c->service_name);
 	x->max_queue = c->max_queue ? c->max_queue : 2048;
 	x->max_batch = c->max_batch ? c->max_batch : 512;

@@ -166,6 +166,19 @@ int relay_otlp_config_load(relay_otlp_config *c,
 			   char *errbuf, size_t size);
 void relay_otlp_config_clear(relay_otlp_config *c);
 
+/**
+ * relay_otlp_endpoint_redact() - @url as it may be logged: without its
+ * userinfo (all of the authority up to its last '@'), each query value
+ * as "<redacted>" (keys kept: "?api_key=<redacted>&x=<redacted>"; an
+ * item without '=' as a whole) and any fragment as "#<redacted>".
+ * Scheme, host, port and path are kept. A URL without "://" is read as
+ * curl reads it, from its authority.
+ *
+ * Returns: a malloc'd string (the caller frees it), NULL on ENOMEM.
+ * Thread-safety: pure.
+ */
+char *relay_otlp_endpoint_redact(const char *url);
+
 /* ---- the exporter ----------------------------------------------------- */
 
 typedef struct relay_otlp relay_otlp;
