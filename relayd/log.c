@@ -14,10 +14,14 @@
  * json mode also copies into JSON members. Values are never payloads,
  * tokens or environment values: callers pass only identifiers and numbers.
  *
- * Handler output lines are forwarded verbatim at every level
- * (doc/behaviour.md B-64: even with LOG_LEVEL=ERROR): raw in text mode, as the "msg"
- * of an {"output":"stdout"|"stderr"} object in json mode, which also
- * carries the line's app, handler, message_id and stream as members.
+ * Handler output lines are forwarded at every level (doc/behaviour.md
+ * B-64: even with LOG_LEVEL=ERROR). Text mode writes them as they are
+ * except for the bytes a terminal acts on or that would end the line:
+ * C0 controls but TAB, DEL, the UTF-8 encodings of the C1 controls and
+ * bytes that are not UTF-8 become \xNN (escape_output). json mode keeps
+ * the bytes exact as the "msg" of an {"output":"stdout"|"stderr"}
+ * object, which also carries the line's app, handler, message_id and
+ * stream as members.
  *
  * When stderr is the journal (JOURNAL_STREAM names stderr's device and
  * inode, as systemd sets it), text lines start with their syslog priority
@@ -26,6 +30,7 @@
  * lines are unchanged.
  */
 #include <stdarg.h>
+#include <stdint.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -283,12 +288,59 @@ char *relayd_escape_ctl(const char *src, char *dst, size_t size)
 	return dst;
 }
 
-/* text mode: one message stays one line whatever a name or an error
- * text holds: control characters are written as '?'. */
-static void put_clean(FILE *f, const char *s)
+/* The length of the UTF-8 sequence at @s (@n bytes left), 0 if none
+ * starts there (RFC 3629: no overlong forms, no surrogates, at most
+ * U+10FFFF). */
+static size_t utf8_len(const unsigned char *s, size_t n)
 {
-	for (; *s; s++)
-		fputc((unsigned char)*s < 0x20 || *s == 0x7f ? '?' : *s, f);
+	unsigned char lo = 0x80, hi = 0xbf;
+	size_t need, i;
+
+	if (s[0] < 0x80)
+		return 1;
+	if (s[0] >= 0xc2 && s[0] <= 0xdf)
+		need = 2;
+	else if (s[0] >= 0xe0 && s[0] <= 0xef)
+		need = 3;
+	else if (s[0] >= 0xf0 && s[0] <= 0xf4)
+		need = 4;
+	else
+		return 0;
+	if (s[0] == 0xe0)
+		lo = 0xa0;
+	else if (s[0] == 0xed)
+		hi = 0x9f;
+	else if (s[0] == 0xf0)
+		lo = 0x90;
+	else if (s[0] == 0xf4)
+		hi = 0x8f;
+	if (n < need || s[1] < lo || s[1] > hi)
+		return 0;
+	for (i = 2; i < need; i++)
+		if (s[i] < 0x80 || s[i] > 0xbf)
+			return 0;
+	return need;
+}
+
+/* text mode: one message stays one line whatever a name or an error
+ * text holds: a control character (C0, DEL, C1 in UTF-8) or a byte that
+ * is not UTF-8 is written as '?'. */
+static void put_clean(FILE *f, const char *str)
+{
+	const unsigned char *s = (const unsigned char *)str;
+	size_t n = strlen(str), i = 0, seq;
+
+	while (i < n) {
+		seq = utf8_len(s + i, n - i);
+		if (seq == 0 || (seq == 1 && (s[i] < 0x20 || s[i] == 0x7f)) ||
+		    (seq == 2 && s[i] == 0xc2 && s[i + 1] <= 0x9f)) {
+			fputc('?', f);
+			i += seq ? seq : 1;
+			continue;
+		}
+		fwrite(s + i, 1, seq, f);
+		i += seq;
+	}
 }
 
 /* The bytes written (0 on allocation failure). */
@@ -413,6 +465,45 @@ static void output_names(json_t *obj, const char *text, size_t plen)
 			    relayd_json_lossy(at + 1, (size_t)(close - at - 1)));
 }
 
+/*
+ * Text mode: @len bytes of handler output @s into @out (room for 4 *
+ * @len bytes), each byte that could drive a terminal or end the line
+ * as \xNN: C0 controls but TAB, DEL, both bytes of a C1 control's UTF-8
+ * encoding (U+0080..U+009F) and every byte that does not belong to a
+ * valid UTF-8 sequence. The rest, UTF-8 included, is copied. A
+ * backslash stays one: the escape is for safety, not a reversible
+ * encoding. Returns the bytes written.
+ */
+static size_t escape_output(const char *s, size_t len, char *out)
+{
+	static const char hex[] = "0123456789abcdef";
+	const unsigned char *p = (const unsigned char *)s;
+	size_t i = 0, o = 0, k, seq;
+
+	while (i < len) {
+		seq = utf8_len(p + i, len - i);
+		if (seq == 1 && ((p[i] >= 0x20 && p[i] != 0x7f) ||
+				 p[i] == '\t')) {
+			out[o++] = (char)p[i++];
+			continue;
+		}
+		if (seq > 1 && !(p[i] == 0xc2 && p[i + 1] <= 0x9f)) {
+			memcpy(out + o, p + i, seq);
+			o += seq;
+			i += seq;
+			continue;
+		}
+		/* a control (C1: both of its bytes) or a stray byte */
+		for (k = 0; k < (seq ? seq : 1); k++, i++) {
+			out[o++] = '\\';
+			out[o++] = 'x';
+			out[o++] = hex[p[i] >> 4];
+			out[o++] = hex[p[i] & 15];
+		}
+	}
+	return o;
+}
+
 char *relayd_log_output_record(const char *text, size_t len,
 			       size_t prefix_len, bool is_stderr,
 			       const char *stream, size_t *n)
@@ -442,16 +533,18 @@ char *relayd_log_output_record(const char *text, size_t len,
 	}
 	/* The journal: our priority first, so that a line beginning "<3>"
 	 * stays the handler's text, not a priority. */
-	line = malloc(len + 4);
+	if (len > (SIZE_MAX - 4) / 4)
+		return NULL;
+	line = malloc(4 * len + 4);
 	if (!line)
 		return NULL;
 	if (log_journal) {
 		memcpy(line, "<6>", 3);
 		at = 3;
 	}
-	memcpy(line + at, text, len);
-	line[at + len] = '\n';
-	*n = at + len + 1;
+	at += escape_output(text, len, line + at);
+	line[at] = '\n';
+	*n = at + 1;
 	return line;
 }
 
