@@ -8,7 +8,10 @@
  * under a mutex. GET /metrics → 200 text/plain; version=0.0.4; GET
  * /healthz → 200 "ok" (live); GET /readyz → 200 "ready" or 503 "not
  * ready: REASON", as of the loop's last publication (each second); GET of
- * any other path → 404; other methods → 405.
+ * any other path → 404; other methods → 405. REASON is one of a few fixed
+ * words (public_reason): never Redis's own error reply, a host name or a
+ * stream; the detail behind it is logged (RELAYD-MET02) once each time
+ * the answer changes, where the operator reads it.
  *
  * Any client of METRICS_ADDR can connect, so: libmicrohttpd's own
  * messages go through relayd's logger (one line, escaped, JSON in
@@ -41,7 +44,7 @@ struct relayd_http {
 	char *text;   /* latest exposition, malloc'd */
 	size_t len;
 	bool ready;   /* for /readyz */
-	char reason[256];
+	const char *reason;   /* a public_reason() word */
 };
 
 static enum MHD_Result respond(struct MHD_Connection *conn, unsigned code,
@@ -161,7 +164,7 @@ relayd_http *relayd_http_start(const char *host, int port, char *errbuf,
 	}
 	pthread_mutex_init(&h->lock, NULL);
 	/* Until the loop's first publication (a metrics interval away). */
-	snprintf(h->reason, sizeof(h->reason), "starting");
+	h->reason = "starting";
 	h->d = MHD_start_daemon(MHD_USE_AUTO_INTERNAL_THREAD |
 				MHD_USE_ERROR_LOG |
 				(ai->ai_family == AF_INET6 ? MHD_USE_IPv6 : 0),
@@ -196,21 +199,54 @@ void relayd_http_publish(relayd_http *h, char *text, size_t len)
 	free(old);
 }
 
+/*
+ * What /readyz tells any client of METRICS_ADDR about @reason (a
+ * relayd_health() reason: "starting", "stopping", "redis unavailable:
+ * <what>: <Redis's or the OS's error>", each perhaps behind "stream
+ * <name>: "): a fixed word. Redis's error replies to a refused AUTH or
+ * to a command sent without it (NOAUTH, WRONGPASS, ERR invalid
+ * password, ERR AUTH ... without any password configured, NOPERM) read
+ * as "redis: auth failed", any other unavailability as "redis:
+ * unreachable".
+ */
+static const char *public_reason(const char *reason)
+{
+	static const char *const auth[] = {
+		"NOAUTH", "WRONGPASS", "NOPERM", "invalid password",
+		"without any password configured", "no password is set",
+	};
+	const char *r = strstr(reason, "redis unavailable: ");
+	size_t i, n;
+
+	if (r) {
+		for (i = 0; i < sizeof(auth) / sizeof(auth[0]); i++)
+			if (strstr(r, auth[i]))
+				return "redis: auth failed";
+		return "redis: unreachable";
+	}
+	n = strlen(reason);
+	if (n >= 8 && strcmp(reason + n - 8, "stopping") == 0)
+		return "stopping";
+	return "starting";
+}
+
 void relayd_http_set_ready(relayd_http *h, bool ready, const char *reason)
 {
-	size_t i;
+	const char *word = ready ? "" : public_reason(reason);
+	bool changed;
 
 	if (!h)
 		return;
 	pthread_mutex_lock(&h->lock);
+	changed = h->ready != ready || h->reason != word;
 	h->ready = ready;
-	snprintf(h->reason, sizeof(h->reason), "%s", reason);
-	/* One line of text: no control bytes from a reason. */
-	for (i = 0; h->reason[i]; i++)
-		if ((unsigned char)h->reason[i] < 0x20 ||
-		    h->reason[i] == 0x7f)
-			h->reason[i] = ' ';
+	h->reason = word;
 	pthread_mutex_unlock(&h->lock);
+	/* The loop's thread: the detail once per change of the answer,
+	 * when there is more to it than the word. */
+	if (changed && !ready && strcmp(word, reason) != 0)
+		relayd_log(RELAY_LOG_INFO, "RELAYD-MET02", "/readyz: \"not "
+			   "ready: %s\": %.600s", word, reason);
 }
 
 void relayd_http_stop(relayd_http *h)

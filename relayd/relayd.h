@@ -273,8 +273,12 @@ int relayd_write_atomic(const char *dir, const char *name, const char *data,
 typedef struct relayd_http relayd_http;
 
 /* The readiness /readyz answers with from now on (the loop sets it with
- * each /metrics publication): 200 "ready" or 503 "not ready: @reason".
- * /healthz answers 200 while the server runs. Any thread. */
+ * each /metrics publication): 200 "ready" or 503 "not ready: WORD", WORD
+ * one of "starting", "stopping", "redis: unreachable", "redis: auth
+ * failed" read from @reason (a relayd_health() reason, which stays out
+ * of the answer). When the answer changes to one that hides a detail,
+ * @reason is logged once (RELAYD-MET02). /healthz answers 200 while the
+ * server runs. Any thread. */
 void relayd_http_set_ready(relayd_http *h, bool ready, const char *reason);
 
 /* Start the /metrics server; NULL on failure with @errbuf set. */

@@ -302,6 +302,14 @@ void relay__hr_on_reply(redisAsyncContext *ac, void *reply, void *privdata)
 		relay__hr_cmd_free(c);
 		return;
 	}
+	/* Refused for want of (or without the right) authentication: the
+	 * reason is the backend's error text, so that a caller (health,
+	 * /readyz) can say why instead of "backend error" (unless the
+	 * refused AUTH's own reply, which says more, is there). */
+	if (r->type == REDIS_REPLY_ERROR && r->str && !b->setup_failed &&
+	    (strncmp(r->str, "NOAUTH", 6) == 0 ||
+	     strncmp(r->str, "NOPERM", 6) == 0))
+		relay__hr_set_err(b, r->str);
 	o = convert(r);
 	relay__hr_complete(c, o ? 0 : RELAY_ENOMEM, o);
 	relay__hr_cmd_free(c);
