@@ -67,7 +67,9 @@ typedef struct relay_trace_context {
  * Version 00 must be exactly 55 characters. Version ff is invalid. Any
  * other version (a future one) is parsed by the level-1 prefix: its first
  * 55 characters must have the version-00 layout, and what follows, if
- * anything, must start with '-'. Hex digits must be lowercase; an
+ * anything, must be '-' and then lowercase letters, digits and '-' only
+ * (the whole value is checked: no control byte, space or upper case
+ * anywhere). Hex digits must be lowercase; an
  * all-zero trace id or span id is invalid. Flags other than bit 0 are
  * kept as given for version 00 (the spec says to propagate them unchanged
  * by a parent of the same version) and cleared for a future version.

@@ -67,11 +67,36 @@ char *relay_trace_hex(const uint8_t *id, size_t n, char *out)
 }
 
 /*
+ * A future version's fields after the first four: '-' then lowercase
+ * letters, digits and '-' only (the characters of the fields a version
+ * 00 value is made of, letters beyond a-f included so that the W3C test
+ * suite's "-what-the-future-will-be-like" passes). Control bytes,
+ * spaces, upper case and other punctuation are refused: relayd keeps a
+ * valid value verbatim (the DLQ's trace lineage), so all of it must be
+ * checked, not the first 55 bytes.
+ */
+static bool future_tail(const char *s, size_t len)
+{
+	size_t i;
+
+	if (len == 0)
+		return true;
+	if (s[0] != '-')
+		return false;
+	for (i = 1; i < len; i++)
+		if (!((s[i] >= 'a' && s[i] <= 'z') ||
+		      (s[i] >= '0' && s[i] <= '9') || s[i] == '-'))
+			return false;
+	return true;
+}
+
+/*
  * "vv-<32 hex trace id>-<16 hex parent id>-<2 hex flags>". The version
  * decides the length rule: 00 is exactly 55 characters; ff is invalid;
  * any other (future) version must start with the 00 layout and may go on
- * after a '-' (level 1, "Versioning of traceparent"). The flags of a
- * future version are not understood, so only the sampled bit is kept.
+ * after a '-' (level 1, "Versioning of traceparent") with more fields
+ * (future_tail). The flags of a future version are not understood, so
+ * only the sampled bit is kept.
  */
 int relay_trace_parent_parse(relay_trace_context *out, const char *s,
 			     size_t len)
@@ -87,8 +112,8 @@ int relay_trace_parent_parse(relay_trace_context *out, const char *s,
 		return RELAY_EPARSE;
 	if (version == 0 && len != RELAY_TRACEPARENT_LEN)
 		return RELAY_EPARSE;
-	if (version != 0 && len > RELAY_TRACEPARENT_LEN &&
-	    s[RELAY_TRACEPARENT_LEN] != '-')
+	if (version != 0 && !future_tail(s + RELAY_TRACEPARENT_LEN,
+					 len - RELAY_TRACEPARENT_LEN))
 		return RELAY_EPARSE;
 	if (s[2] != '-' || s[35] != '-' || s[52] != '-')
 		return RELAY_EPARSE;

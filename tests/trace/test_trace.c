@@ -27,6 +27,28 @@ static const struct {
 	  0, 1 },
 	{ "cc-4bf92f3577b34da6a3ce929d0e0e4736-00f067aa0ba902b7-08-", 0, 0 },
 	{ "cc-4bf92f3577b34da6a3ce929d0e0e4736-00f067aa0ba902b7-01x", -4, 0 },
+	/* the W3C test suite's future value */
+	{ "cc-4bf92f3577b34da6a3ce929d0e0e4736-00f067aa0ba902b7-01-what-the-"
+	  "future-will-be-like", 0, 1 },
+	{ "cc-4bf92f3577b34da6a3ce929d0e0e4736-00f067aa0ba902b7-01-0af7-b9",
+	  0, 1 },
+	/* a future version's tail is checked to its end (issue 40 item 11):
+	 * control bytes, spaces, upper case, other punctuation, a second
+	 * field that is not one */
+	{ "cc-4bf92f3577b34da6a3ce929d0e0e4736-00f067aa0ba902b7-01-\x1b[2J",
+	  -4, 0 },
+	{ "cc-4bf92f3577b34da6a3ce929d0e0e4736-00f067aa0ba902b7-01-ok\rX",
+	  -4, 0 },
+	{ "cc-4bf92f3577b34da6a3ce929d0e0e4736-00f067aa0ba902b7-01-a b",
+	  -4, 0 },
+	{ "cc-4bf92f3577b34da6a3ce929d0e0e4736-00f067aa0ba902b7-01-ABC",
+	  -4, 0 },
+	{ "cc-4bf92f3577b34da6a3ce929d0e0e4736-00f067aa0ba902b7-01-x.y",
+	  -4, 0 },
+	{ "cc-4bf92f3577b34da6a3ce929d0e0e4736-00f067aa0ba902b7-01-x\xc2\x9b",
+	  -4, 0 },
+	{ "cc-4bf92f3577b34da6a3ce929d0e0e4736-00f067aa0ba902b7-01-ab\x7f",
+	  -4, 0 },
 	{ "ff-4bf92f3577b34da6a3ce929d0e0e4736-00f067aa0ba902b7-01", -4, 0 },
 	/* version 00 is exactly 55 characters */
 	{ TP "-", -4, 0 },
@@ -78,9 +100,10 @@ static void test_trace__parent_roundtrip(void)
 	RT_EQ_STR(relay_trace_hex(c.span_id, 8, hex), "00f067aa0ba902b7");
 	RT_EQ_INT(relay_trace_parent_format(&c, out), 0);
 	RT_EQ_STR(out, TP);
-	/* a future version is re-emitted as 00 with the sampled bit */
+	/* a future version is re-emitted as 00 with the sampled bit (the
+	 * length is the value's: the whole of it is read) */
 	RT_EQ_INT(relay_trace_parent_parse(&c, "cc-4bf92f3577b34da6a3ce929d0e0"
-		  "e4736-00f067aa0ba902b7-0b-x", 60), 0);
+		  "e4736-00f067aa0ba902b7-0b-x", 57), 0);
 	RT_EQ_INT(relay_trace_parent_format(&c, out), 0);
 	RT_EQ_STR(out, TP);
 	memset(&c, 0, sizeof(c));
