@@ -10,7 +10,8 @@
  * client certificate and key (mutual TLS); TLS 1.2 at least. Each
  * connection (the main one, an ASK side one, to every node of a
  * cluster) gets its own SSL from it, with SNI and host name (or IP
- * address) verification against tls_server_name or the node's host,
+ * address) verification against tls_server_name or the node's host
+ * (its subjectAltName only: a subject CN is never taken for a name),
  * handed to hiredict (redictInitiateSSL), which then owns it. Our own
  * SSL (rather than hiredict's context helper) lets the verify callback
  * record why a certificate was refused, so the error says "expired" or
@@ -150,6 +151,10 @@ int relay__hr_tls_attach(hr_backend *b, redisAsyncContext *ac,
 		relay__hr_set_err(b, "TLS: out of memory");
 		return -1;
 	}
+	/* The subjectAltName only: never OpenSSL's fallback to the
+	 * subject's CN when the certificate has no DNS name. */
+	X509_VERIFY_PARAM_set_hostflags(SSL_get0_param(ssl),
+					X509_CHECK_FLAG_NEVER_CHECK_SUBJECT);
 	if (is_ip(name)) {
 		ok = X509_VERIFY_PARAM_set1_ip_asc(SSL_get0_param(ssl),
 						   name) == 1;

@@ -34,7 +34,8 @@ def openssl(*args, cwd):
 
 def make_certs(d):
     """ca.pem; server.pem (localhost, 127.0.0.1), other.pem (CN/SAN
-    elsewhere.test), expired.pem: all with server.key; client.pem/.key."""
+    elsewhere.test), expired.pem, cnonly.pem (CN=localhost, no
+    subjectAltName): all with server.key; client.pem/.key."""
     if not shutil.which("openssl"):
         raise Skip("openssl not installed: no test certificates")
     openssl("req", "-x509", "-newkey", "rsa:2048", "-nodes", "-keyout",
@@ -46,11 +47,13 @@ def make_certs(d):
             ("other", "server", "elsewhere.test", "DNS:elsewhere.test", "2"),
             ("expired", "server", "localhost",
              "DNS:localhost,IP:127.0.0.1", "0"),
-            ("client", "client", "relay-client", "DNS:relay-client", "2")):
+            ("client", "client", "relay-client", "DNS:relay-client", "2"),
+            ("cnonly", "server", "localhost", None, "2")):
         if not os.path.exists(os.path.join(d, f"{key}.key")):
             openssl("genrsa", "-out", f"{key}.key", "2048", cwd=d)
         with open(os.path.join(d, f"{name}.ext"), "w") as f:
-            f.write(f"subjectAltName={san}\n")
+            f.write(f"subjectAltName={san}\n" if san else
+                    "basicConstraints=CA:FALSE\n")
         openssl("req", "-new", "-key", f"{key}.key", "-out", f"{name}.csr",
                 "-subj", f"/CN={cn}", cwd=d)
         openssl("x509", "-req", "-in", f"{name}.csr", "-CA", "ca.pem",
@@ -276,6 +279,22 @@ def certificate_errors_say_what_is_wrong():
         env.wait(lambda: "certificate has expired" in d.log(),
                  "relayd says the certificate expired")
         d.stop()
+
+
+@case
+def a_subject_cn_is_not_a_name():
+    """A certificate whose only name is its subject's CN (no
+    subjectAltName) is refused: the SAN must name the host (issue 40;
+    OpenSSL would fall back to the CN)."""
+    with TlsEnv() as env:
+        need_tls_build(env)
+        rc, _, err = ctl(env, "dlq", "ls", **env.tls_vars(
+            REDIS_TLS_SERVER_NAME="localhost"))
+        eq(rc, 0, f"the SAN certificate names localhost: {err}")
+        env.r("CONFIG", "SET", "tls-cert-file", f"{env.certs}/cnonly.pem")
+        ctl_fails_with(env, "does not match the name localhost",
+                       "CN only", **env.tls_vars(
+                           REDIS_TLS_SERVER_NAME="localhost"))
 
 
 @case
