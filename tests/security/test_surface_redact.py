@@ -3,16 +3,24 @@
 whatever the form of REDIS_URI: rediss:// and other schemes, no scheme,
 a password holding '@', text and JSON logs, relayd and relayctl.
 
+Issue 40 item 8: the OTLP endpoint's userinfo (to the last '@'), query
+values and fragment never reach RELAYD-OTLP01.
+Issue 40 item 10: /readyz says "redis: auth failed" or "redis:
+unreachable", never Redis's own error reply; the detail is logged once.
+
 argv: relayd relayctl.
 """
 import os
 import subprocess
 import sys
 import time
+import urllib.error
+import urllib.request
 
 sys.path.insert(0, os.path.join(os.path.dirname(os.path.abspath(__file__)),
                                 "..", "daemon"))
-from harness import Env, case, check, eq, run_cases, wait_for  # noqa: E402
+from harness import (Env, case, check, eq, free_port,  # noqa: E402
+                     need_metrics, run_cases, wait_for)
 
 RELAYD = sys.argv[1]
 RELAYCTL = sys.argv[2]
@@ -97,6 +105,97 @@ def unreachable_redis_with_a_password_is_logged_redacted():
                 check(log, "relayd wrote something")
                 check(SECRET[:6] not in log,
                       f"{uri!r} ({fmt}): the password is logged:\n{log}")
+
+
+# OTLP endpoints to a closed port: (endpoint, what the log shows).
+OTLP_SECRETS = ["Pw7tail", "Qk7key", "Fr9frag", "Us3r"]
+
+
+def otlp_endpoints(port):
+    host = f"127.0.0.1:{port}"
+    return [
+        (f"https://u:p@ss{OTLP_SECRETS[0]}@{host}/v1/traces"
+         f"?api_key={OTLP_SECRETS[1]}&x=1",
+         f"https://{host}/v1/traces?api_key=<redacted>&x=<redacted>"),
+        (f"http://{OTLP_SECRETS[3]}:a@b@{OTLP_SECRETS[0]}@{host}/v1/traces"
+         f"?{OTLP_SECRETS[1]}&token={OTLP_SECRETS[1]}#{OTLP_SECRETS[2]}",
+         f"http://{host}/v1/traces?<redacted>&token=<redacted>"
+         "#<redacted>"),
+        # no scheme: curl reads it as http://
+        (f"{OTLP_SECRETS[3]}:{OTLP_SECRETS[0]}@{host}/v1/traces",
+         f"{host}/v1/traces"),
+    ]
+
+
+@case
+def otlp_endpoint_secrets_are_not_logged():
+    port = free_port()  # nothing listens: every export fails
+    for fmt in ("text", "json"):
+        for i, (endpoint, shown) in enumerate(otlp_endpoints(port)):
+            if fmt == "json" and i:
+                continue
+            with Env() as env:
+                env.app("a", [("h", {"kind": ["x"]})])
+                d = env.relayd(name=f"o{fmt}{i}", LOG_FORMAT=fmt,
+                               OTEL_EXPORTER_OTLP_TRACES_ENDPOINT=endpoint,
+                               OTEL_BSP_SCHEDULE_DELAY="20",
+                               OTEL_EXPORTER_OTLP_TIMEOUT="2000")
+                env.xadd({"kind": "x", "k": "o1"})
+                env.wait(lambda: "RELAYD-OTLP01" in d.log(),
+                         "the export failure logged")
+                d.stop()
+                log = d.log()
+                line = [ln for ln in log.splitlines()
+                        if "RELAYD-OTLP01" in ln][0]
+                for secret in OTLP_SECRETS + ["p@ss", "u:p", "a@b"]:
+                    check(secret not in log,
+                          f"{endpoint!r} ({fmt}): {secret!r} logged:\n"
+                          f"{line}")
+                check(f"to {shown} failed" in line,
+                      f"{endpoint!r} ({fmt}): want {shown!r} in:\n{line}")
+
+
+def http_get(port, path):
+    try:
+        r = urllib.request.urlopen(f"http://127.0.0.1:{port}{path}",
+                                   timeout=10)
+        return r.status, r.read().decode()
+    except urllib.error.HTTPError as e:
+        return e.code, e.read().decode()
+
+
+@case
+def readyz_does_not_quote_redis_errors():
+    need_metrics()
+    right, wrong = "Rt4-rightPW", "Wr0-wrongPW"
+    with Env(port=free_port(), password=right) as env:
+        env.app("a", [("h", {"kind": ["x"]})])
+        for name, uri, want, detail in (
+                ("wrongpw", f"redis://:{wrong}@127.0.0.1:{env.port}",
+                 "redis: auth failed", "WRONGPASS"),
+                ("nopw", f"redis://127.0.0.1:{env.port}",
+                 "redis: auth failed", "NOAUTH"),
+                ("down", f"redis://127.0.0.1:{free_port()}",
+                 "redis: unreachable", "refused")):
+            mport = free_port()
+            d = env.relayd(name=name, start=False, REDIS_URI=uri,
+                           METRICS_ADDR=f"127.0.0.1:{mport}")
+            d.start(wait_ready=False)
+            env.wait(lambda: http_get(mport, "/readyz") ==
+                     (503, f"not ready: {want}\n"), f"{name}: /readyz")
+            time.sleep(2.5)  # a few publications and reconnects later
+            for _ in range(5):
+                code, body = http_get(mport, "/readyz")
+                eq((code, body), (503, f"not ready: {want}\n"),
+                   f"{name}: /readyz")
+            d.stop()
+            log = d.log()
+            met = [ln for ln in log.splitlines() if "RELAYD-MET02" in ln]
+            eq(len(met), 1, f"{name}: the detail once:\n{log}")
+            check(detail in met[0] and want in met[0],
+                  f"{name}: want {detail!r} in:\n{met[0]}")
+            for pw in (right, wrong):
+                check(pw not in log, f"{name}: a password logged")
 
 
 sys.exit(run_cases())
