@@ -238,7 +238,7 @@ void relayd_http_set_ready(relayd_http *h, bool ready, const char *reason)
 	if (!h)
 		return;
 	pthread_mutex_lock(&h->lock);
-	changed = h->ready != ready || h->reason != word;
+	changed = h->ready != ready || strcmp(h->reason, word) != 0;
 	h->ready = ready;
 	h->reason = word;
 	pthread_mutex_unlock(&h->lock);
