@@ -197,6 +197,80 @@ static const char *nearest_op(const char *k, size_t len)
 	return best;
 }
 
+/*
+ * The operator a nested field name looks like a misspelling of, or NULL:
+ * the key equals an operator name once lowercased with '_' and ' ' read
+ * as '-' ("anything_but", "Equals Ignore Case"), or is within a small
+ * edit distance of a long one (1 for five to seven letters, 2 from eight
+ * on). Short operators (gt, lt, cidr ...) are left out: "at" or "id" are
+ * ordinary field names. A real field of such a name is written with a
+ * leading backslash (doc/patterns.md, section 1).
+ */
+static const char *field_like_op(const char *k, size_t len)
+{
+	char norm[24];
+	size_t i, d, ol, bestd = 99;
+	const char *best = NULL;
+
+	if (len < sizeof(norm)) {
+		for (i = 0; i < len; i++) {
+			char ch = (char)tolower((unsigned char)k[i]);
+
+			norm[i] = ch == '_' || ch == ' ' ? '-' : ch;
+		}
+		norm[len] = '\0';
+		for (i = 0; i < RELAY__ARRAY_SIZE(op_names); i++)
+			if (strcmp(norm, op_names[i]) == 0)
+				return op_names[i];
+	}
+	for (i = 0; i < RELAY__ARRAY_SIZE(op_names); i++) {
+		ol = strlen(op_names[i]);
+		if (ol < 5)
+			continue;
+		d = edit_distance(k, len, op_names[i]);
+		if (d <= (ol >= 8 ? 2u : 1u) && d < bestd) {
+			bestd = d;
+			best = op_names[i];
+		}
+	}
+	return best;
+}
+
+/* An escaped key ('\' first): a field name taken literally. */
+static bool key_escaped(const relay__pnode *n)
+{
+	return n->key && n->key_len > 0 && n->key[0] == '\\';
+}
+
+/*
+ * The fields of a nested map must not look like operators: an
+ * "anything_but: [x]" there is nearly always a misspelt operator, which
+ * would otherwise be read as a field that never exists.
+ */
+static int check_nested_keys(cctx *c, const relay__pnode *n)
+{
+	size_t i;
+	int res = 0;
+	char b[48];
+
+	for (i = 0; i < n->nchildren; i++) {
+		const relay__pnode *ch = &n->children[i];
+		const char *near;
+
+		if (key_escaped(ch) || op_index(ch->key, ch->key_len) >= 0 ||
+		    (ch->key_len == 3 && !memcmp(ch->key, "$or", 3)))
+			continue;
+		near = field_like_op(ch->key, ch->key_len);
+		if (!near)
+			continue;
+		shown(ch->key, ch->key_len, b, sizeof(b));
+		res = fail_key(c, ch, "unknown operator \"%s\" (did you mean "
+			       "\"%s\"?); for a field of that name write "
+			       "\\%s", b, near, b);
+	}
+	return res;
+}
+
 /* Printable, shortened rendering of a key or string for messages. */
 const char *relay__pc_shown(const char *s, size_t len, char *buf,
 			   size_t size)
@@ -408,12 +482,16 @@ static int compile_map_alt(cctx *c, const relay__pnode *n, int depth,
 		return fail(c, n, "a map mixes operators and field names; "
 			    "an operator map has exactly one key");
 	if (n->nchildren == 1 && first->kind != RELAY__PNODE_MAP &&
-	    first->kind != RELAY__PNODE_SEQ) {
-		const char *near = nearest_op(first->key, first->key_len);
+	    first->kind != RELAY__PNODE_SEQ && !key_escaped(first)) {
+		const char *near = field_like_op(first->key, first->key_len);
 
+		if (!near)
+			near = nearest_op(first->key, first->key_len);
 		shown(first->key, first->key_len, b, sizeof(b));
-		if ((first->key_len == 2 && !memcmp(first->key, "eq", 2)) ||
-		    (first->key_len >= 5 && !memcmp(first->key, "equal", 5)))
+		if (((first->key_len == 2 && !memcmp(first->key, "eq", 2)) ||
+		     (first->key_len >= 5 &&
+		      !memcmp(first->key, "equal", 5))) &&
+		    (!near || strcmp(near, "equals-ignore-case") != 0))
 			return fail_key(c, first, "unknown operator \"%s\": "
 					"there is no equals operator, a bare "
 					"literal is equality", b);
@@ -424,6 +502,8 @@ static int compile_map_alt(cctx *c, const relay__pnode *n, int depth,
 			    "field, its condition must be a list: write "
 			    "%s: [...]", b, b);
 	}
+	if (check_nested_keys(c, n))
+		return RELAY_EPARSE;
 	alt->kind = RELAY__PAT_MAP;
 	alt->map = relay__calloc(1, sizeof(*alt->map));
 	if (!alt->map)
@@ -581,28 +661,34 @@ static int compile_map(cctx *c, const relay__pnode *n, int depth,
 	for (i = 0; i < n->nchildren; i++) {
 		const relay__pnode *ch = &n->children[i];
 		relay__pat_field *f = &out->fields[out->nfields];
+		const char *key = ch->key ? ch->key : "";
+		size_t key_len = ch->key_len;
 
-		if (ch->key_len == 3 && !memcmp(ch->key, "$or", 3)) {
+		if (key_escaped(ch)) {
+			/* \NAME: the field NAME, never an operator or $or. */
+			key++;
+			key_len--;
+		} else if (ch->key_len == 3 && !memcmp(ch->key, "$or", 3)) {
 			rc = compile_or(c, ch, depth, out);
 			if (rc == RELAY_ENOMEM)
 				return rc;
 			if (rc)
 				res = rc;
 			continue;
-		}
-		if (op_index(ch->key, ch->key_len) >= 0) {
+		} else if (op_index(ch->key, ch->key_len) >= 0) {
 			res = fail_key(c, ch,
 				       "\"%s\" is an operator and cannot be "
-				       "used as a field name",
+				       "used as a field name (a field of that "
+				       "name is written \\%s)",
 				       shown(ch->key, ch->key_len, b,
-					     sizeof(b)));
+					     sizeof(b)), b);
 			continue;
 		}
 		out->nfields++;
-		f->name = relay__strndup(ch->key ? ch->key : "", ch->key_len);
+		f->name = relay__strndup(key, key_len);
 		if (!f->name)
 			return RELAY_ENOMEM;
-		f->name_len = ch->key_len;
+		f->name_len = key_len;
 		old = path_push_key(c, f->name, f->name_len);
 		rc = compile_cond(c, ch, depth + 1, f);
 		path_pop(c, old);
