@@ -19,10 +19,43 @@
 #                        stats, dlq ls/inspect/rm); shut everything down
 #
 # Environment: RELAY_QUICKSTART_BUILD (default: build-quickstart, under the
-# source tree), RELAY_SKIP_INSTALL=1 to never call apt-get.
+# source tree), RELAY_SKIP_INSTALL=1 to never call apt-get,
+# RELAY_QUICKSTART_KEEP=1 to keep the readable copy (see below), NO_COLOR
+# to never colour the headings (they are coloured only on a terminal).
 set -euo pipefail
 
 src=$(cd "$(dirname "$0")/../.." && pwd)
+
+# Under root the handlers run as the sandbox user "nobody" (uid 65534),
+# which must read the app directories and the warm helpers in the build
+# tree. From a checkout it cannot read (a clone under root's home, mode
+# 0700), the quickstart moves to a readable copy of the source in a
+# temporary directory, builds there, and removes it afterwards
+# (RELAY_QUICKSTART_KEEP=1 keeps it).
+if [ "$(id -u)" = 0 ] && [ -z "${RELAY_QUICKSTART_COPY_OF:-}" ] &&
+	command -v setpriv >/dev/null &&
+	! setpriv --reuid=65534 --regid=65534 --clear-groups \
+		test -r "$src/doc/examples/apps/notify/alerts.js" 2>/dev/null
+then
+	copy=$(mktemp -d /tmp/relay-quickstart-src.XXXXXX)
+	chmod 755 "$copy"
+	echo "quickstart.sh: the sandbox user (uid 65534) cannot read $src;" \
+		"running from a readable copy in $copy"
+	tar -C "$src" --exclude='./build*' --exclude='./.git' -cf - . |
+		tar -C "$copy" -xf -
+	chmod -R a+rX "$copy"
+	set +e
+	RELAY_QUICKSTART_COPY_OF=$src "$copy/doc/examples/quickstart.sh" "$@"
+	rc=$?
+	set -e
+	if [ "${RELAY_QUICKSTART_KEEP:-0}" = 1 ]; then
+		echo "quickstart.sh: kept the copy in $copy"
+	else
+		rm -rf "$copy"
+	fi
+	exit "$rc"
+fi
+
 build=${RELAY_QUICKSTART_BUILD:-$src/build-quickstart}
 apps=$src/doc/examples/apps
 relayctl=$build/relayctl/relayctl
@@ -32,7 +65,14 @@ packages=(gcc meson ninja-build pkg-config libhiredis-dev libjansson-dev
 	libfyaml-dev libev-dev libmicrohttpd-dev python3 redis-server bubblewrap
 	tzdata)
 
-say() { printf '\n\033[1m== %s\033[0m\n' "$*"; }
+# Bold headings only on a terminal (a log file gets plain text), and
+# never with NO_COLOR set (https://no-color.org).
+if [ -t 1 ] && [ -z "${NO_COLOR:-}" ]; then
+	bold=$'\033[1m' plain=$'\033[0m'
+else
+	bold= plain=
+fi
+say() { printf '\n%s== %s%s\n' "$bold" "$*" "$plain"; }
 run() { printf '$ %s\n' "$*"; "$@"; }
 
 install_packages() {
