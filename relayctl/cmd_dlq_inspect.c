@@ -159,6 +159,24 @@ static void print_entry(const relay_dlq_record *r)
 	relayctl_kv(stdout, w, "Reason", e->reason);
 	relayctl_kv(stdout, w, "Timestamp",
 		    relayctl_fmt_time_age(e->timestamp, ts, sizeof(ts)));
+	if (e->source_fields)
+		relayctl_kv(stdout, w, "Source fields", e->source_fields);
+	if (strcmp(e->app, "-") == 0) {
+		/* A placeholder: the source entry itself, while the stream
+		 * still holds it (retention may have trimmed it). */
+		char *hint = malloc(strlen(e->original_stream) +
+				    2 * strlen(e->original_id) + 32);
+
+		if (hint) {
+			sprintf(hint, "redis-cli XRANGE %s %s %s",
+				e->original_stream, e->original_id,
+				e->original_id);
+			relayctl_kv(stdout, w, "Source entry", hint);
+			relayctl_kv(stdout, w, "",
+				    "(while the stream still holds it)");
+		}
+		free(hint);
+	}
 	if (e->trace && *e->trace)
 		print_trace(e->trace, w);
 	if (e->stderr_tail)

@@ -32,9 +32,9 @@ extern "C" {
  * NULL when absent. Placeholders use app = handler = "-",
  * handler_attempts = 0 and no stderr_tail.
  *
- * Layout: stderr_tail was appended after trace (the soname moved with
- * it, doc/api-stability.md); in Redis it is written before trace, which
- * stays the last field.
+ * Layout: stderr_tail was appended after trace, then source_fields after
+ * stderr_tail (the soname moved with each, doc/api-stability.md); in
+ * Redis both are written before trace, which stays the last field.
  */
 typedef struct relay_dlq_entry {
 	const char *original_stream;
@@ -51,12 +51,18 @@ typedef struct relay_dlq_entry {
 	const char *trace;      /* optional lineage, or NULL */
 	const char *stderr_tail; /* optional: the end of the last attempt's
 				    stderr, escaped (R-5), or NULL */
+	const char *source_fields; /* optional, placeholders without an
+				      event field only: the source entry's
+				      fields, escaped and bounded (R-5), or
+				      NULL */
 } relay_dlq_entry;
 
 #define RELAY_DLQ_SUMMARY_MAX 256 /* bytes of an oversized-event summary */
 /* Bytes of the stderr_tail relayd writes: at most this many, after
  * escaping (a longer value written by another program still parses). */
 #define RELAY_DLQ_STDERR_TAIL_MAX 4096
+/* Bytes of the source_fields relayd writes, at most (after escaping). */
+#define RELAY_DLQ_SOURCE_FIELDS_MAX 256
 
 /**
  * relay_dlq_entry_validate() - check an entry before it is written.
@@ -65,7 +71,8 @@ typedef struct relay_dlq_entry {
  * message's raw value is stored verbatim), counts >= 0, timestamp RFC 3339,
  * app/handler both "-" with handler_attempts 0 or neither "-" with
  * handler_attempts >= 1, stderr_tail absent for a placeholder and never
- * empty, and an oversized entry (reason "event
+ * empty, source_fields only in a placeholder and never empty, and an
+ * oversized entry (reason "event
  * oversized: ...") carries a summary of at most RELAY_DLQ_SUMMARY_MAX
  * bytes as its event, never the payload.
  * Returns: 0 or RELAY_EINVAL with @err naming the field.

@@ -231,6 +231,7 @@ static void msg_free(relay__msg *m)
 	relay__free(m->event);
 	relay__free(m->pl_reason);
 	relay__free(m->pl_event);
+	relay__free(m->pl_source);
 	relay__csched_free(m);
 	relay__free(m);
 	relay__consumer_kick(c);
@@ -451,6 +452,7 @@ static void persist_placeholder(relay__msg *m)
 	e.app = "-";
 	e.handler = "-";
 	e.handler_attempts = 0;
+	e.source_fields = m->pl_source;
 	e.trace = trace = relay__ctrace_dlq(m, NULL);
 	rc = relay__dlq_persist_raw(m->c->redis, m->key, m->c->dlq_key, NULL,
 				    0, NULL, &e, m->pl_event_len, persist_cb,
@@ -724,9 +726,19 @@ static int classify(relay__msg *m, const relay_stream_entry *e)
 
 	relay__ctrace_entry(m, e);
 	ev = relay_stream_entry_get(e, "event", &len);
-	if (!ev)
+	if (!ev) {
+		/* What the entry held instead, bounded and escaped: the
+		 * record keeps the field names (R-5 source_fields). */
+		if (e->nfields) {
+			m->pl_source = relay__dlq_source_fields(e->names,
+						e->values, e->value_lens,
+						e->nfields);
+			if (!m->pl_source)
+				return RELAY_ENOMEM;
+		}
 		return set_placeholder(m, RELAY_DLQ_MISSING_EVENT, NULL, NULL,
 				       0);
+	}
 	if (len > c->max_event_bytes)
 		return set_placeholder(m, RELAY_DLQ_OVERSIZED, NULL, NULL, len);
 	if (memchr(ev, '\0', len))

@@ -81,6 +81,8 @@ struct relay__msg {
 	char *pl_reason;             /* placeholder reason */
 	char *pl_event;              /* placeholder event field */
 	size_t pl_event_len;         /* its bytes (a raw value may hold NUL) */
+	char *pl_source;             /* source_fields of a placeholder without
+					an event field (R-5), or NULL */
 	relay__cinv *invs;           /* matched invocations, dispatch order */
 	size_t ninv;
 	size_t cur;                  /* the invocation being worked on */

@@ -13,12 +13,12 @@
 #include "common.h"
 #include "inv.h"
 
-/* Field order of an entry as written (stderr_tail and trace optional,
- * trace last). */
+/* Field order of an entry as written (source_fields, stderr_tail and
+ * trace optional, trace last). */
 const char *const relay__dlq_field_names[RELAY__DLQ_NFIELDS] = {
 	"original_stream", "original_id", "group", "consumer", "event",
 	"reason", "app", "handler", "deliveries", "handler_attempts",
-	"timestamp", "stderr_tail", "trace",
+	"timestamp", "source_fields", "stderr_tail", "trace",
 };
 char *relay_dlq_key(const char *stream)
 {
@@ -96,6 +96,9 @@ int relay__dlq_entry_check(const relay_dlq_entry *e, size_t event_len,
 	if (e->stderr_tail && !*e->stderr_tail)
 		return relay__error_set(err, RELAY_EINVAL, NULL, 0, 0,
 					"DLQ field stderr_tail is empty");
+	if (e->source_fields && !*e->source_fields)
+		return relay__error_set(err, RELAY_EINVAL, NULL, 0, 0,
+					"DLQ field source_fields is empty");
 	if (strncmp(e->reason, "event oversized:", 16) == 0 &&
 	    event_len > RELAY_DLQ_SUMMARY_MAX)
 		return relay__error_set(err, RELAY_EINVAL, NULL, 0, 0,
@@ -108,6 +111,11 @@ int relay__dlq_entry_check(const relay_dlq_entry *e, size_t event_len,
 		return relay__error_set(err, RELAY_EINVAL, NULL, 0, 0,
 					"DLQ fields app and handler must both "
 					"be \"-\" or neither");
+	if (!dash_app && e->source_fields)
+		return relay__error_set(err, RELAY_EINVAL, NULL, 0, 0,
+					"DLQ field source_fields in an "
+					"invocation's entry (placeholders "
+					"only)");
 	if (dash_app && e->stderr_tail)
 		return relay__error_set(err, RELAY_EINVAL, NULL, 0, 0,
 					"DLQ field stderr_tail in a placeholder "
@@ -175,6 +183,7 @@ void relay_dlq_record_clear(relay_dlq_record *rec)
 		(char **)&rec->e.app, (char **)&rec->e.handler,
 		(char **)&rec->e.timestamp, (char **)&rec->e.trace,
 		(char **)&rec->e.stderr_tail,
+		(char **)&rec->e.source_fields,
 	};
 	size_t i;
 

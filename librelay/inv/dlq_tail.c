@@ -69,8 +69,7 @@ void relay__tail_reset(relay__tail *t)
 	memset(t, 0, sizeof(*t));
 }
 
-/* Bytes of the valid UTF-8 sequence at @p (at most @n bytes), or 0. */
-static size_t utf8_len(const unsigned char *p, size_t n)
+size_t relay__utf8_seq_len(const unsigned char *p, size_t n)
 {
 	unsigned int c = p[0], cp;
 	size_t k, i;
@@ -108,7 +107,7 @@ static size_t token(const unsigned char *p, size_t n, size_t *raw)
 		return 4;
 	if (p[0] < 0x80)
 		return 1;
-	k = utf8_len(p, n);
+	k = relay__utf8_seq_len(p, n);
 	if (!k)
 		return 4;
 	*raw = k;

@@ -53,10 +53,10 @@ int relay__inv_result_parse(const char *s, relay_inv_result *out);
 /* Parse a decimal integer strictly: 1 to 18 digits, no sign. */
 int relay__parse_i64(const char *s, size_t len, int64_t *out);
 
-/* A DLQ entry's fields in the order they are written (stderr_tail and
- * trace optional, trace last; the first RELAY__DLQ_NREQUIRED are
- * required). */
-#define RELAY__DLQ_NFIELDS 13
+/* A DLQ entry's fields in the order they are written (source_fields,
+ * stderr_tail and trace optional, trace last; the first
+ * RELAY__DLQ_NREQUIRED are required). */
+#define RELAY__DLQ_NFIELDS 14
 #define RELAY__DLQ_NREQUIRED 11
 #define RELAY__DLQ_F_EVENT 4  /* index of "event" */
 extern const char *const relay__dlq_field_names[RELAY__DLQ_NFIELDS];
@@ -68,6 +68,21 @@ extern const char *const relay__dlq_field_names[RELAY__DLQ_NFIELDS];
  */
 int relay__dlq_entry_check(const relay_dlq_entry *e, size_t event_len,
 			   relay_error *err);
+
+/*
+ * relay__dlq_source_fields() - the source_fields value of a placeholder
+ * (dlq_source.c; R-5): the entry's @n fields as "NAME=VALUE" separated by
+ * spaces, each value cut to its first 64 bytes ("..." marks a cut), every
+ * byte below 0x20, 0x7f and every byte outside valid UTF-8 written \xNN;
+ * at most RELAY_DLQ_SOURCE_FIELDS_MAX bytes, whole pairs only (" ..."
+ * when the rest was left out). Returns: new string, or NULL (no memory,
+ * or @n is 0).
+ */
+char *relay__dlq_source_fields(char *const *names, char *const *values,
+			       const size_t *value_lens, size_t n);
+
+/* Bytes of the valid UTF-8 sequence at @p (at most @n bytes), or 0. */
+size_t relay__utf8_seq_len(const unsigned char *p, size_t n);
 
 /*
  * The stderr tail of one attempt (dlq_tail.c; R-5 stderr_tail): the last

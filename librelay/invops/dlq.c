@@ -103,7 +103,8 @@ int relay__dlq_persist_raw(relay_redis_backend *b, const char *inv_key,
 		const char *vals[NFIELDS] = {
 			e->original_stream, e->original_id, e->group,
 			e->consumer, e->event, e->reason, e->app, e->handler,
-			sdel, shat, e->timestamp, e->stderr_tail, e->trace,
+			sdel, shat, e->timestamp, e->source_fields,
+			e->stderr_tail, e->trace,
 		};
 
 		for (i = 0; i < NFIELDS; i++) {
@@ -155,7 +156,8 @@ int relay_dlq_parse(relay_dlq_record *out, const relay_redis_reply *r,
 		(char **)&out->e.group, (char **)&out->e.consumer,
 		(char **)&out->e.event, (char **)&out->e.reason,
 		(char **)&out->e.app, (char **)&out->e.handler, NULL, NULL,
-		(char **)&out->e.timestamp, (char **)&out->e.stderr_tail,
+		(char **)&out->e.timestamp, (char **)&out->e.source_fields,
+		(char **)&out->e.stderr_tail,
 		(char **)&out->e.trace,
 	};
 	const relay_redis_reply *f, *name, *val;

@@ -165,6 +165,12 @@ static void test_consumer__malformed_placeholders(void)
 		RT_CHECK(strncmp(e->reason, cases[i].reason,
 				 strlen(cases[i].reason)) == 0);
 		RT_EQ_STR(e->timestamp, "2023-11-14T22:13:20.000Z");
+		/* Only the entry without an event field keeps its fields
+		 * apart (issue 41): the others' event is the value. */
+		if (i == 0)
+			RT_EQ_STR(e->source_fields, "other={}");
+		else
+			RT_CHECK(e->source_fields == NULL);
 		RT_EQ_STR(h_state(&h, ids[i], "__dlq_placeholder"), "1");
 		RT_EQ_STR(h_state(&h, ids[i], "__terminal"), "1");
 	}
@@ -174,6 +180,47 @@ static void test_consumer__malformed_placeholders(void)
 	RT_EQ_INT((int)m.events_schedule, 1);
 	RT_EQ_INT((int)m.events_received, 0);
 	RT_EQ_INT((int)m.dlq_entries, (int)nc);
+	h_dlq_free(d, n);
+	h_cleanup(&h);
+}
+
+/*
+ * An entry without an event field (a producer that wrote "payload"):
+ * the placeholder keeps its field names and a bounded, escaped excerpt
+ * of their values in source_fields (issue 41, R-5), next to the fixed
+ * reason and event "-".
+ */
+static void test_consumer__malformed_keeps_source_fields(void)
+{
+	static const char *argv[] = {
+		"XADD", "events", "*", "payload", "{\"type\":\"x\"}\n\x01",
+		"ts", "0123456789012345678901234567890123456789"
+		"0123456789012345678901234567890123456789",
+		"note", "caf\xc3\xa9 \xff",
+	};
+	relay_redis_reply *r;
+	relay_dlq_record *d;
+	h_ctx h;
+	size_t n;
+
+	h_init(&h, NULL);
+	h_write_app(&h, "a", APP_A);
+	h_start(&h);
+	r = h_cmdv(&h, (int)(sizeof(argv) / sizeof(argv[0])), argv, NULL);
+	RT_ASSERT(r->type == RELAY_REDIS_REPLY_STRING);
+	relay_redis_reply_free(r);
+	H_UNTIL(&h, h_metrics(&h).acks == 1, 5000);
+	d = h_dlq(&h, &n);
+	RT_EQ_INT((int)n, 1);
+	if (n == 1) {
+		RT_EQ_STR(d[0].e.reason, "missing 'event' field");
+		RT_EQ_STR(d[0].e.event, "-");
+		RT_EQ_STR(d[0].e.source_fields,
+			  "payload={\"type\":\"x\"}\\x0a\\x01 "
+			  "ts=0123456789012345678901234567890123456789"
+			  "012345678901234567890123... "
+			  "note=caf\xc3\xa9 \\xff");
+	}
 	h_dlq_free(d, n);
 	h_cleanup(&h);
 }
@@ -946,6 +993,7 @@ int main(int argc, char **argv)
 		RT_CASE(test_consumer__matched_acked_retained),
 		RT_CASE(test_consumer__unmatched_acked),
 		RT_CASE(test_consumer__malformed_placeholders),
+	RT_CASE(test_consumer__malformed_keeps_source_fields),
 		RT_CASE(test_consumer__retry_schedule_then_dlq),
 		RT_CASE(test_consumer__three_apps_exhaust),
 		RT_CASE(test_consumer__buffer_limit),

@@ -3,7 +3,7 @@
 metrics, control-socket runs and app reloads (doc/behaviour.md B-60 ... B-65,
 B-70 ... B-81, B-90 ... B-94, B-100 ... B-104).
 
-usage: test_delivery.py RELAYD
+usage: test_delivery.py RELAYD [RELAYCTL]
 
 Real redis-server, real relayd (RELAY_TEST_TIME_SCALE=600: the 1m/2m/5m/
 10m backoff becomes 100/200/500/1000 ms, reclaim and MinPendingIdle 100 ms),
@@ -13,6 +13,7 @@ import json
 import os
 import re
 import shutil
+import subprocess
 import sys
 import time
 
@@ -20,6 +21,8 @@ from harness import (Env, case, check, eq, free_port, metrics, need_metrics,
                      run_cases,
                      wait_for)
 
+RELAYCTL = os.environ.get("RELAYCTL") or (sys.argv[2] if len(sys.argv) > 2
+                                          else "relayctl")
 RFC3339 = re.compile(r"^\d{4}-\d\d-\d\dT\d\d:\d\d:\d\d(\.\d+)?(Z|[+-]\d\d:\d\d)$")
 
 
@@ -68,7 +71,7 @@ def malformed_kinds_dead_lettered_once_then_acked():
         d = env.relayd(MAX_EVENT_BYTES="1KiB")
         big = json.dumps({"kind": "x", "k": "big", "pad": "p" * 2000})
         ids = {
-            "missing": env.xadd(fields=["data", "1"]),
+            "missing": env.xadd(fields=["data", "1", "note", "a\tb"]),
             "invalid": env.xadd("{not json"),
             "notobj": env.xadd("[1,2,3]"),
             "oversized": env.xadd(big),
@@ -91,6 +94,28 @@ def malformed_kinds_dead_lettered_once_then_acked():
         eq(entries[ids["missing"]]["event"], "-", "missing: event")
         eq(entries[ids["missing"]]["reason"], "missing 'event' field",
            "missing: reason")
+        # Issue 41: the fields the entry had, escaped, in source_fields;
+        # the other placeholders have their value as event.
+        eq(entries[ids["missing"]].get("source_fields"),
+           "data=1 note=a\\x09b", "missing: source_fields")
+        for kind in ("invalid", "notobj", "oversized"):
+            check("source_fields" not in entries[ids[kind]],
+                  f"{kind}: no source_fields")
+        # relayctl dlq inspect shows them and where the entry is.
+        ctl_env = {k: v for k, v in os.environ.items()
+                   if k.startswith(("ASAN_", "UBSAN_", "LSAN_", "PATH"))}
+        for k in ("REDIS_URI", "REDIS_STREAM", "REDIS_GROUP",
+                  "RELAY_RUN_DIR", "RELAY_STATE_DIR", "RELAY_APPS_DIR"):
+            ctl_env[k] = d.vars[k]
+        p = subprocess.run([RELAYCTL, "dlq", "inspect",
+                            entries[ids["missing"]]["_id"]], env=ctl_env,
+                           capture_output=True, text=True, timeout=60)
+        eq(p.returncode, 0, f"dlq inspect: {p.stderr}")
+        check("Source fields:    data=1 note=a\\x09b\n" in p.stdout,
+              f"inspect shows source_fields:\n{p.stdout}")
+        mid = ids["missing"]
+        check(f"Source entry:     redis-cli XRANGE events {mid} {mid}\n"
+              in p.stdout, f"inspect prints the XRANGE hint:\n{p.stdout}")
         eq(entries[ids["invalid"]]["event"], "{not json", "invalid: event")
         check(entries[ids["invalid"]]["reason"].startswith(
             "decode event: "), "invalid: reason")

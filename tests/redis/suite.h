@@ -236,7 +236,7 @@ static relay_dlq_entry rs_entry(const char *app, const char *handler)
 		"events", "1-0", "g", "worker-1", "{\"a\":1}",
 		"invocation exhausted: app \"a\" handler \"h\" exhausted after 5 "
 		"handler attempts: exit status 1",
-		app, handler, 7, 5, "2026-12-02T16:45:00.123Z", NULL, NULL,
+		app, handler, 7, 5, "2026-12-02T16:45:00.123Z", NULL, NULL, NULL,
 	};
 
 	if (strcmp(app, "-") == 0) {

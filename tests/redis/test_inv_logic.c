@@ -192,7 +192,7 @@ static relay_dlq_entry good_entry(void)
 {
 	relay_dlq_entry e = {
 		"events", "1-0", "g", "c1", "{}", "r", "app", "h", 3, 5,
-		"2026-12-02T16:45:00.123Z", NULL, NULL,
+		"2026-12-02T16:45:00.123Z", NULL, NULL, NULL,
 	};
 	return e;
 }
@@ -455,6 +455,56 @@ static void test_redis__backend_check(void)
 	relay_redis_free(b);
 }
 
+/* source_fields (issue 41, R-5): escaped, values cut at 64 bytes and at
+ * a character, whole pairs within RELAY_DLQ_SOURCE_FIELDS_MAX. */
+static void test_dlq__source_fields(void)
+{
+	char *names[40], *values[40], v[300], *s;
+	size_t i, lens[40];
+
+	names[0] = "a";
+	values[0] = "x\ty";
+	s = relay__dlq_source_fields(names, values, NULL, 1);
+	RT_EQ_STR(s, "a=x\\x09y");
+	relay__free(s);
+	RT_CHECK(relay__dlq_source_fields(names, values, NULL, 0) == NULL);
+	/* 63 ASCII bytes then a 2-byte character: cut before it */
+	memset(v, 'b', 63);
+	memcpy(v + 63, "\xc3\xa9zz", 5);
+	values[0] = v;
+	lens[0] = 67;
+	s = relay__dlq_source_fields(names, values, lens, 1);
+	RT_EQ_INT((int)strlen(s), 2 + 63 + 3);
+	RT_CHECK(strcmp(s + strlen(s) - 4, "b...") == 0);
+	relay__free(s);
+	/* a NUL inside a value is escaped, not an end */
+	values[0] = "p\0q";
+	lens[0] = 3;
+	s = relay__dlq_source_fields(names, values, lens, 1);
+	RT_EQ_STR(s, "a=p\\x00q");
+	relay__free(s);
+	/* 40 fields of 10 bytes each: whole pairs, then " ..." */
+	for (i = 0; i < 40; i++) {
+		names[i] = "field";
+		values[i] = "abcd";
+	}
+	s = relay__dlq_source_fields(names, values, NULL, 40);
+	RT_CHECK(strlen(s) <= RELAY_DLQ_SOURCE_FIELDS_MAX);
+	RT_CHECK(strcmp(s + strlen(s) - 4, " ...") == 0);
+	RT_CHECK(strncmp(s, "field=abcd field=abcd", 21) == 0);
+	RT_CHECK(strstr(s, "field=abcd ...") != NULL);
+	relay__free(s);
+	/* one name longer than the bound: what fits, then " ..." */
+	memset(v, 'n', 299);
+	v[299] = '\0';
+	names[0] = v;
+	values[0] = "1";
+	s = relay__dlq_source_fields(names, values, NULL, 1);
+	RT_EQ_INT((int)strlen(s), RELAY_DLQ_SOURCE_FIELDS_MAX);
+	RT_CHECK(strcmp(s + strlen(s) - 4, " ...") == 0);
+	relay__free(s);
+}
+
 static const rt_case cases[] = {
 	RT_CASE(test_inv__parse_valid),
 	RT_CASE(test_inv__parse_rejects),
@@ -466,6 +516,7 @@ static const rt_case cases[] = {
 	RT_CASE(test_dlq__reason_texts),
 	RT_CASE(test_dlq__timestamp_rfc3339),
 	RT_CASE(test_dlq__validate),
+	RT_CASE(test_dlq__source_fields),
 	RT_CASE(test_dlq__parse_strict),
 	RT_CASE(test_redis__uri_forms),
 	RT_CASE(test_redis__uri_seeds),
