@@ -7,7 +7,8 @@
  * entry.
  *
  *	start ─ load the outbox ─ catch-up: for each schedule the latest
- *	        occurrence <= now, if within 24 h ─┐
+ *	        occurrence <= now, if within 24 h and not before the
+ *	        schedule was first seen (schedseen.c) ─┐
  *	tick (aligned to the minute) ─ occurrences in (last tick, now] ─┤
  *	                                                                 ▼
  *	pending list ─ SCHEDULE_PUBLISH ─┬─ published / duplicate: drop
@@ -40,6 +41,7 @@
 #include "relay/relay.h"
 #include "relay/schedule.h"
 #include "relayd.h"
+#include "schedseen.h"
 
 #define OUTBOX_FILE "schedule-outbox.json"
 #define CATCHUP_WINDOW_S (24 * 3600)
@@ -69,6 +71,7 @@ struct relayd_schedpub {
 	ev_timer tick;
 	ev_timer retry;
 	relayd_schedpub_counts k;
+	relayd_schedseen *seen;    /* first-seen instants (schedseen.h) */
 };
 
 /* ---- the schedule clock -------------------------------------------------- */
@@ -481,18 +484,41 @@ static void evaluate(relayd_schedpub *p, int64_t from, int64_t to,
 			/* Compiled (and validated) with the template. */
 			const relay_cron *c =
 				relay_app_schedule_cron_compiled(s);
-			int64_t t = from, n;
-			int k = 0;
+			int64_t t = from, n, first;
+			int k = 0, is_new;
 
 			if (!c)
 				continue;
+			/* A schedule new to this relayd counts from now at
+			 * start-up, from the window's start on a tick. */
+			first = relayd_schedseen_first(p->seen,
+					relay_app_name(app),
+					relay_app_schedule_name(s),
+					catchup ? to : from, &is_new);
 			if (catchup) {
-				if (relay_cron_prev(c, to, &n) == 0 &&
-				    n > to - CATCHUP_WINDOW_S)
-					occ_add(p, relay_app_name(app),
-						relay_app_schedule_name(s),
-						relay_app_schedule_handler(s),
-						n, 1, 0);
+				if (relay_cron_prev(c, to, &n) != 0 ||
+				    n <= to - CATCHUP_WINDOW_S)
+					continue;
+				if (n < first) {
+					char ts[32] = "?";
+
+					relay_schedule_time_format(n, ts,
+								   sizeof(ts));
+					relayd_log(RELAY_LOG_INFO,
+						   "RELAYD-SCHED08",
+						   "schedule %s/%s is new: "
+						   "no catch-up of its "
+						   "occurrence at %s, before "
+						   "it was first seen",
+						   relay_app_name(app),
+						   relay_app_schedule_name(s),
+						   ts);
+					continue;
+				}
+				occ_add(p, relay_app_name(app),
+					relay_app_schedule_name(s),
+					relay_app_schedule_handler(s), n, 1,
+					0);
 			} else {
 				while (k++ < MAX_PER_TICK &&
 				       relay_cron_next(c, t, &n) == 0 &&
@@ -506,6 +532,7 @@ static void evaluate(relayd_schedpub *p, int64_t from, int64_t to,
 			}
 		}
 	}
+	relayd_schedseen_flush(p->seen);
 }
 
 static void arm_tick(relayd_schedpub *p)
@@ -571,6 +598,7 @@ relayd_schedpub *relayd_schedpub_start(relayd *d)
 	ev_init(&p->retry, on_retry);
 	p->tick.data = p->retry.data = p;
 	outbox_load(p);
+	p->seen = relayd_schedseen_load(d->cfg.state_dir);
 	now = relayd_schedule_now(d);
 	evaluate(p, now, now, 1);  /* catch-up */
 	p->last_s = now;
@@ -608,6 +636,7 @@ void relayd_schedpub_free(relayd_schedpub *p)
 		}
 	if (any || p->outbox_dirty)
 		outbox_write(p);
+	relayd_schedseen_free(p->seen);
 	for (o = p->head; o; o = next) {
 		next = o->next;
 		if (o->in_flight)

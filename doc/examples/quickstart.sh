@@ -302,9 +302,10 @@ publish() {
 
 show_results() {
 	say "8. what relayd logged (handler output is prefixed per handler)"
-	echo "# billing's daily-report schedule (06:00 Europe/Berlin) was"
-	echo "# published at start-up as the catch-up of its last occurrence"
-	grep -E 'stdout:|stderr:|RELAY-ENG0[456]|RELAYD-SCHED01' "$demo_dir/relayd.log" |
+	echo "# billing's daily-report schedule (06:00 Europe/Berlin) is new"
+	echo "# to this relayd: its last occurrence, before the schedule was"
+	echo "# first seen, is not caught up (it runs at the next 06:00)"
+	grep -E 'stdout:|stderr:|RELAY-ENG0[456]|RELAYD-SCHED0[18]' "$demo_dir/relayd.log" |
 		sed -E 's/^[0-9TZ:.-]+ //' | cut -c1-160
 	say "9. metrics (GET /metrics)"
 	if [ -z "$port" ]; then

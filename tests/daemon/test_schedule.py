@@ -128,6 +128,19 @@ def stat(d, name):
     return d.stats_file()["counters"][name]
 
 
+def seen_before(d, when, *names):
+    """Write relayd @d's first-seen file: schedules @names ("app/name")
+    first seen at @when, as if it had run them before."""
+    os.makedirs(d.state_dir, exist_ok=True)
+    with open(os.path.join(d.state_dir, "schedule-seen.json"), "w") as f:
+        json.dump({"version": 1, "seen": {n: when for n in names}}, f)
+
+
+def seen_file(d):
+    with open(os.path.join(d.state_dir, "schedule-seen.json")) as f:
+        return json.load(f)
+
+
 @case
 def dedupe_across_three_daemons():
     """Three relayds on one shared virtual clock (a minute per real
@@ -180,16 +193,20 @@ def upgrade_window_old_marker():
                               "cron": "0 * * * *"}])
         old = "schedule:a:hourly:2026-01-02T10:00:00Z"
         env.r("SET", f"relay:schedule:{old}", "1", "PX", "604800000")
-        d = env.relayd("r1", RELAY_TEST_SCHEDULE_CLOCK=str(
+        d = env.relayd("r1", start=False, RELAY_TEST_SCHEDULE_CLOCK=str(
             ts("2026-01-02T10:30:00Z")))
+        seen_before(d, ts("2026-01-01T00:00:00Z"), "a/hourly")
+        d.start()
         env.wait(lambda: "already published" in d.log(),
                  "catch-up sees the old marker")
         d.stop()
         eq(occurrences(env), [], "not published again")
         eq(env.r("EXISTS", f"relay:events:schedule:{old}"), 0,
            "a duplicate writes nothing")
-        d = env.relayd("r2", RELAY_TEST_SCHEDULE_CLOCK=str(
+        d = env.relayd("r2", start=False, RELAY_TEST_SCHEDULE_CLOCK=str(
             ts("2026-01-02T11:30:00Z")))
+        seen_before(d, ts("2026-01-01T00:00:00Z"), "a/hourly")
+        d.start()
         env.wait(lambda: len(occurrences(env)) == 1 and
                  env.pel_count() == 0 and len(runs(env)) == 1,
                  "the next hour published and run")
@@ -204,7 +221,9 @@ def upgrade_window_old_marker():
 @case
 def catchup_after_downtime():
     """At start-up the most recent missed occurrence of each schedule
-    within 24 h is published (once, deduplicated); older ones are not."""
+    within 24 h is published (once, deduplicated); older ones are not,
+    and none from before the schedule was first seen: a schedule new to
+    this relayd starts with the next occurrence (issue 41)."""
     with Env() as env:
         sched_app(env, "a", [
             {"name": "hourly", "handler": "tick", "cron": "0 * * * *"},
@@ -213,8 +232,24 @@ def catchup_after_downtime():
         # Without metrics support the /metrics part is left out.
         mvars = {"METRICS_ADDR": f"127.0.0.1:{port}"} if have_metrics() \
             else {}
+        # First start at 10:30: the schedules are new, 10:00 is before
+        # they were first seen: nothing is published, the instant is kept.
         d = env.relayd("r1", RELAY_TEST_SCHEDULE_CLOCK=str(
             ts("2026-01-02T10:30:00Z")), **mvars)
+        env.wait(lambda: "RELAYD-SCHED08" in d.log(), "no catch-up logged")
+        check("schedule a/hourly is new: no catch-up of its occurrence "
+              "at 2026-01-02T10:00:00Z, before it was first seen"
+              in d.log(), f"the log says why:\n{d.log()}")
+        eq(seen_file(d), {"version": 1, "seen": {
+            "a/hourly": ts("2026-01-02T10:30:00Z"),
+            "a/newyear": ts("2026-01-02T10:30:00Z")}}, "first-seen file")
+        d.stop()
+        eq(occurrences(env), [], "no catch-up of a new schedule")
+        eq(stat(d, "schedule_catchup"), 0, "catchup counter 0")
+        # Two hours of downtime: only the latest missed hour (12:00); the
+        # schedule was seen at 10:30, before it.
+        d = env.relayd("r1", RELAY_TEST_SCHEDULE_CLOCK=str(
+            ts("2026-01-02T12:30:00Z")), **mvars)
         env.wait(lambda: len(occurrences(env)) == 1 and
                  env.pel_count() == 0 and len(runs(env)) == 1,
                  "catch-up occurrence run")
@@ -229,28 +264,25 @@ def catchup_after_downtime():
                      "schedule metrics on /metrics")
         d.stop()
         eq([e["occurrence_id"] for _, e in occurrences(env)],
-           ["schedule:a:hourly:2026-01-02T10:00:00Z"],
-           "only 10:00 (09:00 not, Jan 1 00:00 is 34.5 h old)")
+           ["schedule:a:hourly:2026-01-02T12:00:00Z"],
+           "only 12:00 (11:00 not, Jan 1 00:00 is 36.5 h old)")
         eq(stat(d, "schedule_catchup"), 1, "catchup counter")
-        # Two hours of downtime: only the latest missed hour (12:00).
-        d = env.relayd("r1", RELAY_TEST_SCHEDULE_CLOCK=str(
+        eq(seen_file(d)["seen"]["a/hourly"], ts("2026-01-02T10:30:00Z"),
+           "first seen kept")
+        # Another relayd that has seen the schedule before, at the same
+        # time: a duplicate, nothing new.
+        d = env.relayd("r2", start=False, RELAY_TEST_SCHEDULE_CLOCK=str(
             ts("2026-01-02T12:30:00Z")))
-        env.wait(lambda: len(occurrences(env)) == 2 and
-                 env.pel_count() == 0 and len(runs(env)) == 2,
-                 "second catch-up run")
-        d.stop()
-        eq([e["scheduled_at"] for _, e in occurrences(env)],
-           ["2026-01-02T10:00:00Z", "2026-01-02T12:00:00Z"], "stream")
-        # Restarted again at the same time: a duplicate, nothing new.
-        d = env.relayd("r2", RELAY_TEST_SCHEDULE_CLOCK=str(
-            ts("2026-01-02T12:30:00Z")))
+        seen_before(d, ts("2026-01-01T00:00:00Z"), "a/hourly",
+                    "a/newyear")
+        d.start()
         env.wait(lambda: "already published" in d.log(),
                  "duplicate catch-up logged")
         d.stop()
-        eq(len(occurrences(env)), 2, "no new entry")
+        eq(len(occurrences(env)), 1, "no new entry")
         eq(stat(d, "schedule_catchup"), 0, "not a catch-up publication")
         eq(stat(d, "schedule_duplicate"), 1, "one duplicate")
-        eq(len(runs(env)), 2, "no extra run")
+        eq(len(runs(env)), 1, "no extra run")
 
 
 @case
