@@ -7,6 +7,7 @@
 #include <unistd.h>
 
 #include "common.h"
+#include "relay/version.h"
 #include "relay_config.h"
 
 static void *(*malloc_hook)(size_t) = malloc;

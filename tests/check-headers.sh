@@ -1,10 +1,12 @@
 #!/bin/sh
-# check-headers.sh SRCROOT CC CXX - every public header compiles on its own
-# as C99 -pedantic and as C++ (doc/api-stability.md). TAP output.
+# check-headers.sh SRCROOT CC CXX [GENINC] - every public header compiles on
+# its own as C99 -pedantic and as C++ (doc/api-stability.md), GENINC's
+# generated ones (relay/version.h) too. TAP output.
 set -u
-root=$1 cc=$2 cxx=$3
-inc="-I$root/include $(pkg-config --cflags jansson 2>/dev/null)"
-headers=$(cd "$root/include" && find relay -name '*.h' | sort)
+root=$1 cc=$2 cxx=$3 gen=${4:-}
+inc="-I$root/include ${gen:+-I$gen }$(pkg-config --cflags jansson 2>/dev/null)"
+headers=$( (cd "$root/include" && find relay -name '*.h'
+	[ -n "$gen" ] && cd "$gen" && find relay -name '*.h') | sort)
 n=0 fail=0
 echo "TAP version 13"
 echo "1..$(($(echo "$headers" | wc -l) * 2))"

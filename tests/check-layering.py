@@ -70,7 +70,7 @@ CBEGIN = "<!-- consumer-map:begin -->"
 CEND = "<!-- consumer-map:end -->"
 CDIR = "librelay/consumer/"
 END = "<!-- module-map:end -->"
-GENERATED = {"relay_config.h"}
+GENERATED = {"relay_config.h", "relay/version.h"}  # made by meson
 CHECKED_ROOTS = ("include/", "librelay/", "relayd/", "relayctl/", "sandbox/")
 INCLUDE_RE = re.compile(r'^\s*#\s*include\s+"([^"]+)"')
 

@@ -6,6 +6,7 @@
 #include "common.h"
 #include "relay_config.h"
 #include "relay/clock.h"
+#include "relay/version.h"
 #include "relaytest.h"
 
 static void test_common__error_format(void)

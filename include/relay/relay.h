@@ -7,6 +7,7 @@
 #ifndef RELAY_RELAY_H
 #define RELAY_RELAY_H
 
+#include <relay/version.h>  /* generated: in the build tree, or installed */
 #include "common.h"
 #include "clock.h"
 #include "log.h"

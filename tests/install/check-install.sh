@@ -48,7 +48,8 @@ mandir=$dest$(abs "$RELAY_MANDIR")
 files="$bindir/relayctl $sbindir/relayd
 $libdir/librelay.so.$soversion $libdir/librelay.so
 $incdir/relay/relay.h $incdir/relay/sys/runtime.h $incdir/relay/sys/redis.h
-$libdir/pkgconfig/librelay.pc
+$libdir/pkgconfig/librelay.pc $libdir/pkgconfig/librelay-ev.pc
+$incdir/relay/version.h
 $libexecdir/relay/relay-bootstrap.py $libexecdir/relay/relay-bootstrap.js
 $libexecdir/relay/relay_warm_server.py $libexecdir/relay/relay-warm-exec
 $libexecdir/relay/relay-warm-slot.so
@@ -91,6 +92,41 @@ else
 	notok "pkg-config --modversion librelay is $version"
 fi
 
+# Issue 41: librelay.pc requires the Redis client library the build
+# really links (NEEDED of the installed library), never the other one.
+needed=$(readelf -d "$libdir/librelay.so.$soversion" 2>/dev/null |
+	sed -n 's/.*(NEEDED).*\[\(.*\)\]/\1/p')
+case $needed in
+*libhiredict.so*) client=hiredict other=hiredis ;;
+*libhiredis.so*) client=hiredis other=hiredict ;;
+*) client="" other="" ;;
+esac
+req=$(pkg-config --print-requires-private librelay 2>&1)
+if [ -n "$client" ] && printf '%s\n' "$req" | grep -q "^$client\( \|\$\)" &&
+	! printf '%s\n' "$req" | grep -q "^$other\( \|\$\)"; then
+	ok "librelay.pc Requires.private names $client, what the library links"
+else
+	notok "librelay.pc Requires.private names the linked client (${client:-none found in NEEDED})"
+	printf '%s\n' "$req" | sed 's/^/# /'
+fi
+# The soname, the library file and doc/api-stability.md agree.
+soname=$(readelf -d "$libdir/librelay.so.$soversion" 2>/dev/null |
+	sed -n 's/.*(SONAME).*\[\(.*\)\]/\1/p')
+real=$(basename "$(readlink -f "$libdir/librelay.so.$soversion")")
+minpatch=${version#*.}
+if [ "$soname" = "librelay.so.$soversion" ] &&
+	[ "$real" = "librelay.so.$soversion.$minpatch" ]; then
+	ok "soname $soname, file $real"
+else
+	notok "soname $soname (want librelay.so.$soversion), file $real (want librelay.so.$soversion.$minpatch)"
+fi
+if grep -q "^relay_soversion = '$soversion'\$" \
+	"$RELAY_SOURCE_ROOT/doc/api-stability.md"; then
+	ok "doc/api-stability.md shows relay_soversion = '$soversion'"
+else
+	notok "doc/api-stability.md shows relay_soversion = '$soversion'"
+fi
+
 # A sanitized build installs a sanitized library: the program must link
 # the same runtime. That is the build's choice, not a pkg-config flag.
 san=""
@@ -130,6 +166,43 @@ for ex in match custom-backend; do
 		sed 's/^/# /' "$tmp/cc.log"
 	fi
 done
+# The compile-time version (relay/version.h) is the package's, and the
+# library loaded at run time says the same.
+num=$(echo "$version" | awk -F. '{ print $1 * 1000000 + $2 * 1000 + $3 }')
+cat >"$tmp/vnum.c" <<EOF2
+#include <stdio.h>
+#include <string.h>
+#include <relay/relay.h>
+#if RELAY_VERSION_NUM != $num
+#error "RELAY_VERSION_NUM is not $num"
+#endif
+int main(void)
+{
+	printf("%s %d\\n", RELAY_VERSION, RELAY_VERSION_NUM);
+	return strcmp(RELAY_VERSION, "$version") != 0 ||
+	       strcmp(relay_version(), RELAY_VERSION) != 0;
+}
+EOF2
+# shellcheck disable=SC2086
+if $cc -std=c99 -pedantic -Wall -Wextra -Werror $san -o "$tmp/vnum" \
+	"$tmp/vnum.c" $flags >"$tmp/cc.log" 2>&1 &&
+	LD_LIBRARY_PATH=$libdir "$tmp/vnum" >"$tmp/run.log" 2>&1; then
+	ok "RELAY_VERSION_NUM $num and RELAY_VERSION $version match the library"
+else
+	notok "RELAY_VERSION_NUM $num and RELAY_VERSION $version match the library"
+	sed 's/^/# /' "$tmp/cc.log" "$tmp/run.log" 2>/dev/null
+fi
+# librelay-ev.pc: an engine on the host's libev loop builds with it alone.
+evflags=$(pkg-config --cflags --libs librelay-ev 2>"$tmp/pc.err")
+# shellcheck disable=SC2086
+if [ $? -eq 0 ] && $cc -std=c99 -Wall -Werror $san -o "$tmp/engine" \
+	"$RELAY_SOURCE_ROOT/doc/examples/engine.c" $evflags \
+	>"$tmp/cc.log" 2>&1; then
+	ok "doc/examples/engine.c builds with pkg-config librelay-ev: $evflags"
+else
+	notok "doc/examples/engine.c builds with pkg-config librelay-ev"
+	sed 's/^/# /' "$tmp/pc.err" "$tmp/cc.log"
+fi
 got=$(echo '{"type":"invoice.paid","invoice":{"id":"inv_1","amount":5}}' |
 	LD_LIBRARY_PATH=$libdir "$tmp/match" \
 	"$RELAY_SOURCE_ROOT/doc/examples/apps" 2>&1)
