@@ -22,9 +22,11 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <unistd.h>
 
 #include "cmdutil.h"
 #include "ctlconf.h"
+#include "envfile.h"
 #include "fmt.h"
 #include "relay/clock.h"
 #include "relay/runtime.h"
@@ -39,8 +41,10 @@ static void usage(FILE *f)
 	      "event is --event JSON, the contents of --file PATH, or stdin.\n\n"
 	      "  --apps DIR        the apps directory ($RELAY_APPS_DIR,\n"
 	      "                    default /etc/relay/apps)\n"
-	      "  --sandbox MODE    bwrap (isolated) or none (plain process);\n"
-	      "                    default: $RELAY_SANDBOX, else bwrap\n"
+	      "  --sandbox MODE    bwrap (isolated, the default) or none\n"
+	      "                    (plain process); RELAY_SANDBOX=none from\n"
+	      "                    the environment or a defaults file is\n"
+	      "                    refused as root, ignored otherwise\n"
 	      "  --warm            start each handler from a warm parent, as\n"
 	      "                    relayd does by default (bwrap only); the\n"
 	      "                    default is a cold one-shot start\n"
@@ -302,6 +306,42 @@ done:
 	return rc;
 }
 
+/*
+ * The sandbox `app run` uses. Only its own command line may turn the
+ * sandbox off: RELAY_SANDBOX=none in the environment or the defaults
+ * file is relayd's setting (fine for an unprivileged relayd on an
+ * isolated host), not a decision made for this run. As root it would run
+ * the app's code as uid 0 with every capability, so it is refused,
+ * saying where it came from; as another user the run stays sandboxed
+ * and stderr says so. Returns 0 with *@out set, or an exit code.
+ */
+static int pick_sandbox(const struct opts *o, const char **out)
+{
+	const char *v = getenv("RELAY_SANDBOX"), *from;
+	char where[4200];
+
+	*out = o->sandbox ? o->sandbox : "bwrap";
+	if (o->sandbox || o->warm || !v || !*v || strcmp(v, "bwrap") == 0)
+		return 0;
+	if (strcmp(v, "none") != 0)
+		return relayctl_error(RELAYCTL_FAIL, "app run: RELAY_SANDBOX "
+				      "must be bwrap or none, not \"%s\"", v);
+	from = relayctl_envfile_origin("RELAY_SANDBOX");
+	snprintf(where, sizeof(where), "%s%s", from ? "from " : "set in "
+		 "the environment", from ? from : "");
+	if (geteuid() == 0)
+		return relayctl_error(RELAYCTL_FAIL, "app run: refusing "
+				      "RELAY_SANDBOX=none (%s) as root: the "
+				      "app's code would run as uid 0 with "
+				      "every capability; only --sandbox none "
+				      "on app run's own command line runs it "
+				      "unsandboxed", where);
+	relayctl_error(RELAYCTL_OK, "app run: RELAY_SANDBOX=none (%s) "
+		       "ignored: app run is sandboxed unless --sandbox none "
+		       "is on its command line", where);
+	return 0;
+}
+
 int relayctl_cmd_app_run(int argc, char **argv)
 {
 	struct opts o;
@@ -316,18 +356,8 @@ int relayctl_cmd_app_run(int argc, char **argv)
 		usage(stderr);
 		return rc;
 	}
-	sandbox = o.sandbox;
-	if (!sandbox && o.warm)
-		sandbox = "bwrap";
-	if (!sandbox) {
-		sandbox = getenv("RELAY_SANDBOX");
-		if (!sandbox || !*sandbox)
-			sandbox = "bwrap";
-		if (strcmp(sandbox, "bwrap") != 0 &&
-		    strcmp(sandbox, "none") != 0)
-			return relayctl_error(RELAYCTL_FAIL, "app run: "
-					      "RELAY_SANDBOX must be bwrap or "
-					      "none, not \"%s\"", sandbox);
-	}
+	rc = pick_sandbox(&o, &sandbox);
+	if (rc)
+		return rc;
 	return run(&o, sandbox);
 }

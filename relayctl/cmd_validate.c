@@ -7,6 +7,7 @@
  * stderr otherwise, 2 on a usage error. Quiet on success unless
  * --verbose, which prints one summary line per app on stdout.
  */
+#include <errno.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -19,7 +20,8 @@
 
 static void usage(FILE *f)
 {
-	fputs("usage: relayctl validate [--apps DIR] [--verbose]\n\n"
+	fputs("usage: relayctl validate [--apps DIR] [--max-file-size SIZE] "
+	      "[--verbose]\n\n"
 	      "Check every DIR/<app>/template.yaml, and that each handler can\n"
 	      "be loaded: the module exists and compiles and defines the\n"
 	      "function (python3), exists and parses (node), the command\n"
@@ -28,10 +30,43 @@ static void usage(FILE *f)
 	      "\"app: file:line:col: message\".\n\n"
 	      "  --apps DIR     the apps directory ($RELAY_APPS_DIR, default\n"
 	      "                 /etc/relay/apps)\n"
+	      "  --max-file-size SIZE\n"
+	      "                 the largest handler file compiled, in bytes\n"
+	      "                 or with K, M or G (KiB, MiB, GiB); default 16M\n"
 	      "  -v, --verbose  print a summary line per app on stdout\n"
 	      "  -h, --help     show this help\n\n"
 	      "Exit status: 0 all valid, 1 problems found, 2 usage error.\n",
 	      f);
+}
+
+/* "SIZE": digits, then optionally K, M or G (powers of 1024). Returns 0
+ * with *@out set, or -1. */
+static int parse_size(const char *v, unsigned long long *out)
+{
+	unsigned long long n;
+	char *end;
+	int shift = 0;
+
+	if (*v < '0' || *v > '9')
+		return -1;
+	errno = 0;
+	n = strtoull(v, &end, 10);
+	if (errno)
+		return -1;
+	if (*end == 'K' || *end == 'k')
+		shift = 10;
+	else if (*end == 'M' || *end == 'm')
+		shift = 20;
+	else if (*end == 'G' || *end == 'g')
+		shift = 30;
+	else if (*end)
+		return -1;
+	if (shift && end[1])
+		return -1;
+	if (n == 0 || n > (~0ULL >> shift))
+		return -1;
+	*out = n << shift;
+	return 0;
 }
 
 static void summary(const relay_appset *set, const int *bad)
@@ -62,6 +97,7 @@ int relayctl_cmd_validate(int argc, char **argv)
 	relay_appset *set = NULL;
 	struct relayctl_diags diags = { NULL, 0 };
 	int i, verbose = 0, rc, skipped = 0, problems = 0, *bad;
+	unsigned long long max_bytes = RELAYCTL_CHECK_MAX_BYTES;
 	size_t k, n;
 
 	for (i = 1; i < argc; i++) {
@@ -80,6 +116,19 @@ int relayctl_cmd_validate(int argc, char **argv)
 			dir = v;
 			continue;
 		}
+		o = relayctl_opt_value(argc, argv, &i, "--max-file-size",
+				       "validate", &v);
+		if (o < 0)
+			goto usage_error;
+		if (o > 0 && parse_size(v, &max_bytes)) {
+			relayctl_error(RELAYCTL_USAGE, "validate: "
+				       "--max-file-size: expected a size in "
+				       "bytes (or with K, M, G), not \"%s\"",
+				       v);
+			goto usage_error;
+		}
+		if (o > 0)
+			continue;
 		if (!strcmp(argv[i], "-v") || !strcmp(argv[i], "--verbose")) {
 			verbose = 1;
 			continue;
@@ -113,7 +162,7 @@ int relayctl_cmd_validate(int argc, char **argv)
 
 		relayctl_diags_print(&diags, relay_appset_entry_name(set, k));
 		if (app) {
-			bad[k] = relayctl_check_handlers(app);
+			bad[k] = relayctl_check_handlers(app, max_bytes);
 			problems += bad[k];
 		}
 	}

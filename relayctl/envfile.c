@@ -37,6 +37,12 @@ struct envfile {
 	size_t nlines, na, cap;
 };
 
+/* What the last load set: the file's path and the names it set. Kept
+ * until exit (relayctl_envfile_origin()). */
+static char *origin_path;
+static char **origin_keys;
+static size_t origin_n;
+
 static int is_blank(char c)
 {
 	return c == ' ' || c == '\t';
@@ -229,6 +235,35 @@ static int read_file(struct envfile *f, FILE *in, const char *path)
 	return rc;
 }
 
+/* Note that the file @path set @key. Diagnostic only: on allocation
+ * failure the key reads as the environment's. */
+static void remember(const char *path, const char *key)
+{
+	char **k;
+
+	if (!origin_path)
+		origin_path = strdup(path);
+	if (!origin_path)
+		return;
+	k = realloc(origin_keys, (origin_n + 1) * sizeof(*k));
+	if (!k)
+		return;
+	origin_keys = k;
+	origin_keys[origin_n] = strdup(key);
+	if (origin_keys[origin_n])
+		origin_n++;
+}
+
+const char *relayctl_envfile_origin(const char *key)
+{
+	size_t i;
+
+	for (i = 0; i < origin_n; i++)
+		if (strcmp(origin_keys[i], key) == 0)
+			return origin_path;
+	return NULL;
+}
+
 int relayctl_envfile_load(const char *path, int optional)
 {
 	struct envfile f = { 0 };
@@ -254,6 +289,8 @@ int relayctl_envfile_load(const char *path, int optional)
 		if (setenv(f.a[i].key, f.a[i].value, 1))
 			rc = relayctl_error(RELAYCTL_FAIL, "%s: %s", path,
 					    strerror(errno));
+		else
+			remember(path, f.a[i].key);
 	}
 	envfile_free(&f);
 	return rc;

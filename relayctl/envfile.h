@@ -22,4 +22,14 @@
  */
 int relayctl_envfile_load(const char *path, int optional);
 
+/*
+ * The file relayctl_envfile_load() took @key from: its path when the file
+ * set @key in the environment, NULL when it did not (unset there, or the
+ * environment already held it). So that a command can tell a setting of
+ * the defaults file from one of the environment (`app run` says where a
+ * refused RELAY_SANDBOX=none came from). Returns a borrowed string, valid
+ * until exit. Not thread-safe.
+ */
+const char *relayctl_envfile_origin(const char *key);
+
 #endif /* RELAYCTL_ENVFILE_H */

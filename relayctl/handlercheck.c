@@ -24,6 +24,7 @@
 #include <pwd.h>
 #include <sched.h>
 #include <signal.h>
+#include <stddef.h>
 #include <stdarg.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -45,7 +46,8 @@
 #define CHECK_CPU_SECONDS 30
 
 /*
- * The python3 side. argv: triples KIND HANDLER PATH. KIND F: compile
+ * The python3 side. argv: the size cap (bytes), then triples KIND
+ * HANDLER PATH. KIND F: compile
  * PATH (relative to the app directory) once and say whether the
  * handler's function is bound at its top level; Q: whether PATH names a
  * module outside the app directory (the standard library, site
@@ -114,7 +116,8 @@ static const char py_check[] =
 "            bind(n.target)\n"
 "    return out, dyn\n"
 "seen = {}\n"
-"a = sys.argv[1:]\n"
+"cap = int(sys.argv[1])\n"
+"a = sys.argv[2:]\n"
 "for i in range(0, len(a) - 2, 3):\n"
 "    kind, handler, path = a[i:i + 3]\n"
 "    func = handler.rpartition('.')[2]\n"
@@ -127,7 +130,11 @@ static const char py_check[] =
 "        seen[path] = None\n"
 "        try:\n"
 "            with open(path, 'rb') as f:\n"
-"                src = f.read()\n"
+"                src = f.read(cap + 1)\n"
+"            if len(src) > cap:\n"
+"                say('E', path, 'larger than %d bytes (--max-file-size)'\n"
+"                    % cap)\n"
+"                continue\n"
 "            compile(src, path, 'exec', dont_inherit=True)\n"
 "            seen[path] = names(ast.parse(src, path))\n"
 "        except SyntaxError as e:\n"
@@ -151,6 +158,7 @@ struct handler {
 	int line;           /* of its rule or schedule in the template */
 	char *file;         /* python3/node: module file found, or NULL */
 	char *top;          /* python3: a module to look for elsewhere */
+	int big;            /* file is over the size cap: not compiled */
 };
 
 struct hc {
@@ -163,6 +171,7 @@ struct hc {
 	int drop;                /* run compilers as uid/gid below */
 	uid_t uid;
 	gid_t gid;
+	unsigned long long max_bytes;  /* largest file given a compiler */
 };
 
 /* "app: FILE:LINE:COL: message"; FILE under the app directory, or the
@@ -206,6 +215,7 @@ static int add_handler(struct hc *c, const char *name, int line)
 	h[c->n].line = line;
 	h[c->n].file = NULL;
 	h[c->n].top = NULL;
+	h[c->n].big = 0;
 	c->n++;
 	return 0;
 }
@@ -232,6 +242,29 @@ static int file_at(const struct hc *c, const char *rel, struct stat *st)
 	if (stat(path, st) != 0)
 		return 0;
 	return S_ISREG(st->st_mode) ? 1 : -1;
+}
+
+/*
+ * A module file bigger than the cap is never handed to a compiler: python3
+ * reads a module whole (a 512 MiB sparse h.py made it a 512 MiB process)
+ * and node does alike. Returns 1 when @h's file (@st) is too big, said
+ * once per file.
+ */
+static int too_big(struct hc *c, struct handler *h, const struct stat *st)
+{
+	size_t i;
+
+	if ((unsigned long long)st->st_size <= c->max_bytes)
+		return 0;
+	h->big = 1;
+	for (i = 0; c->h + i < h; i++)
+		if (c->h[i].big && c->h[i].file &&
+		    strcmp(c->h[i].file, h->file) == 0)
+			return 1;
+	problem(c, h->file, 1, 1, "file of %lld bytes is larger than the %llu "
+		"bytes validate compiles (--max-file-size)",
+		(long long)st->st_size, c->max_bytes);
+	return 1;
 }
 
 /* "a.b.fn" -> "a/b" (new string), the module as a relative path. */
@@ -496,7 +529,7 @@ static void py_results(struct hc *c, char *out)
 
 static void check_python(struct hc *c)
 {
-	char **argv = calloc(7 + 3 * c->n + 1, sizeof(char *));
+	char **argv = calloc(8 + 3 * c->n + 1, sizeof(char *)), cap[32];
 	size_t i, k = 0, queries = 0;
 	char *out = NULL;
 	int st;
@@ -514,6 +547,8 @@ static void check_python(struct hc *c)
 	argv[k++] = "ignore";
 	argv[k++] = "-c";
 	argv[k++] = (char *)py_check;
+	snprintf(cap, sizeof(cap), "%llu", c->max_bytes);
+	argv[k++] = cap;
 	for (i = 0; i < c->n; i++) {
 		struct handler *h = &c->h[i];
 		char *mod = module_path(h->name), rel[4096];
@@ -532,7 +567,7 @@ static void check_python(struct hc *c)
 			problem(c, rel, 1, 1, "not a regular file");
 		} else if (r > 0) {
 			h->file = strdup(rel);
-			if (h->file) {
+			if (h->file && !too_big(c, h, &sb)) {
 				argv[k++] = "F";
 				argv[k++] = (char *)h->name;
 				argv[k++] = h->file;
@@ -575,7 +610,22 @@ static void check_python(struct hc *c)
  *       ^^^^
  *   (blank)
  *   SyntaxError: message
+ *
+ * Only a location in that file counts; any other error (a file node
+ * cannot open) is reported on the file's first line, with node's
+ * message, never with a line of node's own code.
  */
+/* Does the location "PATH:LINE" (@colon on its last ':') name @file, the
+ * module checked (relative to the app directory)? A line of node's own
+ * loader ("node:internal/modules/cjs/loader:1210") is no place to fix. */
+static int names_file(const char *loc, const char *colon, const char *file)
+{
+	size_t n = (size_t)(colon - loc), f = strlen(file);
+
+	return n >= f && memcmp(colon - f, file, f) == 0 &&
+	       (n == f || colon[-(ptrdiff_t)f - 1] == '/');
+}
+
 static void node_syntax(struct hc *c, const char *file, char *out)
 {
 	char *lines[64], *p, *save = NULL, msg[512] = "";
@@ -588,7 +638,7 @@ static void node_syntax(struct hc *c, const char *file, char *out)
 		char *colon = strrchr(lines[i], ':');
 
 		if (colon && colon[1] && strspn(colon + 1, "0123456789") ==
-		    strlen(colon + 1)) {
+		    strlen(colon + 1) && names_file(lines[i], colon, file)) {
 			line = atoi(colon + 1);
 			at = i;
 		}
@@ -645,6 +695,8 @@ static void check_node(struct hc *c)
 			problem(c, rel, 1, 1, "not a regular file");
 		else
 			h->file = strdup(rel);
+		if (r > 0 && h->file)
+			(void)too_big(c, h, &sb);
 		free(mod);
 	}
 	for (i = 0; have_node && i < c->n; i++) {
@@ -652,7 +704,7 @@ static void check_node(struct hc *c)
 		char *out = NULL;
 		int st;
 
-		if (!c->h[i].file)
+		if (!c->h[i].file || c->h[i].big)
 			continue;
 		for (j = 0; j < i; j++)
 			if (c->h[j].file && !strcmp(c->h[j].file,
@@ -721,28 +773,100 @@ static void check_exec(struct hc *c)
 /* ---- the app ------------------------------------------------------ */
 
 /* Who compilers run as: when root, the sandbox user (as relayd's
- * handlers and `app run` do). Returns 0, or -1 when unknown. */
+ * handlers and `app run` do: a name, a number, or "nobody" even without
+ * a passwd entry). Returns 0, or -1 when unknown. */
 static int sandbox_user(struct hc *c)
 {
 	const char *user = getenv("RELAY_SANDBOX_USER");
 	struct passwd *pw;
+	unsigned long n;
+	char *end;
 
 	if (geteuid() != 0)
 		return 0;
 	if (!user || !*user)
 		user = "nobody";
-	pw = getpwnam(user);
-	if (!pw)
+	errno = 0;
+	n = strtoul(user, &end, 10);
+	if (*user >= '0' && *user <= '9' && *end == '\0' && errno == 0 &&
+	    n == (uid_t)n) {
+		pw = getpwuid((uid_t)n);
+		c->uid = (uid_t)n;
+		c->gid = pw ? pw->pw_gid : (gid_t)n;
+	} else {
+		pw = getpwnam(user);
+		if (!pw && strcmp(user, "nobody") != 0)
+			return -1;
+		c->uid = pw ? pw->pw_uid : 65534;
+		c->gid = pw ? pw->pw_gid : 65534;
+	}
+	if (c->uid == 0 || c->gid == 0)
 		return -1;
 	c->drop = 1;
-	c->uid = pw->pw_uid;
-	c->gid = pw->pw_gid;
 	return 0;
 }
 
-int relayctl_check_handlers(const relay_app *app)
+/*
+ * Can the sandbox user read and search the app directory (and so reach
+ * it through every parent)? relayd and `app run` check exactly this as
+ * that user before they start bwrap, and refuse to run the app's handlers
+ * otherwise; the compilers would fail on it too, in their own words (a
+ * line of node's loader). Asked in a child that became the user, as
+ * the runtime does: its groups are its own gid only. Returns 0 (also
+ * when relayctl is not root: nothing is switched), or the errno.
+ */
+static int dir_denied(const struct hc *c)
 {
-	struct hc c = { .app = app, .dir = relay_app_dir(app) };
+	int fd[2], e = 0, st;
+	gid_t g = c->gid;
+	pid_t pid;
+
+	if (!c->drop || pipe2(fd, O_CLOEXEC) != 0)
+		return 0;
+	fflush(NULL);
+	pid = fork();
+	if (pid < 0) {
+		close(fd[0]);
+		close(fd[1]);
+		return 0;
+	}
+	if (pid == 0) {
+		if (setgroups(1, &g) != 0 || setgid(c->gid) != 0 ||
+		    setuid(c->uid) != 0)
+			e = EPERM;
+		else if (access(c->dir, R_OK | X_OK) != 0)
+			e = errno;
+		(void)!write(fd[1], &e, sizeof(e));
+		_exit(0);
+	}
+	close(fd[1]);
+	if (read(fd[0], &e, sizeof(e)) != (ssize_t)sizeof(e))
+		e = 0;
+	close(fd[0]);
+	while (waitpid(pid, &st, 0) < 0 && errno == EINTR)
+		;
+	return e;
+}
+
+/* The app run message and its fix, in validate's terms (doc/cli.md
+ * L-2). */
+static void dir_problem(struct hc *c, int e)
+{
+	problem(c, NULL, 1, 1, "app directory %s is not readable by the "
+		"sandbox user (uid %ld): %s", c->dir, (long)c->uid,
+		strerror(e));
+	relayctl_error(RELAYCTL_FAIL, "validate: make %s and its parents "
+		       "readable and searchable by the sandbox user, or set "
+		       "RELAY_SANDBOX_USER to a user that can read it (relayd "
+		       "and app run need the same)", c->dir);
+}
+
+int relayctl_check_handlers(const relay_app *app,
+			    unsigned long long max_bytes)
+{
+	struct hc c = { .app = app, .dir = relay_app_dir(app),
+			.max_bytes = max_bytes };
+	int who = -1, denied = 0;
 	const char *tpl = relay_app_template_path(app), *slash;
 	size_t i;
 
@@ -762,13 +886,19 @@ int relayctl_check_handlers(const relay_app *app)
 				relay_app_schedule_line(s)))
 			break;
 	}
+	if (c.shown) {
+		who = sandbox_user(&c);
+		denied = who == 0 ? dir_denied(&c) : 0;
+	}
 	if (!c.shown) {
 		problem(&c, NULL, 1, 1, "out of memory");
-	} else if (sandbox_user(&c)) {
+	} else if (who) {
 		problem(&c, NULL, 1, 1, "cannot check the handlers: no user "
 			"\"%s\" (RELAY_SANDBOX_USER) to compile them as",
 			getenv("RELAY_SANDBOX_USER") ? getenv(
 			"RELAY_SANDBOX_USER") : "nobody");
+	} else if (denied) {
+		dir_problem(&c, denied);
 	} else {
 		switch (relay_app_runtime(app)) {
 		case RELAY_APP_RUNTIME_PYTHON3:

@@ -396,6 +396,62 @@ def app_run_unreadable_long_app_dir_is_never_cut():
           and err.endswith("(no isolation)\n"), err)
 
 
+# One app per runtime; each would load fine from a readable directory.
+UNREADABLE_RUNTIMES = {
+    "py": ("runtime: python3\nevents:\n  - handler: h.main\n"
+           "    pattern: {kind: [x]}\n", "h.py", "def main(event):\n"
+           "    pass\n"),
+    "js": ("runtime: node\nevents:\n  - handler: h.main\n"
+           "    pattern: {kind: [x]}\n", "h.js", "exports.main = () => {};\n"),
+    "sh": ("runtime: exec\ncommand: [./run]\nevents:\n  - handler: h\n"
+           "    pattern: {kind: [x]}\n", "run", "#!/bin/sh\n"),
+}
+
+
+@case
+def validate_unreadable_app_dir_says_what_app_run_says():
+    # issue 41: root cloning into its 0700 home; validate printed a line of
+    # node's loader for one app and "ok" for the two others.
+    if os.geteuid() != 0:
+        raise Skip("needs root: only a root relayctl checks as the "
+                   "sandbox user (uid 65534)")
+    top = tempfile.mkdtemp(prefix="relay-cli-")
+    apps = os.path.join(top, "home", "apps")
+    try:
+        for name, (tpl, fname, body) in UNREADABLE_RUNTIMES.items():
+            os.makedirs(os.path.join(apps, name))
+            with open(os.path.join(apps, name, "template.yaml"), "w") as f:
+                f.write(tpl)
+            path = os.path.join(apps, name, fname)
+            with open(path, "w") as f:
+                f.write(body)
+            os.chmod(path, 0o755)
+        os.chmod(top, 0o755)
+        os.chmod(os.path.join(top, "home"), 0o755)
+        rc, out, err = run("validate", "--apps", apps, "--verbose",
+                           env={"RELAY_SANDBOX_USER": "65534"})
+        eq((rc, err), (0, ""), "readable: every app loads")
+        os.chmod(os.path.join(top, "home"), 0o700)
+        rc, out, err = run("validate", "--apps", apps, "--verbose",
+                           env={"RELAY_SANDBOX_USER": "65534"})
+        eq(rc, 1, "rc")
+        eq(out, "js: invalid\npy: invalid\nsh: invalid\n", "no app is ok")
+        want = ""
+        for name in sorted(UNREADABLE_RUNTIMES):
+            d = os.path.join(apps, name)
+            want += (f"{name}: {d}/template.yaml:1:1: app directory {d} is "
+                     "not readable by the sandbox user (uid 65534): "
+                     "Permission denied\n"
+                     f"relayctl: validate: make {d} and its parents "
+                     "readable and searchable by the sandbox user, or set "
+                     "RELAY_SANDBOX_USER to a user that can read it (relayd "
+                     "and app run need the same)\n")
+        eq(err, want, "stderr")
+        check("loader" not in err and "node:" not in err, err)
+    finally:
+        shutil.rmtree(top)
+
+
 @case
 def app_invoke_needs_relayd():
     rc, out, err = run("app", "invoke", "billing", "--event", "{}")
