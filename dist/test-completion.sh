@@ -39,7 +39,7 @@ check "bwrap none" relayctl app run billing --apps "$apps" --sandbox ""
 check "--apps --event --file --sandbox --warm --help" relayctl app run billing -
 check "reset" relayctl stats ""
 check "--json --redis --stream --group --run-dir --state-dir --apps --help" relayctl stats reset -
-check "--apps --verbose --help" relayctl validate -
+check "--apps --max-file-size --verbose --help" relayctl validate -
 check "--apps --now --help" relayctl match -
 check "--app --handler --reason --since --until --id --limit --json --redis --stream --group --run-dir --state-dir --apps --help" relayctl dlq ls -
 check "--app --handler --reason --since --until --id --json --redis --stream --group --run-dir --state-dir --apps --help" relayctl dlq summary -
