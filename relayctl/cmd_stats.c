@@ -303,7 +303,18 @@ static int reset(const struct relayctl_conf *c)
 int relayctl_cmd_stats(int argc, char **argv)
 {
 	struct relayctl_conf c;
+	static const char *const subs[] = { "reset" };
 	int rc, do_reset = argc > 1 && strcmp(argv[1], "reset") == 0;
+
+	/* A misspelt "reset" is a subcommand meant, not an argument. */
+	if (argc > 1 && !do_reset && argv[1][0] != '-' &&
+	    relayctl_suggest(argv[1], subs, 1)) {
+		relayctl_error(RELAYCTL_USAGE, "stats: unknown subcommand "
+			       "\"%s\"; did you mean \"reset\"?", argv[1]);
+		fputs("usage: relayctl stats [reset] [--json] [connection "
+		      "options]\ntry 'relayctl stats --help'\n", stderr);
+		return RELAYCTL_USAGE;
+	}
 
 	/* "reset" may only come first: the flags follow it. */
 	rc = relayctl_conf_parse(&c, argc - do_reset, argv + do_reset, "stats",

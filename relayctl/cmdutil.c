@@ -11,10 +11,68 @@
 #include "fmt.h"
 #include "relayctl.h"
 
+/*
+ * The edit distance between @a and @b (insertions, deletions,
+ * substitutions and swaps of two neighbours, each 1), or 99 when either
+ * is longer than a command name can be.
+ */
+static size_t edit_distance(const char *a, const char *b)
+{
+	size_t la = strlen(a), lb = strlen(b), i, j;
+	size_t d[33][33];
+
+	if (la > 32 || lb > 32)
+		return 99;
+	for (i = 0; i <= la; i++)
+		d[i][0] = i;
+	for (j = 0; j <= lb; j++)
+		d[0][j] = j;
+	for (i = 1; i <= la; i++) {
+		for (j = 1; j <= lb; j++) {
+			size_t c = d[i - 1][j - 1] + (a[i - 1] != b[j - 1]);
+
+			if (d[i - 1][j] + 1 < c)
+				c = d[i - 1][j] + 1;
+			if (d[i][j - 1] + 1 < c)
+				c = d[i][j - 1] + 1;
+			if (i > 1 && j > 1 && a[i - 1] == b[j - 2] &&
+			    a[i - 2] == b[j - 1] && d[i - 2][j - 2] + 1 < c)
+				c = d[i - 2][j - 2] + 1;
+			d[i][j] = c;
+		}
+	}
+	return d[la][lb];
+}
+
+const char *relayctl_suggest(const char *word, const char *const *names,
+			     size_t n)
+{
+	size_t i, best = 99, len = strlen(word), d;
+	size_t limit = len >= 6 ? 2 : 1;
+	const char *pick = NULL, *prefix = NULL;
+	int prefixes = 0;
+
+	for (i = 0; i < n; i++) {
+		d = edit_distance(word, names[i]);
+		if (d < best) {
+			best = d;
+			pick = names[i];
+		}
+		if (len >= 2 && strncmp(names[i], word, len) == 0) {
+			prefix = names[i];
+			prefixes++;
+		}
+	}
+	if (best <= limit && best < len)
+		return pick;
+	return prefixes == 1 ? prefix : NULL;
+}
+
 int relayctl_dispatch(const struct relayctl_sub *subs, size_t n,
 		      const char *group, int argc, char **argv,
 		      void (*usage)(FILE *f))
 {
+	const char *names[32], *hint;
 	size_t i;
 
 	if (argc < 2) {
@@ -28,13 +86,21 @@ int relayctl_dispatch(const struct relayctl_sub *subs, size_t n,
 	for (i = 0; i < n; i++)
 		if (strcmp(argv[1], subs[i].name) == 0)
 			return subs[i].fn(argc - 1, argv + 1);
-	if (group)
-		relayctl_error(RELAYCTL_USAGE, "%s: unknown subcommand \"%s\"",
-			       group, argv[1]);
-	else
-		relayctl_error(RELAYCTL_USAGE, "unknown command \"%s\"",
-			       argv[1]);
-	usage(stderr);
+	for (i = 0; i < n && i < 32; i++)
+		names[i] = subs[i].name;
+	hint = relayctl_suggest(argv[1], names, i);
+	/* One line of what is wrong (and what was meant), one of usage, one
+	 * of where to read more: not the whole help. */
+	relayctl_error(RELAYCTL_USAGE, "%s%sunknown %scommand \"%s\"%s%s%s",
+		       group ? group : "", group ? ": " : "",
+		       group ? "sub" : "", argv[1], hint ? "; did you mean \""
+		       : "", hint ? hint : "", hint ? "\"?" : "");
+	fprintf(stderr, "usage: relayctl %s%s{", group ? group : "[--env-file "
+		"FILE]", " ");
+	for (i = 0; i < n; i++)
+		fprintf(stderr, "%s%s", i ? "|" : "", subs[i].name);
+	fprintf(stderr, "} [ARGS]\ntry 'relayctl %s%s--help'\n",
+		group ? group : "", group ? " " : "");
 	return RELAYCTL_USAGE;
 }
 

@@ -24,13 +24,26 @@ struct relayctl_sub {
 /*
  * Run the entry of @subs (@n of them) named argv[1] with (argc - 1,
  * argv + 1) and return its exit code. No argv[1]: @usage on stderr, exit
- * 2. -h or --help: @usage on stdout, exit 0. An unknown name: `GROUP:
- * unknown subcommand "X"` (`unknown command "X"` when @group is NULL) and
- * @usage on stderr, exit 2.
+ * 2. -h or --help: @usage on stdout, exit 0. An unknown name, three lines
+ * on stderr, exit 2 (doc/cli.md L-1):
+ *   relayctl: GROUP: unknown subcommand "X"; did you mean "Y"?
+ *   usage: relayctl GROUP {a|b|c} [ARGS]
+ *   try 'relayctl GROUP --help'
+ * (`unknown command "X"` and `relayctl [--env-file FILE] {…}` when @group
+ * is NULL; the suggestion only when relayctl_suggest() has one).
  */
 int relayctl_dispatch(const struct relayctl_sub *subs, size_t n,
 		      const char *group, int argc, char **argv,
 		      void (*usage)(FILE *f));
+
+/*
+ * The one of @names (@n of them) that @word most likely misspells: within
+ * one edit (two for a word of 6 or more characters; a swap of two
+ * neighbours is one), else the only name @word (2 characters or more)
+ * begins. Returns a borrowed name, or NULL.
+ */
+const char *relayctl_suggest(const char *word, const char *const *names,
+			     size_t n);
 
 /* Print `CMD: unexpected argument "ARG"`. Returns RELAYCTL_USAGE. */
 int relayctl_unexpected(const char *cmd, const char *arg);

@@ -88,6 +88,34 @@ def usage_errors_exit_2():
 
 
 @case
+def unknown_command_suggests_in_three_lines():
+    # issue 41: the whole help for a typo; now the problem, one usage line
+    # and where to read more.
+    rc, out, err = run("dlq", "lss")
+    eq((rc, out, err), (2, "", 'relayctl: dlq: unknown subcommand "lss"; '
+                        'did you mean "ls"?\n'
+                        "usage: relayctl dlq {ls|inspect|replay|summary|rm} "
+                        "[ARGS]\ntry 'relayctl dlq --help'\n"), "dlq lss")
+    rc, out, err = run("frobnicate")
+    eq((rc, out, err), (2, "", 'relayctl: unknown command "frobnicate"\n'
+                        "usage: relayctl [--env-file FILE] {validate|match|"
+                        "app|dlq|health|stats|state} [ARGS]\n"
+                        "try 'relayctl --help'\n"), "frobnicate")
+    for words, meant in ((["valdiate"], "validate"),
+                         (["app", "isnpect"], "inspect"),
+                         (["app", "inv"], "invoke"),
+                         (["state", "leak"], "leaks"),
+                         (["stats", "rest"], "reset")):
+        rc, out, err = run(*words)
+        eq(rc, 2, f"{words}")
+        check(err.splitlines()[0].endswith(f'; did you mean "{meant}"?'),
+              f"{words}: {err!r}")
+        eq(len(err.splitlines()), 3, f"{words}: three lines: {err!r}")
+    rc, out, err = run("st")   # stats or state: no guess
+    check('"st"\n' in err and "did you mean" not in err, err)
+
+
+@case
 def usage_errors_name_the_option():
     rc, out, err = run("app", "invoke", "a", "--event", "{}", "--event",
                        "{\"k\":1}")
