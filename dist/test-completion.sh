@@ -34,7 +34,7 @@ check "ls summary inspect replay rm --help" relayctl dlq ""
 check "audit billing notify" relayctl app run --apps "$apps" ""
 check "billing" relayctl app inspect --apps "$apps" b
 # Once NAME is given, only options are left.
-check "--event --file --redis --stream --group --run-dir --state-dir --apps --help" relayctl app invoke notify ""
+check "--event --file --output --redis --stream --group --run-dir --state-dir --apps --help" relayctl app invoke notify ""
 check "bwrap none" relayctl app run billing --apps "$apps" --sandbox ""
 check "--apps --event --file --sandbox --warm --help" relayctl app run billing -
 check "reset" relayctl stats ""

@@ -1,5 +1,6 @@
 /*
  * cmd_app_invoke.c - relayctl app invoke NAME [--event JSON|--file PATH]
+ * [--output]
  *
  * Asks the running relayd ({"cmd":"app invoke"}, doc/protocol.md) to run
  * every rule of app NAME that matches the event, once each, with the
@@ -10,7 +11,9 @@
  *
  * Prints "No matching handlers", or "Invoked N handler(s)" and one line
  * per run ("  app/handler ok 12ms", "  app/handler failed 40ms (exit
- * status 3)"). Exit 1 when any run failed.
+ * status 3)"). Exit 1 when any run failed. With --output the handlers'
+ * output lines relayd sends back come first, as `dlq replay` and `app
+ * run` print them.
  */
 #include <stdio.h>
 #include <stdlib.h>
@@ -28,7 +31,8 @@
 static void usage(FILE *f)
 {
 	fprintf(f, "usage: relayctl app invoke NAME [--event JSON | --file "
-		"PATH] [connection options]\n\n"
+		"PATH] [--output]\n"
+		"                           [connection options]\n\n"
 		"Ask the running relayd to run app NAME's handlers that "
 		"match the\n"
 		"event, once each (no Redis, no retries, no DLQ). The event "
@@ -36,7 +40,10 @@ static void usage(FILE *f)
 		"--event JSON, the contents of --file PATH, or stdin when it "
 		"is not a\nterminal; it must be a JSON object.\n\n"
 		"  --event JSON       the event itself\n"
-		"  --file PATH        read the event from PATH\n%s"
+		"  --file PATH        read the event from PATH\n"
+		"  --output           print the handlers' output lines first\n"
+		"                     (stdout and stderr, as relayd logs them)\n"
+		"%s"
 		"  -h, --help         show this help\n\n"
 		"Exit status: 0 every handler succeeded (or none matched), 1 "
 		"a handler\n"
@@ -47,6 +54,7 @@ static void usage(FILE *f)
 struct opts {
 	struct relayctl_conf c;
 	const char *name, *event, *file;
+	int output;
 };
 
 static int parse(int argc, char **argv, struct opts *o)
@@ -64,6 +72,10 @@ static int parse(int argc, char **argv, struct opts *o)
 
 		if (m == RELAYCTL_ARG_HELP)
 			return -1;
+		if (m == RELAYCTL_ARG_OTHER && strcmp(argv[i], "--output") == 0) {
+			o->output = 1;
+			continue;
+		}
 		for (k = 0; k < 2 && m == RELAYCTL_ARG_OTHER; k++) {
 			m = relayctl_opt_value(argc, argv, &i, names[k],
 					       "app invoke", &v);
@@ -205,6 +217,9 @@ int relayctl_cmd_app_invoke(int argc, char **argv)
 		return RELAYCTL_FAIL;
 	req = json_pack("{s:s, s:s, s:s}", "cmd", "app invoke", "app",
 			o.name, "event", ev);
+	/* Only when asked: the answer of an older relayctl stays as it was. */
+	if (req && o.output)
+		json_object_set_new(req, "output", json_true());
 	free(ev);
 	if (!req)
 		return relayctl_error(RELAYCTL_FAIL, "app invoke: out of "
@@ -221,7 +236,9 @@ int relayctl_cmd_app_invoke(int argc, char **argv)
 				    "template is invalid)", o.name);
 	else if (code)
 		rc = relayctl_error(RELAYCTL_FAIL, "app invoke: %s", why);
-	else
+	if (!code && o.output)
+		relayctl_put_run_output(resp, "app invoke");
+	if (!code)
 		rc = print_results(resp);
 	json_decref(resp);
 	return rc;

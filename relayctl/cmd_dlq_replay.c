@@ -188,35 +188,6 @@ static void mark_release(struct dlqcli *d, const char *key, int replayed)
 		relay_redis_reply_free(r);
 }
 
-/*
- * The handler's output lines relayd sent back ("output", protocol.md), as
- * app run prints them: stdout lines on stdout, stderr lines on stderr,
- * each with its "[app/handler@manual] stdout: " prefix. An older relayd
- * sends none.
- */
-static void print_output(json_t *resp)
-{
-	json_t *list = json_object_get(resp, "output"), *l;
-	json_int_t dropped = json_integer_value(json_object_get(
-		resp, "output_dropped"));
-	size_t i;
-
-	json_array_foreach(list, i, l) {
-		json_t *t = json_object_get(l, "text");
-		const char *st = relayctl_jstr(l, "stream", "stdout");
-		FILE *f = strcmp(st, "stderr") == 0 ? stderr : stdout;
-
-		if (!json_is_string(t))
-			continue;
-		relayctl_put_output(f, json_string_value(t),
-				    json_string_length(t));
-	}
-	if (dropped > 0)
-		fprintf(stderr, "relayctl: dlq replay: %lld more output "
-			"line%s not shown (relayd's log has them)\n",
-			(long long)dropped, dropped == 1 ? "" : "s");
-}
-
 /* Ask relayd on @fd to replay @id of DLQ stream @stream; with @output,
  * print the handler's output it sends back. */
 static enum outcome ask(int fd, const struct dlqcli *d, const char *stream,
@@ -240,7 +211,7 @@ static enum outcome ask(int fd, const struct dlqcli *d, const char *stream,
 	if (!resp)
 		return UNKNOWN;
 	if (output)
-		print_output(resp);
+		relayctl_put_run_output(resp, "dlq replay");
 	code = relayctl_ctl_failed(resp, why, size);
 	if (code) {
 		/* not_found is also an app or handler that is gone (the

@@ -14,6 +14,7 @@
 #include <unistd.h>
 
 #include "ctlsock.h"
+#include "fmt.h"
 
 #define MAX_RESPONSE (16u * 1024 * 1024)
 
@@ -216,4 +217,27 @@ const char *relayctl_jstr(json_t *o, const char *key, const char *dflt)
 	const char *s = json_string_value(json_object_get(o, key));
 
 	return s ? s : dflt;
+}
+
+void relayctl_put_run_output(json_t *resp, const char *cmd)
+{
+	json_t *list = json_object_get(resp, "output"), *l;
+	json_int_t dropped = json_integer_value(json_object_get(
+		resp, "output_dropped"));
+	size_t i;
+
+	json_array_foreach(list, i, l) {
+		json_t *t = json_object_get(l, "text");
+		const char *st = relayctl_jstr(l, "stream", "stdout");
+		FILE *f = strcmp(st, "stderr") == 0 ? stderr : stdout;
+
+		if (!json_is_string(t))
+			continue;
+		relayctl_put_output(f, json_string_value(t),
+				    json_string_length(t));
+	}
+	if (dropped > 0)
+		fprintf(stderr, "relayctl: %s: %lld more output line%s not "
+			"shown (relayd's log has them)\n", cmd,
+			(long long)dropped, dropped == 1 ? "" : "s");
 }

@@ -41,4 +41,14 @@ const char *relayctl_ctl_failed(json_t *resp, char *why, size_t size);
 /* The string member @key of @o, or @dflt when absent or not a string. */
 const char *relayctl_jstr(json_t *o, const char *key, const char *dflt);
 
+/*
+ * The handler output lines relayd sent back in @resp ("output", for a
+ * request with "output": true, doc/protocol.md), as app run prints them:
+ * stdout lines on stdout, stderr lines on stderr, each with its
+ * "[app/handler@manual] stdout: " prefix; then, when relayd left lines
+ * out, "relayctl: CMD: N more output lines not shown (relayd's log has
+ * them)" on stderr. An older relayd sends none: nothing is printed.
+ */
+void relayctl_put_run_output(json_t *resp, const char *cmd);
+
 #endif /* RELAYCTL_CTLSOCK_H */

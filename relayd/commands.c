@@ -272,12 +272,14 @@ typedef struct run_req {
 	bool keep;          /* dlq replay: keep the entry */
 	bool on_ctl;        /* dlq replay: the command in flight went on
 			       the control connection */
-	json_t *output;     /* dlq replay with "output": the lines, or NULL */
+	json_t *output;     /* app invoke, dlq replay with "output": the
+			       lines, or NULL */
 	size_t out_bytes;   /* ... bytes of text kept so far */
 	size_t out_dropped; /* ... lines past the bound, not kept */
 } run_req;
 
-/* A replay's answer carries at most this much of its output. */
+/* An invoke's or replay's answer carries at most this much of its
+ * output. */
 #define OUT_MAX_LINES 1000
 #define OUT_MAX_BYTES (64 * 1024)
 
@@ -288,8 +290,8 @@ static void run_req_free(run_req *rr)
 	free(rr);
 }
 
-/* dlq replay with "output": keep each line (prefix and all) for the
- * answer, up to the bound; count the rest. */
+/* app invoke or dlq replay with "output": keep each line (prefix and
+ * all) for the answer, up to the bound; count the rest. */
 static void on_replay_output(const relay_output_line *line, void *payload)
 {
 	run_req *rr = payload;
@@ -427,17 +429,16 @@ static void on_run(int status, const relay_consumer_result *res, size_t n,
 	r = okobj();
 	json_object_set_new(r, "success", json_boolean(all_ok));
 	json_object_set_new(r, "results", list);
+	if (rr->output) {
+		json_object_set(r, "output", rr->output);
+		json_object_set_new(r, "output_dropped",
+				    json_integer((json_int_t)rr->out_dropped));
+	}
 	if (rr->dlq_id) {
 		bool remove = all_ok && n > 0 && !rr->keep;
 
 		json_object_set_new(r, "dlq_id", json_string(rr->dlq_id));
 		json_object_set_new(r, "removed", json_boolean(remove));
-		if (rr->output) {
-			json_object_set(r, "output", rr->output);
-			json_object_set_new(r, "output_dropped",
-					    json_integer((json_int_t)
-							 rr->out_dropped));
-		}
 		relayd_request_reply(rr->req, r);
 		rr->req = NULL;
 		if (remove && replay_command(rr, true) == 0)
@@ -486,11 +487,20 @@ static void cmd_invoke(relayd *d, relayd_request *req, json_t *j)
 	}
 	rr->d = d;
 	rr->req = req;
-	rc = relay_consumer_invoke(relayd_consumer(d), app, event,
-				   strlen(event), on_run, rr);
+	if (json_is_true(json_object_get(j, "output")) &&
+	    !(rr->output = json_array())) {
+		free(event);
+		run_req_free(rr);
+		relayd_request_fail(req, "failed", "out of memory");
+		return;
+	}
+	rc = relay_consumer_invoke_output(relayd_consumer(d), app, event,
+					  strlen(event), rr->output ?
+					  on_replay_output : NULL, rr,
+					  on_run, rr);
 	free(event);
 	if (rc) {
-		free(rr);
+		run_req_free(rr);
 		relayd_request_fail(req, run_error_code(rc),
 				    relay_strerror(rc));
 	}

@@ -630,6 +630,24 @@ RELAY_EXTERN int relay_consumer_invoke(relay_consumer *c, const char *app,
 				       void *payload);
 
 /**
+ * relay_consumer_invoke_output() - relay_consumer_invoke() that also
+ * hands the runs' output lines to @output (`relayctl app invoke
+ * --output` prints them). options.output still gets every line.
+ * @output: called for each line, from the loop, before @cb; may be NULL.
+ * @output_payload: passed to @output.
+ * Returns: as relay_consumer_invoke().
+ * Ownership: the line is borrowed for the call (relay_output_line).
+ * Thread-safety: the loop's thread only.
+ */
+RELAY_EXTERN int relay_consumer_invoke_output(relay_consumer *c,
+					      const char *app,
+					      const char *event, size_t len,
+					      relay_output_fn output,
+					      void *output_payload,
+					      relay_consumer_run_cb cb,
+					      void *payload);
+
+/**
  * relay_consumer_replay() - run exactly handler @handler of @app once
  * with @event (`relayctl dlq replay`), with the rule's current timeout
  * and the app's current env, whether or not the pattern matches.

@@ -385,6 +385,15 @@ int relay_consumer_invoke(relay_consumer *c, const char *app,
 			    payload);
 }
 
+int relay_consumer_invoke_output(relay_consumer *c, const char *app,
+				 const char *event, size_t len,
+				 relay_output_fn output, void *output_payload,
+				 relay_consumer_run_cb cb, void *payload)
+{
+	return manual_start(c, app, NULL, event, len, NULL, output,
+			    output_payload, cb, payload);
+}
+
 int relay_consumer_replay(relay_consumer *c, const char *app,
 			  const char *handler, const char *event, size_t len,
 			  relay_consumer_run_cb cb, void *payload)

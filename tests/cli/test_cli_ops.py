@@ -480,6 +480,70 @@ def validate_unreadable_app_dir_says_what_app_run_says():
         shutil.rmtree(top)
 
 
+def fake_relayd(answer):
+    """A control socket answering one request with @answer; returns (run
+    dir, thread, list that receives the request)."""
+    import socket
+    import threading
+    d = tempfile.mkdtemp(prefix="relay-cli-")
+    srv = socket.socket(socket.AF_UNIX, socket.SOCK_STREAM)
+    srv.bind(os.path.join(d, "relay.sock"))
+    srv.listen(1)
+    got = []
+
+    def serve():
+        c, _ = srv.accept()
+        buf = b""
+        while not buf.endswith(b"\n"):
+            chunk = c.recv(65536)
+            if not chunk:
+                break
+            buf += chunk
+        got.append(json.loads(buf))
+        c.sendall(json.dumps(answer).encode() + b"\n")
+        c.close()
+        srv.close()
+    t = threading.Thread(target=serve, daemon=True)
+    t.start()
+    return d, t, got
+
+
+@case
+def app_invoke_output_asks_and_prints_the_lines():
+    # issue 41: what the handler said, as dlq replay ID prints it; the
+    # daemon side is tests/daemon/test_relayctl.py.
+    answer = {"ok": True, "success": False, "results": [
+        {"app": "a", "handler": "h", "status": "failed", "exit_code": 3,
+         "reason": "exit status 3", "duration_ms": 22}],
+        "output": [{"stream": "stdout", "text": "[a/h@manual] stdout: hi"},
+                   {"stream": "stderr",
+                    "text": "[a/h@manual] stderr: Traceback"}],
+        "output_dropped": 2}
+    d, t, got = fake_relayd(answer)
+    try:
+        rc, out, err = run("app", "invoke", "a", "--event", '{"k":1}',
+                           "--output", env={"RELAY_RUN_DIR": d})
+        t.join(10)
+    finally:
+        shutil.rmtree(d)
+    eq(got[0].get("output"), True, "asks for the output")
+    eq(rc, 1, "a failed run")
+    eq(out, "[a/h@manual] stdout: hi\nInvoked 1 handler(s)\n"
+       "  a/h failed 22ms (exit status 3)\n", "stdout")
+    eq(err, "[a/h@manual] stderr: Traceback\nrelayctl: app invoke: 2 more "
+       "output lines not shown (relayd's log has them)\n", "stderr")
+    d, t, got = fake_relayd(answer)
+    try:
+        rc, out, err = run("app", "invoke", "a", "--event", '{"k":1}',
+                           env={"RELAY_RUN_DIR": d})
+        t.join(10)
+    finally:
+        shutil.rmtree(d)
+    check("output" not in got[0], f"not asked without --output: {got}")
+    eq((rc, out, err), (1, "Invoked 1 handler(s)\n  a/h failed 22ms (exit "
+                        "status 3)\n", ""), "without --output")
+
+
 @case
 def app_invoke_needs_relayd():
     rc, out, err = run("app", "invoke", "billing", "--event", "{}")

@@ -464,6 +464,36 @@ def app_invoke():
 
 
 @case
+def app_invoke_output_prints_the_handlers_lines():
+    # issue 41: "ok 22ms" but not what the handler said; --output prints
+    # it as dlq replay ID does (stdout lines on stdout, stderr on stderr).
+    with Env() as env:
+        d = os.path.join(env.apps_dir, "talk")
+        os.makedirs(d)
+        with open(os.path.join(d, "template.yaml"), "w") as f:
+            f.write("runtime: exec\n"
+                    "command: [/bin/sh, -c, 'read -r ev; echo \"got $ev\"; "
+                    "echo oops >&2; exit ${CODE:-0}']\n"
+                    "events:\n  - handler: h\n    pattern: {kind: [x]}\n"
+                    "    retries: 0\n")
+        rd = env.relayd()
+        ev = '{"kind":"x"}'
+        rc, out, err = ctl(rd, "app", "invoke", "talk", "--event", ev)
+        eq(rc, 0, err)
+        check(re.fullmatch(r"Invoked 1 handler\(s\)\n  talk/h ok \d+ms\n",
+                           out), "without --output: as before: " + out)
+        eq(err, "", "without --output: nothing on stderr")
+        rc, out, err = ctl(rd, "app", "invoke", "talk", "--event", ev,
+                           "--output")
+        eq(rc, 0, err)
+        check(re.fullmatch(r"\[talk/h@manual\] stdout: got \{\"kind\":\"x\"\}\n"
+                           r"Invoked 1 handler\(s\)\n  talk/h ok \d+ms\n",
+                           out), out)
+        eq(err, "[talk/h@manual] stderr: oops\n", "stderr line")
+        rd.stop()
+
+
+@case
 def health_down_up_redis_down():
     with Env() as env:
         d = env.relayd(start=False)
