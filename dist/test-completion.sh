@@ -40,7 +40,7 @@ check "--apps --event --file --sandbox --warm --help" relayctl app run billing -
 check "reset" relayctl stats ""
 check "--json --redis --stream --group --run-dir --state-dir --apps --help" relayctl stats reset -
 check "--apps --max-file-size --verbose --help" relayctl validate -
-check "--apps --now --help" relayctl match -
+check "--apps --now --explain --help" relayctl match -
 check "--app --handler --reason --since --until --id --limit --json --redis --stream --group --run-dir --state-dir --apps --help" relayctl dlq ls -
 check "--app --handler --reason --since --until --id --json --redis --stream --group --run-dir --state-dir --apps --help" relayctl dlq summary -
 check "--all --app --handler --reason --since --until --id --dry-run --yes --rate --redis --stream --group --run-dir --state-dir --apps --help" relayctl dlq replay -

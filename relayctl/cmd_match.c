@@ -2,10 +2,11 @@
  * cmd_match.c - relayctl match [--apps DIR] EVENT_FILE|-
  *
  * Prints "<app>/<handler>" for each rule the event matches, in dispatch
- * order (with --explain, followed by one indented line per condition that
- * decided the match: which alternative of which field held) (apps by name, rules in declaration order), through the same
+ * order (apps by name, rules in declaration order), through the same
  * relay_appset_match() path relayd uses. Nothing is printed when no rule
- * matches; the exit status is still 0. Any invalid template fails the
+ * matches; the exit status is still 0. With --explain every rule is
+ * listed (explain_all()): a match with the conditions that decided it, a
+ * miss with the first condition that failed. Any invalid template fails the
  * whole command (exit 1, validate-style lines), because matching against
  * a partial set would silently drop rules.
  *
@@ -54,16 +55,18 @@ static int schedule_event(const char *what, const char *json, size_t len)
 
 static void usage(FILE *f)
 {
-	fputs("usage: relayctl match [--apps DIR] [--now MS] [--explain] "
+	fputs("usage: relayctl match [--apps DIR] [--now TIME] [--explain] "
 	      "EVENT_FILE|-\n\n"
 	      "Print <app>/<handler> for each rule the JSON event matches, in\n"
 	      "dispatch order. \"-\" reads the event from stdin.\n\n"
 	      "  --apps DIR  the apps directory ($RELAY_APPS_DIR, default\n"
 	      "              /etc/relay/apps)\n"
-	      "  --now MS    evaluate now() as this Unix time in milliseconds\n"
-	      "              (default: the wall clock)\n"
-	      "  --explain   under each rule, say which alternative of which\n"
-	      "              field matched (\"  state[0]: anything-but [...]\")\n"
+	      "  --now TIME  evaluate now() at TIME: Unix milliseconds or an\n"
+	      "              RFC 3339 time (default: the wall clock)\n"
+	      "  --explain   list every rule: under a match, which alternative\n"
+	      "              of which field held (\"  state[0]: anything-but\n"
+	      "              [...]\"); under \"<app>/<handler>: no match\", the\n"
+	      "              first condition that failed\n"
 	      "  -h, --help  show this help\n\n"
 	      "Exit status: 0 success (also when nothing matches), 1 invalid\n"
 	      "template or event, 2 usage error.\n",
@@ -72,13 +75,9 @@ static void usage(FILE *f)
 
 static int parse_now(const char *s, relay_wall_ms *now)
 {
-	char *end;
-	long long v;
+	int64_t v;
 
-	if (!*s)
-		return -1;
-	v = strtoll(s, &end, 10);
-	if (*end)
+	if (relayctl_parse_when_ms(s, &v))
 		return -1;
 	*now = v;
 	return 0;
@@ -92,14 +91,51 @@ static void explain_line(void *arg, const char *path, size_t alt,
 	printf("  %s: %s\n", relayctl_c(path), relayctl_c(what));
 }
 
-/* The decoded event for --explain; NULL (and nothing explained) if jansson
- * refuses a text the raw matcher accepted. */
-static void explain_rule(const relay_app_rule *rule, const json_t *ev,
-			 relay_wall_ms now)
+/* Is rule @rule of @app among the @n matches @v? */
+static bool matched(const relay_app_match *v, size_t n, const relay_app *app,
+		    const relay_app_rule *rule)
 {
-	if (ev)
-		relay_pattern_explain(relay_app_rule_pattern(rule), ev, now,
-				      explain_line, NULL);
+	size_t i;
+
+	for (i = 0; i < n; i++)
+		if (v[i].app == app && v[i].rule == rule)
+			return true;
+	return false;
+}
+
+/*
+ * --explain: every rule of every app, in dispatch order (apps by name,
+ * rules in declaration order, so the matching rules' lines come in the
+ * order of a plain run). A matching rule is followed by the conditions
+ * that decided it; a rule that did not match is "<app>/<handler>: no
+ * match" and the first condition that failed ("  status: got "X";
+ * wanted "Y""). @ev is the decoded event: NULL (and nothing explained)
+ * if jansson refuses a text the raw matcher accepted.
+ */
+static void explain_all(const relay_appset *set, const relay_app_match *v,
+			size_t n, const json_t *ev, relay_wall_ms now)
+{
+	size_t k, r;
+
+	for (k = 0; k < relay_appset_entry_count(set); k++) {
+		const relay_app *app = relay_appset_entry_app(set, k);
+
+		for (r = 0; app && r < relay_app_rule_count(app); r++) {
+			const relay_app_rule *rule = relay_app_rule_at(app, r);
+			const relay_pattern *p = relay_app_rule_pattern(rule);
+			bool hit = matched(v, n, app, rule);
+
+			printf("%s/%s%s\n", relayctl_c(relay_app_name(app)),
+			       relayctl_c(relay_app_rule_handler(rule)),
+			       hit ? "" : ": no match");
+			if (ev && hit)
+				relay_pattern_explain(p, ev, now, explain_line,
+						      NULL);
+			else if (ev)
+				relay_pattern_explain_miss(p, ev, now,
+							   explain_line, NULL);
+		}
+	}
 }
 
 static int run(relay_appset *set, const char *event_path, relay_wall_ms now,
@@ -141,14 +177,13 @@ static int run(relay_appset *set, const char *event_path, relay_wall_ms now,
 				    relay_strerror(rc));
 		goto done;
 	}
-	if (explain)
+	if (explain) {
 		ev = json_loadb(json, len, JSON_ALLOW_NUL, NULL);
-	for (i = 0; i < n; i++) {
+		explain_all(set, v, n, ev, now);
+	}
+	for (i = 0; !explain && i < n; i++)
 		printf("%s/%s\n", relayctl_c(relay_app_name(v[i].app)),
 		       relayctl_c(relay_app_rule_handler(v[i].rule)));
-		if (explain)
-			explain_rule(v[i].rule, ev, now);
-	}
 	rc = fflush(stdout) ? RELAYCTL_FAIL : RELAYCTL_OK;
 done:
 	json_decref(ev);
@@ -210,7 +245,8 @@ int relayctl_cmd_match(int argc, char **argv)
 	}
 	if (now_s && parse_now(now_s, &now)) {
 		relayctl_error(RELAYCTL_USAGE, "match: --now takes Unix "
-			       "milliseconds, got \"%s\"", now_s);
+			       "milliseconds or an RFC 3339 time "
+			       "(2026-01-31T12:00:00Z), not \"%s\"", now_s);
 		goto usage_error;
 	}
 	rc = relayctl_load_apps(&set, "match", dir);

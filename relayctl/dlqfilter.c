@@ -8,6 +8,7 @@
 #include <string.h>
 
 #include "dlqfilter.h"
+#include "fmt.h"
 
 void dlqfilter_init(struct dlqfilter *f)
 {
@@ -106,15 +107,22 @@ static int take_time(struct dlqfilter *f, int until, const char *v,
 {
 	const char *name = until ? "--until" : "--since";
 	const char **text = until ? &f->until_text : &f->since_text;
-	int64_t *ms = until ? &f->until_ms : &f->since_ms;
+	int64_t *ms = until ? &f->until_ms : &f->since_ms, t;
+	const char *when = v;
+	char rfc[40];
 	relay_error e;
 
 	if (once(*text, name, err, size))
 		return -1;
+	/* Unix milliseconds, as match --now takes them: the library reads
+	 * the same instant written in RFC 3339. */
+	if (strspn(v, "0123456789") == strlen(v) && *v &&
+	    relayctl_parse_when_ms(v, &t) == 0)
+		when = relayctl_fmt_time(t, rfc, sizeof(rfc));
 	e.text[0] = '\0';
 	if ((until ? relay_dlq_filter_until : relay_dlq_filter_since)(
-		    f->lib, v, &e) ||
-	    dlqfilter_parse_when(v, f->clock.wall, ms)) {
+		    f->lib, when, &e) ||
+	    dlqfilter_parse_when(when, f->clock.wall, ms)) {
 		snprintf(err, size, "%s: %s", name, e.text);
 		return -1;
 	}

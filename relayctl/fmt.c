@@ -1,6 +1,7 @@
 /*
  * fmt.c - ages, times, tables and key/value blocks for relayctl output.
  */
+#include <errno.h>
 #include <stdlib.h>
 #include <string.h>
 #include <time.h>
@@ -37,6 +38,25 @@ int relayctl_parse_time(const char *s, int64_t *ms)
 		return -1;
 	*ms = v;
 	return 0;
+}
+
+/* Unix milliseconds up to 9999-12-31: the range RFC 3339 can write. */
+#define WHEN_MAX_MS 253402300799999LL
+
+int relayctl_parse_when_ms(const char *s, int64_t *ms)
+{
+	long long v;
+	char *end;
+
+	if (*s >= '0' && *s <= '9' && strspn(s, "0123456789") == strlen(s)) {
+		errno = 0;
+		v = strtoll(s, &end, 10);
+		if (errno || v > WHEN_MAX_MS)
+			return -1;
+		*ms = v;
+		return 0;
+	}
+	return relayctl_parse_time(s, ms);
 }
 
 int64_t relayctl_now_ms(void)

@@ -18,6 +18,12 @@ char *relayctl_fmt_age(int64_t secs, char *buf, size_t size);
  * -HH:MM)", into Unix ms (days checked against the month). 0 or -1. */
 int relayctl_parse_time(const char *s, int64_t *ms);
 
+/* A point in time as an operator writes it: Unix milliseconds (digits
+ * only, up to 9999-12-31) or an RFC 3339 time (relayctl_parse_time()).
+ * The same for `match --now` and the DLQ filters' --since / --until. 0 or
+ * -1. */
+int relayctl_parse_when_ms(const char *s, int64_t *ms);
+
 /* The wall clock in Unix ms. */
 int64_t relayctl_now_ms(void);
 

@@ -88,6 +88,26 @@ RELAY_EXTERN int relay_pattern_explain(const relay_pattern *p,
 				       relay_pattern_explain_fn fn, void *arg);
 
 /**
+ * relay_pattern_explain_miss() - say why @p does not match @event.
+ * Calls @fn (may be NULL) for the first field condition, in pattern
+ * order, that fails: @path is the field path without an index
+ * ("new_image.status", into a nested map down to its own first failure),
+ * @alt is 0, and @what says what the event held and what was wanted, e.g.
+ * 'got "PENDING"; wanted "PAID" or prefix "REFUND"' ("got missing; ..."
+ * for an absent field). When every field holds but no branch of an $or
+ * does, @fn is called once per branch, for that branch's first failure
+ * ("$or[0].a", "$or[1].b").
+ * Returns: 1 if @p matches @event at @now (then @fn is not called), 0
+ * otherwise (also for an @event that is not an object: nothing reported).
+ * Thread-safety: as relay_pattern_match().
+ */
+RELAY_EXTERN int relay_pattern_explain_miss(const relay_pattern *p,
+					    const json_t *event,
+					    relay_wall_ms now,
+					    relay_pattern_explain_fn fn,
+					    void *arg);
+
+/**
  * relay_ruleset_new() - create an empty ruleset.
  * @out: receives the ruleset (**new**; free with relay_ruleset_free()).
  * Returns: 0 or RELAY_ENOMEM.

@@ -3,7 +3,8 @@
  * made a pattern match (relayctl match --explain). A plain walk of the
  * compiled tree on a decoded event, after relay_pattern_match() said yes;
  * it reports, for every condition on the path that decided the match,
- * the first alternative that holds.
+ * the first alternative that holds. relay_pattern_explain_miss() is the
+ * other side: the first condition that failed, and the value it saw.
  */
 #include <arpa/inet.h>
 #include <stdio.h>
@@ -215,4 +216,131 @@ int relay_pattern_explain(const relay_pattern *p, const json_t *event,
 	x.now = now;
 	walk(&x, &p->root, event);
 	return 1;
+}
+
+/* ---- a miss --------------------------------------------------------- */
+
+/* "a field of the event" as a reader would write it: a string quoted
+ * (cut), a number, a literal; objects and arrays by kind. */
+static void describe_value(const json_t *v, char *o, size_t size)
+{
+	o[0] = '\0';
+	if (!v)
+		snprintf(o, size, "missing");
+	else if (json_is_string(v))
+		quoted(o, size, json_string_value(v),
+		       json_string_length(v) < 80 ? json_string_length(v)
+						  : 80);
+	else if (json_is_integer(v))
+		snprintf(o, size, "%lld", (long long)json_integer_value(v));
+	else if (json_is_real(v))
+		snprintf(o, size, "%.17g", json_real_value(v));
+	else if (json_is_true(v) || json_is_false(v))
+		snprintf(o, size, "%s", json_is_true(v) ? "true" : "false");
+	else if (json_is_null(v))
+		snprintf(o, size, "null");
+	else if (json_is_array(v))
+		snprintf(o, size, "an array of %zu", json_array_size(v));
+	else
+		snprintf(o, size, "an object");
+}
+
+/* "got X; wanted A or B or ..." for field @f (none of whose alternatives
+ * holds for @v). */
+static void describe_miss(const relay__pat_field *f, const json_t *v,
+			  char *o, size_t size)
+{
+	size_t j, l;
+
+	snprintf(o, size, "got ");
+	l = strlen(o);
+	describe_value(v, o + l, size - l);
+	if (strlen(o) + 10 < size)
+		strcat(o, "; wanted ");
+	for (j = 0; j < f->nalts && j < 4; j++) {
+		l = strlen(o);
+		if (j && l + 5 < size) {
+			strcat(o, " or ");
+			l += 4;
+		}
+		describe(&f->alts[j], o + l, size - l);
+	}
+	if (j < f->nalts && strlen(o) + 24 < size)
+		snprintf(o + strlen(o), size - strlen(o), " ... %zu in all",
+			 f->nalts);
+}
+
+/* The only alternative of @f, when it is a nested map @v may be walked
+ * into; else NULL. */
+static const relay__pat_map *nested(const relay__pat_field *f,
+				    const json_t *v)
+{
+	if (f->nalts != 1 || f->alts[0].kind != RELAY__PAT_MAP ||
+	    !v || !json_is_object(v))
+		return NULL;
+	return f->alts[0].map;
+}
+
+/*
+ * The first condition of @m that fails for @obj, reported; into a nested
+ * map through its own first failure. An $or none of whose branches holds
+ * reports each branch's first failure ("$or[1].b"). Returns 1 when
+ * something was reported.
+ */
+static int miss(xctx *x, const relay__pat_map *m, const json_t *obj)
+{
+	const json_t *o = obj && json_is_object(obj) ? obj : NULL;
+	char what[512], b[32];
+	size_t i, j, old;
+	int any = 0;
+
+	for (i = 0; i < m->nfields; i++) {
+		const relay__pat_field *f = &m->fields[i];
+		const json_t *v = o ? json_object_getn(o, f->name,
+							f->name_len) : NULL;
+		const relay__pat_map *sub;
+
+		for (j = 0; j < f->nalts; j++)
+			if (relay__pat_alt_match(&f->alts[j], v, x->now))
+				break;
+		if (j < f->nalts)
+			continue;
+		old = push(x, f->name, f->name_len);
+		sub = nested(f, v);
+		if (!sub || !miss(x, sub, v)) {
+			describe_miss(f, v, what, sizeof(what));
+			x->fn(x->arg, x->path, 0, what);
+		}
+		pop(x, old);
+		return 1;
+	}
+	if (m->nors == 0 || relay__pat_map_match(m, obj, x->now))
+		return 0;
+	for (i = 0; i < m->nors; i++) {
+		snprintf(b, sizeof(b), "$or[%zu]", i);
+		old = push(x, b, strlen(b));
+		any |= miss(x, &m->ors[i], obj);
+		pop(x, old);
+	}
+	return any;
+}
+
+int relay_pattern_explain_miss(const relay_pattern *p, const json_t *event,
+			       relay_wall_ms now, relay_pattern_explain_fn fn,
+			       void *arg)
+{
+	xctx x;
+
+	if (!p || !event || !json_is_object(event))
+		return 0;
+	if (relay_pattern_match(p, event, now))
+		return 1;
+	if (!fn)
+		return 0;
+	memset(&x, 0, sizeof(x));
+	x.fn = fn;
+	x.arg = arg;
+	x.now = now;
+	(void)miss(&x, &p->root, event);
+	return 0;
 }

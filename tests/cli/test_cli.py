@@ -566,6 +566,59 @@ def match_now_option():
                stdin=ev), (0, "", ""), "10m later")
         eq(run("match", "--apps", t, "--now", "soon", "-", stdin=ev)[0], 2,
            "bad --now")
+        # issue 41: RFC 3339 too, as the DLQ filters' --since takes it
+        eq(run("match", "--apps", t, "--now", "2026-01-01T00:01:00Z", "-",
+               stdin=ev), (0, "a/m.recent\n", ""), "RFC 3339, 1m later")
+        eq(run("match", "--apps", t, "--now", "2026-01-01T01:10:00+01:00",
+               "-", stdin=ev), (0, "", ""), "RFC 3339 with offset, 10m later")
+        rc, out, err = run("match", "--apps", t, "--now", "2026-02-30T00:00:00Z",
+                           "-", stdin=ev)
+        eq((rc, out), (2, ""), "no such day")
+        check(err.startswith('relayctl: match: --now takes Unix milliseconds '
+                             'or an RFC 3339 time'), err)
+
+
+@case
+def match_explain_says_why_a_rule_missed():
+    # issue 41: --explain printed nothing on a miss; now every rule, and
+    # under a miss the first condition that failed.
+    with Tmp() as t:
+        write_apps(t, {"a": """\
+            runtime: python3
+            events:
+              - handler: m.paid
+                pattern: {kind: [invoice], status: [PAID, {prefix: REF}]}
+              - handler: m.big
+                pattern: {kind: [invoice], detail: {amount: [{numeric: [">", 100]}]}}
+              - handler: m.either
+                pattern: {$or: [{a: [1]}, {b: [{exists: true}]}]}
+            """, "b": """\
+            runtime: python3
+            events:
+              - handler: m.any
+                pattern: {kind: [invoice]}
+              - handler: m.recent
+                pattern: {at: [{gt: "now()-5m"}]}
+            """})
+        ev = ('{"kind":"invoice","status":"PENDING","detail":{"amount":5},'
+              '"a":2,"at":"2026-01-01T00:00:00Z"}')
+        eq(run("match", "--apps", t, "--explain", "--now",
+               "2026-01-01T00:10:00Z", "-", stdin=ev),
+           (0, "a/m.paid: no match\n"
+               '  status: got "PENDING"; wanted "PAID" or prefix "REF"\n'
+               "a/m.big: no match\n"
+               "  detail.amount: got 5; wanted numeric > 100\n"
+               "a/m.either: no match\n"
+               "  $or[0].a: got 2; wanted 1\n"
+               "  $or[1].b: got missing; wanted exists true\n"
+               "b/m.any\n"
+               '  kind[0]: "invoice"\n'
+               "b/m.recent: no match\n"
+               '  at: got "2026-01-01T00:00:00Z"; wanted time > '
+               "now()-300000ms\n", ""), "--explain")
+        # without --explain: the matches only, as before
+        eq(run("match", "--apps", t, "-", stdin=ev), (0, "b/m.any\n", ""),
+           "plain")
 
 
 @case

@@ -93,6 +93,10 @@ static const struct {
 	{ { "--since", "2026-12-04t11:45:00.001z", NULL }, 4 },
 	{ { "--since", "2026-12-04 11:00:00-01:00", NULL }, 0 },
 	{ { "--since", "120000ms", NULL }, 4 },
+	/* Unix milliseconds, as match --now (issue 41): the same instants */
+	{ { "--since", "1796384700000", NULL }, 6 },
+	{ { "--until", "1796384700000", NULL }, 3 },
+	{ { "--since", "1796384700001", NULL }, 4 },
 	{ { "--since", "1w", NULL }, 7 },
 	{ { "--id", "1796384700000-3", NULL }, 2 },
 	{ { "--id", "1796384700000-3", "--id", "1796378400000", NULL }, 3 },
@@ -174,6 +178,8 @@ static const struct {
 	{ { "--since", "2x", NULL }, "--since" },
 	{ { "--since", "h", NULL }, "--since" },
 	{ { "--since", "99999999999999999999s", NULL }, "--since" },
+	{ { "--since", "253402300800000", NULL }, "--since" }, /* > 9999 */
+	{ { "--since", "99999999999999999999", NULL }, "--since" },
 	{ { "--until", "2026-02-30T00:00:00Z", NULL }, "--until" },
 	{ { "--until", "2026-12-04T24:00:00Z", NULL }, "--until" },
 	{ { "--until", "2026-12-04T10:00:00", NULL }, "--until" },

@@ -613,8 +613,61 @@ static void test_pattern__explain(void)
 	relay_pattern_free(p);
 }
 
+/* relay_pattern_explain_miss() names the first condition that failed,
+ * into nested maps, and each branch of an $or none of which holds. */
+static void test_pattern__explain_miss(void)
+{
+	static const char *const pat =
+		"{\"k\": [\"invoice\"], \"s\": [\"PAID\", {\"prefix\": "
+		"\"REF\"}], \"o\": {\"n\": [{\"numeric\": [\">\", 100]}]}, "
+		"\"$or\": [{\"a\": [1]}, {\"b\": [{\"exists\": true}]}]}";
+	json_t *pj = json_loads(pat, 0, NULL), *ev;
+	relay_pattern *p = NULL;
+	char out[1024] = "";
+
+	RT_ASSERT(pj && relay_pattern_compile(&p, pj, NULL) == 0);
+	/* the first failure in pattern order only */
+	ev = json_loads("{\"k\": \"invoice\", \"s\": \"PENDING\"}", 0,
+			NULL);
+	RT_EQ_INT(relay_pattern_explain_miss(p, ev, NOW, explain_cat, out), 0);
+	RT_EQ_STR(out, "s: got \"PENDING\"; wanted \"PAID\" or prefix "
+		  "\"REF\"; ");
+	json_decref(ev);
+	/* into the nested map */
+	ev = json_loads("{\"k\": \"invoice\", \"s\": \"PAID\", "
+			"\"o\": {\"n\": 5}}", 0, NULL);
+	out[0] = '\0';
+	RT_EQ_INT(relay_pattern_explain_miss(p, ev, NOW, explain_cat, out), 0);
+	RT_EQ_STR(out, "o.n: got 5; wanted numeric > 100; ");
+	json_decref(ev);
+	/* a missing field, then every $or branch */
+	ev = json_loads("{\"s\": \"REFUND\"}", 0, NULL);
+	out[0] = '\0';
+	RT_EQ_INT(relay_pattern_explain_miss(p, ev, NOW, explain_cat, out), 0);
+	RT_EQ_STR(out, "k: got missing; wanted \"invoice\"; ");
+	json_decref(ev);
+	ev = json_loads("{\"k\": \"invoice\", \"s\": \"PAID\", "
+			"\"o\": {\"n\": 500}, \"a\": [1]}", 0, NULL);
+	out[0] = '\0';
+	RT_EQ_INT(relay_pattern_explain_miss(p, ev, NOW, explain_cat, out), 0);
+	RT_EQ_STR(out, "$or[0].a: got an array of 1; wanted 1; $or[1].b: got "
+		  "missing; wanted exists true; ");
+	json_decref(ev);
+	/* a match: nothing said, 1 */
+	ev = json_loads("{\"k\": \"invoice\", \"s\": \"PAID\", "
+			"\"o\": {\"n\": 500}, \"b\": null}", 0, NULL);
+	out[0] = '\0';
+	RT_EQ_INT(relay_pattern_explain_miss(p, ev, NOW, explain_cat, out), 1);
+	RT_EQ_STR(out, "");
+	RT_EQ_INT(relay_pattern_explain_miss(p, ev, NOW, NULL, NULL), 1);
+	json_decref(ev);
+	json_decref(pj);
+	relay_pattern_free(p);
+}
+
 static const rt_case cases[] = {
 	RT_CASE(test_pattern__explain),
+	RT_CASE(test_pattern__explain_miss),
 	RT_CASE(test_pattern__cases_syntax),
 	RT_CASE(test_pattern__cases_literals),
 	RT_CASE(test_pattern__cases_operators),
