@@ -36,7 +36,7 @@ check "billing" relayctl app inspect --apps "$apps" b
 # Once NAME is given, only options are left.
 check "--event --file --output --redis --stream --group --run-dir --state-dir --apps --help" relayctl app invoke notify ""
 check "bwrap none" relayctl app run billing --apps "$apps" --sandbox ""
-check "--apps --event --file --sandbox --warm --help" relayctl app run billing -
+check "--apps --event --file --sandbox --warm --attempts --help" relayctl app run billing -
 check "reset" relayctl stats ""
 check "--json --redis --stream --group --run-dir --state-dir --apps --help" relayctl stats reset -
 check "--apps --max-file-size --verbose --help" relayctl validate -

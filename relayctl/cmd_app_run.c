@@ -16,6 +16,12 @@
  *	app/handler failed signal=9 40ms (memory limit exceeded)
  *	app/handler timeout 6000ms
  *
+ * With --attempts N each matching handler is run as relayd would retry
+ * it, up to N times, stopping at the first success; under each summary a
+ * line says which attempt it was and what relayd would do next (retry
+ * after its backoff, or dead-letter), and when all N fail, the DLQ entry
+ * relayd would write (dlqpreview.c). No attempt waits for the backoff.
+ *
  * Exit status: 0 when every invocation succeeded (also when nothing
  * matched: "No matching handlers"), 1 otherwise, 2 usage.
  */
@@ -26,16 +32,19 @@
 
 #include "cmdutil.h"
 #include "ctlconf.h"
+#include "dlqpreview.h"
 #include "envfile.h"
 #include "fmt.h"
 #include "relay/clock.h"
+#include "relay/invocation.h"
 #include "relay/runtime.h"
 #include "relayctl.h"
 
 static void usage(FILE *f)
 {
 	fputs("usage: relayctl app run NAME [--apps DIR] [--event JSON|--file "
-	      "PATH] [--sandbox bwrap|none] [--warm]\n\n"
+	      "PATH] [--sandbox bwrap|none] [--warm]\n"
+	      "                        [--attempts N]\n\n"
 	      "Run app NAME's handlers that match the event, locally and one\n"
 	      "at a time, through the same runtime as relayd (no Redis). The\n"
 	      "event is --event JSON, the contents of --file PATH, or stdin.\n\n"
@@ -48,6 +57,12 @@ static void usage(FILE *f)
 	      "  --warm            start each handler from a warm parent, as\n"
 	      "                    relayd does by default (bwrap only); the\n"
 	      "                    default is a cold one-shot start\n"
+	      "  --attempts N      run each handler up to N times (1-101) as\n"
+	      "                    relayd retries it, stopping at the first\n"
+	      "                    success; say the backoff relayd would wait\n"
+	      "                    (not waited here) and, when all fail, show\n"
+	      "                    the DLQ entry relayd would write (nothing is\n"
+	      "                    written)\n"
 	      "  -h, --help        show this help\n\n"
 	      "Exit status: 0 all handlers succeeded (or none matched), 1 a\n"
 	      "handler failed or the app/event is invalid, 2 usage error.\n",
@@ -57,13 +72,31 @@ static void usage(FILE *f)
 struct opts {
 	const char *name, *apps, *event, *file, *sandbox;
 	int warm;
+	unsigned int attempts;  /* --attempts N, or 0 */
 };
+
+/* --attempts N: 1 to retries' maximum + 1. Returns 0 or -1. */
+static int parse_attempts(const char *v, unsigned int *out)
+{
+	unsigned long n;
+	char *end;
+
+	if (*v < '0' || *v > '9')
+		return -1;
+	n = strtoul(v, &end, 10);
+	if (*end || n < 1 || n > 101)
+		return -1;
+	*out = (unsigned int)n;
+	return 0;
+}
 
 static int parse(int argc, char **argv, struct opts *o)
 {
 	static const char *const names[] = { "--apps", "--event", "--file",
-					     "--sandbox" };
-	const char **slots[] = { &o->apps, &o->event, &o->file, &o->sandbox };
+					     "--sandbox", "--attempts" };
+	const char *attempts = NULL;
+	const char **slots[] = { &o->apps, &o->event, &o->file, &o->sandbox,
+				 &attempts };
 	int i;
 	size_t k;
 
@@ -78,7 +111,7 @@ static int parse(int argc, char **argv, struct opts *o)
 			o->warm = 1;
 			continue;
 		}
-		for (k = 0; k < 4 && m == 0; k++) {
+		for (k = 0; k < 5 && m == 0; k++) {
 			m = relayctl_opt_value(argc, argv, &i, names[k],
 					       "app run", slots[k]);
 		}
@@ -88,6 +121,11 @@ static int parse(int argc, char **argv, struct opts *o)
 			continue;
 		if (relayctl_positional("app run", argv[i], &o->name))
 			return RELAYCTL_USAGE;
+	}
+	if (attempts && parse_attempts(attempts, &o->attempts)) {
+		relayctl_error(RELAYCTL_USAGE, "app run: --attempts takes a "
+			       "number from 1 to 101, not \"%s\"", attempts);
+		return RELAYCTL_USAGE;
 	}
 	if (!o->apps)
 		o->apps = relayctl_apps_dir();
@@ -116,12 +154,17 @@ static int parse(int argc, char **argv, struct opts *o)
 	return 0;
 }
 
+/* A line of the handler's, printed; with --attempts its stderr bytes
+ * are also kept for the DLQ preview (@payload, or NULL). */
 static void print_line(const relay_output_line *l, void *payload)
 {
 	FILE *f = l->stream == RELAY_OUTPUT_STDERR ? stderr : stdout;
+	struct relayctl_errtail *tail = payload;
 
-	(void)payload;
 	relayctl_put_output(f, l->text, l->len);
+	if (tail && l->stream == RELAY_OUTPUT_STDERR)
+		relayctl_errtail_add(tail, l->text + l->prefix_len,
+				     l->len - l->prefix_len, l->partial);
 }
 
 static relay_runtime_kind kind_of(relay_app_runtime_kind k)
@@ -169,9 +212,12 @@ static void summary(const char *app, const char *handler,
 	fflush(stdout);
 }
 
-/* Run one matched rule; returns 1 on success. */
+/* Run one matched rule once; returns 1 on success. The reason of a
+ * failure (the runtime's, as relayd records it) goes to @why; stderr
+ * lines to @tail (NULL: not kept). */
 static int run_one(relay_runtime *rt, int warm, const relay_app *app,
-		   const relay_app_rule *rule, const char *event, size_t len)
+		   const relay_app_rule *rule, const char *event, size_t len,
+		   struct relayctl_errtail *tail, char *why, size_t size)
 {
 	relay_exec_spec s = RELAY_EXEC_SPEC_INIT;
 	relay_run_outcome o = { .version = RELAY_RUN_OUTCOME_VERSION };
@@ -193,7 +239,8 @@ static int run_one(relay_runtime *rt, int warm, const relay_app *app,
 	s.event_len = len;
 	s.warm = warm ? RELAY_WARM_REQUIRE : RELAY_WARM_OFF;
 	s.generation = relay_app_generation(app);
-	if (relay_runtime_run_sync(rt, &s, print_line, NULL, &o, &err) != 0) {
+	if (relay_runtime_run_sync(rt, &s, print_line, tail, &o, &err) != 0) {
+		snprintf(why, size, "%s", err.text);
 		printf("%s/%s failed 0ms (%s)\n", relayctl_c(s.app),
 		       relayctl_c(s.handler), relayctl_c(err.text));
 		fflush(stdout);
@@ -207,8 +254,51 @@ static int run_one(relay_runtime *rt, int warm, const relay_app *app,
 				       relayctl_c(s.app_dir));
 		return 0;
 	}
+	snprintf(why, size, "%s", *o.reason ? o.reason : "failed");
 	summary(s.app, s.handler, &o);
 	return o.status == RELAY_RUN_OK;
+}
+
+/*
+ * One matched rule with --attempts N: attempts 1..N as relayd would make
+ * them (its backoff said, not waited), until one succeeds; when all
+ * fail, the DLQ entry relayd would write after the last. Returns 1 when
+ * an attempt succeeded.
+ */
+static int run_attempts(relay_runtime *rt, const struct opts *o,
+			const relay_app *app, const relay_app_rule *rule,
+			const char *event, size_t len)
+{
+	static struct relayctl_errtail tail;
+	unsigned int k, n = o->attempts;
+	unsigned int rule_n = (unsigned int)relay_app_rule_retries(rule) + 1;
+	char why[200], wait[32];
+
+	for (k = 1; k <= n; k++) {
+		memset(&tail, 0, sizeof(tail));
+		if (run_one(rt, o->warm, app, rule, event, len, &tail, why,
+			    sizeof(why))) {
+			printf("  attempt %u/%u succeeded: no more attempts\n",
+			       k, n);
+			fflush(stdout);
+			return 1;
+		}
+		if (k < n) {
+			printf("  attempt %u/%u failed: relayd would retry "
+			       "after %s\n", k, n, relay_app_format_duration(
+			       relay_inv_backoff_ms(k), wait, sizeof(wait)));
+			continue;
+		}
+		if (n != rule_n)
+			printf("  (relayd makes %u attempts of this rule: "
+			       "retries: %u)\n", rule_n, rule_n - 1);
+		printf("  attempt %u/%u failed: no attempts left; relayd "
+		       "would write this DLQ entry (a preview, nothing is "
+		       "written to Redis):\n", k, n);
+	}
+	relayctl_dlq_preview(relay_app_name(app), relay_app_rule_handler(rule),
+			     n, why, event, len, &tail);
+	return 0;
 }
 
 /* The runtime's warnings (a limits fallback, RELAY-RT09; a warm parent
@@ -288,10 +378,17 @@ static int run(const struct opts *o, const char *sandbox)
 			continue;
 		if (!rt)
 			rc = open_runtime(&rt, sandbox, o->warm);
-		if (rc == 0) {
+		if (rc == 0 && o->attempts) {
+			ran++;
+			ok += (size_t)run_attempts(rt, o, app, v[i].rule,
+						   json, len);
+		} else if (rc == 0) {
+			char why[200];
+
 			ran++;
 			ok += (size_t)run_one(rt, o->warm, app, v[i].rule,
-					      json, len);
+					      json, len, NULL, why,
+					      sizeof(why));
 		}
 	}
 	if (rc == 0 && ran == 0)

@@ -104,6 +104,19 @@ RELAY_EXTERN char *relay_dlq_reason_exhausted(const char *app,
 					      unsigned int attempts,
 					      const char *last_failure);
 
+/**
+ * relay_dlq_stderr_tail() - the stderr_tail field relayd writes for an
+ * attempt that wrote @text to stderr (@len bytes: its lines joined by
+ * '\n', as the engine keeps them; R-5): the last
+ * RELAY_DLQ_STDERR_TAIL_MAX bytes, escaped and cut as the engine does.
+ * So that a tool can show the entry before one is written (`relayctl app
+ * run --attempts`).
+ * Returns: new string (relay_free()), or NULL when it holds nothing but
+ * line ends (relayd writes no field then) or on allocation failure.
+ * Thread-safety: pure; safe from any thread.
+ */
+RELAY_EXTERN char *relay_dlq_stderr_tail(const char *text, size_t len);
+
 /** enum relay_dlq_malformed - why a message could not be decoded. */
 typedef enum relay_dlq_malformed {
 	RELAY_DLQ_MISSING_EVENT = 0,  /* "missing 'event' field" */

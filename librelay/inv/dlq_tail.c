@@ -163,3 +163,16 @@ char *relay__tail_text(const relay__tail *t)
 	out[o] = '\0';
 	return out;
 }
+
+char *relay_dlq_stderr_tail(const char *text, size_t len)
+{
+	relay__tail t;
+	char *out;
+
+	memset(&t, 0, sizeof(t));
+	if (!text || relay__tail_add(&t, text, len, 0))
+		return NULL;
+	out = relay__tail_text(&t);
+	relay__tail_reset(&t);
+	return out;
+}

@@ -33,7 +33,8 @@ CONN = ("REDIS_URI", "REDIS_STREAM", "REDIS_GROUP", "RELAY_RUN_DIR",
 ANY = {"N": r"\d+", "code": r"\d+", "sig": r"\d+", "K": r"\d+",
        "line": r"\d+", "col": r"\d+", "reason": r".+", "message": r".+",
        "why": r".+", "status": r"failed|timeout|cancelled", "dir": r"/.+",
-       "n": r"\d+", "OS error": r"[A-Z][a-z ]+", "detail": r".+"}
+       "n": r"\d+", "OS error": r"[A-Z][a-z ]+", "detail": r".+",
+       "k": r"\d+", "wait": r"(?:\d+[hms])+", "m": r"\d+", "r": r"\d+"}
 
 
 def run(*args, env=None, stdin=None):
@@ -119,8 +120,10 @@ events:
 
 @case
 def app_run_summary_lines_are_the_documented_ones():
+    # app invoke's are indented; "[<app>/<handler>@manual] stdout: " is
+    # the prefix of an output line, not a summary
     temps = [t for t in templates(section(4), "<app>/<handler>")
-             if not t.startswith(" ")]  # app invoke's are indented
+             if not t.startswith((" ", "["))]
     rows = [
         ("f", "ok", 0, "<app>/<handler> ok <N>ms"),
         ("f", "bad", 1, "<app>/<handler> failed exit=<code> <N>ms"),
@@ -153,6 +156,101 @@ def app_run_summary_lines_are_the_documented_ones():
         eq((rc, out), (0, "No matching handlers\n"), "no match")
         eq(templates(section(4), "No matching"), ["No matching handlers"],
            "documented")
+
+
+# Fails until attempt $OKAT (a count kept in $CNT), saying which on
+# stderr.
+COUNTING = """\
+runtime: exec
+command: [/bin/sh, -c, 'cat >/dev/null; n=$(cat "$CNT" 2>/dev/null || echo 0);
+  n=$((n + 1)); echo $n >"$CNT"; echo "try $n" >&2; [ "$n" -ge "$OKAT" ]']
+env:
+  CNT: {cnt}
+  OKAT: "{okat}"
+events:
+  - handler: h
+    pattern: {{k: [x]}}
+    retries: 2
+"""
+
+
+@case
+def app_run_attempts_lines_are_the_documented_ones():
+    # issue 41: a dead letter without waiting 18 minutes
+    text = section(4)
+    temps = templates(text, "  attempt <k>/<n>")
+    (done,) = [t for t in temps if "succeeded" in t]
+    (retry,) = [t for t in temps if "retry after" in t]
+    (last,) = [t for t in temps if "no attempts left" in t]
+    (other,) = templates(text, "  (relayd makes <m>")
+    summary = "<app>/<handler> failed exit=<code> <N>ms"
+    env = {"REDIS_STREAM": "events", "REDIS_GROUP": "relay",
+           "REDIS_CONSUMER": "c1"}
+    with Tmp() as t:
+        apps = os.path.join(t, "apps")
+        cnt = os.path.join(t, "count")
+        write_app(apps, "r", COUNTING.format(cnt=cnt, okat=2))
+        args = ("app", "run", "r", "--apps", apps, "--sandbox", "none",
+                "--event", '{"k":"x"}')
+        rc, out, err = run(*args, "--attempts", "4", env=env)
+        eq(rc, 0, "succeeds at attempt 2\n" + err)
+        lines = out.splitlines()
+        eq(len(lines), 4, out)
+        check(pattern(summary, app="r", handler="h").fullmatch(lines[0]),
+              lines[0])
+        eq(lines[1], "  attempt 1/4 failed: relayd would retry after 1m",
+           "retry line")
+        check(pattern(retry).fullmatch(lines[1].lstrip()), (retry, lines[1]))
+        check(re.fullmatch(r"r/h ok \d+ms", lines[2]), lines[2])
+        eq(lines[3], "  attempt 2/4 succeeded: no more attempts", "done")
+        check(pattern(done).fullmatch(lines[3].lstrip()), (done, lines[3]))
+        eq(err, "[r/h] stderr: try 1\n[r/h] stderr: try 2\n", "stderr")
+        with open(cnt) as f:
+            eq(f.read(), "2\n", "ran twice, stopped at the success")
+
+        os.unlink(cnt)
+        write_app(apps, "r", COUNTING.format(cnt=cnt, okat=99))
+        rc, out, err = run(*args, "--attempts", "3", env=env)
+        eq(rc, 1, "all fail\n" + err)
+        lines = out.splitlines()
+        eq([ln for ln in lines if ln.startswith("  attempt")],
+           ["  attempt 1/3 failed: relayd would retry after 1m",
+            "  attempt 2/3 failed: relayd would retry after 2m",
+            "  attempt 3/3 failed: no attempts left; relayd would write "
+            "this DLQ entry (a preview, nothing is written to Redis):"],
+           "attempt lines")
+        check(pattern(last).fullmatch(lines[5].lstrip()), (last, lines[5]))
+        entry = [re.split(r"\s{2,}", ln.strip(), maxsplit=1)
+                 for ln in lines[6:]]
+        eq([f for f, _ in entry],
+           ["original_stream", "original_id", "group", "consumer", "event",
+            "reason", "app", "handler", "deliveries", "handler_attempts",
+            "timestamp", "stderr_tail"], "R-5 fields in order")
+        got = dict(entry)
+        eq((got["original_stream"], got["group"], got["consumer"],
+            got["event"], got["app"], got["handler"],
+            got["handler_attempts"], got["stderr_tail"]),
+           ("events", "relay", "c1", '{"k":"x"}', "r", "h", "3", "try 3"),
+           "fields (stderr_tail: the last attempt's only)")
+        eq(got["reason"], 'invocation exhausted: app "r" handler "h" '
+           'exhausted after 3 handler attempts: exit status 1', "reason")
+        check(re.fullmatch(r"\d{4}-\d\d-\d\dT\d\d:\d\d:\d\d\.\d{3}Z",
+                           got["timestamp"]), got["timestamp"])
+        check(got["original_id"].startswith("<"), "unknown here")
+
+        # fewer attempts than the rule makes: said before the last line
+        rc, out, err = run(*args, "--attempts", "2", env=env)
+        lines = out.splitlines()
+        eq(lines[3], "  (relayd makes 3 attempts of this rule: retries: 2)",
+           "N differs")
+        check(pattern(other).fullmatch(lines[3].lstrip()), (other, lines[3]))
+        check("exhausted after 2 handler attempts" in out, out)
+
+        for bad in ("0", "102", "x", "-1"):
+            rc, out, err = run(*args, "--attempts", bad)
+            eq((rc, out), (2, ""), f"--attempts {bad}")
+            check(err.startswith("relayctl: app run: --attempts takes a "
+                                 "number from 1 to 101"), err)
 
 
 @case
@@ -195,8 +293,9 @@ def validate_problem_line_is_the_documented_one():
 
 @case
 def match_line_is_the_documented_one():
-    temps = templates(section(3), "<app>/<handler>")
-    eq(temps, ["<app>/<handler>"], "L-3 format")
+    temps = sorted(set(templates(section(3), "<app>/<handler>")))
+    eq(temps, ["<app>/<handler>", "<app>/<handler>: no match"],
+       "L-3 formats (a match; a miss under --explain)")
     with Tmp() as t:
         write_app(t, "a", "runtime: python3\nevents:\n  - handler: m.h\n"
                   "    pattern: {k: [x]}\n")
@@ -204,6 +303,11 @@ def match_line_is_the_documented_one():
         eq((rc, err), (0, ""), "rc")
         check(pattern(temps[0], app="a", handler="m.h")
               .fullmatch(out.rstrip("\n")), out)
+        rc, out, err = run("match", "--apps", t, "--explain", "-",
+                           stdin='{"k":"y"}')
+        eq((rc, err), (0, ""), "rc")
+        check(pattern(temps[1], app="a", handler="m.h")
+              .fullmatch(out.splitlines()[0]), out)
 
 
 @case

@@ -545,6 +545,29 @@ def app_invoke_output_asks_and_prints_the_lines():
 
 
 @case
+def templates_md_says_how_to_test_failures():
+    # issue 41: an author is told how to see a dead letter quickly; every
+    # knob the section names is one the code has.
+    with open(os.path.join(ROOT, "doc", "templates.md")) as f:
+        text = f.read()
+    m = re.search(r"^## Testing failures\n(.*?)(?=^## )", text, re.M | re.S)
+    check(m, "doc/templates.md has a 'Testing failures' section")
+    sec = re.sub(r"\s+", " ", m.group(1))
+    for want in ("relayctl app run", "--attempts N", "retries: 0",
+                 "RELAY_TEST_TIME_SCALE", "-Dtest_hooks=true",
+                 "1m, 2m, 5m, then 10m", "0 every handler succeeded",
+                 "1 one failed", "2 a usage error"):
+        check(want in sec, f"section lacks {want!r}")
+    with open(os.path.join(ROOT, "relayd", "config.c")) as f:
+        check('"RELAY_TEST_TIME_SCALE"' in f.read(),
+              "relayd reads RELAY_TEST_TIME_SCALE")
+    with open(os.path.join(ROOT, "meson_options.txt")) as f:
+        check("option('test_hooks'" in f.read(), "the test_hooks option")
+    rc, out, err = run("app", "run", "--help")
+    check("--attempts N" in out, out)
+
+
+@case
 def app_invoke_needs_relayd():
     rc, out, err = run("app", "invoke", "billing", "--event", "{}")
     eq(rc, 1, "invoke without relayd")
