@@ -164,6 +164,30 @@ static void test_inv_pure__stderr_tail(void)
 	relay__tail_reset(&t);
 }
 
+/* relay_dlq_stderr_tail(): the engine's tail for a text given whole
+ * (relayctl app run --attempts shows the entry before one is written). */
+static void test_inv_pure__stderr_tail_public(void)
+{
+	char big[6000], *s;
+
+	RT_ASSERT(relay_dlq_stderr_tail("", 0) == NULL);
+	RT_ASSERT(relay_dlq_stderr_tail("\n\n", 2) == NULL);
+	RT_ASSERT(relay_dlq_stderr_tail(NULL, 0) == NULL);
+	s = relay_dlq_stderr_tail("Traceback:\n  \x1b[1mboom\n\n", 22);
+	RT_EQ_STR(s, "Traceback:\n  \\x1b[1mboom");
+	relay_free(s);
+	/* more than the bound: its end, from a line start */
+	memset(big, 'a', sizeof(big));
+	big[100] = '\n';
+	big[5000] = '\n';
+	memcpy(big + sizeof(big) - 4, "\nEND", 4);
+	s = relay_dlq_stderr_tail(big, sizeof(big));
+	RT_ASSERT(s && strlen(s) <= RELAY_DLQ_STDERR_TAIL_MAX);
+	RT_EQ_INT((int)strlen(s), (int)(sizeof(big) - 5001));
+	RT_EQ_STR(s + strlen(s) - 4, "\nEND");
+	relay_free(s);
+}
+
 int main(int argc, char **argv)
 {
 	static const rt_case cases[] = {
@@ -171,6 +195,7 @@ int main(int argc, char **argv)
 		RT_CASE(test_inv_pure__result_names),
 		RT_CASE(test_inv_pure__dlq_entry),
 		RT_CASE(test_inv_pure__stderr_tail),
+		RT_CASE(test_inv_pure__stderr_tail_public),
 	};
 
 	return rt_main(argc, argv, cases, RT_NCASES(cases));
