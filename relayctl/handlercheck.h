@@ -22,7 +22,8 @@
  * more than @max_bytes is a problem and never reaches a compiler. When
  * relayctl runs as root and the sandbox user cannot read and search the
  * app directory, that is the app's one problem (with app run's message)
- * and nothing is compiled.
+ * and nothing is compiled; not under RELAY_SANDBOX=none, whose handlers
+ * run as relayd's own user.
  *
  * Each problem is printed on stderr as "app: file:line:col: message"
  * (file under the apps directory as given). Returns the number of

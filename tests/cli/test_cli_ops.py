@@ -476,6 +476,12 @@ def validate_unreadable_app_dir_says_what_app_run_says():
                      "and app run need the same)\n")
         eq(err, want, "stderr")
         check("loader" not in err and "node:" not in err, err)
+        # RELAY_SANDBOX=none: handlers run as relayd's user (root here),
+        # which reads the directory: not this problem
+        rc, out, err = run("validate", "--apps", apps,
+                           env={"RELAY_SANDBOX_USER": "65534",
+                                "RELAY_SANDBOX": "none"})
+        check("not readable by the sandbox user" not in err, err)
     finally:
         shutil.rmtree(top)
 
