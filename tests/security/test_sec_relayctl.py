@@ -133,6 +133,45 @@ def app_run_sandbox_bwrap_from_the_file_is_taken():
         check("uid=0\n" not in out, "sandboxed, not root: " + out)
 
 
+@case
+def app_run_as_another_user_ignores_sandbox_none_from_the_environment():
+    # Not root: the run stays sandboxed (pid 1 is bwrap in its own pid
+    # namespace, init otherwise) and stderr says why none was not taken.
+    need_root()   # to become uid 65534
+    if not shutil.which("bwrap"):
+        raise Skip("bwrap not installed")
+    with Apps() as a:
+        with open(os.path.join(a.apps, "w", "template.yaml"), "w") as f:
+            f.write("runtime: exec\ncommand: [/bin/sh, -c, "
+                    "'echo pid1=$(cat /proc/1/comm)']\n"
+                    "events:\n  - handler: who\n    pattern: {kind: [x]}\n")
+        os.chmod(os.path.join(a.apps, "w", "template.yaml"), 0o644)
+        os.chmod(os.path.join(a.apps, "w"), 0o755)
+        os.chmod(a.apps, 0o755)
+
+        def nobody():
+            os.setgroups([])
+            os.setgid(65534)
+            os.setuid(65534)
+        e = {k: v for k, v in os.environ.items() if k not in CONN}
+        e.update({"RELAYCTL_DEFAULTS_FILE": "/nonexistent/relay-defaults",
+                  "RELAY_SANDBOX": "none"})
+        p = subprocess.run([RELAYCTL, "app", "run", "w", "--apps", a.apps,
+                            "--event", '{"kind":"x"}'], env=e,
+                           preexec_fn=nobody, capture_output=True,
+                           text=True, timeout=120, cwd="/")
+        first = p.stderr.splitlines()[0] if p.stderr else ""
+        eq(first, "relayctl: app run: RELAY_SANDBOX=none (set in the "
+           "environment) ignored: app run is sandboxed unless --sandbox "
+           "none is on its command line", "the note")
+        if p.returncode == 1 and "--sandbox none runs without" in p.stderr:
+            raise Skip("bwrap cannot run as uid 65534 here (it was "
+                       "chosen: the sandbox stayed on)")
+        eq(p.returncode, 0, p.stderr)
+        eq(p.stdout.splitlines()[0], "[w/who] stdout: pid1=bwrap",
+           "sandboxed")
+
+
 # A child of this script's: relayctl's own peak RSS and that of every
 # process it waited for (the compilers), in KiB.
 RSS_PROBE = r"""
