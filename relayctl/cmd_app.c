@@ -9,9 +9,11 @@ static void usage(FILE *f)
 {
 	fputs("usage: relayctl app run NAME [--apps DIR] [--event JSON|--file "
 	      "PATH] [--sandbox bwrap|none]\n"
+	      "                              [--warm] [--attempts N]\n"
 	      "       relayctl app ls [--json]\n"
 	      "       relayctl app inspect NAME [--json]\n"
-	      "       relayctl app invoke NAME [--event JSON|--file PATH]\n\n"
+	      "       relayctl app invoke NAME [--event JSON|--file PATH] "
+	      "[--output]\n\n"
 	      "  run      run an app's matching handlers locally (no Redis)\n"
 	      "  ls       list the apps and their status\n"
 	      "  inspect  show one app's settings, rules and schedules\n"

@@ -42,7 +42,8 @@ static void usage(FILE *f)
 		"  --event JSON       the event itself\n"
 		"  --file PATH        read the event from PATH\n"
 		"  --output           print the handlers' output lines first\n"
-		"                     (stdout and stderr, as relayd logs them)\n"
+		"                     (stdout and stderr, as relayd logs "
+		"them)\n"
 		"%s"
 		"  -h, --help         show this help\n\n"
 		"Exit status: 0 every handler succeeded (or none matched), 1 "
@@ -72,7 +73,8 @@ static int parse(int argc, char **argv, struct opts *o)
 
 		if (m == RELAYCTL_ARG_HELP)
 			return -1;
-		if (m == RELAYCTL_ARG_OTHER && strcmp(argv[i], "--output") == 0) {
+		if (m == RELAYCTL_ARG_OTHER &&
+		    strcmp(argv[i], "--output") == 0) {
 			o->output = 1;
 			continue;
 		}

@@ -61,8 +61,8 @@ static void usage(FILE *f)
 	      "                    relayd retries it, stopping at the first\n"
 	      "                    success; say the backoff relayd would wait\n"
 	      "                    (not waited here) and, when all fail, show\n"
-	      "                    the DLQ entry relayd would write (nothing is\n"
-	      "                    written)\n"
+	      "                    the DLQ entry relayd would write\n"
+	      "                    (nothing is written)\n"
 	      "  -h, --help        show this help\n\n"
 	      "Exit status: 0 all handlers succeeded (or none matched), 1 a\n"
 	      "handler failed or the app/event is invalid, 2 usage error.\n",

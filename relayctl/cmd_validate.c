@@ -31,8 +31,9 @@ static void usage(FILE *f)
 	      "  --apps DIR     the apps directory ($RELAY_APPS_DIR, default\n"
 	      "                 /etc/relay/apps)\n"
 	      "  --max-file-size SIZE\n"
-	      "                 the largest handler file compiled, in bytes\n"
-	      "                 or with K, M or G (KiB, MiB, GiB); default 16M\n"
+	      "                 the largest handler file compiled, in\n"
+	      "                 bytes or with K, M or G (KiB, MiB, GiB);\n"
+	      "                 default 16M\n"
 	      "  -v, --verbose  print a summary line per app on stdout\n"
 	      "  -h, --help     show this help\n\n"
 	      "Exit status: 0 all valid, 1 problems found, 2 usage error.\n",
