@@ -323,6 +323,7 @@ static int open_runtime(relay_runtime **rt, const char *sandbox, int warm)
 	ro.backend = strcmp(sandbox, "none") == 0 ? "process" : "bwrap";
 	ro.warm = warm;
 	ro.sandbox_user = getenv("RELAY_SANDBOX_USER");  /* as relayd */
+	ro.sandbox_uids = getenv("RELAY_SANDBOX_UIDS");  /* likewise */
 	if (relay_runtime_new(rt, &ro, &err) != 0)
 		return relayctl_error(RELAYCTL_FAIL, "app run: %s%s", err.text,
 				      strcmp(sandbox, "bwrap") == 0

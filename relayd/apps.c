@@ -89,6 +89,51 @@ int relayd_apps_load(relayd *d, char *errbuf, size_t size)
 	return 0;
 }
 
+int relayd_apps_uids(relayd *d, const relay_appset *set, char *errbuf,
+		     size_t size)
+{
+	static bool warned;
+	size_t i, n = relay_appset_entry_count(set);
+	const char **names = calloc(n ? n : 1, sizeof(*names));
+	relay_error err;
+	uint32_t uid;
+	int rc;
+
+	if (!names) {
+		snprintf(errbuf, size, "out of memory");
+		return -1;
+	}
+	for (i = 0; i < n; i++)
+		names[i] = relay_appset_entry_name(set, i);
+	memset(&err, 0, sizeof(err));
+	rc = relay_runtime_sandbox_assign(d->rt, names, n, &err);
+	free(names);
+	if (rc) {
+		snprintf(errbuf, size, "RELAY_SANDBOX_UIDS: %s", err.text);
+		return -1;
+	}
+	if (!warned && d->cfg.sandbox_uids &&
+	    (geteuid() != 0 || strcmp(d->cfg.sandbox, "bwrap") != 0)) {
+		warned = true;
+		relayd_log(RELAY_LOG_WARN, "RELAYD-SBX03", "RELAY_SANDBOX_UIDS "
+			   "is ignored: only a root relayd with "
+			   "RELAY_SANDBOX=bwrap switches uids");
+	}
+	if (!warned && !d->cfg.sandbox_uids &&
+	    relay_runtime_sandbox_uid(d->rt, "", &uid) == 0 &&
+	    uid == 65534) {
+		warned = true;
+		relayd_log(RELAY_LOG_WARN, "RELAYD-SBX01", "handlers run as "
+			   "host uid 65534 (nobody), which other software on "
+			   "this host may share: any process of that uid can "
+			   "read every handler's environment and ptrace it; "
+			   "set RELAY_SANDBOX_UIDS (a uid per app) or "
+			   "RELAY_SANDBOX_USER=relay-sandbox (doc/sandbox.md, "
+			   "\"Host user\")");
+	}
+	return 0;
+}
+
 typedef struct reload_ctx {
 	relayd *d;
 	relay_appset *base;  /* d->apps when the reload started */
@@ -269,7 +314,17 @@ static void finish_reload(relayd *d)
 			   relay_strerror(rc.err));
 	}
 	if (rc.set != rc.base) {
+		char why[512];
 		size_t i, j;
+
+		/* New apps need their uids before anything runs them. */
+		if (relayd_apps_uids(d, rc.set, why, sizeof(why))) {
+			relayd_log(RELAY_LOG_ERROR, "RELAYD-SBX02",
+				   "reload refused: %s; keeping the loaded "
+				   "apps", why);
+			relay_appset_free(rc.set);
+			return;
+		}
 
 		/* Every stream's consumer; on a failure the ones already
 		 * switched go back to the loaded set (which stays). */

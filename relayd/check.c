@@ -93,6 +93,7 @@ static int check_sandbox(const relayd_config *c)
 	memset(&err, 0, sizeof(err));
 	ro.backend = c->sandbox;
 	ro.sandbox_user = c->sandbox_user;
+	ro.sandbox_uids = c->sandbox_uids;
 	if (relay_runtime_new(&rt, &ro, &err)) {
 		say(stdout, "sandbox: FAILED: RELAY_SANDBOX=%s: %s", c->sandbox,
 		       err.text);

@@ -362,6 +362,17 @@ static int load_enums(relayd_config *c, char *errbuf, size_t size)
 		free(c->sandbox_user);
 		c->sandbox_user = xstrdup(v);
 	}
+	/* The form here, always; the host's users (none in the range) and
+	 * the number of apps when the runtime takes it. */
+	if ((v = env("RELAY_SANDBOX_UIDS"))) {
+		relay_error e;
+
+		if (relay_runtime_uid_range_parse(v, NULL, NULL, &e))
+			return fail(errbuf, size, "RELAY_SANDBOX_UIDS: invalid "
+				    "value \"%s\": %s", v, e.text);
+		free(c->sandbox_uids);
+		c->sandbox_uids = xstrdup(v);
+	}
 	return 0;
 }
 
@@ -642,6 +653,7 @@ void relayd_config_clear(relayd_config *c)
 	free(c->metrics_host);
 	free(c->sandbox);
 	free(c->sandbox_user);
+	free(c->sandbox_uids);
 	free(c->tls_ca_file);
 	free(c->tls_ca_dir);
 	free(c->tls_cert_file);

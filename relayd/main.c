@@ -601,6 +601,7 @@ static int open_backends(relayd *d, char *errbuf, size_t size)
 	memset(&err, 0, sizeof(err));
 	ro.backend = d->cfg.sandbox;
 	ro.sandbox_user = d->cfg.sandbox_user;  /* only used when root */
+	ro.sandbox_uids = d->cfg.sandbox_uids;  /* likewise */
 	ro.logger = relayd_logger();
 	ro.warm = d->cfg.warm;
 	ro.warm_max_parents = d->cfg.warm_max_parents;
@@ -620,6 +621,8 @@ static int open_backends(relayd *d, char *errbuf, size_t size)
 		return -1;
 	}
 	relay_runtime_libev_attach(d->rt, d->loop);
+	if (relayd_apps_uids(d, d->apps, errbuf, size))
+		return -1;
 	rd.logger = relayd_logger();
 	relayd_config_tls(&d->cfg, &rd);
 	/* The first stream's connection; the others are opened with their

@@ -50,6 +50,7 @@ typedef struct relayd_config {
 	int64_t warm_idle_ms;     /* RELAY_WARM_IDLE */
 	unsigned int warm_start_timeout_ms; /* RELAY_WARM_START_TIMEOUT_MS */
 	char *sandbox_user;       /* RELAY_SANDBOX_USER, NULL = nobody */
+	char *sandbox_uids;       /* RELAY_SANDBOX_UIDS "LO-HI", NULL = off */
 	int64_t retention_ms;     /* REDIS_INVOCATION_RETENTION */
 	int64_t stream_retention_ms; /* REDIS_STREAM_RETENTION, 0 = off */
 	int64_t dlq_retention_ms; /* REDIS_DLQ_RETENTION, 0 = off */
@@ -443,6 +444,11 @@ void *relayd_stats_snapshot(relayd *d);
 
 /* apps.c: the app set, its reloads and the inotify watch. */
 int relayd_apps_load(relayd *d, char *errbuf, size_t size);
+/* Give the apps of @set their host uids (RELAY_SANDBOX_UIDS; a no-op
+ * without it) and, as root with the shared default user instead, warn
+ * (RELAYD-SBX01, once). 0, or -1 with the reason in @errbuf. */
+int relayd_apps_uids(relayd *d, const relay_appset *set, char *errbuf,
+		     size_t size);
 int relayd_apps_watch(relayd *d);
 void relayd_apps_unwatch(relayd *d);
 /* Re-read every changed app (SIGHUP, inotify). */

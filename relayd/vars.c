@@ -51,6 +51,8 @@ const relayd_var relayd_vars[] = {
 	{ "RELAY_SANDBOX", "bwrap (default) or none" },
 	{ "RELAY_SANDBOX_USER", "host user of the sandbox when root (default: "
 	  "nobody)" },
+	{ "RELAY_SANDBOX_UIDS", "LO-HI: a host uid per app when root (default: "
+	  "off, every app as RELAY_SANDBOX_USER)" },
 	{ "RELAY_WARM", "1 (default) or 0: warm sandboxes" },
 	{ "RELAY_WARM_MAX_PARENTS", "default: 32" },
 	{ "RELAY_WARM_IDLE", "default: 5m" },

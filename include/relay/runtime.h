@@ -253,11 +253,39 @@ typedef struct relay_runtime_options {
 	uint32_t warm_start_timeout_ms; /* v2: a warm parent that does not
 					answer a request within this is
 					wedged; default 2000 */
+	/* version 2 ends here */
+	const char *sandbox_uids;    /* v3: "bwrap" only, and only when the
+					calling process is root: "LO-HI",
+					host uids of which each app gets its
+					own (uid and gid), instead of
+					sandbox_user's; see
+					relay_runtime_uid_range_parse() and
+					relay_runtime_sandbox_assign().
+					NULL/"" = off. A range holding a uid
+					or gid of this host's users or groups
+					is refused. */
 } relay_runtime_options;
 
-#define RELAY_RUNTIME_OPTIONS_VERSION 2
+#define RELAY_RUNTIME_OPTIONS_VERSION 3
 #define RELAY_RUNTIME_OPTIONS_INIT \
 	{ .version = RELAY_RUNTIME_OPTIONS_VERSION }
+
+/**
+ * relay_runtime_uid_range_parse() - check a sandbox uid range.
+ * @s: "LO-HI", two decimal uids (relay_runtime_options.sandbox_uids).
+ * @lo, @hi: receive the bounds (inclusive), or NULL.
+ * @err: optional error detail; its text says what is wrong, e.g.
+ *   "expected LO-HI, two uids such as 100000-165535", "LO must be at
+ *   least 1 (uid 0 is root)", "LO must not be above HI", "HI must be at
+ *   most 2147483647 (bubblewrap maps no larger uid)", "the range must
+ *   not hold 65534 (nobody, shared with other software)".
+ *
+ * Pure: does not look at the host's users (relay_runtime_new() does).
+ * Returns: 0, or RELAY_EINVAL.
+ * Thread-safety: any thread.
+ */
+RELAY_EXTERN int relay_runtime_uid_range_parse(const char *s, uint32_t *lo,
+					       uint32_t *hi, relay_error *err);
 
 /**
  * relay_runtime_new() - create a runtime.
@@ -330,6 +358,45 @@ RELAY_EXTERN int relay_runtime_run(relay_runtime *rt,
 				   relay_output_fn output, relay_run_done_fn done,
 				   void *payload, relay_run **out,
 				   relay_error *err);
+
+/**
+ * relay_runtime_sandbox_assign() - give apps their host uids.
+ * @rt: the runtime.
+ * @apps: app names (borrowed for the call); duplicates are fine.
+ * @n: how many.
+ * @err: optional error detail.
+ *
+ * With a uid range (relay_runtime_options.sandbox_uids) in use, gives
+ * each app of @apps that has none yet its own uid (and the gid of the
+ * same number), in name order: the range's LO plus the FNV-1a hash of
+ * the name modulo the range's size, or the next free uid after it
+ * (wrapping). An app keeps its uid, and a uid is never given to another
+ * app, for the runtime's life: a later call (a reload) adds only the new
+ * names. An app run without an assignment gets one at its first spawn.
+ * Logs one INFO line (RELAY-RT10) per new assignment. Without a range
+ * (or not root, or another backend) a no-op.
+ *
+ * Returns: 0; RELAY_EINVAL when the range's free uids are fewer than the
+ * new apps (nothing is assigned; @err says how many of each); or
+ * RELAY_ENOMEM.
+ */
+RELAY_EXTERN int relay_runtime_sandbox_assign(relay_runtime *rt,
+					      const char *const *apps,
+					      size_t n, relay_error *err);
+
+/**
+ * relay_runtime_sandbox_uid() - the host uid @app's sandboxes run as.
+ * @rt: the runtime.
+ * @app: the app name.
+ * @out: receives the uid.
+ *
+ * Returns: 0 and *@out (the app's own uid with a range, else the sandbox
+ * user's); RELAY_ENOTFOUND with a range when @app has no uid yet, and
+ * when the sandbox keeps the caller's own uid (not root, or a backend
+ * without a sandbox user).
+ */
+RELAY_EXTERN int relay_runtime_sandbox_uid(const relay_runtime *rt,
+					   const char *app, uint32_t *out);
 
 /**
  * relay_run_cancel() - kill a running invocation (SIGKILL to its group).

@@ -5,7 +5,8 @@
  * new user, pid, ipc, uts, net and (where available) cgroup namespaces;
  * the handler runs as uid/gid 65534 inside, and outside as the host uid
  * that started bwrap: the daemon's own, or, when the daemon is root, an
- * unprivileged one (b->cred, default nobody); a read-only root built from
+ * unprivileged one (b->cred, default nobody, or the app's own uid out of
+ * a range: relay__builtin_app_cred); a read-only root built from
  * /usr, the merged-/usr symlinks and a short list of /etc files (never all
  * of /etc); a fresh /proc and minimal /dev; a private tmpfs /tmp; the app
  * directory read-only at /app (the working directory); the bootstrap
@@ -280,9 +281,13 @@ static int spawn_inner(relay__builtin *b, const relay_exec_spec *spec,
 	relay__strv argv = { 0 }, env = { 0 };
 	relay_exec_spec lim = *spec;
 	relay__spawn_req req = RELAY__SPAWN_REQ_INIT;
+	const relay__cred *cred;
 	int rc, args_fd = -1, seccomp_fd = -1;
 
 	relay__limits_inv_init(&bp->inv);
+	cred = relay__builtin_app_cred(b, spec->app, err);
+	if (!cred)
+		return err ? err->code : RELAY_EINVAL;
 	rc = build_argv(b, spec, inner, false, RELAY__SPAWN_ARGS_FDNO(-1),
 			&argv, err);
 	if (rc != 0)
@@ -320,7 +325,7 @@ static int spawn_inner(relay__builtin *b, const relay_exec_spec *spec,
 	req.seccomp_fd = seccomp_fd;
 	req.cwd = "/";
 	req.limits = &bp->inv;
-	req.cred = &b->cred;          /* unprivileged when the host is root */
+	req.cred = cred;              /* unprivileged when the host is root */
 	req.need_dir = spec->app_dir; /* bwrap must be able to bind it */
 	rc = relay__spawn(&req, proc, err);
 	if (rc != 0)
@@ -361,8 +366,12 @@ static int warm_spawn_parent(relay_runtime_backend *rb,
 	relay__builtin *b = (relay__builtin *)rb;
 	relay__spawn_req req = RELAY__SPAWN_REQ_INIT;
 	relay__strv argv = { 0 };
+	const relay__cred *cred;
 	int rc, args_fd = -1, seccomp_fd = -1;
 
+	cred = relay__builtin_app_cred(b, spec->app, err);
+	if (!cred)
+		return err ? err->code : RELAY_EINVAL;
 	rc = build_argv(b, spec, inner, true, RELAY__SPAWN_ARGS_FDNO(keep_fd),
 			&argv, err);
 	if (rc != 0)
@@ -378,8 +387,8 @@ static int warm_spawn_parent(relay_runtime_backend *rb,
 	req.seccomp_fd = seccomp_fd;
 	req.cwd = "/";
 	req.keep_fd = keep_fd;
-	/* The same host user as a cold sandbox (never root). */
-	req.cred = &b->cred;
+	/* The same host user as the app's cold sandboxes (never root). */
+	req.cred = cred;
 	req.need_dir = spec->app_dir;
 	rc = relay__spawn(&req, proc, err);
 done:
@@ -389,6 +398,12 @@ done:
 		close(seccomp_fd);
 	relay__strv_free(&argv);
 	return rc;
+}
+
+static const relay__cred *warm_app_cred(relay_runtime_backend *rb,
+					const char *app, relay_error *err)
+{
+	return relay__builtin_app_cred((relay__builtin *)rb, app, err);
 }
 
 static relay__limits_inv *warm_proc_limits(relay_proc *proc)
@@ -445,6 +460,7 @@ static int probe(relay__builtin *b, relay_error *err)
 	relay__strv a = { 0 };
 	relay_proc proc;
 	relay__spawn_req req = RELAY__SPAWN_REQ_INIT;
+	relay__cred first = b->cred;
 	char msg[200] = "";
 	int rc, status = 0, args_fd = -1, seccomp_fd = -1;
 	ssize_t n;
@@ -469,7 +485,14 @@ static int probe(relay__builtin *b, relay_error *err)
 	req.seccomp_fd = seccomp_fd;
 	req.cwd = "/";
 	req.limits = NULL;
-	req.cred = &b->cred;  /* probe exactly what handlers will get */
+	/* Probe exactly what handlers will get: with a uid range, a uid of
+	 * it (bwrap must be able to run as a uid without a passwd entry). */
+	if (b->uids.lo) {
+		first.set = true;
+		first.uid = b->uids.lo;
+		first.gid = (gid_t)b->uids.lo;
+	}
+	req.cred = &first;
 	rc = relay__spawn(&req, &proc, err);
 out:
 	relay__strv_free(&a);
@@ -556,6 +579,9 @@ int relay__runtime_bwrap_new(relay_runtime_backend **out,
 	b->parent.signal = bwrap_signal;
 	rc = relay__builtin_cred(b, opts && opts->version >= 2 ?
 				 opts->sandbox_user : NULL, err);
+	/* A uid per app: only a root host can switch to them. */
+	if (rc == 0 && b->cred.set && opts && opts->version >= 3)
+		rc = relay__uids_init(&b->uids, opts->sandbox_uids, err);
 	if (rc != 0)
 		goto fail;
 	/* relay-warm-exec, the warm parent of exec apps (without it they
@@ -577,7 +603,7 @@ int relay__runtime_bwrap_new(relay_runtime_backend **out,
 	b->parent.warm = bwrap_warm;
 	bb->warm.version = RELAY__WARM_IFACE_VERSION;
 	bb->warm.exec_server = b->warm_exec;
-	bb->warm.cred = &b->cred;
+	bb->warm.app_cred = warm_app_cred;
 	bb->warm.limits = b->limits;
 	bb->warm.proc_limits = warm_proc_limits;
 	bb->warm.spawn_parent = warm_spawn_parent;

@@ -82,6 +82,28 @@ int relay__builtin_cred(relay__builtin *b, const char *user,
 	return 0;
 }
 
+const relay__cred *relay__builtin_app_cred(relay__builtin *b,
+					   const char *app, relay_error *err)
+{
+	const relay__uid_ent *e;
+	const char *one[1];
+
+	if (b->uids.lo == 0)
+		return &b->cred;
+	e = relay__uids_find(&b->uids, app);
+	if (e)
+		return &e->cred;
+	/* Not assigned ahead (relay_runtime_sandbox_assign()): now. */
+	one[0] = app;
+	if (relay__uids_assign(&b->uids, one, 1, NULL, NULL, err) != 0)
+		return NULL;
+	e = relay__uids_find(&b->uids, app);
+	if (!e)
+		relay__error_set(err, RELAY_ENOMEM, NULL, 0, 0,
+				 "out of memory");
+	return e ? &e->cred : NULL;
+}
+
 /*
  * Every process of an invocation is in the child's process group unless it
  * made its own session; those are caught by the cgroup (release) when
@@ -115,6 +137,7 @@ void relay__builtin_free(relay_runtime_backend *rb)
 	relay__builtin *b = (relay__builtin *)rb;
 
 	relay__limits_free(b->limits);
+	relay__uids_free(&b->uids);
 	relay__free(b->bootstrap_dir);
 	relay__free(b->bwrap);
 	relay__free(b->warm_exec);

@@ -128,9 +128,10 @@ void relay__limits_release(relay__limits_inv *inv, int *oom_killed);
 
 /*
  * The host credentials a spawned child switches to (setgroups, setgid,
- * setuid) after joining its cgroups and before exec. Chosen once, when a
- * backend is created (relay__builtin_init), so every spawn of that backend
- * gets the same ones.
+ * setuid) after joining its cgroups and before exec. Chosen when a
+ * backend is created (relay__builtin_cred), or per app out of a uid range
+ * (relay__builtin_app_cred); an app's never change for the backend's
+ * life.
  */
 typedef struct relay__cred {
 	bool set;                        /* false: keep the host's own */
@@ -239,6 +240,46 @@ void relay__out_free(relay__out *o);
 
 /* ---- backends ---------------------------------------------------- */
 
+/* ---- a host uid per app (uids.c) --------------------------------- */
+
+/* One app's host credentials, for the life of the backend. */
+typedef struct relay__uid_ent {
+	char *app;                     /* owned */
+	relay__cred cred;
+} relay__uid_ent;
+
+/*
+ * The apps' host uids out of a range (relay_runtime_options.sandbox_uids).
+ * An app keeps its uid for the map's life and a uid, once given, is never
+ * given to another app (its processes may still be running). Initialise
+ * with { 0 }: lo == 0 means off.
+ */
+typedef struct relay__uidmap {
+	uid_t lo, hi;                  /* the range, inclusive */
+	relay__uid_ent *v;             /* sorted by app name */
+	size_t n, cap;
+} relay__uidmap;
+
+/* Parse @range into @m (off for NULL or "") and refuse a range holding a
+ * uid or gid of this host's users or groups (getpwent, getgrent). 0, or
+ * RELAY_EINVAL with @err. */
+int relay__uids_init(relay__uidmap *m, const char *range, relay_error *err);
+void relay__uids_free(relay__uidmap *m);
+/* The entry of @app, or NULL. */
+const relay__uid_ent *relay__uids_find(const relay__uidmap *m,
+				       const char *app);
+typedef void (*relay__uids_note_fn)(const relay__uid_ent *e, void *payload);
+/*
+ * Give each of @apps[0..@n) without a uid yet its own, in name order:
+ * FNV-1a of the name modulo the range's size, then the next free uid
+ * (wrapping); @note (or NULL) hears of each. All or nothing: RELAY_EINVAL
+ * with @err when the free uids are fewer than the new apps; RELAY_ENOMEM.
+ * No-op when @m is off.
+ */
+int relay__uids_assign(relay__uidmap *m, const char *const *apps, size_t n,
+		       relay__uids_note_fn note, void *payload,
+		       relay_error *err);
+
 /* State shared by the two built-in backends (process.c, bwrap.c). */
 typedef struct relay__builtin {
 	relay_runtime_backend parent;  /* must be first */
@@ -251,6 +292,8 @@ typedef struct relay__builtin {
 	relay__cred cred;              /* bwrap: when the host is root, the
 					  unprivileged host uid the sandbox
 					  runs as (relay__builtin_cred) */
+	relay__uidmap uids;            /* bwrap, root: a uid per app instead
+					  of cred (relay__builtin_app_cred) */
 } relay__builtin;
 
 typedef struct relay__builtin_proc {
@@ -268,6 +311,12 @@ void relay__builtin_free(relay_runtime_backend *rb);
  * "" = "nobody") into b->cred; refuses uid 0. Otherwise leaves it unset. */
 int relay__builtin_cred(relay__builtin *b, const char *user,
 			relay_error *err);
+/* The host credentials @app's sandboxes run as: its own uid when b->uids
+ * is on (given now if it has none yet), else b->cred (set or not). NULL
+ * with @err when the range has no free uid left (RELAY_EINVAL) or out of
+ * memory. Borrowed: valid for the backend's life. */
+const relay__cred *relay__builtin_app_cred(relay__builtin *b,
+					   const char *app, relay_error *err);
 
 int relay__runtime_process_new(relay_runtime_backend **out,
 			       const relay_runtime_options *opts,
@@ -313,8 +362,11 @@ struct relay_runtime_warm_iface {
 	/* relay-warm-exec on the host (exec apps' warm parent), or NULL:
 	 * they then use the python3 server. */
 	const char *exec_server;
-	/* The host user the sandbox runs as (never root), or unset. */
-	const relay__cred *cred;
+	/* The host user @app's sandboxes run as (never root), unset when
+	 * the host is not root; NULL with @err when it has none (see
+	 * relay__builtin_app_cred). */
+	const relay__cred *(*app_cred)(relay_runtime_backend *rb,
+				       const char *app, relay_error *err);
 	/* The per-invocation limits, prepared for each warm invocation. */
 	relay__limits *limits;
 	/* The limit state inside a proc of this backend (rb->proc_size

@@ -9,6 +9,7 @@
 #include <fcntl.h>
 #include <stdio.h>
 #include <stdlib.h>
+#include <string.h>
 #include <sys/stat.h>
 #include <unistd.h>
 
@@ -212,11 +213,153 @@ static void test_sec__sigterm_reaches_handler(void)
 	relay_runtime_free(rt);
 }
 
+static relay_runtime *rt_uids(const char *range, relay_error *err)
+{
+	relay_runtime_options o = RELAY_RUNTIME_OPTIONS_INIT;
+	relay_runtime *rt = NULL;
+
+	o.backend = "bwrap";
+	o.bootstrap_dir = bootstrap_dir();
+	o.limits = RELAY_LIMITS_NONE;
+	o.sandbox_uids = range;
+	if (relay_runtime_new(&rt, &o, err) != 0)
+		return NULL;
+	return rt;
+}
+
+/* The range's form, whoever runs it (relay_runtime_uid_range_parse). */
+static void test_sec__uid_range_parse(void)
+{
+	static const struct {
+		const char *in, *why;
+	} bad[] = {
+		{ "", "expected LO-HI" }, { "100000", "expected LO-HI" },
+		{ "100000-", "expected LO-HI" }, { "-5", "expected LO-HI" },
+		{ " 1-2", "expected LO-HI" }, { "1-2 ", "expected LO-HI" },
+		{ "+1-2", "expected LO-HI" }, { "1-99999999999", "LO-HI" },
+		{ "0-10", "at least 1 (uid 0 is root)" },
+		{ "20-10", "LO must not be above HI" },
+		{ "1-2147483648", "at most 2147483647" },
+		{ "65534-65534", "must not hold 65534" },
+		{ "60000-70000", "must not hold 65534" },
+	};
+	relay_error err;
+	uint32_t lo = 0, hi = 0;
+	size_t i;
+
+	for (i = 0; i < RT_NCASES(bad); i++) {
+		memset(&err, 0, sizeof(err));
+		RT_EQ_INT(relay_runtime_uid_range_parse(bad[i].in, &lo, &hi,
+							&err), RELAY_EINVAL);
+		if (!strstr(err.text, bad[i].why))
+			RT_FAILF("\"%s\": %s", bad[i].in, err.text);
+	}
+	RT_EQ_INT(relay_runtime_uid_range_parse("100000-165535", &lo, &hi,
+						NULL), 0);
+	RT_EQ_INT(lo, 100000);
+	RT_EQ_INT(hi, 165535);
+	RT_EQ_INT(relay_runtime_uid_range_parse("65535-2147483647", NULL,
+						NULL, NULL), 0);
+}
+
+/*
+ * Issue 40 item 4: each app its own host uid out of the range, stable,
+ * deterministic and never shared; a file of app a's uid (0600) is
+ * readable by a's handlers and not by b's.
+ */
+static void test_sec__uid_per_app(void)
+{
+	const char *ab[] = { "b", "a", "a" }, *abc[] = { "a", "b", "c" },
+		   *d[] = { "d" }, *ba[] = { "a", "b" };
+	char dir[] = "/tmp/relay-sec-XXXXXX", mine[160];
+	uint32_t ua, ub, uc, ua2, ub2;
+	relay_run_outcome o;
+	relay_runtime *rt, *rt2;
+	relay_error err;
+	cap c = { 0 };
+	int fd;
+
+	if (geteuid() != 0)
+		RT_SKIP("needs root: only a root host switches uids");
+	/* A range holding a user of this host (uid 1 is Debian's daemon). */
+	RT_CHECK(rt_uids("1-1000", &err) == NULL);
+	RT_CHECK(strstr(err.text, "holds uid") != NULL ||
+		 strstr(err.text, "holds gid") != NULL);
+	rt = rt_uids("1900000100-1900000102", &err);
+	if (!rt)
+		RT_FAILF("relay_runtime_new: %s", err.text);
+	RT_ASSERT(rt != NULL);
+	RT_EQ_INT(relay_runtime_sandbox_uid(rt, "a", &ua), RELAY_ENOTFOUND);
+	RT_EQ_INT(relay_runtime_sandbox_assign(rt, ab, 3, &err), 0);
+	RT_EQ_INT(relay_runtime_sandbox_uid(rt, "a", &ua), 0);
+	RT_EQ_INT(relay_runtime_sandbox_uid(rt, "b", &ub), 0);
+	RT_CHECK(ua != ub);
+	RT_CHECK(ua >= 1900000100 && ua <= 1900000102);
+	RT_CHECK(ub >= 1900000100 && ub <= 1900000102);
+	/* A reload: the known keep theirs, the new one gets the last. */
+	RT_EQ_INT(relay_runtime_sandbox_assign(rt, abc, 3, &err), 0);
+	RT_EQ_INT(relay_runtime_sandbox_uid(rt, "a", &ua2), 0);
+	RT_EQ_INT(relay_runtime_sandbox_uid(rt, "b", &ub2), 0);
+	RT_EQ_INT(relay_runtime_sandbox_uid(rt, "c", &uc), 0);
+	RT_EQ_INT(ua2, ua);
+	RT_EQ_INT(ub2, ub);
+	RT_CHECK(uc != ua && uc != ub);
+	/* Full: nothing is taken back, even from an app no longer listed. */
+	memset(&err, 0, sizeof(err));
+	RT_EQ_INT(relay_runtime_sandbox_assign(rt, d, 1, &err), RELAY_EINVAL);
+	RT_CHECK(strstr(err.text, "has 3 uids, 3 given out, too few for 1 "
+			"more app(s)") != NULL);
+	RT_EQ_INT(relay_runtime_sandbox_uid(rt, "d", &uc), RELAY_ENOTFOUND);
+	/* The same names in another order elsewhere: the same uids. */
+	rt2 = rt_uids("1900000100-1900000102", &err);
+	RT_ASSERT(rt2 != NULL);
+	RT_EQ_INT(relay_runtime_sandbox_assign(rt2, ba, 2, &err), 0);
+	RT_EQ_INT(relay_runtime_sandbox_uid(rt2, "a", &ua2), 0);
+	RT_EQ_INT(relay_runtime_sandbox_uid(rt2, "b", &ub2), 0);
+	RT_EQ_INT(ua2, ua);
+	RT_EQ_INT(ub2, ub);
+	relay_runtime_free(rt2);
+
+	make_app(dir, 0755);
+	snprintf(mine, sizeof(mine), "%s/mine", dir);
+	fd = open(mine, O_WRONLY | O_CREAT | O_EXCL, 0600);
+	RT_ASSERT(fd >= 0);
+	RT_ASSERT(write(fd, "MINE\n", 5) == 5);
+	RT_ASSERT(fchown(fd, (uid_t)ua, (gid_t)ua) == 0);
+	close(fd);
+	{
+		const char *argv[] = { "/bin/sh", "-c",
+				       "cat mine 2>/dev/null || echo DENIED",
+				       NULL };
+		relay_exec_spec s = sh_spec(argv, 5000);
+
+		s.app_dir = dir;
+		s.app = "a";
+		memset(&o, 0, sizeof(o));
+		RT_EQ_INT(relay_runtime_run_sync(rt, &s, cap_cb, &c, &o,
+						 &err), 0);
+		RT_CHECK(cap_has(&c, "MINE"));
+		cap_free(&c);
+		s.app = "b";
+		memset(&o, 0, sizeof(o));
+		RT_EQ_INT(relay_runtime_run_sync(rt, &s, cap_cb, &c, &o,
+						 &err), 0);
+		RT_CHECK(cap_has(&c, "DENIED"));
+		RT_CHECK(!cap_has(&c, "MINE"));
+		cap_free(&c);
+	}
+	unlink(mine);
+	remove_app(dir);
+	relay_runtime_free(rt);
+}
+
 static const rt_case cases[] = {
 	RT_CASE(test_sec__root_handler_is_unprivileged),
 	RT_CASE(test_sec__sandbox_user_option),
 	RT_CASE(test_sec__unreadable_app_dir_is_clear),
 	RT_CASE(test_sec__sigterm_reaches_handler),
+	RT_CASE(test_sec__uid_range_parse),
+	RT_CASE(test_sec__uid_per_app),
 };
 
 int main(int argc, char **argv)

@@ -733,6 +733,7 @@ static int req_start(relay__warm *w, warm_parent *p,
 		     relay__start_fn fn, void *payload, relay_proc **out)
 {
 	const relay_runtime_warm_iface *wi = w->wi;
+	const relay__cred *cred;
 	relay_exec_spec lim;
 	relay_error err;
 	relay_proc *pr;
@@ -769,7 +770,8 @@ static int req_start(relay__warm *w, warm_parent *p,
 			goto fail_q;
 	}
 	/* As a cold spawn does: the handler may reopen its stdio. */
-	if (relay__pipes_give(q->cfd, 3, wi->cred) != 0)
+	cred = wi->app_cred(w->rt->rb, spec->app, &err);
+	if (!cred || relay__pipes_give(q->cfd, 3, cred) != 0)
 		goto fail_q;
 	if (q->inv->ncg > 0) {
 		if (relay__make_pipe(&q->go_w, &q->cfd[3], true) != 0)
