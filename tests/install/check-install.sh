@@ -54,6 +54,7 @@ $libexecdir/relay/relay-bootstrap.py $libexecdir/relay/relay-bootstrap.js
 $libexecdir/relay/relay_warm_server.py $libexecdir/relay/relay-warm-exec
 $libexecdir/relay/relay-warm-slot.so
 $dest$RELAY_PREFIX/lib/systemd/system/relayd.service
+$dest$RELAY_PREFIX/lib/sysusers.d/relay.conf
 $datadir/bash-completion/completions/relayctl"
 if [ "$RELAY_MAN" = 1 ]; then
 	files="$files $mandir/man1/relayctl.1 $mandir/man8/relayd.8
