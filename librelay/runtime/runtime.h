@@ -272,9 +272,10 @@ typedef void (*relay__uids_note_fn)(const relay__uid_ent *e, void *payload);
 /*
  * Give each of @apps[0..@n) without a uid yet its own, in name order:
  * FNV-1a of the name modulo the range's size, then the next free uid
- * (wrapping); @note (or NULL) hears of each. All or nothing: RELAY_EINVAL
- * with @err when the free uids are fewer than the new apps; RELAY_ENOMEM.
- * No-op when @m is off.
+ * (wrapping); @note (or NULL) hears of each. RELAY_EINVAL with @err, and
+ * nothing assigned, when the free uids are fewer than the new apps;
+ * RELAY_ENOMEM (those assigned before it keep theirs). No-op when @m is
+ * off.
  */
 int relay__uids_assign(relay__uidmap *m, const char *const *apps, size_t n,
 		       relay__uids_note_fn note, void *payload,
