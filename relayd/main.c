@@ -609,7 +609,11 @@ static int open_backends(relayd *d, char *errbuf, size_t size)
 	ro.warm_start_timeout_ms = d->cfg.warm_start_timeout_ms;
 	rc = relay_runtime_new(&d->rt, &ro, &err);
 	if (rc) {
-		if (strcmp(d->cfg.sandbox, "bwrap") == 0)
+		if (rc == RELAY_EINVAL && d->cfg.sandbox_uids &&
+		    strncmp(err.text, "sandbox uid range", 17) == 0)
+			snprintf(errbuf, size, "RELAY_SANDBOX_UIDS: %s",
+				 err.text);
+		else if (strcmp(d->cfg.sandbox, "bwrap") == 0)
 			snprintf(errbuf, size, "RELAY_SANDBOX=bwrap: the "
 				 "bubblewrap sandbox cannot run here: %s "
 				 "(install bubblewrap and allow user "

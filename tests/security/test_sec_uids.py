@@ -13,6 +13,7 @@ usage: test_sec_uids.py RELAYD RELAYCTL
 """
 import json
 import os
+import pwd
 import shutil
 import signal
 import subprocess
@@ -260,6 +261,16 @@ def too_small_range_is_refused_naming_the_variable():
             check(f'RELAY_SANDBOX_UIDS: invalid value "{bad}": {why}' in
                   d2.log(), d2.log_tail(5))
         need_root_bwrap()
+        # A range holding a host user: that user's files would be an app's.
+        user = next(p for p in pwd.getpwall() if 1 <= p.pw_uid <= 60000)
+        d5 = env.relayd(name="r5", start=False, RELAY_SANDBOX="bwrap",
+                        RELAY_SANDBOX_UIDS="1-60000")
+        d5.start(wait_ready=False)
+        eq(d5.wait(), 1, "a host user in the range: exit status")
+        d5.expect_running = False
+        check("relayd: RELAY_SANDBOX_UIDS: sandbox uid range 1-60000 holds "
+              f'uid {user.pw_uid} of user "{user.pw_name}"' in d5.log(),
+              d5.log_tail(5))
         py_app(env, "appb", "b")
         lo = RANGE_LO
         d3 = env.relayd(name="r3", start=False, RELAY_SANDBOX="bwrap",
