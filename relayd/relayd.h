@@ -4,7 +4,9 @@
  * relayd is a thin host around librelay: config.c reads the environment
  * (doc/configuration.md C-2), log.c is the stderr logger, control.c serves the
  * control socket, http.c serves /metrics, stats.c renders metrics and the
- * stats file, main.c owns the libev loop, signals and the engine.
+ * stats file, main.c orders the start-up (args.c: the command line;
+ * startup.c: the steps and the shutdown; signals.c: signals, timers and
+ * the stop; publish.c: stats file, /metrics and tracing).
  */
 #ifndef RELAYD_H
 #define RELAYD_H
@@ -93,6 +95,9 @@ typedef struct relayd_var {
 extern const relayd_var relayd_vars[];
 /* Is @name[0..@len) one of relayd_vars, or read by the library? */
 bool relayd_var_known(const char *name, size_t len);
+/* The Levenshtein distance of @a[0..@al) and @b; (size_t)-1 when
+ * either has 63 bytes or more. */
+size_t relayd_edit_distance(const char *a, size_t al, const char *b);
 /* The entry of relayd_vars closest to @name[0..@len) (edit distance). */
 /* (NULL for a name of 63 bytes or more, too long to compare.) */
 const char *relayd_var_closest(const char *name, size_t len);
@@ -354,7 +359,8 @@ void relayd_notify(const char *msg);
 void relayd_notify_status(const char *prefix, const char *status);
 void relayd_notify_close(void);
 
-/* ---- the daemon (main.c, apps.c, commands.c) ------------------------ */
+/* ---- the daemon (main.c, startup.c, signals.c, publish.c, apps.c,
+ *      commands.c) --------------------------------------------------- */
 
 #include <ev.h>
 
@@ -437,10 +443,46 @@ relay_redis_backend *relayd_ctl_redis(const relayd *d, const char *stream);
 /* Scale a fixed relayd duration (seconds) by RELAY_TEST_TIME_SCALE. */
 double relayd_scaled(const relayd *d, double seconds);
 int64_t relayd_wall_ms(void);
+
+/* args.c: the command line. 0 or 2 when relayd is to exit with that
+ * status (--help, --version, a usage error, all printed), -1 to run;
+ * *@check_only is set by --check. */
+int relayd_parse_args(int argc, char **argv, bool *check_only);
+
+/* publish.c: the stats file, /metrics, tracing and NOTIFY_SOCKET. */
 /* Write the stats file now (also used at exit and by `stats reset`). */
 int relayd_flush_stats(relayd *d);
 /* Take a stats snapshot as a json_t object (new), or NULL. */
 void *relayd_stats_snapshot(relayd *d);
+/* Re-render /metrics and /readyz (no-op without METRICS_ADDR). */
+void relayd_publish_metrics(relayd *d);
+/* Start the trace exporter when OTEL_* asks for it; logs either way. */
+void relayd_start_tracing(relayd *d);
+/* The timers' callbacks (w->data is the daemon). */
+void relayd_on_metrics_timer(struct ev_loop *loop, ev_timer *w,
+			     int revents);
+void relayd_on_stats_timer(struct ev_loop *loop, ev_timer *w, int revents);
+void relayd_on_notify_timer(struct ev_loop *loop, ev_timer *w, int revents);
+
+/* signals.c: the watchers and the stop sequence. */
+/* Ignore SIGPIPE; block SIGTERM, SIGINT and SIGHUP until the watchers
+ * exist (a stop asked for during start-up is then a graceful one).
+ * Remembers @d, the one daemon, for the consumers' close callbacks. */
+void relayd_signals_block(relayd *d);
+/* Start the signal watchers (unblocking the signals) and the timers,
+ * and watch the apps directory. */
+void relayd_start_watchers(relayd *d);
+/* Close every consumer not closed yet; the loop ends with the last. */
+void relayd_close_consumers(relayd *d);
+
+/* startup.c: the start-up steps; each 0, or -1 with @errbuf set to one
+ * line. relayd_shutdown() undoes what was done, in any state. */
+int relayd_take_lock(relayd *d, char *errbuf, size_t size);
+int relayd_state_dir(relayd *d, char *errbuf, size_t size);
+int relayd_open_backends(relayd *d, char *errbuf, size_t size);
+int relayd_open_consumers(relayd *d, char *errbuf, size_t size);
+int relayd_open_servers(relayd *d, char *errbuf, size_t size);
+void relayd_shutdown(relayd *d);
 
 /* apps.c: the app set, its reloads and the inotify watch. */
 int relayd_apps_load(relayd *d, char *errbuf, size_t size);

@@ -129,7 +129,7 @@ bool relayd_var_known(const char *name, size_t len)
 }
 
 /* Levenshtein distance of @a[0..@al) and @b (both short: names). */
-static size_t distance(const char *a, size_t al, const char *b)
+size_t relayd_edit_distance(const char *a, size_t al, const char *b)
 {
 	size_t bl = strlen(b), i, j, row[64], prev, tmp;
 
@@ -162,7 +162,7 @@ const char *relayd_var_closest(const char *name, size_t len)
 	size_t d, bestd = (size_t)-1, i;
 
 	for (i = 0; relayd_vars[i].name; i++) {
-		d = distance(name, len, relayd_vars[i].name);
+		d = relayd_edit_distance(name, len, relayd_vars[i].name);
 		if (d < bestd) {
 			bestd = d;
 			best = relayd_vars[i].name;
