@@ -46,28 +46,44 @@ static int say(FILE *f, const char *fmt, ...)
 	return 1;
 }
 
+struct problems {
+	const char *apps_dir;
+	size_t n;
+	char dir_error[RELAY_ERROR_TEXT_MAX]; /* the directory's own */
+};
+
+/*
+ * One template problem on stderr. The apps directory's own problem (it
+ * cannot be opened) is not one: the "apps: FAILED" line on stdout says
+ * it, naming the directory, so it is not said twice.
+ */
 static void app_problem(const char *app, const relay_error *err,
 			void *payload)
 {
 	char buf[RELAY_ERROR_PATH_MAX + RELAY_ERROR_TEXT_MAX + 32];
-	size_t *n = payload;
+	struct problems *p = payload;
 
+	if (!app && strcmp(err->path, p->apps_dir) == 0) {
+		snprintf(p->dir_error, sizeof(p->dir_error), "%s", err->text);
+		return;
+	}
 	relay_error_format(err, buf, sizeof(buf));
 	say(stderr, "%s: %s", app ? app : "-", buf);
-	(*n)++;
+	p->n++;
 }
 
 static int check_apps(const relayd_config *c)
 {
 	relay_appset *set = NULL;
-	size_t problems = 0, i, n, invalid = 0;
+	struct problems p = { c->apps_dir, 0, "" };
+	size_t i, n, invalid = 0;
 	int rc;
 
-	rc = relay_appset_load(&set, c->apps_dir, app_problem, &problems);
+	rc = relay_appset_load(&set, c->apps_dir, app_problem, &p);
 	if (rc) {
 		say(stdout, "apps: FAILED: RELAY_APPS_DIR \"%s\": %s",
-		       c->apps_dir, rc == RELAY_ENOTFOUND ?
-		       "does not exist" : relay_strerror(rc));
+		       c->apps_dir, rc == RELAY_ENOTFOUND ? "does not exist"
+		       : *p.dir_error ? p.dir_error : relay_strerror(rc));
 		return 1;
 	}
 	n = relay_appset_entry_count(set);
@@ -75,7 +91,7 @@ static int check_apps(const relayd_config *c)
 		if (!relay_appset_entry_app(set, i))
 			invalid++;
 	relay_appset_free(set);
-	if (invalid || problems) {
+	if (invalid || p.n) {
 		say(stdout, "apps: FAILED: %zu of %zu app(s) in %s invalid "
 		    "(problems above)", invalid, n, c->apps_dir);
 		return 1;

@@ -144,6 +144,79 @@ def unknown_variable_warns_with_closest():
 
 
 @case
+def near_miss_variable_of_any_prefix_warns():
+    # A typo that changes the prefix (METRIC_ADDR) was silent: only the
+    # prefixes were checked. Now the whole name is compared with every
+    # known variable; the environment's own short names never match.
+    with Env() as env:
+        env.app("a", rules=[("h1", {"kind": ["x"]})])
+        vars = base(env, METRIC_ADDR="127.0.0.1:1",
+                    OTEL_SERVICE_NAM="x", RELAYWARM="0", HOME="/root",
+                    TERM="xterm", LANG="C", PWD="/", SHLVL="1",
+                    OTEL_LOGS_EXPORTER="none", TZ="UTC", PATHS="x")
+        rc, out, err = run_relayd(vars, ["--check"])
+        eq(rc, 0, f"warnings are not errors: {err!r}")
+        for bad, good in (("METRIC_ADDR", "METRICS_ADDR"),
+                          ("OTEL_SERVICE_NAM", "OTEL_SERVICE_NAME"),
+                          ("RELAYWARM", "RELAY_WARM")):
+            check(re.search(rf"RELAYD-CFG01.*unknown variable {bad} is "
+                            rf"ignored; did you mean {good}\?", err),
+                  f"{bad} -> {good} in {err!r}")
+        for name in ("HOME", "TERM", "LANG", "PWD", "SHLVL", "TZ",
+                     "OTEL_LOGS_EXPORTER", "PATHS"):
+            check(f"variable {name} " not in err, f"{name} warned: {err!r}")
+        eq(err.count("RELAYD-CFG01"), 3, f"three warnings: {err!r}")
+
+
+@case
+def check_missing_apps_dir_says_it_once():
+    # --check printed "-: DIR: cannot open apps directory" on stderr as
+    # well as the FAILED line: one line only, on stdout.
+    with Env() as env:
+        apps = os.path.join(env.dir, "no-apps-here")
+        rc, out, err = run_relayd(base(env, RELAY_APPS_DIR=apps),
+                                  ["--check"])
+        eq(rc, 1, f"exit status ({out!r})")
+        eq([ln for ln in (out + err).splitlines() if apps in ln],
+           [f'apps: FAILED: RELAY_APPS_DIR "{apps}": does not exist'],
+           f"one line naming the directory: {out!r} {err!r}")
+        check("cannot open apps directory" not in err, err)
+
+
+@case
+def unknown_argument_is_three_lines_with_a_suggestion():
+    # `relayd --chek` printed the whole help (60 lines) on stderr.
+    for arg, near in (("--chek", "--check"), ("--verison", "--version"),
+                      ("-help", "--help"), ("check", "--check"),
+                      ("--frobnicate", None)):
+        rc, out, err = run_relayd({}, [arg])
+        eq(rc, 2, f"{arg}: usage error")
+        eq(out, "", f"{arg}: nothing on stdout")
+        first = f"relayd: unknown argument: {arg}" + (
+            f" (did you mean {near}?)" if near else "")
+        eq(err.splitlines(), [
+            first, "usage: relayd [--check] [--help] [--version]",
+            "try 'relayd --help' for more information"], f"{arg}: stderr")
+
+
+@case
+def version_lists_the_build_features():
+    # Like `redis-server --version`: what this build can do, so that an
+    # operator sees at once why rediss:// or tracing is refused.
+    rc, out, err = run_relayd({}, ["--version"])
+    eq(rc, 0, "--version status")
+    lines = out.splitlines()
+    eq(len(lines), 2, f"two lines: {out!r}")
+    check(re.fullmatch(r"relayd \d+\.\d+\.\d+\S*", lines[0]), lines[0])
+    m = re.fullmatch(r"features: tls=(yes|no) otlp=(yes|no) "
+                     r"metrics=(yes|no) node-fork-server=(yes|no)", lines[1])
+    check(m, f"the features line: {lines[1]!r}")
+    if m:
+        eq(m.group(3), "yes" if os.environ.get("RELAY_HAVE_METRICS") == "1"
+           else "no", "metrics= as the build (RELAY_HAVE_METRICS)")
+
+
+@case
 def max_concurrent_invocations_alias():
     """MAX_CONCURRENT_INVOCATIONS=2 bounds handlers in flight as
     MAX_CONCURRENCY=2 does (an app of concurrency 8, 6 slow events)."""
@@ -242,9 +315,12 @@ def names_help():
 
 def names_configuration_md():
     text = open(os.path.join(ROOT, "doc", "configuration.md")).read()
-    # C-2 (relayd's variables) and C-4 (test hooks): first table column.
+    # C-2 (relayd's variables), C-4 (test hooks) and C-6 (read by the
+    # library: relayd knows them too, and --help must list them; without
+    # C-6 here, RELAY_WARM_NODE was missing from all three unnoticed):
+    # first table column.
     names = set()
-    for sec in ("## C-2.", "## C-4."):
+    for sec in ("## C-2.", "## C-4.", "## C-6."):
         part = text.split(sec, 1)[1].split("\n## ", 1)[0]
         names |= set(re.findall(r"^\| `([A-Z][A-Z0-9_]+)` \|", part, re.M))
     return names

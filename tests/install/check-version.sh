@@ -12,7 +12,7 @@ for pair in "relayctl|$relayctl --version|relayctl $version" \
 	name=${pair%%|*} rest=${pair#*|}
 	cmd=${rest%%|*} want=${rest#*|}
 	n=$((n + 1))
-	got=$($cmd 2>&1)
+	got=$($cmd 2>&1 | head -n 1)
 	if [ "$got" = "$want" ]; then
 		echo "ok $n - $name: $got"
 	else
