@@ -342,29 +342,44 @@ static void on_timeout(struct ev_loop *loop, ev_timer *w, int revents)
  * of failures, and that relay keeps trying. The next line about the
  * connection is RELAY-REDIS03 when it is back.
  */
-static void connect_failed(hr_backend *b)
+static void connect_where(const hr_backend *b, char *where, size_t size)
 {
 	const relay__redis_node *n = b->nnodes ? &b->nodes[b->cur] : NULL;
-	char where[300];
 
-	if (b->connect_fail_logged)
-		return;
-	b->connect_fail_logged = 1;
 	if (b->uri.path)
-		snprintf(where, sizeof(where), "unix socket %s", b->uri.path);
+		snprintf(where, size, "unix socket %s", b->uri.path);
 	else if (b->uri.master && b->mhost)
-		snprintf(where, sizeof(where), "master '%s' at %s:%d (named "
-			 "by a sentinel)", b->uri.master, b->mhost, b->mport);
+		snprintf(where, size, "master '%s' at %s:%d (named by a "
+			 "sentinel)", b->uri.master, b->mhost, b->mport);
 	else if (n && strchr(n->host, ':'))
-		snprintf(where, sizeof(where), "[%s]:%d", n->host, n->port);
+		snprintf(where, size, "[%s]:%d", n->host, n->port);
 	else if (n)
-		snprintf(where, sizeof(where), "%s:%d", n->host, n->port);
+		snprintf(where, size, "%s:%d", n->host, n->port);
 	else
-		snprintf(where, sizeof(where), "the server");
-	relay__log(&b->opts.logger, RELAY_LOG_WARN, "RELAY-REDIS01",
-		   "redis connect to %s failed: %s; retrying (backoff up to "
-		   "%d ms) until it answers", where, b->errstr,
-		   b->opts.reconnect_max_ms);
+		snprintf(where, size, "the server");
+}
+
+/*
+ * After the log line: the backend's last error (relay_redis_errstr(),
+ * which the commands that fail meanwhile report) names the address too,
+ * "cannot connect to Redis at 127.0.0.1:6379: Connection refused", so a
+ * tool's error says where it tried, not only the OS error.
+ */
+static void connect_failed(hr_backend *b)
+{
+	char where[300], msg[sizeof(b->errstr)];
+
+	connect_where(b, where, sizeof(where));
+	if (!b->connect_fail_logged) {
+		b->connect_fail_logged = 1;
+		relay__log(&b->opts.logger, RELAY_LOG_WARN, "RELAY-REDIS01",
+			   "redis connect to %s failed: %s; retrying "
+			   "(backoff up to %d ms) until it answers", where,
+			   b->errstr, b->opts.reconnect_max_ms);
+	}
+	snprintf(msg, sizeof(msg), "cannot connect to Redis at %.120s: %.100s",
+		 where, b->errstr);
+	relay__hr_set_err(b, msg);
 }
 
 static void on_connect(const redisAsyncContext *ac, int status)
