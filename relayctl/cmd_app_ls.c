@@ -2,8 +2,9 @@
  * cmd_app_ls.c - relayctl app ls [--json]
  *
  * NAME RUNTIME STATUS RULES UPDATED, sorted by name. From the running
- * relayd when it answers on its control socket (STATUS ready, or invalid
- * with the template problems on stderr); otherwise from the apps
+ * relayd when it answers on its control socket (STATUS ready; stale, the
+ * previous version serving because the template on disk is invalid; or
+ * invalid; the template problems on stderr); otherwise from the apps
  * directory (STATUS offline, or invalid). UPDATED is the age of the app's
  * template.yaml. --json: an array of {"name", "runtime", "status",
  * "rules", "updated", "errors"}.
@@ -25,8 +26,9 @@ static void usage(FILE *f)
 	fprintf(f, "usage: relayctl app ls [--json] [connection options]\n\n"
 		"List the apps: NAME RUNTIME STATUS RULES UPDATED, by name. "
 		"STATUS\n"
-		"comes from the running relayd (ready, invalid, ...), or is "
-		"offline\n"
+		"comes from the running relayd (ready; stale: the previous "
+		"version\nserves, the template on disk is invalid; invalid; "
+		"...), or is offline\n"
 		"when relayd is not running and the apps directory is read "
 		"instead.\n\n"
 		"  --json             a JSON array, one object per app\n%s"

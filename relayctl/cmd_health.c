@@ -5,8 +5,12 @@
  * one line on stdout when relayd is ready and Redis reachable; otherwise
  * exit 1 and a one-line reason on stderr: the control socket could not be
  * reached (relayd down), relayd's own reason (starting, redis unavailable:
- * ..., stopping), or no answer within 10 seconds. --json prints relayd's
- * answer (or {"ok":false,...} when it cannot be reached) on stdout.
+ * ..., stopping), or no answer within 10 seconds. Ready but with an app
+ * that is stale (it serves its previous version: its template on disk is
+ * invalid) is degraded, exit 3: the line starts "degraded:" and each
+ * stale app follows with its first error, so that a failed deployment is
+ * never mistaken for a good one. --json prints relayd's answer (or
+ * {"ok":false,...} when it cannot be reached) on stdout.
  */
 #include <stdio.h>
 #include <string.h>
@@ -18,6 +22,7 @@
 #include "relayctl.h"
 
 #define HEALTH_TIMEOUT_MS 10000
+#define HEALTH_DEGRADED 3    /* ready, but an app is stale */
 
 static void usage(FILE *f)
 {
@@ -26,7 +31,9 @@ static void usage(FILE *f)
 		"  --json             relayd's answer as a JSON object\n%s"
 		"  -h, --help         show this help\n\n"
 		"Exit status: 0 healthy, 1 unhealthy or relayd not reachable "
-		"(with a\none-line reason), 2 usage error.\n",
+		"(with a\none-line reason), 2 usage error, 3 degraded: ready, "
+		"but an app is stale\n(it serves its previous version: its "
+		"template on disk is invalid).\n",
 		relayctl_conf_help);
 }
 
@@ -48,6 +55,7 @@ int relayctl_cmd_health(int argc, char **argv)
 	struct relayctl_conf c;
 	char path[4200], why[1024];
 	json_t *resp;
+	json_int_t stale;
 	int rc, ready, up;
 
 	rc = relayctl_conf_parse(&c, argc, argv, "health", 1, usage);
@@ -78,10 +86,11 @@ int relayctl_cmd_health(int argc, char **argv)
 		json_decref(resp);
 		return relayctl_error(RELAYCTL_FAIL, "health: %s", why);
 	}
+	stale = json_integer_value(json_object_get(resp, "stale_apps"));
 	if (!c.json)
-		printf("healthy: relayd %s pid %lld ready, Redis reachable "
+		printf("%s: relayd %s pid %lld ready, Redis reachable "
 		       "(stream %s, group %s, consumer %s, %lld apps, %lld "
-		       "invalid)\n",
+		       "invalid, %lld stale)\n", stale ? "degraded" : "healthy",
 		       relayctl_c(relayctl_jstr(resp, "version", "?")),
 		       (long long)json_integer_value(json_object_get(resp,
 								     "pid")),
@@ -91,13 +100,22 @@ int relayctl_cmd_health(int argc, char **argv)
 		       (long long)json_integer_value(json_object_get(resp,
 								     "apps")),
 		       (long long)json_integer_value(json_object_get(
-			       resp, "invalid_apps")));
+			       resp, "invalid_apps")), (long long)stale);
 	if (!c.json) {
 		/* Messages whose Redis step keeps failing: healthy, but an
 		 * operator must look (relayd.8, "stuck messages"). */
 		json_t *st = json_object_get(resp, "stuck"), *e;
 		size_t i;
 
+		json_array_foreach(json_object_get(resp, "stale"), i, e) {
+			const char *first = json_string_value(json_array_get(
+				json_object_get(e, "errors"), 0));
+
+			printf("stale: app %s serves its previous version; "
+			       "its template is invalid: %s\n",
+			       relayctl_c(relayctl_jstr(e, "app", "?")),
+			       relayctl_c(first ? first : "?"));
+		}
 		json_array_foreach(st, i, e)
 			printf("stuck: message %s: %s (%lld failures, next "
 			       "try in %lld s)\n",
@@ -110,5 +128,7 @@ int relayctl_cmd_health(int argc, char **argv)
 				       999) / 1000);
 	}
 	json_decref(resp);
-	return fflush(stdout) ? RELAYCTL_FAIL : RELAYCTL_OK;
+	if (fflush(stdout))
+		return RELAYCTL_FAIL;
+	return stale ? HEALTH_DEGRADED : RELAYCTL_OK;
 }

@@ -7,7 +7,14 @@
  * logged with file:line:col and, when a valid version of that app is
  * serving, the previous version keeps serving: the changed entry is not
  * swapped in (the next scan reports it again, so fixing the file is
- * picked up). An app that never loaded stays unavailable with its errors.
+ * picked up). Such an app is "stale": every scan lists the stale apps
+ * with their template's errors (each scan reports every one of them
+ * again, so its list is complete) and the loop keeps the last list in
+ * d->stale, which the control socket (`apps`, `health`), the stats file
+ * and /metrics show. An app that never loaded stays unavailable with its
+ * errors. Every reload ends with one line (RELAYD-APP09) giving the
+ * count of apps, of changed ones and of stale ones; a reload that
+ * inotify started and that changed nothing logs it at DEBUG only.
  * The consumer gets the new set with relay_consumer_set_apps(); the old
  * set is freed after that (in-flight invocations hold their app refs).
  *
@@ -35,7 +42,12 @@
 #include <sys/stat.h>
 #include <unistd.h>
 
+#include <jansson.h>
+
 #include "relayd.h"
+
+/* The errors kept for a stale app (its template's first ones). */
+#define STALE_ERRORS_MAX 8
 
 static void diag(const char *app, const relay_error *err, void *payload)
 {
@@ -140,7 +152,27 @@ typedef struct reload_ctx {
 	relay_appset *set;   /* the set being built (starts as base) */
 	int changed;         /* entries swapped in */
 	int err;             /* relay_appset_scan()'s result */
+	json_t *stale;       /* app -> [error, ...]: kept at their previous
+				version (NULL until the first one) */
 } reload_ctx;
+
+/* A template problem of a changed app: logged, and kept for its stale
+ * entry. */
+typedef struct probe_diag {
+	json_t *errors;      /* array of strings, or NULL (ENOMEM) */
+} probe_diag;
+
+static void diag_keep(const char *app, const relay_error *err,
+		      void *payload)
+{
+	probe_diag *pd = payload;
+	char buf[RELAY_ERROR_PATH_MAX + RELAY_ERROR_TEXT_MAX + 32];
+
+	diag(app, err, NULL);
+	if (pd->errors && json_array_size(pd->errors) < STALE_ERRORS_MAX)
+		json_array_append_new(pd->errors, json_string(
+			relay_error_format(err, buf, sizeof(buf))));
+}
 
 /* The reload worker's state (one per daemon; loop thread unless said). */
 static struct {
@@ -175,15 +207,26 @@ static void on_changed(const char *name, void *payload)
 	int err;
 
 	if (template_exists(d, name)) {
+		probe_diag pd = { json_array() };
+
 		snprintf(dir, sizeof(dir), "%s/%s", d->cfg.apps_dir, name);
-		err = relay_app_load(&probe, dir, diag, NULL);
+		err = relay_app_load(&probe, dir, diag_keep, &pd);
 		relay_app_free(probe);
 		if (err && relay_appset_find(rc->set, name)) {
 			relayd_logkv(RELAY_LOG_ERROR, "RELAYD-APP04", kv,
 				     "template invalid: the previous version "
 				     "keeps serving");
+			if (!rc->stale)
+				rc->stale = json_object();
+			if (pd.errors && !json_array_size(pd.errors))
+				json_array_append_new(pd.errors, json_string(
+					relay_strerror(err)));
+			if (rc->stale && pd.errors)
+				json_object_set(rc->stale, name, pd.errors);
+			json_decref(pd.errors);
 			return;
 		}
+		json_decref(pd.errors);
 	}
 	if (relay_appset_reload(&next, rc->set, name, NULL, NULL)) {
 		relayd_logkv(RELAY_LOG_ERROR, "RELAYD-APP05", kv,
@@ -302,6 +345,55 @@ static void retire_gone(relayd *d)
 		relay_runtime_warm_retire(d->rt, g.names[i]);
 }
 
+/*
+ * The one line of a reload: "apps reloaded (SIGHUP): 3 apps, none
+ * changed", with the stale ones when there are ("; 1 stale: a, serving
+ * its previous version (template invalid)"). At INFO, but at DEBUG for an
+ * inotify reload that changed nothing (an editor's temporary file).
+ */
+static void log_reload(relayd *d, int changed)
+{
+	size_t n = relay_appset_entry_count(d->apps);
+	size_t nstale = relayd_apps_stale_count(d), len = 0;
+	char names[200] = "", count[32], stale[300] = "";
+	const char *key;
+	json_t *v;
+
+	json_object_foreach((json_t *)d->stale, key, v) {
+		int w = snprintf(names + len, sizeof(names) - len, "%s%s",
+				 len ? ", " : "", key);
+
+		if (w < 0 || (size_t)w >= sizeof(names) - len) {
+			memcpy(names + sizeof(names) - 4, "...", 4);
+			break;
+		}
+		len += (size_t)w;
+	}
+	if (changed)
+		snprintf(count, sizeof(count), "%d changed", changed);
+	else
+		snprintf(count, sizeof(count), "none changed");
+	if (nstale)
+		snprintf(stale, sizeof(stale), "; %zu stale (%s): the previous "
+			 "version serves, the template is invalid", nstale,
+			 names);
+	relayd_log(changed || nstale || strcmp(reloader.why, "inotify") != 0
+		   ? RELAY_LOG_INFO : RELAY_LOG_DEBUG, "RELAYD-APP09",
+		   "apps reloaded (%s): %zu app%s, %s%s", reloader.why, n,
+		   n == 1 ? "" : "s", count, stale);
+}
+
+size_t relayd_apps_stale_count(const relayd *d)
+{
+	return json_object_size((const json_t *)d->stale);
+}
+
+const void *relayd_apps_stale_errors(const relayd *d, const char *name)
+{
+	return d->stale ? json_object_get((const json_t *)d->stale, name)
+			: NULL;
+}
+
 /* Swap in what the worker built (loop thread). */
 static void finish_reload(relayd *d)
 {
@@ -340,15 +432,21 @@ static void finish_reload(relayd *d)
 			relayd_log(RELAY_LOG_ERROR, "RELAYD-APP05",
 				   "reload failed (out of memory)");
 			relay_appset_free(rc.set);
+			json_decref(rc.stale);
 			return;
 		}
 		relay_appset_free(d->apps);
 		d->apps = rc.set;
 		retire_gone(d);
 	}
-	relayd_log(rc.changed ? RELAY_LOG_INFO : RELAY_LOG_DEBUG,
-		   "RELAYD-APP09", "apps reloaded (%s): %d changed",
-		   reloader.why, rc.changed);
+	if (!rc.err) {
+		/* The scan saw every stale app again: its list is whole. */
+		json_decref(d->stale);
+		d->stale = rc.stale;
+	} else {
+		json_decref(rc.stale);
+	}
+	log_reload(d, rc.changed);
 	add_watches(d);
 }
 
@@ -374,7 +472,7 @@ void relayd_apps_reload(relayd *d, const char *why)
 {
 	if (reloader.d != d) {
 		/* Not watching (no loop integration yet): on the spot. */
-		reload_ctx rc = { d, d->apps, d->apps, 0, 0 };
+		reload_ctx rc = { d, d->apps, d->apps, 0, 0, NULL };
 
 		rc.err = relay_appset_scan(d->apps, on_changed, &rc);
 		reloader.rc = rc;
@@ -442,6 +540,8 @@ void relayd_apps_unwatch(relayd *d)
 			reloader.running = false;
 			if (reloader.rc.set != reloader.rc.base)
 				relay_appset_free(reloader.rc.set);
+			json_decref(reloader.rc.stale);
+			reloader.rc.stale = NULL;
 		}
 		ev_async_stop(d->loop, &reloader.done);
 		reloader.d = NULL;

@@ -131,6 +131,17 @@ static void cmd_health(relayd *d, relayd_request *req)
 		relay_appset_entry_count(d->apps)));
 	json_object_set_new(r, "invalid_apps", json_integer((json_int_t)
 		relay_appset_invalid_count(d->apps)));
+	json_object_set_new(r, "stale_apps", json_integer((json_int_t)
+		relayd_apps_stale_count(d)));
+	{
+		json_t *list = json_array(), *v;
+		const char *key;
+
+		json_object_foreach((json_t *)d->stale, key, v)
+			json_array_append_new(list, json_pack("{s:s, s:O}",
+				"app", key, "errors", v));
+		json_object_set_new(r, "stale", list);
+	}
 	{
 		stuck_ctx x = { json_array(), NULL };
 
@@ -163,10 +174,17 @@ static const char *unavailable_reason(const relay_app *app)
 	return NULL;
 }
 
-static json_t *app_json(const relay_appset *set, size_t i)
+/*
+ * One app of `apps`. "status": "ok"; "unavailable" (its runtime cannot
+ * run here); "stale" (it serves its previous version: the template on
+ * disk is invalid, "errors" says why); "invalid" (never loaded).
+ */
+static json_t *app_json(const relayd *d, const relay_appset *set, size_t i)
 {
 	const char *why;
 	const relay_app *app = relay_appset_entry_app(set, i);
+	const json_t *stale = relayd_apps_stale_errors(d,
+		relay_appset_entry_name(set, i));
 	json_t *o, *list;
 	size_t j, n;
 	char buf[RELAY_ERROR_PATH_MAX + RELAY_ERROR_TEXT_MAX + 32];
@@ -185,10 +203,14 @@ static json_t *app_json(const relay_appset *set, size_t i)
 		return o;
 	}
 	why = unavailable_reason(app);
-	json_object_set_new(o, "status", json_string(why ? "unavailable"
-							 : "ok"));
-	if (why)
-		json_object_set_new(o, "errors", json_pack("[s]", why));
+	json_object_set_new(o, "status", json_string(stale ? "stale" : why ?
+						     "unavailable" : "ok"));
+	if (stale || why) {
+		list = stale ? json_copy((json_t *)stale) : json_array();
+		if (why)
+			json_array_append_new(list, json_string(why));
+		json_object_set_new(o, "errors", list);
+	}
 	json_object_set_new(o, "runtime", json_string(
 		relay_app_runtime_name(relay_app_runtime(app))));
 	json_object_set_new(o, "dir", json_string(relay_app_dir(app)));
@@ -227,7 +249,7 @@ static void cmd_apps(relayd *d, relayd_request *req)
 	size_t i, n = relay_appset_entry_count(d->apps);
 
 	for (i = 0; i < n; i++)
-		json_array_append_new(list, app_json(d->apps, i));
+		json_array_append_new(list, app_json(d, d->apps, i));
 	json_object_set_new(r, "apps", list);
 	relayd_request_reply(req, r);
 }

@@ -33,6 +33,9 @@ static int take(relayd *d, relayd_stats *s)
 	relayd_schedpub_counts_get(d->schedpub, &s->sp);
 	relayd_warm_take(&s->warm, d->rt);
 	relayd_retention_counts_get(d->retention, &s->ret);
+	s->apps.invalid = relay_appset_invalid_count(d->apps);
+	s->apps.loaded = relay_appset_entry_count(d->apps) - s->apps.invalid;
+	s->apps.stale = relayd_apps_stale_count(d);
 	if (relayd_stats_take(s, d->consumers, d->cfg.streams,
 			      d->nconsumers)) {
 		relayd_stats_clear(s);

@@ -88,6 +88,8 @@ void relayd_config_tls(const relayd_config *c,
 typedef struct relayd_var {
 	const char *name;
 	const char *help;         /* one line for --help */
+	bool library;             /* read by librelay or its helpers
+				     (configuration.md C-6), not config.c */
 } relayd_var;
 
 /* Every variable relayd reads, NULL-terminated (the one list: --help,
@@ -101,8 +103,9 @@ size_t relayd_edit_distance(const char *a, size_t al, const char *b);
 /* The entry of relayd_vars closest to @name[0..@len) (edit distance). */
 /* (NULL for a name of 63 bytes or more, too long to compare.) */
 const char *relayd_var_closest(const char *name, size_t len);
-/* Log RELAYD-CFG01 for each variable of the environment that starts
- * RELAY_, REDIS_, METRICS_, LOG_ or MAX_ and is not known; how many. */
+/* Log RELAYD-CFG01 for each variable of the environment that is not
+ * known and starts RELAY_, REDIS_, METRICS_, LOG_ or MAX_ or is within a
+ * typo of a known one (edit distance); how many. */
 size_t relayd_vars_warn_unknown(void);
 /* Print relayd_vars, one "  NAME  help" line each. */
 void relayd_vars_usage(FILE *f);
@@ -195,6 +198,13 @@ typedef struct relayd_retention_counts {
 	bool failing;                 /* the last step failed */
 } relayd_retention_counts;
 
+/* The app set's gauges (relay/daemon_metrics.h RELAY_APPS_FIGURES). */
+typedef struct relayd_apps_counts {
+	uint64_t loaded;      /* entries with a loaded app */
+	uint64_t invalid;     /* entries that never loaded */
+	uint64_t stale;       /* loaded, serving a previous version */
+} relayd_apps_counts;
+
 typedef struct relayd_hist {
 	char *app;
 	char *handler;
@@ -245,6 +255,7 @@ typedef struct relayd_stats {
 	int64_t reset_at_ms;       /* last `stats reset`, 0 = never */
 	relayd_schedpub_counts sp; /* the schedule publisher */
 	relayd_retention_counts ret; /* stream and DLQ retention */
+	relayd_apps_counts apps;   /* the app set */
 } relayd_stats;
 
 /* Fill @s from the @n consumers of streams @names (0 or -1 on
@@ -381,6 +392,9 @@ typedef struct relayd {
 					XREADGROUP */
 	relay_runtime *rt;           /* attached to loop */
 	relay_appset *apps;          /* the set the consumer uses */
+	void *stale;                 /* json_t object, app -> [error, ...]:
+					the apps serving a previous version
+					(apps.c); NULL: none */
 	relay_consumer **consumers;  /* one per cfg.streams[i], NULL once
 					closed */
 	size_t nconsumers;           /* cfg.nstreams */
@@ -495,6 +509,12 @@ int relayd_apps_watch(relayd *d);
 void relayd_apps_unwatch(relayd *d);
 /* Re-read every changed app (SIGHUP, inotify). */
 void relayd_apps_reload(relayd *d, const char *why);
+/* How many apps are stale: serving their previous version because the
+ * template on disk became invalid (as of the last reload). */
+size_t relayd_apps_stale_count(const relayd *d);
+/* The template errors of stale app @name (a json_t array of strings,
+ * borrowed until the next reload), or NULL when it is not stale. */
+const void *relayd_apps_stale_errors(const relayd *d, const char *name);
 
 /* schedpub.c: the schedule publisher (every relayd, deduplicated in
  * Redis). */

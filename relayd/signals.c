@@ -184,14 +184,16 @@ void relayd_start_watchers(relayd *d)
 	ev_signal_start(d->loop, &d->sig_term);
 	ev_signal_start(d->loop, &d->sig_int);
 	ev_signal_start(d->loop, &d->sig_hup);
-	/* relayd_signals_block() blocked them for the start-up; one that came meanwhile is
-	 * delivered now, to the watchers above: a graceful stop. */
+	/* relayd_signals_block() blocked them for the start-up; one that
+	 * came meanwhile is delivered now, to the watchers above: a
+	 * graceful stop. */
 	sigprocmask(SIG_UNBLOCK, &stop_signals, NULL);
 	ev_timer_init(&d->metrics_timer, relayd_on_metrics_timer, 0.,
 		      relayd_scaled(d, METRICS_INTERVAL_S));
 	ev_timer_init(&d->stats_timer, relayd_on_stats_timer, 0.,
 		      relayd_scaled(d, STATS_INTERVAL_S));
-	ev_timer_init(&d->notify_timer, relayd_on_notify_timer, 0., NOTIFY_START_S);
+	ev_timer_init(&d->notify_timer, relayd_on_notify_timer, 0.,
+		      NOTIFY_START_S);
 	d->metrics_timer.data = d->stats_timer.data = d;
 	d->notify_timer.data = d;
 	if (d->http)

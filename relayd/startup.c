@@ -16,6 +16,8 @@
 #include <sys/stat.h>
 #include <unistd.h>
 
+#include <jansson.h>
+
 #include "relay/relay.h"
 #include "relay/relay_libev.h"
 #include "relayd.h"
@@ -435,6 +437,8 @@ void relayd_shutdown(relayd *d)
 	relayd_retention_free(d->retention);  /* after its ECLOSED */
 	d->retention = NULL;
 	relay_appset_free(d->apps);
+	json_decref(d->stale);
+	d->stale = NULL;
 	if (d->lock_fd >= 0)
 		close(d->lock_fd);
 	relayd_config_clear(&d->cfg);

@@ -385,6 +385,13 @@ static const figure schedpub_rows[] = {
 };
 #undef SCHEDPUB_ROW
 
+#define APPS_ROW(id, kind, key, prom, help) \
+	{ key, prom, help, kind, offsetof(relayd_apps_counts, id), 0 },
+static const figure apps_rows[] = {
+	RELAY_APPS_FIGURES(APPS_ROW)
+};
+#undef APPS_ROW
+
 #define RETENTION_ROW(id, kind, key, prom, help, file, ctl, ctl_label, \
 		      ctl_json, ctl_key) \
 	{ key, prom, help, kind, offsetof(relayd_retention_counts, id), \
@@ -513,6 +520,7 @@ char *relayd_stats_prometheus(const relayd_stats *s, size_t *len)
 	figures_prom(f, &s->sp, schedpub_rows, NFIG(schedpub_rows),
 		     RELAY_FIGURE_GAUGE);
 	section_prometheus(f, s, RELAY_METRIC_GAUGES);
+	figures_prom(f, &s->apps, apps_rows, NFIG(apps_rows), -1);
 	relayd_warm_prometheus(f, &s->warm);
 	figures_prom(f, &s->ret, retention_rows, NFIG(retention_rows), -1);
 	build_info(f);
@@ -637,6 +645,7 @@ void *relayd_stats_json(const relayd_stats *s, const relayd_config *c)
 	section_json(counters, m, RELAY_METRIC_SCHEDULE);
 	figures_json(gauges, &s->sp, schedpub_rows, NFIG(schedpub_rows),
 		     RELAY_FIGURE_GAUGE);
+	figures_json(gauges, &s->apps, apps_rows, NFIG(apps_rows), -1);
 	json_object_set_new(root, "counters", counters);
 	json_object_set_new(root, "gauges", gauges);
 	json_object_set_new(root, "handlers", handlers);

@@ -37,6 +37,7 @@ LISTS = {
     'RELAY_CONSUMER_METRICS': ('metrics.h', 3, 4, 5),
     'RELAY_SCHEDPUB_FIGURES': ('daemon_metrics.h', 2, 3, 4),
     'RELAY_RETENTION_FIGURES': ('daemon_metrics.h', 2, 3, 4),
+    'RELAY_APPS_FIGURES': ('daemon_metrics.h', 2, 3, 4),
     'RELAY_HANDLER_OUTCOMES': ('daemon_metrics.h', 1, None, None),
     'RELAY_START_PATHS': ('daemon_metrics.h', 2, None, None),
     'RELAY_WARM_PARENT_STATES': ('daemon_metrics.h', 1, None, None),

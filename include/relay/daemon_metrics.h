@@ -69,6 +69,25 @@ typedef enum relay_figure_kind {
 	  "Schedule occurrences waiting to be published.")
 
 /*
+ * The apps relayd serves (gauges, as of the last reload; the stats file's
+ * "gauges" object):
+ *
+ *	X(id, kind, key, prom, help)
+ *
+ *   key   its key in the stats file's "gauges"
+ *   prom  its Prometheus family
+ *   help  the family's HELP text
+ */
+#define RELAY_APPS_FIGURES(X) \
+	X(loaded, RELAY_FIGURE_GAUGE, "apps_loaded", "relay_apps_loaded", \
+	  "Apps whose template loaded (stale ones included).") \
+	X(invalid, RELAY_FIGURE_GAUGE, "apps_invalid", "relay_apps_invalid", \
+	  "Apps unavailable: their template never loaded.") \
+	X(stale, RELAY_FIGURE_GAUGE, "apps_stale", "relay_apps_stale", \
+	  "Apps serving their previous version: the template on disk " \
+	  "became invalid.")
+
+/*
  * Retention of the source stream and the DLQ (the stats file's
  * "retention" object):
  *
