@@ -21,6 +21,7 @@
 #include "engine.h"
 #include "metrics.h"
 #include "daemon_metrics.h"
+#include "log_ids.h"
 #include "occurrence.h"
 #include "trace.h"
 
