@@ -236,7 +236,8 @@ for prog in "$bindir/relayctl" "$sbindir/relayd"; do
 		notok "installed $name resolves librelay.so.$soversion in DESTDIR by its RPATH"
 		env -u LD_LIBRARY_PATH ldd "$prog" 2>&1 | sed 's/^/# /'
 	fi
-	out=$(env -u LD_LIBRARY_PATH "$prog" --version 2>&1)
+	# The first line (relayd's second lists the build's features).
+	out=$(env -u LD_LIBRARY_PATH "$prog" --version 2>&1 | head -n 1)
 	if [ "$out" = "$name $version" ]; then
 		ok "installed $name --version: $out"
 	else
