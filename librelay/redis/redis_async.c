@@ -360,12 +360,14 @@ static void connect_where(const hr_backend *b, char *where, size_t size)
 }
 
 /*
- * After the log line: the backend's last error (relay_redis_errstr(),
- * which the commands that fail meanwhile report) names the address too,
- * "cannot connect to Redis at 127.0.0.1:6379: Connection refused", so a
- * tool's error says where it tried, not only the OS error.
+ * After the log line: when the connect itself failed (@name_it: not a
+ * TLS handshake, which relay__hr_tls_explain() has already put in
+ * words), the backend's last error (relay_redis_errstr(), which the
+ * commands that fail meanwhile report) names the address too, "cannot
+ * connect to Redis at 127.0.0.1:6379: Connection refused", so a tool's
+ * error says where it tried, not only the OS error.
  */
-static void connect_failed(hr_backend *b)
+static void connect_failed(hr_backend *b, bool name_it)
 {
 	char where[300], msg[sizeof(b->errstr)];
 
@@ -377,6 +379,8 @@ static void connect_failed(hr_backend *b)
 			   "(backoff up to %d ms) until it answers", where,
 			   b->errstr, b->opts.reconnect_max_ms);
 	}
+	if (!name_it)
+		return;
 	snprintf(msg, sizeof(msg), "cannot connect to Redis at %.120s: %.100s",
 		 where, b->errstr);
 	relay__hr_set_err(b, msg);
@@ -403,9 +407,12 @@ static void on_connect(const redisAsyncContext *ac, int status)
 	if (status != REDIS_OK || (!b->uri.tls && !b->uri.master))
 		ev_timer_stop(b->loop, &b->connect_timer);
 	if (status != REDIS_OK) {
+		char raw[sizeof(b->errstr)];
+
 		relay__hr_set_err(b, ac->errstr);
+		memcpy(raw, b->errstr, sizeof(raw));
 		relay__hr_tls_explain(b);
-		connect_failed(b);
+		connect_failed(b, strcmp(raw, b->errstr) == 0);
 		b->ac = NULL; /* hiredis frees it after this callback */
 		b->ac_ssl = NULL;
 		b->dead_ac = ac; /* its commands' NULL replies follow */
@@ -564,8 +571,9 @@ void relay__hr_connect(hr_backend *b)
 					b->uri.path ? 0 :
 					b->nodes[b->cur].port);
 	if (!ac) {
-		/* A unix socket that is not there fails here, at once. */
-		connect_failed(b);
+		/* A unix socket that is not there fails here, at once; so
+		 * does a TLS setting (a file it names), said as it is. */
+		connect_failed(b, !b->uri.tls || b->uri.path);
 		relay__hr_rotate(b);
 		relay__hr_schedule_reconnect(b);
 		return;
