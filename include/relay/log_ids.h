@@ -105,7 +105,9 @@ extern "C" {
 	  "invocations start cold") \
 	X("RELAY-RT08", "a line a warm parent wrote about itself") \
 	X("RELAY-RT09", "resource limits cannot be applied as configured " \
-	  "(what is missing)")
+	  "(what is missing)") \
+	X("RELAY-RT10", "the host uid an app's sandboxes run as, out of " \
+	  "RELAY_SANDBOX_UIDS")
 
 /* relayd's ids. */
 #define RELAYD_LOG_IDS(X) \
@@ -147,6 +149,8 @@ extern "C" {
 	  "problem") \
 	X("RELAYD-MET01", "where /metrics, /healthz and /readyz are served, " \
 	  "or that metrics are off") \
+	X("RELAYD-MET02", "why /readyz answers not ready (Redis's own " \
+	  "reply), once each time the answer changes") \
 	X("RELAYD-NOTIFY01", "NOTIFY_SOCKET cannot be used: no service " \
 	  "manager notifications") \
 	X("RELAYD-NOTIFY02", "a notification to the service manager could " \
@@ -184,6 +188,15 @@ extern "C" {
 	  "occurrences left to publish") \
 	X("RELAYD-SCHED07", "the schedule clock jumped forward: only the " \
 	  "latest occurrence of each schedule is published") \
+	X("RELAYD-SCHED08", "a missed occurrence from before the schedule " \
+	  "was first seen is not caught up") \
+	X("RELAYD-SBX01", "handlers run as the shared host uid 65534 " \
+	  "(nobody): set RELAY_SANDBOX_UIDS or a dedicated user") \
+	X("RELAYD-SBX02", "a reload needs more sandbox uids than " \
+	  "RELAY_SANDBOX_UIDS has left: refused, the loaded apps keep " \
+	  "serving") \
+	X("RELAYD-SBX03", "RELAY_SANDBOX_UIDS is ignored (relayd is not " \
+	  "root, or RELAY_SANDBOX=none)") \
 	X("RELAYD-STATS01", "the stats file could not be written")
 
 /* Every id: the library's, then relayd's. */
