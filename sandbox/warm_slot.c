@@ -52,6 +52,7 @@
 
 #include "warm_fresh.h"
 #include "warm_proto.h"
+#include "warm_seccomp.h"
 
 #define SLOT_MSG_MAX (1u << 20)   /* a request, as the Python loop read */
 #define SLOT_FIELDS_MIN 6         /* R id wait_go as nproc handler */
@@ -348,6 +349,10 @@ static void h_begin(void)
 	if (syscall(SYS_capset, &hdr, data) != 0)
 		die(1, "capset");
 	prctl(PR_CAP_AMBIENT, PR_CAP_AMBIENT_CLEAR_ALL, 0, 0, 0);
+	/* Set up: the rest of the sandbox's profile, as a cold handler
+	 * has it (no mounts, no user namespace; warm_seccomp.c). */
+	if (relay__warm_seccomp_handler() != 0)
+		die(1, "seccomp");
 }
 
 /*

@@ -126,6 +126,14 @@ static int build_argv(relay__builtin *b, const relay_exec_spec *spec,
 	rc |= relay__strv_push(a, "--unshare-all");
 	if (spec->network)
 		rc |= relay__strv_push(a, "--share-net");
+	if (!warm) {
+		/* No user namespace inside (bwrap caps their number at the
+		 * sandbox's own; the seccomp profile refuses them too). A
+		 * warm parent's invocations make one each, then refuse the
+		 * next by the profile (sandbox/seccomp_profile.h). */
+		rc |= relay__strv_push(a, "--unshare-user");
+		rc |= relay__strv_push(a, "--disable-userns");
+	}
 	rc |= relay__strv_push(a, "--die-with-parent");
 	if (warm) {
 		/* N's, dropped by every invocation process before its
@@ -250,13 +258,13 @@ int relay__bwrap_env_fd(char *const *env, int seccomp_fdno, int *out,
 	return 0;
 }
 
-int relay__bwrap_fds(char *const *env, int args_fdno, int *args_fd,
-		     int *seccomp_fd, relay_error *err)
+int relay__bwrap_fds(char *const *env, int args_fdno, bool warm_parent,
+		     int *args_fd, int *seccomp_fd, relay_error *err)
 {
 	int rc;
 
 	*args_fd = -1;
-	rc = relay__sandbox_seccomp_fd(seccomp_fd, err);
+	rc = relay__sandbox_seccomp_fd(seccomp_fd, warm_parent, err);
 	if (rc == 0)
 		rc = relay__bwrap_env_fd(env, *seccomp_fd >= 0 ?
 					 args_fdno + 1 : -1, args_fd, err);
@@ -309,8 +317,8 @@ static int spawn_inner(relay__builtin *b, const relay_exec_spec *spec,
 		env.n = k;
 		env.v[k] = NULL;
 	}
-	rc = relay__bwrap_fds(env.v, RELAY__SPAWN_ARGS_FDNO(-1), &args_fd,
-			      &seccomp_fd, err);
+	rc = relay__bwrap_fds(env.v, RELAY__SPAWN_ARGS_FDNO(-1), false,
+			      &args_fd, &seccomp_fd, err);
 	if (rc != 0)
 		goto done;
 	if (lim.pids)
@@ -376,8 +384,8 @@ static int warm_spawn_parent(relay_runtime_backend *rb,
 			&argv, err);
 	if (rc != 0)
 		goto done;
-	rc = relay__bwrap_fds(env, RELAY__SPAWN_ARGS_FDNO(keep_fd), &args_fd,
-			      &seccomp_fd, err);
+	rc = relay__bwrap_fds(env, RELAY__SPAWN_ARGS_FDNO(keep_fd), true,
+			      &args_fd, &seccomp_fd, err);
 	if (rc != 0)
 		goto done;
 	req.path = argv.v[0];
@@ -471,8 +479,8 @@ static int probe(relay__builtin *b, relay_error *err)
 	/* Exactly what handlers will get: the environment and the
 	 * seccomp filter as descriptors (a bwrap without --args,
 	 * --clearenv or --seccomp fails here, not at every spawn). */
-	rc = relay__bwrap_fds(host_env, RELAY__SPAWN_ARGS_FDNO(-1), &args_fd,
-			      &seccomp_fd, err);
+	rc = relay__bwrap_fds(host_env, RELAY__SPAWN_ARGS_FDNO(-1), false,
+			      &args_fd, &seccomp_fd, err);
 	if (rc == 0)
 		rc = build_argv(b, &spec, NULL, false,
 				RELAY__SPAWN_ARGS_FDNO(-1), &a, err);

@@ -334,17 +334,20 @@ char *const *relay__bwrap_host_env(void);
 int relay__bwrap_env_fd(char *const *env, int seccomp_fdno, int *out,
 			relay_error *err);
 /* bwrap.c: both descriptors of a sandbox's spawn: *@seccomp_fd from
- * relay__sandbox_seccomp_fd() (-1 without a filter) and *@args_fd from
- * relay__bwrap_env_fd() naming it as fd @args_fdno + 1 (@args_fdno is
- * where the args memfd will be: RELAY__SPAWN_ARGS_FDNO). 0 and both the
- * caller's to close, or an error code with @err and neither open. */
-int relay__bwrap_fds(char *const *env, int args_fdno, int *args_fd,
-		     int *seccomp_fd, relay_error *err);
-/* seccomp.c: the sandbox's seccomp filter (no kernel keyring) as a
- * memfd for the spawn's seccomp_fd (>= 10, close-on-exec, offset 0): 0
- * and *@out owned by the caller; 0 and *@out = -1 when this architecture
- * has no filter; or an error code with @err. */
-int relay__sandbox_seccomp_fd(int *out, relay_error *err);
+ * relay__sandbox_seccomp_fd(@warm_parent) (-1 without a filter) and
+ * *@args_fd from relay__bwrap_env_fd() naming it as fd @args_fdno + 1
+ * (@args_fdno is where the args memfd will be: RELAY__SPAWN_ARGS_FDNO).
+ * 0 and both the caller's to close, or an error code with @err and
+ * neither open. */
+int relay__bwrap_fds(char *const *env, int args_fdno, bool warm_parent,
+		     int *args_fd, int *seccomp_fd, relay_error *err);
+/* seccomp.c: the sandbox's seccomp filter (sandbox/seccomp_profile.h:
+ * both groups of the profile; with @warm_parent, for a warm parent that
+ * sets up its invocations itself, the base group only) as a memfd for
+ * the spawn's seccomp_fd (>= 10, close-on-exec, offset 0): 0 and *@out
+ * owned by the caller; 0 and *@out = -1 when this architecture has no
+ * filter; or an error code with @err. */
+int relay__sandbox_seccomp_fd(int *out, bool warm_parent, relay_error *err);
 int relay__runtime_bwrap_new(relay_runtime_backend **out,
 			     const relay_runtime_options *opts,
 			     relay_error *err);
