@@ -126,7 +126,7 @@ static int build_argv(relay__builtin *b, const relay_exec_spec *spec,
 	rc |= relay__strv_push(a, "--unshare-all");
 	if (spec->network)
 		rc |= relay__strv_push(a, "--share-net");
-	if (!warm) {
+	if (!warm && !b->no_disable_userns) {
 		/* No user namespace inside (bwrap caps their number at the
 		 * sandbox's own; the seccomp profile refuses them too). A
 		 * warm parent's invocations make one each, then refuse the
@@ -575,6 +575,7 @@ int relay__runtime_bwrap_new(relay_runtime_backend **out,
 {
 	bwrap_backend *bb = relay__calloc(1, sizeof(*bb));
 	relay__builtin *b = bb ? &bb->b : NULL;
+	relay_error perr = { 0 };
 	int rc;
 
 	if (!b)
@@ -605,9 +606,18 @@ int relay__runtime_bwrap_new(relay_runtime_backend **out,
 				      "bwrap not found in %s", RELAY__RT_PATH);
 		goto fail;
 	}
-	rc = probe(b, err);
-	if (rc != 0)
+	rc = probe(b, &perr);
+	if (rc != 0 && strstr(perr.text, "disable-userns")) {
+		/* A bwrap before 0.8: the seccomp profile alone keeps
+		 * handlers from user namespaces. */
+		b->no_disable_userns = true;
+		rc = probe(b, &perr);
+	}
+	if (rc != 0) {
+		if (err)
+			*err = perr;
 		goto fail;
+	}
 	b->parent.warm = bwrap_warm;
 	bb->warm.version = RELAY__WARM_IFACE_VERSION;
 	bb->warm.exec_server = b->warm_exec;

@@ -290,6 +290,9 @@ typedef struct relay__builtin {
 	char *warm_exec;               /* bwrap: relay-warm-exec, or NULL */
 	char *warm_slot;               /* bwrap: relay-warm-slot.so, or NULL */
 	bool cgroupns;                 /* bwrap: --unshare-cgroup works */
+	bool no_disable_userns;        /* bwrap: older than 0.8, without
+					  --disable-userns (the seccomp
+					  profile alone refuses userns) */
 	relay__cred cred;              /* bwrap: when the host is root, the
 					  unprivileged host uid the sandbox
 					  runs as (relay__builtin_cred) */
