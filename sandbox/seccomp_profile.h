@@ -48,7 +48,8 @@
 #define RELAY_SECCOMP_BASE 1u
 #define RELAY_SECCOMP_HANDLER 2u
 
-/* Instructions a program of both groups needs at most. */
+/* Instructions a program of both groups needs at most (fewer than 256:
+ * its jumps are 8-bit offsets). */
 #define RELAY_SECCOMP_MAX 160
 
 #if defined(__x86_64__)
@@ -169,13 +170,20 @@ static const uint32_t relay__seccomp_personas[] = {
 	RELAY__BPF_STMT(BPF_RET | BPF_K, \
 			SECCOMP_RET_ERRNO | ((e) & SECCOMP_RET_DATA))
 
+/* The answers a program returns at its end (one instruction each, the
+ * rules jump to theirs): every errno of relay__seccomp_rules[]. */
+static const unsigned short relay__seccomp_errnos[] = { EPERM, ENOSYS };
+
 /*
  * The program of the rules of @groups (RELAY_SECCOMP_BASE and/or
  * RELAY_SECCOMP_HANDLER) into @f (room for RELAY_SECCOMP_MAX). Returns
  * the number of instructions; 0 on an architecture this file does not
  * know (no filter). The program decides on the architecture and the
  * number before it reads an argument, so the kernel's cache answers the
- * calls it always allows without running it.
+ * calls it always allows without running it. Loading costs about a
+ * microsecond per instruction (the kernel runs the program once per
+ * call number to fill that cache), so a rule is one jump to a shared
+ * return where it can be.
  */
 static inline size_t relay__seccomp_build(struct sock_filter *f,
 					  unsigned groups)
@@ -184,7 +192,12 @@ static inline size_t relay__seccomp_build(struct sock_filter *f,
 #ifdef RELAY_SECCOMP_ARCH
 	const unsigned arch = offsetof(struct seccomp_data, arch);
 	const unsigned nr = offsetof(struct seccomp_data, nr);
-	size_t i, k;
+	const size_t np = RELAY__SECCOMP_N(relay__seccomp_personas);
+	const size_t ne = RELAY__SECCOMP_N(relay__seccomp_errnos);
+	/* Jumps to a shared return: the instruction and its answer. */
+	size_t fix_at[RELAY_SECCOMP_MAX], nfix = 0, i, k;
+	size_t ret_at[RELAY__SECCOMP_N(relay__seccomp_errnos)];
+	unsigned short fix_err[RELAY_SECCOMP_MAX];
 
 	/* Another ABI of this kernel (i386 or x32 on x86_64, AArch32 on
 	 * aarch64...): nothing of it, as on a kernel built without it. */
@@ -200,25 +213,28 @@ static inline size_t relay__seccomp_build(struct sock_filter *f,
 #endif
 	for (i = 0; i < RELAY__SECCOMP_N(relay__seccomp_rules); i++) {
 		const struct relay__seccomp_rule *r = &relay__seccomp_rules[i];
-		const size_t np = RELAY__SECCOMP_N(relay__seccomp_personas);
 
 		if (!(r->group & groups))
 			continue;
 		switch (r->kind) {
 		case RELAY_SECCOMP_ALWAYS:
+			/* nr? its answer. */
+			fix_at[nfix] = n;
+			fix_err[nfix++] = r->err;
 			f[n++] = RELAY__BPF_JUMP(BPF_JMP | BPF_JEQ | BPF_K,
-						 (unsigned)r->nr, 0, 1);
-			f[n++] = RELAY__BPF_RET_ERRNO(r->err);
+						 (unsigned)r->nr, 0, 0);
 			break;
 		case RELAY_SECCOMP_NEWUSER:
-			/* nr? flags & CLONE_NEWUSER? refuse; reload nr. */
+			/* nr? flags & CLONE_NEWUSER? its answer; else
+			 * reload nr. */
 			f[n++] = RELAY__BPF_JUMP(BPF_JMP | BPF_JEQ | BPF_K,
-						 (unsigned)r->nr, 0, 4);
+						 (unsigned)r->nr, 0, 3);
 			f[n++] = RELAY__BPF_STMT(BPF_LD | BPF_W | BPF_ABS,
 						 RELAY_SECCOMP_ARG_LO(r->arg));
+			fix_at[nfix] = n;
+			fix_err[nfix++] = r->err;
 			f[n++] = RELAY__BPF_JUMP(BPF_JMP | BPF_JSET | BPF_K,
-						 CLONE_NEWUSER, 0, 1);
-			f[n++] = RELAY__BPF_RET_ERRNO(r->err);
+						 CLONE_NEWUSER, 0, 0);
 			f[n++] = RELAY__BPF_STMT(BPF_LD | BPF_W | BPF_ABS, nr);
 			break;
 		case RELAY_SECCOMP_PERSONA:
@@ -241,6 +257,22 @@ static inline size_t relay__seccomp_build(struct sock_filter *f,
 		}
 	}
 	f[n++] = RELAY__BPF_STMT(BPF_RET | BPF_K, SECCOMP_RET_ALLOW);
+	for (k = 0; k < ne; k++) {
+		ret_at[k] = n;
+		f[n++] = RELAY__BPF_RET_ERRNO(relay__seccomp_errnos[k]);
+	}
+	/* Every jump is forward and short (the program is at most
+	 * RELAY_SECCOMP_MAX < 256 instructions). */
+	for (i = 0; i < nfix; i++) {
+		/* An errno missing from the list: the first (a refusal
+		 * all the same, never a jump to the next rule). */
+		size_t to = ret_at[0];
+
+		for (k = 0; k < ne; k++)
+			if (fix_err[i] == relay__seccomp_errnos[k])
+				to = ret_at[k];
+		f[fix_at[i]].jt = (unsigned char)(to - fix_at[i] - 1);
+	}
 #else
 	(void)f;
 	(void)groups;
