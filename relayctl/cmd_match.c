@@ -5,10 +5,10 @@
  * order (apps by name, rules in declaration order), through the same
  * relay_appset_match() path relayd uses. Nothing is printed when no rule
  * matches; the exit status is still 0. With --explain every rule is
- * listed (explain_all()): a match with the conditions that decided it, a
- * miss with the first condition that failed. Any invalid template fails the
- * whole command (exit 1, validate-style lines), because matching against
- * a partial set would silently drop rules.
+ * listed (relayctl_match_explain()): a match with the conditions that
+ * decided it, a miss with the first condition that failed. Any invalid
+ * template fails the whole command (exit 1, validate-style lines),
+ * because matching against a partial set would silently drop rules.
  *
  * A schedule occurrence ("source":"relay.schedule" at the top level) is
  * classified by relayd's own rule (relay_schedule_is_occurrence()): never
@@ -24,6 +24,7 @@
 #include "ctlconf.h"
 #include "fmt.h"
 #include "relay/occurrence.h"
+#include "matchexplain.h"
 #include "relayctl.h"
 
 /*
@@ -105,16 +106,18 @@ static bool matched(const relay_app_match *v, size_t n, const relay_app *app,
 }
 
 /*
- * --explain: every rule of every app, in dispatch order (apps by name,
- * rules in declaration order, so the matching rules' lines come in the
- * order of a plain run). A matching rule is followed by the conditions
- * that decided it; a rule that did not match is "<app>/<handler>: no
- * match" and the first condition that failed ("  status: got "X";
- * wanted "Y""). @ev is the decoded event: NULL (and nothing explained)
- * if jansson refuses a text the raw matcher accepted.
+ * --explain (also publish --explain, matchexplain.h): every rule of
+ * every app, in dispatch order (apps by name, rules in declaration
+ * order, so the matching rules' lines come in the order of a plain
+ * run). A matching rule is followed by the conditions that decided it;
+ * a rule that did not match is "<app>/<handler>: no match" and the
+ * first condition that failed ("  status: got "X"; wanted "Y""). @ev is
+ * the decoded event: NULL (and nothing explained) if jansson refuses a
+ * text the raw matcher accepted.
  */
-static void explain_all(const relay_appset *set, const relay_app_match *v,
-			size_t n, const json_t *ev, relay_wall_ms now)
+void relayctl_match_explain(const relay_appset *set,
+			    const relay_app_match *v, size_t n,
+			    const json_t *ev, relay_wall_ms now)
 {
 	size_t k, r;
 
@@ -180,7 +183,7 @@ static int run(relay_appset *set, const char *event_path, relay_wall_ms now,
 	}
 	if (explain) {
 		ev = json_loadb(json, len, JSON_ALLOW_NUL, NULL);
-		explain_all(set, v, n, ev, now);
+		relayctl_match_explain(set, v, n, ev, now);
 	}
 	for (i = 0; !explain && i < n; i++)
 		printf("%s/%s\n", relayctl_c(relay_app_name(v[i].app)),

@@ -15,6 +15,7 @@
 static const struct relayctl_sub commands[] = {
 	{ "validate", relayctl_cmd_validate, "check every app template" },
 	{ "match", relayctl_cmd_match, "print the rules an event matches" },
+	{ "publish", relayctl_cmd_publish, "check an event and add it" },
 	{ "app", relayctl_cmd_app, "run, list, inspect and invoke apps" },
 	{ "dlq", relayctl_cmd_dlq, "list, inspect, replay, remove DLQ entries" },
 	{ "health", relayctl_cmd_health, "ask relayd whether it is healthy" },

@@ -19,6 +19,7 @@ int relayctl_cmd_dlq(int argc, char **argv);
 int relayctl_cmd_health(int argc, char **argv);
 int relayctl_cmd_stats(int argc, char **argv);
 int relayctl_cmd_state(int argc, char **argv);  /* cmd_state.c */
+int relayctl_cmd_publish(int argc, char **argv);  /* cmd_publish.c */
 
 /* Subcommands, called by their group's dispatcher (argv[0] = the
  * subcommand name). */
