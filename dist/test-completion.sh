@@ -28,7 +28,7 @@ check()
 }
 
 echo "TAP version 13"
-check "validate match app dlq health stats state --env-file --help --version" relayctl ""
+check "validate match publish app dlq health stats state --env-file --help --version" relayctl ""
 check "run ls inspect invoke --help" relayctl app ""
 check "ls summary inspect replay rm --help" relayctl dlq ""
 check "audit billing notify" relayctl app run --apps "$apps" ""
@@ -41,6 +41,9 @@ check "reset" relayctl stats ""
 check "--json --redis --stream --group --run-dir --state-dir --apps --help" relayctl stats reset -
 check "--apps --max-file-size --verbose --help" relayctl validate -
 check "--apps --now --explain --help" relayctl match -
+check "--file --key --traceparent --explain --wait --timeout --redis --stream --group --run-dir --state-dir --apps --help" relayctl publish -
+check "-" relayctl publish --key k1 --timeout 5s ""
+check "--wait" relayctl publish --traceparent x --wa
 check "--app --handler --reason --since --until --id --limit --json --redis --stream --group --run-dir --state-dir --apps --help" relayctl dlq ls -
 check "--app --handler --reason --since --until --id --json --redis --stream --group --run-dir --state-dir --apps --help" relayctl dlq summary -
 check "--all --app --handler --reason --since --until --id --dry-run --yes --rate --redis --stream --group --run-dir --state-dir --apps --help" relayctl dlq replay -

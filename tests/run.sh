@@ -37,7 +37,8 @@ packages=(gcc g++ clang libclang-rt-14-dev meson ninja-build pkg-config
 	libhiredis-dev libjansson-dev libfyaml-dev libev-dev libmicrohttpd-dev
 	libcurl4-openssl-dev
 	redis-server redis-tools redis-sentinel openssl libssl-dev bubblewrap
-	python3 nodejs scdoc procps tzdata user-mode-linux)
+	python3 nodejs scdoc procps tzdata user-mode-linux
+	prometheus python3-yaml graphviz)
 
 install_packages() {
 	local missing=()

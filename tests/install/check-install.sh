@@ -55,7 +55,8 @@ $libexecdir/relay/relay_warm_server.py $libexecdir/relay/relay-warm-exec
 $libexecdir/relay/relay-warm-slot.so
 $dest$RELAY_PREFIX/lib/systemd/system/relayd.service
 $dest$RELAY_PREFIX/lib/sysusers.d/relay.conf
-$datadir/bash-completion/completions/relayctl"
+$datadir/bash-completion/completions/relayctl
+$datadir/relay/relay-alerts.rules.yml $datadir/relay/relay-dashboard.json"
 if [ "$RELAY_MAN" = 1 ]; then
 	files="$files $mandir/man1/relayctl.1 $mandir/man8/relayd.8
 $mandir/man5/relay-template.5 $mandir/man3/librelay.3"
