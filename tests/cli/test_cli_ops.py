@@ -40,7 +40,7 @@ HELP = [
     ["dlq"], ["dlq", "ls"], ["dlq", "summary"], ["dlq", "inspect"],
     ["dlq", "replay"], ["dlq", "rm"], ["app"], ["app", "ls"], ["app", "inspect"],
     ["app", "invoke"], ["app", "run"], ["health"], ["stats"],
-    ["stats", "reset"], ["state"], ["state", "leaks"],
+    ["stats", "reset"], ["state"], ["state", "leaks"], ["publish"],
 ]
 
 
@@ -74,6 +74,9 @@ USAGE = [
     ["app", "invoke", "a", "--json", "--event", "{}"],
     ["health", "x"], ["health", "--bogus"], ["stats", "bogus"],
     ["stats", "reset", "again"], ["stats", "--run-dir"],
+    ["publish"], ["publish", "{}", "{}"], ["publish", "--file", "f", "{}"],
+    ["publish", "--bogus", "{}"], ["publish", "--timeout", "x", "{}"],
+    ["publish", "[1]"],
 ]
 
 
@@ -99,7 +102,7 @@ def unknown_command_suggests_in_three_lines():
     rc, out, err = run("frobnicate")
     eq((rc, out, err), (2, "", 'relayctl: unknown command "frobnicate"\n'
                         "usage: relayctl [--env-file FILE] {validate|match|"
-                        "app|dlq|health|stats|state} [ARGS]\n"
+                        "publish|app|dlq|health|stats|state} [ARGS]\n"
                         "try 'relayctl --help'\n"), "frobnicate")
     for words, meant in ((["valdiate"], "validate"),
                          (["app", "isnpect"], "inspect"),
