@@ -161,11 +161,11 @@ static int read_event(struct pub *p, bool *too_big)
 		n += r;
 	if (ferror(f)) {
 		int e = errno;
+		const char *what = f == stdin ? "stdin" : path;
 
 		if (f != stdin)
 			fclose(f);
-		return relayctl_error(RELAYCTL_FAIL, CMD ": %s: %s",
-				      f == stdin ? "stdin" : path,
+		return relayctl_error(RELAYCTL_FAIL, CMD ": %s: %s", what,
 				      strerror(e));
 	}
 	if (f != stdin)
@@ -380,7 +380,7 @@ static int delivered(struct pub *p, bool *yes)
 {
 	const char *argv[] = { "XINFO", "GROUPS", p->stream };
 	relay_redis_reply *r;
-	uint64_t ms, seq, ims, iseq;
+	uint64_t ms, seq, ims = 0, iseq = 0;
 	size_t i, k;
 	int rc;
 
@@ -545,6 +545,11 @@ static int report(struct pub *p, bool final, bool *dead)
 			break;
 		case RELAY_INV_EXHAUSTED:
 			*dead = true;
+			if (!slash) {  /* not an <app>/<handler> field */
+				printf("dead-lettered after %u attempt%s\n",
+				       s.attempt, s.attempt == 1 ? "" : "s");
+				break;
+			}
 			snprintf(app, sizeof(app), "%.*s",
 				 (int)(slash - names[i]), names[i]);
 			rc = find_dlq(p, app, slash + 1, dlqid,
