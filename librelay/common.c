@@ -114,6 +114,7 @@ const char *relay_strerror(int code)
 	case RELAY_ETYPE: return "wrong type";
 	case RELAY_ESTALE: return "stale claim";
 	case RELAY_EACCESS: return "permission denied";
+	case RELAY_EAGAIN: return "resource temporarily unavailable";
 	default: return "unknown error";
 	}
 }

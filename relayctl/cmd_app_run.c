@@ -234,6 +234,7 @@ static int run_one(relay_runtime *rt, int warm, const relay_app *app,
 	s.memory_bytes = relay_app_memory(app);
 	s.cpus_milli = relay_app_cpus_milli(app);
 	s.pids = relay_app_pids(app);
+	s.tmp_bytes = relay_app_tmp(app);
 	s.timeout_ms = t > 0 ? (uint32_t)t : 0;
 	s.event = event;
 	s.event_len = len;

@@ -260,6 +260,7 @@ static const char *run_status(relay_run_status s)
 	case RELAY_RUN_OK:
 		return "ok";
 	case RELAY_RUN_FAILED:
+	case RELAY_RUN_REFUSED:  /* never started: its reason says so */
 		return "failed";
 	case RELAY_RUN_TIMEOUT:
 		return "timeout";

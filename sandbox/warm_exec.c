@@ -163,16 +163,19 @@ static void __attribute__((noreturn)) run_h(char **env, int go,
 	_exit(127);
 }
 
-/* An empty tmpfs over @dir (if it exists) with the mode bwrap gave it,
- * as in a cold sandbox. */
+/* An empty tmpfs over @dir (if it exists) with the mode and size bwrap
+ * gave it, as in a cold sandbox. */
 static int mount_scratch(const char *dir)
 {
 	struct stat st;
-	char opt[32];
+	char opt[64];
 
 	if (stat(dir, &st) != 0)
 		return 0;
-	snprintf(opt, sizeof(opt), "mode=%o", (unsigned)(st.st_mode & 07777));
+	/* bwrap's size too (resources.tmp). */
+	if (relay__warm_tmpfs_opts(dir, (unsigned)(st.st_mode & 07777), opt,
+				   sizeof(opt)) != 0)
+		return -1;
 	return mount("tmpfs", dir, "tmpfs", MS_NOSUID | MS_NODEV, opt);
 }
 

@@ -33,6 +33,7 @@
 #include <sys/prctl.h>
 #include <sys/stat.h>
 #include <sys/statfs.h>
+#include <sys/statvfs.h>
 #include <sys/syscall.h>
 #include <sys/types.h>
 #include <sys/xattr.h>
@@ -40,6 +41,7 @@
 
 #define RELAY__WARM_DEV_MAX 32          /* entries of bwrap's /dev: 15 */
 #define RELAY__WARM_DEVPTS_MAGIC 0x1cd1 /* DEVPTS_SUPER_MAGIC */
+#define RELAY__WARM_TMPFS_MAGIC 0x01021994 /* TMPFS_MAGIC */
 /* bwrap's options for /dev and /dev/pts (see a cold sandbox's
  * mountinfo); a new devpts instance each time, so no pty and no mode
  * of an earlier one is seen. */
@@ -52,6 +54,9 @@ struct relay__warm_dev_ent {
 	mode_t mode;            /* type and permissions */
 	int node;               /* O_PATH of a device node (bound), or -1 */
 	int devpts;             /* a directory with devpts mounted on it */
+	unsigned long long tmpfs; /* a directory with a tmpfs of its own
+				     mounted on it (/dev/shm): its size in
+				     bytes; 0: none */
 	char link[64];          /* a symlink's target */
 	/* the rebuilt entry, as made: what a later check compares */
 	ino_t ino;
@@ -65,7 +70,35 @@ struct relay__warm_dev {
 	struct relay__warm_dev_ent e[RELAY__WARM_DEV_MAX];
 	struct stat root;       /* /dev as rebuilt */
 	struct stat ptmx;       /* /dev/pts/ptmx as rebuilt (st_ino 0: none) */
+	int ro;                 /* bwrap's /dev is read-only */
 };
+
+/*
+ * The options of a tmpfs that copies the one mounted on @dir now: "mode=
+ * M" with @mode and, when @dir is a tmpfs, its size ("size=B"), so every
+ * invocation's /tmp has the size bwrap gave the sandbox's (resources.tmp;
+ * doc/sandbox.md). @buf gets them; 0, or -1 with errno.
+ */
+static inline int relay__warm_tmpfs_opts(const char *dir, unsigned int mode,
+					 char *buf, size_t size)
+{
+	struct statfs sf;
+	int n;
+
+	if (statfs(dir, &sf) != 0)
+		return -1;
+	if (sf.f_type == RELAY__WARM_TMPFS_MAGIC)
+		n = snprintf(buf, size, "mode=%o,size=%llu", mode,
+			     (unsigned long long)sf.f_blocks *
+			     (unsigned long long)sf.f_bsize);
+	else
+		n = snprintf(buf, size, "mode=%o", mode);
+	if (n < 0 || (size_t)n >= size) {
+		errno = ENAMETOOLONG;
+		return -1;
+	}
+	return 0;
+}
 
 /*
  * Learn bwrap's /dev (still mounted, untouched by any handler): every
@@ -79,7 +112,13 @@ static inline int relay__warm_dev_learn(struct relay__warm_dev *d)
 	DIR *dir;
 	int fd, e = 0;
 
+	struct statvfs vf;
+	struct stat root;
+
 	memset(d, 0, sizeof(*d));
+	if (statvfs("/dev", &vf) != 0 || stat("/dev", &root) != 0)
+		return -1;
+	d->ro = (vf.f_flag & ST_RDONLY) != 0;
 	dir = opendir("/dev");
 	if (!dir)
 		return -1;
@@ -121,8 +160,14 @@ static inline int relay__warm_dev_learn(struct relay__warm_dev *d)
 			char path[300];
 
 			snprintf(path, sizeof(path), "/dev/%s", de->d_name);
-			x->devpts = statfs(path, &sf) == 0 &&
-				    sf.f_type == RELAY__WARM_DEVPTS_MAGIC;
+			int fs = statfs(path, &sf) == 0;
+
+			x->devpts = fs && sf.f_type == RELAY__WARM_DEVPTS_MAGIC;
+			/* A mount of its own (bwrap's --tmpfs /dev/shm). */
+			if (fs && !x->devpts && st.st_dev != root.st_dev &&
+			    sf.f_type == RELAY__WARM_TMPFS_MAGIC)
+				x->tmpfs = (unsigned long long)sf.f_blocks *
+					   (unsigned long long)sf.f_bsize;
 		} else {
 			x->node = openat(fd, de->d_name,
 					 O_PATH | O_NOFOLLOW | O_CLOEXEC);
@@ -198,8 +243,9 @@ static inline int relay__warm_dev_stamp(struct relay__warm_dev *d)
  * Mount a fresh /dev as bwrap made it: a tmpfs (mode 0755, nosuid,
  * nodev), each device node bound from bwrap's (so its mount flags are
  * bwrap's), the same symlinks, empty directories (/dev/shm among them,
- * a plain directory as in a cold sandbox) and a new devpts instance on
- * /dev/pts. With @detach, the /dev this function mounted before is
+ * unless bwrap mounted a tmpfs on it, which is mounted again with its
+ * size), a new devpts instance on /dev/pts, and /dev made read-only when
+ * bwrap's was. With @detach, the /dev this function mounted before is
  * detached first (with whatever an invocation left in it). Needs a /proc
  * of the caller's (the nodes are bound through /proc/self/fd) and
  * CAP_SYS_ADMIN over the mount namespace. A caller that checks it later
@@ -245,6 +291,23 @@ static inline int relay__warm_dev_build(struct relay__warm_dev *d,
 		if (mount(src, path, NULL, MS_BIND, NULL) != 0)
 			return -1;
 	}
+	/* The sized tmpfs mounts last, as bwrap mounts them after /dev. */
+	for (i = 0; i < d->n; i++) {
+		const struct relay__warm_dev_ent *x = &d->e[i];
+		char path[48], opt[64];
+
+		if (!x->tmpfs)
+			continue;
+		snprintf(path, sizeof(path), "/dev/%s", x->name);
+		snprintf(opt, sizeof(opt), "mode=%o,size=%llu",
+			 (unsigned)(x->mode & 07777), x->tmpfs);
+		if (mount("tmpfs", path, "tmpfs", MS_NOSUID | MS_NODEV,
+			  opt) != 0)
+			return -1;
+	}
+	if (d->ro && mount(NULL, "/dev", NULL, MS_REMOUNT | MS_BIND |
+			   MS_RDONLY | MS_NOSUID | MS_NODEV, NULL) != 0)
+		return -1;
 	return 0;
 }
 

@@ -64,6 +64,7 @@
 
 #include <node_api.h>
 
+#include "warm_fresh.h"
 #include "warm_node_fds.h"
 #include "warm_node_huge.h"
 #include "warm_node_prefault.h"
@@ -281,7 +282,7 @@ static void __attribute__((noreturn)) slot_fail(int srv, const char *what)
 static int slot_main(int ssock)
 {
 	struct relay_warm_slot a;
-	char opt[32];
+	char opt[64];
 
 	if (ssock != 4 && dup3(ssock, 4, O_CLOEXEC) != 4)
 		_exit(255);
@@ -293,8 +294,10 @@ static int slot_main(int ssock)
 	if (mount(NULL, "/", NULL, MS_REC | MS_PRIVATE, NULL) != 0)
 		slot_fail(4, "mount --make-rprivate /");
 	if (tmp_mode >= 0) {
-		snprintf(opt, sizeof(opt), "mode=%o", (unsigned)tmp_mode);
-		if (mount("tmpfs", "/tmp", "tmpfs", MS_NOSUID | MS_NODEV,
+		/* bwrap's size too (resources.tmp). */
+		if (relay__warm_tmpfs_opts("/tmp", (unsigned)tmp_mode, opt,
+					   sizeof(opt)) != 0 ||
+		    mount("tmpfs", "/tmp", "tmpfs", MS_NOSUID | MS_NODEV,
 			  opt) != 0)
 			slot_fail(4, "mount /tmp");
 	}

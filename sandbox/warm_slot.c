@@ -237,19 +237,22 @@ static int scratch_fresh(const struct relay_warm_slot *a,
 }
 
 /* A fresh, empty tmpfs on each scratch directory the slot mounted, its
- * previous one detached, with the mode bwrap gave the original. */
+ * previous one detached, with the mode and size bwrap gave the original. */
 static void remount_scratch(const struct relay_warm_slot *a)
 {
-	char opt[32];
+	char opt[64];
 	int i;
 
 	for (i = 0; i < a->nscratch; i++) {
 		if (a->scratch_mode[i] < 0)
 			continue;
+		/* The size of the one it replaces (bwrap's, copied). */
+		if (relay__warm_tmpfs_opts(a->scratch[i],
+					   (unsigned)a->scratch_mode[i], opt,
+					   sizeof(opt)) != 0)
+			die(255, "statfs scratch");
 		if (umount2(a->scratch[i], MNT_DETACH) != 0)
 			die(255, "umount scratch");
-		snprintf(opt, sizeof(opt), "mode=%o",
-			 (unsigned)a->scratch_mode[i]);
 		if (mount("tmpfs", a->scratch[i], "tmpfs", MS_NOSUID | MS_NODEV,
 			  opt) != 0)
 			die(255, "mount scratch");

@@ -289,6 +289,7 @@ static const char *status_name(relay_run_status s)
 	case RELAY_RUN_FAILED: return "failed";
 	case RELAY_RUN_TIMEOUT: return "timeout";
 	case RELAY_RUN_CANCELLED: return "cancelled";
+	case RELAY_RUN_REFUSED: return "refused";
 	}
 	return "?";
 }

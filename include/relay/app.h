@@ -69,6 +69,10 @@ typedef enum relay_app_tracing {
 #define RELAY_APP_MIN_MEMORY (1024 * 1024)   /* 1Mi */
 #define RELAY_APP_MAX_CPUS_MILLI 1024000     /* 1024 CPUs */
 #define RELAY_APP_MAX_PIDS 4194304
+#define RELAY_APP_DEFAULT_PIDS 128           /* resources.pids unset */
+#define RELAY_APP_MIN_TMP (64 * 1024)        /* 64Ki */
+#define RELAY_APP_MAX_TMP (1ull << 40)       /* 1Ti */
+#define RELAY_APP_DEFAULT_TMP (64ull * 1024 * 1024)  /* 64Mi */
 
 /**
  * relay_app_diag_fn - receives one problem found while loading.
@@ -229,8 +233,14 @@ RELAY_EXTERN uint64_t relay_app_memory(const relay_app *app);
  * (`0.5` → 500); 0 when unset. */
 RELAY_EXTERN uint32_t relay_app_cpus_milli(const relay_app *app);
 
-/** relay_app_pids() - `resources.pids`; 0 when unset. */
+/** relay_app_pids() - `resources.pids`; 0 when unset (the runtime then
+ * applies its default ceiling, RELAY_APP_DEFAULT_PIDS, where cgroups
+ * serve pids: doc/sandbox.md). */
 RELAY_EXTERN uint32_t relay_app_pids(const relay_app *app);
+
+/** relay_app_tmp() - `resources.tmp` in bytes (the size of the sandbox's
+ * /tmp); 0 when unset (the runtime's default, RELAY_APP_DEFAULT_TMP). */
+RELAY_EXTERN uint64_t relay_app_tmp(const relay_app *app);
 
 /** relay_app_env_count() - number of `env:` entries. */
 RELAY_EXTERN size_t relay_app_env_count(const relay_app *app);

@@ -40,6 +40,8 @@ enum relay_err {
 	RELAY_ETYPE = -10,    /* a value has the wrong type */
 	RELAY_ESTALE = -11,   /* a fenced write lost its claim */
 	RELAY_EACCESS = -12,  /* the sandbox user cannot read what it needs */
+	RELAY_EAGAIN = -13,   /* the system refused a process or memory for
+				 now (EAGAIN, ENOMEM): try again later */
 };
 
 /**

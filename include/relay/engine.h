@@ -63,6 +63,10 @@
  *	                  dispatched
  *	RELAY-ENG15 INFO  a stream entry gone after its message was
  *	                  acknowledged (retention): not a missing payload
+ *	RELAY-ENG16 WARN  handler starts refused by the system (no process
+ *	                  or memory left): invocations left pending, no
+ *	                  attempt charged; once per burst (at most one line
+ *	                  per 10 s, with how many were not logged)
  *
  * Thread-safety: a consumer and every object it borrows are confined to
  * the thread that runs their loop. Callbacks run from that loop.
@@ -499,6 +503,12 @@ typedef struct relay_consumer_metrics {
 					  values of stream entries that
 					  were invalid or oversized and
 					  ignored (one per field) */
+	/* version 5 ends here */
+	uint64_t starts_refused;       /* v6: handler starts the system
+					  refused (EAGAIN, ENOMEM: no
+					  process or memory left); each
+					  invocation stayed pending, no
+					  attempt charged */
 } relay_consumer_metrics;
 
 /*
@@ -507,7 +517,7 @@ typedef struct relay_consumer_metrics {
  * relay_consumer_metrics_get() for version 4 first; a library older than
  * that answers RELAY_EINVAL and passes the shorter histogram.
  */
-#define RELAY_CONSUMER_METRICS_VERSION 5
+#define RELAY_CONSUMER_METRICS_VERSION 6
 
 /**
  * relay_consumer_metrics_get() - copy the current figures into @out.

@@ -169,6 +169,11 @@ static inline const char *relay_metric_key(const relay_metric_info *r)
 	  "relay_trace_link) of stream entries ignored as invalid or " \
 	  "oversized.", \
 	  0, 0, 0, 0, 0, 0) \
+	X(starts_refused, RELAY_METRIC_COUNTER, RELAY_METRIC_ATTEMPTS, 0, \
+	  "relay_handler_starts_refused_total", \
+	  "Handler starts the system refused (no process or memory left); " \
+	  "the invocation stayed pending, no attempt charged.", \
+	  0, 0, 0, 0, 0, 0) \
 	X(pending_entries, RELAY_METRIC_GAUGE, RELAY_METRIC_GAUGES, 0, 0, \
 	  "Entries in the consumer group's PEL (refreshed periodically).", \
 	  10, 8, "Pending entries", 0, 4, "pending") \

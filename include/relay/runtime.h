@@ -80,7 +80,10 @@ typedef enum relay_warm_mode {
  *
  * Initialise with RELAY_EXEC_SPEC_INIT. Every pointer is borrowed for the
  * duration of relay_runtime_run() only: the runtime copies what it keeps.
- * Resource fields set to 0 mean "no limit".
+ * Resource fields set to 0 mean "no limit", but for two defaults
+ * (doc/sandbox.md, "Resource limits"): pids 0 is a ceiling of
+ * RELAY_APP_DEFAULT_PIDS (128) processes wherever a cgroup serves pids,
+ * and tmp_bytes 0 a /tmp of RELAY_APP_DEFAULT_TMP (64 MiB).
  */
 typedef struct relay_exec_spec {
 	unsigned int version;        /* RELAY_EXEC_SPEC_VERSION */
@@ -117,9 +120,13 @@ typedef struct relay_exec_spec {
 					a TRACEPARENT (doc/sandbox.md) */
 	const char *tracestate;      /* v3: W3C tracestate, or NULL */
 	const char *baggage;         /* v3: W3C baggage, or NULL */
+	/* version 3 ends here */
+	uint64_t tmp_bytes;          /* v4: size of the sandbox's /tmp
+					(resources.tmp); 0 (and every older
+					spec) = RELAY_APP_DEFAULT_TMP, 64 MiB */
 } relay_exec_spec;
 
-#define RELAY_EXEC_SPEC_VERSION 3
+#define RELAY_EXEC_SPEC_VERSION 4
 #define RELAY_EXEC_SPEC_INIT { .version = RELAY_EXEC_SPEC_VERSION }
 
 /** enum relay_output_stream - which pipe a line came from. */
@@ -160,6 +167,11 @@ typedef enum relay_run_status {
 	RELAY_RUN_FAILED = 1,    /* nonzero exit or killed by a signal */
 	RELAY_RUN_TIMEOUT = 2,   /* killed after its timeout */
 	RELAY_RUN_CANCELLED = 3, /* cancelled, or the runtime was freed */
+	RELAY_RUN_REFUSED = 4,   /* never started: the system refused the
+				    sandbox a process or memory (EAGAIN,
+				    ENOMEM); no handler code ran, a later
+				    try may work. The engine charges no
+				    attempt for it (doc/sandbox.md) */
 } relay_run_status;
 
 /**
@@ -345,7 +357,12 @@ RELAY_EXTERN const char *relay_limits_mode_name(relay_limits_mode m);
  * Returns: 0 and @done will run exactly once, later, from the loop; or a
  * negative code (RELAY_EINVAL bad spec or not attached, RELAY_EBACKEND
  * the process could not be started, e.g. command not found) and no
- * callback ever runs. When the process could not be started because the
+ * callback ever runs. When the kernel refused the process for lack of
+ * processes or memory (EAGAIN, ENOMEM), the return is RELAY_EBACKEND and
+ * @err->code RELAY_EAGAIN: nothing ran, a later try may work (a refusal
+ * that comes after the start, from inside the sandbox's set-up, ends
+ * the run with RELAY_RUN_REFUSED instead). When the process could not be
+ * started because the
  * sandbox user (relay_runtime_options.sandbox_user) cannot read and
  * search the app directory, the return is RELAY_EBACKEND and @err->code
  * RELAY_EACCESS; @err->text then reads "app directory DIR is not readable

@@ -364,6 +364,7 @@ int relay_app_concurrency(const relay_app *app) { return app->concurrency; }
 uint64_t relay_app_memory(const relay_app *app) { return app->memory; }
 uint32_t relay_app_cpus_milli(const relay_app *app) { return app->cpus_milli; }
 uint32_t relay_app_pids(const relay_app *app) { return app->pids; }
+uint64_t relay_app_tmp(const relay_app *app) { return app->tmp; }
 size_t relay_app_env_count(const relay_app *app) { return app->env_n; }
 size_t relay_app_rule_count(const relay_app *app) { return app->nrules; }
 

@@ -72,6 +72,7 @@ struct relay_app {
 	uint64_t memory;
 	uint32_t cpus_milli;
 	uint32_t pids;
+	uint64_t tmp;            /* resources.tmp bytes, 0 = default */
 	char **env_names;        /* env_n entries each */
 	char **env_values;
 	char **envp;             /* "NAME=value", NULL-terminated */

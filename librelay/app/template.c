@@ -34,7 +34,7 @@ static const char *const top_keys[] = { "runtime", "command", "network",
 	"concurrency", "resources", "env", "warm", "tracing", "events",
 	"schedules", NULL };
 static const char *const resource_keys[] = { "memory", "cpus", "pids",
-					       NULL };
+					       "tmp", NULL };
 static const char *const rule_keys[] = { "handler", "pattern", "timeout",
 					   "retries", NULL };
 static const char *const schedule_keys[] = { "name", "handler", "cron",
@@ -275,7 +275,7 @@ static void do_resources(walker *w, const relay__pnode *n)
 
 	if (n->kind != RELAY__PNODE_MAP) {
 		bad(w, n, "resources", "must be a mapping with memory, cpus, "
-			"pids");
+			"pids, tmp");
 		return;
 	}
 	for (i = 0; i < n->nchildren; i++) {
@@ -311,6 +311,19 @@ static void do_resources(walker *w, const relay__pnode *n)
 			if (!want_int(w, c, "resources.pids", 1,
 				      RELAY_APP_MAX_PIDS, &v))
 				app->pids = (uint32_t)v;
+		} else if (key_is(c, "tmp")) {
+			uint64_t b;
+
+			if (!t || relay__app_parse_memory(t, &b))
+				bad(w, c, "resources.tmp", "invalid size "
+				    "(write e.g. 64Mi, 1Gi, 256MiB, 64M or "
+				    "bytes)");
+			else if (b < RELAY_APP_MIN_TMP || b > RELAY_APP_MAX_TMP)
+				bad(w, c, "resources.tmp", "must be from 64Ki "
+				    "to 1Ti, got %llu bytes",
+				    (unsigned long long)b);
+			else
+				app->tmp = b;
 		} else {
 			unknown_key(w, c, "resources", resource_keys);
 		}

@@ -64,6 +64,10 @@ struct relay_consumer {
 	unsigned int manual;
 	struct manual *manual_runs;
 	int python_ok, node_ok;       /* availability cache: 1, -1, 0 */
+	/* owner: consumer_inv.c (refused starts: RELAY-ENG16 once per
+	 * burst) */
+	relay_mono_us refused_logged_us; /* last line, 0: none yet */
+	uint64_t refused_quiet;       /* refusals since then, not logged */
 	relay_mono_us python_checked_us, node_checked_us; /* ... per
 							    interpreter */
 

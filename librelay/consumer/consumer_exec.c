@@ -78,6 +78,7 @@ void relay__consumer_exec_spec_h(relay_exec_spec *s, const relay_app *app,
 	s->memory_bytes = relay_app_memory(app);
 	s->cpus_milli = relay_app_cpus_milli(app);
 	s->pids = relay_app_pids(app);
+	s->tmp_bytes = relay_app_tmp(app);
 	s->timeout_ms = timeout_ms > 0 ? (uint32_t)timeout_ms : 0;
 	s->event = event;
 	s->event_len = len;

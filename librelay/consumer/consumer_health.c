@@ -162,6 +162,8 @@ int relay_consumer_metrics_get(const relay_consumer *c,
 						   handler_timeouts)
 			       : v == 4 ? offsetof(relay_consumer_metrics,
 						   trace_context_invalid)
+			       : v == 5 ? offsetof(relay_consumer_metrics,
+						   starts_refused)
 				       : sizeof(m));
 	}
 	return 0;

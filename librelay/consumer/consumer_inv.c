@@ -23,6 +23,7 @@
  *	     │                   ├─ exhausted recorded → exhausted
  *	     │                   ├─ failure recorded, stale, error → pending
  *	     │                   └─ reply lost → record_wait
+ *	     ├─ start refused by the system → claim given back → pending
  *	     └─ cancelled → pending
  *	record_wait ─┬─ backoff over → record (same attempt and token)
  *	             └─ stopping, tries used, claim deadline → pending
@@ -31,6 +32,11 @@
  * ok, dlq and pending are final for this delivery; ok, exhausted and
  * dlq are terminal (the message may be acknowledged once every
  * invocation is).
+ *
+ * A refused start (the kernel had no process or memory for the sandbox:
+ * RELAY_RUN_REFUSED, or the executor's RELAY_EAGAIN) ran nothing, so it
+ * is no attempt: the claim is given back (give_back()) and the
+ * invocation left pending for the reclaim to deliver again.
  *
  * A lost reply: a completion that fails with a transport error
  * (RELAY_ECLOSED, RELAY_ETIMEOUT) may have been applied or not. Left
@@ -585,6 +591,90 @@ static void output_cb(const relay_output_line *line, void *payload)
 		c->output(line, c->output_payload);
 }
 
+/* ---- a start the system refused ---------------------------------------- */
+
+/* RELAY-ENG16: the first refusal of a burst, then at most one line per
+ * REFUSED_LOG_US with how many came meanwhile. */
+#define REFUSED_LOG_US 10000000u
+
+static void refused_log(relay__cinv *inv, const char *why)
+{
+	relay_consumer *c = inv->m->c;
+	relay_mono_us now = relay_clock_mono_us(c->clock);
+
+	if (c->refused_logged_us && now - c->refused_logged_us <
+	    REFUSED_LOG_US) {
+		c->refused_quiet++;
+		return;
+	}
+	LOG(c, RELAY_LOG_WARN, "RELAY-ENG16",
+	    "handler start refused by the system, invocation left pending "
+	    "(no attempt charged) app=%s handler=%s message_id=%s "
+	    "reason=\"%s\" more=%llu", relay_app_name(inv->app),
+	    inv->handler, inv->m->id, why,
+	    (unsigned long long)c->refused_quiet);
+	c->refused_logged_us = now ? now : 1;
+	c->refused_quiet = 0;
+}
+
+static void give_back_cb(relay_redis_backend *b, int status,
+			 relay_redis_reply *r, void *payload)
+{
+	relay__cinv *inv = payload;
+
+	(void)b;
+	relay_redis_reply_free(r);
+	if (status)
+		step_failed(inv, status, "give_back");
+	inv_resolved(inv, RELAY__CINV_PENDING);
+}
+
+/*
+ * Undo the claim of an attempt that never started: the field back to what
+ * try_start found (attempt - 1 with its elapsed backoff, or no field for
+ * a first attempt), so the next claim counts this attempt again. Only the
+ * claim's holder writes a running field before its deadline (try_start
+ * leaves it alone), so the plain write is fenced by the claim itself;
+ * past (or too near) the deadline nothing is written and the expired
+ * claim counts as an attempt, as a crashed one does.
+ */
+static void give_back(relay__cinv *inv)
+{
+	relay__msg *m = inv->m;
+	relay_consumer *c = m->c;
+	char val[96];
+	const char *hset[4] = { "HSET", m->key, inv->field, val };
+	const char *hdel[3] = { "HDEL", m->key, inv->field };
+	int64_t now = relay_clock_wall_ms(c->clock);
+
+	if (inv->deadline_ms - now < 1000) {
+		inv_resolved(inv, RELAY__CINV_PENDING);
+		return;
+	}
+	snprintf(val, sizeof(val), "next_attempt_at:%lld:%u:%s",
+		 (long long)now, inv->attempt - 1, inv->token);
+	if (relay_redis_command(c->redis, inv->attempt > 1 ? 4 : 3,
+				inv->attempt > 1 ? hset : hdel, NULL,
+				give_back_cb, inv) != 0) {
+		step_failed(inv, RELAY_EBACKEND, "give_back");
+		inv_resolved(inv, RELAY__CINV_PENDING);
+	}
+}
+
+/* The run of @inv never started: the system refused it (@why). */
+static void inv_refused(relay__cinv *inv, const char *why)
+{
+	relay_consumer *c = inv->m->c;
+
+	relay__count(c, starts_refused);
+	if (inv->attempt > 1)
+		relay__count_add(c, retries, -1);  /* counted by inv_run */
+	refused_log(inv, why);
+	relay__tail_reset(&inv->tail);
+	relay__slots_release(c, inv);
+	give_back(inv);
+}
+
 static void run_done(const relay_run_outcome *o, void *payload)
 {
 	relay__cinv *inv = payload;
@@ -602,6 +692,10 @@ static void run_done(const relay_run_outcome *o, void *payload)
 		    "attempt=%u", relay_app_name(inv->app),
 		    inv->handler, m->id, inv->attempt);
 		inv_resolved(inv, RELAY__CINV_PENDING);
+		return;
+	}
+	if (o->status == RELAY_RUN_REFUSED) {
+		inv_refused(inv, o->reason);
 		return;
 	}
 	if (o->duration_us)
@@ -660,6 +754,18 @@ static void inv_run(relay__cinv *inv)
 	relay__count(c, in_flight_invocations);
 	relay__tail_reset(&inv->tail);
 	rc = c->exec->run(c->exec, &s, output_cb, run_done, inv, &inv->run);
+	if (rc && c->exec == &c->rt_exec.parent &&
+	    c->rt_exec.last.code == RELAY_EAGAIN) {
+		char why[sizeof(inv->reason)];
+
+		relay__count_add(c, in_flight_invocations, -1);
+		snprintf(why, sizeof(why), "start refused: %s",
+			 c->rt_exec.last.text);
+		relay__ctrace_end(inv, NULL, why,
+				  relay_clock_mono_us(c->clock));
+		inv_refused(inv, why);
+		return;
+	}
 	if (rc) {
 		char why[sizeof(inv->reason)];
 

@@ -35,6 +35,7 @@
 #define _GNU_SOURCE
 #include <dirent.h>
 #include <errno.h>
+#include <fcntl.h>
 #include <limits.h>
 #include <signal.h>
 #include <stdio.h>
@@ -111,7 +112,7 @@ static int push_root(relay__strv *a)
  */
 static int build_argv(relay__builtin *b, const relay_exec_spec *spec,
 		      const char *const *inner_cmd, bool warm, int args_fdno,
-		      relay__strv *a, relay_error *err)
+		      int info_fdno, relay__strv *a, relay_error *err)
 {
 	relay__strv inner = { 0 };
 	int rc = 0;
@@ -122,6 +123,12 @@ static int build_argv(relay__builtin *b, const relay_exec_spec *spec,
 		/* The sandbox's environment (relay__bwrap_env_fd). */
 		rc |= relay__strv_push(a, "--args");
 		rc |= relay__strv_pushf(a, "%d", args_fdno);
+	}
+	if (info_fdno >= 0) {
+		/* bwrap writes the sandbox's pid there once its namespaces
+		 * exist (start_refused()). */
+		rc |= relay__strv_push(a, "--info-fd");
+		rc |= relay__strv_pushf(a, "%d", info_fdno);
 	}
 	rc |= relay__strv_push(a, "--unshare-all");
 	if (spec->network)
@@ -157,8 +164,21 @@ static int build_argv(relay__builtin *b, const relay_exec_spec *spec,
 	rc |= relay__strv_push(a, "/proc");
 	rc |= relay__strv_push(a, "--dev");
 	rc |= relay__strv_push(a, "/dev");
+	/* Every tmpfs sized (its pages are charged to relayd's memory
+	 * cgroup, not to a process the OOM killer could pick): /tmp, a
+	 * small /dev/shm, and bwrap's /dev itself, which --size cannot
+	 * reach, read-only once /dev/shm is mounted on it. */
+	rc |= relay__strv_push(a, "--size");
+	rc |= relay__strv_pushf(a, "%llu", (unsigned long long)
+				relay__spec_tmp_bytes(spec));
 	rc |= relay__strv_push(a, "--tmpfs");
 	rc |= relay__strv_push(a, "/tmp");
+	rc |= relay__strv_push(a, "--size");
+	rc |= relay__strv_pushf(a, "%llu", RELAY__RT_SHM_BYTES);
+	rc |= relay__strv_push(a, "--tmpfs");
+	rc |= relay__strv_push(a, "/dev/shm");
+	rc |= relay__strv_push(a, "--remount-ro");
+	rc |= relay__strv_push(a, "/dev");
 	rc |= relay__strv_push(a, "--ro-bind");
 	rc |= relay__strv_push(a, spec->app_dir);
 	rc |= relay__strv_push(a, RELAY__SANDBOX_APP_DIR);
@@ -275,6 +295,78 @@ int relay__bwrap_fds(char *const *env, int args_fdno, bool warm_parent,
 	return rc;
 }
 
+/* The pipe of bwrap's --info-fd: [0] ours (non-blocking), [1] bwrap's
+ * (>= 10, as a spawn's passed descriptor must be). Both close-on-exec. */
+static int info_pipe(int fds[2], relay_error *err)
+{
+	int p[2], w;
+
+	if (pipe2(p, O_CLOEXEC | O_NONBLOCK) != 0)
+		return relay__error_set(err, errno == EMFILE || errno == ENFILE
+					? RELAY_EAGAIN : RELAY_EBACKEND, NULL,
+					0, 0, "pipe: %s", strerror(errno));
+	w = fcntl(p[1], F_DUPFD_CLOEXEC, 10);
+	close(p[1]);
+	if (w < 0) {
+		close(p[0]);
+		return relay__error_set(err, RELAY_EBACKEND, NULL, 0, 0,
+					"pipe: %s", strerror(errno));
+	}
+	fds[0] = p[0];
+	fds[1] = w;
+	return 0;
+}
+
+/*
+ * The sandbox's bwrap is gone: did it make its namespaces? bwrap writes
+ * {"child-pid": N} to its --info-fd right after the clone that creates
+ * them, before anything of the handler runs; nothing there means the
+ * clone (or what comes before it) failed, and whatever the stderr pipe
+ * says came from bwrap itself, never from the handler.
+ */
+static void bwrap_release(relay_runtime_backend *rb, relay_proc *proc)
+{
+	relay__builtin_proc *bp = (relay__builtin_proc *)proc;
+
+	if (bp->info_watch && bp->info_fd >= 0) {
+		char c;
+
+		bp->no_sandbox = read(bp->info_fd, &c, 1) != 1;
+		close(bp->info_fd);
+		bp->info_fd = -1;
+	}
+	relay__builtin_release(rb, proc);
+}
+
+bool relay__bwrap_start_refused(const relay_proc *proc, int wstatus,
+				const char *tail, size_t len)
+{
+	const relay__builtin_proc *bp = (const relay__builtin_proc *)proc;
+	const char *why[] = { strerror(EAGAIN), strerror(ENOMEM) };
+	const char *line;
+	size_t i, n, w;
+
+	if (!bp->no_sandbox || !WIFEXITED(wstatus) || WEXITSTATUS(wstatus) != 1)
+		return false;
+	/* bwrap's last line: "bwrap: WHAT: strerror(errno)". */
+	while (len > 0 && tail[len - 1] == '\n')
+		len--;
+	line = tail;
+	for (i = 0; i < len; i++)
+		if (tail[i] == '\n')
+			line = tail + i + 1;
+	n = (size_t)(tail + len - line);
+	if (n < 7 || memcmp(line, "bwrap: ", 7) != 0)
+		return false;
+	for (i = 0; i < RELAY__ARRAY_SIZE(why); i++) {
+		w = strlen(why[i]);
+		if (n > w + 2 && memcmp(line + n - w, why[i], w) == 0 &&
+		    memcmp(line + n - w - 2, ": ", 2) == 0)
+			return true;
+	}
+	return false;
+}
+
 /*
  * Spawn @spec's sandbox running @inner (NULL: the handler). With @pooled
  * the per-invocation variables (RELAY_HANDLER, RELAY_MESSAGE_ID and the
@@ -290,16 +382,13 @@ static int spawn_inner(relay__builtin *b, const relay_exec_spec *spec,
 	relay_exec_spec lim = *spec;
 	relay__spawn_req req = RELAY__SPAWN_REQ_INIT;
 	const relay__cred *cred;
-	int rc, args_fd = -1, seccomp_fd = -1;
+	int rc, args_fd = -1, seccomp_fd = -1, info[2] = { -1, -1 };
 
 	relay__limits_inv_init(&bp->inv);
+	bp->info_fd = -1;
 	cred = relay__builtin_app_cred(b, spec->app, err);
 	if (!cred)
 		return err ? err->code : RELAY_EINVAL;
-	rc = build_argv(b, spec, inner, false, RELAY__SPAWN_ARGS_FDNO(-1),
-			&argv, err);
-	if (rc != 0)
-		goto done;
 	rc = relay__runtime_env(spec, &env);
 	if (rc != 0) {
 		relay__error_set(err, rc, NULL, 0, 0, "out of memory");
@@ -319,8 +408,17 @@ static int spawn_inner(relay__builtin *b, const relay_exec_spec *spec,
 	}
 	rc = relay__bwrap_fds(env.v, RELAY__SPAWN_ARGS_FDNO(-1), false,
 			      &args_fd, &seccomp_fd, err);
+	if (rc == 0 && !pooled)
+		rc = info_pipe(info, err);
+	if (rc == 0)
+		rc = build_argv(b, spec, inner, false,
+				RELAY__SPAWN_ARGS_FDNO(-1), info[1] < 0 ? -1 :
+				RELAY__SPAWN_ARGS_FDNO(-1) + 1 +
+				(seccomp_fd >= 0), &argv, err);
 	if (rc != 0)
 		goto done;
+	if (!lim.pids)
+		lim.pids = relay__limits_default_pids(b->limits);
 	if (lim.pids)
 		lim.pids += BWRAP_PIDS_OVERHEAD;
 	rc = relay__limits_prepare(b->limits, &lim, &bp->inv, err);
@@ -331,16 +429,26 @@ static int spawn_inner(relay__builtin *b, const relay_exec_spec *spec,
 	req.envp = host_env;
 	req.args_fd = args_fd;
 	req.seccomp_fd = seccomp_fd;
+	req.info_fd = info[1];
+	req.oom_adj = true;
 	req.cwd = "/";
 	req.limits = &bp->inv;
 	req.cred = cred;              /* unprivileged when the host is root */
 	req.need_dir = spec->app_dir; /* bwrap must be able to bind it */
 	rc = relay__spawn(&req, proc, err);
-	if (rc != 0)
+	if (rc != 0) {
 		relay__limits_release(&bp->inv, NULL);
-	else
+	} else {
 		relay__limits_spawned(&bp->inv);
+		bp->info_fd = info[0];
+		bp->info_watch = true;
+		info[0] = -1;
+	}
 done:
+	if (info[0] >= 0)
+		close(info[0]);
+	if (info[1] >= 0)
+		close(info[1]);
 	if (args_fd >= 0)
 		close(args_fd);
 	if (seccomp_fd >= 0)
@@ -381,7 +489,7 @@ static int warm_spawn_parent(relay_runtime_backend *rb,
 	if (!cred)
 		return err ? err->code : RELAY_EINVAL;
 	rc = build_argv(b, spec, inner, true, RELAY__SPAWN_ARGS_FDNO(keep_fd),
-			&argv, err);
+			-1, &argv, err);
 	if (rc != 0)
 		goto done;
 	rc = relay__bwrap_fds(env, RELAY__SPAWN_ARGS_FDNO(keep_fd), true,
@@ -395,6 +503,7 @@ static int warm_spawn_parent(relay_runtime_backend *rb,
 	req.seccomp_fd = seccomp_fd;
 	req.cwd = "/";
 	req.keep_fd = keep_fd;
+	req.oom_adj = true;           /* its invocations inherit it */
 	/* The same host user as the app's cold sandboxes (never root). */
 	req.cred = cred;
 	req.need_dir = spec->app_dir;
@@ -483,7 +592,7 @@ static int probe(relay__builtin *b, relay_error *err)
 			      &args_fd, &seccomp_fd, err);
 	if (rc == 0)
 		rc = build_argv(b, &spec, NULL, false,
-				RELAY__SPAWN_ARGS_FDNO(-1), &a, err);
+				RELAY__SPAWN_ARGS_FDNO(-1), -1, &a, err);
 	if (rc != 0)
 		goto out;
 	req.path = b->bwrap;
@@ -586,6 +695,7 @@ int relay__runtime_bwrap_new(relay_runtime_backend **out,
 		goto fail;
 	b->parent.spawn = bwrap_spawn;
 	b->parent.signal = bwrap_signal;
+	b->parent.release = bwrap_release;
 	rc = relay__builtin_cred(b, opts && opts->version >= 2 ?
 				 opts->sandbox_user : NULL, err);
 	/* A uid per app: only a root host can switch to them. */

@@ -646,6 +646,19 @@ const char *relay__limits_warning(const relay__limits *l)
 	return l->warn[0] ? l->warn : NULL;
 }
 
+/*
+ * The ceiling of an invocation without resources.pids: only where a cgroup
+ * serves pids. RLIMIT_NPROC counts every process of the real uid (all the
+ * sandboxes of the sandbox user, and relayd's own threads when the
+ * sandbox runs as relayd's uid), so as a default it would be a shared
+ * quota again, smaller than the kernel's: doc/sandbox.md.
+ */
+uint32_t relay__limits_default_pids(const relay__limits *l)
+{
+	return l && l->mode != RELAY_LIMITS_NONE && l->base[CG_PIDS]
+	       ? RELAY__RT_DEFAULT_PIDS : 0;
+}
+
 void relay__limits_inv_init(relay__limits_inv *inv)
 {
 	int i;
@@ -670,7 +683,8 @@ static void add_rlimit(relay__limits_inv *inv, int res, uint64_t v)
 
 /* Create the invocation cgroup for controller @i and write its limit. */
 static int cg_create(relay__limits *l, relay__limits_inv *inv, int i,
-		     const relay_exec_spec *spec, unsigned int seq)
+		     const relay_exec_spec *spec, uint32_t pids,
+		     unsigned int seq)
 {
 	bool v2 = l->mode == RELAY_LIMITS_CGROUP_V2;
 	char val[64], procs[600];
@@ -711,7 +725,7 @@ static int cg_create(relay__limits *l, relay__limits_inv *inv, int i,
 					 : "memory.memsw.limit_in_bytes",
 				 v2 ? "0" : val);
 	} else if (i == CG_PIDS) {
-		snprintf(val, sizeof(val), "%u", spec->pids);
+		snprintf(val, sizeof(val), "%u", pids);
 		rc = write_file(dir, "pids.max", val);
 	} else {
 		unsigned long quota = (unsigned long)spec->cpus_milli * 100ul;
@@ -734,19 +748,21 @@ int relay__limits_prepare(relay__limits *l, const relay_exec_spec *spec,
 {
 	bool want[RELAY__CG_MAX];
 	unsigned int seq;
+	uint32_t pids;
 	int i;
 
-	want[CG_MEMORY] = spec->memory_bytes > 0;
-	want[CG_PIDS] = spec->pids > 0;
-	want[CG_CPU] = spec->cpus_milli > 0;
 	if (!l || l->mode == RELAY_LIMITS_NONE)
 		return 0;
+	pids = spec->pids ? spec->pids : relay__limits_default_pids(l);
+	want[CG_MEMORY] = spec->memory_bytes > 0;
+	want[CG_PIDS] = pids > 0;
+	want[CG_CPU] = spec->cpus_milli > 0;
 	seq = ++l->seq;
 	for (i = 0; i < RELAY__CG_MAX; i++) {
 		if (!want[i])
 			continue;
 		if (l->base[i]) {
-			if (cg_create(l, inv, i, spec, seq) != 0) {
+			if (cg_create(l, inv, i, spec, pids, seq) != 0) {
 				int e = errno;
 
 				relay__limits_release(inv, NULL);
@@ -759,7 +775,7 @@ int relay__limits_prepare(relay__limits *l, const relay_exec_spec *spec,
 		} else if (i == CG_MEMORY) {
 			add_rlimit(inv, RLIMIT_AS, spec->memory_bytes);
 		} else if (i == CG_PIDS) {
-			add_rlimit(inv, RLIMIT_NPROC, spec->pids);
+			add_rlimit(inv, RLIMIT_NPROC, pids);
 		}
 	}
 	return 0;

@@ -196,6 +196,7 @@ static int process_spawn(relay_runtime_backend *rb,
 	req.envp = env.v;
 	req.cwd = spec->app_dir;
 	req.limits = &bp->inv;
+	req.oom_adj = true;
 	rc = relay__spawn(&req, proc, err);
 	if (rc != 0)
 		relay__limits_release(&bp->inv, NULL);

@@ -68,6 +68,8 @@ struct relay_run {
 	relay_exec_spec *spec;      /* copy, kept to restart cold */
 	uint64_t start_lat_us;      /* see relay_run_outcome.start_us */
 	char fail_reason[160];      /* set when the run could not start */
+	bool refused;               /* ...because the kernel refused it
+				       (RELAY_RUN_REFUSED) */
 };
 
 static void close_fd(int *fd)
@@ -109,7 +111,7 @@ static void fill_outcome(relay_run *r, relay_run_outcome *o)
 		o->status = RELAY_RUN_CANCELLED;
 		snprintf(o->reason, sizeof(o->reason), "cancelled");
 	} else if (*r->fail_reason) {
-		o->status = RELAY_RUN_FAILED;
+		o->status = r->refused ? RELAY_RUN_REFUSED : RELAY_RUN_FAILED;
 		o->exit_code = -1;
 		snprintf(o->reason, sizeof(o->reason), "%s", r->fail_reason);
 	} else if (r->timed_out) {
@@ -118,6 +120,14 @@ static void fill_outcome(relay_run *r, relay_run_outcome *o)
 			 "timed out after %ums", r->timeout_ms);
 	} else if (!r->status_lost && WIFEXITED(st) && WEXITSTATUS(st) == 0) {
 		o->status = RELAY_RUN_OK;
+	} else if (!r->status_lost && !r->warm && r->rt->builtin &&
+		   relay__bwrap_start_refused(r->proc, st, r->out[1].tail,
+					      r->out[1].tail_len)) {
+		o->status = RELAY_RUN_REFUSED;
+		o->exit_code = -1;
+		snprintf(o->reason, sizeof(o->reason), "start refused: %s",
+			 "the sandbox could not be created (no process or "
+			 "memory left)");
 	} else {
 		char what[64];
 
@@ -667,6 +677,7 @@ static void warm_lost(relay_run *r, int why, const char *detail)
 	}
 	r->proc = old;
 	snprintf(r->fail_reason, sizeof(r->fail_reason), "%.150s", err.text);
+	r->refused = err.code == RELAY_EAGAIN;
 fail:
 	r->exited = true;
 	r->end_us = relay_clock_mono_us(NULL);

@@ -346,7 +346,9 @@ relay_exec_spec *relay__spec_dup(const relay_exec_spec *spec)
 	/* A caller built against an older header has a shorter struct:
 	 * copy only what its version has, and default the rest. */
 	memset(c, 0, sizeof(*c));
-	memcpy(c, spec, spec->version >= 3 ? sizeof(*spec)
+	memcpy(c, spec, spec->version >= 4 ? sizeof(*spec)
+			: spec->version == 3
+			? offsetof(relay_exec_spec, tmp_bytes)
 			: spec->version == 2
 			? offsetof(relay_exec_spec, traceparent)
 			: offsetof(relay_exec_spec, warm));

@@ -31,6 +31,16 @@
 #define RELAY__RT_GRACE_MS 2000u
 #define RELAY__RT_MAX_LINE (16u * 1024u)
 #define RELAY__RT_MAX_OUTPUT (1024u * 1024u)
+/* The defaults of an unset resources.pids / resources.tmp (the values of
+ * relay/app.h's RELAY_APP_DEFAULT_PIDS, RELAY_APP_DEFAULT_TMP; the
+ * runtime does not include the app module). */
+#define RELAY__RT_DEFAULT_PIDS 128u
+#define RELAY__RT_DEFAULT_TMP (64ull * 1024 * 1024)
+/* The sandbox's /dev/shm. */
+#define RELAY__RT_SHM_BYTES (1024ull * 1024)
+/* Every handler's (and sandbox's) /proc/self/oom_score_adj: the kernel's
+ * OOM killer takes them before relayd (doc/sandbox.md). */
+#define RELAY__RT_OOM_SCORE_ADJ "1000"
 /* Inside the bwrap sandbox. */
 #define RELAY__SANDBOX_WARM_EXEC "/run/relay-warm-exec"
 #define RELAY__SANDBOX_WARM_SLOT "/run/relay-warm-slot.so"
@@ -109,6 +119,9 @@ const char *relay__limits_warning(const relay__limits *l);
 void relay__limits_desc_fmt(char *buf, size_t size, relay_limits_mode mode,
 			    const bool *have);
 
+/* The pids ceiling of an invocation whose spec sets none:
+ * RELAY__RT_DEFAULT_PIDS where a cgroup serves pids, else 0 (none). */
+uint32_t relay__limits_default_pids(const relay__limits *l);
 void relay__limits_inv_init(relay__limits_inv *inv);
 bool relay__limits_inv_needed(const relay__limits_inv *inv);
 int relay__limits_prepare(relay__limits *l, const relay_exec_spec *spec,
@@ -153,6 +166,10 @@ typedef struct relay__spawn_req {
 					    (4 with a keep_fd, else 3) */
 	int seccomp_fd;                  /* the next one (with an args_fd:
 					    RELAY__SPAWN_ARGS_FDNO + 1) */
+	int info_fd;                     /* the next one: bwrap's --info-fd */
+	bool oom_adj;                    /* oom_score_adj to
+					    RELAY__RT_OOM_SCORE_ADJ before
+					    exec */
 	const relay__cred *cred;         /* switched to before exec, or NULL */
 	const char *need_dir;            /* with cred: must be readable and
 					    searchable by cred->uid, else the
@@ -160,15 +177,17 @@ typedef struct relay__spawn_req {
 } relay__spawn_req;
 
 #define RELAY__SPAWN_REQ_INIT { .keep_fd = -1, .args_fd = -1, \
-				 .seccomp_fd = -1 }
+				 .seccomp_fd = -1, .info_fd = -1 }
 #define RELAY__SPAWN_ARGS_FDNO(keep_fd) ((keep_fd) >= 0 ? 4 : 3)
 
 /*
  * Start @req in a new session (so its own process group), stdin/stdout/
  * stderr connected to fresh pipes whose parent ends are stored in @proc
  * (O_NONBLOCK|O_CLOEXEC), all signal dispositions default, empty signal
- * mask, no other descriptors. Uses posix_spawn, or vfork+exec when limits
- * must be applied before exec.
+ * mask, no other descriptors. Uses posix_spawn, or vfork+exec when limits,
+ * credentials or oom_adj must be applied before exec. RELAY_EBACKEND with
+ * @err->code RELAY_EAGAIN when the kernel refused the process (EAGAIN,
+ * ENOMEM): nothing ran, a later try may work.
  */
 int relay__spawn(const relay__spawn_req *req, relay_proc *proc,
 		 relay_error *err);
@@ -303,6 +322,12 @@ typedef struct relay__builtin {
 typedef struct relay__builtin_proc {
 	relay_proc parent;             /* must be first */
 	relay__limits_inv inv;
+	/* bwrap, cold: our end of its --info-fd pipe, read on release. A
+	 * proc of zeroed bytes (the warm path's) watches nothing. */
+	bool info_watch;
+	int info_fd;
+	bool no_sandbox;               /* bwrap exited before making its
+					  namespaces */
 } relay__builtin_proc;
 
 int relay__builtin_init(relay__builtin *b, const char *name,
@@ -351,6 +376,14 @@ int relay__bwrap_fds(char *const *env, int args_fdno, bool warm_parent,
  * owned by the caller; 0 and *@out = -1 when this architecture has no
  * filter; or an error code with @err. */
 int relay__sandbox_seccomp_fd(int *out, bool warm_parent, relay_error *err);
+/* bwrap.c: was @proc (a released proc of a built-in backend, reaped with
+ * @wstatus, whose stderr ended with @tail[0..@len)) a sandbox that the
+ * kernel refused to create for lack of processes or memory? True only
+ * when bwrap exited 1 without making its namespaces (its --info-fd
+ * stayed empty, so no handler code ran) and its last stderr line ends in
+ * strerror(EAGAIN) or strerror(ENOMEM). */
+bool relay__bwrap_start_refused(const relay_proc *proc, int wstatus,
+				const char *tail, size_t len);
 int relay__runtime_bwrap_new(relay_runtime_backend **out,
 			     const relay_runtime_options *opts,
 			     relay_error *err);
@@ -450,6 +483,15 @@ const relay_runtime_warm_iface *relay__runtime_warm_iface(relay_runtime *rt);
 /* A copy of @spec and every string it points at, in one allocation
  * (relay__free); its event is left out. NULL when out of memory. */
 relay_exec_spec *relay__spec_dup(const relay_exec_spec *spec);
+
+/* The size of @spec's /tmp in bytes: its tmp_bytes (version 4), else
+ * RELAY__RT_DEFAULT_TMP. */
+static inline uint64_t relay__spec_tmp_bytes(const relay_exec_spec *spec)
+{
+	uint64_t b = spec->version >= 4 ? spec->tmp_bytes : 0;
+
+	return b ? b : RELAY__RT_DEFAULT_TMP;
+}
 
 /* Validate @spec (required fields, timeout range). */
 int relay__runtime_check_spec(const relay_exec_spec *spec, relay_error *err);

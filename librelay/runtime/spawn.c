@@ -12,7 +12,15 @@
  * child, calling only async-signal-safe functions, before execve. The same
  * path switches to unprivileged host credentials (req->cred) when a root
  * host runs a sandbox: after joining the cgroups (which needs root), before
- * execve.
+ * execve. Every handler gets the highest oom_score_adj there too (written
+ * before the credentials drop, so a root host's value is also the
+ * handler's floor): under memory pressure the kernel kills a handler, not
+ * relayd.
+ *
+ * A start the kernel refuses for lack of processes or memory (EAGAIN or
+ * ENOMEM from the clone, or from the child before execve) fails with
+ * err->code RELAY_EAGAIN: nothing ran, and the caller may try again later
+ * (doc/sandbox.md, "When the system is out of processes").
  */
 #define _GNU_SOURCE
 #include <errno.h>
@@ -65,10 +73,11 @@ int relay__make_pipe(int *parent, int *child, bool child_reads)
 
 /*
  * The descriptors the child gets from fd 3 on, in this order: keep_fd,
- * args_fd, seccomp_fd (those set). Their sources are >= 10 in the parent
- * (callers dup them there), so no dup2 meets its own source. How many.
+ * args_fd, seccomp_fd, info_fd (those set). Their sources are >= 10 in
+ * the parent (callers dup them there), so no dup2 meets its own source.
+ * How many.
  */
-static int passed_fds(const relay__spawn_req *req, int out[3])
+static int passed_fds(const relay__spawn_req *req, int out[4])
 {
 	int n = 0;
 
@@ -78,6 +87,8 @@ static int passed_fds(const relay__spawn_req *req, int out[3])
 		out[n++] = req->args_fd;
 	if (req->seccomp_fd >= 0)
 		out[n++] = req->seccomp_fd;
+	if (req->info_fd >= 0)
+		out[n++] = req->info_fd;
 	return n;
 }
 
@@ -87,7 +98,7 @@ static int spawn_posix(const relay__spawn_req *req, const int cfd[3],
 	posix_spawn_file_actions_t fa;
 	posix_spawnattr_t at;
 	sigset_t none, all;
-	int rc, i, n, pass[3];
+	int rc, i, n, pass[4];
 
 	sigemptyset(&none);
 	sigfillset(&all);
@@ -182,7 +193,7 @@ vfork_child(const relay__spawn_req *req, const int cfd[3],
 	struct sigaction sa;
 	sigset_t none;
 	unsigned int first;
-	int sig, i, e, n, pass[3];
+	int sig, i, e, n, pass[4];
 
 	memset(&sa, 0, sizeof(sa));
 	sa.sa_handler = SIG_DFL;
@@ -191,6 +202,17 @@ vfork_child(const relay__spawn_req *req, const int cfd[3],
 			(void)sigaction(sig, &sa, NULL);
 	if (setsid() < 0)
 		goto fail;
+	if (req->oom_adj) {
+		int fd = open("/proc/self/oom_score_adj", O_WRONLY | O_CLOEXEC);
+
+		/* Best effort: a /proc without the file (or a host that
+		 * forbids raising it) leaves the inherited value. */
+		if (fd >= 0) {
+			(void)write(fd, RELAY__RT_OOM_SCORE_ADJ,
+				    sizeof(RELAY__RT_OOM_SCORE_ADJ) - 1);
+			close(fd);
+		}
+	}
 	e = req->limits ? relay__limits_child(req->limits) : 0;
 	if (e != 0) {
 		errno = e;
@@ -318,7 +340,7 @@ int relay__spawn(const relay__spawn_req *req, relay_proc *proc,
 		}
 	}
 	if ((req->limits && relay__limits_inv_needed(req->limits)) ||
-	    (req->cred && req->cred->set))
+	    (req->cred && req->cred->set) || req->oom_adj)
 		e = spawn_vfork(req, cfd, &pid, &fail);
 	else
 		e = spawn_posix(req, cfd, &pid);
@@ -327,7 +349,10 @@ int relay__spawn(const relay__spawn_req *req, relay_proc *proc,
 		goto done;
 	}
 	if (e != 0) {
-		relay__error_set(err, RELAY_EBACKEND, NULL, 0, 0,
+		/* The kernel's refusal (no process or memory left for it) is
+		 * told apart: the caller may try again later. */
+		relay__error_set(err, e == EAGAIN || e == ENOMEM ? RELAY_EAGAIN
+				 : RELAY_EBACKEND, NULL, 0, 0,
 				 "spawn %s: %s", req->argv[0], strerror(e));
 		goto done;
 	}

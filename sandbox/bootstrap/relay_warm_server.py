@@ -462,13 +462,16 @@ class Server:
         os.environ.update(env)
 
     def _mount_scratch(self, d):
-        """A private, empty tmpfs on @d with the mode bwrap gave the
+        """A private, empty tmpfs on @d with the mode and size bwrap gave the
         original (a cold sandbox's), kept for the slot loop's remounts."""
         try:
             self.scratch_mode[d] = os.stat(d).st_mode & 0o7777
         except OSError:
             return
         opts = "mode=%o" % self.scratch_mode[d]
+        # bwrap's size too (resources.tmp): every tmpfs is bounded.
+        st = os.statvfs(d)
+        opts += ",size=%d" % (st.f_blocks * st.f_frsize)
         _check(libc.mount(b"tmpfs", d.encode(), b"tmpfs",
                           MS_NOSUID | MS_NODEV, opts.encode()), "mount " + d)
 

@@ -70,14 +70,17 @@ static char *make_key(const relay_exec_spec *spec, const relay__strv *env)
 	size_t i;
 	int rc = 0;
 
-	rc |= relay__buf_printf(&b, "%s%c%s%c%llu%c%d%c%d%c%llu%c%u%c%u%c",
+	rc |= relay__buf_printf(&b, "%s%c%s%c%llu%c%d%c%d%c%llu%c%u%c%u%c"
+				"%llu%c",
 				spec->app, 0, spec->app_dir, 0,
 				(unsigned long long)(spec->version >= 2
 							     ? spec->generation
 							     : 0), 0,
 				spec->network ? 1 : 0, 0, (int)spec->runtime,
 				0, (unsigned long long)spec->memory_bytes, 0,
-				spec->cpus_milli, 0, spec->pids, 0);
+				spec->cpus_milli, 0, spec->pids, 0,
+				(unsigned long long)relay__spec_tmp_bytes(spec),
+				0);
 	for (i = 0; rc == 0 && spec->argv && spec->argv[i]; i++)
 		rc |= relay__buf_printf(&b, "%s%c", spec->argv[i], 1);
 	for (i = 0; rc == 0 && i < env->n; i++)
