@@ -103,6 +103,7 @@ static void test_app__defaults(void)
 	RT_EQ_INT(relay_app_memory(app), 0);
 	RT_EQ_INT(relay_app_cpus_milli(app), 0);
 	RT_EQ_INT(relay_app_pids(app), 0);
+	RT_EQ_INT(relay_app_tmp(app), 0);
 	RT_EQ_INT(relay_app_env_count(app), 0);
 	RT_CHECK(relay_app_envp(app) != NULL && relay_app_envp(app)[0] == NULL);
 	RT_EQ_INT(relay_app_schedule_count(app), 0);
@@ -130,7 +131,7 @@ static void test_app__all_keys(void)
 		"command: [./run.sh, -v, 3]\n"
 		"network: true\n"
 		"concurrency: 16\n"
-		"resources: {memory: 256MiB, cpus: 1.25, pids: 32}\n"
+		"resources: {memory: 256MiB, cpus: 1.25, pids: 32, tmp: 16Mi}\n"
 		"env:\n  B: two\n  A: 1\n  C: false\n  D: \"\"\n"
 		"events:\n"
 		RULE("first", "{x: [1]}") "    timeout: 1m30s\n    retries: 0\n"
@@ -159,6 +160,7 @@ static void test_app__all_keys(void)
 	RT_EQ_INT(relay_app_memory(app), 256ULL << 20);
 	RT_EQ_INT(relay_app_cpus_milli(app), 1250);
 	RT_EQ_INT(relay_app_pids(app), 32);
+	RT_EQ_INT(relay_app_tmp(app), 16ULL << 20);
 	/* env keeps declaration order, stringifies scalars */
 	RT_EQ_INT(relay_app_env_count(app), 4);
 	RT_EQ_INT(relay_app_env_at(app, 0, &name, &value), 0);
