@@ -18,6 +18,7 @@ import ctypes
 import errno
 import json
 import os
+import re
 import resource
 import signal
 import socket
@@ -468,6 +469,9 @@ def proc_attrs(pid):
         text = read_text('/proc/%s/%s' % (pid, name))
         if name == 'autogroup':  # "/autogroup-N nice M": N is global
             text = ' '.join(text.split()[1:])
+        if name == 'cgroup':  # an invocation's cgroup is relayd's Nth
+            text = re.sub(r'(/relay-\d+-\d+)/\d+$', r'\1/N', text,
+                          flags=re.M)
         for line in text.replace('\0', ' ').splitlines() or ['']:
             out('proc', pid, name, ' '.join(line.split()))
     for who in ('prio', 'affinity', 'ioprio', 'sched'):
