@@ -119,6 +119,65 @@ static void test_gaps__retry_waits_for_a_reclaim(void)
 	h_cleanup(&h);
 }
 
+/*
+ * "The attempt count is the real handler execution count": a start the
+ * system refused (RELAY_RUN_REFUSED: no process or memory for the
+ * sandbox) runs nothing, so it charges nothing. A first attempt refused
+ * leaves no field (the next claim is attempt 1 again); a retry refused
+ * leaves the field at the attempt before (its backoff elapsed). Nothing
+ * is dead-lettered, the message stays pending for the reclaim, the
+ * refusal is counted (starts_refused) and logged (RELAY-ENG16).
+ */
+static void test_gaps__refused_start_charges_no_attempt(void)
+{
+	h_ctx h;
+	h_script *s;
+	const char *v;
+	char id[64];
+
+	h_init(&h, NULL);
+	h_write_app(&h, "a", APP_FAIL1);
+	s = h_script_get(&h.exec, "a", "h");
+	s->fail = 3;
+	h_start(&h);
+	snprintf(id, sizeof(id), "%s", h_xadd(&h, "{\"kind\":\"x\"}"));
+	H_UNTIL(&h, s->runs == 1 && h_metrics(&h).buffered_events == 0,
+		5000);
+	RT_EQ_STR(h_state(&h, id, "a/h"), "");    /* first attempt undone */
+	RT_EQ_INT((int)h_metrics(&h).starts_refused, 1);
+	RT_EQ_INT((int)h_metrics(&h).handler_failure, 0);
+	RT_CHECK(h.eng_warn[16] == 1);
+	RT_EQ_INT((int)h_pel(&h), 1);
+	/* Delivered again: now it runs (and fails, a real attempt 1). */
+	s->fail = 1;
+	h_retry_round(&h, MIN_IDLE + 1);
+	H_UNTIL(&h, s->runs == 2 && h_metrics(&h).buffered_events == 0,
+		5000);
+	v = h_state(&h, id, "a/h");
+	RT_CHECK(strncmp(v, "next_attempt_at:", 16) == 0 &&
+		 strstr(v, ":1:") != NULL);
+	/* Its retry is refused: the field keeps attempt 1. */
+	s->fail = 3;
+	h_retry_round(&h, MIN_IDLE + BACKOFF1 + 1);
+	H_UNTIL(&h, s->runs == 3 && h_metrics(&h).buffered_events == 0,
+		5000);
+	v = h_state(&h, id, "a/h");
+	RT_CHECK(strncmp(v, "next_attempt_at:", 16) == 0 &&
+		 strstr(v, ":1:") != NULL);
+	RT_EQ_INT((int)h_metrics(&h).starts_refused, 2);
+	RT_EQ_INT((int)h_metrics(&h).retries, 0);
+	/* Then it runs as attempt 2 and succeeds. */
+	s->fail = 0;
+	h_retry_round(&h, MIN_IDLE + 1);
+	H_UNTIL(&h, s->runs == 4 && h_pel(&h) == 0, 5000);
+	RT_EQ_INT((int)h_pel(&h), 0);
+	RT_EQ_INT((int)h_dlq_count(&h), 0);
+	RT_EQ_INT((int)h_metrics(&h).retries, 1);
+	RT_EQ_INT((int)h_metrics(&h).handler_failure, 1);
+	RT_EQ_INT((int)h_metrics(&h).handler_success, 1);
+	h_cleanup(&h);
+}
+
 #define APP_CONC(kind, n) \
 	"runtime: exec\n" \
 	"command: [/bin/true]\n" \
@@ -195,6 +254,7 @@ int main(int argc, char **argv)
 		RT_CASE(test_gaps__missing_payload_retains_state),
 		RT_CASE(test_gaps__reclaim_only_beyond_min_pending_idle),
 		RT_CASE(test_gaps__retry_waits_for_a_reclaim),
+		RT_CASE(test_gaps__refused_start_charges_no_attempt),
 		RT_CASE(test_gaps__per_app_effective_concurrency),
 	};
 

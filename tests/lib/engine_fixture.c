@@ -47,6 +47,10 @@ void h_job_fire(struct ev_loop *loop, ev_timer *w, int revents)
 		o.status = RELAY_RUN_CANCELLED;
 		o.exit_code = -1;
 		snprintf(o.reason, sizeof(o.reason), "cancelled");
+	} else if (j->s->fail == 3) {
+		o.status = RELAY_RUN_REFUSED;
+		o.exit_code = -1;
+		snprintf(o.reason, sizeof(o.reason), "start refused: test");
 	} else if (j->s->fail == 2) {
 		o.status = RELAY_RUN_TIMEOUT;
 		o.exit_code = -1;

@@ -36,7 +36,9 @@
 typedef struct h_script {
 	char name[96];      /* "app/handler" */
 	int fail;           /* 1: every run fails with exit status 3;
-			       2: every run times out */
+			       2: every run times out;
+			       3: every start is refused by the system
+			       (RELAY_RUN_REFUSED) */
 	int runs;           /* runs started */
 	int hold;           /* runs wait for h_release() */
 	char last_id[64];   /* RELAY_MESSAGE_ID of the last run */
