@@ -302,9 +302,8 @@ static int info_pipe(int fds[2], relay_error *err)
 	int p[2], w;
 
 	if (pipe2(p, O_CLOEXEC | O_NONBLOCK) != 0)
-		return relay__error_set(err, errno == EMFILE || errno == ENFILE
-					? RELAY_EAGAIN : RELAY_EBACKEND, NULL,
-					0, 0, "pipe: %s", strerror(errno));
+		return relay__error_set(err, RELAY_EBACKEND, NULL, 0, 0,
+					"pipe: %s", strerror(errno));
 	w = fcntl(p[1], F_DUPFD_CLOEXEC, 10);
 	close(p[1]);
 	if (w < 0) {
