@@ -96,6 +96,8 @@ def dlq_apps(env):
 # many it got, holds them 6 s, exits 1 when it was stopped (limited).
 HOG = r"""
 import os, subprocess, sys, time
+if "noop" in sys.stdin.read():
+    sys.exit(0)
 kids, limited = [], False
 for i in range(400):
     try:
@@ -133,8 +135,7 @@ def victim_ok(env, d, vid):
     eq(m.group(1), "1", "the victim's first (and only) attempt")
 
 
-@case
-def fork_bomb_capped_by_default_pids():
+def fork_bomb_capped(warm):
     """An app without resources.pids is held to the default ceiling (128
     processes a sandbox): its fork loop stops there, its own invocation
     fails, the victim (retries: 0) started during the bomb succeeds at its
@@ -146,9 +147,13 @@ def fork_bomb_capped_by_default_pids():
         raise Skip("no cgroup pids controller")
     with Env() as env:
         path = fork_bomb_env(env, "")
-        d = start(env, path, RELAY_WARM="0")
+        d = start(env, path, RELAY_WARM=warm)
         if "pids:rlimit" in d.log() or "limits rlimit" in d.log():
             raise Skip("no writable cgroup serves pids here")
+        if warm == "1":  # the first invocation runs cold
+            env.xadd({"app": "hog", "noop": 1})
+            env.wait(lambda: "warm parent for app hog ready" in d.log(),
+                     "the hog's warm parent", timeout=30)
         env.xadd({"app": "hog"})
         got = env.wait(lambda: hog_started(d), "the hog's fork loop",
                        timeout=30)
@@ -160,7 +165,22 @@ def fork_bomb_capped_by_default_pids():
                  "the hog's own invocation failed (dead-lettered)",
                  timeout=60)
         env.wait(lambda: env.pel_count() == 0, "both acknowledged")
+        if warm == "1":
+            check(re.search(r"started hog/h warm", d.log()),
+                  "the hog ran warm:\n" + d.log_tail(30))
         d.stop()
+
+
+@case
+def fork_bomb_capped_by_default_pids():
+    """A cold sandbox: see fork_bomb_capped()."""
+    fork_bomb_capped("0")
+
+
+@case
+def fork_bomb_capped_by_default_pids_warm():
+    """A warm exec invocation (relay-warm-exec): see fork_bomb_capped()."""
+    fork_bomb_capped("1")
 
 
 @case
