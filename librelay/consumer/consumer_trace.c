@@ -376,6 +376,12 @@ static void outcome(span_build *b, relay_span *sp, const relay_run_outcome *o,
 	case RELAY_RUN_CANCELLED:
 		attr_s(b, "relay.outcome", "cancelled");
 		break;
+	case RELAY_RUN_REFUSED:  /* never started: no attempt */
+		attr_s(b, "relay.outcome", "start_failed");
+		attr_s(b, "error.type", "start_refused");
+		sp->status = RELAY_SPAN_STATUS_ERROR;
+		sp->status_message = o->reason;
+		return;
 	default:
 		attr_s(b, "relay.outcome", "failed");
 		attr_s(b, "error.type", o->term_signal ? "signal" : "exit_code");
