@@ -65,6 +65,9 @@ extern "C" {
 	  "because its schedule is gone") \
 	X("RELAY-ENG15", "a stream entry was trimmed after its message was " \
 	  "acknowledged (retention): not a missing payload") \
+	X("RELAY-ENG16", "the system refused to start a handler (no " \
+	  "processes or memory left): the invocation stays pending, no " \
+	  "attempt charged; said once per burst") \
 	X("RELAY-REDIS01", "a connect to Redis failed (the address and the " \
 	  "OS error, never the password); retried with backoff, said once " \
 	  "per outage") \
