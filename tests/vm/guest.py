@@ -61,6 +61,16 @@ def bomb(event):
             break
     print("forks", n, "errno", err)
 
+def tmpfill(event):
+    try:
+        with open("/tmp/fill", "wb") as f:  # 400 MiB, past /tmp's 64 MiB
+            for i in range(400):
+                f.write(b"x" * (1 << 20))
+    except OSError as e:
+        print("errno", e.errno, flush=True)
+        raise
+    print("filled")
+
 def busy(event):
     t0, c0 = time.monotonic(), time.process_time()
     while time.monotonic() - t0 < 4:
@@ -200,7 +210,8 @@ def apps(resources=True):
         # pages first): a long timeout, the suite's bound is the limit.
         ev = "".join("  - handler: mod.%s\n    pattern: {to: [%s], kind: "
                      "[%s]}\n    retries: 0\n    timeout: 300s\n" %
-                     (h, name, h) for h in ("ok", "mem", "bomb", "busy"))
+                     (h, name, h) for h in ("ok", "mem", "bomb", "busy",
+                                            "tmpfill"))
         wfile(d + "/template.yaml", "runtime: python3\n" + extra + res +
               "events:\n" + ev)
     for d, _, files in os.walk(RUN):
@@ -320,6 +331,24 @@ def settled():
 
 def own_dirs(pid):
     return [d for d in tree() if d.split("/")[0].startswith(f"relay-{pid}-")]
+
+
+def busy_running(pid):
+    """Is a busy handler of relayd @pid running in an invocation cgroup?"""
+    for x in [x for x in own_dirs(pid) if "/" in x]:
+        try:
+            procs = rfile(f"{SVC}/{x}/cgroup.procs").split()
+        except OSError:
+            continue
+        for p in procs:
+            try:
+                with open(f"/proc/{p}/cmdline", "rb") as f:
+                    cmd = f.read()
+            except OSError:
+                continue
+            if b"busy" in cmd and not cmd.startswith(b"/usr/bin/bwrap"):
+                return True
+    return False
 
 
 # ---- cases ------------------------------------------------------------------
@@ -534,9 +563,12 @@ def nothing_left_after_reload_kill9_restart():
     # systemd's part (KillMode, removing the unit's empty cgroups) and a
     # restart in a fresh relayd.service.
     xadd("warm", "busy", "k1")
-    wait_for(lambda: own_dirs(pid) and any(
-        "/" in x for x in own_dirs(pid)), "busy invocation running",
-        timeout=120)
+    # Running: the handler itself in its invocation's cgroup (every
+    # invocation has one, the default pids ceiling's), not only the cgroup
+    # or a bwrap still making the sandbox: a bwrap whose parent dies
+    # mid-set-up can leave its child behind (bwrap's own race).
+    wait_for(lambda: busy_running(pid), "busy invocation running",
+             timeout=120)
     d.stop(signal.SIGKILL)
     if sandbox == "bwrap":
         wait_for(lambda: not any(rfile(SVC + "/" + x + "/cgroup.procs")
@@ -551,6 +583,48 @@ def nothing_left_after_reload_kill9_restart():
              timeout=180)
     eq(d2.stop(), 0, "relayd stops cleanly")
     eq(tree(), [], "nothing left after the restart's stop")
+
+
+@case
+def tmp_hog_fails_alone_under_memory_max():
+    """relayd.service with memory.max 160M (cgroup v2): a handler without
+    resources.memory writes 400 MiB into /tmp; /tmp's 64 MiB stop it
+    (ENOSPC, its invocation fails), relayd lives, another invocation
+    succeeds. Unsized, the tmpfs pages fill the service's cgroup and the
+    OOM killer takes relayd."""
+    if not CFG.get("bwrap_ok"):
+        raise Skip("bwrap does not run in this guest")
+    reset()
+    delegate()
+    apps()
+    # Below the guest tmpfs default (half its 512M) so that an unsized
+    # /tmp fills the cgroup first, above what relayd, a warm parent and
+    # a 64 MiB /tmp need.
+    wfile(SVC + "/memory.max", str(160 << 20))
+    try:
+        wfile(SVC + "/memory.swap.max", "0")
+    except OSError:
+        pass
+    try:
+        d = Relayd("tmphog", "bwrap").start()
+        xadd("free", "tmpfill", "t1")
+        xadd("free", "ok", "t2")
+        # Not settled(): what earlier cases left pending is not ours.
+        wait_for(lambda: dlq_reason("free", "tmpfill") is not None and
+                 "t2" in d.out("free", "ok", "ok") or
+                 d.proc.poll() is not None, "both handled", timeout=240)
+        check(d.proc.poll() is None, "relayd is alive:\n" + d.log()[-800:])
+        why = dlq_reason("free", "tmpfill")
+        log("tmpfill:", why)
+        check("memory limit" not in why,
+              f"the hog's invocation failed on its own: {why!r}")
+        eq(d.out("free", "tmpfill", "filled"), [], "it never filled 400 MiB")
+        eq(d.out("free", "tmpfill", "errno"), ["28"],
+           "its write ended with ENOSPC, not with the OOM killer")
+        eq(d.stop(), 0, "relayd stops cleanly")
+    finally:
+        stop_all()
+        wfile(SVC + "/memory.max", "max")
 
 
 @case
