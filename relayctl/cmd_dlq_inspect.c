@@ -5,8 +5,10 @@
  * timestamp with its age, the trace lineage only when the entry has one,
  * one indented line per member), then
  * "Event:" and the event pretty-printed as JSON, or verbatim when it is
- * not JSON (a malformed message's placeholder). --json prints the entry
- * as one object instead. Unknown ID: exit 1, `unknown DLQ entry "<id>"`.
+ * not JSON (a malformed message's placeholder). The invocation's attempt
+ * timeline, when the entry has one, comes before the event ("Timeline:",
+ * one line per attempt). --json prints the entry as one object instead
+ * (with "timeline": an array of the attempts, or null). Unknown ID: exit 1, `unknown DLQ entry "<id>"`.
  */
 #include <stdio.h>
 #include <stdlib.h>
@@ -17,6 +19,7 @@
 #include "fmt.h"
 #include "relay/trace.h"
 #include "relayctl.h"
+#include "timeline.h"
 
 static void usage(FILE *f)
 {
@@ -139,8 +142,19 @@ static void print_trace(const char *trace, int w)
 	json_decref(j);
 }
 
-static void print_entry(const relay_dlq_record *r)
+/* The entry's timeline field (@raw: the entry as stored) parsed, or
+ * NULL when it has none. */
+static json_t *entry_timeline(const relay_redis_reply *raw)
 {
+	const relay_redis_reply *v = relayctl_entry_field(raw, "timeline");
+
+	return v ? relayctl_timeline_parse(v->str, v->len) : NULL;
+}
+
+static void print_entry(const relay_dlq_record *r,
+			const relay_redis_reply *raw)
+{
+	json_t *tl = entry_timeline(raw);
 	const relay_dlq_entry *e = &r->e;
 	char n1[24], n2[24], ts[128];
 	const int w = 16;
@@ -181,6 +195,11 @@ static void print_entry(const relay_dlq_record *r)
 		print_trace(e->trace, w);
 	if (e->stderr_tail)
 		print_tail(e->stderr_tail);
+	if (tl) {
+		puts("Timeline:");
+		relayctl_timeline_print(stdout, tl, "  ");
+		json_decref(tl);
+	}
 	print_event(e->event);
 }
 
@@ -244,14 +263,20 @@ int relayctl_cmd_dlq_inspect(int argc, char **argv)
 
 		if (d.conf.json) {
 			json_t *o = dlqcli_json(&rec);
+			json_t *tl = entry_timeline(p.raw->element[0]);
 
+			if (o)
+				json_object_set_new(o, "timeline",
+						    tl ? tl : json_null());
+			else
+				json_decref(tl);
 			if (relayctl_put_json(o, JSON_INDENT(2) |
 					      JSON_PRESERVE_ORDER))
 				rc = relayctl_error(RELAYCTL_FAIL, "dlq "
 						    "inspect: out of memory");
 			json_decref(o);
 		} else {
-			print_entry(&rec);
+			print_entry(&rec, p.raw->element[0]);
 		}
 		if (fflush(stdout))
 			rc = RELAYCTL_FAIL;

@@ -195,6 +195,8 @@ typedef struct relay_dlq_record {
  * @out: filled on success; free with relay_dlq_record_clear().
  * @r: the reply element (borrowed).
  * @err: names the entry id and the offending field on failure.
+ * The optional field timeline (the invocation's attempt timeline,
+ * doc/redis-layout.md R-5) is accepted once and not kept in @out.
  * Returns: 0 or RELAY_EPARSE (missing, duplicate, unknown or malformed
  * field).
  */

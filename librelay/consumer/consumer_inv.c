@@ -472,6 +472,12 @@ static void failure_cb(int status, const relay_inv_outcome *o, void *payload)
 	inv_resolved(inv, RELAY__CINV_PENDING);
 }
 
+/* The attempt's timeline entry for its outcome's script, or NULL. */
+static const char *tl_arg(const relay__cinv *inv)
+{
+	return inv->tl[0] ? inv->tl : NULL;
+}
+
 /* The backoff divided by time_scale (test hooks); at scale 1 exactly
  * relay_inv_backoff_ms(), as relay_inv_record_failure() sends it. */
 static int record_failure(relay__cinv *inv)
@@ -483,7 +489,7 @@ static int record_failure(relay__cinv *inv)
 		c->redis, m->key, inv->field, inv->attempt, inv->token,
 		relay_clock_wall_ms(c->clock),
 		relay__consumer_scaled(c, relay_inv_backoff_ms(inv->attempt)),
-		failure_cb, inv);
+		tl_arg(inv), failure_cb, inv);
 }
 
 /* The success of the message's last invocation, every other one ok:
@@ -495,7 +501,7 @@ static int send_tail(relay__cinv *inv)
 	relay__msg *m = inv->m;
 	int rc = relay__tail_send(m->c, m->id, m->key, inv->field,
 				  inv->attempt, inv->token, inv->deadline_ms,
-				  &inv->rec);
+				  tl_arg(inv), &inv->rec);
 
 	if (rc)
 		return rc;
@@ -519,13 +525,15 @@ static int record_send(relay__cinv *inv)
 	case RELAY__REC_COMPLETE:
 		if (can_fuse(inv))
 			return send_tail(inv);
-		return relay_inv_mark_complete(c->redis, m->key, inv->field,
-					       inv->attempt, inv->token,
-					       complete_cb, inv);
+		return relay__inv_mark_complete_tl(c->redis, m->key,
+						   inv->field, inv->attempt,
+						   inv->token, tl_arg(inv),
+						   complete_cb, inv);
 	case RELAY__REC_EXHAUSTED:
-		return relay_inv_mark_exhausted(c->redis, m->key, inv->field,
-						inv->attempt, inv->token,
-						exhausted_cb, inv);
+		return relay__inv_mark_exhausted_tl(c->redis, m->key,
+						    inv->field, inv->attempt,
+						    inv->token, tl_arg(inv),
+						    exhausted_cb, inv);
 	default:
 		return record_failure(inv);
 	}
@@ -576,6 +584,55 @@ static void start_failure(relay_consumer *c, int rc, char *why, size_t size)
 		 ? "; make it and its parents readable and searchable by that "
 		   "uid, set RELAY_SANDBOX_USER to a user that can read it, or "
 		   "set RELAY_SANDBOX=none (no isolation)" : "");
+}
+
+/*
+ * The attempt that just ended as a timeline entry (inv->tl), sent with
+ * its outcome's script: @o the run's outcome, or NULL when it could not
+ * start (@why says why); @dur_us its duration. Read before the stderr
+ * tail is reset. On no memory the entry goes without its stderr.
+ */
+static void tl_note(relay__cinv *inv, const relay_run_outcome *o,
+		    const char *why, uint64_t dur_us)
+{
+	relay_consumer *c = inv->m->c;
+	relay__tl_attempt a;
+	char trace[2 * RELAY_TRACE_ID_SIZE + 1] = "";
+	char *tail = NULL;
+	size_t i;
+
+	memset(&a, 0, sizeof(a));
+	a.attempt = inv->attempt;
+	a.end_ms = relay_clock_wall_ms(c->clock);
+	a.start_ms = o ? inv->started_wall_ms : a.end_ms;
+	a.duration_ms = o ? dur_us / 1000 : 0;
+	a.replica = c->name;
+	if (!o)
+		a.outcome = RELAY__TL_NOT_STARTED;
+	else if (o->status == RELAY_RUN_OK)
+		a.outcome = RELAY__TL_OK;
+	else if (o->status == RELAY_RUN_TIMEOUT)
+		a.outcome = RELAY__TL_TIMEOUT;
+	else
+		a.outcome = RELAY__TL_FAILED;
+	if (o) {
+		a.exit_code = o->exit_code;
+		a.term_signal = o->term_signal;
+		a.warm = o->version >= 2 && o->warm;
+		a.reason = o->reason;
+	} else {
+		a.reason = why;
+	}
+	if (inv->traced) {
+		for (i = 0; i < RELAY_TRACE_ID_SIZE; i++)
+			snprintf(trace + 2 * i, 3, "%02x", inv->tr.trace_id[i]);
+		a.trace_id = trace;
+	}
+	if (a.outcome == RELAY__TL_FAILED || a.outcome == RELAY__TL_TIMEOUT)
+		tail = relay__tail_text(&inv->tail);
+	a.stderr_tail = tail;
+	relay__tl_format(&a, inv->tl, sizeof(inv->tl));
+	relay__free(tail);
 }
 
 static void output_cb(const relay_output_line *line, void *payload)
@@ -700,6 +757,7 @@ static void run_done(const relay_run_outcome *o, void *payload)
 	}
 	if (o->duration_us)
 		dur_us = o->duration_us;
+	tl_note(inv, o, NULL, dur_us);
 	relay__consumer_hist_add(c, relay_app_name(inv->app),
 				 inv->handler, dur_us);
 	/* The handler is over: its slots go to the next waiter now. */
@@ -748,7 +806,10 @@ static void inv_run(relay__cinv *inv)
 					    inv->timeout_ms, m->id, m->event,
 					    m->event_len);
 	inv->started_us = relay_clock_mono_us(c->clock);
+	inv->started_wall_ms = relay_clock_wall_ms(c->clock);
+	inv->tl[0] = '\0';
 	relay__ctrace_start(inv, &s, &ts);
+	inv->traced = inv->tr.set;
 	if (inv->attempt > 1)
 		relay__count(c, retries);
 	relay__count(c, in_flight_invocations);
@@ -774,6 +835,7 @@ static void inv_run(relay__cinv *inv)
 					inv->handler, RELAY__OUT_FAILED);
 		relay__slots_release(c, inv);
 		start_failure(c, rc, why, sizeof(why));
+		tl_note(inv, NULL, why, 0);
 		relay__ctrace_end(inv, NULL, why,
 				  relay_clock_mono_us(c->clock));
 		LOG(c, RELAY_LOG_WARN, "RELAY-ENG04",

@@ -76,6 +76,12 @@ struct relay__cinv {
 						back when the handler exits) */
 	void *run;                           /* executor handle */
 	relay_mono_us started_us;            /* run start */
+	int64_t started_wall_ms;             /* ... on the wall clock */
+	int traced;                          /* tr holds this attempt's
+						trace id */
+	char tl[RELAY__TL_ENTRY_MAX];        /* the attempt's timeline
+						entry, sent with its
+						outcome ("" none; inv.h) */
 	int64_t deadline_ms;                 /* current claim's deadline
 						(wall) */
 	int rec_op;                          /* RECORD: which transition

@@ -76,6 +76,7 @@ typedef struct tail_call {
 	relay_consumer *c;
 	struct tail_call *next;         /* c->tails while waiting */
 	char *id, *key, *field;         /* in the same allocation, after */
+	char *tl;                       /* ... too; NULL: no entry */
 	unsigned int attempt;
 	char token[RELAY_INV_TOKEN_LEN + 1];
 	int64_t deadline_ms;            /* the claim's (wall) */
@@ -148,7 +149,7 @@ static int tail_send(tail_call *t)
 
 	return relay__inv_complete_ack(c->redis, t->key, c->stream, t->field,
 				       t->attempt, t->token, c->group, t->id,
-				       c->retention_ms, tail_cb, t);
+				       c->retention_ms, t->tl, tail_cb, t);
 }
 
 /* The resend backoff is over, or the consumer stops (@revents 0). */
@@ -178,14 +179,14 @@ void relay__tail_stop(relay_consumer *c)
 
 int relay__tail_send(relay_consumer *c, const char *id, const char *key,
 		     const char *field, unsigned int attempt,
-		     const char *token, int64_t deadline_ms,
+		     const char *token, int64_t deadline_ms, const char *tl,
 		     const relay__resend *rs)
 {
 	size_t li = strlen(id) + 1, lk = strlen(key) + 1;
-	size_t lf = strlen(field) + 1;
+	size_t lf = strlen(field) + 1, lt = tl ? strlen(tl) + 1 : 0;
 	/* One allocation per message on the common path: the strings
 	 * follow the struct. */
-	tail_call *t = relay__calloc(1, sizeof(*t) + li + lk + lf);
+	tail_call *t = relay__calloc(1, sizeof(*t) + li + lk + lf + lt);
 	int rc;
 
 	if (!t)
@@ -197,6 +198,10 @@ int relay__tail_send(relay_consumer *c, const char *id, const char *key,
 	memcpy(t->id, id, li);
 	memcpy(t->key, key, lk);
 	memcpy(t->field, field, lf);
+	if (tl) {
+		t->tl = t->field + lf;
+		memcpy(t->tl, tl, lt);
+	}
 	t->attempt = attempt;
 	memcpy(t->token, token, sizeof(t->token));
 	t->deadline_ms = deadline_ms;

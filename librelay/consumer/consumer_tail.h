@@ -47,12 +47,13 @@ void relay__resend_answered(relay_consumer *c, const relay__resend *rs,
 			    const char *what, relay_inv_result result,
 			    const char *id);
 /* Send the fused success tail (COMPLETE_ACK) of message @id (state hash
- * @key, invocation @field, its claim @attempt/@token/@deadline_ms and
- * the resends @rs it made already). Every string is copied: the message
- * may leave memory at once. Returns 0 or the send error. */
+ * @key, invocation @field, its claim @attempt/@token/@deadline_ms, the
+ * attempt's timeline entry @tl or NULL, and the resends @rs it made
+ * already). Every string is copied: the message may leave memory at
+ * once. Returns 0 or the send error. */
 int relay__tail_send(relay_consumer *c, const char *id, const char *key,
 		     const char *field, unsigned int attempt,
-		     const char *token, int64_t deadline_ms,
+		     const char *token, int64_t deadline_ms, const char *tl,
 		     const relay__resend *rs);
 /* Give up every fused tail waiting to be resent (stop). */
 void relay__tail_stop(relay_consumer *c);

@@ -18,6 +18,8 @@
 #define RELAY__INV_F_PLACEHOLDER "__dlq_placeholder"
 #define RELAY__INV_F_TERMINAL "__terminal"
 #define RELAY__INV_F_SCHEDULE "__schedule"  /* schedule admission pin */
+/* The attempt timeline of invocation field F is the field PREFIX F. */
+#define RELAY__INV_F_TIMELINE "__timeline:"
 
 /*
  * Each decide function looks at the current state of one field and fills
@@ -113,5 +115,57 @@ void relay__tail_reset(relay__tail *t);
  * nothing but line ends (no field is written) or on allocation failure.
  */
 char *relay__tail_text(const relay__tail *t);
+
+/*
+ * The attempt timeline (timeline.c; R-3 __timeline:<field>): one entry per
+ * attempt of an invocation, a one-line JSON object of at most
+ * RELAY__TL_ENTRY_MAX - 1 bytes, entries joined by '\n', the last
+ * RELAY__TL_MAX kept. Written by the script that records the attempt's
+ * outcome (record_failure, mark_complete, mark_exhausted, complete_ack)
+ * when it writes the field, and copied into the DLQ entry (timeline).
+ */
+#define RELAY__TL_MAX 16
+#define RELAY__TL_ENTRY_MAX 1024
+
+typedef enum relay__tl_outcome {
+	RELAY__TL_OK = 0,       /* exit status 0 */
+	RELAY__TL_FAILED,       /* exit status or signal */
+	RELAY__TL_TIMEOUT,      /* killed at its timeout */
+	RELAY__TL_NOT_STARTED,  /* the run could not start: why */
+} relay__tl_outcome;
+
+/* One attempt as the engine saw it; strings borrowed, NULL or "" when
+ * unknown. */
+typedef struct relay__tl_attempt {
+	unsigned int attempt;
+	int64_t start_ms, end_ms;    /* wall clock */
+	uint64_t duration_ms;
+	const char *replica;         /* the consumer name */
+	relay__tl_outcome outcome;
+	int exit_code, term_signal;  /* failed, timeout */
+	int warm;                    /* a warm parent ran it */
+	const char *trace_id;        /* the attempt span's, 32 hex */
+	const char *reason;          /* failed, timeout: the runtime's
+					words; not_started: why */
+	const char *stderr_tail;     /* failed, timeout: as stored in the
+					DLQ (relay__tail_text()) */
+} relay__tl_attempt;
+
+/* "ok", "failed", "timeout", "not_started"; "?" out of range. */
+const char *relay__tl_outcome_name(relay__tl_outcome o);
+/* Format @a as one entry into @buf (@size bytes; RELAY__TL_ENTRY_MAX is
+ * always enough): keys attempt, start_ms, end_ms, duration_ms, replica,
+ * outcome, then as they apply exit_code or signal, warm, trace_id, reason
+ * or why, stderr (its end). Returns the length (cut to fit @size). */
+size_t relay__tl_format(const relay__tl_attempt *a, char *buf, size_t size);
+/* The timeline @old (@old_len bytes, NULL: none) with @entry appended and
+ * the oldest entries dropped to keep RELAY__TL_MAX (twin of
+ * relay_tl_push() of librelay/lua/prelude.lua). Returns: new string
+ * (relay__free()), its length in *out_len, or NULL (no memory). */
+char *relay__tl_push(const char *old, size_t old_len, const char *entry,
+		     size_t len, size_t *out_len);
+/* 1 when @entry may be appended: not empty, shorter than
+ * RELAY__TL_ENTRY_MAX, no line end (the scripts check the same). */
+int relay__tl_entry_ok(const char *entry, size_t len);
 
 #endif /* RELAY__INV_H */

@@ -144,8 +144,9 @@ static int parse_count(const relay_redis_reply *v, long long *out)
 }
 
 /*
- * Strict: every required field exactly once, no unknown field, counts are
- * plain decimals, and the entry passes relay_dlq_entry_validate(). The
+ * Strict: every required field exactly once, no unknown field (timeline,
+ * optional, is accepted once and skipped), counts are plain decimals,
+ * and the entry passes relay_dlq_entry_validate(). The
  * error names the entry id and the field, for relayctl.
  */
 int relay_dlq_parse(relay_dlq_record *out, const relay_redis_reply *r,
@@ -164,7 +165,7 @@ int relay_dlq_parse(relay_dlq_record *out, const relay_redis_reply *r,
 	const char *id = "?";
 	char **slot;
 	size_t i, k;
-	int rc = RELAY_EPARSE, seen[NFIELDS] = { 0 };
+	int rc = RELAY_EPARSE, seen[NFIELDS] = { 0 }, seen_tl = 0;
 
 	memset(out, 0, sizeof(*out));
 	if (!r || r->type != RELAY_REDIS_REPLY_ARRAY || r->elements != 2 ||
@@ -184,6 +185,14 @@ int relay_dlq_parse(relay_dlq_record *out, const relay_redis_reply *r,
 	for (i = 0; i < f->elements; i += 2) {
 		name = f->element[i];
 		val = f->element[i + 1];
+		/* The invocation's attempt timeline (optional): accepted,
+		 * not kept in the record (a reader wanting it reads the
+		 * entry's fields itself, as relayctl dlq inspect does). */
+		if (name->str && strcmp(name->str, "timeline") == 0 &&
+		    !seen_tl && val->type == RELAY_REDIS_REPLY_STRING) {
+			seen_tl = 1;
+			continue;
+		}
 		for (k = 0; k < NFIELDS; k++) {
 			if (name->str && strcmp(name->str, field_names[k]) == 0)
 				break;

@@ -205,23 +205,25 @@ int relay_inv_record_failure(relay_redis_backend *b, const char *key,
 {
 	return relay__inv_record_failure_ms(b, key, field, attempt, token,
 					    now, relay_inv_backoff_ms(attempt),
-					    cb, payload);
+					    NULL, cb, payload);
 }
 
 /*
  * The fenced scripts (RECORD_FAILURE, MARK_COMPLETE, MARK_EXHAUSTED):
- * KEYS[1] = @key, ARGV = field attempt token, then @nextra more.
+ * KEYS[1] = @key, ARGV = field attempt token, then @nextra more, then
+ * the attempt's timeline entry @tl when not NULL.
  */
 static int fenced(relay_redis_backend *b, relay_redis_script op,
 		  const char *key, const char *field, unsigned int attempt,
 		  const char *token, int nextra, const char *const *extra,
-		  relay_inv_cb cb, void *payload)
+		  const char *tl, relay_inv_cb cb, void *payload)
 {
 	char sat[16];
-	const char *argv[6];
+	const char *argv[7];
 	int i;
 
-	if (check_claim(key, field, attempt, token) || nextra > 2)
+	if (check_claim(key, field, attempt, token) || nextra > 2 ||
+	    (tl && !relay__tl_entry_ok(tl, strlen(tl))))
 		return RELAY_EINVAL;
 	snprintf(sat, sizeof(sat), "%u", attempt);
 	argv[0] = key;
@@ -230,14 +232,16 @@ static int fenced(relay_redis_backend *b, relay_redis_script op,
 	argv[3] = token;
 	for (i = 0; i < nextra; i++)
 		argv[4 + i] = extra[i];
+	if (tl)
+		argv[4 + nextra++] = tl;
 	return run(b, op, 4 + nextra, argv, cb, payload);
 }
 
 int relay__inv_record_failure_ms(relay_redis_backend *b, const char *key,
 				 const char *field, unsigned int attempt,
 				 const char *token, relay_wall_ms now,
-				 int64_t backoff_ms, relay_inv_cb cb,
-				 void *payload)
+				 int64_t backoff_ms, const char *tl,
+				 relay_inv_cb cb, void *payload)
 {
 	char snow[24], sbo[24];
 	const char *extra[2];
@@ -249,7 +253,7 @@ int relay__inv_record_failure_ms(relay_redis_backend *b, const char *key,
 	extra[0] = snow;
 	extra[1] = sbo;
 	return fenced(b, RELAY_REDIS_SCRIPT_RECORD_FAILURE, key, field,
-		      attempt, token, 2, extra, cb, payload);
+		      attempt, token, 2, extra, tl, cb, payload);
 }
 
 int relay_inv_mark_complete(relay_redis_backend *b, const char *key,
@@ -257,26 +261,36 @@ int relay_inv_mark_complete(relay_redis_backend *b, const char *key,
 			    const char *token, relay_inv_cb cb, void *payload)
 {
 	return fenced(b, RELAY_REDIS_SCRIPT_MARK_COMPLETE, key, field,
-		      attempt, token, 0, NULL, cb, payload);
+		      attempt, token, 0, NULL, NULL, cb, payload);
+}
+
+int relay__inv_mark_complete_tl(relay_redis_backend *b, const char *key,
+				const char *field, unsigned int attempt,
+				const char *token, const char *tl,
+				relay_inv_cb cb, void *payload)
+{
+	return fenced(b, RELAY_REDIS_SCRIPT_MARK_COMPLETE, key, field,
+		      attempt, token, 0, NULL, tl, cb, payload);
 }
 
 int relay__inv_complete_ack(relay_redis_backend *b, const char *key,
 			    const char *stream, const char *field,
 			    unsigned int attempt, const char *token,
 			    const char *group, const char *id,
-			    int64_t ttl_ms, relay_inv_cb cb, void *payload)
+			    int64_t ttl_ms, const char *tl, relay_inv_cb cb,
+			    void *payload)
 {
 	char sat[16], sttl[24];
 	const char *argv[] = { key, stream, field, sat, token, group, id,
-			       sttl };
+			       sttl, tl };
 
 	if (check_claim(key, field, attempt, token) || !stream || !group ||
-	    !id || ttl_ms < 1)
+	    !id || ttl_ms < 1 || (tl && !relay__tl_entry_ok(tl, strlen(tl))))
 		return RELAY_EINVAL;
 	snprintf(sat, sizeof(sat), "%u", attempt);
 	snprintf(sttl, sizeof(sttl), "%lld", (long long)ttl_ms);
-	return run_cb(b, RELAY_REDIS_SCRIPT_COMPLETE_ACK, 2, 8, argv, cb, NULL,
-		      NULL, payload);
+	return run_cb(b, RELAY_REDIS_SCRIPT_COMPLETE_ACK, 2, tl ? 9 : 8, argv,
+		      cb, NULL, NULL, payload);
 }
 
 int relay_inv_mark_exhausted(relay_redis_backend *b, const char *key,
@@ -285,7 +299,16 @@ int relay_inv_mark_exhausted(relay_redis_backend *b, const char *key,
 			     void *payload)
 {
 	return fenced(b, RELAY_REDIS_SCRIPT_MARK_EXHAUSTED, key, field,
-		      attempt, token, 0, NULL, cb, payload);
+		      attempt, token, 0, NULL, NULL, cb, payload);
+}
+
+int relay__inv_mark_exhausted_tl(relay_redis_backend *b, const char *key,
+				 const char *field, unsigned int attempt,
+				 const char *token, const char *tl,
+				 relay_inv_cb cb, void *payload)
+{
+	return fenced(b, RELAY_REDIS_SCRIPT_MARK_EXHAUSTED, key, field,
+		      attempt, token, 0, NULL, tl, cb, payload);
 }
 
 static int claim_classification(relay_redis_backend *b, const char *key,

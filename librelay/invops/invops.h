@@ -17,13 +17,27 @@
  * relay_inv_record_failure() with the backoff given: next_attempt_at =
  * @now + @backoff_ms (>= 1). relay_inv_record_failure() passes
  * relay_inv_backoff_ms(@attempt); the engine passes it divided by its
- * time scale (test hooks).
+ * time scale (test hooks). @tl: the attempt's timeline entry
+ * (relay__tl_format(), borrowed), appended to the invocation's timeline
+ * in the same script when the failure is recorded; NULL for none (an
+ * entry that relay__tl_entry_ok() refuses is RELAY_EINVAL).
  */
 int relay__inv_record_failure_ms(relay_redis_backend *b, const char *key,
 				 const char *field, unsigned int attempt,
 				 const char *token, relay_wall_ms now,
-				 int64_t backoff_ms, relay_inv_cb cb,
-				 void *payload);
+				 int64_t backoff_ms, const char *tl,
+				 relay_inv_cb cb, void *payload);
+
+/* relay_inv_mark_complete() and relay_inv_mark_exhausted() with the
+ * attempt's timeline entry @tl, as relay__inv_record_failure_ms(). */
+int relay__inv_mark_complete_tl(relay_redis_backend *b, const char *key,
+				const char *field, unsigned int attempt,
+				const char *token, const char *tl,
+				relay_inv_cb cb, void *payload);
+int relay__inv_mark_exhausted_tl(relay_redis_backend *b, const char *key,
+				 const char *field, unsigned int attempt,
+				 const char *token, const char *tl,
+				 relay_inv_cb cb, void *payload);
 
 /*
  * Completion of relay__inv_claim_classification_pin(): as relay_inv_cb,
@@ -73,13 +87,15 @@ int relay__inv_claim_start(relay_redis_backend *b, const char *key,
  * mark_complete + XACK @id of @stream for @group + retain (@ttl_ms) in one
  * script (RELAY_REDIS_SCRIPT_COMPLETE_ACK, backend version >= 3; else
  * RELAY_EBACKEND). The outcome is mark_complete's: recorded means the
- * message was also acknowledged and retained.
+ * message was also acknowledged and retained. @tl: the attempt's timeline
+ * entry or NULL, as relay__inv_record_failure_ms().
  */
 int relay__inv_complete_ack(relay_redis_backend *b, const char *key,
 			    const char *stream, const char *field,
 			    unsigned int attempt, const char *token,
 			    const char *group, const char *id,
-			    int64_t ttl_ms, relay_inv_cb cb, void *payload);
+			    int64_t ttl_ms, const char *tl, relay_inv_cb cb,
+			    void *payload);
 
 /*
  * relay_dlq_persist() with the event's length given: the raw value of a

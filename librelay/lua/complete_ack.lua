@@ -1,5 +1,5 @@
 -- complete_ack.lua KEYS[1]=state hash KEYS[2]=stream
--- ARGV: field attempt token group id ttl_ms
+-- ARGV: field attempt token group id ttl_ms [timeline_entry]
 -- The success tail of a message in one step: what mark_complete, XACK
 -- and retain do one after the other. The engine sends it only for the
 -- message's last invocation when every other one is already "ok".
@@ -11,19 +11,27 @@
 -- writes nothing and acknowledges nothing (the mark_complete decision,
 -- twin of relay__inv_decide_complete()). The calls are ordered for cost:
 -- the XACK first, then one HSET of "ok" with the retention marker and
--- the TTL (4 calls on success instead of 6).
+-- the TTL (4 calls on success instead of 6). The attempt's timeline
+-- entry goes in the HSET of "ok" (R-3).
 local key, stream, field = KEYS[1], KEYS[2], ARGV[1]
 local attempt, token = tonumber(ARGV[2]), ARGV[3]
-local stop, s = relay_claim(key, field, attempt, token)
+local stop, s, old = relay_claim(key, field, attempt, token, ARGV[7])
 if stop then
 	return stop
 end
+local entry, bad = relay_tl_arg(ARGV[7])
+if bad then
+	return bad
+end
+local w = relay_tl_add({ field, 'ok' }, field, old, entry)
 local n = redis.pcall('XACK', stream, ARGV[4], ARGV[5])
 if relay_is_err(n) then
-	redis.call('HSET', key, field, 'ok')
+	redis.call('HSET', key, unpack(w))
 	redis.call('PERSIST', key)
 	return n
 end
-redis.call('HSET', key, field, 'ok', '__terminal', '1')
+w[#w + 1] = '__terminal'
+w[#w + 1] = '1'
+redis.call('HSET', key, unpack(w))
 redis.call('PEXPIRE', key, ARGV[6])
 return relay_reply('recorded', s)

@@ -2,14 +2,16 @@
 -- ARGV: field attempt token name value [name value ...]
 -- Append one DLQ entry and upgrade the marker in one step. Decide first,
 -- XADD second (a wrong-type DLQ key fails here, before any write), mark
--- last. field "" = placeholder (__dlq_placeholder).
+-- last. field "" = placeholder (__dlq_placeholder). An invocation's
+-- entry gets the invocation's attempt timeline (R-3) as field timeline,
+-- before trace (which stays last) when there is one.
 local key, dlq, field = KEYS[1], KEYS[2], ARGV[1]
 local attempt, token = tonumber(ARGV[2]), ARGV[3]
 local marker = field
 if field == '' then
 	marker = '__dlq_placeholder'
 end
-local stop, r = relay_live(key, marker)
+local stop, r = relay_live(key, marker, '__timeline:' .. field)
 if stop then
 	return stop
 end
@@ -28,7 +30,17 @@ else
 	end
 	value = 'exhausted:' .. relay_fmt(attempt) .. ':' .. token .. ':dlq'
 end
-local id = redis.pcall('XADD', dlq, '*', unpack(ARGV, 4))
+local args = { unpack(ARGV, 4) }
+if field ~= '' and r[3] and r[3] ~= '' then
+	local n = #args
+	if n >= 2 and args[n - 1] == 'trace' then
+		args[n + 2], args[n + 1] = args[n], args[n - 1]
+		args[n - 1], args[n] = 'timeline', r[3]
+	else
+		args[n + 1], args[n + 2] = 'timeline', r[3]
+	end
+end
+local id = redis.pcall('XADD', dlq, '*', unpack(args))
 if relay_is_err(id) then
 	return id
 end

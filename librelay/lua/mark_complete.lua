@@ -1,11 +1,18 @@
 -- mark_complete.lua KEYS[1]=state hash ARGV: field attempt token
--- Twin of relay__inv_decide_complete(): never overwrites exhausted.
+-- [timeline_entry]
+-- Twin of relay__inv_decide_complete(): never overwrites exhausted. The
+-- attempt's timeline entry goes in the same HSET (R-3).
 local key, field = KEYS[1], ARGV[1]
 local attempt, token = tonumber(ARGV[2]), ARGV[3]
-local stop, s = relay_claim(key, field, attempt, token)
+local stop, s, old = relay_claim(key, field, attempt, token, ARGV[4])
 if stop then
 	return stop
 end
-redis.call('HSET', key, field, 'ok')
+local entry, bad = relay_tl_arg(ARGV[4])
+if bad then
+	return bad
+end
+redis.call('HSET', key, unpack(relay_tl_add({ field, 'ok' }, field, old,
+	entry)))
 redis.call('PERSIST', key)
 return relay_reply('recorded', s)

@@ -1,9 +1,11 @@
 -- mark_exhausted.lua KEYS[1]=state hash ARGV: field attempt token
+-- [timeline_entry]
 -- Twin of relay__inv_decide_exhausted(); a repeat for the same claim is
--- "recorded" without a write.
+-- "recorded" without a write. The attempt's timeline entry goes in the
+-- same HSET (R-3).
 local key, field = KEYS[1], ARGV[1]
 local attempt, token = tonumber(ARGV[2]), ARGV[3]
-local early, s = relay_load(key, field)
+local early, s, old = relay_load(key, field, ARGV[4])
 if early then
 	return early
 end
@@ -12,8 +14,13 @@ if s.attempt == attempt and s.token == token then
 		return relay_reply('recorded', s)
 	end
 	if s.kind == 'running' then
-		redis.call('HSET', key, field, 'exhausted:' ..
-			relay_fmt(attempt) .. ':' .. token)
+		local entry, bad = relay_tl_arg(ARGV[4])
+		if bad then
+			return bad
+		end
+		redis.call('HSET', key, unpack(relay_tl_add({ field,
+			'exhausted:' .. relay_fmt(attempt) .. ':' .. token },
+			field, old, entry)))
 		redis.call('PERSIST', key)
 		return { 'recorded', attempt, 0, token }
 	end

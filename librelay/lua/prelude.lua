@@ -104,26 +104,73 @@ local function relay_live(key, ...)
 	return nil, r
 end
 
--- relay_live() for one invocation field, parsed.
-local function relay_load(key, field)
-	local stop, r = relay_live(key, field)
+-- relay_live() for one invocation field, parsed; with @tl also the
+-- field's timeline (R-3 __timeline:<field>) as a third value.
+local function relay_load(key, field, tl)
+	local stop, r
+	if tl then
+		stop, r = relay_live(key, field, '__timeline:' .. field)
+	else
+		stop, r = relay_live(key, field)
+	end
 	if stop then
 		return stop
 	end
-	return nil, relay_parse(r[2])
+	return nil, relay_parse(r[2]), r[3]
 end
 
 -- relay_load() of @field, then the claim check every finishing transition
 -- makes: a reply to send back at once (retained, an error, or "stale" when
--- the field is not the running claim @attempt/@token), or nil and the
--- parsed state.
-local function relay_claim(key, field, attempt, token)
-	local stop, s = relay_load(key, field)
+-- the field is not the running claim @attempt/@token), or nil, the
+-- parsed state and (with @tl) the field's timeline.
+local function relay_claim(key, field, attempt, token, tl)
+	local stop, s, old = relay_load(key, field, tl)
 	if stop then
 		return stop
 	end
 	if s.kind ~= 'running' or s.attempt ~= attempt or s.token ~= token then
 		return relay_reply('stale', s)
 	end
-	return nil, s
+	return nil, s, old
+end
+
+-- The attempt timeline (twin of relay__tl_push() in
+-- librelay/inv/timeline.c): @old with @entry appended, the oldest
+-- entries dropped so that 16 are kept.
+local function relay_tl_push(old, entry)
+	if not old or old == '' then
+		return entry
+	end
+	local n = 1
+	for _ in string.gmatch(old, '\n') do
+		n = n + 1
+	end
+	while n >= 16 do
+		old = string.sub(old, string.find(old, '\n', 1, true) + 1)
+		n = n - 1
+	end
+	return old .. '\n' .. entry
+end
+
+-- The optional timeline entry argument @v: nil when absent or empty;
+-- an error reply (second value) when it is 1024 bytes or longer or holds
+-- a line end. Checked only by a script about to write.
+local function relay_tl_arg(v)
+	if not v or v == '' then
+		return nil
+	end
+	if #v >= 1024 or string.find(v, '\n', 1, true) then
+		return nil, redis.error_reply('ERR relay: bad script arguments')
+	end
+	return v
+end
+
+-- @w (HSET field/value pairs) plus the timeline of @field with @entry
+-- appended (@old the stored one); @w as it is without an entry.
+local function relay_tl_add(w, field, old, entry)
+	if entry then
+		w[#w + 1] = '__timeline:' .. field
+		w[#w + 1] = relay_tl_push(old, entry)
+	end
+	return w
 end

@@ -1,14 +1,20 @@
 -- record_failure.lua KEYS[1]=state hash
--- ARGV: field attempt token now_ms backoff_ms
+-- ARGV: field attempt token now_ms backoff_ms [timeline_entry]
 -- Twin of relay__inv_decide_failure(): only the current running claim.
+-- The attempt's timeline entry goes in the same HSET (R-3).
 local key, field = KEYS[1], ARGV[1]
 local attempt, token = tonumber(ARGV[2]), ARGV[3]
-local stop, s = relay_claim(key, field, attempt, token)
+local stop, s, old = relay_claim(key, field, attempt, token, ARGV[6])
 if stop then
 	return stop
 end
+local entry, bad = relay_tl_arg(ARGV[6])
+if bad then
+	return bad
+end
 s.deadline = tonumber(ARGV[4]) + tonumber(ARGV[5])
-redis.call('HSET', key, field, 'next_attempt_at:' .. relay_fmt(s.deadline) ..
-	':' .. relay_fmt(s.attempt) .. ':' .. token)
+redis.call('HSET', key, unpack(relay_tl_add({ field, 'next_attempt_at:' ..
+	relay_fmt(s.deadline) .. ':' .. relay_fmt(s.attempt) .. ':' ..
+	token }, field, old, entry)))
 redis.call('PERSIST', key)
 return relay_reply('recorded', s)

@@ -106,6 +106,56 @@ static int write_field(mem_backend *m, mem_key **k, const mem_args *a,
 	return 0;
 }
 
+/* "__timeline:<field>" of invocation field @fi of @a into @buf; its
+ * length, or 0 when it does not fit. */
+static size_t tl_name(const mem_args *a, int fi, char *buf, size_t size)
+{
+	static const char p[] = RELAY__INV_F_TIMELINE;
+	size_t n = sizeof(p) - 1 + a->len[fi];
+
+	if (n >= size)
+		return 0;
+	memcpy(buf, p, sizeof(p) - 1);
+	memcpy(buf + sizeof(p) - 1, a->argv[fi], a->len[fi]);
+	buf[n] = '\0';
+	return n;
+}
+
+/* 1 when the timeline entry argument @ei of @a is given and bad (the
+ * caller answers badargs before writing anything), else 0. */
+static int tl_check(const mem_args *a, int ei)
+{
+	if (ei >= a->argc || a->len[ei] == 0)
+		return 0;
+	return relay__tl_entry_ok(a->argv[ei], a->len[ei]) ? 0 : 1;
+}
+
+/* Append the timeline entry argument @ei of @a (when given and not
+ * empty) to the timeline of invocation field @fi, as relay_tl_add() of
+ * the prelude does in the same HSET. 0 or RELAY_ENOMEM. */
+static int tl_write(mem_backend *m, mem_key **k, const mem_args *a, int fi,
+		    int ei)
+{
+	char name[320];
+	const mem_str *old;
+	size_t n = tl_name(a, fi, name, sizeof(name)), len;
+	char *v;
+	int rc;
+
+	if (ei >= a->argc || a->len[ei] == 0)
+		return 0;
+	if (!n)
+		return RELAY_ENOMEM;
+	old = *k ? relay__mem_hget(*k, name, n) : NULL;
+	v = relay__tl_push(old ? old->s : NULL, old ? old->len : 0,
+			   a->argv[ei], a->len[ei], &len);
+	if (!v)
+		return RELAY_ENOMEM;
+	rc = write_field(m, k, a, name, n, v);
+	relay__free(v);
+	return rc;
+}
+
 static relay_redis_reply *fenced(mem_backend *m, mem_key *k,
 				 relay_redis_script op, const mem_args *a)
 {
@@ -113,7 +163,7 @@ static relay_redis_reply *fenced(mem_backend *m, mem_key *k,
 	relay_inv_outcome o;
 	char tok[RELAY_INV_TOKEN_LEN + 1], val[96];
 	int64_t n1 = 0, n2 = 0, n3 = 0;
-	int write;
+	int write, ei;
 
 	read_state(k, a, 1, &cur);
 	if (op == RELAY_REDIS_SCRIPT_TRY_START) {
@@ -126,12 +176,12 @@ static relay_redis_reply *fenced(mem_backend *m, mem_key *k,
 		if (arg_num(a, 2, &n1) || n1 < 1 || arg_token(a, 3, tok))
 			return badargs();
 		if (op == RELAY_REDIS_SCRIPT_RECORD_FAILURE) {
-			if (a->argc != 6 || arg_num(a, 4, &n2) ||
-			    arg_num(a, 5, &n3))
+			if ((a->argc != 6 && a->argc != 7) ||
+			    arg_num(a, 4, &n2) || arg_num(a, 5, &n3))
 				return badargs();
 			write = relay__inv_decide_failure(
 				&cur, (unsigned)n1, tok, n2, n3, &o, &next);
-		} else if (a->argc != 4) {
+		} else if (a->argc != 4 && a->argc != 5) {
 			return badargs();
 		} else if (op == RELAY_REDIS_SCRIPT_MARK_COMPLETE) {
 			write = relay__inv_decide_complete(&cur, (unsigned)n1,
@@ -141,9 +191,15 @@ static relay_redis_reply *fenced(mem_backend *m, mem_key *k,
 							    tok, &o, &next);
 		}
 	}
+	/* The timeline entry: the argument after the script's own. */
+	ei = op == RELAY_REDIS_SCRIPT_TRY_START ? a->argc :
+	     op == RELAY_REDIS_SCRIPT_RECORD_FAILURE ? 6 : 4;
 	if (write) {
+		if (tl_check(a, ei))
+			return badargs();
 		if (relay_inv_state_format(&next, val, sizeof(val)) < 0 ||
-		    write_field(m, &k, a, a->argv[1], a->len[1], val))
+		    write_field(m, &k, a, a->argv[1], a->len[1], val) ||
+		    tl_write(m, &k, a, 1, ei))
 			return NULL;
 	}
 	return outcome_reply(&o);
@@ -351,7 +407,9 @@ static relay_redis_reply *retain(mem_backend *m, mem_key *k,
  * written, then XACK, then (only after the XACK) the retention marker
  * and TTL. complete_ack.lua reaches the same states: it issues the XACK
  * first and writes the field with the marker after it (the script is
- * atomic), and on an XACK error writes the field alone, as here.
+ * atomic), and on an XACK error writes the field alone, as here. The
+ * optional 9th argument is the attempt's timeline entry, appended with
+ * the field.
  */
 static relay_redis_reply *complete_ack(mem_backend *m, mem_key *k,
 				       const mem_args *a)
@@ -367,14 +425,17 @@ static relay_redis_reply *complete_ack(mem_backend *m, mem_key *k,
 	mem_key *st;
 	int64_t at, ttl;
 
-	if (a->argc != 8 || arg_num(a, 3, &at) || at < 1 ||
+	if ((a->argc != 8 && a->argc != 9) || arg_num(a, 3, &at) || at < 1 ||
 	    arg_token(a, 4, tok) || arg_num(a, 7, &ttl) || ttl < 1)
 		return badargs();
 	read_state(k, a, 2, &cur);
 	if (!relay__inv_decide_complete(&cur, (unsigned)at, tok, &o, &next))
 		return outcome_reply(&o);
+	if (tl_check(a, 8))
+		return badargs();
 	if (relay_inv_state_format(&next, val, sizeof(val)) < 0 ||
-	    write_field(m, &k, a, a->argv[2], a->len[2], val))
+	    write_field(m, &k, a, a->argv[2], a->len[2], val) ||
+	    tl_write(m, &k, a, 2, 8))
 		return NULL;
 	st = relay__mem_lookup(m, a->argv[1], a->len[1]);
 	if (st && st->type != MEM_STREAM)
@@ -398,6 +459,64 @@ static relay_redis_reply *complete_ack(mem_backend *m, mem_key *k,
 		return NULL;
 	k->expire_at = relay__mem_now(m) + ttl;
 	return outcome_reply(&o);
+}
+
+/*
+ * XADD the entry's fields (@a from 5) to @dlq; an invocation's entry
+ * (not @placeholder) gets the field's timeline as field "timeline",
+ * before a last "trace" pair, as dlq_persist.lua does. 0 or RELAY_ENOMEM
+ * (then *id is unset).
+ */
+static int xadd_entry(mem_backend *m, const mem_key *k, mem_key *dlq,
+		      const mem_args *a, int placeholder,
+		      relay_redis_reply **id)
+{
+	char name[320];
+	const mem_str *tl = NULL;
+	const char **av;
+	size_t *al, n = placeholder ? 0 : tl_name(a, 2, name, sizeof(name));
+	mem_args xa;
+	int i, j, at, rc;
+
+	if (n && k)
+		tl = relay__mem_hget(k, name, n);
+	if (!tl || !tl->len)
+		return relay__mem_xadd(dlq, SID_MAX, a, 5, relay__mem_now(m),
+				       id);
+	av = relay__calloc((size_t)a->argc + 2, sizeof(*av));
+	al = relay__calloc((size_t)a->argc + 2, sizeof(*al));
+	if (!av || !al) {
+		relay__free(av);
+		relay__free(al);
+		return RELAY_ENOMEM;
+	}
+	at = a->argc;
+	if (a->argc >= 7 && a->len[a->argc - 2] == 5 &&
+	    memcmp(a->argv[a->argc - 2], "trace", 5) == 0)
+		at = a->argc - 2;
+	for (i = 0, j = 0; i < a->argc; i++) {
+		if (i == at) {
+			av[j] = "timeline";
+			al[j++] = 8;
+			av[j] = tl->s;
+			al[j++] = tl->len;
+		}
+		av[j] = a->argv[i];
+		al[j++] = a->len[i];
+	}
+	if (at == a->argc) {
+		av[j] = "timeline";
+		al[j++] = 8;
+		av[j] = tl->s;
+		al[j++] = tl->len;
+	}
+	xa.argc = j;
+	xa.argv = av;
+	xa.len = al;
+	rc = relay__mem_xadd(dlq, SID_MAX, &xa, 5, relay__mem_now(m), id);
+	relay__free(av);
+	relay__free(al);
+	return rc;
 }
 
 static const char *const persist_wire[] = { "written", "already", "stale",
@@ -444,8 +563,8 @@ static relay_redis_reply *dlq_persist(mem_backend *m, mem_key *k,
 	if (!dlq)
 		return NULL;
 	prev_last = dlq->u.stream.last;
-	if (relay__mem_xadd(dlq, SID_MAX, a, 5, relay__mem_now(m), &id) ||
-	    !id || id->type != RELAY_REDIS_REPLY_STRING)
+	if (xadd_entry(m, k, dlq, a, placeholder, &id) || !id ||
+	    id->type != RELAY_REDIS_REPLY_STRING)
 		goto undo_stream;
 	if (!placeholder &&
 	    relay_inv_state_format(&next, val, sizeof(val)) < 0)

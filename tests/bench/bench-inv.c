@@ -117,8 +117,8 @@ static void on_claim(int status, const relay_inv_outcome *o, void *p)
 		if (relay__inv_complete_ack(m->bn->b, m->key, STREAM,
 					    "app/handler", o->attempt,
 					    o->token, GROUP, m->bn->ids[m->i],
-					    RELAY_INV_RETENTION_MS, on_fused,
-					    m))
+					    RELAY_INV_RETENTION_MS, NULL,
+					    on_fused, m))
 			msg_done(m, 0);
 		return;
 	}

@@ -570,7 +570,8 @@ void fused_tail_guarantees(h_ctx *h)
 	memset(&r, 0, sizeof(r));
 	RT_EQ_INT(relay__inv_complete_ack(h->redis, key, "events", "a/h", 1,
 					  "ffffffffffffffffffffffffffffffff",
-					  "g", id, 1000000, fuse_cb, &r), 0);
+					  "g", id, 1000000, NULL, fuse_cb,
+					  &r), 0);
 	H_UNTIL(h, r.done, 5000);
 	RT_EQ_INT(r.status, 0);
 	RT_EQ_INT((int)r.o.result, (int)RELAY_INV_R_STALE);
@@ -586,8 +587,8 @@ void fused_tail_guarantees(h_ctx *h)
 	relay_redis_reply_free(H_CMD(h, "SET", "notastream", "x"));
 	memset(&r, 0, sizeof(r));
 	RT_EQ_INT(relay__inv_complete_ack(h->redis, key, "notastream", "a/h",
-					  1, tokb, "g", id, 1000000, fuse_cb,
-					  &r), 0);
+					  1, tokb, "g", id, 1000000, NULL,
+					  fuse_cb, &r), 0);
 	H_UNTIL(h, r.done, 5000);
 	RT_CHECK(r.status != 0);
 	RT_EQ_STR(h_state(h, id, "a/h"), "ok");
@@ -599,8 +600,8 @@ void fused_tail_guarantees(h_ctx *h)
 				     "0123456789abcdef0123456789abcdef"));
 	memset(&r, 0, sizeof(r));
 	RT_EQ_INT(relay__inv_complete_ack(h->redis, key, "events", "a/h", 1,
-					  tokb, "g", id, 1000000, fuse_cb,
-					  &r), 0);
+					  tokb, "g", id, 1000000, NULL,
+					  fuse_cb, &r), 0);
 	H_UNTIL(h, r.done, 5000);
 	RT_EQ_INT(r.status, 0);
 	RT_EQ_INT((int)r.o.result, (int)RELAY_INV_R_RECORDED);
@@ -616,7 +617,8 @@ void fused_tail_guarantees(h_ctx *h)
 	/* retained: a later (replayed) call is inert */
 	memset(&r, 0, sizeof(r));
 	RT_EQ_INT(relay__inv_complete_ack(h->redis, key, "events", "a/h", 1,
-					  tokb, "g", id, 5, fuse_cb, &r), 0);
+					  tokb, "g", id, 5, NULL, fuse_cb,
+					  &r), 0);
 	H_UNTIL(h, r.done, 5000);
 	RT_EQ_INT((int)r.o.result, (int)RELAY_INV_R_RETAINED);
 	RT_CHECK(h_pttl(h, id) > 5);

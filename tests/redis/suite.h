@@ -301,6 +301,7 @@ static int rs_is_hex32(const char *t)
 #include "suite_sched.h"
 #include "suite_retention.h"
 #include "suite_claim_start.h"
+#include "suite_timeline.h"
 
 /* Store down mid-sequence: every operation reports an error (try_start
  * fails closed), exactly one callback each, nothing is written; back up,
@@ -348,6 +349,10 @@ static void test_shared__outage_reports_errors(void)
 
 #define RS_SHARED_CASES                                                  \
 	RT_CASE(test_shared__try_start_absent_claims),                   \
+	RT_CASE(test_shared__timeline_appended_by_outcome),              \
+	RT_CASE(test_shared__timeline_bounded),                          \
+	RT_CASE(test_shared__timeline_complete_ack),                     \
+	RT_CASE(test_shared__timeline_in_dlq_entry),                     \
 	RT_CASE(test_shared__try_start_running_protected),               \
 	RT_CASE(test_shared__try_start_backoff_protected),               \
 	RT_CASE(test_shared__try_start_terminal),                        \

@@ -219,12 +219,12 @@ static void test_shared__record_failure_given_backoff(void)
 	rs_setup();
 	RT_ASSERT(rs_try("a/h", RS_NOW, 6000, &o) == 0);
 	RT_EQ_INT(relay__inv_record_failure_ms(rs_b, RS_KEY, "a/h", 1,
-					       o.token, RS_NOW, 0, rs_inv_cb,
-					       &w), RELAY_EINVAL);
+					       o.token, RS_NOW, 0, NULL,
+					       rs_inv_cb, &w), RELAY_EINVAL);
 	RT_CHECK(!w.done);
 	RT_EQ_INT(rs_finish(&w, relay__inv_record_failure_ms(
 				    rs_b, RS_KEY, "a/h", 1, o.token, RS_NOW,
-				    1234, rs_inv_cb, &w), &o), 0);
+				    1234, NULL, rs_inv_cb, &w), &o), 0);
 	RT_EQ_INT(o.result, RELAY_INV_R_RECORDED);
 	RT_EQ_INT(o.deadline_ms, RS_NOW + 1234);
 	snprintf(val, sizeof(val), "next_attempt_at:%lld:1:%s",

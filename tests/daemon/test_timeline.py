@@ -1,0 +1,139 @@
+#!/usr/bin/env python3
+"""The attempt timeline of an invocation (issue 45 item 1;
+doc/redis-layout.md R-3 __timeline:<app>/<handler>, R-5 timeline):
+
+* a handler that fails twice and then succeeds leaves three entries in
+  its invocation's state hash, in order, with outcome, exit status,
+  stderr of the failed ones, replica, warm/cold and times;
+* an exhausted invocation's DLQ entry keeps the timeline (field
+  timeline, before trace), and relayctl dlq inspect shows it, as text and
+  as --json.
+
+Real redis-server, real relayd, real relayctl, real handler processes.
+
+usage: test_timeline.py RELAYD RELAYCTL
+"""
+import json
+import os
+import subprocess
+import sys
+
+from harness import Env, case, check, eq, run_cases
+
+RELAYCTL = os.environ.get("RELAYCTL") or (sys.argv[2] if len(sys.argv) > 2
+                                          else "relayctl")
+
+# Fails (exit status 1, a line on stderr) until it ran OK_AFTER times.
+PY_HANDLER = r'''
+import os, sys
+
+def run(event):
+    n = os.path.join(os.environ["COUNT_DIR"], "n-" + str(event.get("k")))
+    k = int(open(n).read()) if os.path.exists(n) else 0
+    open(n, "w").write(str(k + 1))
+    if k + 1 > int(os.environ["OK_AFTER"]):
+        return
+    print("attempt %d went wrong" % (k + 1), file=sys.stderr)
+    raise RuntimeError("no luck %d" % (k + 1))
+'''
+
+
+def ctl_env(d):
+    env = {k: v for k, v in os.environ.items()
+           if k.startswith(("ASAN_", "UBSAN_", "LSAN_", "PATH"))}
+    for k in ("REDIS_URI", "REDIS_STREAM", "REDIS_GROUP", "RELAY_RUN_DIR",
+              "RELAY_STATE_DIR", "RELAY_APPS_DIR"):
+        env[k] = d.vars[k]
+    return env
+
+
+def ctl(d, *args):
+    p = subprocess.run([RELAYCTL, *args], env=ctl_env(d),
+                       stdin=subprocess.DEVNULL, capture_output=True,
+                       text=True, errors="replace", timeout=120)
+    check("Sanitizer" not in p.stderr and "runtime error" not in p.stderr,
+          f"relayctl {args}: sanitizer report:\n{p.stderr}")
+    return p.returncode, p.stdout, p.stderr
+
+
+def py_app(env, name, retries, ok_after):
+    d = os.path.join(env.apps_dir, name)
+    os.makedirs(d, exist_ok=True)
+    with open(os.path.join(d, "h.py"), "w") as f:
+        f.write(PY_HANDLER)
+    count = os.path.join(env.dir, "count-" + name)
+    os.makedirs(count, exist_ok=True)
+    env.app(name, [], raw=(
+        "runtime: python3\n"
+        f"env:\n  COUNT_DIR: {json.dumps(count)}\n"
+        f"  OK_AFTER: '{ok_after}'\n"
+        "events:\n  - handler: h.run\n    pattern: {kind: [tl]}\n"
+        f"    retries: {retries}\n    timeout: 20s\n"))
+
+
+def timeline(env, mid, field):
+    v = env.inv(mid).get("__timeline:" + field)
+    check(v is not None, f"timeline of {field} in the state hash")
+    return [json.loads(line) for line in v.split("\n")]
+
+
+@case
+def fails_twice_then_succeeds_three_entries():
+    with Env() as env:
+        py_app(env, "py", retries=3, ok_after=2)
+        d = env.relayd(REDIS_CONSUMER="replica-a")
+        mid = env.xadd('{"kind":"tl","k":1}')
+        env.wait(lambda: env.inv(mid).get("py/h.run") == "ok" and
+                 env.pel_count() == 0, "succeeded and acknowledged")
+        tl = timeline(env, mid, "py/h.run")
+        eq([a["attempt"] for a in tl], [1, 2, 3], "three attempts in order")
+        eq([a["outcome"] for a in tl], ["failed", "failed", "ok"],
+           "outcomes")
+        for a in tl[:2]:
+            eq(a.get("exit_code"), 1, "exit status of a failed attempt")
+            check("RuntimeError: no luck" in a.get("stderr", ""),
+                  f"stderr tail of a failed attempt: {a}")
+            check(a.get("reason"), "runtime's reason")
+        check("stderr" not in tl[2] and "exit_code" not in tl[2],
+              "nothing of a failure in the ok attempt")
+        for a in tl:
+            eq(a["replica"], "replica-a", "replica is the consumer name")
+            check(a["end_ms"] >= a["start_ms"] > 0, f"times {a}")
+            check(isinstance(a["warm"], bool), "warm or cold")
+            check(a["duration_ms"] >= 0, "duration")
+        check(tl[1]["start_ms"] >= tl[0]["end_ms"], "after the first")
+        eq(env.inv(mid).get("__terminal"), "1", "retained with the hash")
+        d.stop()
+
+
+@case
+def dlq_entry_keeps_the_timeline():
+    with Env() as env:
+        py_app(env, "py", retries=1, ok_after=99)
+        d = env.relayd()
+        mid = env.xadd('{"kind":"tl","k":2}')
+        env.wait(lambda: len(env.dlq()) == 1 and env.pel_count() == 0,
+                 "dead-lettered and acknowledged")
+        e = env.dlq()[0]
+        tl = [json.loads(x) for x in e["timeline"].split("\n")]
+        eq([a["outcome"] for a in tl], ["failed", "failed"],
+           "both attempts in the DLQ entry")
+        eq(e["timeline"], env.inv(mid)["__timeline:py/h.run"],
+           "the hash's timeline, as stored")
+        rc, out, err = ctl(d, "dlq", "inspect", e["_id"])
+        eq(rc, 0, f"dlq inspect: {err}")
+        check("Timeline:" in out, f"timeline shown:\n{out}")
+        check("#1 failed (exit 1)" in out and "#2 failed (exit 1)" in out,
+              f"one line per attempt:\n{out}")
+        check("| RuntimeError: no luck 2" in out, f"stderr shown:\n{out}")
+        rc, out, err = ctl(d, "dlq", "inspect", e["_id"], "--json")
+        eq(rc, 0, f"dlq inspect --json: {err}")
+        j = json.loads(out)
+        eq([a["attempt"] for a in j["timeline"]], [1, 2], "--json timeline")
+        rc, out, err = ctl(d, "dlq", "ls", "--json")
+        eq(rc, 0, f"dlq ls still parses the entry: {err}")
+        d.stop()
+
+
+if __name__ == "__main__":
+    run_cases()
