@@ -28,7 +28,7 @@ check()
 }
 
 echo "TAP version 13"
-check "validate match publish app dlq health stats state --env-file --help --version" relayctl ""
+check "validate match publish app dlq health stats state event --env-file --help --version" relayctl ""
 check "run ls inspect invoke --help" relayctl app ""
 check "ls summary inspect replay rm --help" relayctl dlq ""
 check "audit billing notify" relayctl app run --apps "$apps" ""
@@ -56,5 +56,7 @@ check "--json" relayctl app ls --run-dir /tmp --j
 check "leaks --help" relayctl state ""
 check "--retain --ttl --json --redis --stream --group --run-dir --state-dir --apps --help" relayctl state leaks -
 check "--retain" relayctl state leaks --ttl 2h --ret
+check "show --help" relayctl event ""
+check "--json --redis --stream --group --run-dir --state-dir --apps --help" relayctl event show 1-0 -
 echo "1..$n"
 exit $fail

@@ -21,6 +21,7 @@ static const struct relayctl_sub commands[] = {
 	{ "health", relayctl_cmd_health, "ask relayd whether it is healthy" },
 	{ "stats", relayctl_cmd_stats, "show or reset the event counters" },
 	{ "state", relayctl_cmd_state, "find leaked invocation-state hashes" },
+	{ "event", relayctl_cmd_event, "show what happened to one event" },
 };
 
 int relayctl_error(int code, const char *fmt, ...)

@@ -20,6 +20,7 @@ int relayctl_cmd_health(int argc, char **argv);
 int relayctl_cmd_stats(int argc, char **argv);
 int relayctl_cmd_state(int argc, char **argv);  /* cmd_state.c */
 int relayctl_cmd_publish(int argc, char **argv);  /* cmd_publish.c */
+int relayctl_cmd_event(int argc, char **argv);  /* cmd_event.c */
 
 /* Subcommands, called by their group's dispatcher (argv[0] = the
  * subcommand name). */

@@ -11,6 +11,88 @@
 #include "fmt.h"
 #include "timeline.h"
 
+/* A decimal of @s (up to a space or the end): 0 and *@v, or -1. */
+static int num(const char **s, long long *v)
+{
+	char *end;
+
+	if (**s < '0' || **s > '9')
+		return -1;
+	*v = strtoll(*s, &end, 10);
+	if (*end != ' ' && *end != '\0')
+		return -1;
+	*s = end;
+	return 0;
+}
+
+/* The next word of @s (after one space) into @w; 0 or -1. */
+static int word(const char **s, char *w, size_t size)
+{
+	size_t n;
+
+	if (**s != ' ')
+		return -1;
+	(*s)++;
+	n = strcspn(*s, " ");
+	if (n == 0 || n >= size)
+		return -1;
+	memcpy(w, *s, n);
+	w[n] = '\0';
+	*s += n;
+	return 0;
+}
+
+/*
+ * One entry (R-3): "ATTEMPT START_MS ELAPSED_MS DURATION_MS OUTCOME WARM
+ * REPLICA TRACE [JSON]" as an object with attempt, start_ms, end_ms,
+ * duration_ms, outcome, exit_code or signal, warm, replica, trace_id and
+ * the members of JSON; NULL when it is not of that form.
+ */
+static json_t *entry(const char *line)
+{
+	long long at, start, elapsed, dur, code;
+	char out[64], warm[16], rep[128], trace[64], *colon;
+	const char *p = line;
+	json_t *o, *extra;
+	json_error_t jerr;
+
+	if (num(&p, &at) || *p++ != ' ' || num(&p, &start) || *p++ != ' ' ||
+	    num(&p, &elapsed) || *p++ != ' ' || num(&p, &dur) ||
+	    word(&p, out, sizeof(out)) || word(&p, warm, sizeof(warm)) ||
+	    word(&p, rep, sizeof(rep)) || word(&p, trace, sizeof(trace)))
+		return NULL;
+	o = json_pack("{s:I, s:I, s:I, s:I}", "attempt", (json_int_t)at,
+		      "start_ms", (json_int_t)start, "end_ms",
+		      (json_int_t)(start + elapsed), "duration_ms",
+		      (json_int_t)dur);
+	if (!o)
+		return NULL;
+	colon = strchr(out, ':');
+	if (colon) {
+		*colon++ = '\0';
+		code = strtoll(strchr(colon, '=') ? strchr(colon, '=') + 1
+						 : colon, NULL, 10);
+		json_object_set_new(o, strncmp(colon, "signal", 6) == 0 ?
+				    "signal" : "exit_code",
+				    json_integer(code));
+	}
+	json_object_set_new(o, "outcome", json_string(out));
+	if (strcmp(warm, "-") != 0)
+		json_object_set_new(o, "warm", json_boolean(
+					    strcmp(warm, "warm") == 0));
+	json_object_set_new(o, "replica", json_string(
+				    strcmp(rep, "-") ? rep : ""));
+	if (strcmp(trace, "-") != 0)
+		json_object_set_new(o, "trace_id", json_string(trace));
+	if (*p == ' ') {
+		extra = json_loads(p + 1, 0, &jerr);
+		if (json_is_object(extra))
+			json_object_update(o, extra);
+		json_decref(extra);
+	}
+	return o;
+}
+
 json_t *relayctl_timeline_parse(const char *v, size_t len)
 {
 	json_t *a = json_array();
@@ -19,16 +101,16 @@ json_t *relayctl_timeline_parse(const char *v, size_t len)
 	if (!a)
 		return NULL;
 	while (v && i < len) {
-		json_error_t jerr;
+		char *line;
 		json_t *o;
 
 		for (j = i; j < len && v[j] != '\n'; j++)
 			;
-		o = json_loadb(v + i, j - i, 0, &jerr);
-		if (!o || !json_is_object(o)) {
-			json_decref(o);
+		line = strndup(v + i, j - i);
+		o = line ? entry(line) : NULL;
+		if (!o)
 			o = json_pack("{s:s%}", "unparsed", v + i, j - i);
-		}
+		free(line);
 		if (!o || json_array_append_new(a, o)) {
 			json_decref(a);
 			return NULL;

@@ -14,8 +14,11 @@
 #include "relay/redis.h"
 
 /*
- * The attempts of timeline @v (@len bytes) as a JSON array, oldest first;
- * a line that is not a JSON object is kept as {"unparsed": LINE}.
+ * The attempts of timeline @v (@len bytes) as a JSON array of objects,
+ * oldest first (members attempt, start_ms, end_ms, duration_ms, outcome,
+ * exit_code or signal, warm, replica, trace_id, reason or why, stderr: as
+ * they apply); a line not of the entry's form is kept as
+ * {"unparsed": LINE}.
  * Returns: new reference, or NULL on no memory.
  */
 json_t *relayctl_timeline_parse(const char *v, size_t len);

@@ -118,11 +118,11 @@ char *relay__tail_text(const relay__tail *t);
 
 /*
  * The attempt timeline (timeline.c; R-3 __timeline:<field>): one entry per
- * attempt of an invocation, a one-line JSON object of at most
- * RELAY__TL_ENTRY_MAX - 1 bytes, entries joined by '\n', the last
- * RELAY__TL_MAX kept. Written by the script that records the attempt's
- * outcome (record_failure, mark_complete, mark_exhausted, complete_ack)
- * when it writes the field, and copied into the DLQ entry (timeline).
+ * attempt of an invocation, one line of at most RELAY__TL_ENTRY_MAX - 1
+ * bytes, entries joined by '\n', the last RELAY__TL_MAX kept. Written by
+ * the script that records the attempt's outcome (record_failure,
+ * mark_complete, mark_exhausted, complete_ack) when it writes the field,
+ * and copied into the DLQ entry (timeline).
  */
 #define RELAY__TL_MAX 16
 #define RELAY__TL_ENTRY_MAX 1024
@@ -154,9 +154,9 @@ typedef struct relay__tl_attempt {
 /* "ok", "failed", "timeout", "not_started"; "?" out of range. */
 const char *relay__tl_outcome_name(relay__tl_outcome o);
 /* Format @a as one entry into @buf (@size bytes; RELAY__TL_ENTRY_MAX is
- * always enough): keys attempt, start_ms, end_ms, duration_ms, replica,
- * outcome, then as they apply exit_code or signal, warm, trace_id, reason
- * or why, stderr (its end). Returns the length (cut to fit @size). */
+ * always enough): "ATTEMPT START_MS ELAPSED_MS DURATION_MS OUTCOME WARM
+ * REPLICA TRACE [JSON]" as R-3 says. Returns the length (cut to fit
+ * @size). */
 size_t relay__tl_format(const relay__tl_attempt *a, char *buf, size_t size);
 /* The timeline @old (@old_len bytes, NULL: none) with @entry appended and
  * the oldest entries dropped to keep RELAY__TL_MAX (twin of

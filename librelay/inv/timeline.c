@@ -1,8 +1,12 @@
 /*
  * timeline.c - the attempt timeline of an invocation (doc/redis-layout.md
- * R-3, field __timeline:<app>/<handler>): one entry per attempt, a
- * one-line JSON object the engine formats when the attempt is over, and
- * the append that keeps the last RELAY__TL_MAX of them. The scripts of
+ * R-3, field __timeline:<app>/<handler>): one entry per attempt, one
+ * line the engine formats when the attempt is over, and the append that
+ * keeps the last RELAY__TL_MAX of them. The line is words first (attempt,
+ * times, outcome, warm/cold, replica, trace id) and a JSON object of the
+ * free text last, only for an attempt that did not succeed: a succeeded
+ * attempt's entry stays under 64 bytes for a short replica name, so the
+ * hash keeps Redis' compact encoding on the common path. The scripts of
  * librelay/lua/ do the append themselves (relay_tl_push() in the
  * prelude); the memory backend calls relay__tl_push(), its twin.
  *
@@ -10,8 +14,7 @@
  * stderr tail keeps its end, the others their start), so an entry is
  * never longer than RELAY__TL_ENTRY_MAX bytes whatever the handler wrote.
  */
-#include <inttypes.h>
-#include <stdarg.h>
+#include <stdint.h>
 #include <stdio.h>
 #include <string.h>
 
@@ -37,21 +40,32 @@ static void put(tl_buf *b, const char *s, size_t n)
 	b->p[b->len] = '\0';
 }
 
-static void putf(tl_buf *b, const char *fmt, ...)
-	__attribute__((format(printf, 2, 3)));
-
-static void putf(tl_buf *b, const char *fmt, ...)
+static void put_lit(tl_buf *b, const char *s)
 {
-	char tmp[96];
-	va_list ap;
-	int n;
+	put(b, s, strlen(s));
+}
 
-	va_start(ap, fmt);
-	n = vsnprintf(tmp, sizeof(tmp), fmt, ap);
-	va_end(ap);
-	if (n > 0)
-		put(b, tmp, (size_t)n < sizeof(tmp) ? (size_t)n
-						     : sizeof(tmp) - 1);
+/* @v in decimal, without printf (an entry is formatted per attempt). */
+static void put_u64(tl_buf *b, uint64_t v)
+{
+	char tmp[24];
+	size_t i = sizeof(tmp);
+
+	do {
+		tmp[--i] = (char)('0' + v % 10);
+		v /= 10;
+	} while (v);
+	put(b, tmp + i, sizeof(tmp) - i);
+}
+
+static void put_i64(tl_buf *b, int64_t v)
+{
+	if (v < 0) {
+		put(b, "-", 1);
+		put_u64(b, (uint64_t)0 - (uint64_t)v);
+		return;
+	}
+	put_u64(b, (uint64_t)v);
 }
 
 /* The escaped form of byte @c in JSON: its length, written to @out. */
@@ -82,12 +96,12 @@ static size_t esc(unsigned char c, char out[7])
 }
 
 /*
- * ,"name":"value" with @s escaped to at most @max bytes: from its start,
+ * SEP"name":"value" with @s escaped to at most @max bytes: from its start,
  * or (@keep_end) its end; a cut never splits a UTF-8 sequence (bytes
  * outside valid UTF-8 are written \u00NN, so the entry stays valid).
  */
-static void put_str(tl_buf *b, const char *name, const char *s, size_t max,
-		    int keep_end)
+static void put_str(tl_buf *b, char sep, const char *name, const char *s,
+		    size_t max, int keep_end)
 {
 	const unsigned char *u = (const unsigned char *)s;
 	size_t n = strlen(s), from = 0, i, w, used = 0, seq;
@@ -104,7 +118,10 @@ static void put_str(tl_buf *b, const char *name, const char *s, size_t max,
 		while (from < n && (u[from] & 0xc0) == 0x80)
 			from++;
 	}
-	putf(b, ",\"%s\":\"", name);
+	put(b, &sep, 1);
+	put(b, "\"", 1);
+	put_lit(b, name);
+	put(b, "\":\"", 3);
 	used = 0;
 	for (i = from; i < n; i += seq) {
 		seq = u[i] >= 0x80 ? relay__utf8_seq_len(u + i, n - i) : 1;
@@ -139,34 +156,67 @@ const char *relay__tl_outcome_name(relay__tl_outcome o)
 		       outcome_names[o] : "?";
 }
 
+/* A word of the entry's fixed part: at most @max bytes of @s, every byte
+ * that is a space, below 0x21 or 0x7f written '_'; "-" when empty. */
+static void put_word(tl_buf *b, const char *s, size_t max)
+{
+	size_t i;
+
+	put(b, " ", 1);
+	if (!*s) {
+		put(b, "-", 1);
+		return;
+	}
+	for (i = 0; s[i] && i < max; i++)
+		put(b, (unsigned char)s[i] <= 0x20 || s[i] == 0x7f ? "_"
+								   : s + i, 1);
+}
+
 size_t relay__tl_format(const relay__tl_attempt *a, char *buf, size_t size)
 {
 	tl_buf b = { buf, size, 0 };
+	char sep;
+	int failed = a->outcome == RELAY__TL_FAILED ||
+		     a->outcome == RELAY__TL_TIMEOUT;
+	int more = a->outcome != RELAY__TL_OK &&
+		   ((a->reason && *a->reason) ||
+		    (a->stderr_tail && *a->stderr_tail));
 
 	if (!size)
 		return 0;
 	buf[0] = '\0';
-	putf(&b, "{\"attempt\":%u,\"start_ms\":%" PRId64 ",\"end_ms\":%"
-	     PRId64 ",\"duration_ms\":%" PRIu64, a->attempt, a->start_ms,
-	     a->end_ms, a->duration_ms);
-	put_str(&b, "replica", a->replica ? a->replica : "", REPLICA_MAX, 0);
-	putf(&b, ",\"outcome\":\"%s\"", relay__tl_outcome_name(a->outcome));
-	if (a->outcome == RELAY__TL_FAILED || a->outcome == RELAY__TL_TIMEOUT) {
-		if (a->term_signal)
-			putf(&b, ",\"signal\":%d", a->term_signal);
-		else
-			putf(&b, ",\"exit_code\":%d", a->exit_code);
+	put_u64(&b, a->attempt);
+	put(&b, " ", 1);
+	put_i64(&b, a->start_ms);
+	put(&b, " ", 1);
+	put_i64(&b, a->end_ms - a->start_ms);
+	put(&b, " ", 1);
+	put_u64(&b, a->duration_ms);
+	put(&b, " ", 1);
+	put_lit(&b, relay__tl_outcome_name(a->outcome));
+	if (failed && a->term_signal) {
+		put_lit(&b, ":signal=");
+		put_i64(&b, a->term_signal);
+	} else if (failed) {
+		put_lit(&b, ":exit=");
+		put_i64(&b, a->exit_code);
 	}
-	if (a->outcome != RELAY__TL_NOT_STARTED)
-		putf(&b, ",\"warm\":%s", a->warm ? "true" : "false");
-	if (a->trace_id && *a->trace_id)
-		put_str(&b, "trace_id", a->trace_id, 32, 0);
-	if (a->reason && *a->reason && a->outcome != RELAY__TL_OK)
-		put_str(&b, a->outcome == RELAY__TL_NOT_STARTED ? "why"
-								: "reason",
+	put_lit(&b, a->outcome == RELAY__TL_NOT_STARTED ? " -" :
+		    a->warm ? " warm" : " cold");
+	put_word(&b, a->replica ? a->replica : "", REPLICA_MAX);
+	put_word(&b, a->trace_id ? a->trace_id : "", 32);
+	if (!more)
+		return b.len;
+	put(&b, " ", 1);
+	sep = '{';
+	if (a->reason && *a->reason) {
+		put_str(&b, sep, a->outcome == RELAY__TL_NOT_STARTED ? "why"
+								     : "reason",
 			a->reason, REASON_MAX, 0);
-	if (a->stderr_tail && *a->stderr_tail && a->outcome != RELAY__TL_OK)
-		put_str(&b, "stderr", a->stderr_tail, STDERR_MAX, 1);
+		sep = ',';
+	}
+	if (a->stderr_tail && *a->stderr_tail)
+		put_str(&b, sep, "stderr", a->stderr_tail, STDERR_MAX, 1);
 	put(&b, "}", 1);
 	return b.len;
 }

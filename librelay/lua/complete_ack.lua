@@ -15,7 +15,8 @@
 -- entry goes in the HSET of "ok" (R-3).
 local key, stream, field = KEYS[1], KEYS[2], ARGV[1]
 local attempt, token = tonumber(ARGV[2]), ARGV[3]
-local stop, s, old = relay_claim(key, field, attempt, token, ARGV[7])
+local stop, s, old = relay_claim(key, field, attempt, token,
+	ARGV[7] and attempt > 1)
 if stop then
 	return stop
 end
@@ -23,15 +24,12 @@ local entry, bad = relay_tl_arg(ARGV[7])
 if bad then
 	return bad
 end
-local w = relay_tl_add({ field, 'ok' }, field, old, entry)
 local n = redis.pcall('XACK', stream, ARGV[4], ARGV[5])
 if relay_is_err(n) then
-	redis.call('HSET', key, unpack(w))
+	relay_hset_tl(key, field, 'ok', old, entry)
 	redis.call('PERSIST', key)
 	return n
 end
-w[#w + 1] = '__terminal'
-w[#w + 1] = '1'
-redis.call('HSET', key, unpack(w))
+relay_hset_tl(key, field, 'ok', old, entry, '__terminal', '1')
 redis.call('PEXPIRE', key, ARGV[6])
 return relay_reply('recorded', s)

@@ -4,7 +4,8 @@
 -- attempt's timeline entry goes in the same HSET (R-3).
 local key, field = KEYS[1], ARGV[1]
 local attempt, token = tonumber(ARGV[2]), ARGV[3]
-local stop, s, old = relay_claim(key, field, attempt, token, ARGV[4])
+local stop, s, old = relay_claim(key, field, attempt, token,
+	ARGV[4] and attempt > 1)
 if stop then
 	return stop
 end
@@ -12,7 +13,6 @@ local entry, bad = relay_tl_arg(ARGV[4])
 if bad then
 	return bad
 end
-redis.call('HSET', key, unpack(relay_tl_add({ field, 'ok' }, field, old,
-	entry)))
+relay_hset_tl(key, field, 'ok', old, entry)
 redis.call('PERSIST', key)
 return relay_reply('recorded', s)

@@ -5,7 +5,7 @@
 -- same HSET (R-3).
 local key, field = KEYS[1], ARGV[1]
 local attempt, token = tonumber(ARGV[2]), ARGV[3]
-local early, s, old = relay_load(key, field, ARGV[4])
+local early, s, old = relay_load(key, field, ARGV[4] and attempt > 1)
 if early then
 	return early
 end
@@ -18,9 +18,8 @@ if s.attempt == attempt and s.token == token then
 		if bad then
 			return bad
 		end
-		redis.call('HSET', key, unpack(relay_tl_add({ field,
-			'exhausted:' .. relay_fmt(attempt) .. ':' .. token },
-			field, old, entry)))
+		relay_hset_tl(key, field, 'exhausted:' .. relay_fmt(attempt) ..
+			':' .. token, old, entry)
 		redis.call('PERSIST', key)
 		return { 'recorded', attempt, 0, token }
 	end

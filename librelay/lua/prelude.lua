@@ -136,7 +136,10 @@ end
 
 -- The attempt timeline (twin of relay__tl_push() in
 -- librelay/inv/timeline.c): @old with @entry appended, the oldest
--- entries dropped so that 16 are kept.
+-- entries dropped so that 16 are kept. The scripts read @old only for
+-- an attempt after the first: attempt 1 has no earlier entry, so its
+-- entry replaces whatever the field held (one field less to read on the
+-- common path).
 local function relay_tl_push(old, entry)
 	if not old or old == '' then
 		return entry
@@ -165,12 +168,21 @@ local function relay_tl_arg(v)
 	return v
 end
 
--- @w (HSET field/value pairs) plus the timeline of @field with @entry
--- appended (@old the stored one); @w as it is without an entry.
-local function relay_tl_add(w, field, old, entry)
+-- HSET @key @field @value, with the timeline of @field (@old the
+-- stored one) with @entry appended when there is one, and the extra
+-- pair @f2 @v2 when given: one call.
+local function relay_hset_tl(key, field, value, old, entry, f2, v2)
 	if entry then
-		w[#w + 1] = '__timeline:' .. field
-		w[#w + 1] = relay_tl_push(old, entry)
+		if f2 then
+			return redis.call('HSET', key, field, value,
+				'__timeline:' .. field,
+				relay_tl_push(old, entry), f2, v2)
+		end
+		return redis.call('HSET', key, field, value,
+			'__timeline:' .. field, relay_tl_push(old, entry))
 	end
-	return w
+	if f2 then
+		return redis.call('HSET', key, field, value, f2, v2)
+	end
+	return redis.call('HSET', key, field, value)
 end

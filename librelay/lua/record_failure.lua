@@ -4,7 +4,8 @@
 -- The attempt's timeline entry goes in the same HSET (R-3).
 local key, field = KEYS[1], ARGV[1]
 local attempt, token = tonumber(ARGV[2]), ARGV[3]
-local stop, s, old = relay_claim(key, field, attempt, token, ARGV[6])
+local stop, s, old = relay_claim(key, field, attempt, token,
+	ARGV[6] and attempt > 1)
 if stop then
 	return stop
 end
@@ -13,8 +14,7 @@ if bad then
 	return bad
 end
 s.deadline = tonumber(ARGV[4]) + tonumber(ARGV[5])
-redis.call('HSET', key, unpack(relay_tl_add({ field, 'next_attempt_at:' ..
-	relay_fmt(s.deadline) .. ':' .. relay_fmt(s.attempt) .. ':' ..
-	token }, field, old, entry)))
+relay_hset_tl(key, field, 'next_attempt_at:' .. relay_fmt(s.deadline) ..
+	':' .. relay_fmt(s.attempt) .. ':' .. token, old, entry)
 redis.call('PERSIST', key)
 return relay_reply('recorded', s)

@@ -134,7 +134,7 @@ static int tl_check(const mem_args *a, int ei)
  * empty) to the timeline of invocation field @fi, as relay_tl_add() of
  * the prelude does in the same HSET. 0 or RELAY_ENOMEM. */
 static int tl_write(mem_backend *m, mem_key **k, const mem_args *a, int fi,
-		    int ei)
+		    int ei, int64_t attempt)
 {
 	char name[320];
 	const mem_str *old;
@@ -146,7 +146,8 @@ static int tl_write(mem_backend *m, mem_key **k, const mem_args *a, int fi,
 		return 0;
 	if (!n)
 		return RELAY_ENOMEM;
-	old = *k ? relay__mem_hget(*k, name, n) : NULL;
+	/* As the scripts: attempt 1 has no earlier entry to keep. */
+	old = *k && attempt > 1 ? relay__mem_hget(*k, name, n) : NULL;
 	v = relay__tl_push(old ? old->s : NULL, old ? old->len : 0,
 			   a->argv[ei], a->len[ei], &len);
 	if (!v)
@@ -199,7 +200,7 @@ static relay_redis_reply *fenced(mem_backend *m, mem_key *k,
 			return badargs();
 		if (relay_inv_state_format(&next, val, sizeof(val)) < 0 ||
 		    write_field(m, &k, a, a->argv[1], a->len[1], val) ||
-		    tl_write(m, &k, a, 1, ei))
+		    tl_write(m, &k, a, 1, ei, n1))
 			return NULL;
 	}
 	return outcome_reply(&o);
@@ -435,7 +436,7 @@ static relay_redis_reply *complete_ack(mem_backend *m, mem_key *k,
 		return badargs();
 	if (relay_inv_state_format(&next, val, sizeof(val)) < 0 ||
 	    write_field(m, &k, a, a->argv[2], a->len[2], val) ||
-	    tl_write(m, &k, a, 2, 8))
+	    tl_write(m, &k, a, 2, 8, at))
 		return NULL;
 	st = relay__mem_lookup(m, a->argv[1], a->len[1]);
 	if (st && st->type != MEM_STREAM)

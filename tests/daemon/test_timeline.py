@@ -1,10 +1,13 @@
 #!/usr/bin/env python3
-"""The attempt timeline of an invocation (issue 45 item 1;
-doc/redis-layout.md R-3 __timeline:<app>/<handler>, R-5 timeline):
+"""The attempt timeline of an invocation and relayctl event show (issue 45
+items 1 and 2; doc/redis-layout.md R-3 __timeline:<app>/<handler>, R-5
+timeline; doc/cli.md "event show"):
 
 * a handler that fails twice and then succeeds leaves three entries in
   its invocation's state hash, in order, with outcome, exit status,
-  stderr of the failed ones, replica, warm/cold and times;
+  stderr of the failed ones, replica, warm/cold and times; relayctl
+  event show lists them (text and --json), also once the entry is
+  trimmed from the stream (from the retained state, saying so);
 * an exhausted invocation's DLQ entry keeps the timeline (field
   timeline, before trace), and relayctl dlq inspect shows it, as text and
   as --json.
@@ -72,9 +75,16 @@ def py_app(env, name, retries, ok_after):
 
 
 def timeline(env, mid, field):
+    """The stored entries, split into their words (R-3)."""
     v = env.inv(mid).get("__timeline:" + field)
     check(v is not None, f"timeline of {field} in the state hash")
-    return [json.loads(line) for line in v.split("\n")]
+    return [line.split(" ", 8) for line in v.split("\n")]
+
+
+def shown(d, mid):
+    rc, out, err = ctl(d, "event", "show", mid, "--json")
+    eq(rc, 0, f"event show --json: {err}")
+    return json.loads(out)
 
 
 @case
@@ -85,7 +95,20 @@ def fails_twice_then_succeeds_three_entries():
         mid = env.xadd('{"kind":"tl","k":1}')
         env.wait(lambda: env.inv(mid).get("py/h.run") == "ok" and
                  env.pel_count() == 0, "succeeded and acknowledged")
-        tl = timeline(env, mid, "py/h.run")
+        raw = timeline(env, mid, "py/h.run")
+        eq([w[0] for w in raw], ["1", "2", "3"], "three entries stored")
+        eq([w[4] for w in raw], ["failed:exit=1", "failed:exit=1", "ok"],
+           "stored outcomes")
+        check(len(" ".join(raw[2])) < 64, f"an ok entry is short: {raw[2]}")
+        j = shown(d, mid)
+        eq(j["in_stream"], True, "still in the stream")
+        eq(j["classified"], True, "classified")
+        eq(j["event"], '{"kind":"tl","k":1}', "the event as stored")
+        eq(len(j["invocations"]), 1, "one invocation")
+        inv = j["invocations"][0]
+        eq((inv["app"], inv["handler"], inv["status"]),
+           ("py", "h.run", "succeeded"), "its status")
+        tl = inv["timeline"]
         eq([a["attempt"] for a in tl], [1, 2, 3], "three attempts in order")
         eq([a["outcome"] for a in tl], ["failed", "failed", "ok"],
            "outcomes")
@@ -93,7 +116,7 @@ def fails_twice_then_succeeds_three_entries():
             eq(a.get("exit_code"), 1, "exit status of a failed attempt")
             check("RuntimeError: no luck" in a.get("stderr", ""),
                   f"stderr tail of a failed attempt: {a}")
-            check(a.get("reason"), "runtime's reason")
+            eq(a.get("reason"), "exit status 1", "runtime's reason")
         check("stderr" not in tl[2] and "exit_code" not in tl[2],
               "nothing of a failure in the ok attempt")
         for a in tl:
@@ -102,6 +125,23 @@ def fails_twice_then_succeeds_three_entries():
             check(isinstance(a["warm"], bool), "warm or cold")
             check(a["duration_ms"] >= 0, "duration")
         check(tl[1]["start_ms"] >= tl[0]["end_ms"], "after the first")
+        rc, out, err = ctl(d, "event", "show", mid)
+        eq(rc, 0, f"event show: {err}")
+        for want in ("py/h.run  succeeded", "#1 failed (exit 1)",
+                     "#2 failed (exit 1)", "#3 ok", "replica-a",
+                     "| RuntimeError: no luck 2", '"kind": "tl"',
+                     "in the stream"):
+            check(want in out, f"{want!r} shown:\n{out}")
+        # Trimmed from the stream: shown from the retained state.
+        env.r("XDEL", env.stream, mid)
+        rc, out, err = ctl(d, "event", "show", mid)
+        eq(rc, 0, f"event show of a trimmed entry: {err}")
+        check("trimmed from the stream" in out, f"says so:\n{out}")
+        check("#3 ok" in out, f"timeline still shown:\n{out}")
+        eq(shown(d, mid)["in_stream"], False, "--json says so too")
+        rc, out, err = ctl(d, "event", "show", "1-1")
+        eq(rc, 1, "unknown id")
+        check("unknown event" in err, f"says why: {err}")
         eq(env.inv(mid).get("__terminal"), "1", "retained with the hash")
         d.stop()
 
@@ -115,8 +155,8 @@ def dlq_entry_keeps_the_timeline():
         env.wait(lambda: len(env.dlq()) == 1 and env.pel_count() == 0,
                  "dead-lettered and acknowledged")
         e = env.dlq()[0]
-        tl = [json.loads(x) for x in e["timeline"].split("\n")]
-        eq([a["outcome"] for a in tl], ["failed", "failed"],
+        eq([x.split(" ")[4] for x in e["timeline"].split("\n")],
+           ["failed:exit=1", "failed:exit=1"],
            "both attempts in the DLQ entry")
         eq(e["timeline"], env.inv(mid)["__timeline:py/h.run"],
            "the hash's timeline, as stored")
@@ -130,8 +170,16 @@ def dlq_entry_keeps_the_timeline():
         eq(rc, 0, f"dlq inspect --json: {err}")
         j = json.loads(out)
         eq([a["attempt"] for a in j["timeline"]], [1, 2], "--json timeline")
+        eq(j["timeline"][1]["stderr"].endswith("RuntimeError: no luck 2"),
+           True, "--json stderr of the last attempt")
         rc, out, err = ctl(d, "dlq", "ls", "--json")
         eq(rc, 0, f"dlq ls still parses the entry: {err}")
+        inv = shown(d, mid)["invocations"][0]
+        eq(inv["status"], "dead-lettered", "event show: dead-lettered")
+        eq(inv["dlq_id"], e["_id"], "event show: its DLQ id")
+        rc, out, err = ctl(d, "event", "show", mid)
+        check(f"dead-lettered -> DLQ {e['_id']}" in out,
+              f"DLQ id shown:\n{out}")
         d.stop()
 
 
