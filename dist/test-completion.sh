@@ -28,7 +28,7 @@ check()
 }
 
 echo "TAP version 13"
-check "validate match publish app dlq health stats state event --env-file --help --version" relayctl ""
+check "validate match publish app dlq health stats state event tail --env-file --help --version" relayctl ""
 check "run ls inspect invoke --help" relayctl app ""
 check "ls summary inspect replay rm --help" relayctl dlq ""
 check "audit billing notify" relayctl app run --apps "$apps" ""
@@ -58,5 +58,8 @@ check "--retain --ttl --json --redis --stream --group --run-dir --state-dir --ap
 check "--retain" relayctl state leaks --ttl 2h --ret
 check "show --help" relayctl event ""
 check "--json --redis --stream --group --run-dir --state-dir --apps --help" relayctl event show 1-0 -
+check "--app --handler --outcome --follow --no-follow --json --redis --stream --group --run-dir --state-dir --apps --help" relayctl tail -
+check "ok failed timeout not_started" relayctl tail --outcome ""
+check "audit" relayctl tail --apps "$apps" --app a
 echo "1..$n"
 exit $fail

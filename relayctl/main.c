@@ -22,6 +22,7 @@ static const struct relayctl_sub commands[] = {
 	{ "stats", relayctl_cmd_stats, "show or reset the event counters" },
 	{ "state", relayctl_cmd_state, "find leaked invocation-state hashes" },
 	{ "event", relayctl_cmd_event, "show what happened to one event" },
+	{ "tail", relayctl_cmd_tail, "follow handler attempt outcomes live" },
 };
 
 int relayctl_error(int code, const char *fmt, ...)

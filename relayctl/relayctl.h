@@ -21,6 +21,7 @@ int relayctl_cmd_stats(int argc, char **argv);
 int relayctl_cmd_state(int argc, char **argv);  /* cmd_state.c */
 int relayctl_cmd_publish(int argc, char **argv);  /* cmd_publish.c */
 int relayctl_cmd_event(int argc, char **argv);  /* cmd_event.c */
+int relayctl_cmd_tail(int argc, char **argv);   /* cmd_tail.c */
 
 /* Subcommands, called by their group's dispatcher (argv[0] = the
  * subcommand name). */

@@ -393,6 +393,16 @@ static int load_warm(relayd_config *c, char *errbuf, size_t size)
 				    "RELAY_WARM: invalid value \"%s\": "
 				    "expected 1 (on) or 0 (off)", v);
 	}
+	if ((v = env("RELAY_OUTCOMES"))) {
+		if (strcmp(v, "1") == 0)
+			c->no_outcomes = false;
+		else if (strcmp(v, "0") == 0)
+			c->no_outcomes = true;
+		else
+			return fail(errbuf, size,
+				    "RELAY_OUTCOMES: invalid value \"%s\": "
+				    "expected 1 (on) or 0 (off)", v);
+	}
 	if ((v = env("RELAY_WARM_MAX_PARENTS"))) {
 		if (parse_int(v, 1, 4096, &n))
 			return fail(errbuf, size,

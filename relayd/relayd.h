@@ -48,6 +48,7 @@ typedef struct relayd_config {
 	bool log_json;            /* LOG_FORMAT=json */
 	char *sandbox;            /* RELAY_SANDBOX: "bwrap" or "none" */
 	bool warm;                /* RELAY_WARM (default on) */
+	bool no_outcomes;         /* RELAY_OUTCOMES=0 (default: on) */
 	unsigned int warm_max_parents; /* RELAY_WARM_MAX_PARENTS */
 	int64_t warm_idle_ms;     /* RELAY_WARM_IDLE */
 	unsigned int warm_start_timeout_ms; /* RELAY_WARM_START_TIMEOUT_MS */

@@ -292,6 +292,7 @@ int relayd_open_consumers(relayd *d, char *errbuf, size_t size)
 		o.span_payload = d;
 	}
 	o.sampler = &d->cfg.otlp.sampler;
+	o.no_outcomes = d->cfg.no_outcomes;
 	for (i = 0; i < d->cfg.nstreams; i++) {
 		relay_redis_options rd = RELAY_REDIS_OPTIONS_INIT;
 

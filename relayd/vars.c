@@ -61,6 +61,8 @@ const relayd_var relayd_vars[] = {
 	{ "RELAY_SANDBOX_UIDS", "LO-HI: a host uid per app when root (default: "
 	  "off, every app as RELAY_SANDBOX_USER)", false },
 	{ "RELAY_WARM", "1 (default) or 0: warm sandboxes", false },
+	{ "RELAY_OUTCOMES", "1 (default) or 0: each attempt's outcome on "
+	  "relay:<stream>:outcomes (relayctl tail)", false },
 	{ "RELAY_WARM_MAX_PARENTS", "default: 32", false },
 	{ "RELAY_WARM_IDLE", "default: 5m", false },
 	{ "RELAY_WARM_START_TIMEOUT_MS", "default: 2000 (a starting parent "

@@ -327,9 +327,15 @@ typedef struct relay_consumer_options {
 					   OpenTelemetry default,
 					   parentbased_always_on */
 	/* version 3 ends here */
+	int no_outcomes;                /* v4: nonzero = do not append each
+					   attempt's outcome to the outcome
+					   stream relay:<stream>:outcomes
+					   (doc/redis-layout.md R-10; older
+					   versions: appended) */
+	/* version 4 ends here */
 } relay_consumer_options;
 
-#define RELAY_CONSUMER_OPTIONS_VERSION 3
+#define RELAY_CONSUMER_OPTIONS_VERSION 4
 #define RELAY_CONSUMER_OPTIONS_INIT \
 	{ .version = RELAY_CONSUMER_OPTIONS_VERSION }
 

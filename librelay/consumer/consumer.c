@@ -41,6 +41,7 @@ static void consumer_free(relay_consumer *c)
 	relay__free(c->group);
 	relay__free(c->name);
 	relay__free(c->dlq_key);
+	relay__free(c->outcomes_key);
 	relay__free(c);
 }
 
@@ -136,6 +137,12 @@ int relay_consumer_new(relay_consumer **out, struct ev_loop *loop,
 	c->dlq_key = relay_dlq_key(o->stream);
 	if (!c->stream || !c->group || !c->name || !c->dlq_key)
 		goto fail;
+	if (o->version < 4 || !o->no_outcomes) {
+		c->outcomes_key = relay__sprintf("relay:%s:outcomes",
+						 o->stream);
+		if (!c->outcomes_key)
+			goto fail;
+	}
 	rc = relay_matcher_new(&c->matcher, relay_appset_ruleset(apps));
 	if (rc)
 		goto fail;

@@ -34,6 +34,8 @@ struct relay_consumer {
 	const relay_appset *apps;
 	relay_matcher *matcher;       /* of apps' ruleset */
 	char *stream, *group, *name, *dlq_key;
+	char *outcomes_key;           /* relay:<stream>:outcomes, or NULL:
+					 off (R-10) */
 	unsigned int max_buffered;
 	size_t max_event_bytes;
 	int64_t retention_ms;

@@ -472,10 +472,21 @@ static void failure_cb(int status, const relay_inv_outcome *o, void *payload)
 	inv_resolved(inv, RELAY__CINV_PENDING);
 }
 
-/* The attempt's timeline entry for its outcome's script, or NULL. */
-static const char *tl_arg(const relay__cinv *inv)
+/* The attempt's timeline entry and outcome stream for its outcome's
+ * script in @n (doc/redis-layout.md R-3, R-10); NULL when there is no
+ * entry. */
+static const relay__inv_note *tl_arg(const relay__cinv *inv,
+				      relay__inv_note *n)
 {
-	return inv->tl[0] ? inv->tl : NULL;
+	const relay_consumer *c = inv->m->c;
+
+	if (!inv->tl[0])
+		return NULL;
+	n->entry = inv->tl;
+	n->outcomes = c->outcomes_key;
+	n->outcomes_max = RELAY__OUTCOMES_MAX;
+	n->id = inv->m->id;
+	return n;
 }
 
 /* The backoff divided by time_scale (test hooks); at scale 1 exactly
@@ -484,12 +495,13 @@ static int record_failure(relay__cinv *inv)
 {
 	relay__msg *m = inv->m;
 	relay_consumer *c = m->c;
+	relay__inv_note n;
 
 	return relay__inv_record_failure_ms(
 		c->redis, m->key, inv->field, inv->attempt, inv->token,
 		relay_clock_wall_ms(c->clock),
 		relay__consumer_scaled(c, relay_inv_backoff_ms(inv->attempt)),
-		tl_arg(inv), failure_cb, inv);
+		tl_arg(inv, &n), failure_cb, inv);
 }
 
 /* The success of the message's last invocation, every other one ok:
@@ -499,9 +511,10 @@ static int record_failure(relay__cinv *inv)
 static int send_tail(relay__cinv *inv)
 {
 	relay__msg *m = inv->m;
+	relay__inv_note n;
 	int rc = relay__tail_send(m->c, m->id, m->key, inv->field,
 				  inv->attempt, inv->token, inv->deadline_ms,
-				  tl_arg(inv), &inv->rec);
+				  tl_arg(inv, &n), &inv->rec);
 
 	if (rc)
 		return rc;
@@ -520,6 +533,7 @@ static int record_send(relay__cinv *inv)
 {
 	relay__msg *m = inv->m;
 	relay_consumer *c = m->c;
+	relay__inv_note n;
 
 	switch (inv->rec_op) {
 	case RELAY__REC_COMPLETE:
@@ -527,12 +541,13 @@ static int record_send(relay__cinv *inv)
 			return send_tail(inv);
 		return relay__inv_mark_complete_tl(c->redis, m->key,
 						   inv->field, inv->attempt,
-						   inv->token, tl_arg(inv),
+						   inv->token, tl_arg(inv, &n),
 						   complete_cb, inv);
 	case RELAY__REC_EXHAUSTED:
 		return relay__inv_mark_exhausted_tl(c->redis, m->key,
 						    inv->field, inv->attempt,
-						    inv->token, tl_arg(inv),
+						    inv->token,
+						    tl_arg(inv, &n),
 						    exhausted_cb, inv);
 	default:
 		return record_failure(inv);

@@ -77,6 +77,7 @@ typedef struct tail_call {
 	struct tail_call *next;         /* c->tails while waiting */
 	char *id, *key, *field;         /* in the same allocation, after */
 	char *tl;                       /* ... too; NULL: no entry */
+	long long outcomes_max;         /* with tl: the outcome stream's */
 	unsigned int attempt;
 	char token[RELAY_INV_TOKEN_LEN + 1];
 	int64_t deadline_ms;            /* the claim's (wall) */
@@ -146,10 +147,12 @@ static void tail_cb(int status, const relay_inv_outcome *o, void *payload)
 static int tail_send(tail_call *t)
 {
 	relay_consumer *c = t->c;
+	relay__inv_note n = { t->tl, c->outcomes_key, t->outcomes_max, t->id };
 
 	return relay__inv_complete_ack(c->redis, t->key, c->stream, t->field,
 				       t->attempt, t->token, c->group, t->id,
-				       c->retention_ms, t->tl, tail_cb, t);
+				       c->retention_ms, t->tl ? &n : NULL,
+				       tail_cb, t);
 }
 
 /* The resend backoff is over, or the consumer stops (@revents 0). */
@@ -179,9 +182,10 @@ void relay__tail_stop(relay_consumer *c)
 
 int relay__tail_send(relay_consumer *c, const char *id, const char *key,
 		     const char *field, unsigned int attempt,
-		     const char *token, int64_t deadline_ms, const char *tl,
-		     const relay__resend *rs)
+		     const char *token, int64_t deadline_ms,
+		     const relay__inv_note *note, const relay__resend *rs)
 {
+	const char *tl = note ? note->entry : NULL;
 	size_t li = strlen(id) + 1, lk = strlen(key) + 1;
 	size_t lf = strlen(field) + 1, lt = tl ? strlen(tl) + 1 : 0;
 	/* One allocation per message on the common path: the strings
@@ -201,6 +205,7 @@ int relay__tail_send(relay_consumer *c, const char *id, const char *key,
 	if (tl) {
 		t->tl = t->field + lf;
 		memcpy(t->tl, tl, lt);
+		t->outcomes_max = note->outcomes_max;
 	}
 	t->attempt = attempt;
 	memcpy(t->token, token, sizeof(t->token));

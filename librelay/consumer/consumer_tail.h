@@ -8,6 +8,7 @@
 #define RELAY__CONSUMER_TAIL_H
 
 #include "consumer.h"
+#include "invops/invops.h"
 #include "relay/invocation.h"
 
 /* A completion resent after its reply was lost (relay__resend_due());
@@ -32,6 +33,10 @@ typedef struct relay__resend {
 #define RELAY__REC_RETRY_MAX_MS 1000
 #define RELAY__REC_RETRY_TRIES 8
 
+/* The approximate length bound of the outcome stream (R-10: XADD
+ * MAXLEN ~). */
+#define RELAY__OUTCOMES_MAX 10000
+
 /* A completion @what of message @id failed with @status: 1 when it is
  * to be resent (a transport error, the consumer not stopping, tries left
  * in @rs, the claim's @deadline_ms (wall) after the resend); then @rs
@@ -48,13 +53,13 @@ void relay__resend_answered(relay_consumer *c, const relay__resend *rs,
 			    const char *id);
 /* Send the fused success tail (COMPLETE_ACK) of message @id (state hash
  * @key, invocation @field, its claim @attempt/@token/@deadline_ms, the
- * attempt's timeline entry @tl or NULL, and the resends @rs it made
- * already). Every string is copied: the message may leave memory at
- * once. Returns 0 or the send error. */
+ * attempt's @note or NULL, and the resends @rs it made already). Every
+ * string is copied (the outcome stream's key is the consumer's): the
+ * message may leave memory at once. Returns 0 or the send error. */
 int relay__tail_send(relay_consumer *c, const char *id, const char *key,
 		     const char *field, unsigned int attempt,
-		     const char *token, int64_t deadline_ms, const char *tl,
-		     const relay__resend *rs);
+		     const char *token, int64_t deadline_ms,
+		     const relay__inv_note *note, const relay__resend *rs);
 /* Give up every fused tail waiting to be resent (stop). */
 void relay__tail_stop(relay_consumer *c);
 

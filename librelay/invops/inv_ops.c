@@ -208,22 +208,54 @@ int relay_inv_record_failure(relay_redis_backend *b, const char *key,
 					    NULL, cb, payload);
 }
 
+/* 0 when @n can be sent (NULL, or an entry that fits and outcomes with
+ * an id), else RELAY_EINVAL. */
+static int note_check(const relay__inv_note *n)
+{
+	if (!n)
+		return 0;
+	if (!n->entry || !relay__tl_entry_ok(n->entry, strlen(n->entry)) ||
+	    (n->outcomes && (!*n->outcomes || !n->id || !*n->id ||
+			     n->outcomes_max < 1)))
+		return RELAY_EINVAL;
+	return 0;
+}
+
+/* Append @n's arguments to @argv at *@argc (@smax: room for the bound's
+ * digits): the entry, then the outcome stream, its bound and (unless
+ * @no_id) the message id. */
+static void note_args(const relay__inv_note *n, const char **argv,
+		      int *argc, char *smax, size_t size, int no_id)
+{
+	if (!n)
+		return;
+	argv[(*argc)++] = n->entry;
+	if (!n->outcomes)
+		return;
+	snprintf(smax, size, "%lld", n->outcomes_max);
+	argv[(*argc)++] = n->outcomes;
+	argv[(*argc)++] = smax;
+	if (!no_id)
+		argv[(*argc)++] = n->id;
+}
+
 /*
  * The fenced scripts (RECORD_FAILURE, MARK_COMPLETE, MARK_EXHAUSTED):
  * KEYS[1] = @key, ARGV = field attempt token, then @nextra more, then
- * the attempt's timeline entry @tl when not NULL.
+ * @note's arguments when not NULL.
  */
 static int fenced(relay_redis_backend *b, relay_redis_script op,
 		  const char *key, const char *field, unsigned int attempt,
 		  const char *token, int nextra, const char *const *extra,
-		  const char *tl, relay_inv_cb cb, void *payload)
+		  const relay__inv_note *note, relay_inv_cb cb,
+		  void *payload)
 {
-	char sat[16];
-	const char *argv[7];
-	int i;
+	char sat[16], smax[24];
+	const char *argv[10];
+	int i, argc;
 
 	if (check_claim(key, field, attempt, token) || nextra > 2 ||
-	    (tl && !relay__tl_entry_ok(tl, strlen(tl))))
+	    note_check(note))
 		return RELAY_EINVAL;
 	snprintf(sat, sizeof(sat), "%u", attempt);
 	argv[0] = key;
@@ -232,15 +264,16 @@ static int fenced(relay_redis_backend *b, relay_redis_script op,
 	argv[3] = token;
 	for (i = 0; i < nextra; i++)
 		argv[4 + i] = extra[i];
-	if (tl)
-		argv[4 + nextra++] = tl;
-	return run(b, op, 4 + nextra, argv, cb, payload);
+	argc = 4 + nextra;
+	note_args(note, argv, &argc, smax, sizeof(smax), 0);
+	return run(b, op, argc, argv, cb, payload);
 }
 
 int relay__inv_record_failure_ms(relay_redis_backend *b, const char *key,
 				 const char *field, unsigned int attempt,
 				 const char *token, relay_wall_ms now,
-				 int64_t backoff_ms, const char *tl,
+				 int64_t backoff_ms,
+				 const relay__inv_note *note,
 				 relay_inv_cb cb, void *payload)
 {
 	char snow[24], sbo[24];
@@ -253,7 +286,7 @@ int relay__inv_record_failure_ms(relay_redis_backend *b, const char *key,
 	extra[0] = snow;
 	extra[1] = sbo;
 	return fenced(b, RELAY_REDIS_SCRIPT_RECORD_FAILURE, key, field,
-		      attempt, token, 2, extra, tl, cb, payload);
+		      attempt, token, 2, extra, note, cb, payload);
 }
 
 int relay_inv_mark_complete(relay_redis_backend *b, const char *key,
@@ -266,31 +299,35 @@ int relay_inv_mark_complete(relay_redis_backend *b, const char *key,
 
 int relay__inv_mark_complete_tl(relay_redis_backend *b, const char *key,
 				const char *field, unsigned int attempt,
-				const char *token, const char *tl,
+				const char *token,
+				const relay__inv_note *note,
 				relay_inv_cb cb, void *payload)
 {
 	return fenced(b, RELAY_REDIS_SCRIPT_MARK_COMPLETE, key, field,
-		      attempt, token, 0, NULL, tl, cb, payload);
+		      attempt, token, 0, NULL, note, cb, payload);
 }
 
 int relay__inv_complete_ack(relay_redis_backend *b, const char *key,
 			    const char *stream, const char *field,
 			    unsigned int attempt, const char *token,
 			    const char *group, const char *id,
-			    int64_t ttl_ms, const char *tl, relay_inv_cb cb,
-			    void *payload)
+			    int64_t ttl_ms, const relay__inv_note *note,
+			    relay_inv_cb cb, void *payload)
 {
-	char sat[16], sttl[24];
-	const char *argv[] = { key, stream, field, sat, token, group, id,
-			       sttl, tl };
+	char sat[16], sttl[24], smax[24];
+	const char *argv[11] = { key, stream, field, sat, token, group, id,
+				 sttl };
+	int argc = 8;
 
 	if (check_claim(key, field, attempt, token) || !stream || !group ||
-	    !id || ttl_ms < 1 || (tl && !relay__tl_entry_ok(tl, strlen(tl))))
+	    !id || ttl_ms < 1 || note_check(note))
 		return RELAY_EINVAL;
 	snprintf(sat, sizeof(sat), "%u", attempt);
 	snprintf(sttl, sizeof(sttl), "%lld", (long long)ttl_ms);
-	return run_cb(b, RELAY_REDIS_SCRIPT_COMPLETE_ACK, 2, tl ? 9 : 8, argv,
-		      cb, NULL, NULL, payload);
+	/* The message id is ARGV[5] already. */
+	note_args(note, argv, &argc, smax, sizeof(smax), 1);
+	return run_cb(b, RELAY_REDIS_SCRIPT_COMPLETE_ACK, 2, argc, argv, cb,
+		      NULL, NULL, payload);
 }
 
 int relay_inv_mark_exhausted(relay_redis_backend *b, const char *key,
@@ -304,11 +341,12 @@ int relay_inv_mark_exhausted(relay_redis_backend *b, const char *key,
 
 int relay__inv_mark_exhausted_tl(relay_redis_backend *b, const char *key,
 				 const char *field, unsigned int attempt,
-				 const char *token, const char *tl,
+				 const char *token,
+				 const relay__inv_note *note,
 				 relay_inv_cb cb, void *payload)
 {
 	return fenced(b, RELAY_REDIS_SCRIPT_MARK_EXHAUSTED, key, field,
-		      attempt, token, 0, NULL, tl, cb, payload);
+		      attempt, token, 0, NULL, note, cb, payload);
 }
 
 static int claim_classification(relay_redis_backend *b, const char *key,

@@ -14,29 +14,46 @@
 #include "relay/sys/redis.h"
 
 /*
+ * What a finishing transition records beside the state (doc/redis-layout.md
+ * R-3, R-10): the attempt's timeline entry (relay__tl_format(); NULL: none,
+ * and then nothing else either) and, when @outcomes is set, the outcome
+ * stream it is also appended to (XADD MAXLEN ~ @outcomes_max), naming the
+ * message @id. Borrowed for the call.
+ */
+typedef struct relay__inv_note {
+	const char *entry;
+	const char *outcomes;       /* "relay:<stream>:outcomes", or NULL */
+	long long outcomes_max;     /* its approximate length bound */
+	const char *id;             /* the message id (with outcomes) */
+} relay__inv_note;
+
+/*
  * relay_inv_record_failure() with the backoff given: next_attempt_at =
  * @now + @backoff_ms (>= 1). relay_inv_record_failure() passes
  * relay_inv_backoff_ms(@attempt); the engine passes it divided by its
- * time scale (test hooks). @tl: the attempt's timeline entry
- * (relay__tl_format(), borrowed), appended to the invocation's timeline
- * in the same script when the failure is recorded; NULL for none (an
- * entry that relay__tl_entry_ok() refuses is RELAY_EINVAL).
+ * time scale (test hooks). @note: the attempt's timeline entry and
+ * outcome stream (NULL: none), written in the same script when the
+ * failure is recorded (an entry that relay__tl_entry_ok() refuses, or
+ * outcomes without an id, is RELAY_EINVAL).
  */
 int relay__inv_record_failure_ms(relay_redis_backend *b, const char *key,
 				 const char *field, unsigned int attempt,
 				 const char *token, relay_wall_ms now,
-				 int64_t backoff_ms, const char *tl,
+				 int64_t backoff_ms,
+				 const relay__inv_note *note,
 				 relay_inv_cb cb, void *payload);
 
 /* relay_inv_mark_complete() and relay_inv_mark_exhausted() with the
- * attempt's timeline entry @tl, as relay__inv_record_failure_ms(). */
+ * attempt's @note, as relay__inv_record_failure_ms(). */
 int relay__inv_mark_complete_tl(relay_redis_backend *b, const char *key,
 				const char *field, unsigned int attempt,
-				const char *token, const char *tl,
+				const char *token,
+				const relay__inv_note *note,
 				relay_inv_cb cb, void *payload);
 int relay__inv_mark_exhausted_tl(relay_redis_backend *b, const char *key,
 				 const char *field, unsigned int attempt,
-				 const char *token, const char *tl,
+				 const char *token,
+				 const relay__inv_note *note,
 				 relay_inv_cb cb, void *payload);
 
 /*
@@ -87,15 +104,15 @@ int relay__inv_claim_start(relay_redis_backend *b, const char *key,
  * mark_complete + XACK @id of @stream for @group + retain (@ttl_ms) in one
  * script (RELAY_REDIS_SCRIPT_COMPLETE_ACK, backend version >= 3; else
  * RELAY_EBACKEND). The outcome is mark_complete's: recorded means the
- * message was also acknowledged and retained. @tl: the attempt's timeline
- * entry or NULL, as relay__inv_record_failure_ms().
+ * message was also acknowledged and retained. @note: as
+ * relay__inv_record_failure_ms() (its id, when given, must be @id).
  */
 int relay__inv_complete_ack(relay_redis_backend *b, const char *key,
 			    const char *stream, const char *field,
 			    unsigned int attempt, const char *token,
 			    const char *group, const char *id,
-			    int64_t ttl_ms, const char *tl, relay_inv_cb cb,
-			    void *payload);
+			    int64_t ttl_ms, const relay__inv_note *note,
+			    relay_inv_cb cb, void *payload);
 
 /*
  * relay_dlq_persist() with the event's length given: the raw value of a

@@ -1,5 +1,6 @@
 -- complete_ack.lua KEYS[1]=state hash KEYS[2]=stream
--- ARGV: field attempt token group id ttl_ms [timeline_entry]
+-- ARGV: field attempt token group id ttl_ms [timeline_entry
+-- [outcomes_key maxlen]] (the message id is ARGV[5])
 -- The success tail of a message in one step: what mark_complete, XACK
 -- and retain do one after the other. The engine sends it only for the
 -- message's last invocation when every other one is already "ok".
@@ -28,8 +29,10 @@ local n = redis.pcall('XACK', stream, ARGV[4], ARGV[5])
 if relay_is_err(n) then
 	relay_hset_tl(key, field, 'ok', old, entry)
 	redis.call('PERSIST', key)
+	relay_outcome(ARGV[8], ARGV[9], ARGV[5], field, entry)
 	return n
 end
 relay_hset_tl(key, field, 'ok', old, entry, '__terminal', '1')
 redis.call('PEXPIRE', key, ARGV[6])
+relay_outcome(ARGV[8], ARGV[9], ARGV[5], field, entry)
 return relay_reply('recorded', s)

@@ -1,5 +1,5 @@
 -- mark_complete.lua KEYS[1]=state hash ARGV: field attempt token
--- [timeline_entry]
+-- [timeline_entry [outcomes_key maxlen message_id]]
 -- Twin of relay__inv_decide_complete(): never overwrites exhausted. The
 -- attempt's timeline entry goes in the same HSET (R-3).
 local key, field = KEYS[1], ARGV[1]
@@ -15,4 +15,5 @@ if bad then
 end
 relay_hset_tl(key, field, 'ok', old, entry)
 redis.call('PERSIST', key)
+relay_outcome(ARGV[5], ARGV[6], ARGV[7], field, entry)
 return relay_reply('recorded', s)

@@ -1,5 +1,5 @@
 -- mark_exhausted.lua KEYS[1]=state hash ARGV: field attempt token
--- [timeline_entry]
+-- [timeline_entry [outcomes_key maxlen message_id]]
 -- Twin of relay__inv_decide_exhausted(); a repeat for the same claim is
 -- "recorded" without a write. The attempt's timeline entry goes in the
 -- same HSET (R-3).
@@ -21,6 +21,7 @@ if s.attempt == attempt and s.token == token then
 		relay_hset_tl(key, field, 'exhausted:' .. relay_fmt(attempt) ..
 			':' .. token, old, entry)
 		redis.call('PERSIST', key)
+		relay_outcome(ARGV[5], ARGV[6], ARGV[7], field, entry)
 		return { 'recorded', attempt, 0, token }
 	end
 end

@@ -186,3 +186,15 @@ local function relay_hset_tl(key, field, value, old, entry, f2, v2)
 	end
 	return redis.call('HSET', key, field, value)
 end
+
+-- The attempt's outcome on the outcome stream @okey (doc/redis-layout.md
+-- R-10; ARGV after the timeline entry: the stream key, its approximate
+-- length bound, the message id): one XADD MAXLEN ~ in the same script,
+-- nothing when @okey is absent or empty. An error (a key of another
+-- type) is ignored: the state is written already and must stay so.
+local function relay_outcome(okey, maxlen, id, field, entry)
+	if entry and okey and okey ~= '' then
+		redis.pcall('XADD', okey, 'MAXLEN', '~', maxlen, '*', 'id', id,
+			'inv', field, 'tl', entry)
+	end
+end

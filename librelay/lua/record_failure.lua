@@ -1,5 +1,6 @@
 -- record_failure.lua KEYS[1]=state hash
--- ARGV: field attempt token now_ms backoff_ms [timeline_entry]
+-- ARGV: field attempt token now_ms backoff_ms [timeline_entry
+-- [outcomes_key maxlen message_id]]
 -- Twin of relay__inv_decide_failure(): only the current running claim.
 -- The attempt's timeline entry goes in the same HSET (R-3).
 local key, field = KEYS[1], ARGV[1]
@@ -17,4 +18,5 @@ s.deadline = tonumber(ARGV[4]) + tonumber(ARGV[5])
 relay_hset_tl(key, field, 'next_attempt_at:' .. relay_fmt(s.deadline) ..
 	':' .. relay_fmt(s.attempt) .. ':' .. token, old, entry)
 redis.call('PERSIST', key)
+relay_outcome(ARGV[7], ARGV[8], ARGV[9], field, entry)
 return relay_reply('recorded', s)

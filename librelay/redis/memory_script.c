@@ -157,6 +157,51 @@ static int tl_write(mem_backend *m, mem_key **k, const mem_args *a, int fi,
 	return rc;
 }
 
+/*
+ * The outcome stream of relay_outcome() in the prelude: when argument @oi
+ * (the stream key) is given and not empty, append {id, inv, tl} = args
+ * @ii, @fi, @ei. As the script, a failure (a key of another type, no
+ * memory) is ignored. The memory backend does not trim it (MAXLEN, the
+ * next argument, is for a real server; tests only hold a few).
+ */
+static void outcome_add(mem_backend *m, const mem_args *a, int oi, int ii,
+			int fi, int ei)
+{
+	const char *fv[6];
+	size_t fl[6];
+	relay_redis_reply *id = NULL;
+	mem_args xa;
+	mem_key *st;
+
+	if (oi >= a->argc || ii >= a->argc || ei >= a->argc ||
+	    a->len[oi] == 0 || a->len[ei] == 0)
+		return;
+	st = relay__mem_lookup(m, a->argv[oi], a->len[oi]);
+	if (st && st->type != MEM_STREAM)
+		return;
+	if (!st)
+		st = relay__mem_create(m, a->argv[oi], a->len[oi], MEM_STREAM);
+	if (!st)
+		return;
+	fv[0] = "id";
+	fl[0] = 2;
+	fv[1] = a->argv[ii];
+	fl[1] = a->len[ii];
+	fv[2] = "inv";
+	fl[2] = 3;
+	fv[3] = a->argv[fi];
+	fl[3] = a->len[fi];
+	fv[4] = "tl";
+	fl[4] = 2;
+	fv[5] = a->argv[ei];
+	fl[5] = a->len[ei];
+	xa.argc = 6;
+	xa.argv = fv;
+	xa.len = fl;
+	relay__mem_xadd(st, SID_MAX, &xa, 0, relay__mem_now(m), &id);
+	relay_redis_reply_free(id);
+}
+
 static relay_redis_reply *fenced(mem_backend *m, mem_key *k,
 				 relay_redis_script op, const mem_args *a)
 {
@@ -177,12 +222,13 @@ static relay_redis_reply *fenced(mem_backend *m, mem_key *k,
 		if (arg_num(a, 2, &n1) || n1 < 1 || arg_token(a, 3, tok))
 			return badargs();
 		if (op == RELAY_REDIS_SCRIPT_RECORD_FAILURE) {
-			if ((a->argc != 6 && a->argc != 7) ||
+			if ((a->argc != 6 && a->argc != 7 &&
+			     a->argc != 10) ||
 			    arg_num(a, 4, &n2) || arg_num(a, 5, &n3))
 				return badargs();
 			write = relay__inv_decide_failure(
 				&cur, (unsigned)n1, tok, n2, n3, &o, &next);
-		} else if (a->argc != 4 && a->argc != 5) {
+		} else if (a->argc != 4 && a->argc != 5 && a->argc != 8) {
 			return badargs();
 		} else if (op == RELAY_REDIS_SCRIPT_MARK_COMPLETE) {
 			write = relay__inv_decide_complete(&cur, (unsigned)n1,
@@ -202,6 +248,8 @@ static relay_redis_reply *fenced(mem_backend *m, mem_key *k,
 		    write_field(m, &k, a, a->argv[1], a->len[1], val) ||
 		    tl_write(m, &k, a, 1, ei, n1))
 			return NULL;
+		/* stream key, bound, message id follow the entry */
+		outcome_add(m, a, ei + 1, ei + 3, 1, ei);
 	}
 	return outcome_reply(&o);
 }
@@ -426,7 +474,8 @@ static relay_redis_reply *complete_ack(mem_backend *m, mem_key *k,
 	mem_key *st;
 	int64_t at, ttl;
 
-	if ((a->argc != 8 && a->argc != 9) || arg_num(a, 3, &at) || at < 1 ||
+	if ((a->argc != 8 && a->argc != 9 && a->argc != 11) ||
+	    arg_num(a, 3, &at) || at < 1 ||
 	    arg_token(a, 4, tok) || arg_num(a, 7, &ttl) || ttl < 1)
 		return badargs();
 	read_state(k, a, 2, &cur);
@@ -438,6 +487,9 @@ static relay_redis_reply *complete_ack(mem_backend *m, mem_key *k,
 	    write_field(m, &k, a, a->argv[2], a->len[2], val) ||
 	    tl_write(m, &k, a, 2, 8, at))
 		return NULL;
+	/* stream key and bound follow the entry; the message id is the
+	 * XACK's (argument 6) */
+	outcome_add(m, a, 9, 6, 2, 8);
 	st = relay__mem_lookup(m, a->argv[1], a->len[1]);
 	if (st && st->type != MEM_STREAM)
 		return wrongtype();

@@ -51,6 +51,8 @@ BAD = [
     ("RELAY_SANDBOX", "docker", ["RELAY_SANDBOX", "docker"]),
     ("RELAY_WARM", "yes", ["RELAY_WARM", "\"yes\"", "1 (on) or 0 (off)"]),
     ("RELAY_WARM_MAX_PARENTS", "0", ["RELAY_WARM_MAX_PARENTS", "1 to 4096"]),
+    ("RELAY_OUTCOMES", "off", ["RELAY_OUTCOMES", "\"off\"",
+                               "1 (on) or 0 (off)"]),
     ("RELAY_WARM_IDLE", "0s", ["RELAY_WARM_IDLE", "1s to 24h"]),
     ("RELAY_WARM_IDLE", "2d", ["RELAY_WARM_IDLE"]),
     ("RELAY_WARM_START_TIMEOUT_MS", "50",

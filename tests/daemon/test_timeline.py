@@ -10,7 +10,11 @@ timeline; doc/cli.md "event show"):
   trimmed from the stream (from the retained state, saying so);
 * an exhausted invocation's DLQ entry keeps the timeline (field
   timeline, before trace), and relayctl dlq inspect shows it, as text and
-  as --json.
+  as --json;
+* relayctl tail --json (item 3; R-10 the outcome stream) prints the
+  attempts of two events live, as they are recorded, filters by outcome,
+  stops on SIGINT with exit 0, and exits 1 with a message when Redis goes
+  away; RELAY_OUTCOMES=0 writes no outcome stream.
 
 Real redis-server, real relayd, real relayctl, real handler processes.
 
@@ -18,8 +22,12 @@ usage: test_timeline.py RELAYD RELAYCTL
 """
 import json
 import os
+import queue
+import signal
 import subprocess
 import sys
+import threading
+import time
 
 from harness import Env, case, check, eq, run_cases
 
@@ -181,6 +189,83 @@ def dlq_entry_keeps_the_timeline():
         check(f"dead-lettered -> DLQ {e['_id']}" in out,
               f"DLQ id shown:\n{out}")
         d.stop()
+
+
+def tail_proc(d, *args):
+    p = subprocess.Popen([RELAYCTL, "tail", "--json", *args],
+                         env=ctl_env(d), stdin=subprocess.DEVNULL,
+                         stdout=subprocess.PIPE, stderr=subprocess.PIPE,
+                         text=True, errors="replace")
+    p.lines = queue.Queue()
+
+    def reader():
+        for line in p.stdout:
+            p.lines.put(line)
+    threading.Thread(target=reader, daemon=True).start()
+    return p
+
+
+def tail_lines(p, want, what, timeout=30):
+    lines, t0 = [], time.time()
+    while len(lines) < want and time.time() - t0 < timeout:
+        try:
+            lines.append(json.loads(p.lines.get(timeout=0.2)))
+        except queue.Empty:
+            pass
+    check(len(lines) >= want, f"{what}: {len(lines)} of {want} lines")
+    return lines
+
+
+@case
+def tail_follows_attempts_live_and_stops_on_sigint():
+    with Env() as env:
+        py_app(env, "py", retries=3, ok_after=1)
+        d = env.relayd(REDIS_CONSUMER="replica-t")
+        p = tail_proc(d)
+        pf = tail_proc(d, "--outcome", "failed")
+        time.sleep(1.0)  # both follow the stream's end by now
+        m1 = env.xadd('{"kind":"tl","k":11}')
+        m2 = env.xadd('{"kind":"tl","k":12}')
+        got = tail_lines(p, 4, "two events, two attempts each")
+        by = {}
+        for x in got:
+            by.setdefault(x["id"], []).append(x)
+        eq(sorted(by), sorted([m1, m2]), "both events seen")
+        for mid in (m1, m2):
+            eq([(x["attempt"], x["outcome"]) for x in by[mid]],
+               [(1, "failed"), (2, "ok")], f"attempts of {mid} in order")
+            for x in by[mid]:
+                eq((x["app"], x["handler"], x["replica"]),
+                   ("py", "h.run", "replica-t"), "who ran it")
+                check(x["duration_ms"] >= 0 and x["entry"], "duration")
+        fl = tail_lines(pf, 2, "--outcome failed")
+        eq(sorted(x["id"] for x in fl), sorted([m1, m2]), "failures only")
+        check(all(x["outcome"] == "failed" for x in fl), "filtered")
+        for q in (p, pf):
+            q.send_signal(signal.SIGINT)
+            eq(q.wait(timeout=10), 0, "SIGINT: exit 0")
+            check("Sanitizer" not in q.stderr.read(), "no sanitizer report")
+        # Redis goes away: a message, exit 1.
+        p = tail_proc(d)
+        time.sleep(0.5)
+        env.stop_redis()
+        rc = p.wait(timeout=30)
+        err = p.stderr.read()
+        eq(rc, 1, f"Redis gone: exit 1 ({err})")
+        check("tail: Redis:" in err and "stopped" in err,
+              f"says why: {err}")
+
+
+@case
+def outcomes_off_writes_no_outcome_stream():
+    with Env() as env:
+        py_app(env, "py", retries=1, ok_after=0)
+        env.relayd(RELAY_OUTCOMES="0")
+        mid = env.xadd('{"kind":"tl","k":21}')
+        env.wait(lambda: env.inv(mid).get("py/h.run") == "ok" and
+                 env.pel_count() == 0, "succeeded")
+        eq(env.r("EXISTS", "relay:events:outcomes"), 0, "no outcome stream")
+        check(env.inv(mid).get("__timeline:py/h.run"), "timeline kept")
 
 
 if __name__ == "__main__":

@@ -353,6 +353,7 @@ static void test_shared__outage_reports_errors(void)
 	RT_CASE(test_shared__timeline_bounded),                          \
 	RT_CASE(test_shared__timeline_complete_ack),                     \
 	RT_CASE(test_shared__timeline_in_dlq_entry),                     \
+	RT_CASE(test_shared__outcome_stream),                            \
 	RT_CASE(test_shared__try_start_running_protected),               \
 	RT_CASE(test_shared__try_start_backoff_protected),               \
 	RT_CASE(test_shared__try_start_terminal),                        \

@@ -10,6 +10,9 @@
 #define RS_SUITE_TIMELINE_H
 
 #define RS_TL "__timeline:a/h"
+#define RS_OUT "relay:events:outcomes"
+/* A note of timeline entry @e alone (no outcome stream). */
+#define RS_NOTE(e) (&(relay__inv_note){ (e), NULL, 0, NULL })
 
 static int rs_fail_tl(unsigned int at, const char *tok, const char *tl)
 {
@@ -17,7 +20,8 @@ static int rs_fail_tl(unsigned int at, const char *tok, const char *tl)
 
 	return rs_finish(&w, relay__inv_record_failure_ms(
 				     rs_b, RS_KEY, "a/h", at, tok, RS_NOW, 1,
-				     tl, rs_inv_cb, &w), NULL);
+				     tl ? RS_NOTE(tl) : NULL, rs_inv_cb, &w),
+			 NULL);
 }
 
 /* Each finishing script appends its entry in the same write; a stale
@@ -40,12 +44,14 @@ static void test_shared__timeline_appended_by_outcome(void)
 	RT_EQ_INT(o.result, RELAY_INV_R_CLAIMED);
 	RT_EQ_INT(rs_finish(&w, relay__inv_mark_exhausted_tl(
 				    rs_b, RS_KEY, "a/h", 2, o.token,
-				    "{\"attempt\":2}", rs_inv_cb, &w), &o), 0);
+				    RS_NOTE("{\"attempt\":2}"), rs_inv_cb,
+				    &w), &o), 0);
 	RT_EQ_INT(o.result, RELAY_INV_R_RECORDED);
 	memset(&w, 0, sizeof(w));
 	RT_EQ_INT(rs_finish(&w, relay__inv_mark_exhausted_tl(
 				    rs_b, RS_KEY, "a/h", 2, o.token,
-				    "{\"attempt\":2}", rs_inv_cb, &w), &o), 0);
+				    RS_NOTE("{\"attempt\":2}"), rs_inv_cb,
+				    &w), &o), 0);
 	RT_EQ_INT(o.result, RELAY_INV_R_RECORDED);
 	RT_EQ_STR(RS_STR("HGET", RS_KEY, RS_TL),
 		  "{\"attempt\":1}\n{\"attempt\":2}");
@@ -58,10 +64,10 @@ static void test_shared__timeline_appended_by_outcome(void)
 	RT_ASSERT(rs_try("a/m", RS_NOW, 6000, &o) == 0);
 	RT_EQ_INT(rs_finish(&w, relay__inv_mark_complete_tl(
 				    rs_b, RS_KEY, "a/m", 1, o.token,
-				    "{\"attempt\":1,\"outcome\":\"ok\"}",
-				    rs_inv_cb, &w), &o), 0);
+				    RS_NOTE("{\"attempt\":1}"), rs_inv_cb,
+				    &w), &o), 0);
 	RT_EQ_STR(RS_STR("HGET", RS_KEY, "__timeline:a/m"),
-		  "{\"attempt\":1,\"outcome\":\"ok\"}");
+		  "{\"attempt\":1}");
 	/* a bad entry is refused before anything is sent */
 	RT_EQ_INT(rs_fail_tl(1, tok, "a\nb"), RELAY_EINVAL);
 	rs_teardown();
@@ -109,11 +115,22 @@ static void test_shared__timeline_complete_ack(void)
 	relay_redis_reply_free(r);
 	RT_EQ_INT(rs_finish(&w, relay__inv_complete_ack(
 				    rs_b, RS_KEY, "events", "a/h", 1, o.token,
-				    "g", "1-0", 100000, "{\"outcome\":\"ok\"}",
+				    "g", "1-0", 100000,
+				    (&(relay__inv_note){ "{\"outcome\":\"ok\"}",
+							 RS_OUT, 100, "1-0" }),
 				    rs_inv_cb, &w), &o), 0);
 	RT_EQ_INT(o.result, RELAY_INV_R_RECORDED);
 	RT_EQ_STR(RS_STR("HGET", RS_KEY, RS_TL), "{\"outcome\":\"ok\"}");
 	RT_EQ_STR(RS_STR("HGET", RS_KEY, "__terminal"), "1");
+	/* the outcome stream got it too, with the message id */
+	r = RS_CMD("XRANGE", RS_OUT, "-", "+");
+	RT_ASSERT(r && r->elements == 1);
+	RT_ASSERT(r->element[0]->element[1]->elements == 6);
+	RT_EQ_STR(r->element[0]->element[1]->element[1]->str, "1-0");
+	RT_EQ_STR(r->element[0]->element[1]->element[3]->str, "a/h");
+	RT_EQ_STR(r->element[0]->element[1]->element[5]->str,
+		  "{\"outcome\":\"ok\"}");
+	relay_redis_reply_free(r);
 	rs_teardown();
 }
 
@@ -133,7 +150,8 @@ static void test_shared__timeline_in_dlq_entry(void)
 	RT_ASSERT(rs_try("a/h", RS_NOW, 6000, &o) == 0);
 	RT_EQ_INT(rs_finish(&w, relay__inv_mark_exhausted_tl(
 				    rs_b, RS_KEY, "a/h", 1, o.token,
-				    "{\"attempt\":1}", rs_inv_cb, &w), NULL),
+				    RS_NOTE("{\"attempt\":1}"), rs_inv_cb, &w),
+			    NULL),
 		  0);
 	e.trace = "00-0af7651916cd43dd8448eb211c80319c-b7ad6b7169203331-01";
 	RT_EQ_INT(rs_persist(RS_KEY, "a/h", 1, o.token, &e, &res, id), 0);
@@ -148,6 +166,66 @@ static void test_shared__timeline_in_dlq_entry(void)
 	RT_EQ_STR(f->element[n - 3]->str, "{\"attempt\":1}");
 	RT_EQ_STR(f->element[n - 2]->str, "trace");
 	relay_redis_reply_free(r);
+	rs_teardown();
+}
+
+/* R-10: the outcome of every recorded attempt goes to the outcome stream
+ * in the same script ({id, inv, tl}); a stale claim adds nothing; no
+ * outcome stream named, none written; a key of another type does not
+ * fail the transition. */
+static void test_shared__outcome_stream(void)
+{
+	relay_inv_outcome o;
+	struct rs_wait w = { 0 };
+	relay__inv_note n = { "1 2 3 4 ok cold r -", RS_OUT, 1000, "1-0" };
+	relay_redis_reply *r;
+	char tok[40];
+
+	rs_setup();
+	RT_ASSERT(rs_try("a/h", RS_NOW, 6000, &o) == 0);
+	strcpy(tok, o.token);
+	RT_EQ_INT(rs_finish(&w, relay__inv_record_failure_ms(
+				    rs_b, RS_KEY, "a/h", 1, tok, RS_NOW, 1, &n,
+				    rs_inv_cb, &w), &o), 0);
+	RT_EQ_INT(o.result, RELAY_INV_R_RECORDED);
+	memset(&w, 0, sizeof(w));
+	RT_EQ_INT(rs_finish(&w, relay__inv_record_failure_ms(
+				    rs_b, RS_KEY, "a/h", 1, tok, RS_NOW, 1, &n,
+				    rs_inv_cb, &w), &o), 0);
+	RT_EQ_INT(o.result, RELAY_INV_R_STALE);
+	r = RS_CMD("XRANGE", RS_OUT, "-", "+");
+	RT_ASSERT(r && r->elements == 1);
+	RT_EQ_STR(r->element[0]->element[1]->element[0]->str, "id");
+	RT_EQ_STR(r->element[0]->element[1]->element[1]->str, "1-0");
+	RT_EQ_STR(r->element[0]->element[1]->element[2]->str, "inv");
+	RT_EQ_STR(r->element[0]->element[1]->element[3]->str, "a/h");
+	RT_EQ_STR(r->element[0]->element[1]->element[4]->str, "tl");
+	RT_EQ_STR(r->element[0]->element[1]->element[5]->str,
+		  "1 2 3 4 ok cold r -");
+	relay_redis_reply_free(r);
+	/* a wrong-type outcome key: the state is still recorded */
+	RS_INT("DEL", RS_OUT);
+	relay_redis_reply_free(RS_CMD("SET", RS_OUT, "x"));
+	RT_ASSERT(rs_try("a/h", RS_NOW + 100, 6000, &o) == 0);
+	memset(&w, 0, sizeof(w));
+	RT_EQ_INT(rs_finish(&w, relay__inv_mark_complete_tl(
+				    rs_b, RS_KEY, "a/h", o.attempt, o.token, &n,
+				    rs_inv_cb, &w), &o), 0);
+	RT_EQ_INT(o.result, RELAY_INV_R_RECORDED);
+	RT_EQ_STR(RS_STR("HGET", RS_KEY, "a/h"), "ok");
+	/* no outcome stream named: none written */
+	RS_INT("DEL", RS_OUT);
+	RT_ASSERT(rs_try("a/k", RS_NOW, 6000, &o) == 0);
+	memset(&w, 0, sizeof(w));
+	RT_EQ_INT(rs_finish(&w, relay__inv_mark_exhausted_tl(
+				    rs_b, RS_KEY, "a/k", 1, o.token,
+				    RS_NOTE("1 2 3 4 failed:exit=1 cold r -"),
+				    rs_inv_cb, &w), &o), 0);
+	RT_EQ_INT(RS_INT("EXISTS", RS_OUT), 0);
+	/* outcomes without a message id are refused before sending */
+	n.id = NULL;
+	RT_EQ_INT(relay__inv_mark_complete_tl(rs_b, RS_KEY, "a/k", 1, tok, &n,
+					      rs_inv_cb, &w), RELAY_EINVAL);
 	rs_teardown();
 }
 
