@@ -4,10 +4,12 @@
  *
  * One line per attempt outcome from every relayd replica, read from the
  * outcome stream relay:<REDIS_STREAM>:outcomes (doc/redis-layout.md R-10),
- * which the scripts that record an attempt append to. Follows by default:
- * XREAD BLOCK 1000 from the stream's end ("$"), again and again, so a
- * SIGINT or SIGTERM is noticed within a second: relayctl then stops and
- * exits 0. --no-follow prints the outcomes the stream holds (at most the
+ * which the scripts that record an attempt append to while a follower
+ * holds the lease relay:<stream>:outcomes:tail. Follows by default: sets
+ * the lease (15 s, renewed every 5 s), then XREAD BLOCK 1000 from the
+ * stream's end ("$"), again and again, so a SIGINT or SIGTERM is noticed
+ * within a second: relayctl then stops and exits 0 (the lease expires
+ * by itself: another tail may hold it too). --no-follow prints the outcomes the stream holds (at most the
  * last 1000) and exits. A Redis error (the server went away): one line
  * naming it, exit 1. Every value is cleaned before it reaches the
  * terminal; --json prints one JSON object per line with the exact values.
@@ -56,13 +58,28 @@ static void usage(FILE *f)
 		"Redis went\naway), 2 usage error.\n", relayctl_conf_help);
 }
 
+static int redis_failed(int rc, const relay_redis_reply *r);
+
 struct tail {
 	struct relayctl_conf conf;
 	const char *app, *handler, *outcome;
 	int follow;
 	relay_redis_backend *b;
-	char *key;
+	char *key, *lease;
 };
+
+/* Set or renew the lease that makes the scripts append outcomes. */
+static int lease(struct tail *t)
+{
+	const char *argv[] = { "SET", t->lease, "1", "PX", "15000" };
+	relay_redis_reply *r = NULL;
+	int rc = relay_redis_sync_command(t->b, &r, 5, argv, NULL);
+
+	if (rc || relay_redis_reply_error(r))
+		rc = redis_failed(rc, r);
+	relay_redis_reply_free(r);
+	return rc;
+}
 
 /* Print stream entry @x of the outcome stream when it passes the
  * filters. */
@@ -161,6 +178,7 @@ static int follow(struct tail *t)
 	const char *argv[] = { "XREAD", "COUNT", "100", "BLOCK", "1000",
 			       "STREAMS", t->key, last };
 	struct sigaction sa;
+	time_t renewed = 0;
 	size_t i;
 
 	memset(&sa, 0, sizeof(sa));
@@ -171,7 +189,15 @@ static int follow(struct tail *t)
 	while (!stop) {
 		relay_redis_reply *r = NULL;
 		const relay_redis_reply *e;
-		int rc = relay_redis_sync_command(t->b, &r, 8, argv, NULL);
+		int rc;
+
+		if (time(NULL) - renewed >= 5) {
+			rc = lease(t);
+			if (rc)
+				return rc;
+			renewed = time(NULL);
+		}
+		rc = relay_redis_sync_command(t->b, &r, 8, argv, NULL);
 
 		if (stop) {
 			relay_redis_reply_free(r);
@@ -259,13 +285,18 @@ int relayctl_cmd_tail(int argc, char **argv)
 	if (rc)
 		return rc;
 	t.key = malloc(strlen(t.conf.stream) + 32);
-	if (!t.key) {
+	t.lease = malloc(strlen(t.conf.stream) + 32);
+	if (!t.key || !t.lease) {
+		free(t.key);
+		free(t.lease);
 		relay_redis_free(t.b);
 		return relayctl_error(RELAYCTL_FAIL, CMD ": out of memory");
 	}
 	sprintf(t.key, "relay:%s:outcomes", t.conf.stream);
+	sprintf(t.lease, "relay:%s:outcomes:tail", t.conf.stream);
 	rc = t.follow ? follow(&t) : dump(&t);
 	free(t.key);
+	free(t.lease);
 	relay_redis_free(t.b);
 	return rc;
 bad:

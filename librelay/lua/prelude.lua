@@ -190,10 +190,13 @@ end
 -- The attempt's outcome on the outcome stream @okey (doc/redis-layout.md
 -- R-10; ARGV after the timeline entry: the stream key, its approximate
 -- length bound, the message id): one XADD MAXLEN ~ in the same script,
--- nothing when @okey is absent or empty. An error (a key of another
--- type) is ignored: the state is written already and must stay so.
+-- only while a follower holds the lease @okey:tail (relayctl tail sets
+-- it for 15 s and renews it), nothing when @okey is absent or empty. An
+-- error (a key of another type) is ignored: the state is written already
+-- and must stay so.
 local function relay_outcome(okey, maxlen, id, field, entry)
-	if entry and okey and okey ~= '' then
+	if entry and okey and okey ~= '' and
+	   redis.call('EXISTS', okey .. ':tail') == 1 then
 		redis.pcall('XADD', okey, 'MAXLEN', '~', maxlen, '*', 'id', id,
 			'inv', field, 'tl', entry)
 	end

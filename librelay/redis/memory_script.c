@@ -159,9 +159,9 @@ static int tl_write(mem_backend *m, mem_key **k, const mem_args *a, int fi,
 
 /*
  * The outcome stream of relay_outcome() in the prelude: when argument @oi
- * (the stream key) is given and not empty, append {id, inv, tl} = args
- * @ii, @fi, @ei. As the script, a failure (a key of another type, no
- * memory) is ignored. The memory backend does not trim it (MAXLEN, the
+ * (the stream key) is given and not empty and its lease "<key>:tail"
+ * exists, append {id, inv, tl} = args @ii, @fi, @ei. As the script, a
+ * failure (a key of another type, no memory) is ignored. The memory backend does not trim it (MAXLEN, the
  * next argument, is for a real server; tests only hold a few).
  */
 static void outcome_add(mem_backend *m, const mem_args *a, int oi, int ii,
@@ -172,9 +172,15 @@ static void outcome_add(mem_backend *m, const mem_args *a, int oi, int ii,
 	relay_redis_reply *id = NULL;
 	mem_args xa;
 	mem_key *st;
+	char lease[320];
 
 	if (oi >= a->argc || ii >= a->argc || ei >= a->argc ||
-	    a->len[oi] == 0 || a->len[ei] == 0)
+	    a->len[oi] == 0 || a->len[ei] == 0 ||
+	    a->len[oi] + 6 > sizeof(lease))
+		return;
+	memcpy(lease, a->argv[oi], a->len[oi]);
+	memcpy(lease + a->len[oi], ":tail", 5);
+	if (!relay__mem_lookup(m, lease, a->len[oi] + 5))
 		return;
 	st = relay__mem_lookup(m, a->argv[oi], a->len[oi]);
 	if (st && st->type != MEM_STREAM)

@@ -18,6 +18,9 @@
  * server. The events are published first (pipelined XADD), then the
  * consumer drains them; the figure is events / drain time.
  *
+ * RELAY_BENCH_NO_OUTCOMES=1 turns the outcome stream off, as relayd's
+ * RELAY_OUTCOMES=0 does (doc/perf/engine.md, "Attempt timeline").
+ *
  * Tracing (doc/perf/trace.md): RELAY_BENCH_TRACEPARENT=1 publishes every
  * event with a producer traceparent; RELAY_BENCH_OTLP=URL turns tracing
  * on as relayd does: the span of every attempt goes through the consumer's
@@ -286,6 +289,8 @@ int main(int argc, char **argv)
 	o.max_buffered = buffered;
 	o.max_concurrency = conc;
 	o.executor = &x.parent;
+	/* RELAY_BENCH_NO_OUTCOMES=1: no outcome stream (RELAY_OUTCOMES=0) */
+	o.no_outcomes = getenv("RELAY_BENCH_NO_OUTCOMES") != NULL;
 	if (getenv("RELAY_BENCH_OTLP")) {
 		relay_logger lg = { NULL, NULL, RELAY_LOG_ERROR };
 

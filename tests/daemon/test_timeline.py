@@ -241,6 +241,9 @@ def tail_follows_attempts_live_and_stops_on_sigint():
         fl = tail_lines(pf, 2, "--outcome failed")
         eq(sorted(x["id"] for x in fl), sorted([m1, m2]), "failures only")
         check(all(x["outcome"] == "failed" for x in fl), "filtered")
+        rc, out, err = ctl(d, "tail", "--no-follow", "--json")
+        eq(rc, 0, f"--no-follow: {err}")
+        eq(len(out.splitlines()), 4, "--no-follow: the four kept")
         for q in (p, pf):
             q.send_signal(signal.SIGINT)
             eq(q.wait(timeout=10), 0, "SIGINT: exit 0")
@@ -261,11 +264,27 @@ def outcomes_off_writes_no_outcome_stream():
     with Env() as env:
         py_app(env, "py", retries=1, ok_after=0)
         env.relayd(RELAY_OUTCOMES="0")
+        # A follower's lease is there: only the switch keeps it empty.
+        env.r("SET", "relay:events:outcomes:tail", "1")
         mid = env.xadd('{"kind":"tl","k":21}')
         env.wait(lambda: env.inv(mid).get("py/h.run") == "ok" and
                  env.pel_count() == 0, "succeeded")
         eq(env.r("EXISTS", "relay:events:outcomes"), 0, "no outcome stream")
         check(env.inv(mid).get("__timeline:py/h.run"), "timeline kept")
+
+
+@case
+def no_follower_no_outcome_stream():
+    with Env() as env:
+        py_app(env, "py", retries=1, ok_after=0)
+        d = env.relayd()
+        mid = env.xadd('{"kind":"tl","k":31}')
+        env.wait(lambda: env.inv(mid).get("py/h.run") == "ok" and
+                 env.pel_count() == 0, "succeeded")
+        eq(env.r("EXISTS", "relay:events:outcomes"), 0,
+           "nothing appended while nobody follows")
+        rc, out, err = ctl(d, "tail", "--no-follow", "--json")
+        eq((rc, out), (0, ""), f"--no-follow: nothing kept ({err})")
 
 
 if __name__ == "__main__":

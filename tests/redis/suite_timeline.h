@@ -106,6 +106,7 @@ static void test_shared__timeline_complete_ack(void)
 	relay_redis_reply *r;
 
 	rs_setup();
+	relay_redis_reply_free(RS_CMD("SET", RS_OUT ":tail", "1"));
 	RT_ASSERT(rs_try("a/h", RS_NOW, 6000, &o) == 0);
 	r = RS_CMD("XADD", "events", "1-0", "event", "{}");
 	relay_redis_reply_free(r);
@@ -169,10 +170,11 @@ static void test_shared__timeline_in_dlq_entry(void)
 	rs_teardown();
 }
 
-/* R-10: the outcome of every recorded attempt goes to the outcome stream
- * in the same script ({id, inv, tl}); a stale claim adds nothing; no
- * outcome stream named, none written; a key of another type does not
- * fail the transition. */
+/* R-10: while a follower holds the lease, the outcome of every recorded
+ * attempt goes to the outcome stream in the same script ({id, inv, tl});
+ * a stale claim adds nothing; without the lease, or with no outcome
+ * stream named, none is written; a key of another type does not fail the
+ * transition. */
 static void test_shared__outcome_stream(void)
 {
 	relay_inv_outcome o;
@@ -182,8 +184,17 @@ static void test_shared__outcome_stream(void)
 	char tok[40];
 
 	rs_setup();
+	/* no follower: nothing appended */
+	RT_ASSERT(rs_try("a/n", RS_NOW, 6000, &o) == 0);
+	RT_EQ_INT(rs_finish(&w, relay__inv_mark_complete_tl(
+				    rs_b, RS_KEY, "a/n", 1, o.token, &n,
+				    rs_inv_cb, &w), &o), 0);
+	RT_EQ_INT(o.result, RELAY_INV_R_RECORDED);
+	RT_EQ_INT(RS_INT("EXISTS", RS_OUT), 0);
+	relay_redis_reply_free(RS_CMD("SET", RS_OUT ":tail", "1"));
 	RT_ASSERT(rs_try("a/h", RS_NOW, 6000, &o) == 0);
 	strcpy(tok, o.token);
+	memset(&w, 0, sizeof(w));
 	RT_EQ_INT(rs_finish(&w, relay__inv_record_failure_ms(
 				    rs_b, RS_KEY, "a/h", 1, tok, RS_NOW, 1, &n,
 				    rs_inv_cb, &w), &o), 0);
