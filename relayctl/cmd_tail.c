@@ -9,7 +9,8 @@
  * the lease (15 s, renewed every 5 s), then XREAD BLOCK 1000 from the
  * stream's end ("$"), again and again, so a SIGINT or SIGTERM is noticed
  * within a second: relayctl then stops and exits 0 (the lease expires
- * by itself: another tail may hold it too). --no-follow prints the outcomes the stream holds (at most the
+ * by itself: another tail may hold it too). --no-follow prints the
+ * outcomes the stream holds (at most the
  * last 1000) and exits. A Redis error (the server went away): one line
  * naming it, exit 1. Every value is cleaned before it reaches the
  * terminal; --json prints one JSON object per line with the exact values.

@@ -161,7 +161,8 @@ static int tl_write(mem_backend *m, mem_key **k, const mem_args *a, int fi,
  * The outcome stream of relay_outcome() in the prelude: when argument @oi
  * (the stream key) is given and not empty and its lease "<key>:tail"
  * exists, append {id, inv, tl} = args @ii, @fi, @ei. As the script, a
- * failure (a key of another type, no memory) is ignored. The memory backend does not trim it (MAXLEN, the
+ * failure (a key of another type, no memory) is ignored. The memory
+ * backend does not trim it (MAXLEN, the
  * next argument, is for a real server; tests only hold a few).
  */
 static void outcome_add(mem_backend *m, const mem_args *a, int oi, int ii,
