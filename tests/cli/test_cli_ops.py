@@ -102,7 +102,8 @@ def unknown_command_suggests_in_three_lines():
     rc, out, err = run("frobnicate")
     eq((rc, out, err), (2, "", 'relayctl: unknown command "frobnicate"\n'
                         "usage: relayctl [--env-file FILE] {validate|match|"
-                        "publish|app|dlq|health|stats|state} [ARGS]\n"
+                        "publish|app|dlq|health|stats|state|event|tail} [ARGS]
+"
                         "try 'relayctl --help'\n"), "frobnicate")
     for words, meant in ((["valdiate"], "validate"),
                          (["app", "isnpect"], "inspect"),
