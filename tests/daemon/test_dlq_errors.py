@@ -110,9 +110,11 @@ def stderr_tail_kept_shown_and_grouped():
         check("first attempt marker" not in tail,
               f"only the last attempt's stderr: {tail}")
         check(e["reason"].endswith("exit status 1"), e["reason"])
-        # Optional fields after timestamp, trace (when any) last.
+        # Optional fields after timestamp (stderr_tail, then the
+        # invocation's timeline), trace (when any) last.
         names = raw_fields(env, e["_id"])[0::2]
-        eq(names[-2:], ["timestamp", "stderr_tail"], f"order {names}")
+        eq(names[-3:], ["timestamp", "stderr_tail", "timeline"],
+           f"order {names}")
 
         rc, out, err = ctl(d, "dlq", "inspect", e["_id"])
         eq(rc, 0, err)

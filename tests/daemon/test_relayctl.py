@@ -222,7 +222,11 @@ def dlq_inspect_replay_rm():
         head, _, event = out.partition("Event:\n")
         # The handler's stderr ("no okfile") comes before the event.
         head, _, tail = head.partition("Stderr tail:\n")
+        # Then the invocation's attempts (R-5 timeline), before the event.
+        tail, _, timeline = tail.partition("Timeline:\n")
         eq(tail, "  no okfile\n", "the stderr tail, indented")
+        check(timeline.startswith("  #1 failed (exit 3)  "),
+              f"the timeline after it: {timeline!r}")
         kv = {}
         for ln in head.splitlines():
             k, _, v = ln.partition(":")
