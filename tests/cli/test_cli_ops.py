@@ -102,8 +102,7 @@ def unknown_command_suggests_in_three_lines():
     rc, out, err = run("frobnicate")
     eq((rc, out, err), (2, "", 'relayctl: unknown command "frobnicate"\n'
                         "usage: relayctl [--env-file FILE] {validate|match|"
-                        "publish|app|dlq|health|stats|state|event|tail} [ARGS]
-"
+                        "publish|app|dlq|health|stats|state|event|tail} [ARGS]\n"
                         "try 'relayctl --help'\n"), "frobnicate")
     for words, meant in ((["valdiate"], "validate"),
                          (["app", "isnpect"], "inspect"),
