@@ -1,6 +1,9 @@
 /*
- * common.c - allocation hooks, error detail, growable buffers.
+ * common.c - allocation hooks, error detail, growable buffers, string
+ * vectors.
  */
+#define _GNU_SOURCE
+#include <stdarg.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -318,4 +321,58 @@ int64_t relay__days_from_civil(int64_t y, int m, int d)
 	doy = (153 * (m + (m > 2 ? -3 : 9)) + 2) / 5 + d - 1;
 	doe = yoe * 365 + yoe / 4 - yoe / 100 + doy;
 	return era * 146097 + doe - 719468;
+}
+
+/* ---- string vectors ---------------------------------------------- */
+
+static int strv_take(relay__strv *sv, char *s)
+{
+	if (!s)
+		return RELAY_ENOMEM;
+	if (sv->n + 2 > sv->cap) {
+		size_t cap = sv->cap ? sv->cap * 2 : 16;
+		char **v = relay__realloc(sv->v, cap * sizeof(*v));
+
+		if (!v) {
+			relay__free(s);
+			return RELAY_ENOMEM;
+		}
+		sv->v = v;
+		sv->cap = cap;
+	}
+	sv->v[sv->n++] = s;
+	sv->v[sv->n] = NULL;
+	return 0;
+}
+
+int relay__strv_push(relay__strv *sv, const char *s)
+{
+	return strv_take(sv, relay__strdup(s));
+}
+
+int relay__strv_pushf(relay__strv *sv, const char *fmt, ...)
+{
+	va_list ap;
+	char *s = NULL;
+	int n;
+
+	va_start(ap, fmt);
+	n = vasprintf(&s, fmt, ap);
+	va_end(ap);
+	if (n < 0)
+		return RELAY_ENOMEM;
+	/* vasprintf used malloc; hand a relay__ copy to the vector. */
+	n = relay__strv_push(sv, s);
+	free(s);
+	return n;
+}
+
+void relay__strv_free(relay__strv *sv)
+{
+	size_t i;
+
+	for (i = 0; i < sv->n; i++)
+		relay__free(sv->v[i]);
+	relay__free(sv->v);
+	memset(sv, 0, sizeof(*sv));
 }

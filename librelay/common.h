@@ -97,4 +97,17 @@ int relay__buf_append(relay__buf *b, const void *p, size_t n);
 int relay__buf_printf(relay__buf *b, const char *fmt, ...) RELAY__PRINTF(2, 3);
 void relay__buf_free(relay__buf *b);
 
+/* ---- string vectors (common.c) ---------------------------------- */
+
+typedef struct relay__strv {
+	char **v;     /* NULL-terminated */
+	size_t n;     /* entries, excluding the NULL */
+	size_t cap;   /* slots allocated */
+} relay__strv;
+
+int relay__strv_push(relay__strv *sv, const char *s);
+int relay__strv_pushf(relay__strv *sv, const char *fmt, ...)
+	RELAY__PRINTF(2, 3);
+void relay__strv_free(relay__strv *sv);
+
 #endif /* RELAY__COMMON_H */

@@ -167,19 +167,6 @@ static void print_line(const relay_output_line *l, void *payload)
 				     l->len - l->prefix_len, l->partial);
 }
 
-static relay_runtime_kind kind_of(relay_app_runtime_kind k)
-{
-	switch (k) {
-	case RELAY_APP_RUNTIME_PYTHON3:
-		return RELAY_RUNTIME_PYTHON3;
-	case RELAY_APP_RUNTIME_NODE:
-		return RELAY_RUNTIME_NODE;
-	case RELAY_APP_RUNTIME_EXEC:
-		break;
-	}
-	return RELAY_RUNTIME_EXEC;
-}
-
 static void summary(const char *app, const char *handler,
 		    const relay_run_outcome *o)
 {
@@ -227,7 +214,7 @@ static int run_one(relay_runtime *rt, int warm, const relay_app *app,
 	s.app = relay_app_name(app);
 	s.handler = relay_app_rule_handler(rule);
 	s.app_dir = relay_app_dir(app);
-	s.runtime = kind_of(relay_app_runtime(app));
+	s.runtime = relay_app_runtime(app);
 	s.argv = relay_app_command(app, NULL);
 	s.env = relay_app_envp(app);
 	s.network = relay_app_network(app);

@@ -172,6 +172,8 @@ struct hc {
 	uid_t uid;
 	gid_t gid;
 	unsigned long long max_bytes;  /* largest file given a compiler */
+	const char *const *check_argv; /* the kind's checker (its driver's) */
+	size_t check_argc;             /* its length */
 };
 
 /* "app: FILE:LINE:COL: message"; FILE under the app directory, or the
@@ -529,7 +531,8 @@ static void py_results(struct hc *c, char *out)
 
 static void check_python(struct hc *c)
 {
-	char **argv = calloc(8 + 3 * c->n + 1, sizeof(char *)), cap[32];
+	char **argv = calloc(c->check_argc + 4 + 3 * c->n + 1,
+			     sizeof(char *)), cap[32];
 	size_t i, k = 0, queries = 0;
 	char *out = NULL;
 	int st;
@@ -538,13 +541,10 @@ static void check_python(struct hc *c)
 		problem(c, NULL, 1, 1, "out of memory");
 		return;
 	}
-	argv[k++] = "python3";
-	/* -I: no PYTHON* variables, no user site, and above all not the
-	 * app directory on sys.path (an ast.py there must not be run);
-	 * -W ignore: SyntaxWarnings are not problems. */
-	argv[k++] = "-I";
-	argv[k++] = "-W";
-	argv[k++] = "ignore";
+	/* The interpreter and its flags come from the kind's driver
+	 * (relay_runtime_kind_check_argv(): python3 -I -W ignore). */
+	for (i = 0; c->check_argv[i]; i++)
+		argv[k++] = (char *)c->check_argv[i];
 	argv[k++] = "-c";
 	argv[k++] = (char *)py_check;
 	snprintf(cap, sizeof(cap), "%llu", c->max_bytes);
@@ -700,12 +700,17 @@ static void check_node(struct hc *c)
 		free(mod);
 	}
 	for (i = 0; have_node && i < c->n; i++) {
-		char *argv[] = { "node", "--check", c->h[i].file, NULL };
+		char *argv[8] = { 0 };
 		char *out = NULL;
+		size_t k;
 		int st;
 
 		if (!c->h[i].file || c->h[i].big)
 			continue;
+		/* The driver's checker (node --check), then the file. */
+		for (k = 0; k < 6 && c->check_argv[k]; k++)
+			argv[k] = (char *)c->check_argv[k];
+		argv[k] = c->h[i].file;
 		for (j = 0; j < i; j++)
 			if (c->h[j].file && !strcmp(c->h[j].file,
 						     c->h[i].file))
@@ -848,6 +853,38 @@ static int dir_denied(const struct hc *c)
 	return e;
 }
 
+/*
+ * The host-side check of @c's kind. Its driver names the checker
+ * (relay_runtime_kind_check_argv()); this file only runs it and reads its
+ * answer, each protocol once, chosen by the checker's program. A kind
+ * whose driver names none (exec) gets the command's file check.
+ */
+static void run_checker(struct hc *c)
+{
+	static const struct {
+		const char *prog;
+		void (*fn)(struct hc *c);
+	} checkers[] = {
+		{ "python3", check_python },
+		{ "node", check_node },
+	};
+	size_t i;
+
+	c->check_argv = relay_runtime_kind_check_argv(
+		relay_app_runtime(c->app));
+	if (!c->check_argv || !c->check_argv[0]) {
+		check_exec(c);
+		return;
+	}
+	for (c->check_argc = 0; c->check_argv[c->check_argc];)
+		c->check_argc++;
+	for (i = 0; i < sizeof(checkers) / sizeof(checkers[0]); i++)
+		if (strcmp(c->check_argv[0], checkers[i].prog) == 0) {
+			checkers[i].fn(c);
+			return;
+		}
+}
+
 /* The app run message and its fix, in validate's terms (doc/cli.md
  * L-2). */
 static void dir_problem(struct hc *c, int e)
@@ -906,19 +943,7 @@ int relayctl_check_handlers(const relay_app *app,
 	} else if (denied) {
 		dir_problem(&c, denied);
 	} else {
-		switch (relay_app_runtime(app)) {
-		case RELAY_APP_RUNTIME_PYTHON3:
-			check_python(&c);
-			break;
-		case RELAY_APP_RUNTIME_NODE:
-			check_node(&c);
-			break;
-		case RELAY_APP_RUNTIME_EXEC:
-			check_exec(&c);
-			break;
-		default:
-			break;
-		}
+		run_checker(&c);
 	}
 	for (i = 0; i < c.n; i++) {
 		free(c.h[i].file);

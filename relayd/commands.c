@@ -158,20 +158,19 @@ static void cmd_health(relayd *d, relayd_request *req)
 	relayd_request_reply(req, r);
 }
 
-/* NULL when @app can run here, else why not (one line). */
-static const char *unavailable_reason(const relay_app *app)
+/* NULL when @app can run here, else why not (one line, in @buf): the
+ * interpreter its kind needs (relay_runtime_kind_program()) is missing. */
+static const char *unavailable_reason(const relay_app *app, char *buf,
+				      size_t size)
 {
-	switch (relay_app_runtime(app)) {
-	case RELAY_APP_RUNTIME_PYTHON3:
-		return relay_app_runtime_available(app) ? NULL
-		       : "runtime python3: python3 not found on relayd's PATH";
-	case RELAY_APP_RUNTIME_NODE:
-		return relay_app_runtime_available(app) ? NULL
-		       : "runtime node: node not found on relayd's PATH";
-	case RELAY_APP_RUNTIME_EXEC:
-		break;
-	}
-	return NULL;
+	relay_runtime_kind k = relay_app_runtime(app);
+	const char *prog = relay_runtime_kind_program(k);
+
+	if (!prog || relay_app_runtime_available(app))
+		return NULL;
+	snprintf(buf, size, "runtime %s: %s not found on relayd's PATH",
+		 relay_runtime_kind_name(k), prog);
+	return buf;
 }
 
 /*
@@ -188,6 +187,7 @@ static json_t *app_json(const relayd *d, const relay_appset *set, size_t i)
 	json_t *o, *list;
 	size_t j, n;
 	char buf[RELAY_ERROR_PATH_MAX + RELAY_ERROR_TEXT_MAX + 32];
+	char reason[128];
 
 	o = json_pack("{s:s}", "name", relay_appset_entry_name(set, i));
 	if (!app) {
@@ -202,7 +202,7 @@ static json_t *app_json(const relayd *d, const relay_appset *set, size_t i)
 		json_object_set_new(o, "errors", list);
 		return o;
 	}
-	why = unavailable_reason(app);
+	why = unavailable_reason(app, reason, sizeof(reason));
 	json_object_set_new(o, "status", json_string(stale ? "stale" : why ?
 						     "unavailable" : "ok"));
 	if (stale || why) {

@@ -27,6 +27,7 @@
 
 #include "clock.h"
 #include "common.h"
+#include "kind.h"
 #include "pattern.h"
 #include "schedule.h"
 
@@ -39,12 +40,17 @@ typedef struct relay_app_rule relay_app_rule;
 typedef struct relay_app_schedule relay_app_schedule;
 typedef struct relay_appset relay_appset;
 
-/** enum relay_app_runtime_kind - how an app's handlers are run. */
-typedef enum relay_app_runtime_kind {
-	RELAY_APP_RUNTIME_PYTHON3 = 1, /* handler "module.function", python3 */
-	RELAY_APP_RUNTIME_NODE = 2,    /* handler "module.function", node */
-	RELAY_APP_RUNTIME_EXEC = 3,    /* runs the template's command argv */
-} relay_app_runtime_kind;
+/*
+ * relay_app_runtime_kind - how an app's handlers are run: the one enum of
+ * handler kinds, relay_runtime_kind (relay/kind.h). The RELAY_APP_RUNTIME_
+ * names are kept for source compatibility; since soname 2 they are the
+ * relay_runtime_kind values (RELAY_APP_RUNTIME_EXEC is 0, no longer 3:
+ * doc/api-stability.md).
+ */
+typedef relay_runtime_kind relay_app_runtime_kind;
+#define RELAY_APP_RUNTIME_PYTHON3 RELAY_RUNTIME_PYTHON3
+#define RELAY_APP_RUNTIME_NODE RELAY_RUNTIME_NODE
+#define RELAY_APP_RUNTIME_EXEC RELAY_RUNTIME_EXEC
 
 /**
  * enum relay_app_tracing - the template's `tracing:` (doc/templates.md):

@@ -13,6 +13,7 @@
 #include "log.h"
 #include "pattern.h"
 #include "schedule.h"
+#include "kind.h"
 #include "app.h"
 #include "redis.h"
 #include "invocation.h"

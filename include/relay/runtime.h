@@ -32,6 +32,7 @@
 #include <stdint.h>
 
 #include "common.h"
+#include "kind.h"
 #include "log.h"
 
 #ifdef __cplusplus
@@ -41,22 +42,7 @@ extern "C" {
 typedef struct relay_runtime relay_runtime;
 typedef struct relay_run relay_run;
 
-/** enum relay_runtime_kind - how a handler is started. */
-typedef enum relay_runtime_kind {
-	RELAY_RUNTIME_EXEC = 0,    /* run spec->argv */
-	RELAY_RUNTIME_PYTHON3 = 1, /* python3 bootstrap imports the handler */
-	RELAY_RUNTIME_NODE = 2,    /* node bootstrap requires the handler */
-} relay_runtime_kind;
-
-/**
- * relay_runtime_kind_parse() - parse "exec", "python3" or "node".
- * Returns: 0 and *out set, or RELAY_EINVAL.
- */
-RELAY_EXTERN int relay_runtime_kind_parse(const char *s,
-					  relay_runtime_kind *out);
-
-/** relay_runtime_kind_name() - "exec", "python3" or "node". */
-RELAY_EXTERN const char *relay_runtime_kind_name(relay_runtime_kind k);
+/* enum relay_runtime_kind and its names: relay/kind.h. */
 
 /**
  * enum relay_warm_mode - may an invocation start from a warm parent?

@@ -21,6 +21,7 @@
 #include <string.h>
 
 #include "app.h"
+#include "runtime/kind.h"
 
 #define TEMPLATE_MAX_BYTES (1024 * 1024)
 
@@ -319,25 +320,16 @@ int relay_app_load_buffer(relay_app **out, const char *name,
 
 const char *relay_app_runtime_name(relay_app_runtime_kind kind)
 {
-	switch (kind) {
-	case RELAY_APP_RUNTIME_PYTHON3: return "python3";
-	case RELAY_APP_RUNTIME_NODE: return "node";
-	case RELAY_APP_RUNTIME_EXEC: return "exec";
-	}
-	return "";
+	const relay__kind *d = relay__kind_get(kind);
+
+	return d ? d->name : "";
 }
 
 bool relay_app_runtime_available(const relay_app *app)
 {
-	switch (app->runtime) {
-	case RELAY_APP_RUNTIME_PYTHON3:
-		return relay__on_path("python3");
-	case RELAY_APP_RUNTIME_NODE:
-		return relay__on_path("node");
-	case RELAY_APP_RUNTIME_EXEC:
-		break;
-	}
-	return true;
+	const relay__kind *d = relay__kind_get(app->runtime);
+
+	return !d || !d->program || relay__on_path(d->program);
 }
 
 const char *relay_app_name(const relay_app *app) { return app->name; }

@@ -126,8 +126,8 @@ int relay__app_parse_memory(const char *s, uint64_t *bytes);
 int relay__app_parse_cpus(const char *s, uint32_t *milli);
 /* Parse a plain decimal integer with optional '-' into *v (no overflow). */
 int relay__app_parse_int(const char *s, long long *v);
-/* Handler syntax: python3/node "a.b[.c…]" identifiers;
- * exec [A-Za-z0-9_.-]+ */
+/* Handler syntax of kind @rt (its driver's: python3/node "a.b[.c…]"
+ * identifiers; exec [A-Za-z0-9_.-]+); false for a value that is no kind. */
 bool relay__app_handler_valid(relay_app_runtime_kind rt, const char *h);
 /* Environment variable name: [A-Za-z_][A-Za-z0-9_]* */
 bool relay__app_env_name_valid(const char *s);

@@ -22,12 +22,15 @@
 #include <string.h>
 
 #include "app.h"
+#include "runtime/kind.h"
 
 typedef struct walker {
 	relay_app *app;
 	relay__diags *d;
 	int errors;
 	int oom;
+	const relay__kind *kind;  /* the runtime's driver; NULL while the
+				     runtime is missing or invalid */
 } walker;
 
 static const char *const top_keys[] = { "runtime", "command", "network",
@@ -409,16 +412,9 @@ static void do_env(walker *w, const relay__pnode *n)
 static void check_handler(walker *w, const relay__pnode *n, const char *where,
 			  char **out)
 {
-	relay_app_runtime_kind rt = w->app->runtime;
-
-	if (rt && !relay__app_handler_valid(rt, n->text)) {
-		if (rt == RELAY_APP_RUNTIME_EXEC)
-			bad(w, n, where, "invalid handler \"%.60s\" (letters, "
-			    "digits, _ . - only)", n->text);
-		else
-			bad(w, n, where, "invalid handler \"%.60s\" (write "
-			    "module.function, e.g. events.created.handler)",
-			    n->text);
+	if (w->kind && !w->kind->handler_valid(n->text)) {
+		bad(w, n, where, "invalid handler \"%.60s\" (%s)", n->text,
+		    w->kind->handler_hint);
 		return;
 	}
 	*out = dup_or_oom(w, n->text);
@@ -709,26 +705,27 @@ static void do_schedules(walker *w, const relay__pnode *n)
 
 static void do_runtime(walker *w, const relay__pnode *n)
 {
-	static const char *const names[] = { "python3", "node", "exec", NULL };
-	static const relay_app_runtime_kind kinds[] = {
-		RELAY_APP_RUNTIME_PYTHON3, RELAY_APP_RUNTIME_NODE,
-		RELAY_APP_RUNTIME_EXEC };
+	const char *words[RELAY__KIND_COUNT + 1] = { 0 };
 	const char *hint;
+	char names[128];
 	size_t i;
 
 	if (n->kind == RELAY__PNODE_STRING)
-		for (i = 0; names[i]; i++)
-			if (strcmp(n->text, names[i]) == 0) {
-				w->app->runtime = kinds[i];
-				return;
-			}
+		w->kind = relay__kind_find(n->text);
+	if (w->kind) {
+		w->app->runtime = w->kind->kind;
+		return;
+	}
+	for (i = 0; i < RELAY__KIND_COUNT && relay__kind_at(i); i++)
+		words[i] = relay__kind_at(i)->name;
 	hint = n->kind == RELAY__PNODE_STRING
-		       ? relay__app_suggest(n->text, names) : NULL;
+		       ? relay__app_suggest(n->text, words) : NULL;
+	relay__kind_names(names, sizeof(names), ", ");
 	if (hint)
-		bad(w, n, "runtime", "must be one of python3, node, exec "
-		    "(did you mean \"%s\"?)", hint);
+		bad(w, n, "runtime", "must be one of %s (did you mean "
+		    "\"%s\"?)", names, hint);
 	else
-		bad(w, n, "runtime", "must be one of python3, node, exec");
+		bad(w, n, "runtime", "must be one of %s", names);
 }
 
 /* `tracing: link | child` (doc/templates.md). */
@@ -766,12 +763,10 @@ static void do_top(walker *w, const relay__pnode *c)
 	if (key_is(c, "runtime"))
 		return; /* done first */
 	if (key_is(c, "command")) {
-		relay_app_runtime_kind rt = w->app->runtime;
-
-		if (rt && rt != RELAY_APP_RUNTIME_EXEC)
+		if (w->kind && !w->kind->command)
 			bad_key(w, c, "command", "only allowed with runtime "
 				"exec (%s runs the handler module)",
-				relay_app_runtime_name(w->app->runtime));
+				w->kind->name);
 		else
 			do_command(w, c);
 	} else if (key_is(c, "network")) {
@@ -808,8 +803,9 @@ static void do_top(walker *w, const relay__pnode *c)
 int relay__app_from_tree(relay_app *app, const relay__pnode *root,
 			 relay__diags *d)
 {
-	walker w = { app, d, 0, 0 };
+	walker w = { app, d, 0, 0, NULL };
 	const relay__pnode *rt;
+	char names[128];
 	size_t i;
 
 	app->concurrency = RELAY_APP_DEFAULT_CONCURRENCY;
@@ -822,12 +818,13 @@ int relay__app_from_tree(relay_app *app, const relay__pnode *root,
 	if (rt)
 		do_runtime(&w, rt);
 	else
-		bad(&w, root, NULL, "missing key \"runtime\" (python3, node "
-		    "or exec)");
+		bad(&w, root, NULL, "missing key \"runtime\" (%s)",
+		    relay__kind_names(names, sizeof(names), " or "));
 	for (i = 0; i < root->nchildren; i++)
 		do_top(&w, &root->children[i]);
-	if (app->runtime == RELAY_APP_RUNTIME_EXEC && !child(root, "command"))
-		bad(&w, rt, "command", "required when runtime is exec");
+	if (w.kind && w.kind->command && !child(root, "command"))
+		bad(&w, rt, "command", "required when runtime is %s",
+		    w.kind->name);
 done:
 	if (w.oom)
 		return RELAY_ENOMEM;

@@ -10,6 +10,7 @@
 #include <string.h>
 
 #include "app.h"
+#include "runtime/kind.h"
 
 static int is_digit(char c)
 {
@@ -208,37 +209,11 @@ bool relay__app_env_name_valid(const char *s)
 	return true;
 }
 
-/* "module.function": dot-separated identifiers, at least two. */
-static bool dotted_identifiers(const char *h)
-{
-	int parts = 0;
-
-	for (;;) {
-		if (!is_ident_start(*h))
-			return false;
-		while (is_ident(*h))
-			h++;
-		parts++;
-		if (*h == '\0')
-			return parts >= 2;
-		if (*h != '.')
-			return false;
-		h++;
-	}
-}
-
 bool relay__app_handler_valid(relay_app_runtime_kind rt, const char *h)
 {
-	const char *p;
+	const relay__kind *d = relay__kind_get(rt);
 
-	if (rt != RELAY_APP_RUNTIME_EXEC)
-		return dotted_identifiers(h);
-	if (!*h || strlen(h) > 255)
-		return false;
-	for (p = h; *p; p++)
-		if (!is_ident(*p) && *p != '.' && *p != '-')
-			return false;
-	return true;
+	return d && d->handler_valid(h);
 }
 
 /* Levenshtein distance, capped: short keys only (< 32 bytes). */

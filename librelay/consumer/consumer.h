@@ -14,6 +14,7 @@
 
 #include "common.h"
 #include "relay/engine.h"
+#include "runtime/kind.h"
 #include "consumer_exec.h"
 #include "consumer_trace.h"
 
@@ -65,13 +66,13 @@ struct relay_consumer {
 	relay__rt_executor rt_exec;
 	unsigned int manual;
 	struct manual *manual_runs;
-	int python_ok, node_ok;       /* availability cache: 1, -1, 0 */
+	int kind_ok[RELAY__KIND_COUNT]; /* availability cache per handler
+					   kind: 1, -1, 0 */
+	relay_mono_us kind_checked_us[RELAY__KIND_COUNT]; /* ... when */
 	/* owner: consumer_inv.c (refused starts: RELAY-ENG16 once per
 	 * burst) */
 	relay_mono_us refused_logged_us; /* last line, 0: none yet */
 	uint64_t refused_quiet;       /* refusals since then, not logged */
-	relay_mono_us python_checked_us, node_checked_us; /* ... per
-							    interpreter */
 
 	/* owner: consumer_trace.c (spans) */
 	relay__ctrace trace;

@@ -50,18 +50,6 @@ void relay__rt_executor_init(relay__rt_executor *x, relay_runtime *rt)
 
 /* ---- exec specs ------------------------------------------------------- */
 
-static relay_runtime_kind runtime_kind(relay_app_runtime_kind k)
-{
-	switch (k) {
-	case RELAY_APP_RUNTIME_PYTHON3:
-		return RELAY_RUNTIME_PYTHON3;
-	case RELAY_APP_RUNTIME_NODE:
-		return RELAY_RUNTIME_NODE;
-	default:
-		return RELAY_RUNTIME_EXEC;
-	}
-}
-
 void relay__consumer_exec_spec_h(relay_exec_spec *s, const relay_app *app,
 				 const char *handler, int64_t timeout_ms,
 				 const char *msg_id, const char *event,
@@ -71,7 +59,7 @@ void relay__consumer_exec_spec_h(relay_exec_spec *s, const relay_app *app,
 	s->handler = handler;
 	s->message_id = msg_id;
 	s->app_dir = relay_app_dir(app);
-	s->runtime = runtime_kind(relay_app_runtime(app));
+	s->runtime = relay_app_runtime(app);
 	s->argv = relay_app_command(app, NULL);
 	s->env = relay_app_envp(app);
 	s->network = relay_app_network(app);
@@ -98,39 +86,26 @@ void relay__consumer_exec_spec(relay_exec_spec *s, const relay_app *app,
 /* ---- availability ----------------------------------------------------- */
 
 /*
- * python3 and node apps need their interpreter. The answer is cached for
- * five seconds of monotonic time, so installing python3 makes a waiting
- * app available without a restart.
+ * An app whose kind needs an interpreter (its driver's program: python3,
+ * node) needs it on $PATH. The answer is cached per kind for five seconds
+ * of monotonic time, so installing python3 makes a waiting app available
+ * without a restart; checking one interpreter never forces a rescan of
+ * another.
  */
 int relay__consumer_default_available(const relay_app *app, void *payload)
 {
 	relay_consumer *c = payload;
 	relay_mono_us now = relay_clock_mono_us(c->clock);
-	relay_mono_us *at;
-	int *ok;
-	const char *prog;
+	relay_runtime_kind k = relay_app_runtime(app);
+	const char *prog = relay_runtime_kind_program(k);
 
-	switch (relay_app_runtime(app)) {
-	case RELAY_APP_RUNTIME_PYTHON3:
-		ok = &c->python_ok;
-		at = &c->python_checked_us;
-		prog = "python3";
-		break;
-	case RELAY_APP_RUNTIME_NODE:
-		ok = &c->node_ok;
-		at = &c->node_checked_us;
-		prog = "node";
-		break;
-	default:
+	if (!prog || (unsigned int)k >= RELAY__KIND_COUNT)
 		return 1;
+	if (c->kind_ok[k] == 0 || now - c->kind_checked_us[k] > 5000000u) {
+		c->kind_checked_us[k] = now;
+		c->kind_ok[k] = relay__on_path(prog) ? 1 : -1;
 	}
-	/* Each interpreter has its own entry: checking one never forces a
-	 * rescan of the other. */
-	if (*ok == 0 || now - *at > 5000000u) {
-		*at = now;
-		*ok = relay__on_path(prog) ? 1 : -1;
-	}
-	return *ok > 0;
+	return c->kind_ok[k] > 0;
 }
 
 /* ---- manual runs -------------------------------------------------------- */

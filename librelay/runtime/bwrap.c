@@ -114,10 +114,15 @@ static int build_argv(relay__builtin *b, const relay_exec_spec *spec,
 		      const char *const *inner_cmd, bool warm, int args_fdno,
 		      int info_fdno, relay__strv *a, relay_error *err)
 {
+	const relay__kind *kind = relay__kind_get(spec->runtime);
 	relay__strv inner = { 0 };
 	int rc = 0;
 	size_t i;
 
+	if (!kind)
+		return relay__error_set(err, RELAY_EINVAL, NULL, 0, 0,
+					"unknown runtime %d",
+					(int)spec->runtime);
 	rc |= relay__strv_push(a, b->bwrap);
 	if (args_fdno >= 0) {
 		/* The sandbox's environment (relay__bwrap_env_fd). */
@@ -182,12 +187,12 @@ static int build_argv(relay__builtin *b, const relay_exec_spec *spec,
 	rc |= relay__strv_push(a, "--ro-bind");
 	rc |= relay__strv_push(a, spec->app_dir);
 	rc |= relay__strv_push(a, RELAY__SANDBOX_APP_DIR);
-	if (spec->runtime != RELAY_RUNTIME_EXEC || inner_cmd) {
+	if (kind->bootstrap || inner_cmd) {
 		rc |= relay__strv_push(a, "--ro-bind");
 		rc |= relay__strv_push(a, b->bootstrap_dir);
 		rc |= relay__strv_push(a, RELAY__SANDBOX_BOOTSTRAP_DIR);
 	}
-	if (warm && spec->runtime == RELAY_RUNTIME_EXEC && b->warm_exec) {
+	if (warm && kind->warm_exec_server && b->warm_exec) {
 		rc |= relay__strv_push(a, "--ro-bind");
 		rc |= relay__strv_push(a, b->warm_exec);
 		rc |= relay__strv_push(a, RELAY__SANDBOX_WARM_EXEC);

@@ -17,60 +17,6 @@
 #include "relay_config.h"
 #include "runtime.h"
 
-/* ---- string vectors ---------------------------------------------- */
-
-static int strv_take(relay__strv *sv, char *s)
-{
-	if (!s)
-		return RELAY_ENOMEM;
-	if (sv->n + 2 > sv->cap) {
-		size_t cap = sv->cap ? sv->cap * 2 : 16;
-		char **v = relay__realloc(sv->v, cap * sizeof(*v));
-
-		if (!v) {
-			relay__free(s);
-			return RELAY_ENOMEM;
-		}
-		sv->v = v;
-		sv->cap = cap;
-	}
-	sv->v[sv->n++] = s;
-	sv->v[sv->n] = NULL;
-	return 0;
-}
-
-int relay__strv_push(relay__strv *sv, const char *s)
-{
-	return strv_take(sv, relay__strdup(s));
-}
-
-int relay__strv_pushf(relay__strv *sv, const char *fmt, ...)
-{
-	va_list ap;
-	char *s = NULL;
-	int n;
-
-	va_start(ap, fmt);
-	n = vasprintf(&s, fmt, ap);
-	va_end(ap);
-	if (n < 0)
-		return RELAY_ENOMEM;
-	/* vasprintf used malloc; hand a relay__ copy to the vector. */
-	n = relay__strv_push(sv, s);
-	free(s);
-	return n;
-}
-
-void relay__strv_free(relay__strv *sv)
-{
-	size_t i;
-
-	for (i = 0; i < sv->n; i++)
-		relay__free(sv->v[i]);
-	relay__free(sv->v);
-	memset(sv, 0, sizeof(*sv));
-}
-
 /* ---- environment and command line -------------------------------- */
 
 static bool env_has_key(const relay__strv *sv, const char *kv)
@@ -190,43 +136,19 @@ int relay__runtime_env(const relay_exec_spec *spec, relay__strv *out)
 int relay__runtime_argv(const relay_exec_spec *spec, const char *bootstrap_dir,
 			relay__strv *out, relay_error *err)
 {
-	size_t i;
-	int rc = 0;
+	const relay__kind *d = relay__kind_get(spec->runtime);
+	relay__kind_cmd c = { 0 };
 
-	switch (spec->runtime) {
-	case RELAY_RUNTIME_EXEC:
-		for (i = 0; rc == 0 && spec->argv[i]; i++)
-			rc = relay__strv_push(out, spec->argv[i]);
-		break;
-	case RELAY_RUNTIME_PYTHON3:
-		/* -u: output reaches the log even if the handler is killed;
-		 * -B: no __pycache__ written into the app directory. */
-		rc = relay__strv_push(out, "python3");
-		if (rc == 0)
-			rc = relay__strv_push(out, "-u");
-		if (rc == 0)
-			rc = relay__strv_push(out, "-B");
-		if (rc == 0)
-			rc = relay__strv_pushf(out, "%s/relay-bootstrap.py",
-					       bootstrap_dir);
-		if (rc == 0)
-			rc = relay__strv_push(out, spec->handler);
-		break;
-	case RELAY_RUNTIME_NODE:
-		rc = relay__strv_push(out, "node");
-		if (rc == 0)
-			rc = relay__strv_pushf(out, "%s/relay-bootstrap.js",
-					       bootstrap_dir);
-		if (rc == 0)
-			rc = relay__strv_push(out, spec->handler);
-		break;
-	default:
+	if (!d)
 		return relay__error_set(err, RELAY_EINVAL, NULL, 0, 0,
 					"unknown runtime %d",
 					(int)spec->runtime);
-	}
-	if (rc != 0)
-		return relay__error_set(err, rc, NULL, 0, 0, "out of memory");
+	c.handler = spec->handler;
+	c.command = spec->argv;
+	c.bootstrap_dir = bootstrap_dir;
+	if (d->cold_argv(&c, out) != 0)
+		return relay__error_set(err, RELAY_ENOMEM, NULL, 0, 0,
+					"out of memory");
 	return 0;
 }
 
@@ -272,7 +194,7 @@ const char *relay__runtime_bootstrap_dir(const char *opt)
 int relay__runtime_check_spec(const relay_exec_spec *spec, relay_error *err)
 {
 	struct stat st;
-	const char *dot;
+	const relay__kind *d;
 
 	if (!spec || spec->version == 0 ||
 	    spec->version > RELAY_EXEC_SPEC_VERSION)
@@ -299,22 +221,18 @@ int relay__runtime_check_spec(const relay_exec_spec *spec, relay_error *err)
 	if (spec->event_len && !spec->event)
 		return relay__error_set(err, RELAY_EINVAL, NULL, 0, 0,
 					"event bytes missing");
-	if (spec->runtime == RELAY_RUNTIME_EXEC) {
-		if (!spec->argv || !spec->argv[0] || !*spec->argv[0])
-			return relay__error_set(err, RELAY_EINVAL, NULL, 0, 0,
-						"exec runtime needs a command");
-		return 0;
-	}
-	if (spec->runtime != RELAY_RUNTIME_PYTHON3 &&
-	    spec->runtime != RELAY_RUNTIME_NODE)
+	d = relay__kind_get(spec->runtime);
+	if (!d)
 		return relay__error_set(err, RELAY_EINVAL, NULL, 0, 0,
 					"unknown runtime %d",
 					(int)spec->runtime);
-	dot = strrchr(spec->handler, '.');
-	if (!dot || dot == spec->handler || !dot[1])
+	if (d->command && (!spec->argv || !spec->argv[0] || !*spec->argv[0]))
 		return relay__error_set(err, RELAY_EINVAL, NULL, 0, 0,
-					"handler \"%s\" is not module.function",
-					spec->handler);
+					"%s runtime needs a command", d->name);
+	if (d->spec_handler_ok && !d->spec_handler_ok(spec->handler))
+		return relay__error_set(err, RELAY_EINVAL, NULL, 0, 0,
+					"handler \"%s\" is not %s",
+					spec->handler, d->spec_handler_why);
 	return 0;
 }
 
@@ -389,30 +307,6 @@ relay_exec_spec *relay__spec_dup(const relay_exec_spec *spec)
 		p = stpcpy(p, strs[i]) + 1;
 	}
 	return c;
-}
-
-/* ---- kinds ------------------------------------------------------- */
-
-static const char *const kind_names[] = { "exec", "python3", "node" };
-
-int relay_runtime_kind_parse(const char *s, relay_runtime_kind *out)
-{
-	size_t i;
-
-	for (i = 0; s && i < RELAY__ARRAY_SIZE(kind_names); i++) {
-		if (strcmp(s, kind_names[i]) == 0) {
-			*out = (relay_runtime_kind)i;
-			return 0;
-		}
-	}
-	return RELAY_EINVAL;
-}
-
-const char *relay_runtime_kind_name(relay_runtime_kind k)
-{
-	if ((unsigned int)k < RELAY__ARRAY_SIZE(kind_names))
-		return kind_names[k];
-	return "unknown";
 }
 
 /* ---- warm fallback reasons --------------------------------------- */

@@ -24,6 +24,7 @@
 #include <sys/types.h>
 
 #include "common.h"
+#include "kind.h"
 #include "relay/runtime.h"
 #include "relay/sys/runtime.h"
 
@@ -46,19 +47,6 @@
 #define RELAY__SANDBOX_WARM_SLOT "/run/relay-warm-slot.so"
 #define RELAY__SANDBOX_APP_DIR "/app"
 #define RELAY__SANDBOX_BOOTSTRAP_DIR "/run/relay-bootstrap"
-
-/* ---- string vectors (runtime.c) ---------------------------------- */
-
-typedef struct relay__strv {
-	char **v;     /* NULL-terminated */
-	size_t n;     /* entries, excluding the NULL */
-	size_t cap;   /* slots allocated */
-} relay__strv;
-
-int relay__strv_push(relay__strv *sv, const char *s);
-int relay__strv_pushf(relay__strv *sv, const char *fmt, ...)
-	RELAY__PRINTF(2, 3);
-void relay__strv_free(relay__strv *sv);
 
 /* The clean handler environment of @spec (PATH, HOME, LANG, app env,
  * RELAY_HANDLER, RELAY_APP, RELAY_MESSAGE_ID, and TRACEPARENT,

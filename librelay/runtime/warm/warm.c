@@ -367,46 +367,29 @@ static void out_cb(struct ev_loop *loop, ev_io *wio, int revents)
 #define BIND_NOW "LD_BIND_NOW="
 
 /*
- * What a warm parent's sandbox runs (@inner): relay-warm-exec when
- * @exec_server, the node fork server for a node app, else the python3
- * server; for an exec app, "--" and its command. And the environment it
- * gets (@penv): the handler's, without the per-invocation variables (a
- * node server's with LD_BIND_NOW=1 unless the app sets it). 0 or
- * RELAY_ENOMEM.
+ * What a warm parent's sandbox runs (@inner): the kind's warm parent
+ * command (its driver's; relay-warm-exec for an exec app when
+ * @exec_server). And the environment it gets (@penv): the handler's,
+ * without the per-invocation variables (with LD_BIND_NOW=1 where the
+ * driver asks for it, unless the app sets it). 0 or RELAY_ENOMEM.
  */
 static int parent_command(const relay_exec_spec *spec, bool exec_server,
 			  relay__strv *inner, relay__strv *penv)
 {
-	static const char *const serve[] = {
-		"python3", "-u", "-B",
-		RELAY__SANDBOX_BOOTSTRAP_DIR "/relay-bootstrap.py", "--serve",
-	};
-	/* V8 without concurrent threads and node with one platform
-	 * worker: the threads left are parked while the server forks
-	 * (warm_node.c checks that before every fork). */
-	static const char *const node_serve[] = {
-		"node", "--single-threaded", "--v8-pool-size=1",
-		RELAY__SANDBOX_BOOTSTRAP_DIR "/relay-bootstrap.js", "--serve",
-	};
+	const relay__kind *d = relay__kind_get(spec->runtime);
+	relay__kind_cmd c = { 0 };
 	relay__strv env = { 0 };
 	bool bind_now = true;
 	int rc = 0;
 	size_t i;
 
-	if (exec_server)
-		rc = relay__strv_push(inner, RELAY__SANDBOX_WARM_EXEC);
-	else if (spec->runtime == RELAY_RUNTIME_NODE)
-		for (i = 0; rc == 0 && i < RELAY__ARRAY_SIZE(node_serve); i++)
-			rc = relay__strv_push(inner, node_serve[i]);
-	else
-		for (i = 0; rc == 0 && i < RELAY__ARRAY_SIZE(serve); i++)
-			rc = relay__strv_push(inner, serve[i]);
-	if (rc == 0 && spec->runtime == RELAY_RUNTIME_EXEC)
-		rc = relay__strv_push(inner, "--");
-	for (i = 0; rc == 0 && spec->runtime == RELAY_RUNTIME_EXEC &&
-		    spec->argv[i]; i++)
-		rc = relay__strv_push(inner, spec->argv[i]);
-	if (rc != 0)
+	if (!d)
+		return RELAY_ENOMEM;   /* never: the spec was checked */
+	c.handler = spec->handler;
+	c.command = spec->argv;
+	c.bootstrap_dir = RELAY__SANDBOX_BOOTSTRAP_DIR;
+	c.exec_server = exec_server ? RELAY__SANDBOX_WARM_EXEC : NULL;
+	if (d->warm_argv(&c, inner) != 0)
 		return RELAY_ENOMEM;
 	rc = relay__runtime_env(spec, &env);
 	for (i = 0; rc == 0 && i < env.n; i++) {
@@ -416,13 +399,9 @@ static int parent_command(const relay_exec_spec *spec, bool exec_server,
 			rc = relay__strv_push(penv, env.v[i]);
 	}
 	relay__strv_free(&env);
-	/* A node fork server binds every symbol at start: a symbol bound
-	 * lazily is bound again in each fork (ld.so's lookup, and the
-	 * pages it touches copied), 3 % of a warm invocation's CPU at
-	 * saturation, 1.11x the warm rate there (doc/perf/warm.md,
-	 * round 13). Each invocation's environment is its request's, so
-	 * no handler sees it. */
-	if (rc == 0 && bind_now && spec->runtime == RELAY_RUNTIME_NODE)
+	/* Each invocation's environment is its request's, so no handler
+	 * sees LD_BIND_NOW. */
+	if (rc == 0 && bind_now && d->warm_bind_now)
 		rc = relay__strv_push(penv, BIND_NOW "1");
 	return rc != 0 ? RELAY_ENOMEM : 0;
 }
@@ -454,6 +433,7 @@ static void parent_watch(relay__warm *w, warm_parent *p)
 static int spawn_parent(relay__warm *w, warm_parent *p,
 			const relay_exec_spec *spec, relay_error *err)
 {
+	const relay__kind *kind = relay__kind_get(spec->runtime);
 	relay__strv inner = { 0 }, penv = { 0 };
 	relay_proc proc;
 	int sv[2] = { -1, -1 }, keep = -1;
@@ -461,9 +441,8 @@ static int spawn_parent(relay__warm *w, warm_parent *p,
 
 	/* An exec app's parent execs its command in every invocation: the
 	 * small C server where it is built, else the python3 one. */
-	p->exec_server = spec->runtime == RELAY_RUNTIME_EXEC &&
-			 w->wi->exec_server;
-	p->node_server = spec->runtime == RELAY_RUNTIME_NODE;
+	p->exec_server = kind->warm_exec_server && w->wi->exec_server;
+	p->node_server = kind->warm_hang_watch;
 	if (parent_command(spec, p->exec_server, &inner, &penv) != 0) {
 		rc = relay__error_set(err, RELAY_ENOMEM, NULL, 0, 0,
 				      "out of memory");
@@ -875,7 +854,7 @@ static int warm_start(relay__starter *s, void *loop,
 		return RELAY_WARM_FAIL_SPAWN;
 	}
 	start_idle_timer(w, loop);
-	if (spec->runtime == RELAY_RUNTIME_NODE && !w->node_fork) {
+	if (relay__kind_get(spec->runtime)->pool_argv && !w->node_fork) {
 		if (w->node_why) {
 			relay__log(&w->rt->logger, RELAY_LOG_INFO, "RELAY-RT07",
 				   "runtime: node apps start from pre-started "

@@ -21,18 +21,20 @@
 
 #include "warm.h"
 
-/* What a pre-started node process runs: the bootstrap, waiting for the
- * header lines at the start of its stdin. */
+/* What a pre-started process runs: its kind's pool command (the node
+ * driver's: the bootstrap, waiting for the header lines at the start of
+ * its stdin). */
 static int pool_inner(const relay_exec_spec *spec, relay__strv *out)
 {
-	int rc = 0;
+	const relay__kind *d = relay__kind_get(spec->runtime);
+	relay__kind_cmd c = { 0 };
 
-	(void)spec;
-	rc |= relay__strv_push(out, "node");
-	rc |= relay__strv_push(out, RELAY__SANDBOX_BOOTSTRAP_DIR
-			       "/relay-bootstrap.js");
-	rc |= relay__strv_push(out, "--pool");
-	return rc ? RELAY_ENOMEM : 0;
+	c.handler = spec->handler;
+	c.command = spec->argv;
+	c.bootstrap_dir = RELAY__SANDBOX_BOOTSTRAP_DIR;
+	if (!d || !d->pool_argv || d->pool_argv(&c, out) != 0)
+		return RELAY_ENOMEM;
+	return 0;
 }
 
 static void pool_unlink(warm_pool *q, pooled_proc *pp)
