@@ -57,6 +57,14 @@ prefixes in backticks) and the modules it may include. This script
      written (`=`, `+=`, `++`, ...) only by FILE: the variable's type is
      read from the declarations of the writing file.
 
+  8. handler kinds: every value of the kind enum (`enum
+     relay_runtime_kind` of include/relay/kind.h, and every macro of a
+     header defined as one of them, RELAY_APP_RUNTIME_*) is named in a
+     `case` label or an `==`/`!=` comparison only inside the driver
+     files, the .c files of the map's module `kind` (its one table and a
+     file per kind): elsewhere code asks the kind's driver, so a switch
+     (or an if-chain) over the kinds outside the drivers fails.
+
 Output is TAP: one line per module. Tests, fuzz targets and examples are
 not checked: they may reach any internal header.
 """
@@ -434,6 +442,52 @@ def consumer_checks(src, files, codes, owners):
 	return out
 
 
+KIND_HEADER = "include/relay/kind.h"
+KIND_ENUM_RE = re.compile(r"enum\s+relay_runtime_kind\s*\{(.*?)\}", re.S)
+
+
+def kind_checks(src, files, codes, modules):
+	"""Problems of rule 8, or None when the map has no module `kind`
+	or the tree no kind enum."""
+	if "kind" not in modules or KIND_HEADER not in files:
+		return None
+	with open(os.path.join(src, KIND_HEADER), encoding="utf-8") as fp:
+		m = KIND_ENUM_RE.search(strip_code(fp.read()))
+	if not m:
+		return None
+	names = set(re.findall(r"\b(RELAY_\w+)\s*(?:=|,|$)", m.group(1)))
+	for f in files:
+		if not f.endswith(".h"):
+			continue
+		with open(os.path.join(src, f), encoding="utf-8",
+			  errors="replace") as fp:
+			for dm in re.finditer(r"^\s*#\s*define\s+(\w+)\s+(\w+)\s*$",
+					      fp.read(), re.M):
+				if dm.group(2) in names:
+					names.add(dm.group(1))
+	if not names:
+		return None
+	alt = "|".join(sorted(names, key=len, reverse=True))
+	use = re.compile(r"\bcase\s+(%s)\b|(?:==|!=)\s*(%s)\b|\b(%s)\s*(?:==|!=)"
+			 % (alt, alt, alt))
+	drivers = {f for f in files if f.endswith(".c")
+		   and owner(modules, f) == "kind"}
+	out = []
+	for f in files:
+		if f in drivers:
+			continue
+		code = codes[f]
+		for mm in use.finditer(code):
+			name = mm.group(1) or mm.group(2) or mm.group(3)
+			ln = code.count("\n", 0, mm.start()) + 1
+			what = "a case label" if mm.group(1) else "a comparison"
+			out.append("%s:%d: %s on the handler kind %s outside the "
+				   "drivers (%s): ask the kind's driver "
+				   "(librelay/runtime/kind.h)"
+				   % (f, ln, what, name, ", ".join(sorted(drivers))))
+	return out
+
+
 def main():
 	src = sys.argv[1] if len(sys.argv) > 1 else "."
 	modules = parse_map(os.path.join(src, "doc", "architecture.md"))
@@ -520,8 +574,10 @@ def main():
 					     "%s -> %s the map does not allow"
 					     % (f, ln, name, tfile, tmod, mod, tmod))
 	cons = consumer_checks(src, files, codes, owners)
+	kinds = kind_checks(src, files, codes, modules)
 	print("TAP version 13")
-	print("1..%d" % (len(modules) + 1 + (cons is not None)))
+	print("1..%d" % (len(modules) + 1 + (cons is not None)
+			 + (kinds is not None)))
 	n, bad = 0, False
 	for name in modules:
 		n += 1
@@ -548,6 +604,17 @@ def main():
 			bad = True
 			print("not ok %d - %s" % (n, what))
 			for p in cons:
+				print("# " + p)
+		else:
+			print("ok %d - %s" % (n, what))
+	if kinds is not None:
+		n += 1
+		what = ("handler kinds: no case label or comparison on a kind "
+			"outside the drivers")
+		if kinds:
+			bad = True
+			print("not ok %d - %s" % (n, what))
+			for p in kinds:
 				print("# " + p)
 		else:
 			print("ok %d - %s" % (n, what))

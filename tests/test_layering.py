@@ -247,5 +247,42 @@ def reading_including_the_message_header_fails():
 		      'not list for `consumer_read.c`')
 
 
+# Rule 8: the handler kinds. A switch over the kinds outside the drivers
+# fails, by its case labels; so does an if on one kind (a comparison),
+# also through the RELAY_APP_RUNTIME_ names of relay/app.h; inside a
+# driver file both are allowed.
+KIND_SWITCH = ("static int k(relay_runtime_kind k) { switch (k) { "
+	       "case RELAY_RUNTIME_NODE: return 1; default: return 0; } }")
+
+
+@case
+def switch_on_the_kind_outside_the_drivers_fails():
+	include_fails("relayd/commands.c", KIND_SWITCH,
+		      "relayd/commands.c:1: a case label on the handler kind "
+		      "RELAY_RUNTIME_NODE outside the drivers",
+		      "not ok", "handler kinds")
+
+
+@case
+def comparison_with_an_app_kind_outside_the_drivers_fails():
+	include_fails("librelay/runtime/warm/warm.c",
+		      "static int k(const relay_exec_spec *s) { return "
+		      "s->runtime != RELAY_APP_RUNTIME_EXEC; }",
+		      "librelay/runtime/warm/warm.c:1: a comparison on the "
+		      "handler kind RELAY_APP_RUNTIME_EXEC outside the drivers")
+
+
+@case
+def switch_on_the_kind_inside_a_driver_passes():
+	d = tree()
+	try:
+		prepend(os.path.join(d, "librelay/runtime/kind_node.c"),
+			KIND_SWITCH)
+		rc, out = run(d)
+		eq(rc, 0, "exit status with a switch in a driver:\n" + out)
+	finally:
+		shutil.rmtree(d)
+
+
 if __name__ == "__main__":
 	sys.exit(run_cases())
