@@ -36,7 +36,8 @@ relay_dlq_filter_limit relay_dlq_filter_on_fields relay_dlq_filter_check
 relay_dlq_filter_match relay_dlq_filter_match_malformed relay_dlq_iter_open
 relay_dlq_iter_page relay_dlq_iter_next relay_dlq_iter_matched
 relay_dlq_iter_close relay_dlq_time_parse relay_dlq_duration_parse
-relay_dlq_when_parse relay_dlq_id_valid"
+relay_dlq_when_parse relay_dlq_id_valid relay_runtime_kind_name
+relay_runtime_kind_program relay_runtime_kind_check_argv"
 missing=""
 for s in $required; do
 	nm -D --defined-only "$lib" | awk '{print $NF}' | grep -qx "$s" ||

@@ -1,7 +1,7 @@
 /*
  * runtime.c - the runtime object, the backend registry, and what both
- * built-in backends share: the clean environment and the command line of
- * each runtime kind.
+ * built-in backends share: the clean environment, and the command line of
+ * a run as its kind's driver gives it (kind.h).
  */
 #define _GNU_SOURCE
 #include <errno.h>

@@ -919,6 +919,79 @@ static void test_runtime__kind_names(void)
 	RT_EQ_STR(relay_runtime_kind_name(RELAY_RUNTIME_NODE), "node");
 }
 
+/* The argv @spec's kind's driver gives for a cold start, joined by
+ * spaces, into @buf. */
+static const char *cold_line(const relay_exec_spec *spec, char *buf,
+			     size_t size)
+{
+	relay__strv sv = { 0 };
+	relay_error err;
+	size_t i, n = 0;
+
+	buf[0] = '\0';
+	RT_EQ_INT(relay__runtime_argv(spec, "/b", &sv, &err), 0);
+	for (i = 0; i < sv.n; i++)
+		n += (size_t)snprintf(buf + n, n < size ? size - n : 0, "%s%s",
+				      i ? " " : "", sv.v[i]);
+	relay__strv_free(&sv);
+	return buf;
+}
+
+/* One driver per kind, in one table: every value has its driver, the
+ * names round-trip, and each driver gives the command lines, the
+ * interpreter and the checker the switches gave before. */
+static void test_runtime__kind_drivers(void)
+{
+	static const char *const cmd[] = { "/bin/echo", "x y", NULL };
+	relay_exec_spec s = RELAY_EXEC_SPEC_INIT;
+	const char *const *ck;
+	relay_runtime_kind k;
+	char buf[256];
+	size_t i, n = 0;
+
+	for (i = 0; relay__kind_at(i); i++, n++) {
+		const relay__kind *d = relay__kind_at(i);
+
+		RT_CHECK(relay__kind_get(d->kind) == d);
+		RT_CHECK(relay__kind_find(d->name) == d);
+		RT_EQ_INT(relay_runtime_kind_parse(d->name, &k), 0);
+		RT_EQ_INT(k, d->kind);
+		RT_EQ_STR(relay_runtime_kind_name(k), d->name);
+		RT_CHECK(d->handler_valid && d->cold_argv && d->warm_argv);
+	}
+	RT_EQ_INT(n, RELAY__KIND_COUNT);
+	RT_CHECK(relay__kind_get((relay_runtime_kind)RELAY__KIND_COUNT) ==
+		 NULL);
+	RT_EQ_STR(relay_runtime_kind_name((relay_runtime_kind)99), "unknown");
+	RT_EQ_STR(relay__kind_names(buf, sizeof(buf), " or "),
+		  "python3, node or exec");
+
+	s.handler = "events.created.handler";
+	s.argv = cmd;
+	s.runtime = RELAY_RUNTIME_PYTHON3;
+	RT_EQ_STR(cold_line(&s, buf, sizeof(buf)),
+		  "python3 -u -B /b/relay-bootstrap.py events.created.handler");
+	s.runtime = RELAY_RUNTIME_NODE;
+	RT_EQ_STR(cold_line(&s, buf, sizeof(buf)),
+		  "node /b/relay-bootstrap.js events.created.handler");
+	s.runtime = RELAY_RUNTIME_EXEC;
+	RT_EQ_STR(cold_line(&s, buf, sizeof(buf)), "/bin/echo x y");
+
+	RT_EQ_STR(relay_runtime_kind_program(RELAY_RUNTIME_PYTHON3),
+		  "python3");
+	RT_EQ_STR(relay_runtime_kind_program(RELAY_RUNTIME_NODE), "node");
+	RT_CHECK(relay_runtime_kind_program(RELAY_RUNTIME_EXEC) == NULL);
+	ck = relay_runtime_kind_check_argv(RELAY_RUNTIME_NODE);
+	RT_CHECK(ck && !strcmp(ck[0], "node") && !strcmp(ck[1], "--check") &&
+		 !ck[2]);
+	ck = relay_runtime_kind_check_argv(RELAY_RUNTIME_PYTHON3);
+	RT_CHECK(ck && !strcmp(ck[0], "python3") && !strcmp(ck[1], "-I"));
+	RT_CHECK(relay_runtime_kind_check_argv(RELAY_RUNTIME_EXEC) == NULL);
+	RT_CHECK(relay__kind_exec.handler_valid("a-b.c_1"));
+	RT_CHECK(!relay__kind_python3.handler_valid("m-x.f"));
+	RT_CHECK(relay__kind_node.pool_argv && !relay__kind_python3.pool_argv);
+}
+
 static void test_runtime__backend_registry(void)
 {
 	relay_runtime_options opt = RELAY_RUNTIME_OPTIONS_INIT;
@@ -999,6 +1072,7 @@ static void test_runtime__startup_log_and_output_at_any_level(void)
 }
 
 static const rt_case cases[] = {
+	RT_CASE(test_runtime__kind_drivers),
 	RT_CASE(test_runtime__ok),
 	RT_CASE(test_runtime__fail_exit3),
 	RT_CASE(test_runtime__killed_by_signal),
