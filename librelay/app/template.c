@@ -756,6 +756,18 @@ static void do_tracing(walker *w, const relay__pnode *n)
 		    kind_name(n->kind));
 }
 
+/* The name of the kind that takes a `command:` (exec). */
+static const char *command_kind(void)
+{
+	const relay__kind *d;
+	size_t i;
+
+	for (i = 0; (d = relay__kind_at(i)) != NULL; i++)
+		if (d->command)
+			return d->name;
+	return "";
+}
+
 static void do_top(walker *w, const relay__pnode *c)
 {
 	long long v;
@@ -765,8 +777,8 @@ static void do_top(walker *w, const relay__pnode *c)
 	if (key_is(c, "command")) {
 		if (w->kind && !w->kind->command)
 			bad_key(w, c, "command", "only allowed with runtime "
-				"exec (%s runs the handler module)",
-				w->kind->name);
+				"%s (%s runs the handler module)",
+				command_kind(), w->kind->name);
 		else
 			do_command(w, c);
 	} else if (key_is(c, "network")) {
