@@ -49,10 +49,15 @@ from tap import CASES, Skip, case, check, eq, run_cases  # noqa: E402,F401
 
 # ---- polling -------------------------------------------------------------
 
-def wait_for(pred, what, timeout=DEADLINE, interval=0.02):
+def wait_for(pred, what, timeout=None, interval=0.02):
     """Poll pred() until it returns a truthy value; return that value.
-    A case's own @timeout is scaled like DEADLINE."""
-    if timeout != DEADLINE:
+    A case's own @timeout is scaled like DEADLINE (None: DEADLINE, which
+    is scaled already). A sentinel, not a comparison with DEADLINE: a
+    case's own 60 s equals the default 30 s scaled by 2 and must be
+    scaled all the same."""
+    if timeout is None:
+        timeout = DEADLINE
+    else:
         timeout *= TIME_MULT
     end = time.monotonic() + timeout
     last_exc = None
@@ -260,7 +265,7 @@ class Relayd:
             self.wait_ready()
         return self
 
-    def wait_ready(self, timeout=DEADLINE):
+    def wait_ready(self, timeout=None):
         def ready():
             if self.proc.poll() is not None:
                 raise AssertionError(
@@ -518,7 +523,7 @@ class Env:
             d.start()
         return d
 
-    def wait(self, pred, what, timeout=DEADLINE):
+    def wait(self, pred, what, timeout=None):
         """wait_for(), failing at once if a running relayd died."""
         def checked():
             for d in self.daemons:
