@@ -1,7 +1,9 @@
 /*
  * librelay/redis/hiredis_int.h - private: the hiredis backend's state,
- * shared by its files: redis_async.c (connections, commands, scripts,
- * lifetime), redis_cluster.c (Redis Cluster: known nodes, MOVED/ASK,
+ * shared by its files: redis_async.c (the backend, its vtable and
+ * lifetime; commands, replies, scripts), redis_connect.c (the connection
+ * life: connect, AUTH/SELECT, the connect timeout, reconnect backoff),
+ * redis_cluster.c (Redis Cluster: known nodes, MOVED/ASK,
  * TRYAGAIN/CLUSTERDOWN resends), cluster_topology.c (reading a
  * CLUSTER SLOTS reply) and redis_sentinel.c (Redis Sentinel: asking
  * every sentinel where the master is, trusting what a majority says,
@@ -107,7 +109,7 @@ typedef struct hr_cmd {
  * Cluster is meant for up to about 1000 nodes). */
 #define HR_MAX_NODES 1024
 
-/* ---- redis_async.c ---- */
+/* ---- redis_connect.c ---- */
 
 /* A new context to @host:@port (or the URI's unix socket), attached,
  * AUTH queued, holding a reference on @b; NULL on failure (errstr). */
@@ -128,10 +130,19 @@ void relay__hr_retire(hr_backend *b);
 /* Let go of the main connection at once (its commands: RELAY_ECLOSED),
  * target the next node and schedule a reconnect. */
 void relay__hr_drop_connection(hr_backend *b);
-/* Set the backend's error string (relay_redis_errstr()). */
-void relay__hr_set_err(hr_backend *b, const char *msg);
 /* Let go of a side context at once (its commands: RELAY_ECLOSED). */
 void relay__hr_drop_side(hr_backend *b, redisAsyncContext **slot);
+/* After a failed connect: reconnect after the jittered backoff (a
+ * host-loop backend; a private-loop one reconnects on the next
+ * command). */
+void relay__hr_schedule_reconnect(hr_backend *b);
+/* Init the connect/reconnect timers; relay__redis_hiredis_new() calls it. */
+void relay__hr_conn_init(hr_backend *b);
+
+/* ---- redis_async.c ---- */
+
+/* Set the backend's error string (relay_redis_errstr()). */
+void relay__hr_set_err(hr_backend *b, const char *msg);
 /* (Re)start @c's command timeout. */
 void relay__hr_start_timer(hr_backend *b, hr_cmd *c);
 /* The reply callback of every command. */
@@ -144,10 +155,6 @@ void relay__hr_cmd_free(hr_cmd *c);
 /* Take / drop a reference on @b (the last one frees it). */
 void relay__hr_hold(hr_backend *b);
 void relay__hr_release(hr_backend *b);
-/* After a failed connect: reconnect after the jittered backoff (a
- * host-loop backend; a private-loop one reconnects on the next
- * command). */
-void relay__hr_schedule_reconnect(hr_backend *b);
 
 /* ---- redis_cluster.c ---- */
 
