@@ -373,6 +373,20 @@ static int load_enums(relayd_config *c, char *errbuf, size_t size)
 		free(c->sandbox_uids);
 		c->sandbox_uids = xstrdup(v);
 	}
+	/* A root relayd does not fall back on the shared nobody silently:
+	 * any other process of that uid could read and ptrace handlers. An
+	 * explicit RELAY_SANDBOX_USER=nobody accepts it (RELAYD-SBX01). */
+	if (geteuid() == 0 && strcmp(c->sandbox, "bwrap") == 0 &&
+	    !c->sandbox_user && !c->sandbox_uids)
+		return fail(errbuf, size,
+			    "RELAY_SANDBOX_USER: not set, and a root relayd "
+			    "will not run handlers as the shared user nobody "
+			    "(uid 65534) by default: set RELAY_SANDBOX_UIDS="
+			    "LO-HI (a uid per app), RELAY_SANDBOX_USER="
+			    "relay-sandbox (the dedicated user meson install "
+			    "provides; systemd-sysusers creates it), or "
+			    "RELAY_SANDBOX_USER=nobody to accept sharing it "
+			    "(doc/sandbox.md, Host user)");
 	return 0;
 }
 

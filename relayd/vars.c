@@ -56,8 +56,8 @@ const relayd_var relayd_vars[] = {
 	{ "LOG_LEVEL", "DEBUG, INFO (default), WARN, ERROR", false },
 	{ "LOG_FORMAT", "text (default) or json", false },
 	{ "RELAY_SANDBOX", "bwrap (default) or none", false },
-	{ "RELAY_SANDBOX_USER", "host user of the sandbox when root (default: "
-	  "nobody)", false },
+	{ "RELAY_SANDBOX_USER", "host user of the sandbox when root (unset: "
+	  "refused, set nobody to accept it)", false },
 	{ "RELAY_SANDBOX_UIDS", "LO-HI: a host uid per app when root (default: "
 	  "off, every app as RELAY_SANDBOX_USER)", false },
 	{ "RELAY_WARM", "1 (default) or 0: warm sandboxes", false },

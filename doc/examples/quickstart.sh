@@ -257,6 +257,11 @@ start_services() {
 		echo "(bubblewrap cannot run here: RELAY_SANDBOX=none," \
 			"handlers run as plain processes)"
 	fi
+	# As root under bwrap relayd refuses to run handlers as the shared
+	# nobody unless told: a demo accepts it (a host would set
+	# RELAY_SANDBOX_UIDS or RELAY_SANDBOX_USER=relay-sandbox instead;
+	# doc/sandbox.md, "Host user").
+	export RELAY_SANDBOX_USER="${RELAY_SANDBOX_USER:-nobody}"
 	port=$(metrics_port)
 	# meson's -Dmetrics=auto builds GET /metrics only with libmicrohttpd;
 	# without it relayd refuses METRICS_ADDR, so it is left unset.

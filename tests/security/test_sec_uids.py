@@ -21,7 +21,8 @@ import sys
 
 sys.path.insert(0, os.path.join(os.path.dirname(os.path.abspath(__file__)),
                                 "..", "daemon"))
-from harness import Env, Skip, case, check, eq, run_cases  # noqa: E402
+from harness import (RELAYD, Env, Skip, case, check, eq,  # noqa: E402
+                     run_cases)
 
 # Far above any uid of a Debian host (no passwd or group entry in it),
 # below bubblewrap's limit (2^31 - 1).
@@ -211,14 +212,77 @@ def app_uid_cannot_read_or_trace_another_apps_sandbox():
         d.stop(timeout=90)       # the long handlers finish first
 
 
+REFUSE_NOBODY = (
+    "relayd: RELAY_SANDBOX_USER: not set, and a root relayd will not run "
+    "handlers as the shared user nobody (uid 65534) by default: set "
+    "RELAY_SANDBOX_UIDS=LO-HI (a uid per app), "
+    "RELAY_SANDBOX_USER=relay-sandbox (the dedicated user meson install "
+    "provides; systemd-sysusers creates it), or RELAY_SANDBOX_USER=nobody "
+    "to accept sharing it (doc/sandbox.md, Host user)")
+
+
+@case
+def default_nobody_is_refused_as_root():
+    """As root under bwrap with neither RELAY_SANDBOX_USER (unset or
+    empty) nor RELAY_SANDBOX_UIDS, relayd and relayd --check exit 1 with
+    one message naming the three ways out; RELAY_SANDBOX=none is
+    unaffected, and so is a uid range (no RELAYD-SBX01)."""
+    if os.geteuid() != 0:
+        raise Skip("needs root: only a root relayd refuses nobody")
+    with Env() as env:
+        py_app(env, "appa", "a")
+        for user in (None, ""):
+            d = env.relayd(name=f"r-{user!r}", start=False,
+                           RELAY_SANDBOX="bwrap", RELAY_SANDBOX_USER=user)
+            d.start(wait_ready=False)
+            eq(d.wait(), 1, f"RELAY_SANDBOX_USER={user!r}: exit status")
+            d.expect_running = False
+            check(REFUSE_NOBODY + "\n" in d.log(), d.log_tail(5))
+            eq(d.log().count("relayd: "), 1, "one message")
+            envv = {k: v for k, v in os.environ.items()
+                    if k.startswith(("ASAN_", "UBSAN_", "LSAN_", "PATH"))}
+            envv.update({k: v for k, v in d.vars.items()
+                         if k != "RELAY_SANDBOX_USER"})
+            if user is not None:
+                envv["RELAY_SANDBOX_USER"] = user
+            p = subprocess.run([RELAYD, "--check"], env=envv,
+                               capture_output=True, text=True, timeout=60)
+            eq(p.returncode, 1, "--check: exit status " + p.stderr)
+            check(REFUSE_NOBODY in p.stderr, p.stderr)
+        # RELAY_SANDBOX=none: nothing is refused (handlers keep root's uid,
+        # the documented choice of that setting).
+        d = env.relayd(name="r-none", start=False, RELAY_SANDBOX="none",
+                       RELAY_SANDBOX_USER=None)
+        d.start()
+        check("RELAY_SANDBOX_USER: not set" not in d.log(), d.log_tail(5))
+        d.stop()
+        need_root_bwrap()
+        # A uid per app: starts, and says nothing about nobody.
+        d = env.relayd(name="r-uids", start=False, RELAY_SANDBOX="bwrap",
+                       RELAY_SANDBOX_USER=None,
+                       RELAY_SANDBOX_UIDS=f"{RANGE_LO}-{RANGE_HI}")
+        d.start(wait_ready=False)
+        try:
+            d.wait_ready()
+        except AssertionError:
+            if d.proc.poll() == 1 and "RELAY_SANDBOX=" in d.log():
+                raise Skip("bwrap unusable: " + d.log_tail(1))
+            raise
+        check("RELAYD-SBX01" not in d.log(), d.log_tail(20))
+        check("RELAY_SANDBOX_USER: not set" not in d.log(), d.log_tail(5))
+        d.stop()
+
+
 @case
 def shared_nobody_is_warned_about():
-    """As root with the default sandbox user, relayd says at start that
-    uid 65534 is shared and what to set (a stable log id)."""
+    """As root with RELAY_SANDBOX_USER=nobody set explicitly (the default
+    is refused), relayd starts and says that uid 65534 is shared and what
+    to set (a stable log id)."""
     need_root_bwrap()
     with Env() as env:
         py_app(env, "appa", "a")
-        d = env.relayd(start=False, RELAY_SANDBOX="bwrap")
+        d = env.relayd(start=False, RELAY_SANDBOX="bwrap",
+                       RELAY_SANDBOX_USER="nobody")
         d.start(wait_ready=False)
         try:
             d.wait_ready()

@@ -236,6 +236,9 @@ class Relayd:
             "REDIS_GROUP": "relay", "REDIS_CONSUMER": name,
             "RELAY_APPS_DIR": APPS, "RELAY_RUN_DIR": d + "/run",
             "RELAY_STATE_DIR": d + "/state", "RELAY_SANDBOX": sandbox,
+            # Accepted explicitly: a root relayd refuses the shared
+            # nobody by default (doc/sandbox.md "Host user").
+            "RELAY_SANDBOX_USER": "nobody",
             "RELAY_BOOTSTRAP_DIR": CFG["bootstrap_dir"],
             "LOG_LEVEL": "DEBUG", "TMPDIR": "/run/tmp",
             # A warm parent's python3 starts in seconds here, not the
