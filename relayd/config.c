@@ -373,20 +373,6 @@ static int load_enums(relayd_config *c, char *errbuf, size_t size)
 		free(c->sandbox_uids);
 		c->sandbox_uids = xstrdup(v);
 	}
-	/* A root relayd does not fall back on the shared nobody silently:
-	 * any other process of that uid could read and ptrace handlers. An
-	 * explicit RELAY_SANDBOX_USER=nobody accepts it (RELAYD-SBX01). */
-	if (geteuid() == 0 && strcmp(c->sandbox, "bwrap") == 0 &&
-	    !c->sandbox_user && !c->sandbox_uids)
-		return fail(errbuf, size,
-			    "RELAY_SANDBOX_USER: not set, and a root relayd "
-			    "will not run handlers as the shared user nobody "
-			    "(uid 65534) by default: set RELAY_SANDBOX_UIDS="
-			    "LO-HI (a uid per app), RELAY_SANDBOX_USER="
-			    "relay-sandbox (the dedicated user meson install "
-			    "provides; systemd-sysusers creates it), or "
-			    "RELAY_SANDBOX_USER=nobody to accept sharing it "
-			    "(doc/sandbox.md, Host user)");
 	return 0;
 }
 
@@ -593,6 +579,27 @@ static int load_tls(relayd_config *c, char *errbuf, size_t size)
 	return 0;
 }
 
+/* A root relayd does not fall back on the shared nobody silently: any
+ * other process of that uid could read and ptrace handlers. An explicit
+ * RELAY_SANDBOX_USER=nobody accepts it (RELAYD-SBX01, relayd/apps.c).
+ * Checked last, so that a malformed variable is named first. */
+static int check_sandbox_user(const relayd_config *c, char *errbuf,
+			      size_t size)
+{
+	if (geteuid() == 0 && strcmp(c->sandbox, "bwrap") == 0 &&
+	    !c->sandbox_user && !c->sandbox_uids)
+		return fail(errbuf, size,
+			    "RELAY_SANDBOX_USER: not set, and a root relayd "
+			    "will not run handlers as the shared user nobody "
+			    "(uid 65534) by default: set RELAY_SANDBOX_UIDS="
+			    "LO-HI (a uid per app), RELAY_SANDBOX_USER="
+			    "relay-sandbox (the dedicated user meson install "
+			    "provides; systemd-sysusers creates it), or "
+			    "RELAY_SANDBOX_USER=nobody to accept sharing it "
+			    "(doc/sandbox.md, Host user)");
+	return 0;
+}
+
 int relayd_config_load(relayd_config *c, char *errbuf, size_t size)
 {
 	static const char *const required[] = {
@@ -647,7 +654,9 @@ int relayd_config_load(relayd_config *c, char *errbuf, size_t size)
 	 * errors name the variable, never a header value. */
 	if (relay_otlp_config_load(&c->otlp, getenv, errbuf, size))
 		return -1;
-	return load_tls(c, errbuf, size);
+	if (load_tls(c, errbuf, size))
+		return -1;
+	return check_sandbox_user(c, errbuf, size);
 }
 
 void relayd_config_tls(const relayd_config *c, relay_redis_options *o)
