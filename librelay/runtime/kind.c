@@ -101,10 +101,19 @@ bool relay__kind_module_function(const char *h)
 	return dot && dot != h && dot[1];
 }
 
-int relay__kind_push_path(relay__strv *out, const char *dir,
-			  const char *file)
+int relay__kind_bootstrap_argv(relay__strv *out, const char *const *words,
+			       const char *dir, const char *script,
+			       const char *last)
 {
-	return relay__strv_pushf(out, "%s/%s", dir, file);
+	int rc = 0;
+
+	for (; rc == 0 && *words; words++)
+		rc = relay__strv_push(out, *words);
+	if (rc == 0)
+		rc = relay__strv_pushf(out, "%s/%s", dir, script);
+	if (rc == 0 && last)
+		rc = relay__strv_push(out, last);
+	return rc;
 }
 
 /* ---- relay/kind.h -------------------------------------------------- */

@@ -110,8 +110,11 @@ char *relay__kind_names(char *buf, size_t size, const char *last);
 bool relay__kind_dotted(const char *handler);
 bool relay__kind_module_function(const char *handler);
 
-/* Push "@dir/@file". 0 or RELAY_ENOMEM. */
-int relay__kind_push_path(relay__strv *out, const char *dir,
-			  const char *file);
+/* The command line of an interpreter that runs a bootstrap: @words (the
+ * interpreter and its options, NULL-terminated), "@dir/@script", then
+ * @last unless it is NULL. 0 or RELAY_ENOMEM. */
+int relay__kind_bootstrap_argv(relay__strv *out, const char *const *words,
+			       const char *dir, const char *script,
+			       const char *last);
 
 #endif /* RELAY__KIND_H */

@@ -9,16 +9,12 @@
 /* Parse only; relayctl appends the module file. */
 static const char *const check_argv[] = { "node", "--check", NULL };
 
+static const char *const interp[] = { "node", NULL };
+
 static int cold_argv(const relay__kind_cmd *c, relay__strv *out)
 {
-	int rc = relay__strv_push(out, "node");
-
-	if (rc == 0)
-		rc = relay__kind_push_path(out, c->bootstrap_dir,
-					   "relay-bootstrap.js");
-	if (rc == 0)
-		rc = relay__strv_push(out, c->handler);
-	return rc;
+	return relay__kind_bootstrap_argv(out, interp, c->bootstrap_dir,
+					  "relay-bootstrap.js", c->handler);
 }
 
 /* V8 without concurrent threads and node with one platform worker: the
@@ -26,32 +22,20 @@ static int cold_argv(const relay__kind_cmd *c, relay__strv *out)
  * that before every fork). */
 static int warm_argv(const relay__kind_cmd *c, relay__strv *out)
 {
-	int rc = relay__strv_push(out, "node");
+	static const char *const server[] = {
+		"node", "--single-threaded", "--v8-pool-size=1", NULL
+	};
 
-	if (rc == 0)
-		rc = relay__strv_push(out, "--single-threaded");
-	if (rc == 0)
-		rc = relay__strv_push(out, "--v8-pool-size=1");
-	if (rc == 0)
-		rc = relay__kind_push_path(out, c->bootstrap_dir,
-					   "relay-bootstrap.js");
-	if (rc == 0)
-		rc = relay__strv_push(out, "--serve");
-	return rc;
+	return relay__kind_bootstrap_argv(out, server, c->bootstrap_dir,
+					  "relay-bootstrap.js", "--serve");
 }
 
 /* A pre-started process: the bootstrap, waiting for the header lines at
  * the start of its stdin (warm_proto.h). */
 static int pool_argv(const relay__kind_cmd *c, relay__strv *out)
 {
-	int rc = relay__strv_push(out, "node");
-
-	if (rc == 0)
-		rc = relay__kind_push_path(out, c->bootstrap_dir,
-					   "relay-bootstrap.js");
-	if (rc == 0)
-		rc = relay__strv_push(out, "--pool");
-	return rc;
+	return relay__kind_bootstrap_argv(out, interp, c->bootstrap_dir,
+					  "relay-bootstrap.js", "--pool");
 }
 
 const relay__kind relay__kind_node = {

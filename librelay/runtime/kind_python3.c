@@ -14,36 +14,18 @@ static const char *const check_argv[] = {
 
 /* -u: output reaches the log even if the handler is killed; -B: no
  * __pycache__ written into the app directory. */
+static const char *const interp[] = { "python3", "-u", "-B", NULL };
+
 static int cold_argv(const relay__kind_cmd *c, relay__strv *out)
 {
-	int rc = relay__strv_push(out, "python3");
-
-	if (rc == 0)
-		rc = relay__strv_push(out, "-u");
-	if (rc == 0)
-		rc = relay__strv_push(out, "-B");
-	if (rc == 0)
-		rc = relay__kind_push_path(out, c->bootstrap_dir,
-					   "relay-bootstrap.py");
-	if (rc == 0)
-		rc = relay__strv_push(out, c->handler);
-	return rc;
+	return relay__kind_bootstrap_argv(out, interp, c->bootstrap_dir,
+					  "relay-bootstrap.py", c->handler);
 }
 
 static int warm_argv(const relay__kind_cmd *c, relay__strv *out)
 {
-	int rc = relay__strv_push(out, "python3");
-
-	if (rc == 0)
-		rc = relay__strv_push(out, "-u");
-	if (rc == 0)
-		rc = relay__strv_push(out, "-B");
-	if (rc == 0)
-		rc = relay__kind_push_path(out, c->bootstrap_dir,
-					   "relay-bootstrap.py");
-	if (rc == 0)
-		rc = relay__strv_push(out, "--serve");
-	return rc;
+	return relay__kind_bootstrap_argv(out, interp, c->bootstrap_dir,
+					  "relay-bootstrap.py", "--serve");
 }
 
 const relay__kind relay__kind_python3 = {
