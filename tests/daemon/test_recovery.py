@@ -255,13 +255,7 @@ def bwrap_sandbox_end_to_end():
                 "$(id -u) $RELAY_HANDLER']\n"
                 "events:\n  - handler: h\n    pattern: {kind: [x]}\n")
         d = env.relayd(start=False, RELAY_SANDBOX="bwrap")
-        d.start(wait_ready=False)
-        try:
-            d.wait_ready()
-        except AssertionError:
-            if d.proc.poll() == 1 and "RELAY_SANDBOX" in d.log():
-                raise Skip("bwrap unusable: " + d.log_tail(1))
-            raise
+        d.start_sandboxed()
         eq(d.control({"cmd": "health"})["sandbox"], "bwrap", "backend")
         mid = env.xadd({"kind": "x", "k": "bw"})
         env.wait(lambda: drained(env) and env.inv(mid).get("sb/h") == "ok",
@@ -287,13 +281,7 @@ def bwrap_unreadable_app_dir_dead_letters_with_the_fix():
                 "    retries: 0\n")
         d = env.relayd(start=False, RELAY_SANDBOX="bwrap",
                        RELAY_SANDBOX_USER="65534")
-        d.start(wait_ready=False)
-        try:
-            d.wait_ready()
-        except AssertionError:
-            if d.proc.poll() == 1 and "RELAY_SANDBOX" in d.log():
-                raise Skip("bwrap unusable: " + d.log_tail(1))
-            raise
+        d.start_sandboxed()
         env.xadd({"kind": "x"})
         env.wait(lambda: len(env.dlq()) == 1, "dead-lettered")
         why = (f"start: app directory {env.apps_dir}/sb is not readable by "

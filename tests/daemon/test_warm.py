@@ -94,13 +94,7 @@ def start(env, **vars):
     port = free_port()
     d = env.relayd(start=False, RELAY_SANDBOX="bwrap",
                    METRICS_ADDR=f"127.0.0.1:{port}", **vars)
-    d.start(wait_ready=False)
-    try:
-        d.wait_ready()
-    except AssertionError:
-        if d.proc.poll() == 1 and "RELAY_SANDBOX" in d.log():
-            raise Skip("bwrap unusable: " + d.log_tail(1))
-        raise
+    d.start_sandboxed()
     return d, port
 
 

@@ -76,13 +76,7 @@ def start(env, relayd_path, **vars):
     harness.RELAYD = relayd_path
     try:
         d = env.relayd(start=False, RELAY_SANDBOX="bwrap", **vars)
-        d.start(wait_ready=False)
-        try:
-            d.wait_ready()
-        except AssertionError:
-            if d.proc.poll() == 1 and "RELAY_SANDBOX" in d.log():
-                raise Skip("bwrap unusable: " + d.log_tail(1))
-            raise
+        d.start_sandboxed()
     finally:
         harness.RELAYD = old
     return d

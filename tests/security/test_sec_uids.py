@@ -154,13 +154,7 @@ def app_uid_cannot_read_or_trace_another_apps_sandbox():
         py_app(env, "appb", "b")
         d = env.relayd(start=False, RELAY_SANDBOX="bwrap",
                        RELAY_SANDBOX_UIDS=f"{RANGE_LO}-{RANGE_HI}")
-        d.start(wait_ready=False)
-        try:
-            d.wait_ready()
-        except AssertionError:
-            if d.proc.poll() == 1 and "RELAY_SANDBOX" in d.log():
-                raise Skip("bwrap unusable: " + d.log_tail(1))
-            raise
+        d.start_sandboxed()
         # A first event each starts the app's warm parent; then a long
         # one each keeps a handler running.
         first = [env.xadd({"kind": k}) for k in ("a", "b")]
@@ -261,13 +255,7 @@ def default_nobody_is_refused_as_root():
         d = env.relayd(name="r-uids", start=False, RELAY_SANDBOX="bwrap",
                        RELAY_SANDBOX_USER=None,
                        RELAY_SANDBOX_UIDS=f"{RANGE_LO}-{RANGE_HI}")
-        d.start(wait_ready=False)
-        try:
-            d.wait_ready()
-        except AssertionError:
-            if d.proc.poll() == 1 and "RELAY_SANDBOX=" in d.log():
-                raise Skip("bwrap unusable: " + d.log_tail(1))
-            raise
+        d.start_sandboxed()
         check("RELAYD-SBX01" not in d.log(), d.log_tail(20))
         check("RELAY_SANDBOX_USER: not set" not in d.log(), d.log_tail(5))
         d.stop()
@@ -283,13 +271,7 @@ def shared_nobody_is_warned_about():
         py_app(env, "appa", "a")
         d = env.relayd(start=False, RELAY_SANDBOX="bwrap",
                        RELAY_SANDBOX_USER="nobody")
-        d.start(wait_ready=False)
-        try:
-            d.wait_ready()
-        except AssertionError:
-            if d.proc.poll() == 1 and "RELAY_SANDBOX" in d.log():
-                raise Skip("bwrap unusable: " + d.log_tail(1))
-            raise
+        d.start_sandboxed()
         check("WARN RELAYD-SBX01 handlers run as host uid 65534 (nobody)"
               in d.log(), d.log_tail(20))
         eq(d.log().count("RELAYD-SBX01"), 1, "warned once")
@@ -348,13 +330,7 @@ def too_small_range_is_refused_naming_the_variable():
         # Two uids, two apps; a third app on reload is refused.
         d4 = env.relayd(name="r4", start=False, RELAY_SANDBOX="bwrap",
                         RELAY_SANDBOX_UIDS=f"{lo}-{lo + 1}")
-        d4.start(wait_ready=False)
-        try:
-            d4.wait_ready()
-        except AssertionError:
-            if d4.proc.poll() == 1 and "RELAY_SANDBOX=" in d4.log():
-                raise Skip("bwrap unusable: " + d4.log_tail(1))
-            raise
+        d4.start_sandboxed()
         py_app(env, "appc", "c")
         d4.signal(signal.SIGHUP)
         env.wait(lambda: "RELAYD-SBX02" in d4.log(), "reload refused")
